@@ -1,0 +1,98 @@
+// Command noamgen generates typed NoSQL repositories from NoAM-tagged Go
+// structs. Run it from //go:generate (it works on the package of $GOFILE)
+// or as
+//
+//	noamgen [-store mongo,bolt] [-pattern '{type}_{store}.gen.go'] [-check] [package]
+//
+// See the README for the tag language.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/noamgen/noamgen/generator"
+	"github.com/noamgen/noamgen/parser"
+	"github.com/noamgen/noamgen/templates"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("noamgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var stores listFlag
+	fs.Var(&stores, "store", "stores to generate for, comma-separated or repeated (known: "+strings.Join(templates.StoreNames(), ", ")+"; default mongo)")
+	pattern := fs.String("pattern", generator.DefaultPattern, "output file name pattern; {type} is the aggregate in snake_case, {store} the store (noam for the interface file)")
+	check := fs.Bool("check", false, "write nothing; exit 1 if the generated files are missing, out of date or stale")
+	verbose := fs.Bool("v", false, "print the files written or removed")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: noamgen [flags] [package]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return 2
+	}
+	pattern0 := "."
+	if fs.NArg() == 1 {
+		pattern0 = fs.Arg(0)
+	}
+	cwd, _ := os.Getwd()
+	schema, err := parser.Load(parser.Config{Pattern: pattern0, BaseDir: cwd})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	files, err := generator.Generate(schema, generator.Config{Stores: stores, Pattern: *pattern})
+	if err != nil {
+		fmt.Fprintln(stderr, "noamgen:", err)
+		return 1
+	}
+	if *check {
+		diffs, err := generator.Diff(schema.Dir, files)
+		if err != nil {
+			fmt.Fprintln(stderr, "noamgen:", err)
+			return 1
+		}
+		for _, d := range diffs {
+			fmt.Fprintf(stderr, "noamgen: %s\n", d)
+		}
+		if len(diffs) > 0 {
+			fmt.Fprintln(stderr, "noamgen: generated code is not up to date; run go generate")
+			return 1
+		}
+		return 0
+	}
+	changed, err := generator.Write(schema.Dir, files)
+	if err != nil {
+		fmt.Fprintln(stderr, "noamgen:", err)
+		return 1
+	}
+	if *verbose {
+		for _, c := range changed {
+			fmt.Fprintln(stdout, "noamgen: wrote", c)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,225 @@
+// Package model is the store-independent NoAM (NoSQL Abstract Model) description
+// of an application's aggregates, shared by the parser (which builds it from
+// tagged Go structs) and the generator and templates (which turn it into
+// store-specific repositories).
+//
+// Vocabulary, after Bugiotti et al., "Database Design for NoSQL Systems":
+//   - an aggregate class is a Collection of blocks;
+//   - an aggregate is a block, identified by its block key (the id field);
+//   - a block holds entries; an entry key is an access path such as
+//     "firstName" or "rounds[3]".
+//
+// How the aggregate's value is split into entries is the partitioning
+// strategy: one entry for the whole aggregate (EAO), one per top-level field
+// (ETF), and, on top of either, one entry per element of a partitioned slice.
+package model
+
+import (
+	"go/token"
+	"go/types"
+)
+
+// Strategy is the data representation strategy of an aggregate class.
+type Strategy int
+
+const (
+	// ETF (Entry per Top-level Field) stores each top-level field as its own entry.
+	ETF Strategy = iota
+	// EAO (Entry per Aggregate Object) stores the aggregate (except its
+	// partitioned fields) as one entry.
+	EAO
+)
+
+func (s Strategy) String() string {
+	if s == EAO {
+		return "eao"
+	}
+	return "etf"
+}
+
+// Schema is everything noamgen knows about one Go package.
+type Schema struct {
+	PkgPath    string // import path of the package
+	PkgName    string // package name
+	Dir        string // directory of the package
+	Aggregates []*Aggregate
+}
+
+// Aggregate finds an aggregate by Go type name.
+func (s *Schema) Aggregate(name string) *Aggregate {
+	for _, a := range s.Aggregates {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// Aggregate is one aggregate class: a Go struct type marked with
+// `_ struct{} `noam:"aggregate,..."``. It maps to one collection of blocks.
+type Aggregate struct {
+	Name       string         // Go type name, e.g. "Game"
+	Collection string         // collection name, e.g. "Game"
+	Strategy   Strategy       // EAO or ETF
+	Pos        token.Position // position of the type name
+	File       string         // file declaring the type
+
+	// Fields are the persisted top-level fields in declaration order,
+	// including the id and version fields. Skipped fields are not listed.
+	Fields []*Field
+	// ID is the block key field.
+	ID *Field
+	// Version is the optional optimistic-concurrency version entry.
+	Version *Field
+	// StructFields lists every field of the Go struct in order (persisted or
+	// not), so that generated code can assert at compile time that the struct
+	// has not changed since generation.
+	StructFields []StructField
+}
+
+// StructField is one field of the aggregate's Go struct as declared.
+type StructField struct {
+	Name string
+	Type types.Type
+}
+
+// Field is a persisted top-level field of an aggregate.
+type Field struct {
+	GoName string     // Go field name, e.g. "FirstName"
+	Key    string     // entry key / stored name, e.g. "firstName"
+	Type   types.Type // field type
+	Pos    token.Position
+
+	IsID      bool
+	IsVersion bool
+
+	// Partition is set for `partition=FIELD` slice fields: each element is
+	// its own entry FIELD[i]. Elem is the element type.
+	Partition bool
+	Elem      types.Type
+
+	// Refs lists the references to other aggregates held by this field or
+	// by values nested in it (paths relative to the field).
+	Refs []Ref
+}
+
+// Ref is a reference to another aggregate's block key.
+type Ref struct {
+	// Path is the access path of the referencing value inside the aggregate,
+	// e.g. "firstPlayer" or "games[].opponent".
+	Path string
+	// Target is the referenced aggregate's type name.
+	Target string
+	// GoPath is the Go selector path from the aggregate value, with "[]"
+	// marking a slice step, e.g. "Games[].Opponent".
+	GoPath string
+	Type   types.Type // type of the referencing value (the key type)
+}
+
+// Entry is one entry class of an aggregate's blocks.
+type Entry struct {
+	// Key is the entry key: a field key, "" for the EAO root entry, or
+	// "rounds[]" for the elements of a partitioned field.
+	Key string
+	// Fields are the top-level fields whose values make up the entry.
+	Fields []*Field
+	// Partition is set when the entry stands for each element of a
+	// partitioned slice field.
+	Partition bool
+}
+
+// Entries lists the aggregate's entry classes following its strategy:
+// ETF gives one per non-id top-level field, EAO one root entry for all
+// non-partitioned fields; partitioned fields give one entry per element.
+// The id is the block key, not an entry.
+func (a *Aggregate) Entries() []Entry {
+	var out []Entry
+	var root []*Field
+	for _, f := range a.Fields {
+		switch {
+		case f.IsID:
+		case f.Partition:
+			out = append(out, Entry{Key: f.Key + "[]", Fields: []*Field{f}, Partition: true})
+		case a.Strategy == EAO:
+			root = append(root, f)
+		default:
+			out = append(out, Entry{Key: f.Key, Fields: []*Field{f}})
+		}
+	}
+	if a.Strategy == EAO {
+		out = append([]Entry{{Key: "", Fields: root}}, out...)
+	}
+	return out
+}
+
+// Settable lists the fields that get their own entry-level setter: the
+// non-id, non-version, non-partitioned fields of an ETF aggregate.
+func (a *Aggregate) Settable() []*Field {
+	if a.Strategy == EAO {
+		return nil
+	}
+	var out []*Field
+	for _, f := range a.Fields {
+		if !f.IsID && !f.IsVersion && !f.Partition {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Partitions lists the partitioned fields.
+func (a *Aggregate) Partitions() []*Field {
+	var out []*Field
+	for _, f := range a.Fields {
+		if f.Partition {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Root lists the fields of the EAO root entry (all persisted fields but the
+// id and the partitioned ones, version included).
+func (a *Aggregate) Root() []*Field {
+	var out []*Field
+	for _, f := range a.Fields {
+		if !f.IsID && !f.Partition && !f.IsVersion {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Refs lists every reference held by the aggregate.
+func (a *Aggregate) Refs() []Ref {
+	var out []Ref
+	for _, f := range a.Fields {
+		out = append(out, f.Refs...)
+	}
+	return out
+}
+
+// KeyKind classifies a block key type for key codecs.
+type KeyKind int
+
+const (
+	KeyString KeyKind = iota // string kinds
+	KeyInt                   // signed integer kinds
+	KeyUint                  // unsigned integer kinds
+)
+
+// KindOf reports the key kind of an id type (its underlying basic type).
+func KindOf(t types.Type) KeyKind {
+	b, _ := t.Underlying().(*types.Basic)
+	if b == nil {
+		return KeyString
+	}
+	switch {
+	case b.Info()&types.IsString != 0:
+		return KeyString
+	case b.Info()&types.IsUnsigned != 0:
+		return KeyUint
+	default:
+		return KeyInt
+	}
+}

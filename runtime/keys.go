@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The key codec encodes tuples of strings and integers so that comparing
+// encodings byte by byte orders them like the tuples: component by
+// component, strings by bytes, integers numerically, and a tuple before any
+// longer tuple it is a prefix of. Key-value stores use it for the NoAM
+// major/minor key (collection, block key, entry key steps), and cursors use
+// it for positions.
+//
+//	string: 0x02, bytes with 0x00 written as 0x00 0xFF, then 0x00
+//	int64:  0x03, 8 bytes big-endian with the sign bit flipped
+//	uint64: 0x04, 8 bytes big-endian
+const (
+	tagString = 0x02
+	tagInt    = 0x03
+	tagUint   = 0x04
+)
+
+// AppendString appends an encoded string component.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, tagString)
+	for i := 0; i < len(s); i++ {
+		b = append(b, s[i])
+		if s[i] == 0 {
+			b = append(b, 0xFF)
+		}
+	}
+	return append(b, 0)
+}
+
+// AppendInt appends an encoded signed integer component.
+func AppendInt(b []byte, v int64) []byte {
+	b = append(b, tagInt)
+	return binary.BigEndian.AppendUint64(b, uint64(v)^(1<<63))
+}
+
+// AppendUint appends an encoded unsigned integer component.
+func AppendUint(b []byte, v uint64) []byte {
+	b = append(b, tagUint)
+	return binary.BigEndian.AppendUint64(b, v)
+}
+
+// KeyReader decodes components from an encoded key, in order.
+type KeyReader struct {
+	b []byte
+}
+
+// NewKeyReader reads the components of b.
+func NewKeyReader(b []byte) *KeyReader { return &KeyReader{b: b} }
+
+// Done reports whether every component has been read.
+func (r *KeyReader) Done() bool { return len(r.b) == 0 }
+
+// Rest is what has not been read yet.
+func (r *KeyReader) Rest() []byte { return r.b }
+
+// String reads a string component.
+func (r *KeyReader) String() (string, error) {
+	if len(r.b) == 0 || r.b[0] != tagString {
+		return "", r.bad("string")
+	}
+	out := make([]byte, 0, len(r.b))
+	for i := 1; i < len(r.b); i++ {
+		c := r.b[i]
+		if c != 0 {
+			out = append(out, c)
+			continue
+		}
+		if i+1 < len(r.b) && r.b[i+1] == 0xFF {
+			out = append(out, 0)
+			i++
+			continue
+		}
+		r.b = r.b[i+1:]
+		return string(out), nil
+	}
+	return "", r.bad("terminated string")
+}
+
+// Int reads a signed integer component.
+func (r *KeyReader) Int() (int64, error) {
+	if len(r.b) < 9 || r.b[0] != tagInt {
+		return 0, r.bad("int")
+	}
+	v := binary.BigEndian.Uint64(r.b[1:9]) ^ (1 << 63)
+	r.b = r.b[9:]
+	return int64(v), nil
+}
+
+// Uint reads an unsigned integer component.
+func (r *KeyReader) Uint() (uint64, error) {
+	if len(r.b) < 9 || r.b[0] != tagUint {
+		return 0, r.bad("uint")
+	}
+	v := binary.BigEndian.Uint64(r.b[1:9])
+	r.b = r.b[9:]
+	return v, nil
+}
+
+func (r *KeyReader) bad(want string) error {
+	return fmt.Errorf("key codec: want %s component at %x", want, r.b)
+}
+
+// PrefixEnd returns the smallest key greater than every key that starts
+// with prefix (nil if there is none), for range scans.
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// KeyCodec encodes and decodes one aggregate's block keys; generated code
+// declares one per aggregate.
+type KeyCodec[K any] struct {
+	Append func(b []byte, k K) []byte
+	Read   func(r *KeyReader) (K, error)
+}
+
+// Bytes encodes k alone.
+func (c KeyCodec[K]) Bytes(k K) []byte { return c.Append(nil, k) }
+
+// Cursor makes the opaque cursor that resumes query after key k.
+func (c KeyCodec[K]) Cursor(query string, k K) string {
+	return EncodeCursor(query, c.Append(nil, k))
+}
+
+// After decodes a cursor made by Cursor for the same query. Failures wrap ErrBadCursor.
+func (c KeyCodec[K]) After(query, cursor string) (K, error) {
+	var zero K
+	p, err := DecodeCursor(query, cursor)
+	if err != nil {
+		return zero, err
+	}
+	r := NewKeyReader(p)
+	k, err := c.Read(r)
+	if err != nil || !r.Done() {
+		return zero, fmt.Errorf("%w: bad position", ErrBadCursor)
+	}
+	return k, nil
+}
+
+// IndexCursor makes the cursor that resumes an element listing of one block
+// (query names the block) at element index next.
+func IndexCursor(query string, next int) string {
+	return EncodeCursor(query, AppendInt(nil, int64(next)))
+}
+
+// IndexAfter decodes an IndexCursor cursor. Failures wrap ErrBadCursor.
+func IndexAfter(query, cursor string) (int, error) {
+	p, err := DecodeCursor(query, cursor)
+	if err != nil {
+		return 0, err
+	}
+	r := NewKeyReader(p)
+	v, err := r.Int()
+	if err != nil || !r.Done() || v < 0 || v > int64(^uint(0)>>1) {
+		return 0, fmt.Errorf("%w: bad position", ErrBadCursor)
+	}
+	return int(v), nil
+}
+
+// Ptr returns a pointer to v, for filling Update values: Ptr(42).
+func Ptr[T any](v T) *T { return &v }

@@ -1,0 +1,183 @@
+// Package mongostore is the MongoDB adapter of noamgen's runtime: the small
+// helpers that generated MongoDB repositories call.
+//
+// Mapping (NoAM paper, section 7.3, Fig. 10): one collection per aggregate
+// class, one document per block with the block key as _id, one top-level
+// field per entry key. The elements of a partitioned field are an array,
+// written element by element ($push, $set "f.i"), and the document keeps
+// each partitioned array's length under _len.f so that an append learns its
+// index from the same atomic write.
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// LenKey is the document field that holds the lengths of partitioned arrays.
+const LenKey = "_len"
+
+// Collection opens a collection with the BSON options generated code relies
+// on: nil slices are stored as empty arrays, so that $push always finds an array.
+func Collection(db *mongo.Database, name string) *mongo.Collection {
+	return db.Collection(name, options.Collection().SetBSONOptions(&options.BSONOptions{NilSliceAsEmpty: true}))
+}
+
+// Err turns a driver error into a runtime error for operation op on block id
+// of aggregate agg: no document is runtime.ErrNotFound, a duplicate key is
+// runtime.ErrDuplicate, anything else is wrapped as it is.
+func Err(op, agg string, id any, err error) error {
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return runtime.Fail(op, agg, id, runtime.ErrNotFound, nil)
+	case mongo.IsDuplicateKeyError(err):
+		return runtime.Fail(op, agg, id, runtime.ErrDuplicate, err)
+	}
+	return runtime.Fail(op, agg, id, nil, err)
+}
+
+// ByID is the filter that selects block id.
+func ByID(id any) bson.D { return bson.D{{Key: "_id", Value: id}} }
+
+// Elem names one element of a partitioned array.
+type Elem struct {
+	Field string
+	Index int
+}
+
+// Path is the dotted path of the element, e.g. "rounds.3".
+func (e Elem) Path() string { return e.Field + "." + strconv.Itoa(e.Index) }
+
+func (e Elem) String() string { return fmt.Sprintf("%s[%d]", e.Field, e.Index) }
+
+// NoMatch explains why a conditional write to block id matched no
+// document, reading the block's version and array lengths once (only on
+// this failure path): the block is missing (runtime.ErrNotFound), its
+// version is not wantVersion (runtime.ErrConflict; versionKey "" or
+// wantVersion 0 means no version condition), an element is out of range
+// (runtime.ErrNotFound naming the element), or the block changed between
+// the write and this read (runtime.ErrConflict).
+func NoMatch(ctx context.Context, coll *mongo.Collection, op, agg string, id any, versionKey string, wantVersion int64, elems []Elem) error {
+	proj := bson.D{{Key: LenKey, Value: 1}}
+	if versionKey != "" {
+		proj = append(proj, bson.E{Key: versionKey, Value: 1})
+	}
+	raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
+	if err != nil {
+		return Err(op, agg, id, err)
+	}
+	if versionKey != "" && wantVersion != 0 {
+		got, _ := raw.Lookup(versionKey).AsInt64OK()
+		if got != wantVersion {
+			return runtime.FailAt(op, agg, id, fmt.Sprintf("(stored version %d, expected %d)", got, wantVersion), runtime.ErrConflict, nil)
+		}
+	}
+	for _, e := range elems {
+		n, _ := raw.Lookup(LenKey, e.Field).AsInt64OK()
+		if e.Index < 0 || int64(e.Index) >= n {
+			return runtime.FailAt(op, agg, id, e.String(), runtime.ErrNotFound, nil)
+		}
+	}
+	return runtime.Fail(op, agg, id, runtime.ErrConflict, errors.New("block changed concurrently"))
+}
+
+// List reads one page of documents D in _id order, starting after the
+// position in req.Cursor, and converts them with convert. keyOf gives the
+// block key of a converted item for the Next cursor.
+func List[K, D, T any](ctx context.Context, coll *mongo.Collection, agg, query string, keys runtime.KeyCodec[K], req runtime.PageRequest, convert func(*D) T, keyOf func(T) K) (runtime.Page[T], error) {
+	filter := bson.D{}
+	if req.Cursor != "" {
+		after, err := keys.After(query, req.Cursor)
+		if err != nil {
+			return runtime.Page[T]{}, runtime.Fail("List", agg, nil, nil, err)
+		}
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: after}}}}
+	}
+	n := req.Size()
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1)
+	cur, err := coll.Find(ctx, filter, opts)
+	if err != nil {
+		return runtime.Page[T]{}, runtime.Fail("List", agg, nil, nil, err)
+	}
+	var docs []D
+	if err := cur.All(ctx, &docs); err != nil {
+		return runtime.Page[T]{}, runtime.Fail("List", agg, nil, nil, err)
+	}
+	page := runtime.Page[T]{Items: make([]T, 0, min(len(docs), n))}
+	for i := range docs[:min(len(docs), n)] {
+		page.Items = append(page.Items, convert(&docs[i]))
+	}
+	if len(docs) > n {
+		page.Next = keys.Cursor(query, keyOf(page.Items[n-1]))
+	}
+	return page, nil
+}
+
+// All iterates over every document of coll in _id order.
+func All[D, T any](ctx context.Context, coll *mongo.Collection, agg string, convert func(*D) T) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		cur, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			yield(zero, runtime.Fail("All", agg, nil, nil, err))
+			return
+		}
+		defer cur.Close(ctx)
+		for cur.Next(ctx) {
+			var d D
+			if err := cur.Decode(&d); err != nil {
+				yield(zero, runtime.Fail("All", agg, nil, nil, err))
+				return
+			}
+			if !yield(convert(&d), nil) {
+				return
+			}
+		}
+		if err := cur.Err(); err != nil {
+			yield(zero, runtime.Fail("All", agg, nil, nil, err))
+		}
+	}
+}
+
+// Elements reads one page of the elements of the partitioned array field of
+// block id, with a $slice projection: the other elements and entries are
+// not sent. blockKey is the encoded block key, binding cursors to the block.
+func Elements[E any](ctx context.Context, coll *mongo.Collection, op, agg string, id any, blockKey []byte, field string, req runtime.PageRequest) (runtime.Page[E], error) {
+	query := agg + "." + field + ":" + string(blockKey)
+	start := 0
+	if req.Cursor != "" {
+		var err error
+		if start, err = runtime.IndexAfter(query, req.Cursor); err != nil {
+			return runtime.Page[E]{}, runtime.Fail(op, agg, id, nil, err)
+		}
+	}
+	n := req.Size()
+	proj := bson.D{
+		{Key: LenKey + "." + field, Value: 1},
+		{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
+	}
+	raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
+	if err != nil {
+		return runtime.Page[E]{}, Err(op, agg, id, err)
+	}
+	var elems []E
+	if v, err := raw.LookupErr(field); err == nil {
+		if err := v.Unmarshal(&elems); err != nil {
+			return runtime.Page[E]{}, runtime.Fail(op, agg, id, nil, err)
+		}
+	}
+	page := runtime.Page[E]{Items: elems[:min(len(elems), n)]}
+	if len(elems) > n {
+		page.Next = runtime.IndexCursor(query, start+n)
+	}
+	return page, nil
+}

@@ -1,0 +1,228 @@
+package templates
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/noamgen/noamgen/model"
+)
+
+// MethodKind says what a repository method does; store templates switch on
+// it to write the method body.
+type MethodKind int
+
+const (
+	MGet MethodKind = iota
+	MCreate
+	MPut
+	MDelete
+	MSet       // set one top-level entry (ETF)
+	MAppend    // append one element to a partitioned field
+	MSetAt     // replace one element of a partitioned field
+	MListElems // page through a partitioned field's elements
+	MUpdate    // several entry changes in one atomic write
+	MList      // page through blocks in key order
+	MAll       // iterate over every block
+)
+
+// Method is one method of the repository interface: its signature and doc,
+// shared by the interface and every store's implementation.
+type Method struct {
+	Kind    MethodKind
+	Name    string
+	Field   *model.Field // for MSet, MAppend, MSetAt, MListElems
+	Doc     string
+	Params  []jen.Code
+	Results []jen.Code
+}
+
+// HasUpdate reports whether the aggregate gets an Update method: ETF
+// aggregates with at least one settable entry, and any aggregate with a
+// partitioned field.
+func HasUpdate(a *model.Aggregate) bool {
+	return len(a.Settable()) > 0 || len(a.Partitions()) > 0
+}
+
+// Methods lists the repository methods of an aggregate, in interface order.
+func Methods(a *model.Aggregate) []Method {
+	id := func() jen.Code { return jen.Id("id").Add(IDType(a)) }
+	ptr := func() jen.Code { return jen.Op("*").Id(a.Name) }
+	v := Var(a)
+	versionNote := ""
+	if a.Version != nil {
+		versionNote = fmt.Sprintf(" The %s entry is bumped by every write, so that a concurrent Put holding the old version fails with runtime.ErrConflict.", a.Version.Key)
+	}
+	ms := []Method{
+		{Kind: MGet, Name: "Get", Doc: fmt.Sprintf("Get reads the %s block with key id in one round trip. It fails with runtime.ErrNotFound if there is none.", a.Name),
+			Params: []jen.Code{Ctx(), id()}, Results: []jen.Code{ptr(), jen.Error()}},
+		{Kind: MCreate, Name: "Create", Doc: createDoc(a),
+			Params: []jen.Code{Ctx(), jen.Id(v).Add(ptr())}, Results: []jen.Code{jen.Error()}},
+		{Kind: MPut, Name: "Put", Doc: putDoc(a),
+			Params: []jen.Code{Ctx(), jen.Id(v).Add(ptr())}, Results: []jen.Code{jen.Error()}},
+		{Kind: MDelete, Name: "Delete", Doc: fmt.Sprintf("Delete removes the %s block with key id and all its entries. It fails with runtime.ErrNotFound if there is none.", a.Name),
+			Params: []jen.Code{Ctx(), id()}, Results: []jen.Code{jen.Error()}},
+	}
+	for _, f := range a.Settable() {
+		ms = append(ms, Method{Kind: MSet, Name: Setter(f), Field: f,
+			Doc:    fmt.Sprintf("%s writes the %s entry of block id and nothing else.%s It fails with runtime.ErrNotFound if the block does not exist.", Setter(f), f.Key, versionNote),
+			Params: []jen.Code{Ctx(), id(), jen.Id("v").Add(Type(f.Type))}, Results: []jen.Code{jen.Error()}})
+	}
+	for _, f := range a.Partitions() {
+		ms = append(ms,
+			Method{Kind: MAppend, Name: Append(f), Field: f,
+				Doc:    fmt.Sprintf("%s adds e as the last element of %s and returns its index: one new entry %s[i] is written, the other elements are not sent.%s It fails with runtime.ErrNotFound if the block does not exist.", Append(f), f.Key, f.Key, versionNote),
+				Params: []jen.Code{Ctx(), id(), jen.Id("e").Add(Type(f.Elem))}, Results: []jen.Code{jen.Int(), jen.Error()}},
+			Method{Kind: MSetAt, Name: SetAt(f), Field: f,
+				Doc:    fmt.Sprintf("%s replaces the entry %s[i] and nothing else.%s It fails with runtime.ErrNotFound if the block or the element does not exist.", SetAt(f), f.Key, versionNote),
+				Params: []jen.Code{Ctx(), id(), jen.Id("i").Int(), jen.Id("e").Add(Type(f.Elem))}, Results: []jen.Code{jen.Error()}},
+			Method{Kind: MListElems, Name: ListElems(f), Field: f,
+				Doc:    fmt.Sprintf("%s reads one page of the elements of %s in index order, without reading the rest of the block. It fails with runtime.ErrNotFound if the block does not exist and with runtime.ErrBadCursor if req.Cursor was not made by this method for this block.", ListElems(f), f.Key),
+				Params: []jen.Code{Ctx(), id(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(Type(f.Elem)), jen.Error()}},
+		)
+	}
+	if HasUpdate(a) {
+		ms = append(ms, Method{Kind: MUpdate, Name: "Update",
+			Doc:    fmt.Sprintf("Update applies every change set in u to block id in one atomic write; entries u leaves nil are not written.%s It fails with runtime.ErrNotFound if the block (or an element u sets) does not exist.", versionNote),
+			Params: []jen.Code{Ctx(), id(), jen.Id("u").Id(Update(a))}, Results: []jen.Code{jen.Error()}})
+	}
+	ms = append(ms,
+		Method{Kind: MList, Name: "List",
+			Doc:    fmt.Sprintf("List reads one page of %s aggregates in block-key order. Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
+			Params: []jen.Code{Ctx(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}},
+		Method{Kind: MAll, Name: "All",
+			Doc:    fmt.Sprintf("All iterates over every %s aggregate in block-key order. Iteration stops at the first error, which is yielded with a nil aggregate.", a.Name),
+			Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Qual(IterPkg, "Seq2").Types(ptr(), jen.Error())}},
+	)
+	return ms
+}
+
+func createDoc(a *model.Aggregate) string {
+	s := fmt.Sprintf("Create stores a new %s block. It fails with runtime.ErrDuplicate if a block with the same key exists.", a.Name)
+	if a.Version != nil {
+		s += fmt.Sprintf(" The stored %s starts at 1, and %s.%s is set to it.", a.Version.Key, Var(a), a.Version.GoName)
+	}
+	return s
+}
+
+func putDoc(a *model.Aggregate) string {
+	if a.Version == nil {
+		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name)
+	}
+	return fmt.Sprintf("Put creates the %s block or replaces it whole, with optimistic concurrency on %s: when %s.%s is 0 the block must not exist yet; otherwise the stored %s must equal %s.%s. Either way a mismatch fails with runtime.ErrConflict and changes nothing. On success the stored %s is one more than before and %s.%s is set to it.",
+		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName)
+}
+
+// Signature renders a method's name, parameters and results.
+func (m Method) Signature() *jen.Statement {
+	return jen.Id(m.Name).Params(m.Params...).Params(m.Results...)
+}
+
+// Common adds the store-independent declarations for a: the repository
+// interface, the Update type, the key codec functions and the compile-time
+// guard that fails when the struct changes without regeneration.
+func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
+	// Interface.
+	doc := Doc("%s reads and writes %s aggregates: collection %q, strategy %s, block key %s, entries %s. Implementations: %s.",
+		Repo(a), a.Name, a.Collection, a.Strategy, a.ID.GoName, EntryList(a), implList(a, stores))
+	var methods []jen.Code
+	for i, m := range Methods(a) {
+		if i > 0 {
+			methods = append(methods, jen.Line())
+		}
+		methods = append(methods, Doc("%s", m.Doc).Add(m.Signature()))
+	}
+	f.Add(doc).Type().Id(Repo(a)).Interface(methods...)
+	f.Line()
+
+	// Update type.
+	if HasUpdate(a) {
+		doc := Doc("%s lists the entry changes that %s.Update applies together, in one atomic write. A nil field leaves its entry untouched; a field pointing at a zero value writes that zero value.", Update(a), Repo(a))
+		var fields []jen.Code
+		if a.Strategy == model.EAO {
+			fields = append(fields, Doc("Root, when set, writes the root entry (%s) from *Root; the id, the version and the partitioned fields of *Root are ignored.", keys(a.Root())).Id("Root").Op("*").Id(a.Name))
+		}
+		for _, fl := range a.Settable() {
+			fields = append(fields, Doc("%s, when set, writes the %s entry.", fl.GoName, fl.Key).Id(fl.GoName).Op("*").Add(Type(fl.Type)))
+		}
+		for _, fl := range a.Partitions() {
+			fields = append(fields, Doc("%s replaces elements of %s by index (entries %s[i]); every index must exist.", AtField(fl), fl.Key, fl.Key).Id(AtField(fl)).Map(jen.Int()).Add(Type(fl.Elem)))
+		}
+		if a.Version != nil {
+			fields = append(fields, Doc("IfVersion, when not 0, makes the update apply only while the stored %s equals it; otherwise Update fails with runtime.ErrConflict and changes nothing.", a.Version.Key).Id("IfVersion").Int64())
+		}
+		f.Add(doc).Type().Id(Update(a)).Struct(fields...)
+		f.Line()
+	}
+
+	// Key codec and cursor names.
+	f.Commentf("%s is the query name that List cursors of %s are bound to.", ListQuery(a), a.Name)
+	f.Const().Id(ListQuery(a)).Op("=").Lit(a.Collection + ".List")
+	f.Line()
+	f.Commentf("%s appends id to b with the order-preserving key codec.", KeyAppender(a))
+	f.Func().Id(KeyAppender(a)).Params(jen.Id("b").Index().Byte(), jen.Id("id").Add(IDType(a))).Index().Byte().Block(
+		jen.Return(KeyEncode(a, jen.Id("b"), jen.Id("id"))),
+	)
+	f.Line()
+	f.Commentf("%s reads a block key written by %s.", KeyReader(a), KeyAppender(a))
+	conv := jen.Id("v")
+	if !isPlainKind(a) {
+		conv = IDType(a).(*jen.Statement).Clone().Parens(jen.Id("v"))
+	}
+	f.Func().Id(KeyReader(a)).Params(jen.Id("r").Op("*").Add(RT("KeyReader"))).Params(IDType(a), jen.Error()).Block(
+		jen.List(jen.Id("v"), jen.Err()).Op(":=").Id("r").Dot(KeyDecode(a)).Call(),
+		jen.Return(conv, jen.Err()),
+	)
+	f.Line()
+
+	f.Commentf("%s encodes %s block keys for cursors and key-value stores.", KeyCodecVar(a), a.Name)
+	f.Var().Id(KeyCodecVar(a)).Op("=").Add(RT("KeyCodec").Types(IDType(a))).Values(
+		jen.Id("Append").Op(":").Id(KeyAppender(a)), jen.Id("Read").Op(":").Id(KeyReader(a)))
+	f.Line()
+
+	// Compile-time guard, after stringer's: converting *A to a pointer to the
+	// struct as generated stops compiling when A's fields change.
+	f.Commentf("Compile-time guard: this conversion stops compiling when %s's fields change", a.Name)
+	f.Comment("after generation. Run go generate again to update the generated code.")
+	var sfields []jen.Code
+	for _, sf := range a.StructFields {
+		sfields = append(sfields, jen.Id(sf.Name).Add(Type(sf.Type)))
+	}
+	f.Var().Id("_").Op("=").Parens(jen.Op("*").Struct(sfields...)).Parens(jen.Parens(jen.Op("*").Id(a.Name)).Parens(jen.Nil()))
+}
+
+// isPlainKind reports whether the id type is exactly what KeyReader returns.
+func isPlainKind(a *model.Aggregate) bool {
+	switch model.KindOf(a.ID.Type) {
+	case model.KeyInt:
+		return a.ID.Type.String() == "int64"
+	case model.KeyUint:
+		return a.ID.Type.String() == "uint64"
+	}
+	return a.ID.Type.String() == "string"
+}
+
+func implList(a *model.Aggregate, stores []string) string {
+	var out []string
+	for _, n := range stores {
+		out = append(out, StoreRepo(a, StoreTitle(n)))
+	}
+	return strings.Join(out, ", ")
+}
+
+// StoreTitle is the store's name as it appears in type names (mongo -> Mongo).
+func StoreTitle(name string) string {
+	if s, ok := Lookup(name); ok && s.Title != "" {
+		return s.Title
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
+}
+
+func keys(fs []*model.Field) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Key)
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,331 @@
+// Package templates holds the registry of store templates and the jennifer
+// helpers they share. Each store lives in its own sub-package
+// (templates/mongo, templates/bolt, ...) and registers itself in init; a new
+// store is a new folder here plus its runtime adapter.
+package templates
+
+import (
+	"fmt"
+	"go/types"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/dave/jennifer/jen"
+	"github.com/fatih/structtag"
+
+	"github.com/noamgen/noamgen/model"
+)
+
+// Import paths used by generated code.
+const (
+	RuntimePkg = "github.com/noamgen/noamgen/runtime"
+	ContextPkg = "context"
+	IterPkg    = "iter"
+)
+
+// Store shapes one store's repository for one aggregate.
+type Store struct {
+	// Name is the -store flag value and the file name part, e.g. "mongo".
+	Name string
+	// Title is the name inside type names, e.g. "Mongo" in GameMongoRepository.
+	Title string
+	// Imports maps import paths to the package names generated code uses.
+	Imports map[string]string
+	// Generate adds the store's repository for a to f.
+	Generate func(f *jen.File, s *model.Schema, a *model.Aggregate)
+}
+
+var registry = map[string]Store{}
+
+// Register makes a store available to the generator.
+func Register(s Store) {
+	if _, dup := registry[s.Name]; dup {
+		panic("templates: store " + s.Name + " registered twice")
+	}
+	registry[s.Name] = s
+}
+
+// Lookup finds a registered store.
+func Lookup(name string) (Store, bool) {
+	s, ok := registry[name]
+	return s, ok
+}
+
+// StoreNames lists the registered stores, sorted.
+func StoreNames() []string {
+	var out []string
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Repo is the name of the store-independent repository interface.
+func Repo(a *model.Aggregate) string { return a.Name + "Repository" }
+
+// Update is the name of the multi-entry update type.
+func Update(a *model.Aggregate) string { return a.Name + "Update" }
+
+// StoreRepo is the name of a store's repository type, e.g. GameMongoRepository.
+func StoreRepo(a *model.Aggregate, store string) string { return a.Name + store + "Repository" }
+
+// Var is the parameter name for an aggregate value, e.g. "game".
+func Var(a *model.Aggregate) string {
+	v := LowerFirst(a.Name)
+	switch v {
+	case "ctx", "id", "r", "u", "e", "i", "req", "err":
+		v += "Value"
+	}
+	if types.Universe.Lookup(v) != nil || isKeyword(v) {
+		v += "Value"
+	}
+	return v
+}
+
+// Unexported is a package-private name derived from the aggregate, e.g.
+// Unexported(a, "Doc") == "gameDoc".
+func Unexported(a *model.Aggregate, suffix string) string { return LowerFirst(a.Name) + suffix }
+
+// Setter, Append, SetAt and ListElems name the entry-level methods.
+func Setter(f *model.Field) string    { return "Set" + f.GoName }
+func Append(f *model.Field) string    { return "Append" + f.GoName }
+func SetAt(f *model.Field) string     { return "Set" + f.GoName + "At" }
+func ListElems(f *model.Field) string { return "List" + f.GoName }
+
+// AtField is the GoUpdate field that sets partition elements by index.
+func AtField(f *model.Field) string { return f.GoName + "At" }
+
+// KeyAppender names the generated function that appends a block key to a
+// byte slice with the order-preserving key codec.
+func KeyAppender(a *model.Aggregate) string { return "append" + a.Name + "Key" }
+
+// KeyReader names the generated function that reads a block key back.
+func KeyReader(a *model.Aggregate) string { return "read" + a.Name + "Key" }
+
+// KeyCodecVar names the generated runtime.KeyCodec variable of an aggregate.
+func KeyCodecVar(a *model.Aggregate) string { return LowerFirst(a.Name) + "Keys" }
+
+// ListQuery names the constant that identifies List cursors.
+func ListQuery(a *model.Aggregate) string { return LowerFirst(a.Name) + "ListQuery" }
+
+// IDType renders the block key type.
+func IDType(a *model.Aggregate) jen.Code { return Type(a.ID.Type) }
+
+// Ctx is the `ctx context.Context` parameter.
+func Ctx() jen.Code { return jen.Id("ctx").Qual(ContextPkg, "Context") }
+
+// RT is a qualified name from the runtime package.
+func RT(name string) *jen.Statement { return jen.Qual(RuntimePkg, name) }
+
+// Page renders runtime.Page[T].
+func Page(t jen.Code) *jen.Statement { return RT("Page").Types(t) }
+
+// Type renders a go/types type as jennifer code, qualifying names from other packages.
+func Type(t types.Type) *jen.Statement {
+	switch u := t.(type) {
+	case *types.Basic:
+		return jen.Id(u.Name())
+	case *types.Alias:
+		return qualName(u.Obj(), nil)
+	case *types.Named:
+		var args []jen.Code
+		if ta := u.TypeArgs(); ta != nil {
+			for i := 0; i < ta.Len(); i++ {
+				args = append(args, Type(ta.At(i)))
+			}
+		}
+		return qualName(u.Obj(), args)
+	case *types.Pointer:
+		return jen.Op("*").Add(Type(u.Elem()))
+	case *types.Slice:
+		return jen.Index().Add(Type(u.Elem()))
+	case *types.Array:
+		return jen.Index(jen.Lit(int(u.Len()))).Add(Type(u.Elem()))
+	case *types.Map:
+		return jen.Map(Type(u.Key())).Add(Type(u.Elem()))
+	case *types.Struct:
+		var fields []jen.Code
+		for i := 0; i < u.NumFields(); i++ {
+			f := u.Field(i)
+			var st *jen.Statement
+			if f.Embedded() {
+				st = Type(f.Type())
+			} else {
+				st = jen.Id(f.Name()).Add(Type(f.Type()))
+			}
+			if m := tagMap(u.Tag(i)); len(m) > 0 {
+				st = st.Tag(m)
+			}
+			fields = append(fields, st)
+		}
+		return jen.Struct(fields...)
+	case *types.Interface:
+		if u.Empty() {
+			return jen.Any()
+		}
+		return jen.Id(types.TypeString(u, nil))
+	case *types.TypeParam:
+		return jen.Id(u.Obj().Name())
+	}
+	return jen.Id(types.TypeString(t, nil))
+}
+
+func qualName(obj *types.TypeName, args []jen.Code) *jen.Statement {
+	var s *jen.Statement
+	if obj.Pkg() == nil {
+		s = jen.Id(obj.Name())
+	} else {
+		s = jen.Qual(obj.Pkg().Path(), obj.Name())
+	}
+	if len(args) > 0 {
+		s = s.Types(args...)
+	}
+	return s
+}
+
+func tagMap(tag string) map[string]string {
+	if tag == "" {
+		return nil
+	}
+	tags, err := structtag.Parse(tag)
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, t := range tags.Tags() {
+		m[t.Key] = strings.TrimPrefix(t.String(), t.Key+":")
+		m[t.Key] = strings.Trim(m[t.Key], `"`)
+	}
+	return m
+}
+
+// KeyEncode renders an expression that appends the block key expression id
+// to the byte slice b with the runtime key codec.
+func KeyEncode(a *model.Aggregate, b, id jen.Code) *jen.Statement {
+	switch model.KindOf(a.ID.Type) {
+	case model.KeyInt:
+		return RT("AppendInt").Call(b, jen.Int64().Parens(id))
+	case model.KeyUint:
+		return RT("AppendUint").Call(b, jen.Uint64().Parens(id))
+	}
+	if isPlainString(a.ID.Type) {
+		return RT("AppendString").Call(b, id)
+	}
+	return RT("AppendString").Call(b, jen.String().Parens(id))
+}
+
+func isPlainString(t types.Type) bool {
+	b, ok := t.(*types.Basic)
+	return ok && b.Kind() == types.String
+}
+
+// KeyDecode renders the KeyReader method that reads a block key of a's kind.
+func KeyDecode(a *model.Aggregate) string {
+	switch model.KindOf(a.ID.Type) {
+	case model.KeyInt:
+		return "Int"
+	case model.KeyUint:
+		return "Uint"
+	}
+	return "String"
+}
+
+// LowerFirst lower-cases the leading upper-case run of an identifier
+// (GameRound -> gameRound, ID -> id, URLPath -> urlPath).
+func LowerFirst(s string) string {
+	rs := []rune(s)
+	n := 0
+	for n < len(rs) && unicode.IsUpper(rs[n]) {
+		n++
+	}
+	if n > 1 && n < len(rs) {
+		n--
+	}
+	for i := 0; i < n; i++ {
+		rs[i] = unicode.ToLower(rs[i])
+	}
+	return string(rs)
+}
+
+// Snake turns a Go identifier into snake_case (GameRound -> game_round).
+func Snake(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		if unicode.IsUpper(r) {
+			if i > 0 && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))) {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isKeyword(s string) bool {
+	switch s {
+	case "break", "case", "chan", "const", "continue", "default", "defer", "else",
+		"fallthrough", "for", "func", "go", "goto", "if", "import", "interface",
+		"map", "package", "range", "return", "select", "struct", "switch", "type", "var":
+		return true
+	}
+	return false
+}
+
+// Doc wraps words into // comment lines of at most 76 columns.
+func Doc(format string, args ...any) *jen.Statement {
+	text := fmt.Sprintf(format, args...)
+	var lines []string
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, w := range strings.Fields(para) {
+			if line != "" && len(line)+1+len(w) > 76 {
+				lines = append(lines, line)
+				line = w
+				continue
+			}
+			if line != "" {
+				line += " "
+			}
+			line += w
+		}
+		lines = append(lines, line)
+	}
+	s := jen.Null()
+	for i, l := range lines {
+		if i > 0 {
+			s = s.Line()
+		}
+		s = s.Comment(l)
+	}
+	return s.Line()
+}
+
+// EntryList describes an aggregate's entries for doc comments, e.g.
+// "firstPlayer, secondPlayer, rounds[i]".
+func EntryList(a *model.Aggregate) string {
+	var parts []string
+	for _, e := range a.Entries() {
+		switch {
+		case e.Partition:
+			parts = append(parts, strings.TrimSuffix(e.Key, "[]")+"[i]")
+		case e.Key == "":
+			parts = append(parts, "ε (the root entry)")
+		default:
+			parts = append(parts, e.Key)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Multi renders a composite literal's braces with one element a line.
+func Multi(items ...jen.Code) *jen.Statement {
+	return jen.CustomFunc(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, func(g *jen.Group) {
+		for _, it := range items {
+			g.Add(it)
+		}
+	})
+}
