@@ -42,3 +42,13 @@ type Round struct {
 	Actions  []string `bson:"actions,omitempty"`
 	Spell    string   `bson:"spell,omitempty"`
 }
+
+// Tournament is an aggregate stored as one entry (EAO): it is small and
+// always read and written whole. Its block key is an integer, so tournaments
+// list in numeric order.
+type Tournament struct {
+	_     struct{} `noam:"aggregate,strategy=eao"`
+	ID    int64    `noam:"id"`
+	Name  string
+	Games []string `noam:"ref=Game"`
+}

@@ -8,7 +8,6 @@ import (
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"iter"
 	"maps"
 	"slices"
@@ -175,13 +174,7 @@ func (r *GameMongoRepository) SetSecondPlayer(ctx context.Context, id string, v 
 // version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
 // the block does not exist.
 func (r *GameMongoRepository) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
-	update := bson.D{{Key: "$push", Value: bson.D{{Key: "rounds", Value: e}}}, {Key: "$inc", Value: bson.D{{Key: "_len.rounds", Value: 1}, {Key: "version", Value: 1}}}}
-	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(bson.D{{Key: "_len.rounds", Value: 1}})
-	var d gameMongoDoc
-	if err := r.coll.FindOneAndUpdate(ctx, mongostore.ByID(id), update, opts).Decode(&d); err != nil {
-		return 0, mongostore.Err("AppendRounds", "Game", id, err)
-	}
-	return d.Len.Rounds - 1, nil
+	return mongostore.Append(ctx, r.coll, "AppendRounds", "Game", id, "rounds", e, "version")
 }
 
 // SetRoundsAt replaces the entry rounds[i] and nothing else. The version entry

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -43,6 +44,53 @@ func Err(op, agg string, id any, err error) error {
 		return runtime.Fail(op, agg, id, runtime.ErrDuplicate, err)
 	}
 	return runtime.Fail(op, agg, id, nil, err)
+}
+
+// Servers that reject a projection the adapter uses (FerretDB v1 has no
+// projection in findAndModify and no $slice projection) answer
+// NotImplemented (code 238) while parsing the command, before applying
+// anything. The adapter then remembers, per client, to use the plainer form.
+const codeNotImplemented = 238
+
+var (
+	noFindAndModifyProjection sync.Map // *mongo.Client -> true
+	noSliceProjection         sync.Map // *mongo.Client -> true
+)
+
+func notImplemented(err error) bool {
+	var se mongo.ServerError
+	return errors.As(err, &se) && se.HasErrorCode(codeNotImplemented)
+}
+
+// Append pushes elem onto the partitioned array field of block id and
+// increments its length (and the version entry, when versionKey is not
+// ""), in one atomic findAndModify that returns only the new length. The
+// other elements are neither sent nor read back. It returns the index of
+// the new element.
+func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, elem any, versionKey string) (int, error) {
+	inc := bson.D{{Key: LenKey + "." + field, Value: 1}}
+	if versionKey != "" {
+		inc = append(inc, bson.E{Key: versionKey, Value: 1})
+	}
+	update := bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	client := coll.Database().Client()
+	if _, no := noFindAndModifyProjection.Load(client); !no {
+		opts.SetProjection(bson.D{{Key: LenKey + "." + field, Value: 1}})
+	}
+	raw, err := coll.FindOneAndUpdate(ctx, ByID(id), update, opts).Raw()
+	if notImplemented(err) {
+		noFindAndModifyProjection.Store(client, true)
+		raw, err = coll.FindOneAndUpdate(ctx, ByID(id), update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Raw()
+	}
+	if err != nil {
+		return 0, Err(op, agg, id, err)
+	}
+	n, ok := raw.Lookup(LenKey, field).AsInt64OK()
+	if !ok {
+		return 0, runtime.Fail(op, agg, id, nil, fmt.Errorf("document has no %s.%s length", LenKey, field))
+	}
+	return int(n) - 1, nil
 }
 
 // ByID is the filter that selects block id.
@@ -161,11 +209,25 @@ func Elements[E any](ctx context.Context, coll *mongo.Collection, op, agg string
 		}
 	}
 	n := req.Size()
-	proj := bson.D{
-		{Key: LenKey + "." + field, Value: 1},
-		{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
+	client := coll.Database().Client()
+	_, noSlice := noSliceProjection.Load(client)
+	var raw bson.Raw
+	var err error
+	if !noSlice {
+		proj := bson.D{
+			{Key: LenKey + "." + field, Value: 1},
+			{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
+		}
+		raw, err = coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
+		if notImplemented(err) {
+			noSliceProjection.Store(client, true)
+			noSlice = true
+		}
 	}
-	raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
+	if noSlice {
+		// The server cannot slice: read the array alone and slice here.
+		raw, err = coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: field, Value: 1}})).Raw()
+	}
 	if err != nil {
 		return runtime.Page[E]{}, Err(op, agg, id, err)
 	}
@@ -174,6 +236,9 @@ func Elements[E any](ctx context.Context, coll *mongo.Collection, op, agg string
 		if err := v.Unmarshal(&elems); err != nil {
 			return runtime.Page[E]{}, runtime.Fail(op, agg, id, nil, err)
 		}
+	}
+	if noSlice {
+		elems = elems[min(start, len(elems)):min(start+n+1, len(elems))]
 	}
 	page := runtime.Page[E]{Items: elems[:min(len(elems), n)]}
 	if len(elems) > n {

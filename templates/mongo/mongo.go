@@ -239,21 +239,8 @@ func (g *gen) body(m t.Method) []jen.Code {
 		}
 		return g.updateOne(m.Name, byID(id), bsonD(update...))
 	case t.MAppend:
-		fl := m.Field
-		inc := append([]jen.Code{bsonE(jen.Lit("_len."+fl.Key), jen.Lit(1))}, g.versionInc()...)
 		return []jen.Code{
-			jen.Id("update").Op(":=").Add(bsonD(
-				bsonE(jen.Lit("$push"), bsonD(bsonE(jen.Lit(fl.Key), jen.Id("e")))),
-				bsonE(jen.Lit("$inc"), bsonD(inc...)),
-			)),
-			jen.Id("opts").Op(":=").Qual(optionsPkg, "FindOneAndUpdate").Call().
-				Dot("SetReturnDocument").Call(jen.Qual(optionsPkg, "After")).
-				Dot("SetProjection").Call(bsonD(bsonE(jen.Lit("_len."+fl.Key), jen.Lit(1)))),
-			jen.Var().Id("d").Id(g.doc),
-			jen.If(jen.Err().Op(":=").Id("r").Dot("coll").Dot("FindOneAndUpdate").Call(jen.Id("ctx"), byID(id), jen.Id("update"), jen.Id("opts")).Dot("Decode").Call(jen.Op("&").Id("d")), jen.Err().Op("!=").Nil()).Block(
-				jen.Return(jen.Lit(0), storeErr(m.Name, a, id)),
-			),
-			jen.Return(jen.Id("d").Dot("Len").Dot(fl.GoName).Op("-").Lit(1), jen.Nil()),
+			jen.Return(jen.Qual(storePkg, "Append").Call(jen.Id("ctx"), jen.Id("r").Dot("coll"), jen.Lit(m.Name), jen.Lit(a.Name), id, jen.Lit(m.Field.Key), jen.Id("e"), g.versionKey())),
 		}
 	case t.MSetAt:
 		fl := m.Field
