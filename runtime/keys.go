@@ -171,3 +171,9 @@ func IndexAfter(query, cursor string) (int, error) {
 
 // Ptr returns a pointer to v, for filling Update values: Ptr(42).
 func Ptr[T any](v T) *T { return &v }
+
+// ElemQuery names the element listing of one partitioned field of one block
+// (blockKey is the encoded block key), so that its cursors work only there.
+func ElemQuery(agg, field string, blockKey []byte) string {
+	return agg + "." + field + ":" + string(blockKey)
+}

@@ -200,7 +200,7 @@ func All[D, T any](ctx context.Context, coll *mongo.Collection, agg string, conv
 // block id, with a $slice projection: the other elements and entries are
 // not sent. blockKey is the encoded block key, binding cursors to the block.
 func Elements[E any](ctx context.Context, coll *mongo.Collection, op, agg string, id any, blockKey []byte, field string, req runtime.PageRequest) (runtime.Page[E], error) {
-	query := agg + "." + field + ":" + string(blockKey)
+	query := runtime.ElemQuery(agg, field, blockKey)
 	start := 0
 	if req.Cursor != "" {
 		var err error
