@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test of noamgen on a fresh machine: installs what the tests
+# need, checks formatting and vet, then runs the main module's tests
+# (parser, generator, golden files, runtime, the example on the embedded
+# store, race tests) and the integration module's tests (the example on a
+# real MongoDB wire-protocol server: FerretDB in-process, or the MongoDB at
+# NOAM_MONGO_URI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "test-all: Go is not installed (need Go 1.24 or later)" >&2
+	exit 1
+fi
+echo "== $(go version)"
+
+echo "== downloading Go modules"
+go mod download
+(cd integration && go mod download)
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+(cd integration && go vet ./...)
+
+echo "== go test (main module)"
+go test -count=1 ./...
+
+echo "== go test -race (concurrency tests)"
+go test -count=1 -race -run 'Race|Concurr' ./...
+
+echo "== go test (integration module: MongoDB wire protocol)"
+(cd integration && go test -count=1 ./...)
