@@ -71,6 +71,18 @@ type Aggregate struct {
 	ID *Field
 	// Version is the optional optimistic-concurrency version entry.
 	Version *Field
+	// IDParts are the parts of a composite block key, when the id field is a
+	// struct (e.g. a comment keyed by post and sequence number); nil for a
+	// scalar block key. Parts are encoded in order.
+	IDParts []KeyPart
+	// Counter is set for `noam:"id,counter"`: block keys are allocated from
+	// an atomic per-collection counter (enumerable keys). For a composite
+	// key, the last part is allocated per value of the other parts (the
+	// scope), so the children of one parent get ids 1, 2, 3, ...
+	Counter bool
+	// Lookups are the index tables maintained for the aggregate.
+	Lookups []*Lookup
+
 	// StructFields lists every field of the Go struct in order (persisted or
 	// not), so that generated code can assert at compile time that the struct
 	// has not changed since generation.
@@ -114,6 +126,74 @@ type Ref struct {
 	// marking a slice step, e.g. "Games[].Opponent".
 	GoPath string
 	Type   types.Type // type of the referencing value (the key type)
+}
+
+// KeyPart is one part of a composite block key.
+type KeyPart struct {
+	GoName string
+	Key    string
+	Type   types.Type
+}
+
+// Scope is the scope of a counter: the composite key parts before the
+// counted one (nil for a scalar counter).
+func (a *Aggregate) Scope() []KeyPart {
+	if len(a.IDParts) == 0 {
+		return nil
+	}
+	return a.IDParts[:len(a.IDParts)-1]
+}
+
+// Lookup is an index table: it maps the values of one or more fields (the
+// parts) to the block keys of the aggregates holding them, and is kept
+// right by every generated write.
+type Lookup struct {
+	// Name is the lookup's name, e.g. "city" or "cityStars"; method names
+	// are built from it (ListByCityStars).
+	Name   string
+	Unique bool
+	Parts  []LookupPart
+	Pos    token.Position
+}
+
+// Multi reports whether an aggregate can have several values of the lookup
+// (its part goes through a slice).
+func (l *Lookup) Multi() bool {
+	for _, p := range l.Parts {
+		if p.Multi {
+			return true
+		}
+	}
+	return false
+}
+
+// LookupPart is one indexed value of a lookup.
+type LookupPart struct {
+	// Path is the access path of the value, e.g. "city", "address.city",
+	// "games[].game".
+	Path string
+	// GoPath is the Go selector path from the aggregate, "[]" marking a
+	// slice step, e.g. "Games[].Game".
+	GoPath string
+	// Name is the Go name of the part in generated query types, e.g. "City".
+	Name  string
+	Type  types.Type // type of the indexed value (a string or integer type)
+	Field *Field     // the top-level field that holds the value
+	Multi bool       // the path goes through a slice
+}
+
+// LookupsOf lists the lookups that have a part inside field f.
+func (a *Aggregate) LookupsOf(f *Field) []*Lookup {
+	var out []*Lookup
+	for _, l := range a.Lookups {
+		for _, p := range l.Parts {
+			if p.Field == f {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Entry is one entry class of an aggregate's blocks.

@@ -275,6 +275,8 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 	}
 	var partitions []string
 	var partitionPos token.Pos
+	var specs []lookupSpec
+	counter, counterPos := false, token.NoPos
 	obj := p.pkg.TypesInfo.Defs[d.spec.Name]
 	stype, _ := obj.Type().Underlying().(*types.Struct)
 
@@ -345,6 +347,7 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 				continue // bson:"-"
 			}
 			skip := false
+			var lk *lookupSpec
 			if tag != nil {
 				opts := append([]string{tag.Name}, tag.Options...)
 				for _, o := range opts {
@@ -356,6 +359,17 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 						fld.IsID = true
 					case "version":
 						fld.IsVersion = true
+					case "counter":
+						counter, counterPos = true, f.Tag.Pos()
+					case "lookup", "unique":
+						if lk == nil {
+							lk = &lookupSpec{pos: f.Tag.Pos(), tag: tagText(tag)}
+						}
+						if k == "unique" {
+							lk.unique = true
+						} else {
+							lk.named, lk.name = v != "", v
+						}
 					case "ref":
 						if v == "" {
 							p.errorf(f.Tag.Pos(), "option ref needs an aggregate name in noam tag %s", tagText(tag))
@@ -372,6 +386,18 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 			if skip {
 				continue
 			}
+			if lk != nil {
+				if fld.IsID || fld.IsVersion {
+					p.errorf(f.Tag.Pos(), "field %s.%s: the id and version fields cannot have a lookup (the block key is its own index)", name, id.Name)
+				} else {
+					lk.path, lk.goPath, lk.typ, lk.field = fld.Key, fld.GoName, ft, fld
+					// A lookup on a slice of scalars indexes every element.
+					if sl, ok := ft.Underlying().(*types.Slice); ok && !isByteSlice(ft) {
+						lk.typ, lk.path, lk.goPath, lk.multi = sl.Elem(), lk.path+"[]", lk.goPath+"[]", true
+					}
+					specs = append(specs, *lk)
+				}
+			}
 			if fld.IsID && fld.IsVersion {
 				p.errorf(f.Tag.Pos(), "field %s.%s cannot be both id and version", name, id.Name)
 			}
@@ -381,8 +407,10 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 				} else {
 					a.ID = fld
 				}
-				if !isKeyType(ft) {
-					p.errorf(id.Pos(), "id field %s.%s has type %s; a block key must be a string or integer type", name, id.Name, p.typeString(ft))
+				if parts, ok := p.keyParts(ft); ok {
+					a.IDParts = parts
+				} else if !isKeyType(ft) {
+					p.errorf(id.Pos(), "id field %s.%s has type %s; a block key must be a string or integer type, or a struct of them (a composite key)", name, id.Name, p.typeString(ft))
 				}
 			}
 			if fld.IsVersion {
@@ -403,7 +431,12 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 			}
 			byKey[fld.Key] = fld
 			if !fld.IsID {
-				fld.Refs = append(fld.Refs, p.nestedRefs(ft, fld.Key, fld.GoName, map[types.Type]bool{})...)
+				refs, nested := p.nested(ft, fld.Key, fld.GoName, map[types.Type]bool{})
+				fld.Refs = append(fld.Refs, refs...)
+				for _, n := range nested {
+					n.field = fld
+					specs = append(specs, n)
+				}
 			}
 			a.Fields = append(a.Fields, fld)
 		}
@@ -411,6 +444,10 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 	if a.ID == nil {
 		p.errorf(d.spec.Name.Pos(), "aggregate %s has no id field; tag the block key field `noam:\"id\"`", name)
 	}
+	if counter {
+		p.checkCounter(a, counterPos)
+	}
+	p.buildLookups(a, specs)
 	for _, pname := range partitions {
 		var fld *model.Field
 		for _, f := range a.Fields {
@@ -471,8 +508,8 @@ func (p *loader) plainStruct(d structDecl) {
 		for _, o := range append([]string{tag.Name}, tag.Options...) {
 			k, _ := option(o)
 			switch k {
-			case "ref", "-":
-			case "id", "version", "aggregate":
+			case "ref", "-", "lookup", "unique":
+			case "id", "version", "aggregate", "counter":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s, but %s is not an aggregate; mark it with a field `_ struct{} `noam:\"aggregate\"``", tagText(tag), d.spec.Name.Name, fname, d.spec.Name.Name)
 			default:
 				p.errorf(f.Tag.Pos(), "unknown option %q in noam tag %s", k, tagText(tag))
@@ -481,30 +518,40 @@ func (p *loader) plainStruct(d structDecl) {
 	}
 }
 
-// nestedRefs finds `noam:"ref=T"` fields inside the value type t (struct
-// types declared in this package, through slices, arrays and pointers).
-func (p *loader) nestedRefs(t types.Type, path, goPath string, seen map[types.Type]bool) []model.Ref {
+// nested finds `noam:"ref=T"` and `noam:"lookup"` fields inside the value
+// type t (struct types declared in this package, through slices, arrays and
+// pointers). path and goPath lead to t from the aggregate.
+func (p *loader) nested(t types.Type, path, goPath string, seen map[types.Type]bool) ([]model.Ref, []lookupSpec) {
 	if seen[t] {
-		return nil
+		return nil, nil
 	}
 	seen[t] = true
 	defer delete(seen, t)
 	switch u := t.(type) {
 	case *types.Pointer:
-		return p.nestedRefs(u.Elem(), path, goPath, seen)
+		return p.nested(u.Elem(), path, goPath, seen)
 	case *types.Slice:
-		return p.nestedRefs(u.Elem(), path+"[]", goPath+"[]", seen)
+		refs, specs := p.nested(u.Elem(), path+"[]", goPath+"[]", seen)
+		for i := range specs {
+			specs[i].multi = true
+		}
+		return refs, specs
 	case *types.Array:
-		return p.nestedRefs(u.Elem(), path+"[]", goPath+"[]", seen)
+		refs, specs := p.nested(u.Elem(), path+"[]", goPath+"[]", seen)
+		for i := range specs {
+			specs[i].multi = true
+		}
+		return refs, specs
 	case *types.Named:
 		if u.Obj().Pkg() == nil || u.Obj().Pkg().Path() != p.pkg.PkgPath {
-			return nil
+			return nil, nil
 		}
 		st, ok := u.Underlying().(*types.Struct)
 		if !ok {
-			return nil
+			return nil, nil
 		}
-		var out []model.Ref
+		var refs []model.Ref
+		var specs []lookupSpec
 		for i := 0; i < st.NumFields(); i++ {
 			fv := st.Field(i)
 			tags, err := structtag.Parse(st.Tag(i))
@@ -515,19 +562,152 @@ func (p *loader) nestedRefs(t types.Type, path, goPath string, seen map[types.Ty
 			if b, err := tags.Get("bson"); err == nil && b.Name != "" {
 				key = b.Name
 			}
-			nt, err := tags.Get("noam")
-			if err == nil {
+			fpath, fgo := path+"."+key, goPath+"."+fv.Name()
+			if nt, err := tags.Get("noam"); err == nil {
+				var lk *lookupSpec
 				for _, o := range append([]string{nt.Name}, nt.Options...) {
-					if k, v := option(o); k == "ref" && v != "" {
-						out = append(out, model.Ref{Path: path + "." + key, GoPath: goPath + "." + fv.Name(), Target: v, Type: fv.Type()})
+					k, v := option(o)
+					switch k {
+					case "ref":
+						if v != "" {
+							refs = append(refs, model.Ref{Path: fpath, GoPath: fgo, Target: v, Type: fv.Type()})
+						}
+					case "lookup", "unique":
+						if lk == nil {
+							lk = &lookupSpec{pos: fv.Pos(), tag: "`" + nt.String() + "`", path: fpath, goPath: fgo, typ: fv.Type()}
+						}
+						if k == "unique" {
+							lk.unique = true
+						} else {
+							lk.named, lk.name = v != "", v
+						}
 					}
 				}
+				if lk != nil {
+					if sl, ok := fv.Type().Underlying().(*types.Slice); ok && !isByteSlice(fv.Type()) {
+						lk.typ, lk.path, lk.goPath, lk.multi = sl.Elem(), lk.path+"[]", lk.goPath+"[]", true
+					}
+					specs = append(specs, *lk)
+				}
 			}
-			out = append(out, p.nestedRefs(fv.Type(), path+"."+key, goPath+"."+fv.Name(), seen)...)
+			r, s := p.nested(fv.Type(), fpath, fgo, seen)
+			refs = append(refs, r...)
+			specs = append(specs, s...)
 		}
-		return out
+		return refs, specs
 	}
-	return nil
+	return nil, nil
+}
+
+// lookupSpec is one field's lookup tag, before lookups are grouped by name.
+type lookupSpec struct {
+	pos          token.Pos
+	tag          string
+	named        bool
+	name         string
+	unique       bool
+	path, goPath string
+	typ          types.Type
+	field        *model.Field
+	multi        bool
+}
+
+// buildLookups groups lookup tags by name into the aggregate's lookups:
+// fields sharing a name are the parts of one composite lookup, in field order.
+func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
+	byName := map[string]*model.Lookup{}
+	for _, sp := range specs {
+		name := sp.name
+		if !sp.named {
+			name = camel(sp.path)
+		}
+		if !isKeyType(sp.typ) {
+			p.errorf(sp.pos, "lookup on %s.%s (type %s): lookup values must be strings or integers", a.Name, strings.ReplaceAll(sp.goPath, "[]", ""), p.typeString(sp.typ))
+			continue
+		}
+		l := byName[name]
+		if l == nil {
+			l = &model.Lookup{Name: name, Pos: p.position(sp.pos)}
+			byName[name] = l
+			a.Lookups = append(a.Lookups, l)
+		}
+		l.Unique = l.Unique || sp.unique
+		l.Parts = append(l.Parts, model.LookupPart{
+			Path: sp.path, GoPath: sp.goPath, Name: exported(camel(sp.goPath)), Type: sp.typ, Field: sp.field, Multi: sp.multi,
+		})
+	}
+	for _, l := range a.Lookups {
+		if len(l.Parts) > 1 && l.Multi() {
+			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has several parts and one of them is inside a slice; a composite lookup needs one value per part", l.Name, a.Name)})
+		}
+		if !token.IsIdentifier(l.Name) {
+			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup name %q of %s is not a valid identifier", l.Name, a.Name)})
+		}
+	}
+}
+
+// checkCounter validates `noam:"id,counter"`.
+func (p *loader) checkCounter(a *model.Aggregate, pos token.Pos) {
+	if a.ID == nil {
+		return
+	}
+	a.Counter = true
+	last := a.ID.Type
+	if len(a.IDParts) > 0 {
+		last = a.IDParts[len(a.IDParts)-1].Type
+	}
+	if model.KindOf(last) == model.KeyString || !isKeyType(last) {
+		what := "the id"
+		if len(a.IDParts) > 0 {
+			what = "the last part of the composite id"
+		}
+		p.errorf(pos, "counter on %s.%s: %s must be an integer type to be allocated from a counter", a.Name, a.ID.GoName, what)
+	}
+}
+
+// keyParts returns the parts of a composite key type: a struct whose
+// fields are all exported strings or integers.
+func (p *loader) keyParts(t types.Type) ([]model.KeyPart, bool) {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok || st.NumFields() == 0 {
+		return nil, false
+	}
+	var parts []model.KeyPart
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if !f.Exported() || !isKeyType(f.Type()) {
+			return nil, false
+		}
+		key := lowerFirst(f.Name())
+		if tags, err := structtag.Parse(st.Tag(i)); err == nil {
+			if b, err := tags.Get("bson"); err == nil && b.Name != "" {
+				key = b.Name
+			}
+		}
+		parts = append(parts, model.KeyPart{GoName: f.Name(), Key: key, Type: f.Type()})
+	}
+	return parts, true
+}
+
+// camel joins the steps of a path into one lower-camel identifier:
+// "games[].game" -> "gamesGame", "Address.City" -> "addressCity".
+func camel(path string) string {
+	var out strings.Builder
+	for i, step := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
+		if i == 0 {
+			out.WriteString(lowerFirst(step))
+		} else {
+			out.WriteString(exported(step))
+		}
+	}
+	return out.String()
+}
+
+func exported(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // checkRefs verifies that every ref names an aggregate and has its id type.
