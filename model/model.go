@@ -56,7 +56,7 @@ func (s *Schema) Aggregate(name string) *Aggregate {
 }
 
 // Aggregate is one aggregate class: a Go struct type marked with
-// `_ struct{} `noam:"aggregate,..."“. It maps to one collection of blocks.
+// a blank field _ struct{} tagged noam:"aggregate,...". It maps to one collection of blocks.
 type Aggregate struct {
 	Name       string         // Go type name, e.g. "Game"
 	Collection string         // collection name, e.g. "Game"
