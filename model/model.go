@@ -125,7 +125,9 @@ type Ref struct {
 	// GoPath is the Go selector path from the aggregate value, with "[]"
 	// marking a slice step, e.g. "Games[].Opponent".
 	GoPath string
-	Type   types.Type // type of the referencing value (the key type)
+	Type   types.Type     // type of the referencing value (the key type)
+	Pos    token.Position // the field declaring the ref
+	Decl   string         // that field as Type.Field, e.g. "GameRef.Opponent"
 }
 
 // KeyPart is one part of a composite block key.

@@ -88,10 +88,18 @@ func Load(cfg Config) (*model.Schema, error) {
 	}
 	pkg := pkgs[0]
 	p := &loader{pkg: pkg, base: cfg.BaseDir}
-	if len(pkg.Errors) > 0 {
-		for _, e := range pkg.Errors {
-			p.errs = append(p.errs, Error{Pos: p.parsePos(e.Pos), Msg: e.Msg})
+	for _, e := range pkg.Errors {
+		// go list -export compiles the package as it is on disk, generated
+		// files included; those errors (reported as "# pkg\n...") are not the
+		// user's: the type check from source, which blanks generated files,
+		// reports the real ones.
+		if e.Kind == packages.ListError && strings.HasPrefix(e.Msg, "# ") {
+			continue
 		}
+		p.errs = append(p.errs, Error{Pos: p.parsePos(e.Pos), Msg: e.Msg})
+	}
+	if len(p.errs) > 0 {
+		sort.SliceStable(p.errs, func(i, j int) bool { return lessPos(p.errs[i].Pos, p.errs[j].Pos) })
 		return nil, p.errs
 	}
 	s := p.schema()
@@ -375,7 +383,7 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 							p.errorf(f.Tag.Pos(), "option ref needs an aggregate name in noam tag %s", tagText(tag))
 							continue
 						}
-						fld.Refs = append(fld.Refs, model.Ref{Path: fld.Key, GoPath: fld.GoName, Target: v, Type: ft})
+						fld.Refs = append(fld.Refs, model.Ref{Path: fld.Key, GoPath: fld.GoName, Target: v, Type: ft, Pos: p.position(id.Pos()), Decl: name + "." + id.Name})
 					case "aggregate":
 						p.errorf(f.Tag.Pos(), "aggregate marker %s must be on a blank field `_ struct{}`", tagText(tag))
 					default:
@@ -570,7 +578,7 @@ func (p *loader) nested(t types.Type, path, goPath string, seen map[types.Type]b
 					switch k {
 					case "ref":
 						if v != "" {
-							refs = append(refs, model.Ref{Path: fpath, GoPath: fgo, Target: v, Type: fv.Type()})
+							refs = append(refs, model.Ref{Path: fpath, GoPath: fgo, Target: v, Type: fv.Type(), Pos: p.position(fv.Pos()), Decl: u.Obj().Name() + "." + fv.Name()})
 						}
 					case "lookup", "unique":
 						if lk == nil {
@@ -712,13 +720,23 @@ func exported(s string) string {
 
 // checkRefs verifies that every ref names an aggregate and has its id type.
 func (p *loader) checkRefs(s *model.Schema) {
+	reported := map[string]bool{}
+	report := func(pos token.Position, msg string) {
+		key := fmt.Sprintf("%s:%d:%d: %s", pos.Filename, pos.Line, pos.Column, msg)
+		if !reported[key] {
+			reported[key] = true
+			p.errs = append(p.errs, Error{Pos: pos, Msg: msg})
+		}
+	}
 	for _, a := range s.Aggregates {
 		for _, f := range a.Fields {
 			for _, r := range f.Refs {
+				// A ref declared in a plain struct is reported at its own
+				// field, once, whichever aggregates embed the struct.
+				what := r.Decl
 				target := s.Aggregate(r.Target)
-				pos := f.Pos
 				if target == nil {
-					p.errs = append(p.errs, Error{Pos: pos, Msg: fmt.Sprintf("%s.%s: ref=%s names no aggregate in package %s", a.Name, strings.ReplaceAll(r.GoPath, "[]", ""), r.Target, s.PkgName)})
+					report(r.Pos, fmt.Sprintf("%s: ref=%s names no aggregate in package %s", what, r.Target, s.PkgName))
 					continue
 				}
 				if target.ID == nil {
@@ -737,7 +755,7 @@ func (p *loader) checkRefs(s *model.Schema) {
 					break
 				}
 				if !types.Identical(rt, target.ID.Type) {
-					p.errs = append(p.errs, Error{Pos: pos, Msg: fmt.Sprintf("%s.%s has type %s, but ref=%s needs %s's id type %s", a.Name, strings.ReplaceAll(r.GoPath, "[]", ""), p.typeString(r.Type), r.Target, r.Target, p.typeString(target.ID.Type))})
+					report(r.Pos, fmt.Sprintf("%s has type %s, but ref=%s needs %s's id type %s", what, p.typeString(r.Type), r.Target, r.Target, p.typeString(target.ID.Type)))
 				}
 			}
 		}

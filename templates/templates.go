@@ -74,8 +74,7 @@ func StoreRepo(a *model.Aggregate, store string) string { return a.Name + store 
 // Var is the parameter name for an aggregate value, e.g. "game".
 func Var(a *model.Aggregate) string {
 	v := LowerFirst(a.Name)
-	switch v {
-	case "ctx", "id", "r", "u", "e", "i", "req", "err":
+	if reserved[v] {
 		v += "Value"
 	}
 	if types.Universe.Lookup(v) != nil || isKeyword(v) {
@@ -263,6 +262,18 @@ func Snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// reserved are the names generated method bodies use for parameters,
+// locals and imported packages; an aggregate parameter must not shadow them.
+var reserved = map[string]bool{
+	"ctx": true, "id": true, "ids": true, "r": true, "u": true, "e": true, "i": true, "v": true, "q": true,
+	"req": true, "err": true, "opts": true, "d": true, "doc": true, "filter": true, "res": true,
+	"update": true, "elem": true, "elems": true, "set": true, "n": true, "tx": true, "b": true,
+	"key": true, "old": true, "page": true, "keys": true, "out": true,
+	"runtime": true, "options": true, "mongo": true, "bson": true, "mongostore": true, "boltstore": true,
+	"bbolt": true, "maps": true, "slices": true, "iter": true, "context": true, "errors": true, "fmt": true,
+	"bytes": true, "strconv": true, "sort": true,
 }
 
 func isKeyword(s string) bool {
