@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // The key codec encodes tuples of strings and integers so that comparing
@@ -176,4 +178,18 @@ func Ptr[T any](v T) *T { return &v }
 // (blockKey is the encoded block key), so that its cursors work only there.
 func ElemQuery(agg, field string, blockKey []byte) string {
 	return agg + "." + field + ":" + string(blockKey)
+}
+
+// SortKeys sorts encoded keys and removes duplicates, in place.
+func SortKeys(keys [][]byte) [][]byte {
+	slices.SortFunc(keys, bytes.Compare)
+	return slices.CompactFunc(keys, bytes.Equal)
+}
+
+// TupleEnd returns the end of the key range holding the tuple p and every
+// longer tuple that starts with p's components: p followed by 0xFF. (A byte
+// prefix is not enough: "a" encodes as a prefix of "a\x00", whose escaped
+// NUL continues with 0xFF; component tags are all below 0xFF.)
+func TupleEnd(p []byte) []byte {
+	return append(append(make([]byte, 0, len(p)+1), p...), 0xFF)
 }
