@@ -5,6 +5,7 @@ go 1.24.0
 require (
 	github.com/dave/jennifer v1.7.1
 	github.com/fatih/structtag v1.2.0
+	go.etcd.io/bbolt v1.4.3
 	go.mongodb.org/mongo-driver/v2 v2.3.0
 	golang.org/x/tools v0.38.0
 )
@@ -16,7 +17,6 @@ require (
 	github.com/xdg-go/scram v1.1.2 // indirect
 	github.com/xdg-go/stringprep v1.0.4 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
-	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/crypto v0.33.0 // indirect
 	golang.org/x/mod v0.29.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect

@@ -17,6 +17,7 @@ import (
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/templates"
+	_ "github.com/noamgen/noamgen/templates/bolt"  // registers the bolt store
 	_ "github.com/noamgen/noamgen/templates/mongo" // registers the mongo store
 )
 

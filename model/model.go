@@ -63,6 +63,7 @@ type Aggregate struct {
 	Strategy   Strategy       // EAO or ETF
 	Pos        token.Position // position of the type name
 	File       string         // file declaring the type
+	StructType types.Type     // the named struct type
 
 	// Fields are the persisted top-level fields in declaration order,
 	// including the id and version fields. Skipped fields are not listed.

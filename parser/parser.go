@@ -287,6 +287,7 @@ func (p *loader) aggregate(d structDecl, marker *structtag.Tag) *model.Aggregate
 	counter, counterPos := false, token.NoPos
 	obj := p.pkg.TypesInfo.Defs[d.spec.Name]
 	stype, _ := obj.Type().Underlying().(*types.Struct)
+	a.StructType = obj.Type()
 
 	fieldIndex := 0
 	byKey := map[string]*model.Field{}

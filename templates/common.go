@@ -25,6 +25,12 @@ const (
 	MUpdate    // several entry changes in one atomic write
 	MList      // page through blocks in key order
 	MAll       // iterate over every block
+	MGetMany   // read many blocks by key in one round trip
+	MListBy    // page through the blocks found by a lookup
+	MGetBy     // read the block owning a unique lookup value
+	MListScope // page through the children of one counter scope
+	MRepair    // rebuild the lookups from the blocks
+	MEnsure    // create the collections, buckets and indexes
 )
 
 // Method is one method of the repository interface: its signature and doc,
@@ -32,7 +38,8 @@ const (
 type Method struct {
 	Kind    MethodKind
 	Name    string
-	Field   *model.Field // for MSet, MAppend, MSetAt, MListElems
+	Field   *model.Field  // for MSet, MAppend, MSetAt, MListElems
+	Lookup  *model.Lookup // for MListBy, MGetBy
 	Doc     string
 	Params  []jen.Code
 	Results []jen.Code
@@ -95,6 +102,67 @@ func Methods(a *model.Aggregate) []Method {
 			Doc:    fmt.Sprintf("All iterates over every %s aggregate in block-key order. Iteration stops at the first error, which is yielded with a nil aggregate.", a.Name),
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Qual(IterPkg, "Seq2").Types(ptr(), jen.Error())}},
 	)
+	return ms
+}
+
+// moreMethods are the methods for index tables, enumerable keys, batch
+// reads and set-up.
+func moreMethods(a *model.Aggregate) []Method {
+	id := IDType(a)
+	ptr := func() jen.Code { return jen.Op("*").Id(a.Name) }
+	ms := []Method{
+		{Kind: MGetMany, Name: "GetMany",
+			Doc:    fmt.Sprintf("GetMany reads the %s blocks with the given keys in one round trip (an application-side join: see the *%sRefs functions). Keys with no block are absent from the map.", a.Name, a.Name),
+			Params: []jen.Code{Ctx(), jen.Id("ids").Index().Add(id)}, Results: []jen.Code{jen.Map(IDType(a)).Add(ptr()), jen.Error()}},
+	}
+	for _, l := range a.Lookups {
+		order := partPaths(l) + ", block key"
+		if len(l.Parts) == 1 {
+			p := l.Parts[0]
+			what := "whose " + p.Path + " is v"
+			if p.Multi {
+				what = "that hold v in " + p.Path
+			}
+			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order, through the index table %s. A cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, LookupName(a, l)),
+				Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
+		} else {
+			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates selected by q, in (%s) order, through the index table %s. Conditions that do not select one key range fail with runtime.ErrBadQuery; a cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, order, LookupName(a, l)),
+				Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
+		}
+		if l.Unique {
+			var params []jen.Code
+			params = append(params, Ctx())
+			for _, p := range l.Parts {
+				params = append(params, jen.Id(LowerFirst(p.Name)).Add(Type(p.Type)))
+			}
+			ms = append(ms, Method{Kind: MGetBy, Name: GetBy(l), Lookup: l,
+				Doc:    fmt.Sprintf("%s reads the %s aggregate that holds the given %s, which is unique: a write that would give it to a second aggregate fails with runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate holds it.", GetBy(l), a.Name, partPaths(l)),
+				Params: params, Results: []jen.Code{ptr(), jen.Error()}})
+		}
+	}
+	if a.Counter && len(a.Scope()) > 0 {
+		params := []jen.Code{Ctx()}
+		var names []string
+		for _, p := range a.Scope() {
+			params = append(params, jen.Id(LowerFirst(p.GoName)).Add(Type(p.Type)))
+			names = append(names, p.Key)
+		}
+		params = append(params, jen.Id("req").Add(RT("PageRequest")))
+		last := a.IDParts[len(a.IDParts)-1]
+		ms = append(ms, Method{Kind: MListScope, Name: ListScope(a),
+			Doc:    fmt.Sprintf("%s reads one page of the %s aggregates with the given %s, in %s order. Their %s values are allocated 1, 2, 3, ... from the scope's counter, so a page is read by computed keys in one batch; numbers of deleted aggregates are skipped.", ListScope(a), a.Name, strings.Join(names, ", "), last.Key, last.Key),
+			Params: params, Results: []jen.Code{Page(ptr()), jen.Error()}})
+	}
+	if len(a.Lookups) > 0 {
+		ms = append(ms, Method{Kind: MRepair, Name: "Repair",
+			Doc:    fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository.", a.Name),
+			Params: []jen.Code{Ctx()}, Results: []jen.Code{RT("RepairReport"), jen.Error()}})
+	}
+	ms = append(ms, Method{Kind: MEnsure, Name: "EnsureIndexes",
+		Doc:    fmt.Sprintf("EnsureIndexes creates what the %s repository stores into (collections or buckets, index tables, counters) and the indexes it relies on, if they do not exist yet. It is safe to call on every start.", a.Name),
+		Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Error()}})
 	return ms
 }
 
@@ -166,20 +234,33 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 	)
 	f.Line()
 	f.Commentf("%s reads a block key written by %s.", KeyReader(a), KeyAppender(a))
-	conv := jen.Id("v")
-	if !isPlainKind(a) {
-		conv = IDType(a).(*jen.Statement).Clone().Parens(jen.Id("v"))
+	var read []jen.Code
+	if len(a.IDParts) == 0 {
+		method, conv := readMethod(a.ID.Type)
+		if conv {
+			read = []jen.Code{
+				jen.List(jen.Id("v"), jen.Err()).Op(":=").Id("r").Dot(method).Call(),
+				jen.Return(IDType(a).(*jen.Statement).Clone().Parens(jen.Id("v")), jen.Err()),
+			}
+		} else {
+			read = []jen.Code{jen.Return(jen.Id("r").Dot(method).Call())}
+		}
+	} else {
+		read = []jen.Code{jen.Var().Id("id").Add(IDType(a))}
+		for _, p := range a.IDParts {
+			read = append(read, jen.Block(decodeValue(p.Type, jen.Id("id").Dot(p.GoName))...))
+		}
+		read = append(read, jen.Return(jen.Id("id"), jen.Nil()))
 	}
-	f.Func().Id(KeyReader(a)).Params(jen.Id("r").Op("*").Add(RT("KeyReader"))).Params(IDType(a), jen.Error()).Block(
-		jen.List(jen.Id("v"), jen.Err()).Op(":=").Id("r").Dot(KeyDecode(a)).Call(),
-		jen.Return(conv, jen.Err()),
-	)
+	f.Func().Id(KeyReader(a)).Params(jen.Id("r").Op("*").Add(RT("KeyReader"))).Params(IDType(a), jen.Error()).Block(read...)
 	f.Line()
 
 	f.Commentf("%s encodes %s block keys for cursors and key-value stores.", KeyCodecVar(a), a.Name)
 	f.Var().Id(KeyCodecVar(a)).Op("=").Add(RT("KeyCodec").Types(IDType(a))).Values(
 		jen.Id("Append").Op(":").Id(KeyAppender(a)), jen.Id("Read").Op(":").Id(KeyReader(a)))
 	f.Line()
+
+	lookupDecls(f, s, a)
 
 	// Compile-time guard, after stringer's: converting *A to a pointer to the
 	// struct as generated stops compiling when A's fields change.
@@ -190,17 +271,6 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 		sfields = append(sfields, jen.Id(sf.Name).Add(Type(sf.Type)))
 	}
 	f.Var().Id("_").Op("=").Parens(jen.Op("*").Struct(sfields...)).Parens(jen.Parens(jen.Op("*").Id(a.Name)).Parens(jen.Nil()))
-}
-
-// isPlainKind reports whether the id type is exactly what KeyReader returns.
-func isPlainKind(a *model.Aggregate) bool {
-	switch model.KindOf(a.ID.Type) {
-	case model.KeyInt:
-		return a.ID.Type.String() == "int64"
-	case model.KeyUint:
-		return a.ID.Type.String() == "uint64"
-	}
-	return a.ID.Type.String() == "string"
 }
 
 func implList(a *model.Aggregate, stores []string) string {

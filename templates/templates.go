@@ -201,34 +201,17 @@ func tagMap(tag string) map[string]string {
 }
 
 // KeyEncode renders an expression that appends the block key expression id
-// to the byte slice b with the runtime key codec.
+// to the byte slice b with the runtime key codec; a composite key appends
+// its parts in order.
 func KeyEncode(a *model.Aggregate, b, id jen.Code) *jen.Statement {
-	switch model.KindOf(a.ID.Type) {
-	case model.KeyInt:
-		return RT("AppendInt").Call(b, jen.Int64().Parens(id))
-	case model.KeyUint:
-		return RT("AppendUint").Call(b, jen.Uint64().Parens(id))
+	if len(a.IDParts) == 0 {
+		return EncodeValue(a.ID.Type, b, id)
 	}
-	if isPlainString(a.ID.Type) {
-		return RT("AppendString").Call(b, id)
+	out := jen.Add(b)
+	for _, p := range a.IDParts {
+		out = EncodeValue(p.Type, out, jen.Add(id).Dot(p.GoName))
 	}
-	return RT("AppendString").Call(b, jen.String().Parens(id))
-}
-
-func isPlainString(t types.Type) bool {
-	b, ok := t.(*types.Basic)
-	return ok && b.Kind() == types.String
-}
-
-// KeyDecode renders the KeyReader method that reads a block key of a's kind.
-func KeyDecode(a *model.Aggregate) string {
-	switch model.KindOf(a.ID.Type) {
-	case model.KeyInt:
-		return "Int"
-	case model.KeyUint:
-		return "Uint"
-	}
-	return "String"
+	return out
 }
 
 // LowerFirst lower-cases the leading upper-case run of an identifier
@@ -270,7 +253,7 @@ var reserved = map[string]bool{
 	"ctx": true, "id": true, "ids": true, "r": true, "u": true, "e": true, "i": true, "v": true, "q": true,
 	"req": true, "err": true, "opts": true, "d": true, "doc": true, "filter": true, "res": true,
 	"update": true, "elem": true, "elems": true, "set": true, "n": true, "tx": true, "b": true,
-	"key": true, "old": true, "page": true, "keys": true, "out": true,
+	"key": true, "old": true, "page": true, "keys": true, "out": true, "blk": true, "version": true,
 	"runtime": true, "options": true, "mongo": true, "bson": true, "mongostore": true, "boltstore": true,
 	"bbolt": true, "maps": true, "slices": true, "iter": true, "context": true, "errors": true, "fmt": true,
 	"bytes": true, "strconv": true, "sort": true,

@@ -10,7 +10,7 @@ import (
 
 // GameRepository reads and writes Game aggregates: collection "Game", strategy
 // etf, block key ID, entries firstPlayer, secondPlayer, rounds[i], version.
-// Implementations: GameMongoRepository.
+// Implementations: GameMongoRepository, GameBoltRepository.
 type GameRepository interface {
 	// Get reads the Game block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -107,12 +107,34 @@ func appendGameKey(b []byte, id string) []byte {
 
 // readGameKey reads a block key written by appendGameKey.
 func readGameKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // gameKeys encodes Game block keys for cursors and key-value stores.
 var gameKeys = runtime.KeyCodec[string]{Append: appendGameKey, Read: readGameKey}
+
+// GamePlayerRefs collects the distinct Player keys that Game aggregates
+// reference, in first-seen order, skipping zero keys: pass them to
+// PlayerRepository.GetMany to resolve all references in one round trip.
+func GamePlayerRefs(games ...*Game) []string {
+	var out []string
+	var zero string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != zero && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, game := range games {
+		if game == nil {
+			continue
+		}
+		add(game.FirstPlayer)
+		add(game.SecondPlayer)
+	}
+	return out
+}
 
 // Compile-time guard: this conversion stops compiling when Game's fields change
 // after generation. Run go generate again to update the generated code.

@@ -10,7 +10,7 @@ import (
 
 // PlayerRepository reads and writes Player aggregates: collection "Player",
 // strategy etf, block key Username, entries firstName, lastName, score, games.
-// Implementations: PlayerMongoRepository.
+// Implementations: PlayerMongoRepository, PlayerBoltRepository.
 type PlayerRepository interface {
 	// Get reads the Player block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -82,12 +82,59 @@ func appendPlayerKey(b []byte, id string) []byte {
 
 // readPlayerKey reads a block key written by appendPlayerKey.
 func readPlayerKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // playerKeys encodes Player block keys for cursors and key-value stores.
 var playerKeys = runtime.KeyCodec[string]{Append: appendPlayerKey, Read: readPlayerKey}
+
+// PlayerGameRefs collects the distinct Game keys that Player aggregates
+// reference, in first-seen order, skipping zero keys: pass them to
+// GameRepository.GetMany to resolve all references in one round trip.
+func PlayerGameRefs(players ...*Player) []string {
+	var out []string
+	var zero string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != zero && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, player := range players {
+		if player == nil {
+			continue
+		}
+		for _, x0 := range player.Games {
+			add(x0.Game)
+		}
+	}
+	return out
+}
+
+// PlayerPlayerRefs collects the distinct Player keys that Player aggregates
+// reference, in first-seen order, skipping zero keys: pass them to
+// PlayerRepository.GetMany to resolve all references in one round trip.
+func PlayerPlayerRefs(players ...*Player) []string {
+	var out []string
+	var zero string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != zero && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, player := range players {
+		if player == nil {
+			continue
+		}
+		for _, x0 := range player.Games {
+			add(x0.Opponent)
+		}
+	}
+	return out
+}
 
 // Compile-time guard: this conversion stops compiling when Player's fields change
 // after generation. Run go generate again to update the generated code.

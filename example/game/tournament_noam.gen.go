@@ -10,7 +10,7 @@ import (
 
 // TournamentRepository reads and writes Tournament aggregates: collection
 // "Tournament", strategy eao, block key ID, entries ε (the root entry).
-// Implementations: TournamentMongoRepository.
+// Implementations: TournamentMongoRepository, TournamentBoltRepository.
 type TournamentRepository interface {
 	// Get reads the Tournament block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -42,17 +42,40 @@ const tournamentListQuery = "Tournament.List"
 
 // appendTournamentKey appends id to b with the order-preserving key codec.
 func appendTournamentKey(b []byte, id int64) []byte {
-	return runtime.AppendInt(b, int64(id))
+	return runtime.AppendInt(b, id)
 }
 
 // readTournamentKey reads a block key written by appendTournamentKey.
 func readTournamentKey(r *runtime.KeyReader) (int64, error) {
-	v, err := r.Int()
-	return v, err
+	return r.Int()
 }
 
 // tournamentKeys encodes Tournament block keys for cursors and key-value stores.
 var tournamentKeys = runtime.KeyCodec[int64]{Append: appendTournamentKey, Read: readTournamentKey}
+
+// TournamentGameRefs collects the distinct Game keys that Tournament
+// aggregates reference, in first-seen order, skipping zero keys: pass them to
+// GameRepository.GetMany to resolve all references in one round trip.
+func TournamentGameRefs(tournaments ...*Tournament) []string {
+	var out []string
+	var zero string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != zero && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, tournament := range tournaments {
+		if tournament == nil {
+			continue
+		}
+		for _, x10 := range tournament.Games {
+			add(x10)
+		}
+	}
+	return out
+}
 
 // Compile-time guard: this conversion stops compiling when Tournament's fields change
 // after generation. Run go generate again to update the generated code.

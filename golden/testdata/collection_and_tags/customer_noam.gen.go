@@ -10,7 +10,8 @@ import (
 
 // CustomerRepository reads and writes Customer aggregates: collection
 // "customers", strategy etf, block key ID, entries full_name, email, urlPath,
-// httpCode, plain. Implementations: CustomerMongoRepository.
+// httpCode, plain. Implementations: CustomerBoltRepository,
+// CustomerMongoRepository.
 type CustomerRepository interface {
 	// Get reads the Customer block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -88,8 +89,7 @@ func appendCustomerKey(b []byte, id string) []byte {
 
 // readCustomerKey reads a block key written by appendCustomerKey.
 func readCustomerKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // customerKeys encodes Customer block keys for cursors and key-value stores.

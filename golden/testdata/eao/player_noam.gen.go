@@ -10,7 +10,7 @@ import (
 
 // PlayerRepository reads and writes Player aggregates: collection "Player",
 // strategy eao, block key Username, entries ε (the root entry).
-// Implementations: PlayerMongoRepository.
+// Implementations: PlayerBoltRepository, PlayerMongoRepository.
 type PlayerRepository interface {
 	// Get reads the Player block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -47,8 +47,7 @@ func appendPlayerKey(b []byte, id string) []byte {
 
 // readPlayerKey reads a block key written by appendPlayerKey.
 func readPlayerKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // playerKeys encodes Player block keys for cursors and key-value stores.

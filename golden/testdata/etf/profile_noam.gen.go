@@ -12,7 +12,7 @@ import (
 // ProfileRepository reads and writes Profile aggregates: collection "Profile",
 // strategy etf, block key ID, entries name, age, ratio, active, home, tags,
 // scores, joined, nickname, avatar, past, extra, fixed. Implementations:
-// ProfileMongoRepository.
+// ProfileBoltRepository, ProfileMongoRepository.
 type ProfileRepository interface {
 	// Get reads the Profile block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -138,8 +138,7 @@ func appendProfileKey(b []byte, id string) []byte {
 
 // readProfileKey reads a block key written by appendProfileKey.
 func readProfileKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // profileKeys encodes Profile block keys for cursors and key-value stores.

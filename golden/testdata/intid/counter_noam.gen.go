@@ -10,7 +10,7 @@ import (
 
 // CounterRepository reads and writes Counter aggregates: collection "Counter",
 // strategy etf, block key ID, entries count. Implementations:
-// CounterMongoRepository.
+// CounterBoltRepository, CounterMongoRepository.
 type CounterRepository interface {
 	// Get reads the Counter block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -59,13 +59,12 @@ const counterListQuery = "Counter.List"
 
 // appendCounterKey appends id to b with the order-preserving key codec.
 func appendCounterKey(b []byte, id int64) []byte {
-	return runtime.AppendInt(b, int64(id))
+	return runtime.AppendInt(b, id)
 }
 
 // readCounterKey reads a block key written by appendCounterKey.
 func readCounterKey(r *runtime.KeyReader) (int64, error) {
-	v, err := r.Int()
-	return v, err
+	return r.Int()
 }
 
 // counterKeys encodes Counter block keys for cursors and key-value stores.

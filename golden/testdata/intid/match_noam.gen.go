@@ -10,7 +10,7 @@ import (
 
 // MatchRepository reads and writes Match aggregates: collection "Match",
 // strategy etf, block key ID, entries title. Implementations:
-// MatchMongoRepository.
+// MatchBoltRepository, MatchMongoRepository.
 type MatchRepository interface {
 	// Get reads the Match block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.

@@ -10,7 +10,7 @@ import (
 
 // ShardRepository reads and writes Shard aggregates: collection "Shard",
 // strategy eao, block key Num, entries ε (the root entry). Implementations:
-// ShardMongoRepository.
+// ShardBoltRepository, ShardMongoRepository.
 type ShardRepository interface {
 	// Get reads the Shard block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.

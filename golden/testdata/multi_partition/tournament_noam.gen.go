@@ -10,7 +10,8 @@ import (
 
 // TournamentRepository reads and writes Tournament aggregates: collection
 // "Tournament", strategy etf, block key ID, entries name, rounds[i],
-// players[i]. Implementations: TournamentMongoRepository.
+// players[i]. Implementations: TournamentBoltRepository,
+// TournamentMongoRepository.
 type TournamentRepository interface {
 	// Get reads the Tournament block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -100,8 +101,7 @@ func appendTournamentKey(b []byte, id string) []byte {
 
 // readTournamentKey reads a block key written by appendTournamentKey.
 func readTournamentKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // tournamentKeys encodes Tournament block keys for cursors and key-value stores.

@@ -10,7 +10,7 @@ import (
 
 // MongoRepository reads and writes Mongo aggregates: collection "Mongo",
 // strategy etf, block key ID, entries name, version. Implementations:
-// MongoMongoRepository.
+// MongoBoltRepository, MongoMongoRepository.
 type MongoRepository interface {
 	// Get reads the Mongo block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -78,8 +78,7 @@ func appendMongoKey(b []byte, id string) []byte {
 
 // readMongoKey reads a block key written by appendMongoKey.
 func readMongoKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // mongoKeys encodes Mongo block keys for cursors and key-value stores.

@@ -10,7 +10,7 @@ import (
 
 // OptionsRepository reads and writes Options aggregates: collection "Options",
 // strategy etf, block key ID, entries name. Implementations:
-// OptionsMongoRepository.
+// OptionsBoltRepository, OptionsMongoRepository.
 type OptionsRepository interface {
 	// Get reads the Options block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -64,8 +64,7 @@ func appendOptionsKey(b []byte, id string) []byte {
 
 // readOptionsKey reads a block key written by appendOptionsKey.
 func readOptionsKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // optionsKeys encodes Options block keys for cursors and key-value stores.

@@ -9,7 +9,8 @@ import (
 )
 
 // OptsRepository reads and writes Opts aggregates: collection "Opts", strategy
-// etf, block key ID, entries name. Implementations: OptsMongoRepository.
+// etf, block key ID, entries name. Implementations: OptsBoltRepository,
+// OptsMongoRepository.
 type OptsRepository interface {
 	// Get reads the Opts block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -63,8 +64,7 @@ func appendOptsKey(b []byte, id string) []byte {
 
 // readOptsKey reads a block key written by appendOptsKey.
 func readOptsKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // optsKeys encodes Opts block keys for cursors and key-value stores.

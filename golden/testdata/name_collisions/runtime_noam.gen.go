@@ -10,7 +10,7 @@ import (
 
 // RuntimeRepository reads and writes Runtime aggregates: collection "Runtime",
 // strategy etf, block key ID, entries name, version. Implementations:
-// RuntimeMongoRepository.
+// RuntimeBoltRepository, RuntimeMongoRepository.
 type RuntimeRepository interface {
 	// Get reads the Runtime block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -78,8 +78,7 @@ func appendRuntimeKey(b []byte, id string) []byte {
 
 // readRuntimeKey reads a block key written by appendRuntimeKey.
 func readRuntimeKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // runtimeKeys encodes Runtime block keys for cursors and key-value stores.

@@ -10,7 +10,7 @@ import (
 
 // GameRepository reads and writes Game aggregates: collection "Game", strategy
 // etf, block key ID, entries firstPlayer, secondPlayer, rounds[i].
-// Implementations: GameMongoRepository.
+// Implementations: GameBoltRepository, GameMongoRepository.
 type GameRepository interface {
 	// Get reads the Game block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -88,8 +88,7 @@ func appendGameKey(b []byte, id string) []byte {
 
 // readGameKey reads a block key written by appendGameKey.
 func readGameKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // gameKeys encodes Game block keys for cursors and key-value stores.

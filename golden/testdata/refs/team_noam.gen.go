@@ -10,7 +10,7 @@ import (
 
 // TeamRepository reads and writes Team aggregates: collection "Team", strategy
 // etf, block key ID, entries captain, coach, members, matches, home.
-// Implementations: TeamMongoRepository.
+// Implementations: TeamBoltRepository, TeamMongoRepository.
 type TeamRepository interface {
 	// Get reads the Team block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -88,12 +88,69 @@ func appendTeamKey(b []byte, id string) []byte {
 
 // readTeamKey reads a block key written by appendTeamKey.
 func readTeamKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // teamKeys encodes Team block keys for cursors and key-value stores.
 var teamKeys = runtime.KeyCodec[string]{Append: appendTeamKey, Read: readTeamKey}
+
+// TeamUserRefs collects the distinct User keys that Team aggregates reference,
+// in first-seen order, skipping zero keys: pass them to UserRepository.GetMany
+// to resolve all references in one round trip.
+func TeamUserRefs(teams ...*Team) []string {
+	var out []string
+	var zero string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != zero && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, team := range teams {
+		if team == nil {
+			continue
+		}
+		add(team.Captain)
+		if team.Coach != nil {
+			add((*team.Coach))
+		}
+		for _, x10 := range team.Members {
+			add(x10)
+		}
+		for _, x0 := range team.Matches {
+			add(x0.Referee)
+		}
+		for _, x0 := range team.Home.Stewards {
+			add(x0.User)
+		}
+	}
+	return out
+}
+
+// TeamTeamRefs collects the distinct Team keys that Team aggregates reference,
+// in first-seen order, skipping zero keys: pass them to TeamRepository.GetMany
+// to resolve all references in one round trip.
+func TeamTeamRefs(teams ...*Team) []string {
+	var out []string
+	var zero string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != zero && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, team := range teams {
+		if team == nil {
+			continue
+		}
+		for _, x0 := range team.Matches {
+			add(x0.Opponent)
+		}
+	}
+	return out
+}
 
 // Compile-time guard: this conversion stops compiling when Team's fields change
 // after generation. Run go generate again to update the generated code.

@@ -9,7 +9,8 @@ import (
 )
 
 // UserRepository reads and writes User aggregates: collection "User", strategy
-// etf, block key ID, entries name. Implementations: UserMongoRepository.
+// etf, block key ID, entries name. Implementations: UserBoltRepository,
+// UserMongoRepository.
 type UserRepository interface {
 	// Get reads the User block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -63,8 +64,7 @@ func appendUserKey(b []byte, id string) []byte {
 
 // readUserKey reads a block key written by appendUserKey.
 func readUserKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // userKeys encodes User block keys for cursors and key-value stores.

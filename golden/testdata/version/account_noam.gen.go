@@ -10,7 +10,7 @@ import (
 
 // AccountRepository reads and writes Account aggregates: collection "Account",
 // strategy etf, block key ID, entries owner, balance, version.
-// Implementations: AccountMongoRepository.
+// Implementations: AccountBoltRepository, AccountMongoRepository.
 type AccountRepository interface {
 	// Get reads the Account block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -85,8 +85,7 @@ func appendAccountKey(b []byte, id string) []byte {
 
 // readAccountKey reads a block key written by appendAccountKey.
 func readAccountKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // accountKeys encodes Account block keys for cursors and key-value stores.

@@ -10,7 +10,7 @@ import (
 
 // LedgerRepository reads and writes Ledger aggregates: collection "Ledger",
 // strategy eao, block key ID, entries ε (the root entry), lines[i].
-// Implementations: LedgerMongoRepository.
+// Implementations: LedgerBoltRepository, LedgerMongoRepository.
 type LedgerRepository interface {
 	// Get reads the Ledger block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -94,8 +94,7 @@ func appendLedgerKey(b []byte, id string) []byte {
 
 // readLedgerKey reads a block key written by appendLedgerKey.
 func readLedgerKey(r *runtime.KeyReader) (string, error) {
-	v, err := r.String()
-	return v, err
+	return r.String()
 }
 
 // ledgerKeys encodes Ledger block keys for cursors and key-value stores.

@@ -1,0 +1,663 @@
+// Package boltstore is the bbolt adapter of noamgen's runtime: the small
+// helpers that generated bbolt repositories call.
+//
+// Mapping (NoAM paper, section 7.1, Fig. 4 and 9): every entry of a block is
+// one key-value pair, and a block is the group of pairs that share its major
+// key. Each collection is a bucket named after it; inside the bucket a key
+// is the block key encoded with the runtime's order-preserving key codec,
+// the separator byte 0x01 (the paper's "-" between major and minor key), and
+// then the entry key, one codec component per access path step:
+//
+//	block prefix                                  the block marker: the EAO root entry, or an empty value (ETF)
+//	block prefix + "firstPlayer"                  an ETF entry
+//	block prefix + "rounds"                       the element count of a partitioned field
+//	block prefix + "rounds" + int(3)              the element rounds[3]
+//	block prefix + "version"                      the version entry
+//
+// Key encodings are self-delimiting, so no block prefix is a prefix of
+// another block's: every block is one contiguous key range that starts
+// with its marker, blocks sort in block-key order, and elements sort by
+// index. Values are BSON values (a type byte, then the value's bytes) made
+// by the MongoDB driver's codec, so the same bson struct tags apply on
+// every store.
+//
+// A repository method is one bbolt transaction: reading a block is one read
+// transaction over its key range; writing it, with the version check and
+// bump, is one write transaction, so that concurrent writers cannot lose
+// updates (the paper's version-entry precaution).
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"sync/atomic"
+
+	"go.etcd.io/bbolt"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// Separator ends a block's major key (the encoded block key) in every key
+// of the block.
+const Separator = 0x01
+
+// BlockPrefix returns the key prefix shared by every entry of the block
+// whose encoded block key is blockKey. It is also the block marker's key.
+func BlockPrefix(blockKey []byte) []byte {
+	p := make([]byte, 0, len(blockKey)+1)
+	return append(append(p, blockKey...), Separator)
+}
+
+// Collection is one aggregate class stored in a bbolt database: the bucket
+// Name, holding the blocks of aggregate type Aggregate whose block keys K
+// are encoded with Keys.
+type Collection[K any] struct {
+	DB        *bbolt.DB
+	Name      string
+	Aggregate string
+	Keys      runtime.KeyCodec[K]
+}
+
+// View runs fn on block id in one read transaction. A failure returned by
+// fn or by the store becomes a *runtime.Error of operation op on block id.
+func (c Collection[K]) View(ctx context.Context, op string, id K, fn func(*Block) error) error {
+	return c.view(ctx, op, id, func(b *bbolt.Bucket) error {
+		return fn(c.block(b, op, id))
+	})
+}
+
+// Update runs fn on block id in one write transaction, which commits only
+// when fn returns nil and none of the block's writes failed: otherwise
+// nothing fn wrote is kept. A failure becomes a *runtime.Error of operation
+// op on block id.
+func (c Collection[K]) Update(ctx context.Context, op string, id K, fn func(*Block) error) error {
+	if err := ctx.Err(); err != nil {
+		return runtime.Fail(op, c.Aggregate, id, nil, err)
+	}
+	var blk *Block
+	err := c.DB.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
+		if err != nil {
+			return err
+		}
+		blk = c.block(b, op, id)
+		if err := fn(blk); err != nil {
+			return err
+		}
+		return blk.err
+	})
+	if err != nil {
+		return c.fail(op, id, err)
+	}
+	written.keys.Add(blk.keys)
+	written.bytes.Add(blk.bytes)
+	written.deletes.Add(blk.deletes)
+	return nil
+}
+
+// view runs fn in one read transaction on the collection's bucket, which is
+// nil while the collection has never been written.
+func (c Collection[K]) view(ctx context.Context, op string, id any, fn func(*bbolt.Bucket) error) error {
+	if err := ctx.Err(); err != nil {
+		return runtime.Fail(op, c.Aggregate, id, nil, err)
+	}
+	err := c.DB.View(func(tx *bbolt.Tx) error {
+		return fn(tx.Bucket([]byte(c.Name)))
+	})
+	if err != nil {
+		return c.fail(op, id, err)
+	}
+	return nil
+}
+
+// fail makes err a *runtime.Error of op on block id, unless it is one.
+func (c Collection[K]) fail(op string, id any, err error) error {
+	if re := (*runtime.Error)(nil); errors.As(err, &re) {
+		return err
+	}
+	return runtime.Fail(op, c.Aggregate, id, nil, err)
+}
+
+func (c Collection[K]) block(b *bbolt.Bucket, op string, id K) *Block {
+	return &Block{bucket: b, prefix: BlockPrefix(c.Keys.Bytes(id)), op: op, agg: c.Aggregate, id: id}
+}
+
+// Block is one block's key range inside a transaction, for one operation
+// of a repository.
+//
+// Its write methods (Put, PutRoot, PutMarker, PutElems, Append, SetAt,
+// BumpVersion, Clear) record the first error, like bufio.Writer, and do
+// nothing after it; Err returns it, and Collection.Update does not commit
+// a transaction whose block has one.
+type Block struct {
+	bucket *bbolt.Bucket // nil in a read transaction before the collection exists
+	prefix []byte        // major key and separator: the marker's key
+	op     string
+	agg    string
+	id     any
+	err    error
+
+	keys, bytes, deletes int64 // what this transaction wrote
+}
+
+// Fail returns the *runtime.Error of the block's operation, of kind kind
+// (runtime.ErrNotFound, runtime.ErrDuplicate, ...).
+func (b *Block) Fail(kind error) error {
+	return runtime.Fail(b.op, b.agg, b.id, kind, nil)
+}
+
+func (b *Block) failAt(detail string, kind error) error {
+	return runtime.FailAt(b.op, b.agg, b.id, detail, kind, nil)
+}
+
+// Err returns the first error of the block's writes.
+func (b *Block) Err() error { return b.err }
+
+// Changed reports whether the transaction has written to the block.
+func (b *Block) Changed() bool { return b.keys > 0 || b.deletes > 0 }
+
+// Exists reports whether the block exists, that is, has its marker.
+func (b *Block) Exists() bool {
+	if b.bucket == nil {
+		return false
+	}
+	k, _ := b.bucket.Cursor().Seek(b.prefix)
+	return bytes.Equal(k, b.prefix)
+}
+
+// key returns a new key: the block prefix, the entry key's first step and
+// the element index, if any (i >= 0).
+func (b *Block) key(entry string, i int) []byte {
+	k := make([]byte, 0, len(b.prefix)+len(entry)+12)
+	k = append(k, b.prefix...)
+	k = runtime.AppendString(k, entry)
+	if i >= 0 {
+		k = runtime.AppendInt(k, int64(i))
+	}
+	return k
+}
+
+// put stores one key-value pair. bbolt keeps both slices until the
+// transaction ends, so neither may be reused.
+func (b *Block) put(k, v []byte) {
+	if b.err != nil {
+		return
+	}
+	if b.err = b.bucket.Put(k, v); b.err == nil {
+		b.keys++
+		b.bytes += int64(len(k) + len(v))
+	}
+}
+
+func (b *Block) putValue(k []byte, v any) {
+	if b.err != nil {
+		return
+	}
+	data, err := Encode(v)
+	if err != nil {
+		b.err = fmt.Errorf("encoding %s: %w", entryName(b.prefix, k), err)
+		return
+	}
+	b.put(k, data)
+}
+
+// PutMarker writes the block marker of an ETF block: its key is the block
+// prefix and its value is empty.
+func (b *Block) PutMarker() { b.put(bytes.Clone(b.prefix), []byte{}) }
+
+// PutRoot writes the root entry of an EAO block, which is also its marker.
+func (b *Block) PutRoot(v any) { b.putValue(bytes.Clone(b.prefix), v) }
+
+// Put writes the entry named entry (a top-level field key) with value v.
+func (b *Block) Put(entry string, v any) { b.putValue(b.key(entry, -1), v) }
+
+// PutElems writes the elements of the partitioned field and its element
+// count, into a block that has none.
+func PutElems[E any](b *Block, field string, elems []E) {
+	for i := range elems {
+		b.putValue(b.key(field, i), elems[i])
+	}
+	b.put(b.key(field, -1), encodeInt(int64(len(elems))))
+}
+
+// Append writes v as the next element of the partitioned field and bumps
+// the element count: two keys, whatever the number of elements. It
+// returns the new element's index.
+func (b *Block) Append(field string, v any) int {
+	n := b.count(field)
+	b.putValue(b.key(field, n), v)
+	b.put(b.key(field, -1), encodeInt(int64(n+1)))
+	return n
+}
+
+// SetAt replaces element i of the partitioned field, which must exist:
+// otherwise it records a runtime.ErrNotFound naming the element.
+func (b *Block) SetAt(field string, i int, v any) {
+	if n := b.count(field); b.err == nil && (i < 0 || i >= n) {
+		b.err = b.failAt(fmt.Sprintf("%s[%d]", field, i), runtime.ErrNotFound)
+	}
+	b.putValue(b.key(field, i), v)
+}
+
+// count reads the element count of a partitioned field.
+func (b *Block) count(field string) int {
+	n := b.readInt(b.key(field, -1))
+	if b.err == nil && (n < 0 || n > int64(^uint(0)>>1)) {
+		b.err = fmt.Errorf("%s has a bad element count %d", field, n)
+	}
+	return int(n)
+}
+
+// readInt reads an integer value, 0 if the key is missing.
+func (b *Block) readInt(k []byte) int64 {
+	if b.err != nil || b.bucket == nil {
+		return 0
+	}
+	v := b.bucket.Get(k)
+	if v == nil {
+		return 0
+	}
+	n, err := decodeInt(v)
+	if err != nil {
+		b.err = fmt.Errorf("%s: %w", entryName(b.prefix, k), err)
+	}
+	return n
+}
+
+// version reads the version entry named key; it is 0 if there is none.
+func (b *Block) version(key string) (int64, error) {
+	n := b.readInt(b.key(key, -1))
+	return n, b.err
+}
+
+// CheckVersion checks that the stored version entry named key is want,
+// where a block that does not exist has version 0: otherwise it returns a
+// runtime.ErrConflict.
+func (b *Block) CheckVersion(key string, want int64) error {
+	if !b.Exists() {
+		if want == 0 {
+			return nil
+		}
+		return b.failAt(fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict)
+	}
+	stored, err := b.version(key)
+	switch {
+	case err != nil:
+		return err
+	case want == 0:
+		return b.failAt(fmt.Sprintf("(the block exists, at version %d)", stored), runtime.ErrConflict)
+	case stored != want:
+		return b.failAt(fmt.Sprintf("(stored version %d, expected %d)", stored, want), runtime.ErrConflict)
+	}
+	return nil
+}
+
+// BumpVersion adds one to the version entry named key.
+func (b *Block) BumpVersion(key string) {
+	k := b.key(key, -1)
+	n := b.readInt(k)
+	b.put(k, encodeInt(n+1))
+}
+
+// Clear deletes every entry of the block, marker included.
+func (b *Block) Clear() {
+	if b.err != nil {
+		return
+	}
+	// Collect first: deleting under a bbolt cursor moves it.
+	var keys [][]byte
+	c := b.bucket.Cursor()
+	for k, _ := c.Seek(b.prefix); k != nil && bytes.HasPrefix(k, b.prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if b.err = b.bucket.Delete(k); b.err != nil {
+			return
+		}
+		b.deletes++
+	}
+}
+
+// Entry is one key-value pair of a block, as Block.Scan reads it.
+type Entry struct {
+	// Key is the first step of the entry key: a top-level field key, or ""
+	// for the block marker (the root entry of an EAO block).
+	Key string
+	// Elem is set for the element Key[Index] of a partitioned field; the
+	// entry Key of a partitioned field (Elem unset) holds its element count.
+	Elem  bool
+	Index int
+	// Value is the stored value, valid until the Scan callback returns.
+	Value []byte
+}
+
+func (e Entry) String() string {
+	switch {
+	case e.Elem:
+		return fmt.Sprintf("%s[%d]", e.Key, e.Index)
+	case e.Key == "":
+		return "ε"
+	}
+	return e.Key
+}
+
+// Decode decodes the value of a field or root entry into v, a pointer.
+func (e Entry) Decode(v any) error {
+	if e.Elem {
+		return fmt.Errorf("entry %s: an element where a value was expected", e)
+	}
+	if err := Decode(e.Value, v); err != nil {
+		return fmt.Errorf("entry %s: %w", e, err)
+	}
+	return nil
+}
+
+// DecodeElems reads the entries of a partitioned field into *s, in key
+// order: the element count (which allocates *s, so that a field without
+// elements reads back empty, not nil) and then each element, which must
+// come in index order without gaps.
+func DecodeElems[E any](e Entry, s *[]E) error {
+	if !e.Elem {
+		n, err := decodeInt(e.Value)
+		if err != nil {
+			return fmt.Errorf("entry %s: %w", e, err)
+		}
+		if n < 0 {
+			return fmt.Errorf("entry %s: negative element count %d", e, n)
+		}
+		*s = make([]E, 0, min(n, 1024))
+		return nil
+	}
+	if e.Index != len(*s) {
+		return fmt.Errorf("entry %s: want element %d: the block is corrupt", e, len(*s))
+	}
+	var elem E
+	if err := Decode(e.Value, &elem); err != nil {
+		return fmt.Errorf("entry %s: %w", e, err)
+	}
+	*s = append(*s, elem)
+	return nil
+}
+
+// Scan calls fn with every entry of the block in key order, the marker
+// first. It fails with runtime.ErrNotFound if the block does not exist.
+func (b *Block) Scan(fn func(Entry) error) error {
+	if b.bucket == nil {
+		return b.Fail(runtime.ErrNotFound)
+	}
+	c := b.bucket.Cursor()
+	k, v := c.Seek(b.prefix)
+	if !bytes.Equal(k, b.prefix) {
+		return b.Fail(runtime.ErrNotFound)
+	}
+	// Consecutive entries mostly share their first step (rounds, rounds[0],
+	// rounds[1], ...): decode it once.
+	var step []byte
+	var key string
+	for ; k != nil && bytes.HasPrefix(k, b.prefix); k, v = c.Next() {
+		e := Entry{Value: v}
+		if minor := k[len(b.prefix):]; len(minor) > 0 {
+			if step == nil || !bytes.HasPrefix(minor, step) {
+				r := runtime.NewKeyReader(minor)
+				s, err := r.String()
+				if err != nil {
+					return fmt.Errorf("entry key %x: %w", minor, err)
+				}
+				key, step = s, minor[:len(minor)-len(r.Rest())]
+			}
+			e.Key = key
+			if rest := minor[len(step):]; len(rest) > 0 {
+				r := runtime.NewKeyReader(rest)
+				i, err := r.Int()
+				if err != nil || !r.Done() || i < 0 || i > int64(^uint(0)>>1) {
+					return fmt.Errorf("entry key %x: not a field or element key", minor)
+				}
+				e.Elem, e.Index = true, int(i)
+			}
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryName names the entry of key k in block prefix for messages.
+func entryName(prefix, k []byte) string {
+	minor := k[len(prefix):]
+	if len(minor) == 0 {
+		return "the root entry"
+	}
+	r := runtime.NewKeyReader(minor)
+	name, err := r.String()
+	if err != nil {
+		return fmt.Sprintf("entry %x", minor)
+	}
+	if i, err := r.Int(); err == nil {
+		return fmt.Sprintf("entry %s[%d]", name, i)
+	}
+	return "entry " + name
+}
+
+// Get reads block id with read in one read transaction.
+func Get[K, T any](ctx context.Context, c Collection[K], id K, read func(*Block, K) (T, error)) (T, error) {
+	var out T
+	err := c.View(ctx, "Get", id, func(b *Block) error {
+		var err error
+		out, err = read(b, id)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// Elements reads one page of the elements of the partitioned field of
+// block id in index order, seeking to the first one: the other elements and
+// entries are not read. Cursors are bound to the block with
+// runtime.ElemQuery.
+func Elements[E, K any](ctx context.Context, c Collection[K], op string, id K, field string, req runtime.PageRequest) (runtime.Page[E], error) {
+	query := runtime.ElemQuery(c.Aggregate, field, c.Keys.Bytes(id))
+	start := 0
+	if req.Cursor != "" {
+		var err error
+		if start, err = runtime.IndexAfter(query, req.Cursor); err != nil {
+			return runtime.Page[E]{}, runtime.Fail(op, c.Aggregate, id, nil, err)
+		}
+	}
+	n := req.Size()
+	var page runtime.Page[E]
+	err := c.View(ctx, op, id, func(b *Block) error {
+		if !b.Exists() {
+			return b.Fail(runtime.ErrNotFound)
+		}
+		fieldKey := b.key(field, -1)
+		cur := b.bucket.Cursor()
+		for k, v := cur.Seek(b.key(field, start)); k != nil && bytes.HasPrefix(k, fieldKey); k, v = cur.Next() {
+			if len(page.Items) == n {
+				page.Next = runtime.IndexCursor(query, start+n)
+				break
+			}
+			r := runtime.NewKeyReader(k[len(fieldKey):])
+			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+len(page.Items)) {
+				return fmt.Errorf("element key %x: want %s[%d]: the block is corrupt", k, field, start+len(page.Items))
+			}
+			var elem E
+			if err := Decode(v, &elem); err != nil {
+				return fmt.Errorf("element %s[%d]: %w", field, start+len(page.Items), err)
+			}
+			page.Items = append(page.Items, elem)
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.Page[E]{}, err
+	}
+	return page, nil
+}
+
+// List reads one page of blocks in block-key order with read, in one read
+// transaction, starting after the block in req.Cursor (made by List for
+// the same query). The page depends only on the cursor's block key, so
+// blocks added or removed before it do not shift the page.
+func List[K, T any](ctx context.Context, c Collection[K], query string, req runtime.PageRequest, read func(*Block, K) (T, error)) (runtime.Page[T], error) {
+	var from []byte
+	if req.Cursor != "" {
+		after, err := c.Keys.After(query, req.Cursor)
+		if err != nil {
+			return runtime.Page[T]{}, runtime.Fail("List", c.Aggregate, nil, nil, err)
+		}
+		from = runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(after)))
+	}
+	var page runtime.Page[T]
+	err := c.view(ctx, "List", nil, func(b *bbolt.Bucket) error {
+		items, last, more, err := readBlocks(c, b, "List", from, req.Size(), read)
+		page.Items = items
+		if more {
+			page.Next = c.Keys.Cursor(query, last)
+		}
+		return err
+	})
+	if err != nil {
+		return runtime.Page[T]{}, err
+	}
+	return page, nil
+}
+
+// allPage is how many blocks All reads per read transaction.
+const allPage = runtime.DefaultPageLimit
+
+// All iterates over every block in block-key order with read. It reads
+// blocks a page at a time, each page in its own short read transaction, so
+// that no transaction stays open while the caller's loop body runs.
+func All[K, T any](ctx context.Context, c Collection[K], read func(*Block, K) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		var from []byte
+		for {
+			var items []T
+			var last K
+			var more bool
+			err := c.view(ctx, "All", nil, func(b *bbolt.Bucket) error {
+				var err error
+				items, last, more, err = readBlocks(c, b, "All", from, allPage, read)
+				return err
+			})
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+			from = runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(last)))
+		}
+	}
+}
+
+// readBlocks reads up to n blocks of bucket b from key from on (nil: the
+// first), returning them, the block key of the last one, and whether more
+// blocks follow.
+func readBlocks[K, T any](c Collection[K], b *bbolt.Bucket, op string, from []byte, n int, read func(*Block, K) (T, error)) (items []T, last K, more bool, err error) {
+	if b == nil {
+		return nil, last, false, nil
+	}
+	cur := b.Cursor()
+	var k []byte
+	if from == nil {
+		k, _ = cur.First()
+	} else {
+		k, _ = cur.Seek(from)
+	}
+	items = make([]T, 0, min(n, 64))
+	for ; k != nil; k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(last)))) {
+		if len(items) == n {
+			return items, last, true, nil
+		}
+		// The first key of a block is its marker: the block key and the separator.
+		r := runtime.NewKeyReader(k)
+		id, err := c.Keys.Read(r)
+		if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+			return items, last, false, fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, c.Name)
+		}
+		item, err := read(c.block(b, op, id), id)
+		if err != nil {
+			return items, last, false, c.fail(op, id, err)
+		}
+		items = append(items, item)
+		last = id
+	}
+	return items, last, false, nil
+}
+
+// Encode encodes a value with the MongoDB driver's BSON codec: the BSON
+// type byte, then the value's bytes.
+func Encode(v any) ([]byte, error) {
+	t, data, err := bson.MarshalValue(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 1+len(data))
+	out[0] = byte(t)
+	copy(out[1:], data)
+	return out, nil
+}
+
+// Decode decodes a value made by Encode into v, a pointer.
+func Decode(data []byte, v any) error {
+	if len(data) == 0 {
+		return errors.New("empty value")
+	}
+	return bson.UnmarshalValue(bson.Type(data[0]), data[1:], v)
+}
+
+// encodeInt encodes n as Encode(n) does (a BSON int64), without
+// reflection: counts and versions are written on every write.
+func encodeInt(n int64) []byte {
+	b := make([]byte, 9)
+	b[0] = byte(bson.TypeInt64)
+	binary.LittleEndian.PutUint64(b[1:], uint64(n))
+	return b
+}
+
+func decodeInt(data []byte) (int64, error) {
+	if len(data) != 9 || bson.Type(data[0]) != bson.TypeInt64 {
+		return 0, fmt.Errorf("want a BSON int64, have %x", data)
+	}
+	return int64(binary.LittleEndian.Uint64(data[1:])), nil
+}
+
+// WriteStats counts what the committed write transactions of generated
+// repositories wrote, in this process.
+type WriteStats struct {
+	Keys    int64 // key-value pairs put
+	Bytes   int64 // their keys' and values' bytes
+	Deletes int64 // keys deleted
+}
+
+var written struct {
+	keys, bytes, deletes atomic.Int64
+}
+
+// Written returns the write counts so far; subtract two of them to measure
+// an operation (benchmarks report bytes written per operation this way).
+func Written() WriteStats {
+	return WriteStats{Keys: written.keys.Load(), Bytes: written.bytes.Load(), Deletes: written.deletes.Load()}
+}
+
+// Sub returns the counts written between o and s.
+func (s WriteStats) Sub(o WriteStats) WriteStats {
+	return WriteStats{Keys: s.Keys - o.Keys, Bytes: s.Bytes - o.Bytes, Deletes: s.Deletes - o.Deletes}
+}
