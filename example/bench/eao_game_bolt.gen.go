@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -127,6 +128,21 @@ func (r *EAOGameBoltRepository) Delete(ctx context.Context, id string) error {
 		blk.Clear()
 		return blk.Err()
 	})
+}
+
+// GetMany reads the EAOGame blocks with the given keys in one round trip (an
+// application-side join: see the *EAOGameRefs functions). Keys with no block
+// are absent from the map.
+func (r *EAOGameBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
+	var zero0 map[string]*EAOGame
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the EAOGame repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *EAOGameBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of EAOGame aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -99,6 +100,21 @@ func (r *EAOGameMongoRepository) Delete(ctx context.Context, id string) error {
 		return runtime.Fail("Delete", "EAOGame", id, runtime.ErrNotFound, nil)
 	}
 	return nil
+}
+
+// GetMany reads the EAOGame blocks with the given keys in one round trip (an
+// application-side join: see the *EAOGameRefs functions). Keys with no block
+// are absent from the map.
+func (r *EAOGameMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
+	var zero0 map[string]*EAOGame
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the EAOGame repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *EAOGameMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of EAOGame aggregates in block-key order. Pass the

@@ -27,6 +27,16 @@ type EAOGameRepository interface {
 	// with runtime.ErrNotFound if there is none.
 	Delete(ctx context.Context, id string) error
 
+	// GetMany reads the EAOGame blocks with the given keys in one round trip (an
+	// application-side join: see the *EAOGameRefs functions). Keys with no block
+	// are absent from the map.
+	GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error)
+
+	// EnsureIndexes creates what the EAOGame repository stores into (collections
+	// or buckets, index tables, counters) and the indexes it relies on, if they do
+	// not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of EAOGame aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -180,6 +181,21 @@ func (r *RoundsGameMongoRepository) Update(ctx context.Context, id string, u Rou
 		return mongostore.NoMatch(ctx, r.coll, "Update", "RoundsGame", id, "", 0, elems)
 	}
 	return nil
+}
+
+// GetMany reads the RoundsGame blocks with the given keys in one round trip
+// (an application-side join: see the *RoundsGameRefs functions). Keys with no
+// block are absent from the map.
+func (r *RoundsGameMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*RoundsGame, error) {
+	var zero0 map[string]*RoundsGame
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the RoundsGame repository stores into
+// (collections or buckets, index tables, counters) and the indexes it relies
+// on, if they do not exist yet. It is safe to call on every start.
+func (r *RoundsGameMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of RoundsGame aggregates in block-key order. Pass the

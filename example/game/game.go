@@ -20,7 +20,7 @@ type Player struct {
 
 // GameRef is a player's reference to one of her games and its opponent.
 type GameRef struct {
-	Game     string `bson:"game" noam:"ref=Game"`
+	Game     string `bson:"game" noam:"ref=Game,lookup=game"`
 	Opponent string `bson:"opponent" noam:"ref=Player"`
 }
 

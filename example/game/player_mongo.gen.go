@@ -4,6 +4,7 @@ package game
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -194,6 +195,38 @@ func (r *PlayerMongoRepository) Update(ctx context.Context, id string, u PlayerU
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Player", id, "", 0, nil)
 	}
 	return nil
+}
+
+// GetMany reads the Player blocks with the given keys in one round trip (an
+// application-side join: see the *PlayerRefs functions). Keys with no block
+// are absent from the map.
+func (r *PlayerMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
+	var zero0 map[string]*Player
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// ListByGame reads one page of the Player aggregates that hold v in
+// games[].game, in block-key order, through the index table Player.game. A
+// cursor not made by this query fails with runtime.ErrBadCursor.
+func (r *PlayerMongoRepository) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
+	var zero0 runtime.Page[*Player]
+	return zero0, errors.New("noamgen: not implemented for this store yet: ListByGame")
+}
+
+// Repair rebuilds the index tables of Player from the aggregates: it writes
+// missing lookup entries and removes stale ones, and reports what it fixed.
+// Run it after a crash on a store without transactions, or after writes that
+// bypassed the repository.
+func (r *PlayerMongoRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
+	var zero0 runtime.RepairReport
+	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+}
+
+// EnsureIndexes creates what the Player repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *PlayerMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Player aggregates in block-key order. Pass the

@@ -48,6 +48,27 @@ type PlayerRepository interface {
 	// the block (or an element u sets) does not exist.
 	Update(ctx context.Context, id string, u PlayerUpdate) error
 
+	// GetMany reads the Player blocks with the given keys in one round trip (an
+	// application-side join: see the *PlayerRefs functions). Keys with no block
+	// are absent from the map.
+	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
+
+	// ListByGame reads one page of the Player aggregates that hold v in
+	// games[].game, in block-key order, through the index table Player.game. A
+	// cursor not made by this query fails with runtime.ErrBadCursor.
+	ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
+
+	// Repair rebuilds the index tables of Player from the aggregates: it writes
+	// missing lookup entries and removes stale ones, and reports what it fixed.
+	// Run it after a crash on a store without transactions, or after writes that
+	// bypassed the repository.
+	Repair(ctx context.Context) (runtime.RepairReport, error)
+
+	// EnsureIndexes creates what the Player repository stores into (collections or
+	// buckets, index tables, counters) and the indexes it relies on, if they do
+	// not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of Player aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
@@ -87,6 +108,17 @@ func readPlayerKey(r *runtime.KeyReader) (string, error) {
 
 // playerKeys encodes Player block keys for cursors and key-value stores.
 var playerKeys = runtime.KeyCodec[string]{Append: appendPlayerKey, Read: readPlayerKey}
+
+// playerGameKeys returns the values of lookup Player.game held by player, each
+// encoded with the key codec (without the block key), sorted and without
+// duplicates.
+func playerGameKeys(player *Player) [][]byte {
+	var keys [][]byte
+	for _, x0 := range player.Games {
+		keys = append(keys, runtime.AppendString(nil, x0.Game))
+	}
+	return runtime.SortKeys(keys)
+}
 
 // PlayerGameRefs collects the distinct Game keys that Player aggregates
 // reference, in first-seen order, skipping zero keys: pass them to

@@ -4,6 +4,7 @@ package game
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -125,6 +126,21 @@ func (r *TournamentBoltRepository) Delete(ctx context.Context, id int64) error {
 		blk.Clear()
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Tournament blocks with the given keys in one round trip
+// (an application-side join: see the *TournamentRefs functions). Keys with no
+// block are absent from the map.
+func (r *TournamentBoltRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error) {
+	var zero0 map[int64]*Tournament
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Tournament repository stores into
+// (collections or buckets, index tables, counters) and the indexes it relies
+// on, if they do not exist yet. It is safe to call on every start.
+func (r *TournamentBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Tournament aggregates in block-key order. Pass the

@@ -27,6 +27,16 @@ type TournamentRepository interface {
 	// fails with runtime.ErrNotFound if there is none.
 	Delete(ctx context.Context, id int64) error
 
+	// GetMany reads the Tournament blocks with the given keys in one round trip
+	// (an application-side join: see the *TournamentRefs functions). Keys with no
+	// block are absent from the map.
+	GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error)
+
+	// EnsureIndexes creates what the Tournament repository stores into
+	// (collections or buckets, index tables, counters) and the indexes it relies
+	// on, if they do not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of Tournament aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.

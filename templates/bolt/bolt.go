@@ -336,7 +336,7 @@ func (g *gen) body(m t.Method) []jen.Code {
 	case t.MAll:
 		return []jen.Code{jen.Return(store("All").Call(jen.Id("ctx"), jen.Id("r").Dot("c"), jen.Id(g.read)))}
 	}
-	panic(fmt.Sprintf("bolt template: unhandled method kind %d", m.Kind))
+	return t.Unimplemented(m) // TODO(issue 4): remove once every kind is implemented
 }
 
 // updateBody is the body of the Update method's transaction function.

@@ -7,7 +7,6 @@
 package mongo
 
 import (
-	"fmt"
 
 	"github.com/dave/jennifer/jen"
 
@@ -282,7 +281,7 @@ func (g *gen) body(m t.Method) []jen.Code {
 			jen.Return(jen.Qual(storePkg, "All").Call(jen.Id("ctx"), jen.Id("r").Dot("coll"), jen.Lit(a.Name), jen.Parens(jen.Op("*").Id(g.doc)).Dot(g.conv))),
 		}
 	}
-	panic(fmt.Sprintf("mongo template: unhandled method kind %d", m.Kind))
+	return t.Unimplemented(m) // TODO(issue 4): remove once every kind is implemented
 }
 
 // updateOne runs an unconditional single-document update of block id.

@@ -50,9 +50,17 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 		{"BadCursors", testBadCursors},
 		{"All", testAll},
 		{"EAO", testEAO},
+		{"PlayersByGame", testPlayersByGame},
+		{"RefsAndGetMany", testRefsAndGetMany},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStores(t)) })
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStores(t)
+			must(t, s.Games.EnsureIndexes(ctx))
+			must(t, s.Players.EnsureIndexes(ctx))
+			must(t, s.Tournaments.EnsureIndexes(ctx))
+			tc.fn(t, s)
+		})
 	}
 }
 
@@ -646,4 +654,86 @@ func testEAO(t *testing.T, s Stores) {
 	must(t, s.Tournaments.Delete(ctx, 42))
 	_, err = s.Tournaments.Get(ctx, 42)
 	wantErr(t, err, runtime.ErrNotFound, "Get after Delete")
+}
+
+func playersOf(t *testing.T, s Stores, gameID string) []string {
+	t.Helper()
+	var out []string
+	req := runtime.PageRequest{Limit: 2}
+	for range 100 {
+		page, err := s.Players.ListByGame(ctx, gameID, req)
+		must(t, err)
+		for _, p := range page.Items {
+			out = append(out, p.Username)
+		}
+		if page.Next == "" {
+			return out
+		}
+		req.Cursor = page.Next
+	}
+	t.Fatal("ListByGame does not end")
+	return nil
+}
+
+// testPlayersByGame: a lookup on the elements of a slice field (every
+// player in a game), kept right by Create, AppendGames-like setters, Update,
+// Put and Delete.
+func testPlayersByGame(t *testing.T, s Stores) {
+	must(t, s.Players.Create(ctx, &game.Player{Username: "mary", Games: []game.GameRef{{Game: "2345", Opponent: "rick"}, {Game: "2611", Opponent: "ann"}}}))
+	must(t, s.Players.Create(ctx, &game.Player{Username: "rick", Games: []game.GameRef{{Game: "2345", Opponent: "mary"}, {Game: "7425", Opponent: "ann"}, {Game: "1241", Opponent: "johnny"}}}))
+	must(t, s.Players.Create(ctx, &game.Player{Username: "ann", Games: []game.GameRef{{Game: "2611", Opponent: "mary"}, {Game: "7425", Opponent: "rick"}}}))
+	if got := playersOf(t, s, "2345"); !slices.Equal(got, []string{"mary", "rick"}) {
+		t.Fatalf("players of 2345: %v", got)
+	}
+	if got := playersOf(t, s, "7425"); !slices.Equal(got, []string{"ann", "rick"}) {
+		t.Fatalf("players of 7425: %v", got)
+	}
+	must(t, s.Players.SetGames(ctx, "rick", []game.GameRef{{Game: "9999", Opponent: "ann"}}))
+	if got := playersOf(t, s, "2345"); !slices.Equal(got, []string{"mary"}) {
+		t.Fatalf("players of 2345 after SetGames: %v", got)
+	}
+	must(t, s.Players.Update(ctx, "ann", game.PlayerUpdate{Games: &[]game.GameRef{{Game: "9999", Opponent: "rick"}}}))
+	if got := playersOf(t, s, "9999"); !slices.Equal(got, []string{"ann", "rick"}) {
+		t.Fatalf("players of 9999 after Update: %v", got)
+	}
+	must(t, s.Players.Put(ctx, &game.Player{Username: "mary"}))
+	must(t, s.Players.Delete(ctx, "rick"))
+	for _, g := range []string{"2345", "2611", "7425", "1241"} {
+		if got := playersOf(t, s, g); len(got) != 0 {
+			t.Fatalf("players of %s after Put and Delete: %v", g, got)
+		}
+	}
+	if got := playersOf(t, s, "9999"); !slices.Equal(got, []string{"ann"}) {
+		t.Fatalf("players of 9999 at the end: %v", got)
+	}
+}
+
+// testRefsAndGetMany: references resolved with one batch read per store.
+func testRefsAndGetMany(t *testing.T, s Stores) {
+	for _, p := range []string{"mary", "rick", "ann"} {
+		must(t, s.Players.Create(ctx, &game.Player{Username: p, FirstName: strings.ToUpper(p)}))
+	}
+	games := []*game.Game{
+		{ID: "g1", FirstPlayer: "mary", SecondPlayer: "rick"},
+		{ID: "g2", FirstPlayer: "rick", SecondPlayer: "ann"},
+		{ID: "g3", FirstPlayer: "mary", SecondPlayer: "ghost"},
+	}
+	for _, g := range games {
+		must(t, s.Games.Create(ctx, g))
+	}
+	refs := game.GamePlayerRefs(games...)
+	if !slices.Equal(refs, []string{"mary", "rick", "ann", "ghost"}) {
+		t.Fatalf("GamePlayerRefs: %v", refs)
+	}
+	players, err := s.Players.GetMany(ctx, refs)
+	must(t, err)
+	if len(players) != 3 || players["ann"].FirstName != "ANN" || players["ghost"] != nil {
+		t.Fatalf("GetMany(%v): %v", refs, players)
+	}
+	tt := &game.Tournament{ID: 1, Games: []string{"g3", "g1", "g3", "", "g9"}}
+	got, err := s.Games.GetMany(ctx, game.TournamentGameRefs(tt))
+	must(t, err)
+	if len(got) != 2 || got["g1"] == nil || got["g3"].SecondPlayer != "ghost" {
+		t.Fatalf("games of the tournament: %v", got)
+	}
 }

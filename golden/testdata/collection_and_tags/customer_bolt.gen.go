@@ -4,6 +4,7 @@ package collection_and_tags
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -201,6 +202,21 @@ func (r *CustomerBoltRepository) Update(ctx context.Context, id string, u Custom
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Customer blocks with the given keys in one round trip (an
+// application-side join: see the *CustomerRefs functions). Keys with no block
+// are absent from the map.
+func (r *CustomerBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Customer, error) {
+	var zero0 map[string]*Customer
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Customer repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *CustomerBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Customer aggregates in block-key order. Pass the

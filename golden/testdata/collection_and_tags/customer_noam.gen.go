@@ -53,6 +53,16 @@ type CustomerRepository interface {
 	// the block (or an element u sets) does not exist.
 	Update(ctx context.Context, id string, u CustomerUpdate) error
 
+	// GetMany reads the Customer blocks with the given keys in one round trip (an
+	// application-side join: see the *CustomerRefs functions). Keys with no block
+	// are absent from the map.
+	GetMany(ctx context.Context, ids []string) (map[string]*Customer, error)
+
+	// EnsureIndexes creates what the Customer repository stores into (collections
+	// or buckets, index tables, counters) and the indexes it relies on, if they do
+	// not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of Customer aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.

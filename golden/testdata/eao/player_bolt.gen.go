@@ -4,6 +4,7 @@ package eao
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -126,6 +127,21 @@ func (r *PlayerBoltRepository) Delete(ctx context.Context, id string) error {
 		blk.Clear()
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Player blocks with the given keys in one round trip (an
+// application-side join: see the *PlayerRefs functions). Keys with no block
+// are absent from the map.
+func (r *PlayerBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
+	var zero0 map[string]*Player
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Player repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *PlayerBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Player aggregates in block-key order. Pass the

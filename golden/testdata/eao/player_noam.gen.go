@@ -27,6 +27,16 @@ type PlayerRepository interface {
 	// with runtime.ErrNotFound if there is none.
 	Delete(ctx context.Context, id string) error
 
+	// GetMany reads the Player blocks with the given keys in one round trip (an
+	// application-side join: see the *PlayerRefs functions). Keys with no block
+	// are absent from the map.
+	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
+
+	// EnsureIndexes creates what the Player repository stores into (collections or
+	// buckets, index tables, counters) and the indexes it relies on, if they do
+	// not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of Player aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.

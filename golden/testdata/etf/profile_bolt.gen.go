@@ -4,6 +4,7 @@ package etf
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -347,6 +348,21 @@ func (r *ProfileBoltRepository) Update(ctx context.Context, id string, u Profile
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Profile blocks with the given keys in one round trip (an
+// application-side join: see the *ProfileRefs functions). Keys with no block
+// are absent from the map.
+func (r *ProfileBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Profile, error) {
+	var zero0 map[string]*Profile
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Profile repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *ProfileBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Profile aggregates in block-key order. Pass the

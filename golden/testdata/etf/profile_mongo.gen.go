@@ -4,6 +4,7 @@ package etf
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -367,6 +368,21 @@ func (r *ProfileMongoRepository) Update(ctx context.Context, id string, u Profil
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Profile", id, "", 0, nil)
 	}
 	return nil
+}
+
+// GetMany reads the Profile blocks with the given keys in one round trip (an
+// application-side join: see the *ProfileRefs functions). Keys with no block
+// are absent from the map.
+func (r *ProfileMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Profile, error) {
+	var zero0 map[string]*Profile
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Profile repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *ProfileMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Profile aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package intid
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -129,6 +130,21 @@ func (r *CounterBoltRepository) Update(ctx context.Context, id int64, u CounterU
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Counter blocks with the given keys in one round trip (an
+// application-side join: see the *CounterRefs functions). Keys with no block
+// are absent from the map.
+func (r *CounterBoltRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error) {
+	var zero0 map[int64]*Counter
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Counter repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *CounterBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Counter aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package intid
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -137,6 +138,21 @@ func (r *CounterMongoRepository) Update(ctx context.Context, id int64, u Counter
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Counter", id, "", 0, nil)
 	}
 	return nil
+}
+
+// GetMany reads the Counter blocks with the given keys in one round trip (an
+// application-side join: see the *CounterRefs functions). Keys with no block
+// are absent from the map.
+func (r *CounterMongoRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error) {
+	var zero0 map[int64]*Counter
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Counter repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *CounterMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Counter aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package intid
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -127,6 +128,21 @@ func (r *MatchBoltRepository) Update(ctx context.Context, id GameID, u MatchUpda
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Match blocks with the given keys in one round trip (an
+// application-side join: see the *MatchRefs functions). Keys with no block are
+// absent from the map.
+func (r *MatchBoltRepository) GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error) {
+	var zero0 map[GameID]*Match
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Match repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *MatchBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Match aggregates in block-key order. Pass the

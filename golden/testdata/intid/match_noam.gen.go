@@ -36,6 +36,16 @@ type MatchRepository interface {
 	// the block (or an element u sets) does not exist.
 	Update(ctx context.Context, id GameID, u MatchUpdate) error
 
+	// GetMany reads the Match blocks with the given keys in one round trip (an
+	// application-side join: see the *MatchRefs functions). Keys with no block are
+	// absent from the map.
+	GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error)
+
+	// EnsureIndexes creates what the Match repository stores into (collections or
+	// buckets, index tables, counters) and the indexes it relies on, if they do
+	// not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of Match aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.

@@ -4,6 +4,7 @@ package intid
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -120,6 +121,21 @@ func (r *ShardBoltRepository) Delete(ctx context.Context, id uint32) error {
 		blk.Clear()
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Shard blocks with the given keys in one round trip (an
+// application-side join: see the *ShardRefs functions). Keys with no block are
+// absent from the map.
+func (r *ShardBoltRepository) GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error) {
+	var zero0 map[uint32]*Shard
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Shard repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *ShardBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Shard aggregates in block-key order. Pass the

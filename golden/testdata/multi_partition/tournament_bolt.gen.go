@@ -4,6 +4,7 @@ package multi_partition
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -222,6 +223,21 @@ func (r *TournamentBoltRepository) Update(ctx context.Context, id string, u Tour
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Tournament blocks with the given keys in one round trip
+// (an application-side join: see the *TournamentRefs functions). Keys with no
+// block are absent from the map.
+func (r *TournamentBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Tournament, error) {
+	var zero0 map[string]*Tournament
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Tournament repository stores into
+// (collections or buckets, index tables, counters) and the indexes it relies
+// on, if they do not exist yet. It is safe to call on every start.
+func (r *TournamentBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Tournament aggregates in block-key order. Pass the

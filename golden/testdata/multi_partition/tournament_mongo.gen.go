@@ -4,6 +4,7 @@ package multi_partition
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -231,6 +232,21 @@ func (r *TournamentMongoRepository) Update(ctx context.Context, id string, u Tou
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Tournament", id, "", 0, elems)
 	}
 	return nil
+}
+
+// GetMany reads the Tournament blocks with the given keys in one round trip
+// (an application-side join: see the *TournamentRefs functions). Keys with no
+// block are absent from the map.
+func (r *TournamentMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Tournament, error) {
+	var zero0 map[string]*Tournament
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Tournament repository stores into
+// (collections or buckets, index tables, counters) and the indexes it relies
+// on, if they do not exist yet. It is safe to call on every start.
+func (r *TournamentMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Tournament aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package name_collisions
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -165,6 +166,21 @@ func (r *MongoBoltRepository) Update(ctx context.Context, id string, u MongoUpda
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Mongo blocks with the given keys in one round trip (an
+// application-side join: see the *MongoRefs functions). Keys with no block are
+// absent from the map.
+func (r *MongoBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Mongo, error) {
+	var zero0 map[string]*Mongo
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Mongo repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *MongoBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Mongo aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package name_collisions
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -137,6 +138,21 @@ func (r *OptionsMongoRepository) Update(ctx context.Context, id string, u Option
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Options", id, "", 0, nil)
 	}
 	return nil
+}
+
+// GetMany reads the Options blocks with the given keys in one round trip (an
+// application-side join: see the *OptionsRefs functions). Keys with no block
+// are absent from the map.
+func (r *OptionsMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Options, error) {
+	var zero0 map[string]*Options
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Options repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *OptionsMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Options aggregates in block-key order. Pass the

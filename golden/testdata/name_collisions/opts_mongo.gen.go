@@ -4,6 +4,7 @@ package name_collisions
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -136,6 +137,21 @@ func (r *OptsMongoRepository) Update(ctx context.Context, id string, u OptsUpdat
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Opts", id, "", 0, nil)
 	}
 	return nil
+}
+
+// GetMany reads the Opts blocks with the given keys in one round trip (an
+// application-side join: see the *OptsRefs functions). Keys with no block are
+// absent from the map.
+func (r *OptsMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Opts, error) {
+	var zero0 map[string]*Opts
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Opts repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *OptsMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Opts aggregates in block-key order. Pass the returned

@@ -4,6 +4,7 @@ package name_collisions
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -167,6 +168,21 @@ func (r *RuntimeBoltRepository) Update(ctx context.Context, id string, u Runtime
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Runtime blocks with the given keys in one round trip (an
+// application-side join: see the *RuntimeRefs functions). Keys with no block
+// are absent from the map.
+func (r *RuntimeBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Runtime, error) {
+	var zero0 map[string]*Runtime
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Runtime repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *RuntimeBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Runtime aggregates in block-key order. Pass the

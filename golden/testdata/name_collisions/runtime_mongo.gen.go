@@ -4,6 +4,7 @@ package name_collisions
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -172,6 +173,21 @@ func (r *RuntimeMongoRepository) Update(ctx context.Context, id string, u Runtim
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Runtime", id, "version", u.IfVersion, nil)
 	}
 	return nil
+}
+
+// GetMany reads the Runtime blocks with the given keys in one round trip (an
+// application-side join: see the *RuntimeRefs functions). Keys with no block
+// are absent from the map.
+func (r *RuntimeMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Runtime, error) {
+	var zero0 map[string]*Runtime
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Runtime repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *RuntimeMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Runtime aggregates in block-key order. Pass the

@@ -4,6 +4,7 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -193,6 +194,21 @@ func (r *GameBoltRepository) Update(ctx context.Context, id string, u GameUpdate
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Game blocks with the given keys in one round trip (an
+// application-side join: see the *GameRefs functions). Keys with no block are
+// absent from the map.
+func (r *GameBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
+	var zero0 map[string]*Game
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Game repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *GameBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Game aggregates in block-key order. Pass the returned

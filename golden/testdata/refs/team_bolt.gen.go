@@ -4,6 +4,7 @@ package refs
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -200,6 +201,21 @@ func (r *TeamBoltRepository) Update(ctx context.Context, id string, u TeamUpdate
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Team blocks with the given keys in one round trip (an
+// application-side join: see the *TeamRefs functions). Keys with no block are
+// absent from the map.
+func (r *TeamBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Team, error) {
+	var zero0 map[string]*Team
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Team repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *TeamBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Team aggregates in block-key order. Pass the returned

@@ -4,6 +4,7 @@ package refs
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -127,6 +128,21 @@ func (r *UserBoltRepository) Update(ctx context.Context, id string, u UserUpdate
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the User blocks with the given keys in one round trip (an
+// application-side join: see the *UserRefs functions). Keys with no block are
+// absent from the map.
+func (r *UserBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*User, error) {
+	var zero0 map[string]*User
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the User repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *UserBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of User aggregates in block-key order. Pass the returned

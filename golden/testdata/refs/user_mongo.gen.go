@@ -4,6 +4,7 @@ package refs
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -136,6 +137,21 @@ func (r *UserMongoRepository) Update(ctx context.Context, id string, u UserUpdat
 		return mongostore.NoMatch(ctx, r.coll, "Update", "User", id, "", 0, nil)
 	}
 	return nil
+}
+
+// GetMany reads the User blocks with the given keys in one round trip (an
+// application-side join: see the *UserRefs functions). Keys with no block are
+// absent from the map.
+func (r *UserMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*User, error) {
+	var zero0 map[string]*User
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the User repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *UserMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of User aggregates in block-key order. Pass the returned

@@ -4,6 +4,7 @@ package version
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -187,6 +188,21 @@ func (r *AccountBoltRepository) Update(ctx context.Context, id string, u Account
 		}
 		return blk.Err()
 	})
+}
+
+// GetMany reads the Account blocks with the given keys in one round trip (an
+// application-side join: see the *AccountRefs functions). Keys with no block
+// are absent from the map.
+func (r *AccountBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
+	var zero0 map[string]*Account
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Account repository stores into (collections
+// or buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *AccountBoltRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Account aggregates in block-key order. Pass the

@@ -51,6 +51,16 @@ type AccountRepository interface {
 	// element u sets) does not exist.
 	Update(ctx context.Context, id string, u AccountUpdate) error
 
+	// GetMany reads the Account blocks with the given keys in one round trip (an
+	// application-side join: see the *AccountRefs functions). Keys with no block
+	// are absent from the map.
+	GetMany(ctx context.Context, ids []string) (map[string]*Account, error)
+
+	// EnsureIndexes creates what the Account repository stores into (collections
+	// or buckets, index tables, counters) and the indexes it relies on, if they do
+	// not exist yet. It is safe to call on every start.
+	EnsureIndexes(ctx context.Context) error
+
 	// List reads one page of Account aggregates in block-key order. Pass the
 	// returned Next as req.Cursor to read the following page; Next is empty after
 	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.

@@ -4,6 +4,7 @@ package version
 
 import (
 	"context"
+	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -210,6 +211,21 @@ func (r *LedgerMongoRepository) Update(ctx context.Context, id string, u LedgerU
 		return mongostore.NoMatch(ctx, r.coll, "Update", "Ledger", id, "rev", u.IfVersion, elems)
 	}
 	return nil
+}
+
+// GetMany reads the Ledger blocks with the given keys in one round trip (an
+// application-side join: see the *LedgerRefs functions). Keys with no block
+// are absent from the map.
+func (r *LedgerMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Ledger, error) {
+	var zero0 map[string]*Ledger
+	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+}
+
+// EnsureIndexes creates what the Ledger repository stores into (collections or
+// buckets, index tables, counters) and the indexes it relies on, if they do
+// not exist yet. It is safe to call on every start.
+func (r *LedgerMongoRepository) EnsureIndexes(ctx context.Context) error {
+	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
 }
 
 // List reads one page of Ledger aggregates in block-key order. Pass the
