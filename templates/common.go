@@ -172,15 +172,27 @@ func createDoc(a *model.Aggregate) string {
 	if a.Version != nil {
 		s += fmt.Sprintf(" The stored %s starts at 1, and %s.%s is set to it.", a.Version.Key, Var(a), a.Version.GoName)
 	}
-	return s
+	return s + counterDoc(a, "Create")
+}
+
+// counterDoc says how a write allocates a counter-keyed aggregate's id.
+func counterDoc(a *model.Aggregate, op string) string {
+	if !a.Counter {
+		return ""
+	}
+	if len(a.IDParts) == 0 {
+		return fmt.Sprintf(" When %s.%s is 0, %s allocates it from the collection's counter (skipping ids in use) and sets it.", Var(a), a.ID.GoName, op)
+	}
+	last := a.IDParts[len(a.IDParts)-1]
+	return fmt.Sprintf(" When %s.%s.%s is 0, %s allocates it from the counter of its scope (the other key parts), skipping numbers in use, and sets it.", Var(a), a.ID.GoName, last.GoName, op)
 }
 
 func putDoc(a *model.Aggregate) string {
 	if a.Version == nil {
-		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name)
+		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name) + counterDoc(a, "Put")
 	}
 	return fmt.Sprintf("Put creates the %s block or replaces it whole, with optimistic concurrency on %s: when %s.%s is 0 the block must not exist yet; otherwise the stored %s must equal %s.%s. Either way a mismatch fails with runtime.ErrConflict and changes nothing. On success the stored %s is one more than before and %s.%s is set to it.",
-		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName)
+		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + counterDoc(a, "Put")
 }
 
 // UnimplementedText marks generated bodies of methods a store does not

@@ -1,0 +1,7 @@
+package bad
+
+type Post struct {
+	_     struct{} `noam:"aggregate"`
+	ID    string   `noam:"id,counter"`
+	Title string
+}
