@@ -38,3 +38,6 @@ go test -count=1 -race -run 'Race|Concurr' ./...
 
 echo "== go test (integration module: MongoDB wire protocol)"
 (cd integration && go test -count=1 ./...)
+
+echo "== go test -race (integration concurrency tests)"
+(cd integration && go test -count=1 -race -run 'Race|Concurr' ./...)

@@ -20,7 +20,9 @@ func ListBy(l *model.Lookup) string { return "ListBy" + LookupTitle(l) }
 func GetBy(l *model.Lookup) string  { return "GetBy" + LookupTitle(l) }
 
 // LookupQuery names the query type of a composite lookup (HotelCityStarsQuery).
-func LookupQuery(a *model.Aggregate, l *model.Lookup) string { return a.Name + LookupTitle(l) + "Query" }
+func LookupQuery(a *model.Aggregate, l *model.Lookup) string {
+	return a.Name + LookupTitle(l) + "Query"
+}
 
 // LookupKeys names the generated function returning an aggregate's encoded
 // lookup values (without the block key) for lookup l.

@@ -256,7 +256,7 @@ var reserved = map[string]bool{
 	"key": true, "old": true, "page": true, "keys": true, "out": true, "blk": true, "version": true,
 	"runtime": true, "options": true, "mongo": true, "bson": true, "mongostore": true, "boltstore": true,
 	"bbolt": true, "maps": true, "slices": true, "iter": true, "context": true, "errors": true, "fmt": true,
-	"bytes": true, "strconv": true, "sort": true,
+	"bytes": true, "strconv": true, "sort": true, "op": true, "stamp": true,
 }
 
 func isKeyword(s string) bool {

@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -22,7 +21,8 @@ type CounterBoltRepository struct {
 }
 
 // NewCounterBoltRepository returns a repository over db's "Counter" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewCounterBoltRepository(db *bbolt.DB) *CounterBoltRepository {
 	return &CounterBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,20 +39,25 @@ func (r *CounterBoltRepository) DB() *bbolt.DB {
 
 var _ CounterRepository = (*CounterBoltRepository)(nil)
 
+// decodeCounterBolt decodes entry e of a Counter block into counter.
+func decodeCounterBolt(counter *Counter, e boltstore.Entry) error {
+	switch e.Key {
+	case "n":
+		return e.Decode(&counter.N)
+	case "version":
+		return e.Decode(&counter.Version)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readCounterBolt reads block blk, the Counter with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readCounterBolt(blk *boltstore.Block, id string) (*Counter, error) {
 	counter := &Counter{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "n":
-			return e.Decode(&counter.N)
-		case "version":
-			return e.Decode(&counter.Version)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeCounterBolt(counter, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -156,8 +161,9 @@ func (r *CounterBoltRepository) Update(ctx context.Context, id string, u Counter
 				return err
 			}
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.N != nil {
 			blk.Put("n", *u.N)
 		}
@@ -173,15 +179,14 @@ func (r *CounterBoltRepository) Update(ctx context.Context, id string, u Counter
 // application-side join: see the *CounterRefs functions). Keys with no block
 // are absent from the map.
 func (r *CounterBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Counter, error) {
-	var zero0 map[string]*Counter
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readCounterBolt)
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CounterBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Counter aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type CounterMongoRepository struct {
 // NewCounterMongoRepository returns a repository over db's "Counter"
 // collection.
 func NewCounterMongoRepository(db *mongo.Database) *CounterMongoRepository {
-	return &CounterMongoRepository{coll: mongostore.Collection(db, "Counter")}
+	coll := mongostore.Collection(db, "Counter")
+	return &CounterMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -73,8 +75,8 @@ func (r *CounterMongoRepository) Get(ctx context.Context, id string) (*Counter, 
 func (r *CounterMongoRepository) Create(ctx context.Context, counter *Counter) error {
 	d := newCounterMongoDoc(counter)
 	d.Version = 1
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Counter", counter.ID, err)
+	if err := mongostore.Insert(ctx, r.coll, "Create", "Counter", counter.ID, d); err != nil {
+		return err
 	}
 	counter.Version = 1
 	return nil
@@ -178,15 +180,16 @@ func (r *CounterMongoRepository) Update(ctx context.Context, id string, u Counte
 // application-side join: see the *CounterRefs functions). Keys with no block
 // are absent from the map.
 func (r *CounterMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Counter, error) {
-	var zero0 map[string]*Counter
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Counter", ids, (*counterMongoDoc).aggregate, func(counter *Counter) string {
+		return counter.ID
+	})
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CounterMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Counter", "Counter")
 }
 
 // List reads one page of Counter aggregates in block-key order. Pass the

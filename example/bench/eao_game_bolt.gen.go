@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type EAOGameBoltRepository struct {
 }
 
 // NewEAOGameBoltRepository returns a repository over db's "EAOGame" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewEAOGameBoltRepository(db *bbolt.DB) *EAOGameBoltRepository {
 	return &EAOGameBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -63,22 +63,27 @@ func (d *eaoGameBoltRoot) copyTo(eaoGame *EAOGame) {
 	eaoGame.Rounds = d.Rounds
 }
 
+// decodeEAOGameBolt decodes entry e of a EAOGame block into eaoGame.
+func decodeEAOGameBolt(eaoGame *EAOGame, e boltstore.Entry) error {
+	switch e.Key {
+	case "":
+		var d eaoGameBoltRoot
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		d.copyTo(eaoGame)
+	}
+	// Entries of removed fields are skipped.
+	return nil
+}
+
 // readEAOGameBolt reads block blk, the EAOGame with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readEAOGameBolt(blk *boltstore.Block, id string) (*EAOGame, error) {
 	eaoGame := &EAOGame{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "":
-			var d eaoGameBoltRoot
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			d.copyTo(eaoGame)
-		}
-		// Entries of removed fields are skipped.
-		return nil
+		return decodeEAOGameBolt(eaoGame, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -134,15 +139,14 @@ func (r *EAOGameBoltRepository) Delete(ctx context.Context, id string) error {
 // application-side join: see the *EAOGameRefs functions). Keys with no block
 // are absent from the map.
 func (r *EAOGameBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
-	var zero0 map[string]*EAOGame
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readEAOGameBolt)
 }
 
 // EnsureIndexes creates what the EAOGame repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *EAOGameBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of EAOGame aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -22,7 +21,10 @@ type EAOGameMongoRepository struct {
 // NewEAOGameMongoRepository returns a repository over db's "EAOGame"
 // collection.
 func NewEAOGameMongoRepository(db *mongo.Database) *EAOGameMongoRepository {
-	return &EAOGameMongoRepository{coll: mongostore.Collection(db, "EAOGame")}
+	coll := mongostore.Collection(db, "EAOGame")
+	return &EAOGameMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -74,10 +76,7 @@ func (r *EAOGameMongoRepository) Get(ctx context.Context, id string) (*EAOGame, 
 // block with the same key exists.
 func (r *EAOGameMongoRepository) Create(ctx context.Context, eaoGame *EAOGame) error {
 	d := newEaoGameMongoDoc(eaoGame)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "EAOGame", eaoGame.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "EAOGame", eaoGame.ID, d)
 }
 
 // Put creates the EAOGame block or replaces it whole.
@@ -106,15 +105,16 @@ func (r *EAOGameMongoRepository) Delete(ctx context.Context, id string) error {
 // application-side join: see the *EAOGameRefs functions). Keys with no block
 // are absent from the map.
 func (r *EAOGameMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
-	var zero0 map[string]*EAOGame
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "EAOGame", ids, (*eaoGameMongoDoc).aggregate, func(eaoGame *EAOGame) string {
+		return eaoGame.ID
+	})
 }
 
 // EnsureIndexes creates what the EAOGame repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *EAOGameMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "EAOGame", "EAOGame")
 }
 
 // List reads one page of EAOGame aggregates in block-key order. Pass the

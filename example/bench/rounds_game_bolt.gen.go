@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -24,7 +23,8 @@ type RoundsGameBoltRepository struct {
 }
 
 // NewRoundsGameBoltRepository returns a repository over db's "RoundsGame"
-// bucket, which the first write creates.
+// bucket, which the first write creates, like the other buckets it uses
+// (EnsureIndexes creates them all up front).
 func NewRoundsGameBoltRepository(db *bbolt.DB) *RoundsGameBoltRepository {
 	return &RoundsGameBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -63,24 +63,29 @@ func (d *roundsGameBoltRoot) copyTo(roundsGame *RoundsGame) {
 	roundsGame.SecondPlayer = d.SecondPlayer
 }
 
+// decodeRoundsGameBolt decodes entry e of a RoundsGame block into roundsGame.
+func decodeRoundsGameBolt(roundsGame *RoundsGame, e boltstore.Entry) error {
+	switch e.Key {
+	case "":
+		var d roundsGameBoltRoot
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		d.copyTo(roundsGame)
+	case "rounds":
+		return boltstore.DecodeElems(e, &roundsGame.Rounds)
+	}
+	// Entries of removed fields are skipped.
+	return nil
+}
+
 // readRoundsGameBolt reads block blk, the RoundsGame with block key id, entry
 // by entry in key order. It fails with runtime.ErrNotFound if the block does
 // not exist.
 func readRoundsGameBolt(blk *boltstore.Block, id string) (*RoundsGame, error) {
 	roundsGame := &RoundsGame{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "":
-			var d roundsGameBoltRoot
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			d.copyTo(roundsGame)
-		case "rounds":
-			return boltstore.DecodeElems(e, &roundsGame.Rounds)
-		}
-		// Entries of removed fields are skipped.
-		return nil
+		return decodeRoundsGameBolt(roundsGame, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -181,8 +186,9 @@ func (r *RoundsGameBoltRepository) Update(ctx context.Context, id string, u Roun
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Root != nil {
 			blk.PutRoot(newRoundsGameBoltRoot(u.Root))
 		}
@@ -197,15 +203,14 @@ func (r *RoundsGameBoltRepository) Update(ctx context.Context, id string, u Roun
 // (an application-side join: see the *RoundsGameRefs functions). Keys with no
 // block are absent from the map.
 func (r *RoundsGameBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*RoundsGame, error) {
-	var zero0 map[string]*RoundsGame
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readRoundsGameBolt)
 }
 
 // EnsureIndexes creates what the RoundsGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet. It is safe to call on every start.
 func (r *RoundsGameBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of RoundsGame aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,7 +25,10 @@ type RoundsGameMongoRepository struct {
 // NewRoundsGameMongoRepository returns a repository over db's "RoundsGame"
 // collection.
 func NewRoundsGameMongoRepository(db *mongo.Database) *RoundsGameMongoRepository {
-	return &RoundsGameMongoRepository{coll: mongostore.Collection(db, "RoundsGame")}
+	coll := mongostore.Collection(db, "RoundsGame")
+	return &RoundsGameMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -85,10 +87,7 @@ func (r *RoundsGameMongoRepository) Get(ctx context.Context, id string) (*Rounds
 // a block with the same key exists.
 func (r *RoundsGameMongoRepository) Create(ctx context.Context, roundsGame *RoundsGame) error {
 	d := newRoundsGameMongoDoc(roundsGame)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "RoundsGame", roundsGame.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "RoundsGame", roundsGame.ID, d)
 }
 
 // Put creates the RoundsGame block or replaces it whole.
@@ -187,15 +186,16 @@ func (r *RoundsGameMongoRepository) Update(ctx context.Context, id string, u Rou
 // (an application-side join: see the *RoundsGameRefs functions). Keys with no
 // block are absent from the map.
 func (r *RoundsGameMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*RoundsGame, error) {
-	var zero0 map[string]*RoundsGame
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "RoundsGame", ids, (*roundsGameMongoDoc).aggregate, func(roundsGame *RoundsGame) string {
+		return roundsGame.ID
+	})
 }
 
 // EnsureIndexes creates what the RoundsGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet. It is safe to call on every start.
 func (r *RoundsGameMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "RoundsGame", "RoundsGame")
 }
 
 // List reads one page of RoundsGame aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package game
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -24,7 +23,8 @@ type GameBoltRepository struct {
 }
 
 // NewGameBoltRepository returns a repository over db's "Game" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewGameBoltRepository(db *bbolt.DB) *GameBoltRepository {
 	return &GameBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -41,23 +41,28 @@ func (r *GameBoltRepository) DB() *bbolt.DB {
 
 var _ GameRepository = (*GameBoltRepository)(nil)
 
+// decodeGameBolt decodes entry e of a Game block into game.
+func decodeGameBolt(game *Game, e boltstore.Entry) error {
+	switch e.Key {
+	case "firstPlayer":
+		return e.Decode(&game.FirstPlayer)
+	case "secondPlayer":
+		return e.Decode(&game.SecondPlayer)
+	case "rounds":
+		return boltstore.DecodeElems(e, &game.Rounds)
+	case "version":
+		return e.Decode(&game.Version)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readGameBolt reads block blk, the Game with block key id, entry by entry in
 // key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readGameBolt(blk *boltstore.Block, id string) (*Game, error) {
 	game := &Game{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "firstPlayer":
-			return e.Decode(&game.FirstPlayer)
-		case "secondPlayer":
-			return e.Decode(&game.SecondPlayer)
-		case "rounds":
-			return boltstore.DecodeElems(e, &game.Rounds)
-		case "version":
-			return e.Decode(&game.Version)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeGameBolt(game, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -223,8 +228,9 @@ func (r *GameBoltRepository) Update(ctx context.Context, id string, u GameUpdate
 				return err
 			}
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.FirstPlayer != nil {
 			blk.Put("firstPlayer", *u.FirstPlayer)
 		}
@@ -246,15 +252,14 @@ func (r *GameBoltRepository) Update(ctx context.Context, id string, u GameUpdate
 // application-side join: see the *GameRefs functions). Keys with no block are
 // absent from the map.
 func (r *GameBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
-	var zero0 map[string]*Game
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readGameBolt)
 }
 
 // EnsureIndexes creates what the Game repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *GameBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Game aggregates in block-key order. Pass the returned

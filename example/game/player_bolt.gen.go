@@ -4,7 +4,6 @@ package game
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -16,13 +15,15 @@ import (
 // entry, keyed by the block key (the major key) and the entry key (the minor
 // key), so that each Player block is one contiguous key range: its marker (the
 // block prefix alone, with an empty value), then the entries firstName, games,
-// lastName, score.
+// lastName, score. Its index tables are the buckets "Player.game", written in
+// the transaction of every write that changes their values.
 type PlayerBoltRepository struct {
 	c boltstore.Collection[string]
 }
 
 // NewPlayerBoltRepository returns a repository over db's "Player" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewPlayerBoltRepository(db *bbolt.DB) *PlayerBoltRepository {
 	return &PlayerBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,23 +40,28 @@ func (r *PlayerBoltRepository) DB() *bbolt.DB {
 
 var _ PlayerRepository = (*PlayerBoltRepository)(nil)
 
+// decodePlayerBolt decodes entry e of a Player block into player.
+func decodePlayerBolt(player *Player, e boltstore.Entry) error {
+	switch e.Key {
+	case "firstName":
+		return e.Decode(&player.FirstName)
+	case "lastName":
+		return e.Decode(&player.LastName)
+	case "score":
+		return e.Decode(&player.Score)
+	case "games":
+		return e.Decode(&player.Games)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readPlayerBolt reads block blk, the Player with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readPlayerBolt(blk *boltstore.Block, id string) (*Player, error) {
 	player := &Player{Username: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "firstName":
-			return e.Decode(&player.FirstName)
-		case "lastName":
-			return e.Decode(&player.LastName)
-		case "score":
-			return e.Decode(&player.Score)
-		case "games":
-			return e.Decode(&player.Games)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodePlayerBolt(player, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -69,6 +75,41 @@ func writePlayerBolt(blk *boltstore.Block, player *Player) {
 	blk.Put("lastName", player.LastName)
 	blk.Put("score", player.Score)
 	blk.Put("games", player.Games)
+}
+
+var (
+	// playerGameBoltLookup is the index table Player.game (bucket "Player.game":
+	// key the encoded value and block key, value empty).
+	playerGameBoltLookup = boltstore.Lookup[Player]{Name: "Player.game", Parts: 1, Keys: playerGameKeys}
+)
+
+// readPlayerBoltFields reads only the given fields of block blk (entry keys,
+// "" for the root entry) into a Player, for a write to compute the lookup
+// values it changes. It returns nil if the block does not exist.
+func readPlayerBoltFields(blk *boltstore.Block, fields ...string) (*Player, error) {
+	if !blk.Exists() {
+		return nil, nil
+	}
+	player := &Player{}
+	if err := blk.ScanFields(func(e boltstore.Entry) error {
+		return decodePlayerBolt(player, e)
+	}, fields...); err != nil {
+		return nil, err
+	}
+	return player, nil
+}
+
+// readPlayerBoltIndexed reads the fields of block blk that the lookups of
+// Player index (games), or returns nil if the block does not exist.
+func readPlayerBoltIndexed(blk *boltstore.Block) (*Player, error) {
+	return readPlayerBoltFields(blk, "games")
+}
+
+// indexPlayerBolt moves the entries of every lookup of Player for block blk
+// from the values of old to those of player (nil for none: a new or deleted
+// block).
+func indexPlayerBolt(blk *boltstore.Block, old, player *Player) {
+	boltstore.Reindex(blk, playerGameBoltLookup, old, player)
 }
 
 // Get reads the Player block with key id in one round trip. It fails with
@@ -85,6 +126,7 @@ func (r *PlayerBoltRepository) Create(ctx context.Context, player *Player) error
 			return blk.Fail(runtime.ErrDuplicate)
 		}
 		writePlayerBolt(blk, player)
+		indexPlayerBolt(blk, nil, player)
 		return blk.Err()
 	})
 }
@@ -92,9 +134,15 @@ func (r *PlayerBoltRepository) Create(ctx context.Context, player *Player) error
 // Put creates the Player block or replaces it whole.
 func (r *PlayerBoltRepository) Put(ctx context.Context, player *Player) error {
 	return r.c.Update(ctx, "Put", player.Username, func(blk *boltstore.Block) error {
+		// The old values of the indexed fields, to move the lookup entries.
+		old, err := readPlayerBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
 		// Replace the block whole: no entry of the old value survives.
 		blk.Clear()
 		writePlayerBolt(blk, player)
+		indexPlayerBolt(blk, old, player)
 		return blk.Err()
 	})
 }
@@ -106,6 +154,11 @@ func (r *PlayerBoltRepository) Delete(ctx context.Context, id string) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		old, err := readPlayerBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
+		indexPlayerBolt(blk, old, nil)
 		blk.Clear()
 		return blk.Err()
 	})
@@ -154,6 +207,14 @@ func (r *PlayerBoltRepository) SetGames(ctx context.Context, id string, v []Game
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup game indexes games: move its entries to the new values.
+		old, err := readPlayerBoltFields(blk, "games")
+		if err != nil {
+			return err
+		}
+		player := *old
+		player.Games = v
+		boltstore.Reindex(blk, playerGameBoltLookup, old, &player)
 		blk.Put("games", v)
 		return blk.Err()
 	})
@@ -167,8 +228,27 @@ func (r *PlayerBoltRepository) Update(ctx context.Context, id string, u PlayerUp
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// The lookups on the fields u sets change with them: read the old values
+		// of the fields they index, apply u to them and move the lookups' entries
+		// (the lookups on fields u leaves alone find the same values).
+		var fields []string
+		if u.Games != nil {
+			fields = append(fields, "games")
+		}
+		if len(fields) > 0 {
+			old, err := readPlayerBoltFields(blk, fields...)
+			if err != nil {
+				return err
+			}
+			player := *old
+			if u.Games != nil {
+				player.Games = *u.Games
+			}
+			indexPlayerBolt(blk, old, &player)
+		}
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.FirstName != nil {
 			blk.Put("firstName", *u.FirstName)
 		}
@@ -189,16 +269,14 @@ func (r *PlayerBoltRepository) Update(ctx context.Context, id string, u PlayerUp
 // application-side join: see the *PlayerRefs functions). Keys with no block
 // are absent from the map.
 func (r *PlayerBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
-	var zero0 map[string]*Player
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readPlayerBolt)
 }
 
 // ListByGame reads one page of the Player aggregates that hold v in
 // games[].game, in block-key order, through the index table Player.game. A
 // cursor not made by this query fails with runtime.ErrBadCursor.
 func (r *PlayerBoltRepository) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
-	var zero0 runtime.Page[*Player]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByGame")
+	return boltstore.ListBy(ctx, r.c, "ListByGame", playerGameBoltLookup, runtime.NewKeyRange(runtime.AppendString(nil, v)), req, readPlayerBolt)
 }
 
 // Repair rebuilds the index tables of Player from the aggregates: it writes
@@ -206,15 +284,14 @@ func (r *PlayerBoltRepository) ListByGame(ctx context.Context, v string, req run
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *PlayerBoltRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return boltstore.Repair(ctx, r.c, readPlayerBoltIndexed, playerGameBoltLookup)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *PlayerBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx, playerGameBoltLookup.Name)
 }
 
 // List reads one page of Player aggregates in block-key order. Pass the

@@ -4,26 +4,43 @@ package game
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"iter"
 )
 
 // PlayerMongoRepository is the MongoDB implementation of PlayerRepository.
 // Each Player block is one document of collection "Player" with the block key
 // as _id and one top-level field per entry (firstName, lastName, score,
-// games).
+// games). Its index table is the collection "Player__game", kept right by the
+// protocol of package mongostore (the documents carry its hidden fields _seq
+// and _inc).
 type PlayerMongoRepository struct {
-	coll *mongo.Collection
+	coll    *mongo.Collection
+	lookups *mongostore.Indexed[string, playerMongoDoc, *Player]
 }
 
 // NewPlayerMongoRepository returns a repository over db's "Player" collection.
 func NewPlayerMongoRepository(db *mongo.Database) *PlayerMongoRepository {
-	return &PlayerMongoRepository{coll: mongostore.Collection(db, "Player")}
+	coll := mongostore.Collection(db, "Player")
+	return &PlayerMongoRepository{
+		coll: coll,
+		lookups: mongostore.NewIndexed(mongostore.Indexed[string, playerMongoDoc, *Player]{
+			Agg:    "Player",
+			Coll:   coll,
+			Codec:  playerKeys,
+			Fields: []string{"games"},
+			Lookups: []mongostore.Lookup[*Player]{
+				{Name: "game", Keys: playerGameKeys},
+			},
+			Convert: (*playerMongoDoc).aggregate,
+			KeyOf: func(player *Player) string {
+				return player.Username
+			},
+		}),
+	}
 }
 
 // Collection returns the underlying collection.
@@ -35,11 +52,12 @@ var _ PlayerRepository = (*PlayerMongoRepository)(nil)
 
 // playerMongoDoc is the stored form of a Player block.
 type playerMongoDoc struct {
-	Username  string    `bson:"_id"`
-	FirstName string    `bson:"firstName"`
-	LastName  string    `bson:"lastName"`
-	Score     int       `bson:"score"`
-	Games     []GameRef `bson:"games"`
+	Username  string           `bson:"_id"`
+	FirstName string           `bson:"firstName"`
+	LastName  string           `bson:"lastName"`
+	Score     int              `bson:"score"`
+	Games     []GameRef        `bson:"games"`
+	NoamStamp mongostore.Stamp `bson:",inline"`
 }
 
 // newPlayerMongoDoc converts player to its document.
@@ -77,33 +95,26 @@ func (r *PlayerMongoRepository) Get(ctx context.Context, id string) (*Player, er
 // Create stores a new Player block. It fails with runtime.ErrDuplicate if a
 // block with the same key exists.
 func (r *PlayerMongoRepository) Create(ctx context.Context, player *Player) error {
-	d := newPlayerMongoDoc(player)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Player", player.Username, err)
-	}
-	return nil
+	return r.lookups.Create(ctx, "Create", player.Username, player, func(stamp mongostore.Stamp) any {
+		d := newPlayerMongoDoc(player)
+		d.NoamStamp = stamp
+		return d
+	})
 }
 
 // Put creates the Player block or replaces it whole.
 func (r *PlayerMongoRepository) Put(ctx context.Context, player *Player) error {
-	opts := options.Replace().SetUpsert(true)
-	if _, err := r.coll.ReplaceOne(ctx, mongostore.ByID(player.Username), newPlayerMongoDoc(player), opts); err != nil {
-		return mongostore.Err("Put", "Player", player.Username, err)
-	}
-	return nil
+	return r.lookups.Put(ctx, "Put", player.Username, player, false, 0, func(stamp mongostore.Stamp) any {
+		d := newPlayerMongoDoc(player)
+		d.NoamStamp = stamp
+		return d
+	})
 }
 
 // Delete removes the Player block with key id and all its entries. It fails
 // with runtime.ErrNotFound if there is none.
 func (r *PlayerMongoRepository) Delete(ctx context.Context, id string) error {
-	res, err := r.coll.DeleteOne(ctx, mongostore.ByID(id))
-	if err != nil {
-		return mongostore.Err("Delete", "Player", id, err)
-	}
-	if res.DeletedCount == 0 {
-		return runtime.Fail("Delete", "Player", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Delete(ctx, "Delete", id)
 }
 
 // SetFirstName writes the firstName entry of block id and nothing else. It
@@ -148,14 +159,12 @@ func (r *PlayerMongoRepository) SetScore(ctx context.Context, id string, v int) 
 // SetGames writes the games entry of block id and nothing else. It fails with
 // runtime.ErrNotFound if the block does not exist.
 func (r *PlayerMongoRepository) SetGames(ctx context.Context, id string, v []GameRef) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "games", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetGames", "Player", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetGames", "Player", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetGames", id, mongostore.Change[*Player]{
+		Set: bson.D{{Key: "games", Value: v}},
+		Apply: func(player *Player) {
+			player.Games = v
+		},
+	})
 }
 
 // Update applies every change set in u to block id in one atomic write;
@@ -187,6 +196,18 @@ func (r *PlayerMongoRepository) Update(ctx context.Context, id string, u PlayerU
 		}
 		return nil
 	}
+	if u.Games != nil {
+		// Lookup values change: keep the index tables right.
+		return r.lookups.Change(ctx, "Update", id, mongostore.Change[*Player]{
+			Filter: filter,
+			Set:    set,
+			Apply: func(player *Player) {
+				if u.Games != nil {
+					player.Games = *u.Games
+				}
+			},
+		})
+	}
 	res, err := r.coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return mongostore.Err("Update", "Player", id, err)
@@ -201,16 +222,16 @@ func (r *PlayerMongoRepository) Update(ctx context.Context, id string, u PlayerU
 // application-side join: see the *PlayerRefs functions). Keys with no block
 // are absent from the map.
 func (r *PlayerMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
-	var zero0 map[string]*Player
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Player", ids, (*playerMongoDoc).aggregate, func(player *Player) string {
+		return player.Username
+	})
 }
 
 // ListByGame reads one page of the Player aggregates that hold v in
 // games[].game, in block-key order, through the index table Player.game. A
 // cursor not made by this query fails with runtime.ErrBadCursor.
 func (r *PlayerMongoRepository) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
-	var zero0 runtime.Page[*Player]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByGame")
+	return r.lookups.ListBy(ctx, "ListByGame", "game", runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Player from the aggregates: it writes
@@ -218,15 +239,14 @@ func (r *PlayerMongoRepository) ListByGame(ctx context.Context, v string, req ru
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *PlayerMongoRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return r.lookups.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *PlayerMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.lookups.EnsureIndexes(ctx)
 }
 
 // List reads one page of Player aggregates in block-key order. Pass the

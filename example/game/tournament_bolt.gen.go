@@ -4,7 +4,6 @@ package game
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type TournamentBoltRepository struct {
 }
 
 // NewTournamentBoltRepository returns a repository over db's "Tournament"
-// bucket, which the first write creates.
+// bucket, which the first write creates, like the other buckets it uses
+// (EnsureIndexes creates them all up front).
 func NewTournamentBoltRepository(db *bbolt.DB) *TournamentBoltRepository {
 	return &TournamentBoltRepository{c: boltstore.Collection[int64]{
 		DB:        db,
@@ -60,22 +60,27 @@ func (d *tournamentBoltRoot) copyTo(tournament *Tournament) {
 	tournament.Games = d.Games
 }
 
+// decodeTournamentBolt decodes entry e of a Tournament block into tournament.
+func decodeTournamentBolt(tournament *Tournament, e boltstore.Entry) error {
+	switch e.Key {
+	case "":
+		var d tournamentBoltRoot
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		d.copyTo(tournament)
+	}
+	// Entries of removed fields are skipped.
+	return nil
+}
+
 // readTournamentBolt reads block blk, the Tournament with block key id, entry
 // by entry in key order. It fails with runtime.ErrNotFound if the block does
 // not exist.
 func readTournamentBolt(blk *boltstore.Block, id int64) (*Tournament, error) {
 	tournament := &Tournament{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "":
-			var d tournamentBoltRoot
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			d.copyTo(tournament)
-		}
-		// Entries of removed fields are skipped.
-		return nil
+		return decodeTournamentBolt(tournament, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -132,15 +137,14 @@ func (r *TournamentBoltRepository) Delete(ctx context.Context, id int64) error {
 // (an application-side join: see the *TournamentRefs functions). Keys with no
 // block are absent from the map.
 func (r *TournamentBoltRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error) {
-	var zero0 map[int64]*Tournament
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readTournamentBolt)
 }
 
 // EnsureIndexes creates what the Tournament repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet. It is safe to call on every start.
 func (r *TournamentBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Tournament aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package hotel
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -16,19 +15,31 @@ import (
 // per entry, keyed by the block key (the major key) and the entry key (the
 // minor key), so that each Comment block is one contiguous key range: its
 // marker (the block prefix alone, with an empty value), then the entries
-// author, text.
+// author, text. Its index tables are the buckets "Comment.author", written in
+// the transaction of every write that changes their values. Block keys are
+// allocated from counters in the bucket "noam.counters".
 type CommentBoltRepository struct {
 	c boltstore.Collection[CommentKey]
 }
 
 // NewCommentBoltRepository returns a repository over db's "Comment" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewCommentBoltRepository(db *bbolt.DB) *CommentBoltRepository {
 	return &CommentBoltRepository{c: boltstore.Collection[CommentKey]{
 		DB:        db,
 		Name:      "Comment",
 		Aggregate: "Comment",
 		Keys:      commentKeys,
+		Counter: &boltstore.Counter[CommentKey]{
+			Split: func(id CommentKey) ([]byte, int64) {
+				return runtime.AppendInt(nil, id.Post), id.Seq
+			},
+			With: func(id CommentKey, n int64) CommentKey {
+				id.Seq = n
+				return id
+			},
+		},
 	}}
 }
 
@@ -39,20 +50,25 @@ func (r *CommentBoltRepository) DB() *bbolt.DB {
 
 var _ CommentRepository = (*CommentBoltRepository)(nil)
 
+// decodeCommentBolt decodes entry e of a Comment block into comment.
+func decodeCommentBolt(comment *Comment, e boltstore.Entry) error {
+	switch e.Key {
+	case "author":
+		return e.Decode(&comment.Author)
+	case "text":
+		return e.Decode(&comment.Text)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readCommentBolt reads block blk, the Comment with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readCommentBolt(blk *boltstore.Block, id CommentKey) (*Comment, error) {
 	comment := &Comment{Key: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "author":
-			return e.Decode(&comment.Author)
-		case "text":
-			return e.Decode(&comment.Text)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeCommentBolt(comment, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -66,6 +82,41 @@ func writeCommentBolt(blk *boltstore.Block, comment *Comment) {
 	blk.Put("text", comment.Text)
 }
 
+var (
+	// commentAuthorBoltLookup is the index table Comment.author (bucket
+	// "Comment.author": key the encoded value and block key, value empty).
+	commentAuthorBoltLookup = boltstore.Lookup[Comment]{Name: "Comment.author", Parts: 1, Keys: commentAuthorKeys}
+)
+
+// readCommentBoltFields reads only the given fields of block blk (entry keys,
+// "" for the root entry) into a Comment, for a write to compute the lookup
+// values it changes. It returns nil if the block does not exist.
+func readCommentBoltFields(blk *boltstore.Block, fields ...string) (*Comment, error) {
+	if !blk.Exists() {
+		return nil, nil
+	}
+	comment := &Comment{}
+	if err := blk.ScanFields(func(e boltstore.Entry) error {
+		return decodeCommentBolt(comment, e)
+	}, fields...); err != nil {
+		return nil, err
+	}
+	return comment, nil
+}
+
+// readCommentBoltIndexed reads the fields of block blk that the lookups of
+// Comment index (author), or returns nil if the block does not exist.
+func readCommentBoltIndexed(blk *boltstore.Block) (*Comment, error) {
+	return readCommentBoltFields(blk, "author")
+}
+
+// indexCommentBolt moves the entries of every lookup of Comment for block blk
+// from the values of old to those of comment (nil for none: a new or deleted
+// block).
+func indexCommentBolt(blk *boltstore.Block, old, comment *Comment) {
+	boltstore.Reindex(blk, commentAuthorBoltLookup, old, comment)
+}
+
 // Get reads the Comment block with key id in one round trip. It fails with
 // runtime.ErrNotFound if there is none.
 func (r *CommentBoltRepository) Get(ctx context.Context, id CommentKey) (*Comment, error) {
@@ -73,25 +124,46 @@ func (r *CommentBoltRepository) Get(ctx context.Context, id CommentKey) (*Commen
 }
 
 // Create stores a new Comment block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// block with the same key exists. When comment.Key.Seq is 0, Create allocates
+// it from the counter of its scope (the other key parts), skipping numbers in
+// use, and sets it.
 func (r *CommentBoltRepository) Create(ctx context.Context, comment *Comment) error {
-	return r.c.Update(ctx, "Create", comment.Key, func(blk *boltstore.Block) error {
+	id, err := r.c.UpdateAlloc(ctx, "Create", comment.Key, func(blk *boltstore.Block) error {
 		if blk.Exists() {
 			return blk.Fail(runtime.ErrDuplicate)
 		}
 		writeCommentBolt(blk, comment)
+		indexCommentBolt(blk, nil, comment)
 		return blk.Err()
 	})
+	if err != nil {
+		return err
+	}
+	comment.Key = id
+	return nil
 }
 
-// Put creates the Comment block or replaces it whole.
+// Put creates the Comment block or replaces it whole. When comment.Key.Seq is
+// 0, Put allocates it from the counter of its scope (the other key parts),
+// skipping numbers in use, and sets it.
 func (r *CommentBoltRepository) Put(ctx context.Context, comment *Comment) error {
-	return r.c.Update(ctx, "Put", comment.Key, func(blk *boltstore.Block) error {
+	id, err := r.c.UpdateAlloc(ctx, "Put", comment.Key, func(blk *boltstore.Block) error {
+		// The old values of the indexed fields, to move the lookup entries.
+		old, err := readCommentBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
 		// Replace the block whole: no entry of the old value survives.
 		blk.Clear()
 		writeCommentBolt(blk, comment)
+		indexCommentBolt(blk, old, comment)
 		return blk.Err()
 	})
+	if err != nil {
+		return err
+	}
+	comment.Key = id
+	return nil
 }
 
 // Delete removes the Comment block with key id and all its entries. It fails
@@ -101,6 +173,11 @@ func (r *CommentBoltRepository) Delete(ctx context.Context, id CommentKey) error
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		old, err := readCommentBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
+		indexCommentBolt(blk, old, nil)
 		blk.Clear()
 		return blk.Err()
 	})
@@ -113,6 +190,14 @@ func (r *CommentBoltRepository) SetAuthor(ctx context.Context, id CommentKey, v 
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup author indexes author: move its entries to the new values.
+		old, err := readCommentBoltFields(blk, "author")
+		if err != nil {
+			return err
+		}
+		comment := *old
+		comment.Author = v
+		boltstore.Reindex(blk, commentAuthorBoltLookup, old, &comment)
 		blk.Put("author", v)
 		return blk.Err()
 	})
@@ -138,8 +223,27 @@ func (r *CommentBoltRepository) Update(ctx context.Context, id CommentKey, u Com
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// The lookups on the fields u sets change with them: read the old values
+		// of the fields they index, apply u to them and move the lookups' entries
+		// (the lookups on fields u leaves alone find the same values).
+		var fields []string
+		if u.Author != nil {
+			fields = append(fields, "author")
+		}
+		if len(fields) > 0 {
+			old, err := readCommentBoltFields(blk, fields...)
+			if err != nil {
+				return err
+			}
+			comment := *old
+			if u.Author != nil {
+				comment.Author = *u.Author
+			}
+			indexCommentBolt(blk, old, &comment)
+		}
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Author != nil {
 			blk.Put("author", *u.Author)
 		}
@@ -154,16 +258,14 @@ func (r *CommentBoltRepository) Update(ctx context.Context, id CommentKey, u Com
 // application-side join: see the *CommentRefs functions). Keys with no block
 // are absent from the map.
 func (r *CommentBoltRepository) GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error) {
-	var zero0 map[CommentKey]*Comment
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readCommentBolt)
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
 // block-key order, through the index table Comment.author. A cursor not made
 // by this query fails with runtime.ErrBadCursor.
 func (r *CommentBoltRepository) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
-	var zero0 runtime.Page[*Comment]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByAuthor")
+	return boltstore.ListBy(ctx, r.c, "ListByAuthor", commentAuthorBoltLookup, runtime.NewKeyRange(runtime.AppendString(nil, v)), req, readCommentBolt)
 }
 
 // ListByPost reads one page of the Comment aggregates with the given post, in
@@ -171,8 +273,7 @@ func (r *CommentBoltRepository) ListByAuthor(ctx context.Context, v string, req 
 // counter, so a page is read by computed keys in one batch; numbers of deleted
 // aggregates are skipped.
 func (r *CommentBoltRepository) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
-	var zero0 runtime.Page[*Comment]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByPost")
+	return boltstore.ListScope(ctx, r.c, "ListByPost", CommentKey{Post: post}, req, readCommentBolt)
 }
 
 // Repair rebuilds the index tables of Comment from the aggregates: it writes
@@ -180,15 +281,14 @@ func (r *CommentBoltRepository) ListByPost(ctx context.Context, post int64, req 
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *CommentBoltRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return boltstore.Repair(ctx, r.c, readCommentBoltIndexed, commentAuthorBoltLookup)
 }
 
 // EnsureIndexes creates what the Comment repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CommentBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx, commentAuthorBoltLookup.Name)
 }
 
 // List reads one page of Comment aggregates in block-key order. Pass the

@@ -4,26 +4,47 @@ package hotel
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"iter"
 )
 
 // CommentMongoRepository is the MongoDB implementation of CommentRepository.
 // Each Comment block is one document of collection "Comment" with the block
-// key as _id and one top-level field per entry (author, text).
+// key as _id and one top-level field per entry (author, text). Its index table
+// is the collection "Comment__author", kept right by the protocol of package
+// mongostore (the documents carry its hidden fields _seq and _inc). Block keys
+// are allocated from counters in collection "noam_counters"
+// (mongostore.CountersCollection).
 type CommentMongoRepository struct {
-	coll *mongo.Collection
+	coll     *mongo.Collection
+	lookups  *mongostore.Indexed[CommentKey, commentMongoDoc, *Comment]
+	counters *mongo.Collection
 }
 
 // NewCommentMongoRepository returns a repository over db's "Comment"
 // collection.
 func NewCommentMongoRepository(db *mongo.Database) *CommentMongoRepository {
-	return &CommentMongoRepository{coll: mongostore.Collection(db, "Comment")}
+	coll := mongostore.Collection(db, "Comment")
+	return &CommentMongoRepository{
+		coll: coll,
+		lookups: mongostore.NewIndexed(mongostore.Indexed[CommentKey, commentMongoDoc, *Comment]{
+			Agg:    "Comment",
+			Coll:   coll,
+			Codec:  commentKeys,
+			Fields: []string{"author"},
+			Lookups: []mongostore.Lookup[*Comment]{
+				{Name: "author", Keys: commentAuthorKeys},
+			},
+			Convert: (*commentMongoDoc).aggregate,
+			KeyOf: func(comment *Comment) CommentKey {
+				return comment.Key
+			},
+		}),
+		counters: mongostore.Counters(db),
+	}
 }
 
 // Collection returns the underlying collection.
@@ -35,9 +56,10 @@ var _ CommentRepository = (*CommentMongoRepository)(nil)
 
 // commentMongoDoc is the stored form of a Comment block.
 type commentMongoDoc struct {
-	Key    CommentKey `bson:"_id"`
-	Author string     `bson:"author"`
-	Text   string     `bson:"text"`
+	Key       CommentKey       `bson:"_id"`
+	Author    string           `bson:"author"`
+	Text      string           `bson:"text"`
+	NoamStamp mongostore.Stamp `bson:",inline"`
 }
 
 // newCommentMongoDoc converts comment to its document.
@@ -69,48 +91,76 @@ func (r *CommentMongoRepository) Get(ctx context.Context, id CommentKey) (*Comme
 }
 
 // Create stores a new Comment block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// block with the same key exists. When comment.Key.Seq is 0, Create allocates
+// it from the counter of its scope (the other key parts), skipping numbers in
+// use, and sets it.
 func (r *CommentMongoRepository) Create(ctx context.Context, comment *Comment) error {
-	d := newCommentMongoDoc(comment)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Comment", comment.Key, err)
+	if comment.Key.Seq != 0 {
+		if err := mongostore.Raise(ctx, r.counters, "Create", "Comment", comment.Key, mongostore.CounterID("Comment", runtime.AppendInt(nil, comment.Key.Post)), comment.Key.Seq); err != nil {
+			return err
+		}
+		return r.create(ctx, "Create", comment)
 	}
-	return nil
+	return mongostore.Allocate(ctx, r.counters, "Create", "Comment", mongostore.CounterID("Comment", runtime.AppendInt(nil, comment.Key.Post)), func(n int64) error {
+		commentAlloc := *comment
+		commentAlloc.Key.Seq = n
+		if err := r.create(ctx, "Create", &commentAlloc); err != nil {
+			return err
+		}
+		*comment = commentAlloc
+		return nil
+	})
 }
 
-// Put creates the Comment block or replaces it whole.
+// create stores the new block comment, whose key is set, for operation op.
+func (r *CommentMongoRepository) create(ctx context.Context, op string, comment *Comment) error {
+	return r.lookups.Create(ctx, op, comment.Key, comment, func(stamp mongostore.Stamp) any {
+		d := newCommentMongoDoc(comment)
+		d.NoamStamp = stamp
+		return d
+	})
+}
+
+// Put creates the Comment block or replaces it whole. When comment.Key.Seq is
+// 0, Put allocates it from the counter of its scope (the other key parts),
+// skipping numbers in use, and sets it.
 func (r *CommentMongoRepository) Put(ctx context.Context, comment *Comment) error {
-	opts := options.Replace().SetUpsert(true)
-	if _, err := r.coll.ReplaceOne(ctx, mongostore.ByID(comment.Key), newCommentMongoDoc(comment), opts); err != nil {
-		return mongostore.Err("Put", "Comment", comment.Key, err)
+	if comment.Key.Seq == 0 {
+		return mongostore.Allocate(ctx, r.counters, "Put", "Comment", mongostore.CounterID("Comment", runtime.AppendInt(nil, comment.Key.Post)), func(n int64) error {
+			commentAlloc := *comment
+			commentAlloc.Key.Seq = n
+			if err := r.create(ctx, "Put", &commentAlloc); err != nil {
+				return err
+			}
+			*comment = commentAlloc
+			return nil
+		})
 	}
-	return nil
+	if err := mongostore.Raise(ctx, r.counters, "Put", "Comment", comment.Key, mongostore.CounterID("Comment", runtime.AppendInt(nil, comment.Key.Post)), comment.Key.Seq); err != nil {
+		return err
+	}
+	return r.lookups.Put(ctx, "Put", comment.Key, comment, false, 0, func(stamp mongostore.Stamp) any {
+		d := newCommentMongoDoc(comment)
+		d.NoamStamp = stamp
+		return d
+	})
 }
 
 // Delete removes the Comment block with key id and all its entries. It fails
 // with runtime.ErrNotFound if there is none.
 func (r *CommentMongoRepository) Delete(ctx context.Context, id CommentKey) error {
-	res, err := r.coll.DeleteOne(ctx, mongostore.ByID(id))
-	if err != nil {
-		return mongostore.Err("Delete", "Comment", id, err)
-	}
-	if res.DeletedCount == 0 {
-		return runtime.Fail("Delete", "Comment", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Delete(ctx, "Delete", id)
 }
 
 // SetAuthor writes the author entry of block id and nothing else. It fails
 // with runtime.ErrNotFound if the block does not exist.
 func (r *CommentMongoRepository) SetAuthor(ctx context.Context, id CommentKey, v string) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "author", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetAuthor", "Comment", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetAuthor", "Comment", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetAuthor", id, mongostore.Change[*Comment]{
+		Set: bson.D{{Key: "author", Value: v}},
+		Apply: func(comment *Comment) {
+			comment.Author = v
+		},
+	})
 }
 
 // SetText writes the text entry of block id and nothing else. It fails with
@@ -149,6 +199,18 @@ func (r *CommentMongoRepository) Update(ctx context.Context, id CommentKey, u Co
 		}
 		return nil
 	}
+	if u.Author != nil {
+		// Lookup values change: keep the index tables right.
+		return r.lookups.Change(ctx, "Update", id, mongostore.Change[*Comment]{
+			Filter: filter,
+			Set:    set,
+			Apply: func(comment *Comment) {
+				if u.Author != nil {
+					comment.Author = *u.Author
+				}
+			},
+		})
+	}
 	res, err := r.coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return mongostore.Err("Update", "Comment", id, err)
@@ -163,16 +225,16 @@ func (r *CommentMongoRepository) Update(ctx context.Context, id CommentKey, u Co
 // application-side join: see the *CommentRefs functions). Keys with no block
 // are absent from the map.
 func (r *CommentMongoRepository) GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error) {
-	var zero0 map[CommentKey]*Comment
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Comment", ids, (*commentMongoDoc).aggregate, func(comment *Comment) CommentKey {
+		return comment.Key
+	})
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
 // block-key order, through the index table Comment.author. A cursor not made
 // by this query fails with runtime.ErrBadCursor.
 func (r *CommentMongoRepository) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
-	var zero0 runtime.Page[*Comment]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByAuthor")
+	return r.lookups.ListBy(ctx, "ListByAuthor", "author", runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByPost reads one page of the Comment aggregates with the given post, in
@@ -180,8 +242,11 @@ func (r *CommentMongoRepository) ListByAuthor(ctx context.Context, v string, req
 // counter, so a page is read by computed keys in one batch; numbers of deleted
 // aggregates are skipped.
 func (r *CommentMongoRepository) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
-	var zero0 runtime.Page[*Comment]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByPost")
+	return mongostore.ListScope(ctx, r.coll, r.counters, "ListByPost", "Comment", runtime.AppendInt(nil, post), func(n int64) CommentKey {
+		return CommentKey{Post: post, Seq: n}
+	}, req, (*commentMongoDoc).aggregate, func(comment *Comment) int64 {
+		return comment.Key.Seq
+	})
 }
 
 // Repair rebuilds the index tables of Comment from the aggregates: it writes
@@ -189,15 +254,14 @@ func (r *CommentMongoRepository) ListByPost(ctx context.Context, post int64, req
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *CommentMongoRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return r.lookups.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Comment repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CommentMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.lookups.EnsureIndexes(ctx, mongostore.CountersCollection)
 }
 
 // List reads one page of Comment aggregates in block-key order. Pass the

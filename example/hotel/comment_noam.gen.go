@@ -17,10 +17,14 @@ type CommentRepository interface {
 	Get(ctx context.Context, id CommentKey) (*Comment, error)
 
 	// Create stores a new Comment block. It fails with runtime.ErrDuplicate if a
-	// block with the same key exists.
+	// block with the same key exists. When comment.Key.Seq is 0, Create allocates
+	// it from the counter of its scope (the other key parts), skipping numbers in
+	// use, and sets it.
 	Create(ctx context.Context, comment *Comment) error
 
-	// Put creates the Comment block or replaces it whole.
+	// Put creates the Comment block or replaces it whole. When comment.Key.Seq is
+	// 0, Put allocates it from the counter of its scope (the other key parts),
+	// skipping numbers in use, and sets it.
 	Put(ctx context.Context, comment *Comment) error
 
 	// Delete removes the Comment block with key id and all its entries. It fails

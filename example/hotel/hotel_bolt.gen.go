@@ -4,7 +4,6 @@ package hotel
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -16,13 +15,16 @@ import (
 // entry, keyed by the block key (the major key) and the entry key (the minor
 // key), so that each Hotel block is one contiguous key range: its marker (the
 // block prefix alone, with an empty value), then the entries address, city,
-// name, rooms, stars, tags.
+// name, rooms, stars, tags. Its index tables are the buckets "Hotel.name",
+// "Hotel.cityStars", "Hotel.tags", "Hotel.addressZip", written in the
+// transaction of every write that changes their values.
 type HotelBoltRepository struct {
 	c boltstore.Collection[string]
 }
 
 // NewHotelBoltRepository returns a repository over db's "Hotel" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewHotelBoltRepository(db *bbolt.DB) *HotelBoltRepository {
 	return &HotelBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,27 +41,32 @@ func (r *HotelBoltRepository) DB() *bbolt.DB {
 
 var _ HotelRepository = (*HotelBoltRepository)(nil)
 
+// decodeHotelBolt decodes entry e of a Hotel block into hotel.
+func decodeHotelBolt(hotel *Hotel, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&hotel.Name)
+	case "city":
+		return e.Decode(&hotel.City)
+	case "stars":
+		return e.Decode(&hotel.Stars)
+	case "tags":
+		return e.Decode(&hotel.Tags)
+	case "address":
+		return e.Decode(&hotel.Address)
+	case "rooms":
+		return e.Decode(&hotel.Rooms)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readHotelBolt reads block blk, the Hotel with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readHotelBolt(blk *boltstore.Block, id string) (*Hotel, error) {
 	hotel := &Hotel{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&hotel.Name)
-		case "city":
-			return e.Decode(&hotel.City)
-		case "stars":
-			return e.Decode(&hotel.Stars)
-		case "tags":
-			return e.Decode(&hotel.Tags)
-		case "address":
-			return e.Decode(&hotel.Address)
-		case "rooms":
-			return e.Decode(&hotel.Rooms)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeHotelBolt(hotel, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -77,6 +84,53 @@ func writeHotelBolt(blk *boltstore.Block, hotel *Hotel) {
 	blk.Put("rooms", hotel.Rooms)
 }
 
+var (
+	// hotelNameBoltLookup is the index table Hotel.name (bucket "Hotel.name": key
+	// the encoded value, value the block key of the one aggregate holding it).
+	hotelNameBoltLookup = boltstore.Lookup[Hotel]{Name: "Hotel.name", Unique: true, Parts: 1, Keys: hotelNameKeys}
+	// hotelCityStarsBoltLookup is the index table Hotel.cityStars (bucket
+	// "Hotel.cityStars": key the encoded value and block key, value empty).
+	hotelCityStarsBoltLookup = boltstore.Lookup[Hotel]{Name: "Hotel.cityStars", Parts: 2, Keys: hotelCityStarsKeys}
+	// hotelTagsBoltLookup is the index table Hotel.tags (bucket "Hotel.tags": key
+	// the encoded value and block key, value empty).
+	hotelTagsBoltLookup = boltstore.Lookup[Hotel]{Name: "Hotel.tags", Parts: 1, Keys: hotelTagsKeys}
+	// hotelAddressZipBoltLookup is the index table Hotel.addressZip (bucket
+	// "Hotel.addressZip": key the encoded value and block key, value empty).
+	hotelAddressZipBoltLookup = boltstore.Lookup[Hotel]{Name: "Hotel.addressZip", Parts: 1, Keys: hotelAddressZipKeys}
+)
+
+// readHotelBoltFields reads only the given fields of block blk (entry keys, ""
+// for the root entry) into a Hotel, for a write to compute the lookup values
+// it changes. It returns nil if the block does not exist.
+func readHotelBoltFields(blk *boltstore.Block, fields ...string) (*Hotel, error) {
+	if !blk.Exists() {
+		return nil, nil
+	}
+	hotel := &Hotel{}
+	if err := blk.ScanFields(func(e boltstore.Entry) error {
+		return decodeHotelBolt(hotel, e)
+	}, fields...); err != nil {
+		return nil, err
+	}
+	return hotel, nil
+}
+
+// readHotelBoltIndexed reads the fields of block blk that the lookups of Hotel
+// index (address, city, name, stars, tags), or returns nil if the block does
+// not exist.
+func readHotelBoltIndexed(blk *boltstore.Block) (*Hotel, error) {
+	return readHotelBoltFields(blk, "address", "city", "name", "stars", "tags")
+}
+
+// indexHotelBolt moves the entries of every lookup of Hotel for block blk from
+// the values of old to those of hotel (nil for none: a new or deleted block).
+func indexHotelBolt(blk *boltstore.Block, old, hotel *Hotel) {
+	boltstore.Reindex(blk, hotelNameBoltLookup, old, hotel)
+	boltstore.Reindex(blk, hotelCityStarsBoltLookup, old, hotel)
+	boltstore.Reindex(blk, hotelTagsBoltLookup, old, hotel)
+	boltstore.Reindex(blk, hotelAddressZipBoltLookup, old, hotel)
+}
+
 // Get reads the Hotel block with key id in one round trip. It fails with
 // runtime.ErrNotFound if there is none.
 func (r *HotelBoltRepository) Get(ctx context.Context, id string) (*Hotel, error) {
@@ -91,6 +145,7 @@ func (r *HotelBoltRepository) Create(ctx context.Context, hotel *Hotel) error {
 			return blk.Fail(runtime.ErrDuplicate)
 		}
 		writeHotelBolt(blk, hotel)
+		indexHotelBolt(blk, nil, hotel)
 		return blk.Err()
 	})
 }
@@ -98,9 +153,15 @@ func (r *HotelBoltRepository) Create(ctx context.Context, hotel *Hotel) error {
 // Put creates the Hotel block or replaces it whole.
 func (r *HotelBoltRepository) Put(ctx context.Context, hotel *Hotel) error {
 	return r.c.Update(ctx, "Put", hotel.ID, func(blk *boltstore.Block) error {
+		// The old values of the indexed fields, to move the lookup entries.
+		old, err := readHotelBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
 		// Replace the block whole: no entry of the old value survives.
 		blk.Clear()
 		writeHotelBolt(blk, hotel)
+		indexHotelBolt(blk, old, hotel)
 		return blk.Err()
 	})
 }
@@ -112,6 +173,11 @@ func (r *HotelBoltRepository) Delete(ctx context.Context, id string) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		old, err := readHotelBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
+		indexHotelBolt(blk, old, nil)
 		blk.Clear()
 		return blk.Err()
 	})
@@ -124,6 +190,14 @@ func (r *HotelBoltRepository) SetName(ctx context.Context, id string, v string) 
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup name indexes name: move its entries to the new values.
+		old, err := readHotelBoltFields(blk, "name")
+		if err != nil {
+			return err
+		}
+		hotel := *old
+		hotel.Name = v
+		boltstore.Reindex(blk, hotelNameBoltLookup, old, &hotel)
 		blk.Put("name", v)
 		return blk.Err()
 	})
@@ -136,6 +210,14 @@ func (r *HotelBoltRepository) SetCity(ctx context.Context, id string, v string) 
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup cityStars indexes city: move its entries to the new values.
+		old, err := readHotelBoltFields(blk, "city", "stars")
+		if err != nil {
+			return err
+		}
+		hotel := *old
+		hotel.City = v
+		boltstore.Reindex(blk, hotelCityStarsBoltLookup, old, &hotel)
 		blk.Put("city", v)
 		return blk.Err()
 	})
@@ -148,6 +230,14 @@ func (r *HotelBoltRepository) SetStars(ctx context.Context, id string, v int) er
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup cityStars indexes stars: move its entries to the new values.
+		old, err := readHotelBoltFields(blk, "city", "stars")
+		if err != nil {
+			return err
+		}
+		hotel := *old
+		hotel.Stars = v
+		boltstore.Reindex(blk, hotelCityStarsBoltLookup, old, &hotel)
 		blk.Put("stars", v)
 		return blk.Err()
 	})
@@ -160,6 +250,14 @@ func (r *HotelBoltRepository) SetTags(ctx context.Context, id string, v []string
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup tags indexes tags: move its entries to the new values.
+		old, err := readHotelBoltFields(blk, "tags")
+		if err != nil {
+			return err
+		}
+		hotel := *old
+		hotel.Tags = v
+		boltstore.Reindex(blk, hotelTagsBoltLookup, old, &hotel)
 		blk.Put("tags", v)
 		return blk.Err()
 	})
@@ -172,6 +270,14 @@ func (r *HotelBoltRepository) SetAddress(ctx context.Context, id string, v Addre
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup addressZip indexes address: move its entries to the new values.
+		old, err := readHotelBoltFields(blk, "address")
+		if err != nil {
+			return err
+		}
+		hotel := *old
+		hotel.Address = v
+		boltstore.Reindex(blk, hotelAddressZipBoltLookup, old, &hotel)
 		blk.Put("address", v)
 		return blk.Err()
 	})
@@ -197,8 +303,48 @@ func (r *HotelBoltRepository) Update(ctx context.Context, id string, u HotelUpda
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// The lookups on the fields u sets change with them: read the old values
+		// of the fields they index, apply u to them and move the lookups' entries
+		// (the lookups on fields u leaves alone find the same values).
+		var fields []string
+		if u.Name != nil {
+			fields = append(fields, "name")
+		}
+		if u.City != nil || u.Stars != nil {
+			fields = append(fields, "city", "stars")
+		}
+		if u.Tags != nil {
+			fields = append(fields, "tags")
+		}
+		if u.Address != nil {
+			fields = append(fields, "address")
+		}
+		if len(fields) > 0 {
+			old, err := readHotelBoltFields(blk, fields...)
+			if err != nil {
+				return err
+			}
+			hotel := *old
+			if u.Name != nil {
+				hotel.Name = *u.Name
+			}
+			if u.City != nil {
+				hotel.City = *u.City
+			}
+			if u.Stars != nil {
+				hotel.Stars = *u.Stars
+			}
+			if u.Tags != nil {
+				hotel.Tags = *u.Tags
+			}
+			if u.Address != nil {
+				hotel.Address = *u.Address
+			}
+			indexHotelBolt(blk, old, &hotel)
+		}
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -225,16 +371,14 @@ func (r *HotelBoltRepository) Update(ctx context.Context, id string, u HotelUpda
 // application-side join: see the *HotelRefs functions). Keys with no block are
 // absent from the map.
 func (r *HotelBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error) {
-	var zero0 map[string]*Hotel
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readHotelBolt)
 }
 
 // ListByName reads one page of the Hotel aggregates whose name is v, in
 // block-key order, through the index table Hotel.name. A cursor not made by
 // this query fails with runtime.ErrBadCursor.
 func (r *HotelBoltRepository) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByName")
+	return boltstore.ListBy(ctx, r.c, "ListByName", hotelNameBoltLookup, runtime.NewKeyRange(runtime.AppendString(nil, v)), req, readHotelBolt)
 }
 
 // GetByName reads the Hotel aggregate that holds the given name, which is
@@ -242,8 +386,7 @@ func (r *HotelBoltRepository) ListByName(ctx context.Context, v string, req runt
 // runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
 // holds it.
 func (r *HotelBoltRepository) GetByName(ctx context.Context, name string) (*Hotel, error) {
-	var zero0 *Hotel
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetByName")
+	return boltstore.GetBy(ctx, r.c, "GetByName", hotelNameBoltLookup, runtime.AppendString(nil, name), readHotelBolt)
 }
 
 // ListByCityStars reads one page of the Hotel aggregates selected by q, in
@@ -251,24 +394,21 @@ func (r *HotelBoltRepository) GetByName(ctx context.Context, name string) (*Hote
 // Conditions that do not select one key range fail with runtime.ErrBadQuery; a
 // cursor not made by this query fails with runtime.ErrBadCursor.
 func (r *HotelBoltRepository) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByCityStars")
+	return boltstore.ListBy(ctx, r.c, "ListByCityStars", hotelCityStarsBoltLookup, hotelCityStarsRange(q), req, readHotelBolt)
 }
 
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
 // block-key order, through the index table Hotel.tags. A cursor not made by
 // this query fails with runtime.ErrBadCursor.
 func (r *HotelBoltRepository) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByTags")
+	return boltstore.ListBy(ctx, r.c, "ListByTags", hotelTagsBoltLookup, runtime.NewKeyRange(runtime.AppendString(nil, v)), req, readHotelBolt)
 }
 
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
 // v, in block-key order, through the index table Hotel.addressZip. A cursor
 // not made by this query fails with runtime.ErrBadCursor.
 func (r *HotelBoltRepository) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByAddressZip")
+	return boltstore.ListBy(ctx, r.c, "ListByAddressZip", hotelAddressZipBoltLookup, runtime.NewKeyRange(runtime.AppendString(nil, v)), req, readHotelBolt)
 }
 
 // Repair rebuilds the index tables of Hotel from the aggregates: it writes
@@ -276,15 +416,14 @@ func (r *HotelBoltRepository) ListByAddressZip(ctx context.Context, v string, re
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *HotelBoltRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return boltstore.Repair(ctx, r.c, readHotelBoltIndexed, hotelNameBoltLookup, hotelCityStarsBoltLookup, hotelTagsBoltLookup, hotelAddressZipBoltLookup)
 }
 
 // EnsureIndexes creates what the Hotel repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *HotelBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx, hotelNameBoltLookup.Name, hotelCityStarsBoltLookup.Name, hotelTagsBoltLookup.Name, hotelAddressZipBoltLookup.Name)
 }
 
 // List reads one page of Hotel aggregates in block-key order. Pass the

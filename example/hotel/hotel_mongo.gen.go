@@ -4,25 +4,46 @@ package hotel
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"iter"
 )
 
 // HotelMongoRepository is the MongoDB implementation of HotelRepository. Each
 // Hotel block is one document of collection "Hotel" with the block key as _id
 // and one top-level field per entry (name, city, stars, tags, address, rooms).
+// Its index tables are the collections "Hotel__name", "Hotel__cityStars",
+// "Hotel__tags" and "Hotel__addressZip", kept right by the protocol of package
+// mongostore (the documents carry its hidden fields _seq and _inc).
 type HotelMongoRepository struct {
-	coll *mongo.Collection
+	coll    *mongo.Collection
+	lookups *mongostore.Indexed[string, hotelMongoDoc, *Hotel]
 }
 
 // NewHotelMongoRepository returns a repository over db's "Hotel" collection.
 func NewHotelMongoRepository(db *mongo.Database) *HotelMongoRepository {
-	return &HotelMongoRepository{coll: mongostore.Collection(db, "Hotel")}
+	coll := mongostore.Collection(db, "Hotel")
+	return &HotelMongoRepository{
+		coll: coll,
+		lookups: mongostore.NewIndexed(mongostore.Indexed[string, hotelMongoDoc, *Hotel]{
+			Agg:    "Hotel",
+			Coll:   coll,
+			Codec:  hotelKeys,
+			Fields: []string{"name", "city", "stars", "tags", "address"},
+			Lookups: []mongostore.Lookup[*Hotel]{
+				{Name: "name", Unique: true, Keys: hotelNameKeys},
+				{Name: "cityStars", Keys: hotelCityStarsKeys},
+				{Name: "tags", Keys: hotelTagsKeys},
+				{Name: "addressZip", Keys: hotelAddressZipKeys},
+			},
+			Convert: (*hotelMongoDoc).aggregate,
+			KeyOf: func(hotel *Hotel) string {
+				return hotel.ID
+			},
+		}),
+	}
 }
 
 // Collection returns the underlying collection.
@@ -34,13 +55,14 @@ var _ HotelRepository = (*HotelMongoRepository)(nil)
 
 // hotelMongoDoc is the stored form of a Hotel block.
 type hotelMongoDoc struct {
-	ID      string   `bson:"_id"`
-	Name    string   `bson:"name"`
-	City    string   `bson:"city"`
-	Stars   int      `bson:"stars"`
-	Tags    []string `bson:"tags"`
-	Address Address  `bson:"address"`
-	Rooms   []Room   `bson:"rooms"`
+	ID        string           `bson:"_id"`
+	Name      string           `bson:"name"`
+	City      string           `bson:"city"`
+	Stars     int              `bson:"stars"`
+	Tags      []string         `bson:"tags"`
+	Address   Address          `bson:"address"`
+	Rooms     []Room           `bson:"rooms"`
+	NoamStamp mongostore.Stamp `bson:",inline"`
 }
 
 // newHotelMongoDoc converts hotel to its document.
@@ -82,98 +104,81 @@ func (r *HotelMongoRepository) Get(ctx context.Context, id string) (*Hotel, erro
 // Create stores a new Hotel block. It fails with runtime.ErrDuplicate if a
 // block with the same key exists.
 func (r *HotelMongoRepository) Create(ctx context.Context, hotel *Hotel) error {
-	d := newHotelMongoDoc(hotel)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Hotel", hotel.ID, err)
-	}
-	return nil
+	return r.lookups.Create(ctx, "Create", hotel.ID, hotel, func(stamp mongostore.Stamp) any {
+		d := newHotelMongoDoc(hotel)
+		d.NoamStamp = stamp
+		return d
+	})
 }
 
 // Put creates the Hotel block or replaces it whole.
 func (r *HotelMongoRepository) Put(ctx context.Context, hotel *Hotel) error {
-	opts := options.Replace().SetUpsert(true)
-	if _, err := r.coll.ReplaceOne(ctx, mongostore.ByID(hotel.ID), newHotelMongoDoc(hotel), opts); err != nil {
-		return mongostore.Err("Put", "Hotel", hotel.ID, err)
-	}
-	return nil
+	return r.lookups.Put(ctx, "Put", hotel.ID, hotel, false, 0, func(stamp mongostore.Stamp) any {
+		d := newHotelMongoDoc(hotel)
+		d.NoamStamp = stamp
+		return d
+	})
 }
 
 // Delete removes the Hotel block with key id and all its entries. It fails
 // with runtime.ErrNotFound if there is none.
 func (r *HotelMongoRepository) Delete(ctx context.Context, id string) error {
-	res, err := r.coll.DeleteOne(ctx, mongostore.ByID(id))
-	if err != nil {
-		return mongostore.Err("Delete", "Hotel", id, err)
-	}
-	if res.DeletedCount == 0 {
-		return runtime.Fail("Delete", "Hotel", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Delete(ctx, "Delete", id)
 }
 
 // SetName writes the name entry of block id and nothing else. It fails with
 // runtime.ErrNotFound if the block does not exist.
 func (r *HotelMongoRepository) SetName(ctx context.Context, id string, v string) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetName", "Hotel", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetName", "Hotel", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetName", id, mongostore.Change[*Hotel]{
+		Set: bson.D{{Key: "name", Value: v}},
+		Apply: func(hotel *Hotel) {
+			hotel.Name = v
+		},
+	})
 }
 
 // SetCity writes the city entry of block id and nothing else. It fails with
 // runtime.ErrNotFound if the block does not exist.
 func (r *HotelMongoRepository) SetCity(ctx context.Context, id string, v string) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "city", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetCity", "Hotel", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetCity", "Hotel", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetCity", id, mongostore.Change[*Hotel]{
+		Set: bson.D{{Key: "city", Value: v}},
+		Apply: func(hotel *Hotel) {
+			hotel.City = v
+		},
+	})
 }
 
 // SetStars writes the stars entry of block id and nothing else. It fails with
 // runtime.ErrNotFound if the block does not exist.
 func (r *HotelMongoRepository) SetStars(ctx context.Context, id string, v int) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "stars", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetStars", "Hotel", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetStars", "Hotel", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetStars", id, mongostore.Change[*Hotel]{
+		Set: bson.D{{Key: "stars", Value: v}},
+		Apply: func(hotel *Hotel) {
+			hotel.Stars = v
+		},
+	})
 }
 
 // SetTags writes the tags entry of block id and nothing else. It fails with
 // runtime.ErrNotFound if the block does not exist.
 func (r *HotelMongoRepository) SetTags(ctx context.Context, id string, v []string) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "tags", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetTags", "Hotel", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetTags", "Hotel", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetTags", id, mongostore.Change[*Hotel]{
+		Set: bson.D{{Key: "tags", Value: v}},
+		Apply: func(hotel *Hotel) {
+			hotel.Tags = v
+		},
+	})
 }
 
 // SetAddress writes the address entry of block id and nothing else. It fails
 // with runtime.ErrNotFound if the block does not exist.
 func (r *HotelMongoRepository) SetAddress(ctx context.Context, id string, v Address) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "address", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetAddress", "Hotel", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetAddress", "Hotel", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetAddress", id, mongostore.Change[*Hotel]{
+		Set: bson.D{{Key: "address", Value: v}},
+		Apply: func(hotel *Hotel) {
+			hotel.Address = v
+		},
+	})
 }
 
 // SetRooms writes the rooms entry of block id and nothing else. It fails with
@@ -224,6 +229,30 @@ func (r *HotelMongoRepository) Update(ctx context.Context, id string, u HotelUpd
 		}
 		return nil
 	}
+	if u.Name != nil || u.City != nil || u.Stars != nil || u.Tags != nil || u.Address != nil {
+		// Lookup values change: keep the index tables right.
+		return r.lookups.Change(ctx, "Update", id, mongostore.Change[*Hotel]{
+			Filter: filter,
+			Set:    set,
+			Apply: func(hotel *Hotel) {
+				if u.Name != nil {
+					hotel.Name = *u.Name
+				}
+				if u.City != nil {
+					hotel.City = *u.City
+				}
+				if u.Stars != nil {
+					hotel.Stars = *u.Stars
+				}
+				if u.Tags != nil {
+					hotel.Tags = *u.Tags
+				}
+				if u.Address != nil {
+					hotel.Address = *u.Address
+				}
+			},
+		})
+	}
 	res, err := r.coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return mongostore.Err("Update", "Hotel", id, err)
@@ -238,16 +267,16 @@ func (r *HotelMongoRepository) Update(ctx context.Context, id string, u HotelUpd
 // application-side join: see the *HotelRefs functions). Keys with no block are
 // absent from the map.
 func (r *HotelMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error) {
-	var zero0 map[string]*Hotel
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Hotel", ids, (*hotelMongoDoc).aggregate, func(hotel *Hotel) string {
+		return hotel.ID
+	})
 }
 
 // ListByName reads one page of the Hotel aggregates whose name is v, in
 // block-key order, through the index table Hotel.name. A cursor not made by
 // this query fails with runtime.ErrBadCursor.
 func (r *HotelMongoRepository) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByName")
+	return r.lookups.ListBy(ctx, "ListByName", "name", runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByName reads the Hotel aggregate that holds the given name, which is
@@ -255,8 +284,7 @@ func (r *HotelMongoRepository) ListByName(ctx context.Context, v string, req run
 // runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
 // holds it.
 func (r *HotelMongoRepository) GetByName(ctx context.Context, name string) (*Hotel, error) {
-	var zero0 *Hotel
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetByName")
+	return r.lookups.GetBy(ctx, "GetByName", "name", runtime.AppendString(nil, name))
 }
 
 // ListByCityStars reads one page of the Hotel aggregates selected by q, in
@@ -264,24 +292,21 @@ func (r *HotelMongoRepository) GetByName(ctx context.Context, name string) (*Hot
 // Conditions that do not select one key range fail with runtime.ErrBadQuery; a
 // cursor not made by this query fails with runtime.ErrBadCursor.
 func (r *HotelMongoRepository) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByCityStars")
+	return r.lookups.ListBy(ctx, "ListByCityStars", "cityStars", hotelCityStarsRange(q), req)
 }
 
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
 // block-key order, through the index table Hotel.tags. A cursor not made by
 // this query fails with runtime.ErrBadCursor.
 func (r *HotelMongoRepository) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByTags")
+	return r.lookups.ListBy(ctx, "ListByTags", "tags", runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
 // v, in block-key order, through the index table Hotel.addressZip. A cursor
 // not made by this query fails with runtime.ErrBadCursor.
 func (r *HotelMongoRepository) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	var zero0 runtime.Page[*Hotel]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByAddressZip")
+	return r.lookups.ListBy(ctx, "ListByAddressZip", "addressZip", runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Hotel from the aggregates: it writes
@@ -289,15 +314,14 @@ func (r *HotelMongoRepository) ListByAddressZip(ctx context.Context, v string, r
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *HotelMongoRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return r.lookups.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Hotel repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *HotelMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.lookups.EnsureIndexes(ctx)
 }
 
 // List reads one page of Hotel aggregates in block-key order. Pass the

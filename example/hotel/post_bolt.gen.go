@@ -4,7 +4,6 @@ package hotel
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -15,19 +14,31 @@ import (
 // NoAM key-value mapping. Bucket "Post" holds one key-value pair per entry,
 // keyed by the block key (the major key) and the entry key (the minor key), so
 // that each Post block is one contiguous key range: its marker (the block
-// prefix alone, with an empty value), then the entries author, title.
+// prefix alone, with an empty value), then the entries author, title. Its
+// index tables are the buckets "Post.author", written in the transaction of
+// every write that changes their values. Block keys are allocated from
+// counters in the bucket "noam.counters".
 type PostBoltRepository struct {
 	c boltstore.Collection[int64]
 }
 
 // NewPostBoltRepository returns a repository over db's "Post" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewPostBoltRepository(db *bbolt.DB) *PostBoltRepository {
 	return &PostBoltRepository{c: boltstore.Collection[int64]{
 		DB:        db,
 		Name:      "Post",
 		Aggregate: "Post",
 		Keys:      postKeys,
+		Counter: &boltstore.Counter[int64]{
+			Split: func(id int64) ([]byte, int64) {
+				return nil, id
+			},
+			With: func(_ int64, n int64) int64 {
+				return n
+			},
+		},
 	}}
 }
 
@@ -38,19 +49,24 @@ func (r *PostBoltRepository) DB() *bbolt.DB {
 
 var _ PostRepository = (*PostBoltRepository)(nil)
 
+// decodePostBolt decodes entry e of a Post block into post.
+func decodePostBolt(post *Post, e boltstore.Entry) error {
+	switch e.Key {
+	case "title":
+		return e.Decode(&post.Title)
+	case "author":
+		return e.Decode(&post.Author)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readPostBolt reads block blk, the Post with block key id, entry by entry in
 // key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readPostBolt(blk *boltstore.Block, id int64) (*Post, error) {
 	post := &Post{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "title":
-			return e.Decode(&post.Title)
-		case "author":
-			return e.Decode(&post.Author)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodePostBolt(post, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -64,6 +80,40 @@ func writePostBolt(blk *boltstore.Block, post *Post) {
 	blk.Put("author", post.Author)
 }
 
+var (
+	// postAuthorBoltLookup is the index table Post.author (bucket "Post.author":
+	// key the encoded value and block key, value empty).
+	postAuthorBoltLookup = boltstore.Lookup[Post]{Name: "Post.author", Parts: 1, Keys: postAuthorKeys}
+)
+
+// readPostBoltFields reads only the given fields of block blk (entry keys, ""
+// for the root entry) into a Post, for a write to compute the lookup values it
+// changes. It returns nil if the block does not exist.
+func readPostBoltFields(blk *boltstore.Block, fields ...string) (*Post, error) {
+	if !blk.Exists() {
+		return nil, nil
+	}
+	post := &Post{}
+	if err := blk.ScanFields(func(e boltstore.Entry) error {
+		return decodePostBolt(post, e)
+	}, fields...); err != nil {
+		return nil, err
+	}
+	return post, nil
+}
+
+// readPostBoltIndexed reads the fields of block blk that the lookups of Post
+// index (author), or returns nil if the block does not exist.
+func readPostBoltIndexed(blk *boltstore.Block) (*Post, error) {
+	return readPostBoltFields(blk, "author")
+}
+
+// indexPostBolt moves the entries of every lookup of Post for block blk from
+// the values of old to those of post (nil for none: a new or deleted block).
+func indexPostBolt(blk *boltstore.Block, old, post *Post) {
+	boltstore.Reindex(blk, postAuthorBoltLookup, old, post)
+}
+
 // Get reads the Post block with key id in one round trip. It fails with
 // runtime.ErrNotFound if there is none.
 func (r *PostBoltRepository) Get(ctx context.Context, id int64) (*Post, error) {
@@ -71,25 +121,45 @@ func (r *PostBoltRepository) Get(ctx context.Context, id int64) (*Post, error) {
 }
 
 // Create stores a new Post block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// block with the same key exists. When post.ID is 0, Create allocates it from
+// the collection's counter (skipping ids in use) and sets it.
 func (r *PostBoltRepository) Create(ctx context.Context, post *Post) error {
-	return r.c.Update(ctx, "Create", post.ID, func(blk *boltstore.Block) error {
+	id, err := r.c.UpdateAlloc(ctx, "Create", post.ID, func(blk *boltstore.Block) error {
 		if blk.Exists() {
 			return blk.Fail(runtime.ErrDuplicate)
 		}
 		writePostBolt(blk, post)
+		indexPostBolt(blk, nil, post)
 		return blk.Err()
 	})
+	if err != nil {
+		return err
+	}
+	post.ID = id
+	return nil
 }
 
-// Put creates the Post block or replaces it whole.
+// Put creates the Post block or replaces it whole. When post.ID is 0, Put
+// allocates it from the collection's counter (skipping ids in use) and sets
+// it.
 func (r *PostBoltRepository) Put(ctx context.Context, post *Post) error {
-	return r.c.Update(ctx, "Put", post.ID, func(blk *boltstore.Block) error {
+	id, err := r.c.UpdateAlloc(ctx, "Put", post.ID, func(blk *boltstore.Block) error {
+		// The old values of the indexed fields, to move the lookup entries.
+		old, err := readPostBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
 		// Replace the block whole: no entry of the old value survives.
 		blk.Clear()
 		writePostBolt(blk, post)
+		indexPostBolt(blk, old, post)
 		return blk.Err()
 	})
+	if err != nil {
+		return err
+	}
+	post.ID = id
+	return nil
 }
 
 // Delete removes the Post block with key id and all its entries. It fails with
@@ -99,6 +169,11 @@ func (r *PostBoltRepository) Delete(ctx context.Context, id int64) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		old, err := readPostBoltIndexed(blk)
+		if err != nil {
+			return err
+		}
+		indexPostBolt(blk, old, nil)
 		blk.Clear()
 		return blk.Err()
 	})
@@ -123,6 +198,14 @@ func (r *PostBoltRepository) SetAuthor(ctx context.Context, id int64, v string) 
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
+		// Lookup author indexes author: move its entries to the new values.
+		old, err := readPostBoltFields(blk, "author")
+		if err != nil {
+			return err
+		}
+		post := *old
+		post.Author = v
+		boltstore.Reindex(blk, postAuthorBoltLookup, old, &post)
 		blk.Put("author", v)
 		return blk.Err()
 	})
@@ -136,8 +219,27 @@ func (r *PostBoltRepository) Update(ctx context.Context, id int64, u PostUpdate)
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// The lookups on the fields u sets change with them: read the old values
+		// of the fields they index, apply u to them and move the lookups' entries
+		// (the lookups on fields u leaves alone find the same values).
+		var fields []string
+		if u.Author != nil {
+			fields = append(fields, "author")
+		}
+		if len(fields) > 0 {
+			old, err := readPostBoltFields(blk, fields...)
+			if err != nil {
+				return err
+			}
+			post := *old
+			if u.Author != nil {
+				post.Author = *u.Author
+			}
+			indexPostBolt(blk, old, &post)
+		}
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Title != nil {
 			blk.Put("title", *u.Title)
 		}
@@ -152,16 +254,14 @@ func (r *PostBoltRepository) Update(ctx context.Context, id int64, u PostUpdate)
 // application-side join: see the *PostRefs functions). Keys with no block are
 // absent from the map.
 func (r *PostBoltRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error) {
-	var zero0 map[int64]*Post
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readPostBolt)
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
 // block-key order, through the index table Post.author. A cursor not made by
 // this query fails with runtime.ErrBadCursor.
 func (r *PostBoltRepository) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
-	var zero0 runtime.Page[*Post]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByAuthor")
+	return boltstore.ListBy(ctx, r.c, "ListByAuthor", postAuthorBoltLookup, runtime.NewKeyRange(runtime.AppendString(nil, v)), req, readPostBolt)
 }
 
 // Repair rebuilds the index tables of Post from the aggregates: it writes
@@ -169,15 +269,14 @@ func (r *PostBoltRepository) ListByAuthor(ctx context.Context, v string, req run
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *PostBoltRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return boltstore.Repair(ctx, r.c, readPostBoltIndexed, postAuthorBoltLookup)
 }
 
 // EnsureIndexes creates what the Post repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *PostBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx, postAuthorBoltLookup.Name)
 }
 
 // List reads one page of Post aggregates in block-key order. Pass the returned

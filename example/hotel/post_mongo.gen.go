@@ -4,25 +4,46 @@ package hotel
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"iter"
 )
 
 // PostMongoRepository is the MongoDB implementation of PostRepository. Each
 // Post block is one document of collection "Post" with the block key as _id
-// and one top-level field per entry (title, author).
+// and one top-level field per entry (title, author). Its index table is the
+// collection "Post__author", kept right by the protocol of package mongostore
+// (the documents carry its hidden fields _seq and _inc). Block keys are
+// allocated from counters in collection "noam_counters"
+// (mongostore.CountersCollection).
 type PostMongoRepository struct {
-	coll *mongo.Collection
+	coll     *mongo.Collection
+	lookups  *mongostore.Indexed[int64, postMongoDoc, *Post]
+	counters *mongo.Collection
 }
 
 // NewPostMongoRepository returns a repository over db's "Post" collection.
 func NewPostMongoRepository(db *mongo.Database) *PostMongoRepository {
-	return &PostMongoRepository{coll: mongostore.Collection(db, "Post")}
+	coll := mongostore.Collection(db, "Post")
+	return &PostMongoRepository{
+		coll: coll,
+		lookups: mongostore.NewIndexed(mongostore.Indexed[int64, postMongoDoc, *Post]{
+			Agg:    "Post",
+			Coll:   coll,
+			Codec:  postKeys,
+			Fields: []string{"author"},
+			Lookups: []mongostore.Lookup[*Post]{
+				{Name: "author", Keys: postAuthorKeys},
+			},
+			Convert: (*postMongoDoc).aggregate,
+			KeyOf: func(post *Post) int64 {
+				return post.ID
+			},
+		}),
+		counters: mongostore.Counters(db),
+	}
 }
 
 // Collection returns the underlying collection.
@@ -34,9 +55,10 @@ var _ PostRepository = (*PostMongoRepository)(nil)
 
 // postMongoDoc is the stored form of a Post block.
 type postMongoDoc struct {
-	ID     int64  `bson:"_id"`
-	Title  string `bson:"title"`
-	Author string `bson:"author"`
+	ID        int64            `bson:"_id"`
+	Title     string           `bson:"title"`
+	Author    string           `bson:"author"`
+	NoamStamp mongostore.Stamp `bson:",inline"`
 }
 
 // newPostMongoDoc converts post to its document.
@@ -68,35 +90,64 @@ func (r *PostMongoRepository) Get(ctx context.Context, id int64) (*Post, error) 
 }
 
 // Create stores a new Post block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// block with the same key exists. When post.ID is 0, Create allocates it from
+// the collection's counter (skipping ids in use) and sets it.
 func (r *PostMongoRepository) Create(ctx context.Context, post *Post) error {
-	d := newPostMongoDoc(post)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Post", post.ID, err)
+	if post.ID != 0 {
+		if err := mongostore.Raise(ctx, r.counters, "Create", "Post", post.ID, mongostore.CounterID("Post", nil), post.ID); err != nil {
+			return err
+		}
+		return r.create(ctx, "Create", post)
 	}
-	return nil
+	return mongostore.Allocate(ctx, r.counters, "Create", "Post", mongostore.CounterID("Post", nil), func(n int64) error {
+		postAlloc := *post
+		postAlloc.ID = n
+		if err := r.create(ctx, "Create", &postAlloc); err != nil {
+			return err
+		}
+		*post = postAlloc
+		return nil
+	})
 }
 
-// Put creates the Post block or replaces it whole.
+// create stores the new block post, whose key is set, for operation op.
+func (r *PostMongoRepository) create(ctx context.Context, op string, post *Post) error {
+	return r.lookups.Create(ctx, op, post.ID, post, func(stamp mongostore.Stamp) any {
+		d := newPostMongoDoc(post)
+		d.NoamStamp = stamp
+		return d
+	})
+}
+
+// Put creates the Post block or replaces it whole. When post.ID is 0, Put
+// allocates it from the collection's counter (skipping ids in use) and sets
+// it.
 func (r *PostMongoRepository) Put(ctx context.Context, post *Post) error {
-	opts := options.Replace().SetUpsert(true)
-	if _, err := r.coll.ReplaceOne(ctx, mongostore.ByID(post.ID), newPostMongoDoc(post), opts); err != nil {
-		return mongostore.Err("Put", "Post", post.ID, err)
+	if post.ID == 0 {
+		return mongostore.Allocate(ctx, r.counters, "Put", "Post", mongostore.CounterID("Post", nil), func(n int64) error {
+			postAlloc := *post
+			postAlloc.ID = n
+			if err := r.create(ctx, "Put", &postAlloc); err != nil {
+				return err
+			}
+			*post = postAlloc
+			return nil
+		})
 	}
-	return nil
+	if err := mongostore.Raise(ctx, r.counters, "Put", "Post", post.ID, mongostore.CounterID("Post", nil), post.ID); err != nil {
+		return err
+	}
+	return r.lookups.Put(ctx, "Put", post.ID, post, false, 0, func(stamp mongostore.Stamp) any {
+		d := newPostMongoDoc(post)
+		d.NoamStamp = stamp
+		return d
+	})
 }
 
 // Delete removes the Post block with key id and all its entries. It fails with
 // runtime.ErrNotFound if there is none.
 func (r *PostMongoRepository) Delete(ctx context.Context, id int64) error {
-	res, err := r.coll.DeleteOne(ctx, mongostore.ByID(id))
-	if err != nil {
-		return mongostore.Err("Delete", "Post", id, err)
-	}
-	if res.DeletedCount == 0 {
-		return runtime.Fail("Delete", "Post", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Delete(ctx, "Delete", id)
 }
 
 // SetTitle writes the title entry of block id and nothing else. It fails with
@@ -115,14 +166,12 @@ func (r *PostMongoRepository) SetTitle(ctx context.Context, id int64, v string) 
 // SetAuthor writes the author entry of block id and nothing else. It fails
 // with runtime.ErrNotFound if the block does not exist.
 func (r *PostMongoRepository) SetAuthor(ctx context.Context, id int64, v string) error {
-	res, err := r.coll.UpdateOne(ctx, mongostore.ByID(id), bson.D{{Key: "$set", Value: bson.D{{Key: "author", Value: v}}}})
-	if err != nil {
-		return mongostore.Err("SetAuthor", "Post", id, err)
-	}
-	if res.MatchedCount == 0 {
-		return runtime.Fail("SetAuthor", "Post", id, runtime.ErrNotFound, nil)
-	}
-	return nil
+	return r.lookups.Change(ctx, "SetAuthor", id, mongostore.Change[*Post]{
+		Set: bson.D{{Key: "author", Value: v}},
+		Apply: func(post *Post) {
+			post.Author = v
+		},
+	})
 }
 
 // Update applies every change set in u to block id in one atomic write;
@@ -148,6 +197,18 @@ func (r *PostMongoRepository) Update(ctx context.Context, id int64, u PostUpdate
 		}
 		return nil
 	}
+	if u.Author != nil {
+		// Lookup values change: keep the index tables right.
+		return r.lookups.Change(ctx, "Update", id, mongostore.Change[*Post]{
+			Filter: filter,
+			Set:    set,
+			Apply: func(post *Post) {
+				if u.Author != nil {
+					post.Author = *u.Author
+				}
+			},
+		})
+	}
 	res, err := r.coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return mongostore.Err("Update", "Post", id, err)
@@ -162,16 +223,16 @@ func (r *PostMongoRepository) Update(ctx context.Context, id int64, u PostUpdate
 // application-side join: see the *PostRefs functions). Keys with no block are
 // absent from the map.
 func (r *PostMongoRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error) {
-	var zero0 map[int64]*Post
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Post", ids, (*postMongoDoc).aggregate, func(post *Post) int64 {
+		return post.ID
+	})
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
 // block-key order, through the index table Post.author. A cursor not made by
 // this query fails with runtime.ErrBadCursor.
 func (r *PostMongoRepository) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
-	var zero0 runtime.Page[*Post]
-	return zero0, errors.New("noamgen: not implemented for this store yet: ListByAuthor")
+	return r.lookups.ListBy(ctx, "ListByAuthor", "author", runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Post from the aggregates: it writes
@@ -179,15 +240,14 @@ func (r *PostMongoRepository) ListByAuthor(ctx context.Context, v string, req ru
 // Run it after a crash on a store without transactions, or after writes that
 // bypassed the repository.
 func (r *PostMongoRepository) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	var zero0 runtime.RepairReport
-	return zero0, errors.New("noamgen: not implemented for this store yet: Repair")
+	return r.lookups.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Post repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *PostMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.lookups.EnsureIndexes(ctx, mongostore.CountersCollection)
 }
 
 // List reads one page of Post aggregates in block-key order. Pass the returned

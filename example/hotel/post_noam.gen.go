@@ -17,10 +17,13 @@ type PostRepository interface {
 	Get(ctx context.Context, id int64) (*Post, error)
 
 	// Create stores a new Post block. It fails with runtime.ErrDuplicate if a
-	// block with the same key exists.
+	// block with the same key exists. When post.ID is 0, Create allocates it from
+	// the collection's counter (skipping ids in use) and sets it.
 	Create(ctx context.Context, post *Post) error
 
-	// Put creates the Post block or replaces it whole.
+	// Put creates the Post block or replaces it whole. When post.ID is 0, Put
+	// allocates it from the collection's counter (skipping ids in use) and sets
+	// it.
 	Put(ctx context.Context, post *Post) error
 
 	// Delete removes the Post block with key id and all its entries. It fails with

@@ -685,6 +685,95 @@ func TestProbe(t *testing.T) {
 		t.Error(summary)
 	})
 
+	t.Run("k_EmbeddedDocumentIDs", func(t *testing.T) {
+		// Composite block keys are stored as an embedded document _id
+		// (fields in key-part order): equality, $in and $gt work on them,
+		// and they sort part by part, numerically.
+		ctx, coll := setup(t)
+		type key struct {
+			Post int64 `bson:"post"`
+			Seq  int64 `bson:"seq"`
+		}
+		keys := coll.Database().Collection("keys")
+		for _, k := range []key{{35, 1}, {35, 10}, {36, 1}, {35, 2}, {4, 100}, {-1, 3}} {
+			if _, err := keys.InsertOne(ctx, bson.M{"_id": k}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := keys.InsertOne(ctx, bson.M{"_id": key{35, 2}}); !mongo.IsDuplicateKeyError(err) {
+			t.Errorf("duplicate embedded _id: IsDuplicateKeyError(%v) = false", err)
+		}
+		find := func(filter any) []key {
+			t.Helper()
+			cur, err := keys.Find(ctx, filter, options.Find().SetSort(bson.M{"_id": 1}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var docs []struct {
+				ID key `bson:"_id"`
+			}
+			if err := cur.All(ctx, &docs); err != nil {
+				t.Fatal(err)
+			}
+			var out []key
+			for _, d := range docs {
+				out = append(out, d.ID)
+			}
+			return out
+		}
+		if got, want := find(bson.M{}), []key{{-1, 3}, {4, 100}, {35, 1}, {35, 2}, {35, 10}, {36, 1}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("sorted: %v, want %v", got, want)
+		}
+		if got, want := find(bson.M{"_id": key{35, 2}}), []key{{35, 2}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("equality: %v, want %v", got, want)
+		}
+		if got, want := find(bson.M{"_id": bson.M{"$in": bson.A{key{36, 1}, key{35, 2}, key{1, 1}}}}), []key{{35, 2}, {36, 1}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("$in: %v, want %v", got, want)
+		}
+		if got, want := find(bson.M{"_id": bson.M{"$gt": key{35, 2}}}), []key{{35, 10}, {36, 1}}; !reflect.DeepEqual(got, want) {
+			t.Errorf("$gt: %v, want %v", got, want)
+		}
+	})
+
+	t.Run("k_HexRangeAndMaxUpsert", func(t *testing.T) {
+		// Index tables: string _id ranges compare bytewise, and an upsert
+		// with $max and $set works whether or not the entry exists.
+		ctx, coll := setup(t)
+		ix := coll.Database().Collection("ix")
+		for _, id := range []string{"0261", "026100", "026100ff01", "0262", "ff"} {
+			if _, err := ix.InsertOne(ctx, bson.M{"_id": id, "s": int64(5)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur, err := ix.Find(ctx, bson.M{"_id": bson.M{"$gte": "0261", "$lt": "0261ff"}}, options.Find().SetSort(bson.M{"_id": 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.M
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		var ids []any
+		for _, d := range docs {
+			ids = append(ids, d["_id"])
+		}
+		if want := []any{"0261", "026100", "026100ff01"}; !reflect.DeepEqual(ids, want) {
+			t.Errorf("range: %v, want %v", ids, want)
+		}
+		for _, c := range []struct {
+			id      string
+			s, want int64
+		}{{"0261", 3, 5}, {"0261", 9, 9}, {"0300", 4, 4}} {
+			_, err := ix.UpdateOne(ctx, bson.M{"_id": c.id}, bson.M{"$max": bson.M{"s": c.s}, "$set": bson.M{"id": "x"}}, options.UpdateOne().SetUpsert(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := getRaw(ctx, t, ix, c.id).Lookup("s").AsInt64(); got != c.want {
+				t.Errorf("$max %d on %s: s = %d, want %d", c.s, c.id, got, c.want)
+			}
+		}
+	})
+
 	t.Run("j_Transactions", func(t *testing.T) {
 		ctx, coll := setup(t)
 		sess, err := coll.Database().Client().StartSession()

@@ -25,6 +25,11 @@
 // transaction over its key range; writing it, with the version check and
 // bump, is one write transaction, so that concurrent writers cannot lose
 // updates (the paper's version-entry precaution).
+//
+// Index tables (lookups) are buckets of their own, named after the lookup
+// ("Hotel.cityStars"), and counters of enumerable keys live in the bucket
+// CountersBucket; both are written in the transaction of the block's write
+// (see Lookup, Reindex and Counter in lookup.go).
 package boltstore
 
 import (
@@ -61,13 +66,16 @@ type Collection[K any] struct {
 	Name      string
 	Aggregate string
 	Keys      runtime.KeyCodec[K]
+	// Counter is set for enumerable block keys (noam:"id,counter"): see
+	// UpdateAlloc and ListScope.
+	Counter *Counter[K]
 }
 
 // View runs fn on block id in one read transaction. A failure returned by
 // fn or by the store becomes a *runtime.Error of operation op on block id.
 func (c Collection[K]) View(ctx context.Context, op string, id K, fn func(*Block) error) error {
-	return c.view(ctx, op, id, func(b *bbolt.Bucket) error {
-		return fn(c.block(b, op, id))
+	return c.viewTx(ctx, op, id, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		return fn(c.block(tx, b, op, id))
 	})
 }
 
@@ -76,8 +84,23 @@ func (c Collection[K]) View(ctx context.Context, op string, id K, fn func(*Block
 // nothing fn wrote is kept. A failure becomes a *runtime.Error of operation
 // op on block id.
 func (c Collection[K]) Update(ctx context.Context, op string, id K, fn func(*Block) error) error {
+	_, err := c.update(ctx, op, id, false, fn)
+	return err
+}
+
+// UpdateAlloc is Update for Create and Put of a collection with a Counter:
+// when the counted part of id is 0, it is allocated in the transaction from
+// the counter of id's scope (the next number whose block does not exist);
+// otherwise the counter is raised to it if it is larger, so that later
+// allocations and ListScope see it. It returns the block key fn wrote,
+// which the caller stores into the aggregate only on success.
+func (c Collection[K]) UpdateAlloc(ctx context.Context, op string, id K, fn func(*Block) error) (K, error) {
+	return c.update(ctx, op, id, c.Counter != nil, fn)
+}
+
+func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, fn func(*Block) error) (K, error) {
 	if err := ctx.Err(); err != nil {
-		return runtime.Fail(op, c.Aggregate, id, nil, err)
+		return id, runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
 	var blk *Block
 	err := c.DB.Update(func(tx *bbolt.Tx) error {
@@ -85,29 +108,39 @@ func (c Collection[K]) Update(ctx context.Context, op string, id K, fn func(*Blo
 		if err != nil {
 			return err
 		}
-		blk = c.block(b, op, id)
+		if alloc {
+			if id, err = c.allocate(tx, b, id); err != nil {
+				return err
+			}
+		}
+		blk = c.block(tx, b, op, id)
 		if err := fn(blk); err != nil {
 			return err
 		}
 		return blk.err
 	})
 	if err != nil {
-		return c.fail(op, id, err)
+		return id, c.fail(op, id, err)
 	}
 	written.keys.Add(blk.keys)
 	written.bytes.Add(blk.bytes)
 	written.deletes.Add(blk.deletes)
-	return nil
+	return id, nil
 }
 
 // view runs fn in one read transaction on the collection's bucket, which is
 // nil while the collection has never been written.
 func (c Collection[K]) view(ctx context.Context, op string, id any, fn func(*bbolt.Bucket) error) error {
+	return c.viewTx(ctx, op, id, func(tx *bbolt.Tx, b *bbolt.Bucket) error { return fn(b) })
+}
+
+// viewTx is view with the transaction, for reads of other buckets.
+func (c Collection[K]) viewTx(ctx context.Context, op string, id any, fn func(*bbolt.Tx, *bbolt.Bucket) error) error {
 	if err := ctx.Err(); err != nil {
 		return runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
 	err := c.DB.View(func(tx *bbolt.Tx) error {
-		return fn(tx.Bucket([]byte(c.Name)))
+		return fn(tx, tx.Bucket([]byte(c.Name)))
 	})
 	if err != nil {
 		return c.fail(op, id, err)
@@ -123,24 +156,28 @@ func (c Collection[K]) fail(op string, id any, err error) error {
 	return runtime.Fail(op, c.Aggregate, id, nil, err)
 }
 
-func (c Collection[K]) block(b *bbolt.Bucket, op string, id K) *Block {
-	return &Block{bucket: b, prefix: BlockPrefix(c.Keys.Bytes(id)), op: op, agg: c.Aggregate, id: id}
+func (c Collection[K]) block(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) *Block {
+	key := c.Keys.Bytes(id)
+	return &Block{tx: tx, bucket: b, blockKey: key, prefix: BlockPrefix(key), op: op, agg: c.Aggregate, id: id}
 }
 
 // Block is one block's key range inside a transaction, for one operation
 // of a repository.
 //
 // Its write methods (Put, PutRoot, PutMarker, PutElems, Append, SetAt,
-// BumpVersion, Clear) record the first error, like bufio.Writer, and do
-// nothing after it; Err returns it, and Collection.Update does not commit
-// a transaction whose block has one.
+// BumpVersion, Clear, and Reindex of its lookup entries) record the first
+// error, like bufio.Writer, and do nothing after it; Err returns it, and
+// Collection.Update does not commit a transaction whose block has one.
 type Block struct {
-	bucket *bbolt.Bucket // nil in a read transaction before the collection exists
-	prefix []byte        // major key and separator: the marker's key
-	op     string
-	agg    string
-	id     any
-	err    error
+	tx       *bbolt.Tx
+	bucket   *bbolt.Bucket // nil in a read transaction before the collection exists
+	blockKey []byte        // the encoded block key
+	prefix   []byte        // major key and separator: the marker's key
+	op       string
+	agg      string
+	id       any
+	err      error
+	lookups  map[string]*bbolt.Bucket // index buckets opened by this write
 
 	keys, bytes, deletes int64 // what this transaction wrote
 }
@@ -427,6 +464,52 @@ func (b *Block) Scan(fn func(Entry) error) error {
 	return nil
 }
 
+// ScanFields calls fn with the entries of the given top-level fields only,
+// in the order given (each field once): a field's entry, or a partitioned
+// field's element count and then its elements in index order; the field
+// "" stands for the block marker, the root entry of an EAO block. Entries
+// that do not exist are skipped, and so is every entry of a block that
+// does not exist. Writes use it to read the old values of the fields their
+// lookups index, without reading the rest of the block.
+func (b *Block) ScanFields(fn func(Entry) error, fields ...string) error {
+	if b.bucket == nil {
+		return nil
+	}
+	c := b.bucket.Cursor()
+	seen := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		if f == "" {
+			if v := b.bucket.Get(b.prefix); v != nil {
+				if err := fn(Entry{Value: v}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		start := b.key(f, -1)
+		end := runtime.TupleEnd(start)
+		for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
+			e := Entry{Key: f, Value: v}
+			if rest := k[len(start):]; len(rest) > 0 {
+				r := runtime.NewKeyReader(rest)
+				i, err := r.Int()
+				if err != nil || !r.Done() || i < 0 || i > int64(^uint(0)>>1) {
+					return fmt.Errorf("entry key %x: not a field or element key", k[len(b.prefix):])
+				}
+				e.Elem, e.Index = true, int(i)
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // entryName names the entry of key k in block prefix for messages.
 func entryName(prefix, k []byte) string {
 	minor := k[len(prefix):]
@@ -592,7 +675,7 @@ func readBlocks[K, T any](c Collection[K], b *bbolt.Bucket, op string, from []by
 		if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
 			return items, last, false, fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, c.Name)
 		}
-		item, err := read(c.block(b, op, id), id)
+		item, err := read(c.block(b.Tx(), b, op, id), id)
 		if err != nil {
 			return items, last, false, c.fail(op, id, err)
 		}

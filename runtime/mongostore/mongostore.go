@@ -7,6 +7,62 @@
 // written element by element ($push, $set "f.i"), and the document keeps
 // each partitioned array's length under _len.f so that an append learns its
 // index from the same atomic write.
+//
+// # Lookups without transactions
+//
+// A lookup's index table is a collection named TableName(collection,
+// lookup), e.g. "Hotel__cityStars", holding one entry per (value, block):
+//
+//	{_id: IndexKey(key), id: <block key>, inc: <incarnation>, s: <write sequence>, w: <attempt>}
+//
+// The key is the encoded lookup value followed by the encoded block key, or
+// the value alone for a unique lookup, so that the server's _id uniqueness
+// enforces it. The hex form orders like the bytes, so every lookup query is
+// a range scan on _id. The aggregate's document carries a Stamp: its write
+// sequence _seq and its incarnation _inc, drawn at random by the write
+// that creates the block.
+//
+// MongoDB without transactions (and FerretDB) cannot change an aggregate
+// and its entries atomically, so writes follow a protocol that keeps an
+// entry for every value a stored aggregate holds, and reads verify:
+//
+//  1. A write that can change lookup values reads the block's lookup
+//     fields, its stamp and its version, and picks its own sequence
+//     S = max(_seq+1, now in nanoseconds) and a random attempt mark w.
+//  2. It adds the entries of the values it gives the block, unique ones
+//     first, tagged with the block's incarnation: a non-unique entry is
+//     upserted ($max s: S); a unique one is claimed by inserting it. A
+//     claim that finds the value owned by another block reads that block:
+//     if it holds the value, the write fails with runtime.ErrDuplicate; if
+//     not, the entry is stale, and it is taken over (on condition that it
+//     is unchanged) once it is older than StaleAfter, so that the claim of
+//     another write in flight is not stolen; before that the write fails
+//     with runtime.ErrDuplicate.
+//  3. It writes the aggregate on condition that the stamp has not changed
+//     (and the version, where the method has one). If that matches
+//     nothing, the attempt is undone (entries it created and still marked
+//     w are removed, entries it changed are put back) and the write starts
+//     again from step 1, up to 16 times; a failed claim is undone the same
+//     way, so a failed write leaves the index tables as they were.
+//  4. It removes the entries of the values the block no longer holds, on
+//     condition that they belong to the same incarnation and that s < S,
+//     so that an entry added again by a later write is never removed.
+//     Delete removes the block first, then every entry of the incarnation
+//     it removed: a block created again with the same key (whose write
+//     re-tags the entries it needs) keeps its entries, whatever the order
+//     in which the two writes' steps run.
+//
+// A crash between the steps, or an attempt undone after another write
+// touched its entries, leaves stale entries, never missing ones. Reads
+// therefore verify every entry against its aggregate, skip stale ones and
+// remove those older than StaleAfter; Repair rebuilds the tables from the
+// aggregates. A stale unique entry keeps its value from other blocks for
+// StaleAfter at most. Clocks only matter for StaleAfter: sequences are
+// ordered by the reads of step 1, not by time.
+//
+// Counters (enumerable keys) live in the collection CountersCollection,
+// one document per collection or per scope of a composite key, and are
+// incremented with findAndModify.
 package mongostore
 
 import (
@@ -41,7 +97,7 @@ func Err(op, agg string, id any, err error) error {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return runtime.Fail(op, agg, id, runtime.ErrNotFound, nil)
 	case mongo.IsDuplicateKeyError(err):
-		return runtime.Fail(op, agg, id, runtime.ErrDuplicate, err)
+		return keyInUse(op, agg, id, err)
 	}
 	return runtime.Fail(op, agg, id, nil, err)
 }

@@ -9,6 +9,15 @@
 // empty value for ETF. Partitioned fields have one pair per element plus
 // the element count, and the version entry is checked and bumped in the
 // transaction of every write. runtime/boltstore holds the helpers.
+//
+// Lookups are index tables: one bucket per lookup, named after it
+// ("Hotel.cityStars"), keyed by the encoded lookup value (and the block key,
+// unless the lookup is unique, whose entries hold the block key as their
+// value). Every write that can change a lookup's values reads the old
+// values of the fields it indexes and moves the lookup's entries in the
+// same transaction as the block's write, so that the index tables are never
+// out of step with the blocks. Counters of enumerable keys live in the
+// bucket noam.counters.
 package bolt
 
 import (
@@ -97,19 +106,34 @@ func (g *gen) types(f *jen.File) {
 	if entries := g.entryKeys(); entries != "" {
 		layout += ", then the entries " + entries
 	}
-	f.Add(t.Doc("%s is the bbolt implementation of %s, after the NoAM key-value mapping. Bucket %q holds one key-value pair per entry, keyed by the block key (the major key) and the entry key (the minor key), so that each %s block is one contiguous key range: %s.",
-		g.repo, t.Repo(a), a.Collection, a.Name, layout)).Type().Id(g.repo).Struct(
+	more := ""
+	if len(a.Lookups) > 0 {
+		var names []string
+		for _, l := range a.Lookups {
+			names = append(names, fmt.Sprintf("%q", t.LookupName(a, l)))
+		}
+		more += fmt.Sprintf(" Its index tables are the buckets %s, written in the transaction of every write that changes their values.", strings.Join(names, ", "))
+	}
+	if a.Counter {
+		more += fmt.Sprintf(" Block keys are allocated from counters in the bucket %q.", "noam.counters")
+	}
+	f.Add(t.Doc("%s is the bbolt implementation of %s, after the NoAM key-value mapping. Bucket %q holds one key-value pair per entry, keyed by the block key (the major key) and the entry key (the minor key), so that each %s block is one contiguous key range: %s.%s",
+		g.repo, t.Repo(a), a.Collection, a.Name, layout, more)).Type().Id(g.repo).Struct(
 		jen.Id("c").Qual(storePkg, "Collection").Types(t.IDType(a)),
 	)
 	f.Line()
-	f.Add(t.Doc("New%s returns a repository over db's %q bucket, which the first write creates.", g.repo, a.Collection)).
+	fields := []jen.Code{
+		jen.Id("DB").Op(":").Id("db"),
+		jen.Id("Name").Op(":").Lit(a.Collection),
+		jen.Id("Aggregate").Op(":").Lit(a.Name),
+		jen.Id("Keys").Op(":").Id(t.KeyCodecVar(a)),
+	}
+	if a.Counter {
+		fields = append(fields, jen.Id("Counter").Op(":").Op("&").Add(g.counter()))
+	}
+	f.Add(t.Doc("New%s returns a repository over db's %q bucket, which the first write creates, like the other buckets it uses (EnsureIndexes creates them all up front).", g.repo, a.Collection)).
 		Func().Id("New" + g.repo).Params(jen.Id("db").Op("*").Qual(bboltPkg, "DB")).Op("*").Id(g.repo).Block(
-		jen.Return(jen.Op("&").Id(g.repo).Values(jen.Id("c").Op(":").Qual(storePkg, "Collection").Types(t.IDType(a)).Add(t.Multi(
-			jen.Id("DB").Op(":").Id("db"),
-			jen.Id("Name").Op(":").Lit(a.Collection),
-			jen.Id("Aggregate").Op(":").Lit(a.Name),
-			jen.Id("Keys").Op(":").Id(t.KeyCodecVar(a)),
-		)))),
+		jen.Return(jen.Op("&").Id(g.repo).Values(jen.Id("c").Op(":").Qual(storePkg, "Collection").Types(t.IDType(a)).Add(t.Multi(fields...)))),
 	)
 	f.Line()
 	f.Comment("DB returns the underlying database.")
@@ -124,6 +148,10 @@ func (g *gen) types(f *jen.File) {
 	g.readFunc(f)
 	f.Line()
 	g.writeFunc(f)
+	if len(a.Lookups) > 0 {
+		f.Line()
+		g.lookupFuncs(f)
+	}
 }
 
 // entryKeys lists the entries of a block but the marker, in key order.
@@ -172,7 +200,8 @@ func (g *gen) rootType(f *jen.File) {
 
 func title(s string) string { return string(s[0]-'a'+'A') + s[1:] }
 
-// readFunc declares the function that decodes one block, entry by entry.
+// readFunc declares the function that decodes one entry, and the one that
+// decodes a block entry by entry.
 func (g *gen) readFunc(f *jen.File) {
 	a := g.a
 	e := jen.Id("e")
@@ -201,18 +230,30 @@ func (g *gen) readFunc(f *jen.File) {
 	if a.Strategy == model.ETF {
 		skipped = "The marker (key \"\") and entries of removed fields are skipped."
 	}
-	scan := jen.Func().Params(jen.Id("e").Add(store("Entry"))).Error().Block(
+	f.Add(t.Doc("%s decodes entry e of a %s block into %s.", g.decode(), a.Name, g.v)).
+		Func().Id(g.decode()).Params(jen.Id(g.v).Op("*").Id(a.Name), jen.Id("e").Add(store("Entry"))).Error().Block(
 		jen.Switch(jen.Id("e").Dot("Key")).Block(cases...),
 		jen.Comment(skipped),
 		jen.Return(jen.Nil()),
 	)
+	f.Line()
 	f.Add(t.Doc("%s reads block blk, the %s with block key id, entry by entry in key order. It fails with runtime.ErrNotFound if the block does not exist.", g.read, a.Name)).
 		Func().Id(g.read).Params(jen.Id("blk").Op("*").Add(store("Block")), jen.Id("id").Add(t.IDType(a))).Params(jen.Op("*").Id(a.Name), jen.Error()).Block(
 		jen.Id(g.v).Op(":=").Op("&").Id(a.Name).Values(jen.Id(a.ID.GoName).Op(":").Id("id")),
-		jen.If(jen.Err().Op(":=").Add(blk()).Dot("Scan").Call(scan), jen.Err().Op("!=").Nil()).Block(
+		jen.If(jen.Err().Op(":=").Add(blk()).Dot("Scan").Call(g.decodeInto(jen.Id(g.v))), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Err()),
 		),
 		jen.Return(jen.Id(g.v), jen.Nil()),
+	)
+}
+
+// decode names the function decoding one entry into an aggregate.
+func (g *gen) decode() string { return "decode" + g.a.Name + "Bolt" }
+
+// decodeInto renders a func(boltstore.Entry) error decoding into v.
+func (g *gen) decodeInto(v jen.Code) jen.Code {
+	return jen.Func().Params(jen.Id("e").Add(store("Entry"))).Error().Block(
+		jen.Return(jen.Id(g.decode()).Call(v, jen.Id("e"))),
 	)
 }
 
@@ -257,64 +298,91 @@ func (g *gen) bumpVersion() []jen.Code {
 func (g *gen) body(m t.Method) []jen.Code {
 	a := g.a
 	id := jen.Id("id")
+	indexed := len(a.Lookups) > 0
 	switch m.Kind {
 	case t.MGet:
 		return []jen.Code{jen.Return(store("Get").Call(jen.Id("ctx"), jen.Id("r").Dot("c"), id, jen.Id(g.read)))}
 	case t.MCreate:
-		vid := jen.Id(g.v).Dot(a.ID.GoName)
-		var write []jen.Code
+		body := []jen.Code{jen.If(blk().Dot("Exists").Call()).Block(jen.Return(blk().Dot("Fail").Call(t.RT("ErrDuplicate"))))}
 		if a.Version != nil {
-			write = append(write, jen.Id(g.write).Call(blk(), jen.Id(g.v), jen.Lit(1)))
+			body = append(body, jen.Id(g.write).Call(blk(), jen.Id(g.v), jen.Lit(1)))
 		} else {
-			write = append(write, jen.Id(g.write).Call(blk(), jen.Id(g.v)))
+			body = append(body, jen.Id(g.write).Call(blk(), jen.Id(g.v)))
 		}
-		tx := update("Create", vid, append([]jen.Code{
-			jen.If(blk().Dot("Exists").Call()).Block(jen.Return(blk().Dot("Fail").Call(t.RT("ErrDuplicate")))),
-		}, append(write, returnErr())...)...)
-		if a.Version == nil {
-			return []jen.Code{jen.Return(tx)}
+		if indexed {
+			body = append(body, jen.Id(g.index()).Call(blk(), jen.Nil(), jen.Id(g.v)))
 		}
-		return []jen.Code{
-			jen.Err().Op(":=").Add(tx),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-			jen.Id(g.v).Dot(a.Version.GoName).Op("=").Lit(1),
-			jen.Return(jen.Nil()),
+		body = append(body, returnErr())
+		var after []jen.Code
+		if a.Version != nil {
+			after = append(after, jen.Id(g.v).Dot(a.Version.GoName).Op("=").Lit(1))
 		}
+		return g.write1("Create", body, after)
 	case t.MPut:
-		vid := jen.Id(g.v).Dot(a.ID.GoName)
-		clear := []jen.Code{jen.Comment("Replace the block whole: no entry of the old value survives."), blk().Dot("Clear").Call()}
+		var body []jen.Code
+		var after []jen.Code
+		if a.Version != nil {
+			ver := jen.Id(g.v).Dot(a.Version.GoName)
+			body = append(body,
+				jen.Comment("Version 0 stands for a block that does not exist yet."),
+				jen.If(jen.Err().Op(":=").Add(blk()).Dot("CheckVersion").Call(jen.Lit(a.Version.Key), ver), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+			)
+			after = append(after, ver.Clone().Op("++"))
+		}
+		if indexed {
+			body = append(body,
+				jen.Comment("The old values of the indexed fields, to move the lookup entries."),
+				jen.List(jen.Id("old"), jen.Err()).Op(":=").Id(g.readIndexed()).Call(blk()),
+				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+			)
+		}
 		if len(a.Partitions()) > 0 {
-			clear = []jen.Code{
+			body = append(body,
 				jen.Comment("Replace the block whole: no entry of the old value survives, so that"),
 				jen.Comment("elements past the new length are gone."),
-				blk().Dot("Clear").Call(),
-			}
+			)
+		} else {
+			body = append(body, jen.Comment("Replace the block whole: no entry of the old value survives."))
 		}
-		if a.Version == nil {
-			body := append(clear, jen.Id(g.write).Call(blk(), jen.Id(g.v)), returnErr())
-			return []jen.Code{jen.Return(update("Put", vid, body...))}
+		body = append(body, blk().Dot("Clear").Call())
+		if a.Version != nil {
+			body = append(body, jen.Id(g.write).Call(blk(), jen.Id(g.v), jen.Id(g.v).Dot(a.Version.GoName).Op("+").Lit(1)))
+		} else {
+			body = append(body, jen.Id(g.write).Call(blk(), jen.Id(g.v)))
 		}
-		ver := jen.Id(g.v).Dot(a.Version.GoName)
-		body := []jen.Code{
-			jen.Comment("Version 0 stands for a block that does not exist yet."),
-			jen.If(jen.Err().Op(":=").Add(blk()).Dot("CheckVersion").Call(jen.Lit(a.Version.Key), ver), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		if indexed {
+			body = append(body, jen.Id(g.index()).Call(blk(), jen.Id("old"), jen.Id(g.v)))
 		}
-		body = append(body, clear...)
-		body = append(body, jen.Id(g.write).Call(blk(), jen.Id(g.v), ver.Clone().Op("+").Lit(1)), returnErr())
-		return []jen.Code{
-			jen.Err().Op(":=").Add(update("Put", vid, body...)),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-			ver.Clone().Op("++"),
-			jen.Return(jen.Nil()),
-		}
+		body = append(body, returnErr())
+		return g.write1("Put", body, after)
 	case t.MDelete:
-		return []jen.Code{jen.Return(update("Delete", id, mustExist(), blk().Dot("Clear").Call(), returnErr()))}
+		body := []jen.Code{mustExist()}
+		if indexed {
+			body = append(body,
+				jen.List(jen.Id("old"), jen.Err()).Op(":=").Id(g.readIndexed()).Call(blk()),
+				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+				jen.Id(g.index()).Call(blk(), jen.Id("old"), jen.Nil()),
+			)
+		}
+		body = append(body, blk().Dot("Clear").Call(), returnErr())
+		return []jen.Code{jen.Return(update("Delete", id, body...))}
 	case t.MSet:
-		body := []jen.Code{mustExist(), blk().Dot("Put").Call(jen.Lit(m.Field.Key), jen.Id("v"))}
+		body := []jen.Code{mustExist()}
+		if ls := a.LookupsOf(m.Field); len(ls) > 0 {
+			body = append(body, g.reindex(m.Field.Key, ls, jen.Id(g.v).Dot(m.Field.GoName).Op("=").Id("v"))...)
+		}
+		body = append(body, blk().Dot("Put").Call(jen.Lit(m.Field.Key), jen.Id("v")))
 		body = append(body, g.bumpVersion()...)
 		return []jen.Code{jen.Return(update(m.Name, id, append(body, returnErr())...))}
 	case t.MAppend:
 		body := []jen.Code{mustExist(), jen.Id("i").Op("=").Add(blk()).Dot("Append").Call(jen.Lit(m.Field.Key), jen.Id("e"))}
+		if ls := a.LookupsOf(m.Field); len(ls) > 0 {
+			body = append(body, jen.Comment(fmt.Sprintf("Lookup %s gains the values of e: the other elements keep theirs.", lookupNames(ls))))
+			for _, l := range ls {
+				elem := jen.Op("&").Id(a.Name).Values(jen.Id(m.Field.GoName).Op(":").Add(t.Type(m.Field.Type)).Values(jen.Id("e")))
+				body = append(body, store("Reindex").Call(blk(), jen.Id(g.lookupVar(l)), jen.Nil(), elem))
+			}
+		}
 		body = append(body, g.bumpVersion()...)
 		return []jen.Code{
 			jen.Var().Id("i").Int(),
@@ -323,7 +391,17 @@ func (g *gen) body(m t.Method) []jen.Code {
 			jen.Return(jen.Id("i"), jen.Nil()),
 		}
 	case t.MSetAt:
-		body := []jen.Code{mustExist(), blk().Dot("SetAt").Call(jen.Lit(m.Field.Key), jen.Id("i"), jen.Id("e"))}
+		body := []jen.Code{mustExist()}
+		if ls := a.LookupsOf(m.Field); len(ls) > 0 {
+			fv := jen.Id(g.v).Dot(m.Field.GoName)
+			body = append(body, g.reindex(m.Field.Key+"[i]", ls,
+				fv.Clone().Op("=").Qual("slices", "Clone").Call(jen.Id("old").Dot(m.Field.GoName)),
+				jen.If(jen.Id("i").Op(">=").Lit(0).Op("&&").Id("i").Op("<").Len(fv.Clone())).Block(
+					fv.Clone().Index(jen.Id("i")).Op("=").Id("e"),
+				),
+			)...)
+		}
+		body = append(body, blk().Dot("SetAt").Call(jen.Lit(m.Field.Key), jen.Id("i"), jen.Id("e")))
 		body = append(body, g.bumpVersion()...)
 		return []jen.Code{jen.Return(update(m.Name, id, append(body, returnErr())...))}
 	case t.MListElems:
@@ -336,7 +414,31 @@ func (g *gen) body(m t.Method) []jen.Code {
 	case t.MAll:
 		return []jen.Code{jen.Return(store("All").Call(jen.Id("ctx"), jen.Id("r").Dot("c"), jen.Id(g.read)))}
 	}
-	return t.Unimplemented(m) // TODO(issue 4): remove once every kind is implemented
+	return g.lookupBody(m)
+}
+
+// write1 renders the body of Create or Put: one write transaction running
+// body on the aggregate's block, then the statements after, which update
+// the caller's aggregate once the write succeeded. A counter-keyed
+// aggregate with a zero id gets the id allocated in the transaction.
+func (g *gen) write1(op string, body, after []jen.Code) []jen.Code {
+	a := g.a
+	vid := jen.Id(g.v).Dot(a.ID.GoName)
+	if a.Counter {
+		after = append([]jen.Code{vid.Clone().Op("=").Id("id")}, after...)
+		return append([]jen.Code{
+			jen.List(jen.Id("id"), jen.Err()).Op(":=").Id("r").Dot("c").Dot("UpdateAlloc").Call(jen.Id("ctx"), jen.Lit(op), vid, txFunc(body...)),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		}, append(after, jen.Return(jen.Nil()))...)
+	}
+	tx := update(op, vid, body...)
+	if len(after) == 0 {
+		return []jen.Code{jen.Return(tx)}
+	}
+	return append([]jen.Code{
+		jen.Err().Op(":=").Add(tx),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+	}, append(after, jen.Return(jen.Nil()))...)
 }
 
 // updateBody is the body of the Update method's transaction function.
@@ -350,8 +452,10 @@ func (g *gen) updateBody() []jen.Code {
 			),
 		))
 	}
-	out = append(out, jen.Comment("A failed write (such as a missing element) rolls the whole transaction"),
-		jen.Comment("back: nothing of u is written then."))
+	out = append(out, g.updateLookups()...)
+	out = append(out, jen.Comment("A failed write (such as a missing element, or a unique value held by"),
+		jen.Comment("another block) rolls the whole transaction back: nothing of u is"),
+		jen.Comment("written then."))
 	if a.Strategy == model.EAO {
 		out = append(out, jen.If(jen.Id("u").Dot("Root").Op("!=").Nil()).Block(
 			blk().Dot("PutRoot").Call(jen.Id("new"+title(g.root)).Call(jen.Id("u").Dot("Root"))),

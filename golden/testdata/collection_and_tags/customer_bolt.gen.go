@@ -4,7 +4,6 @@ package collection_and_tags
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -22,7 +21,8 @@ type CustomerBoltRepository struct {
 }
 
 // NewCustomerBoltRepository returns a repository over db's "customers" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewCustomerBoltRepository(db *bbolt.DB) *CustomerBoltRepository {
 	return &CustomerBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,26 +39,31 @@ func (r *CustomerBoltRepository) DB() *bbolt.DB {
 
 var _ CustomerRepository = (*CustomerBoltRepository)(nil)
 
+// decodeCustomerBolt decodes entry e of a Customer block into customer.
+func decodeCustomerBolt(customer *Customer, e boltstore.Entry) error {
+	switch e.Key {
+	case "full_name":
+		return e.Decode(&customer.FullName)
+	case "email":
+		return e.Decode(&customer.Email)
+	case "urlPath":
+		return e.Decode(&customer.URLPath)
+	case "httpCode":
+		return e.Decode(&customer.HTTPCode)
+	case "plain":
+		return e.Decode(&customer.Plain)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readCustomerBolt reads block blk, the Customer with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readCustomerBolt(blk *boltstore.Block, id string) (*Customer, error) {
 	customer := &Customer{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "full_name":
-			return e.Decode(&customer.FullName)
-		case "email":
-			return e.Decode(&customer.Email)
-		case "urlPath":
-			return e.Decode(&customer.URLPath)
-		case "httpCode":
-			return e.Decode(&customer.HTTPCode)
-		case "plain":
-			return e.Decode(&customer.Plain)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeCustomerBolt(customer, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -183,8 +188,9 @@ func (r *CustomerBoltRepository) Update(ctx context.Context, id string, u Custom
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.FullName != nil {
 			blk.Put("full_name", *u.FullName)
 		}
@@ -208,15 +214,14 @@ func (r *CustomerBoltRepository) Update(ctx context.Context, id string, u Custom
 // application-side join: see the *CustomerRefs functions). Keys with no block
 // are absent from the map.
 func (r *CustomerBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Customer, error) {
-	var zero0 map[string]*Customer
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readCustomerBolt)
 }
 
 // EnsureIndexes creates what the Customer repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CustomerBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Customer aggregates in block-key order. Pass the

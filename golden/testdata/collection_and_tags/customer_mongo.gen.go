@@ -4,7 +4,6 @@ package collection_and_tags
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -24,7 +23,10 @@ type CustomerMongoRepository struct {
 // NewCustomerMongoRepository returns a repository over db's "customers"
 // collection.
 func NewCustomerMongoRepository(db *mongo.Database) *CustomerMongoRepository {
-	return &CustomerMongoRepository{coll: mongostore.Collection(db, "customers")}
+	coll := mongostore.Collection(db, "customers")
+	return &CustomerMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -82,10 +84,7 @@ func (r *CustomerMongoRepository) Get(ctx context.Context, id string) (*Customer
 // block with the same key exists.
 func (r *CustomerMongoRepository) Create(ctx context.Context, customer *Customer) error {
 	d := newCustomerMongoDoc(customer)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Customer", customer.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Customer", customer.ID, d)
 }
 
 // Put creates the Customer block or replaces it whole.
@@ -221,15 +220,16 @@ func (r *CustomerMongoRepository) Update(ctx context.Context, id string, u Custo
 // application-side join: see the *CustomerRefs functions). Keys with no block
 // are absent from the map.
 func (r *CustomerMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Customer, error) {
-	var zero0 map[string]*Customer
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Customer", ids, (*customerMongoDoc).aggregate, func(customer *Customer) string {
+		return customer.ID
+	})
 }
 
 // EnsureIndexes creates what the Customer repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CustomerMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Customer", "customers")
 }
 
 // List reads one page of Customer aggregates in block-key order. Pass the

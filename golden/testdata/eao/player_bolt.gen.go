@@ -4,7 +4,6 @@ package eao
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type PlayerBoltRepository struct {
 }
 
 // NewPlayerBoltRepository returns a repository over db's "Player" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewPlayerBoltRepository(db *bbolt.DB) *PlayerBoltRepository {
 	return &PlayerBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -63,21 +63,26 @@ func (d *playerBoltRoot) copyTo(player *Player) {
 	player.Score = d.Score
 }
 
+// decodePlayerBolt decodes entry e of a Player block into player.
+func decodePlayerBolt(player *Player, e boltstore.Entry) error {
+	switch e.Key {
+	case "":
+		var d playerBoltRoot
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		d.copyTo(player)
+	}
+	// Entries of removed fields are skipped.
+	return nil
+}
+
 // readPlayerBolt reads block blk, the Player with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readPlayerBolt(blk *boltstore.Block, id string) (*Player, error) {
 	player := &Player{Username: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "":
-			var d playerBoltRoot
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			d.copyTo(player)
-		}
-		// Entries of removed fields are skipped.
-		return nil
+		return decodePlayerBolt(player, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -133,15 +138,14 @@ func (r *PlayerBoltRepository) Delete(ctx context.Context, id string) error {
 // application-side join: see the *PlayerRefs functions). Keys with no block
 // are absent from the map.
 func (r *PlayerBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
-	var zero0 map[string]*Player
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readPlayerBolt)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *PlayerBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Player aggregates in block-key order. Pass the

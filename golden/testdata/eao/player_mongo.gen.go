@@ -4,7 +4,6 @@ package eao
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -21,7 +20,10 @@ type PlayerMongoRepository struct {
 
 // NewPlayerMongoRepository returns a repository over db's "Player" collection.
 func NewPlayerMongoRepository(db *mongo.Database) *PlayerMongoRepository {
-	return &PlayerMongoRepository{coll: mongostore.Collection(db, "Player")}
+	coll := mongostore.Collection(db, "Player")
+	return &PlayerMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -73,10 +75,7 @@ func (r *PlayerMongoRepository) Get(ctx context.Context, id string) (*Player, er
 // block with the same key exists.
 func (r *PlayerMongoRepository) Create(ctx context.Context, player *Player) error {
 	d := newPlayerMongoDoc(player)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Player", player.Username, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Player", player.Username, d)
 }
 
 // Put creates the Player block or replaces it whole.
@@ -105,15 +104,16 @@ func (r *PlayerMongoRepository) Delete(ctx context.Context, id string) error {
 // application-side join: see the *PlayerRefs functions). Keys with no block
 // are absent from the map.
 func (r *PlayerMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
-	var zero0 map[string]*Player
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Player", ids, (*playerMongoDoc).aggregate, func(player *Player) string {
+		return player.Username
+	})
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *PlayerMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Player", "Player")
 }
 
 // List reads one page of Player aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package eao_partition
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -24,7 +23,10 @@ type GameMongoRepository struct {
 
 // NewGameMongoRepository returns a repository over db's "Game" collection.
 func NewGameMongoRepository(db *mongo.Database) *GameMongoRepository {
-	return &GameMongoRepository{coll: mongostore.Collection(db, "Game")}
+	coll := mongostore.Collection(db, "Game")
+	return &GameMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -83,10 +85,7 @@ func (r *GameMongoRepository) Get(ctx context.Context, id string) (*Game, error)
 // block with the same key exists.
 func (r *GameMongoRepository) Create(ctx context.Context, game *Game) error {
 	d := newGameMongoDoc(game)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Game", game.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Game", game.ID, d)
 }
 
 // Put creates the Game block or replaces it whole.
@@ -185,15 +184,16 @@ func (r *GameMongoRepository) Update(ctx context.Context, id string, u GameUpdat
 // application-side join: see the *GameRefs functions). Keys with no block are
 // absent from the map.
 func (r *GameMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
-	var zero0 map[string]*Game
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Game", ids, (*gameMongoDoc).aggregate, func(game *Game) string {
+		return game.ID
+	})
 }
 
 // EnsureIndexes creates what the Game repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *GameMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Game", "Game")
 }
 
 // List reads one page of Game aggregates in block-key order. Pass the returned

@@ -4,7 +4,6 @@ package etf
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -24,7 +23,8 @@ type ProfileBoltRepository struct {
 }
 
 // NewProfileBoltRepository returns a repository over db's "Profile" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewProfileBoltRepository(db *bbolt.DB) *ProfileBoltRepository {
 	return &ProfileBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -41,42 +41,47 @@ func (r *ProfileBoltRepository) DB() *bbolt.DB {
 
 var _ ProfileRepository = (*ProfileBoltRepository)(nil)
 
+// decodeProfileBolt decodes entry e of a Profile block into profile.
+func decodeProfileBolt(profile *Profile, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&profile.Name)
+	case "age":
+		return e.Decode(&profile.Age)
+	case "ratio":
+		return e.Decode(&profile.Ratio)
+	case "active":
+		return e.Decode(&profile.Active)
+	case "home":
+		return e.Decode(&profile.Home)
+	case "tags":
+		return e.Decode(&profile.Tags)
+	case "scores":
+		return e.Decode(&profile.Scores)
+	case "joined":
+		return e.Decode(&profile.Joined)
+	case "nickname":
+		return e.Decode(&profile.Nickname)
+	case "avatar":
+		return e.Decode(&profile.Avatar)
+	case "past":
+		return e.Decode(&profile.Past)
+	case "extra":
+		return e.Decode(&profile.Extra)
+	case "fixed":
+		return e.Decode(&profile.Fixed)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readProfileBolt reads block blk, the Profile with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readProfileBolt(blk *boltstore.Block, id string) (*Profile, error) {
 	profile := &Profile{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&profile.Name)
-		case "age":
-			return e.Decode(&profile.Age)
-		case "ratio":
-			return e.Decode(&profile.Ratio)
-		case "active":
-			return e.Decode(&profile.Active)
-		case "home":
-			return e.Decode(&profile.Home)
-		case "tags":
-			return e.Decode(&profile.Tags)
-		case "scores":
-			return e.Decode(&profile.Scores)
-		case "joined":
-			return e.Decode(&profile.Joined)
-		case "nickname":
-			return e.Decode(&profile.Nickname)
-		case "avatar":
-			return e.Decode(&profile.Avatar)
-		case "past":
-			return e.Decode(&profile.Past)
-		case "extra":
-			return e.Decode(&profile.Extra)
-		case "fixed":
-			return e.Decode(&profile.Fixed)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeProfileBolt(profile, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -305,8 +310,9 @@ func (r *ProfileBoltRepository) Update(ctx context.Context, id string, u Profile
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -354,15 +360,14 @@ func (r *ProfileBoltRepository) Update(ctx context.Context, id string, u Profile
 // application-side join: see the *ProfileRefs functions). Keys with no block
 // are absent from the map.
 func (r *ProfileBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Profile, error) {
-	var zero0 map[string]*Profile
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readProfileBolt)
 }
 
 // EnsureIndexes creates what the Profile repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *ProfileBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Profile aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package etf
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -25,7 +24,10 @@ type ProfileMongoRepository struct {
 // NewProfileMongoRepository returns a repository over db's "Profile"
 // collection.
 func NewProfileMongoRepository(db *mongo.Database) *ProfileMongoRepository {
-	return &ProfileMongoRepository{coll: mongostore.Collection(db, "Profile")}
+	coll := mongostore.Collection(db, "Profile")
+	return &ProfileMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -107,10 +109,7 @@ func (r *ProfileMongoRepository) Get(ctx context.Context, id string) (*Profile, 
 // block with the same key exists.
 func (r *ProfileMongoRepository) Create(ctx context.Context, profile *Profile) error {
 	d := newProfileMongoDoc(profile)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Profile", profile.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Profile", profile.ID, d)
 }
 
 // Put creates the Profile block or replaces it whole.
@@ -374,15 +373,16 @@ func (r *ProfileMongoRepository) Update(ctx context.Context, id string, u Profil
 // application-side join: see the *ProfileRefs functions). Keys with no block
 // are absent from the map.
 func (r *ProfileMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Profile, error) {
-	var zero0 map[string]*Profile
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Profile", ids, (*profileMongoDoc).aggregate, func(profile *Profile) string {
+		return profile.ID
+	})
 }
 
 // EnsureIndexes creates what the Profile repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *ProfileMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Profile", "Profile")
 }
 
 // List reads one page of Profile aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package intid
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -22,7 +21,8 @@ type CounterBoltRepository struct {
 }
 
 // NewCounterBoltRepository returns a repository over db's "Counter" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewCounterBoltRepository(db *bbolt.DB) *CounterBoltRepository {
 	return &CounterBoltRepository{c: boltstore.Collection[int64]{
 		DB:        db,
@@ -39,18 +39,23 @@ func (r *CounterBoltRepository) DB() *bbolt.DB {
 
 var _ CounterRepository = (*CounterBoltRepository)(nil)
 
+// decodeCounterBolt decodes entry e of a Counter block into counter.
+func decodeCounterBolt(counter *Counter, e boltstore.Entry) error {
+	switch e.Key {
+	case "count":
+		return e.Decode(&counter.Count)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readCounterBolt reads block blk, the Counter with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readCounterBolt(blk *boltstore.Block, id int64) (*Counter, error) {
 	counter := &Counter{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "count":
-			return e.Decode(&counter.Count)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeCounterBolt(counter, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -123,8 +128,9 @@ func (r *CounterBoltRepository) Update(ctx context.Context, id int64, u CounterU
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Count != nil {
 			blk.Put("count", *u.Count)
 		}
@@ -136,15 +142,14 @@ func (r *CounterBoltRepository) Update(ctx context.Context, id int64, u CounterU
 // application-side join: see the *CounterRefs functions). Keys with no block
 // are absent from the map.
 func (r *CounterBoltRepository) GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error) {
-	var zero0 map[int64]*Counter
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readCounterBolt)
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *CounterBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Counter aggregates in block-key order. Pass the

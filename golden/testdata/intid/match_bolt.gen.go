@@ -4,7 +4,6 @@ package intid
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type MatchBoltRepository struct {
 }
 
 // NewMatchBoltRepository returns a repository over db's "Match" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewMatchBoltRepository(db *bbolt.DB) *MatchBoltRepository {
 	return &MatchBoltRepository{c: boltstore.Collection[GameID]{
 		DB:        db,
@@ -38,17 +38,22 @@ func (r *MatchBoltRepository) DB() *bbolt.DB {
 
 var _ MatchRepository = (*MatchBoltRepository)(nil)
 
+// decodeMatchBolt decodes entry e of a Match block into match.
+func decodeMatchBolt(match *Match, e boltstore.Entry) error {
+	switch e.Key {
+	case "title":
+		return e.Decode(&match.Title)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readMatchBolt reads block blk, the Match with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readMatchBolt(blk *boltstore.Block, id GameID) (*Match, error) {
 	match := &Match{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "title":
-			return e.Decode(&match.Title)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeMatchBolt(match, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -121,8 +126,9 @@ func (r *MatchBoltRepository) Update(ctx context.Context, id GameID, u MatchUpda
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Title != nil {
 			blk.Put("title", *u.Title)
 		}
@@ -134,15 +140,14 @@ func (r *MatchBoltRepository) Update(ctx context.Context, id GameID, u MatchUpda
 // application-side join: see the *MatchRefs functions). Keys with no block are
 // absent from the map.
 func (r *MatchBoltRepository) GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error) {
-	var zero0 map[GameID]*Match
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readMatchBolt)
 }
 
 // EnsureIndexes creates what the Match repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *MatchBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Match aggregates in block-key order. Pass the

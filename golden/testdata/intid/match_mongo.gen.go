@@ -4,7 +4,6 @@ package intid
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type MatchMongoRepository struct {
 
 // NewMatchMongoRepository returns a repository over db's "Match" collection.
 func NewMatchMongoRepository(db *mongo.Database) *MatchMongoRepository {
-	return &MatchMongoRepository{coll: mongostore.Collection(db, "Match")}
+	coll := mongostore.Collection(db, "Match")
+	return &MatchMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -68,10 +70,7 @@ func (r *MatchMongoRepository) Get(ctx context.Context, id GameID) (*Match, erro
 // block with the same key exists.
 func (r *MatchMongoRepository) Create(ctx context.Context, match *Match) error {
 	d := newMatchMongoDoc(match)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Match", match.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Match", match.ID, d)
 }
 
 // Put creates the Match block or replaces it whole.
@@ -143,15 +142,16 @@ func (r *MatchMongoRepository) Update(ctx context.Context, id GameID, u MatchUpd
 // application-side join: see the *MatchRefs functions). Keys with no block are
 // absent from the map.
 func (r *MatchMongoRepository) GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error) {
-	var zero0 map[GameID]*Match
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Match", ids, (*matchMongoDoc).aggregate, func(match *Match) GameID {
+		return match.ID
+	})
 }
 
 // EnsureIndexes creates what the Match repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *MatchMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Match", "Match")
 }
 
 // List reads one page of Match aggregates in block-key order. Pass the

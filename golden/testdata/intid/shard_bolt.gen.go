@@ -4,7 +4,6 @@ package intid
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type ShardBoltRepository struct {
 }
 
 // NewShardBoltRepository returns a repository over db's "Shard" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewShardBoltRepository(db *bbolt.DB) *ShardBoltRepository {
 	return &ShardBoltRepository{c: boltstore.Collection[uint32]{
 		DB:        db,
@@ -57,21 +57,26 @@ func (d *shardBoltRoot) copyTo(shard *Shard) {
 	shard.Host = d.Host
 }
 
+// decodeShardBolt decodes entry e of a Shard block into shard.
+func decodeShardBolt(shard *Shard, e boltstore.Entry) error {
+	switch e.Key {
+	case "":
+		var d shardBoltRoot
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		d.copyTo(shard)
+	}
+	// Entries of removed fields are skipped.
+	return nil
+}
+
 // readShardBolt reads block blk, the Shard with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readShardBolt(blk *boltstore.Block, id uint32) (*Shard, error) {
 	shard := &Shard{Num: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "":
-			var d shardBoltRoot
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			d.copyTo(shard)
-		}
-		// Entries of removed fields are skipped.
-		return nil
+		return decodeShardBolt(shard, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -127,15 +132,14 @@ func (r *ShardBoltRepository) Delete(ctx context.Context, id uint32) error {
 // application-side join: see the *ShardRefs functions). Keys with no block are
 // absent from the map.
 func (r *ShardBoltRepository) GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error) {
-	var zero0 map[uint32]*Shard
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readShardBolt)
 }
 
 // EnsureIndexes creates what the Shard repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *ShardBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Shard aggregates in block-key order. Pass the

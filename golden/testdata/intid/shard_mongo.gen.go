@@ -4,7 +4,6 @@ package intid
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -21,7 +20,10 @@ type ShardMongoRepository struct {
 
 // NewShardMongoRepository returns a repository over db's "Shard" collection.
 func NewShardMongoRepository(db *mongo.Database) *ShardMongoRepository {
-	return &ShardMongoRepository{coll: mongostore.Collection(db, "Shard")}
+	coll := mongostore.Collection(db, "Shard")
+	return &ShardMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -67,10 +69,7 @@ func (r *ShardMongoRepository) Get(ctx context.Context, id uint32) (*Shard, erro
 // block with the same key exists.
 func (r *ShardMongoRepository) Create(ctx context.Context, shard *Shard) error {
 	d := newShardMongoDoc(shard)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Shard", shard.Num, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Shard", shard.Num, d)
 }
 
 // Put creates the Shard block or replaces it whole.
@@ -99,15 +98,16 @@ func (r *ShardMongoRepository) Delete(ctx context.Context, id uint32) error {
 // application-side join: see the *ShardRefs functions). Keys with no block are
 // absent from the map.
 func (r *ShardMongoRepository) GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error) {
-	var zero0 map[uint32]*Shard
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Shard", ids, (*shardMongoDoc).aggregate, func(shard *Shard) uint32 {
+		return shard.Num
+	})
 }
 
 // EnsureIndexes creates what the Shard repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *ShardMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Shard", "Shard")
 }
 
 // List reads one page of Shard aggregates in block-key order. Pass the

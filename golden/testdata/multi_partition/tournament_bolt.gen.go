@@ -4,7 +4,6 @@ package multi_partition
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -25,7 +24,8 @@ type TournamentBoltRepository struct {
 }
 
 // NewTournamentBoltRepository returns a repository over db's "Tournament"
-// bucket, which the first write creates.
+// bucket, which the first write creates, like the other buckets it uses
+// (EnsureIndexes creates them all up front).
 func NewTournamentBoltRepository(db *bbolt.DB) *TournamentBoltRepository {
 	return &TournamentBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -42,22 +42,27 @@ func (r *TournamentBoltRepository) DB() *bbolt.DB {
 
 var _ TournamentRepository = (*TournamentBoltRepository)(nil)
 
+// decodeTournamentBolt decodes entry e of a Tournament block into tournament.
+func decodeTournamentBolt(tournament *Tournament, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&tournament.Name)
+	case "rounds":
+		return boltstore.DecodeElems(e, &tournament.Rounds)
+	case "players":
+		return boltstore.DecodeElems(e, &tournament.Players)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readTournamentBolt reads block blk, the Tournament with block key id, entry
 // by entry in key order. It fails with runtime.ErrNotFound if the block does
 // not exist.
 func readTournamentBolt(blk *boltstore.Block, id string) (*Tournament, error) {
 	tournament := &Tournament{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&tournament.Name)
-		case "rounds":
-			return boltstore.DecodeElems(e, &tournament.Rounds)
-		case "players":
-			return boltstore.DecodeElems(e, &tournament.Players)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeTournamentBolt(tournament, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -210,8 +215,9 @@ func (r *TournamentBoltRepository) Update(ctx context.Context, id string, u Tour
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -229,15 +235,14 @@ func (r *TournamentBoltRepository) Update(ctx context.Context, id string, u Tour
 // (an application-side join: see the *TournamentRefs functions). Keys with no
 // block are absent from the map.
 func (r *TournamentBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Tournament, error) {
-	var zero0 map[string]*Tournament
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readTournamentBolt)
 }
 
 // EnsureIndexes creates what the Tournament repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet. It is safe to call on every start.
 func (r *TournamentBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Tournament aggregates in block-key order. Pass the

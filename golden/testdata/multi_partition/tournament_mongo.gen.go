@@ -4,7 +4,6 @@ package multi_partition
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,7 +25,10 @@ type TournamentMongoRepository struct {
 // NewTournamentMongoRepository returns a repository over db's "Tournament"
 // collection.
 func NewTournamentMongoRepository(db *mongo.Database) *TournamentMongoRepository {
-	return &TournamentMongoRepository{coll: mongostore.Collection(db, "Tournament")}
+	coll := mongostore.Collection(db, "Tournament")
+	return &TournamentMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -86,10 +88,7 @@ func (r *TournamentMongoRepository) Get(ctx context.Context, id string) (*Tourna
 // a block with the same key exists.
 func (r *TournamentMongoRepository) Create(ctx context.Context, tournament *Tournament) error {
 	d := newTournamentMongoDoc(tournament)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Tournament", tournament.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Tournament", tournament.ID, d)
 }
 
 // Put creates the Tournament block or replaces it whole.
@@ -238,15 +237,16 @@ func (r *TournamentMongoRepository) Update(ctx context.Context, id string, u Tou
 // (an application-side join: see the *TournamentRefs functions). Keys with no
 // block are absent from the map.
 func (r *TournamentMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Tournament, error) {
-	var zero0 map[string]*Tournament
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Tournament", ids, (*tournamentMongoDoc).aggregate, func(tournament *Tournament) string {
+		return tournament.ID
+	})
 }
 
 // EnsureIndexes creates what the Tournament repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet. It is safe to call on every start.
 func (r *TournamentMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Tournament", "Tournament")
 }
 
 // List reads one page of Tournament aggregates in block-key order. Pass the

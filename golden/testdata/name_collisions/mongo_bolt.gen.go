@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type MongoBoltRepository struct {
 }
 
 // NewMongoBoltRepository returns a repository over db's "Mongo" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewMongoBoltRepository(db *bbolt.DB) *MongoBoltRepository {
 	return &MongoBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -38,19 +38,24 @@ func (r *MongoBoltRepository) DB() *bbolt.DB {
 
 var _ MongoRepository = (*MongoBoltRepository)(nil)
 
+// decodeMongoBolt decodes entry e of a Mongo block into mongoValue.
+func decodeMongoBolt(mongoValue *Mongo, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&mongoValue.Name)
+	case "version":
+		return e.Decode(&mongoValue.Version)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readMongoBolt reads block blk, the Mongo with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readMongoBolt(blk *boltstore.Block, id string) (*Mongo, error) {
 	mongoValue := &Mongo{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&mongoValue.Name)
-		case "version":
-			return e.Decode(&mongoValue.Version)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeMongoBolt(mongoValue, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -155,8 +160,9 @@ func (r *MongoBoltRepository) Update(ctx context.Context, id string, u MongoUpda
 				return err
 			}
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -172,15 +178,14 @@ func (r *MongoBoltRepository) Update(ctx context.Context, id string, u MongoUpda
 // application-side join: see the *MongoRefs functions). Keys with no block are
 // absent from the map.
 func (r *MongoBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Mongo, error) {
-	var zero0 map[string]*Mongo
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readMongoBolt)
 }
 
 // EnsureIndexes creates what the Mongo repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *MongoBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Mongo aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -21,7 +20,10 @@ type MongoMongoRepository struct {
 
 // NewMongoMongoRepository returns a repository over db's "Mongo" collection.
 func NewMongoMongoRepository(db *mongo.Database) *MongoMongoRepository {
-	return &MongoMongoRepository{coll: mongostore.Collection(db, "Mongo")}
+	coll := mongostore.Collection(db, "Mongo")
+	return &MongoMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -72,8 +74,8 @@ func (r *MongoMongoRepository) Get(ctx context.Context, id string) (*Mongo, erro
 func (r *MongoMongoRepository) Create(ctx context.Context, mongoValue *Mongo) error {
 	d := newMongoMongoDoc(mongoValue)
 	d.Version = 1
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Mongo", mongoValue.ID, err)
+	if err := mongostore.Insert(ctx, r.coll, "Create", "Mongo", mongoValue.ID, d); err != nil {
+		return err
 	}
 	mongoValue.Version = 1
 	return nil
@@ -178,15 +180,16 @@ func (r *MongoMongoRepository) Update(ctx context.Context, id string, u MongoUpd
 // application-side join: see the *MongoRefs functions). Keys with no block are
 // absent from the map.
 func (r *MongoMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Mongo, error) {
-	var zero0 map[string]*Mongo
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Mongo", ids, (*mongoMongoDoc).aggregate, func(mongoValue *Mongo) string {
+		return mongoValue.ID
+	})
 }
 
 // EnsureIndexes creates what the Mongo repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *MongoMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Mongo", "Mongo")
 }
 
 // List reads one page of Mongo aggregates in block-key order. Pass the

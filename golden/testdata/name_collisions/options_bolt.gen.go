@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type OptionsBoltRepository struct {
 }
 
 // NewOptionsBoltRepository returns a repository over db's "Options" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewOptionsBoltRepository(db *bbolt.DB) *OptionsBoltRepository {
 	return &OptionsBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -38,18 +38,23 @@ func (r *OptionsBoltRepository) DB() *bbolt.DB {
 
 var _ OptionsRepository = (*OptionsBoltRepository)(nil)
 
+// decodeOptionsBolt decodes entry e of a Options block into optionsValue.
+func decodeOptionsBolt(optionsValue *Options, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&optionsValue.Name)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readOptionsBolt reads block blk, the Options with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readOptionsBolt(blk *boltstore.Block, id string) (*Options, error) {
 	optionsValue := &Options{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&optionsValue.Name)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeOptionsBolt(optionsValue, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -123,8 +128,9 @@ func (r *OptionsBoltRepository) Update(ctx context.Context, id string, u Options
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -136,15 +142,14 @@ func (r *OptionsBoltRepository) Update(ctx context.Context, id string, u Options
 // application-side join: see the *OptionsRefs functions). Keys with no block
 // are absent from the map.
 func (r *OptionsBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Options, error) {
-	var zero0 map[string]*Options
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readOptionsBolt)
 }
 
 // EnsureIndexes creates what the Options repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *OptionsBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Options aggregates in block-key order. Pass the

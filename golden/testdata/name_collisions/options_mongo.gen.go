@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,7 +22,10 @@ type OptionsMongoRepository struct {
 // NewOptionsMongoRepository returns a repository over db's "Options"
 // collection.
 func NewOptionsMongoRepository(db *mongo.Database) *OptionsMongoRepository {
-	return &OptionsMongoRepository{coll: mongostore.Collection(db, "Options")}
+	coll := mongostore.Collection(db, "Options")
+	return &OptionsMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -69,10 +71,7 @@ func (r *OptionsMongoRepository) Get(ctx context.Context, id string) (*Options, 
 // block with the same key exists.
 func (r *OptionsMongoRepository) Create(ctx context.Context, optionsValue *Options) error {
 	d := newOptionsMongoDoc(optionsValue)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Options", optionsValue.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Options", optionsValue.ID, d)
 }
 
 // Put creates the Options block or replaces it whole.
@@ -144,15 +143,16 @@ func (r *OptionsMongoRepository) Update(ctx context.Context, id string, u Option
 // application-side join: see the *OptionsRefs functions). Keys with no block
 // are absent from the map.
 func (r *OptionsMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Options, error) {
-	var zero0 map[string]*Options
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Options", ids, (*optionsMongoDoc).aggregate, func(optionsValue *Options) string {
+		return optionsValue.ID
+	})
 }
 
 // EnsureIndexes creates what the Options repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *OptionsMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Options", "Options")
 }
 
 // List reads one page of Options aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type OptsBoltRepository struct {
 }
 
 // NewOptsBoltRepository returns a repository over db's "Opts" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewOptsBoltRepository(db *bbolt.DB) *OptsBoltRepository {
 	return &OptsBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -38,17 +38,22 @@ func (r *OptsBoltRepository) DB() *bbolt.DB {
 
 var _ OptsRepository = (*OptsBoltRepository)(nil)
 
+// decodeOptsBolt decodes entry e of a Opts block into optsValue.
+func decodeOptsBolt(optsValue *Opts, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&optsValue.Name)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readOptsBolt reads block blk, the Opts with block key id, entry by entry in
 // key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readOptsBolt(blk *boltstore.Block, id string) (*Opts, error) {
 	optsValue := &Opts{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&optsValue.Name)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeOptsBolt(optsValue, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -121,8 +126,9 @@ func (r *OptsBoltRepository) Update(ctx context.Context, id string, u OptsUpdate
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -134,15 +140,14 @@ func (r *OptsBoltRepository) Update(ctx context.Context, id string, u OptsUpdate
 // application-side join: see the *OptsRefs functions). Keys with no block are
 // absent from the map.
 func (r *OptsBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Opts, error) {
-	var zero0 map[string]*Opts
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readOptsBolt)
 }
 
 // EnsureIndexes creates what the Opts repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *OptsBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Opts aggregates in block-key order. Pass the returned

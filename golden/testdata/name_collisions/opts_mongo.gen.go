@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type OptsMongoRepository struct {
 
 // NewOptsMongoRepository returns a repository over db's "Opts" collection.
 func NewOptsMongoRepository(db *mongo.Database) *OptsMongoRepository {
-	return &OptsMongoRepository{coll: mongostore.Collection(db, "Opts")}
+	coll := mongostore.Collection(db, "Opts")
+	return &OptsMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -68,10 +70,7 @@ func (r *OptsMongoRepository) Get(ctx context.Context, id string) (*Opts, error)
 // block with the same key exists.
 func (r *OptsMongoRepository) Create(ctx context.Context, optsValue *Opts) error {
 	d := newOptsMongoDoc(optsValue)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Opts", optsValue.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Opts", optsValue.ID, d)
 }
 
 // Put creates the Opts block or replaces it whole.
@@ -143,15 +142,16 @@ func (r *OptsMongoRepository) Update(ctx context.Context, id string, u OptsUpdat
 // application-side join: see the *OptsRefs functions). Keys with no block are
 // absent from the map.
 func (r *OptsMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Opts, error) {
-	var zero0 map[string]*Opts
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Opts", ids, (*optsMongoDoc).aggregate, func(optsValue *Opts) string {
+		return optsValue.ID
+	})
 }
 
 // EnsureIndexes creates what the Opts repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *OptsMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Opts", "Opts")
 }
 
 // List reads one page of Opts aggregates in block-key order. Pass the returned

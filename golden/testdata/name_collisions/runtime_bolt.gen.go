@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -22,7 +21,8 @@ type RuntimeBoltRepository struct {
 }
 
 // NewRuntimeBoltRepository returns a repository over db's "Runtime" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewRuntimeBoltRepository(db *bbolt.DB) *RuntimeBoltRepository {
 	return &RuntimeBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,20 +39,25 @@ func (r *RuntimeBoltRepository) DB() *bbolt.DB {
 
 var _ RuntimeRepository = (*RuntimeBoltRepository)(nil)
 
+// decodeRuntimeBolt decodes entry e of a Runtime block into runtimeValue.
+func decodeRuntimeBolt(runtimeValue *Runtime, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&runtimeValue.Name)
+	case "version":
+		return e.Decode(&runtimeValue.Version)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readRuntimeBolt reads block blk, the Runtime with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readRuntimeBolt(blk *boltstore.Block, id string) (*Runtime, error) {
 	runtimeValue := &Runtime{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&runtimeValue.Name)
-		case "version":
-			return e.Decode(&runtimeValue.Version)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeRuntimeBolt(runtimeValue, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -157,8 +162,9 @@ func (r *RuntimeBoltRepository) Update(ctx context.Context, id string, u Runtime
 				return err
 			}
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -174,15 +180,14 @@ func (r *RuntimeBoltRepository) Update(ctx context.Context, id string, u Runtime
 // application-side join: see the *RuntimeRefs functions). Keys with no block
 // are absent from the map.
 func (r *RuntimeBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Runtime, error) {
-	var zero0 map[string]*Runtime
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readRuntimeBolt)
 }
 
 // EnsureIndexes creates what the Runtime repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *RuntimeBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Runtime aggregates in block-key order. Pass the

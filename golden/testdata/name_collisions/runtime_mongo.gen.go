@@ -4,7 +4,6 @@ package name_collisions
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type RuntimeMongoRepository struct {
 // NewRuntimeMongoRepository returns a repository over db's "Runtime"
 // collection.
 func NewRuntimeMongoRepository(db *mongo.Database) *RuntimeMongoRepository {
-	return &RuntimeMongoRepository{coll: mongostore.Collection(db, "Runtime")}
+	coll := mongostore.Collection(db, "Runtime")
+	return &RuntimeMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -73,8 +75,8 @@ func (r *RuntimeMongoRepository) Get(ctx context.Context, id string) (*Runtime, 
 func (r *RuntimeMongoRepository) Create(ctx context.Context, runtimeValue *Runtime) error {
 	d := newRuntimeMongoDoc(runtimeValue)
 	d.Version = 1
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Runtime", runtimeValue.ID, err)
+	if err := mongostore.Insert(ctx, r.coll, "Create", "Runtime", runtimeValue.ID, d); err != nil {
+		return err
 	}
 	runtimeValue.Version = 1
 	return nil
@@ -179,15 +181,16 @@ func (r *RuntimeMongoRepository) Update(ctx context.Context, id string, u Runtim
 // application-side join: see the *RuntimeRefs functions). Keys with no block
 // are absent from the map.
 func (r *RuntimeMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Runtime, error) {
-	var zero0 map[string]*Runtime
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Runtime", ids, (*runtimeMongoDoc).aggregate, func(runtimeValue *Runtime) string {
+		return runtimeValue.ID
+	})
 }
 
 // EnsureIndexes creates what the Runtime repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *RuntimeMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Runtime", "Runtime")
 }
 
 // List reads one page of Runtime aggregates in block-key order. Pass the

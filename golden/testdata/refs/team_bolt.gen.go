@@ -4,7 +4,6 @@ package refs
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -22,7 +21,8 @@ type TeamBoltRepository struct {
 }
 
 // NewTeamBoltRepository returns a repository over db's "Team" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewTeamBoltRepository(db *bbolt.DB) *TeamBoltRepository {
 	return &TeamBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,25 +39,30 @@ func (r *TeamBoltRepository) DB() *bbolt.DB {
 
 var _ TeamRepository = (*TeamBoltRepository)(nil)
 
+// decodeTeamBolt decodes entry e of a Team block into team.
+func decodeTeamBolt(team *Team, e boltstore.Entry) error {
+	switch e.Key {
+	case "captain":
+		return e.Decode(&team.Captain)
+	case "coach":
+		return e.Decode(&team.Coach)
+	case "members":
+		return e.Decode(&team.Members)
+	case "matches":
+		return e.Decode(&team.Matches)
+	case "home":
+		return e.Decode(&team.Home)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readTeamBolt reads block blk, the Team with block key id, entry by entry in
 // key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readTeamBolt(blk *boltstore.Block, id string) (*Team, error) {
 	team := &Team{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "captain":
-			return e.Decode(&team.Captain)
-		case "coach":
-			return e.Decode(&team.Coach)
-		case "members":
-			return e.Decode(&team.Members)
-		case "matches":
-			return e.Decode(&team.Matches)
-		case "home":
-			return e.Decode(&team.Home)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeTeamBolt(team, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -182,8 +187,9 @@ func (r *TeamBoltRepository) Update(ctx context.Context, id string, u TeamUpdate
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Captain != nil {
 			blk.Put("captain", *u.Captain)
 		}
@@ -207,15 +213,14 @@ func (r *TeamBoltRepository) Update(ctx context.Context, id string, u TeamUpdate
 // application-side join: see the *TeamRefs functions). Keys with no block are
 // absent from the map.
 func (r *TeamBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Team, error) {
-	var zero0 map[string]*Team
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readTeamBolt)
 }
 
 // EnsureIndexes creates what the Team repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *TeamBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Team aggregates in block-key order. Pass the returned

@@ -4,7 +4,6 @@ package refs
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type TeamMongoRepository struct {
 
 // NewTeamMongoRepository returns a repository over db's "Team" collection.
 func NewTeamMongoRepository(db *mongo.Database) *TeamMongoRepository {
-	return &TeamMongoRepository{coll: mongostore.Collection(db, "Team")}
+	coll := mongostore.Collection(db, "Team")
+	return &TeamMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -80,10 +82,7 @@ func (r *TeamMongoRepository) Get(ctx context.Context, id string) (*Team, error)
 // block with the same key exists.
 func (r *TeamMongoRepository) Create(ctx context.Context, team *Team) error {
 	d := newTeamMongoDoc(team)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Team", team.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "Team", team.ID, d)
 }
 
 // Put creates the Team block or replaces it whole.
@@ -219,15 +218,16 @@ func (r *TeamMongoRepository) Update(ctx context.Context, id string, u TeamUpdat
 // application-side join: see the *TeamRefs functions). Keys with no block are
 // absent from the map.
 func (r *TeamMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Team, error) {
-	var zero0 map[string]*Team
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Team", ids, (*teamMongoDoc).aggregate, func(team *Team) string {
+		return team.ID
+	})
 }
 
 // EnsureIndexes creates what the Team repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *TeamMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Team", "Team")
 }
 
 // List reads one page of Team aggregates in block-key order. Pass the returned

@@ -4,7 +4,6 @@ package refs
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -21,7 +20,8 @@ type UserBoltRepository struct {
 }
 
 // NewUserBoltRepository returns a repository over db's "User" bucket, which
-// the first write creates.
+// the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewUserBoltRepository(db *bbolt.DB) *UserBoltRepository {
 	return &UserBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -38,17 +38,22 @@ func (r *UserBoltRepository) DB() *bbolt.DB {
 
 var _ UserRepository = (*UserBoltRepository)(nil)
 
+// decodeUserBolt decodes entry e of a User block into user.
+func decodeUserBolt(user *User, e boltstore.Entry) error {
+	switch e.Key {
+	case "name":
+		return e.Decode(&user.Name)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readUserBolt reads block blk, the User with block key id, entry by entry in
 // key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readUserBolt(blk *boltstore.Block, id string) (*User, error) {
 	user := &User{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "name":
-			return e.Decode(&user.Name)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeUserBolt(user, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -121,8 +126,9 @@ func (r *UserBoltRepository) Update(ctx context.Context, id string, u UserUpdate
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Name != nil {
 			blk.Put("name", *u.Name)
 		}
@@ -134,15 +140,14 @@ func (r *UserBoltRepository) Update(ctx context.Context, id string, u UserUpdate
 // application-side join: see the *UserRefs functions). Keys with no block are
 // absent from the map.
 func (r *UserBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*User, error) {
-	var zero0 map[string]*User
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readUserBolt)
 }
 
 // EnsureIndexes creates what the User repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *UserBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of User aggregates in block-key order. Pass the returned

@@ -4,7 +4,6 @@ package refs
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type UserMongoRepository struct {
 
 // NewUserMongoRepository returns a repository over db's "User" collection.
 func NewUserMongoRepository(db *mongo.Database) *UserMongoRepository {
-	return &UserMongoRepository{coll: mongostore.Collection(db, "User")}
+	coll := mongostore.Collection(db, "User")
+	return &UserMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -68,10 +70,7 @@ func (r *UserMongoRepository) Get(ctx context.Context, id string) (*User, error)
 // block with the same key exists.
 func (r *UserMongoRepository) Create(ctx context.Context, user *User) error {
 	d := newUserMongoDoc(user)
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "User", user.ID, err)
-	}
-	return nil
+	return mongostore.Insert(ctx, r.coll, "Create", "User", user.ID, d)
 }
 
 // Put creates the User block or replaces it whole.
@@ -143,15 +142,16 @@ func (r *UserMongoRepository) Update(ctx context.Context, id string, u UserUpdat
 // application-side join: see the *UserRefs functions). Keys with no block are
 // absent from the map.
 func (r *UserMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*User, error) {
-	var zero0 map[string]*User
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "User", ids, (*userMongoDoc).aggregate, func(user *User) string {
+		return user.ID
+	})
 }
 
 // EnsureIndexes creates what the User repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *UserMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "User", "User")
 }
 
 // List reads one page of User aggregates in block-key order. Pass the returned

@@ -4,7 +4,6 @@ package version
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -22,7 +21,8 @@ type AccountBoltRepository struct {
 }
 
 // NewAccountBoltRepository returns a repository over db's "Account" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewAccountBoltRepository(db *bbolt.DB) *AccountBoltRepository {
 	return &AccountBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -39,22 +39,27 @@ func (r *AccountBoltRepository) DB() *bbolt.DB {
 
 var _ AccountRepository = (*AccountBoltRepository)(nil)
 
+// decodeAccountBolt decodes entry e of a Account block into account.
+func decodeAccountBolt(account *Account, e boltstore.Entry) error {
+	switch e.Key {
+	case "owner":
+		return e.Decode(&account.Owner)
+	case "balance":
+		return e.Decode(&account.Balance)
+	case "version":
+		return e.Decode(&account.Version)
+	}
+	// The marker (key "") and entries of removed fields are skipped.
+	return nil
+}
+
 // readAccountBolt reads block blk, the Account with block key id, entry by
 // entry in key order. It fails with runtime.ErrNotFound if the block does not
 // exist.
 func readAccountBolt(blk *boltstore.Block, id string) (*Account, error) {
 	account := &Account{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "owner":
-			return e.Decode(&account.Owner)
-		case "balance":
-			return e.Decode(&account.Balance)
-		case "version":
-			return e.Decode(&account.Version)
-		}
-		// The marker (key "") and entries of removed fields are skipped.
-		return nil
+		return decodeAccountBolt(account, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -174,8 +179,9 @@ func (r *AccountBoltRepository) Update(ctx context.Context, id string, u Account
 				return err
 			}
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Owner != nil {
 			blk.Put("owner", *u.Owner)
 		}
@@ -194,15 +200,14 @@ func (r *AccountBoltRepository) Update(ctx context.Context, id string, u Account
 // application-side join: see the *AccountRefs functions). Keys with no block
 // are absent from the map.
 func (r *AccountBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
-	var zero0 map[string]*Account
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readAccountBolt)
 }
 
 // EnsureIndexes creates what the Account repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *AccountBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Account aggregates in block-key order. Pass the

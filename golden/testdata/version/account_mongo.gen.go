@@ -4,7 +4,6 @@ package version
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,7 +21,10 @@ type AccountMongoRepository struct {
 // NewAccountMongoRepository returns a repository over db's "Account"
 // collection.
 func NewAccountMongoRepository(db *mongo.Database) *AccountMongoRepository {
-	return &AccountMongoRepository{coll: mongostore.Collection(db, "Account")}
+	coll := mongostore.Collection(db, "Account")
+	return &AccountMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -76,8 +78,8 @@ func (r *AccountMongoRepository) Get(ctx context.Context, id string) (*Account, 
 func (r *AccountMongoRepository) Create(ctx context.Context, account *Account) error {
 	d := newAccountMongoDoc(account)
 	d.Version = 1
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Account", account.ID, err)
+	if err := mongostore.Insert(ctx, r.coll, "Create", "Account", account.ID, d); err != nil {
+		return err
 	}
 	account.Version = 1
 	return nil
@@ -199,15 +201,16 @@ func (r *AccountMongoRepository) Update(ctx context.Context, id string, u Accoun
 // application-side join: see the *AccountRefs functions). Keys with no block
 // are absent from the map.
 func (r *AccountMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
-	var zero0 map[string]*Account
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Account", ids, (*accountMongoDoc).aggregate, func(account *Account) string {
+		return account.ID
+	})
 }
 
 // EnsureIndexes creates what the Account repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *AccountMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Account", "Account")
 }
 
 // List reads one page of Account aggregates in block-key order. Pass the

@@ -4,7 +4,6 @@ package version
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
@@ -24,7 +23,8 @@ type LedgerBoltRepository struct {
 }
 
 // NewLedgerBoltRepository returns a repository over db's "Ledger" bucket,
-// which the first write creates.
+// which the first write creates, like the other buckets it uses (EnsureIndexes
+// creates them all up front).
 func NewLedgerBoltRepository(db *bbolt.DB) *LedgerBoltRepository {
 	return &LedgerBoltRepository{c: boltstore.Collection[string]{
 		DB:        db,
@@ -60,25 +60,30 @@ func (d *ledgerBoltRoot) copyTo(ledger *Ledger) {
 	ledger.Name = d.Name
 }
 
+// decodeLedgerBolt decodes entry e of a Ledger block into ledger.
+func decodeLedgerBolt(ledger *Ledger, e boltstore.Entry) error {
+	switch e.Key {
+	case "":
+		var d ledgerBoltRoot
+		if err := e.Decode(&d); err != nil {
+			return err
+		}
+		d.copyTo(ledger)
+	case "lines":
+		return boltstore.DecodeElems(e, &ledger.Lines)
+	case "rev":
+		return e.Decode(&ledger.Rev)
+	}
+	// Entries of removed fields are skipped.
+	return nil
+}
+
 // readLedgerBolt reads block blk, the Ledger with block key id, entry by entry
 // in key order. It fails with runtime.ErrNotFound if the block does not exist.
 func readLedgerBolt(blk *boltstore.Block, id string) (*Ledger, error) {
 	ledger := &Ledger{ID: id}
 	if err := blk.Scan(func(e boltstore.Entry) error {
-		switch e.Key {
-		case "":
-			var d ledgerBoltRoot
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			d.copyTo(ledger)
-		case "lines":
-			return boltstore.DecodeElems(e, &ledger.Lines)
-		case "rev":
-			return e.Decode(&ledger.Rev)
-		}
-		// Entries of removed fields are skipped.
-		return nil
+		return decodeLedgerBolt(ledger, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -212,8 +217,9 @@ func (r *LedgerBoltRepository) Update(ctx context.Context, id string, u LedgerUp
 				return err
 			}
 		}
-		// A failed write (such as a missing element) rolls the whole transaction
-		// back: nothing of u is written then.
+		// A failed write (such as a missing element, or a unique value held by
+		// another block) rolls the whole transaction back: nothing of u is
+		// written then.
 		if u.Root != nil {
 			blk.PutRoot(newLedgerBoltRoot(u.Root))
 		}
@@ -232,15 +238,14 @@ func (r *LedgerBoltRepository) Update(ctx context.Context, id string, u LedgerUp
 // application-side join: see the *LedgerRefs functions). Keys with no block
 // are absent from the map.
 func (r *LedgerBoltRepository) GetMany(ctx context.Context, ids []string) (map[string]*Ledger, error) {
-	var zero0 map[string]*Ledger
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return boltstore.GetMany(ctx, r.c, ids, readLedgerBolt)
 }
 
 // EnsureIndexes creates what the Ledger repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *LedgerBoltRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return r.c.Ensure(ctx)
 }
 
 // List reads one page of Ledger aggregates in block-key order. Pass the

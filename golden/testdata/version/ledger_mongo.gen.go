@@ -4,7 +4,6 @@ package version
 
 import (
 	"context"
-	"errors"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,7 +22,10 @@ type LedgerMongoRepository struct {
 
 // NewLedgerMongoRepository returns a repository over db's "Ledger" collection.
 func NewLedgerMongoRepository(db *mongo.Database) *LedgerMongoRepository {
-	return &LedgerMongoRepository{coll: mongostore.Collection(db, "Ledger")}
+	coll := mongostore.Collection(db, "Ledger")
+	return &LedgerMongoRepository{
+		coll: coll,
+	}
 }
 
 // Collection returns the underlying collection.
@@ -84,8 +86,8 @@ func (r *LedgerMongoRepository) Get(ctx context.Context, id string) (*Ledger, er
 func (r *LedgerMongoRepository) Create(ctx context.Context, ledger *Ledger) error {
 	d := newLedgerMongoDoc(ledger)
 	d.Rev = 1
-	if _, err := r.coll.InsertOne(ctx, d); err != nil {
-		return mongostore.Err("Create", "Ledger", ledger.ID, err)
+	if err := mongostore.Insert(ctx, r.coll, "Create", "Ledger", ledger.ID, d); err != nil {
+		return err
 	}
 	ledger.Rev = 1
 	return nil
@@ -217,15 +219,16 @@ func (r *LedgerMongoRepository) Update(ctx context.Context, id string, u LedgerU
 // application-side join: see the *LedgerRefs functions). Keys with no block
 // are absent from the map.
 func (r *LedgerMongoRepository) GetMany(ctx context.Context, ids []string) (map[string]*Ledger, error) {
-	var zero0 map[string]*Ledger
-	return zero0, errors.New("noamgen: not implemented for this store yet: GetMany")
+	return mongostore.GetMany(ctx, r.coll, "Ledger", ids, (*ledgerMongoDoc).aggregate, func(ledger *Ledger) string {
+		return ledger.ID
+	})
 }
 
 // EnsureIndexes creates what the Ledger repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet. It is safe to call on every start.
 func (r *LedgerMongoRepository) EnsureIndexes(ctx context.Context) error {
-	return errors.New("noamgen: not implemented for this store yet: EnsureIndexes")
+	return mongostore.EnsureCollections(ctx, r.coll.Database(), "Ledger", "Ledger")
 }
 
 // List reads one page of Ledger aggregates in block-key order. Pass the

@@ -1,0 +1,585 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// Lookup is one index table of aggregate type A: the bucket Name (the
+// lookup's qualified name, "Hotel.cityStars"), which maps each value of the
+// lookup to the block keys holding it. Values are tuples encoded with the
+// key codec (Keys returns them, without the block key), so that the bucket
+// is in (value, block key) order and a query is one key range.
+//
+//	non-unique: key = value + block key, value empty
+//	unique:     key = value,             value = block key
+//
+// A unique lookup's value is held by one block at most: a write that would
+// give it to a second one finds the first one's key with a single Get.
+type Lookup[A any] struct {
+	Name   string
+	Unique bool
+	// Parts is the number of components of a value (the lookup's parts),
+	// which tells where the block key starts in a non-unique entry's key.
+	Parts int
+	// Keys returns the encoded values an aggregate holds, sorted and
+	// without duplicates.
+	Keys func(*A) [][]byte
+}
+
+// CountersBucket holds the counters of enumerable block keys: key the
+// encoded collection name followed by the encoded scope (nothing for a
+// scalar block key), value the last number allocated or used.
+const CountersBucket = "noam.counters"
+
+// Counter describes a collection's enumerable block keys
+// (noam:"id,counter"): the counted part of a key is a number allocated 1,
+// 2, 3, ... per scope, the key parts before it (none for a scalar key).
+type Counter[K any] struct {
+	// Split returns the encoded scope of id and its counted part.
+	Split func(id K) (scope []byte, n int64)
+	// With returns id with its counted part set to n.
+	With func(id K, n int64) K
+}
+
+// Reindex moves the entries of lookup l of block b from the values held by
+// old to those held by new, where nil stands for no aggregate (a block
+// being created or deleted): entries of values only old holds are deleted,
+// entries of values only new holds are written, the others are left alone
+// (a write that does not change the values writes no entry). With old nil,
+// new may be a partial aggregate: Reindex then only adds its values (an
+// appended element's). A unique value held by another block records a
+// runtime.ErrDuplicate, so that the transaction changes nothing.
+func Reindex[A any](b *Block, l Lookup[A], old, new *A) {
+	if b.err != nil {
+		return
+	}
+	var ok, nk [][]byte
+	if old != nil {
+		ok = runtime.SortKeys(l.Keys(old))
+	}
+	if new != nil {
+		nk = runtime.SortKeys(l.Keys(new))
+	}
+	for i, j := 0, 0; i < len(ok) || j < len(nk); {
+		switch c := compareAt(ok, i, nk, j); {
+		case c < 0:
+			b.unindex(l.Name, l.Unique, ok[i])
+			i++
+		case c > 0:
+			b.index(l.Name, l.Unique, nk[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+}
+
+// compareAt compares a[i] with b[j], where a missing element sorts last.
+func compareAt(a [][]byte, i int, b [][]byte, j int) int {
+	switch {
+	case i == len(a):
+		return 1
+	case j == len(b):
+		return -1
+	}
+	return bytes.Compare(a[i], b[j])
+}
+
+// lookupBucket returns the index bucket name of a write transaction,
+// creating it if needed.
+func (b *Block) lookupBucket(name string) *bbolt.Bucket {
+	if bk := b.lookups[name]; bk != nil {
+		return bk
+	}
+	bk, err := b.tx.CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		b.err = fmt.Errorf("index table %s: %w", name, err)
+		return nil
+	}
+	if b.lookups == nil {
+		b.lookups = map[string]*bbolt.Bucket{}
+	}
+	b.lookups[name] = bk
+	return bk
+}
+
+// index writes the entry of value for this block, if it is missing.
+func (b *Block) index(name string, unique bool, value []byte) {
+	bk := b.lookupBucket(name)
+	if b.err != nil {
+		return
+	}
+	if unique {
+		switch owner := bk.Get(value); {
+		case owner == nil:
+			b.putIn(bk, bytes.Clone(value), bytes.Clone(b.blockKey))
+		case !bytes.Equal(owner, b.blockKey):
+			b.err = b.failAt(fmt.Sprintf("%s %s (held by %s)", name, FormatKey(value), FormatKey(owner)), runtime.ErrDuplicate)
+		}
+		return
+	}
+	k := make([]byte, 0, len(value)+len(b.blockKey))
+	k = append(append(k, value...), b.blockKey...)
+	if bk.Get(k) == nil {
+		b.putIn(bk, k, []byte{})
+	}
+}
+
+// unindex deletes the entry of value for this block, if there is one. A
+// unique value held by another block (which only a write bypassing the
+// repository can cause) is left to its holder.
+func (b *Block) unindex(name string, unique bool, value []byte) {
+	bk := b.lookupBucket(name)
+	if b.err != nil {
+		return
+	}
+	k := value
+	if unique {
+		if !bytes.Equal(bk.Get(value), b.blockKey) {
+			return
+		}
+	} else {
+		k = append(append(make([]byte, 0, len(value)+len(b.blockKey)), value...), b.blockKey...)
+		if bk.Get(k) == nil {
+			return
+		}
+	}
+	if b.err = bk.Delete(k); b.err == nil {
+		b.deletes++
+	}
+}
+
+func (b *Block) putIn(bk *bbolt.Bucket, k, v []byte) {
+	if b.err = bk.Put(k, v); b.err == nil {
+		b.keys++
+		b.bytes += int64(len(k) + len(v))
+	}
+}
+
+// FormatKey renders an encoded tuple for messages: its components
+// separated by commas, strings quoted ("Dortmund", 4).
+func FormatKey(k []byte) string {
+	var parts []string
+	r := runtime.NewKeyReader(k)
+	for !r.Done() {
+		if s, err := r.String(); err == nil {
+			parts = append(parts, fmt.Sprintf("%q", s))
+		} else if i, err := r.Int(); err == nil {
+			parts = append(parts, fmt.Sprint(i))
+		} else if u, err := r.Uint(); err == nil {
+			parts = append(parts, fmt.Sprint(u))
+		} else {
+			parts = append(parts, fmt.Sprintf("%x", r.Rest()))
+			break
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// skipComponents skips n components of r.
+func skipComponents(r *runtime.KeyReader, n int) error {
+	for range n {
+		if _, err := r.String(); err == nil {
+			continue
+		}
+		if _, err := r.Int(); err == nil {
+			continue
+		}
+		if _, err := r.Uint(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entry splits an index entry of lookup l into the value and the block key.
+func entry[A any](l Lookup[A], k, v []byte) (value, blockKey []byte, err error) {
+	if l.Unique {
+		return k, v, nil
+	}
+	r := runtime.NewKeyReader(k)
+	if err := skipComponents(r, l.Parts); err != nil {
+		return nil, nil, err
+	}
+	n := len(k) - len(r.Rest())
+	return k[:n], k[n:], nil
+}
+
+// holds reports whether keys (an aggregate's values) hold value.
+func holds(keys [][]byte, value []byte) bool {
+	for _, k := range keys {
+		if bytes.Equal(k, value) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve reads the block an index entry points at, in a read
+// transaction. It returns false, and no error, for a stale entry: one whose
+// block does not exist or does not hold the value (which only a write
+// bypassing the repository can leave behind; Repair removes them).
+func resolve[K, A any](c Collection[K], tx *bbolt.Tx, b *bbolt.Bucket, op string, l Lookup[A], value, blockKey []byte, read func(*Block, K) (*A, error)) (*A, bool, error) {
+	r := runtime.NewKeyReader(blockKey)
+	id, err := c.Keys.Read(r)
+	if err != nil || !r.Done() {
+		return nil, false, fmt.Errorf("index table %s: entry %x holds no %s block key: the index is corrupt", l.Name, blockKey, c.Aggregate)
+	}
+	blk := c.block(tx, b, op, id)
+	if !blk.Exists() {
+		return nil, false, nil
+	}
+	a, err := read(blk, id)
+	if err != nil {
+		return nil, false, c.fail(op, id, err)
+	}
+	if !holds(l.Keys(a), value) {
+		return nil, false, nil
+	}
+	return a, true, nil
+}
+
+// ListBy reads one page of the aggregates found through lookup l in the
+// key range rng (a query's values), in (value, block key) order, in one read
+// transaction: it reads the index entries from the cursor's position on
+// and each block they point at. The cursor is the last entry's key, bound
+// to the lookup and the range, so that entries added or removed before it
+// do not shift the page. Stale entries are skipped.
+func ListBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[A], rng *runtime.KeyRange, req runtime.PageRequest, read func(*Block, K) (*A, error)) (runtime.Page[*A], error) {
+	if err := rng.Err(); err != nil {
+		return runtime.Page[*A]{}, runtime.Fail(op, c.Aggregate, nil, nil, err)
+	}
+	if err := rng.Resume(l.Name, req.Cursor); err != nil {
+		return runtime.Page[*A]{}, runtime.Fail(op, c.Aggregate, nil, nil, err)
+	}
+	n := req.Size()
+	var page runtime.Page[*A]
+	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		ib := tx.Bucket([]byte(l.Name))
+		if ib == nil || b == nil {
+			return nil
+		}
+		var last []byte
+		cur := ib.Cursor()
+		for k, v := cur.Seek(rng.Start()); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+			if len(page.Items) == n {
+				page.Next = rng.Cursor(l.Name, last)
+				break
+			}
+			value, blockKey, err := entry(l, k, v)
+			if err != nil {
+				return fmt.Errorf("index table %s: entry %x: %w", l.Name, k, err)
+			}
+			a, ok, err := resolve(c, tx, b, op, l, value, blockKey, read)
+			if err != nil {
+				return err
+			}
+			if ok {
+				page.Items = append(page.Items, a)
+				last = bytes.Clone(k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.Page[*A]{}, err
+	}
+	return page, nil
+}
+
+// GetBy reads the aggregate holding value in the unique lookup l, in one
+// read transaction. It fails with runtime.ErrNotFound if none does.
+func GetBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[A], value []byte, read func(*Block, K) (*A, error)) (*A, error) {
+	var out *A
+	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		var owner []byte
+		if ib := tx.Bucket([]byte(l.Name)); ib != nil && b != nil {
+			owner = ib.Get(value)
+		}
+		if owner != nil {
+			a, ok, err := resolve(c, tx, b, op, l, value, owner, read)
+			if err != nil || ok {
+				out = a
+				return err
+			}
+		}
+		return runtime.FailAt(op, c.Aggregate, nil, l.Name+" "+FormatKey(value), runtime.ErrNotFound, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetMany reads the blocks with the given keys in one read transaction.
+// Keys with no block are absent from the map; repeated keys are read once.
+func GetMany[K comparable, T any](ctx context.Context, c Collection[K], ids []K, read func(*Block, K) (T, error)) (map[K]T, error) {
+	out := make(map[K]T, len(ids))
+	err := c.viewTx(ctx, "GetMany", nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		if b == nil {
+			return nil
+		}
+		for _, id := range ids {
+			if _, done := out[id]; done {
+				continue
+			}
+			blk := c.block(tx, b, "GetMany", id)
+			if !blk.Exists() {
+				continue
+			}
+			item, err := read(blk, id)
+			if err != nil {
+				return c.fail("GetMany", id, err)
+			}
+			out[id] = item
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// counterKey is the key of the counter of scope in CountersBucket.
+func (c Collection[K]) counterKey(scope []byte) []byte {
+	return append(runtime.AppendString(nil, c.Name), scope...)
+}
+
+// allocate gives id its counted part, in a write transaction: a zero one
+// is the next number after the scope's counter whose block does not exist,
+// a non-zero one raises the counter. Either way the counter ends at the
+// largest number allocated or used, and numbers are never handed out twice.
+func (c Collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, id K) (K, error) {
+	cb, err := tx.CreateBucketIfNotExists([]byte(CountersBucket))
+	if err != nil {
+		return id, err
+	}
+	scope, n := c.Counter.Split(id)
+	key := c.counterKey(scope)
+	last, err := readCounter(cb, key)
+	if err != nil {
+		return id, err
+	}
+	if n == 0 {
+		for n = last + 1; ; n++ {
+			id = c.Counter.With(id, n)
+			if _, back := c.Counter.Split(id); back != n {
+				return id, fmt.Errorf("counter %s: %d does not fit the block key", FormatKey(key), n)
+			}
+			if !c.block(tx, b, "", id).Exists() {
+				break
+			}
+		}
+	}
+	if n > last {
+		if err := cb.Put(key, encodeInt(n)); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+func readCounter(cb *bbolt.Bucket, key []byte) (int64, error) {
+	if cb == nil {
+		return 0, nil
+	}
+	v := cb.Get(key)
+	if v == nil {
+		return 0, nil
+	}
+	n, err := decodeInt(v)
+	if err != nil {
+		return 0, fmt.Errorf("counter %s: %w", FormatKey(key), err)
+	}
+	return n, nil
+}
+
+// ListScope reads one page of the blocks of one counter scope (the scope
+// parts of id; its counted part is ignored) in number order, in one read
+// transaction: the blocks are read by computed keys, numbers 1, 2, 3, ... up
+// to the scope's counter, from the cursor's number on; numbers without a
+// block (deleted ones) are skipped. The cursor is the last number read,
+// bound to op and the scope.
+func ListScope[K, T any](ctx context.Context, c Collection[K], op string, id K, req runtime.PageRequest, read func(*Block, K) (T, error)) (runtime.Page[T], error) {
+	scope, _ := c.Counter.Split(id)
+	query := fmt.Sprintf("%s.%s:%x", c.Aggregate, op, scope)
+	var after int64
+	if req.Cursor != "" {
+		p, err := runtime.DecodeCursor(query, req.Cursor)
+		if err == nil {
+			r := runtime.NewKeyReader(p)
+			after, err = r.Int()
+			if err != nil || !r.Done() || after < 1 {
+				err = fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
+			}
+		}
+		if err != nil {
+			return runtime.Page[T]{}, runtime.Fail(op, c.Aggregate, nil, nil, err)
+		}
+	}
+	n := req.Size()
+	var page runtime.Page[T]
+	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		last, err := readCounter(tx.Bucket([]byte(CountersBucket)), c.counterKey(scope))
+		if err != nil || b == nil {
+			return err
+		}
+		var prev int64
+		for seq := after + 1; seq <= last; seq++ {
+			id := c.Counter.With(id, seq)
+			blk := c.block(tx, b, op, id)
+			if !blk.Exists() {
+				continue
+			}
+			if len(page.Items) == n {
+				page.Next = runtime.EncodeCursor(query, runtime.AppendInt(nil, prev))
+				break
+			}
+			item, err := read(blk, id)
+			if err != nil {
+				return c.fail(op, id, err)
+			}
+			page.Items = append(page.Items, item)
+			prev = seq
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.Page[T]{}, err
+	}
+	return page, nil
+}
+
+// Ensure creates the collection's bucket, the given index buckets and, for
+// a collection with a Counter, the counters bucket, in one write
+// transaction. Writes create them too when needed, and reads of a bucket
+// that does not exist find nothing, so calling it is optional.
+func (c Collection[K]) Ensure(ctx context.Context, lookups ...string) error {
+	if err := ctx.Err(); err != nil {
+		return runtime.Fail("EnsureIndexes", c.Aggregate, nil, nil, err)
+	}
+	names := append([]string{c.Name}, lookups...)
+	if c.Counter != nil {
+		names = append(names, CountersBucket)
+	}
+	err := c.DB.Update(func(tx *bbolt.Tx) error {
+		for _, n := range names {
+			if _, err := tx.CreateBucketIfNotExists([]byte(n)); err != nil {
+				return fmt.Errorf("bucket %s: %w", n, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.Fail("EnsureIndexes", c.Aggregate, nil, nil, err)
+	}
+	return nil
+}
+
+// Repair rebuilds the index tables lookups of the collection from its
+// blocks, in one write transaction: it reads every block with read (which
+// may read only the fields the lookups index), computes the entries each
+// lookup should hold, deletes the entries that should not be there (the
+// stale ones) and writes the missing ones. A unique value held by several
+// blocks is kept for the first in block-key order and reported as a
+// conflict; a unique entry naming the wrong holder counts as one removed
+// and one added.
+func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*A, error), lookups ...Lookup[A]) (runtime.RepairReport, error) {
+	const op = "Repair"
+	var rep runtime.RepairReport
+	if err := ctx.Err(); err != nil {
+		return rep, runtime.Fail(op, c.Aggregate, nil, nil, err)
+	}
+	var stats Block
+	err := c.DB.Update(func(tx *bbolt.Tx) error {
+		rep = runtime.RepairReport{}
+		stats = Block{}
+		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
+		if err != nil {
+			return err
+		}
+		// The entries each lookup should hold: entry key -> value.
+		want := make([]map[string][]byte, len(lookups))
+		for i := range want {
+			want[i] = map[string][]byte{}
+		}
+		cur := b.Cursor()
+		for k, _ := cur.First(); k != nil; {
+			r := runtime.NewKeyReader(k)
+			id, err := c.Keys.Read(r)
+			if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+				return fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, c.Name)
+			}
+			blk := c.block(tx, b, op, id)
+			a, err := read(blk)
+			if err != nil {
+				return c.fail(op, id, err)
+			}
+			rep.Aggregates++
+			for i, l := range lookups {
+				for _, v := range l.Keys(a) {
+					if !l.Unique {
+						want[i][string(v)+string(blk.blockKey)] = []byte{}
+						continue
+					}
+					if owner, taken := want[i][string(v)]; taken {
+						if !bytes.Equal(owner, blk.blockKey) {
+							rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s is held by %s and %s: kept for %s", l.Name, FormatKey(v), FormatKey(owner), FormatKey(blk.blockKey), FormatKey(owner)))
+						}
+						continue
+					}
+					want[i][string(v)] = blk.blockKey
+				}
+			}
+			k, _ = cur.Seek(runtime.PrefixEnd(blk.prefix))
+		}
+		for i, l := range lookups {
+			ib, err := tx.CreateBucketIfNotExists([]byte(l.Name))
+			if err != nil {
+				return err
+			}
+			var stale [][]byte
+			err = ib.ForEach(func(k, v []byte) error {
+				if w, ok := want[i][string(k)]; ok && bytes.Equal(v, w) {
+					delete(want[i], string(k)) // present and right
+					return nil
+				}
+				stale = append(stale, bytes.Clone(k))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range stale {
+				if err := ib.Delete(k); err != nil {
+					return err
+				}
+				stats.deletes++
+				rep.Removed++
+			}
+			for k, v := range want[i] {
+				stats.putIn(ib, []byte(k), bytes.Clone(v))
+				if stats.err != nil {
+					return stats.err
+				}
+				rep.Added++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.RepairReport{}, c.fail(op, nil, err)
+	}
+	written.keys.Add(stats.keys)
+	written.bytes.Add(stats.bytes)
+	written.deletes.Add(stats.deletes)
+	return rep, nil
+}

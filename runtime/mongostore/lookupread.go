@@ -1,0 +1,305 @@
+package mongostore
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// ListBy reads one page of the aggregates found by the named lookup in key range
+// rng (made by the generated range function, or NewKeyRange of an encoded
+// value), in index key order: entries are read n+1 at a time, their
+// aggregates in one batch, and every entry is verified against its
+// aggregate; stale entries are skipped (and removed once older than
+// StaleAfter).
+func (x *Indexed[K, D, T]) ListBy(ctx context.Context, op, lookup string, rng *runtime.KeyRange, req runtime.PageRequest) (runtime.Page[T], error) {
+	i := x.lookup(lookup)
+	if err := rng.Err(); err != nil {
+		return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, err)
+	}
+	query := x.lookupName(i)
+	if err := rng.Resume(query, req.Cursor); err != nil {
+		return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, err)
+	}
+	n := req.Size()
+	var items []T
+	var keys []string
+	start, end := rng.Start(), rng.To
+	for len(items) <= n && bytes.Compare(start, end) < 0 {
+		want := n + 1 - len(items)
+		filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: IndexKey(start)}, {Key: "$lt", Value: IndexKey(end)}}}}
+		cur, err := x.tables[i].Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(want)))
+		if err != nil {
+			return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, err)
+		}
+		var entries []entry[K]
+		if err := cur.All(ctx, &entries); err != nil {
+			return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		ids := make([]K, 0, len(entries))
+		for _, e := range entries {
+			ids = append(ids, e.ID)
+		}
+		docs, err := getMany(ctx, x.Coll, ids, x.Convert, x.KeyOf)
+		if err != nil {
+			return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, err)
+		}
+		for _, e := range entries {
+			if v, ok := docs[e.ID]; ok {
+				if _, held := slices.BinarySearch(x.entryKeys(i, e.ID, v), e.Key); held {
+					items, keys = append(items, v), append(keys, e.Key)
+					continue
+				}
+			}
+			x.drop(ctx, i, &e)
+		}
+		last, err := hex.DecodeString(entries[len(entries)-1].Key)
+		if err != nil {
+			return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, fmt.Errorf("index entry %q: %w", entries[len(entries)-1].Key, err))
+		}
+		start = append(last, 0)
+		if len(entries) < want {
+			break
+		}
+	}
+	page := runtime.Page[T]{Items: items[:min(len(items), n)]}
+	if page.Items == nil {
+		page.Items = []T{}
+	}
+	if len(items) > n {
+		last, _ := hex.DecodeString(keys[n-1])
+		page.Next = rng.Cursor(query, last)
+	}
+	return page, nil
+}
+
+// drop removes a stale index entry a read met, once it is older than
+// StaleAfter and unless it changed since it was read.
+func (x *Indexed[K, D, T]) drop(ctx context.Context, i int, e *entry[K]) {
+	if stale(e.S) {
+		_, _ = x.tables[i].DeleteOne(context.WithoutCancel(ctx), unchanged(e))
+	}
+}
+
+// GetBy reads the aggregate holding value key (encoded) of the named unique
+// lookup. It fails with runtime.ErrNotFound if none does.
+func (x *Indexed[K, D, T]) GetBy(ctx context.Context, op, lookup string, key []byte) (T, error) {
+	i := x.lookup(lookup)
+	var zero T
+	k := IndexKey(key)
+	var e entry[K]
+	err := x.tables[i].FindOne(ctx, bson.D{{Key: "_id", Value: k}}).Decode(&e)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return zero, runtime.FailAt(op, x.Agg, nil, describeKey(k), runtime.ErrNotFound, nil)
+	}
+	if err != nil {
+		return zero, runtime.Fail(op, x.Agg, nil, nil, err)
+	}
+	var d D
+	err = x.Coll.FindOne(ctx, ByID(e.ID)).Decode(&d)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return zero, runtime.Fail(op, x.Agg, e.ID, nil, err)
+	}
+	if err == nil {
+		v := x.Convert(&d)
+		if _, held := slices.BinarySearch(x.entryKeys(i, e.ID, v), k); held {
+			return v, nil
+		}
+	}
+	x.drop(ctx, i, &e)
+	return zero, runtime.FailAt(op, x.Agg, nil, describeKey(k), runtime.ErrNotFound, nil)
+}
+
+// Repair rebuilds the index tables from the aggregates: it reads every
+// aggregate's lookup fields, then every index table, removes the entries
+// no aggregate holds and writes the missing ones. A unique value held by
+// several aggregates stays with the first in block-key order; the others
+// are reported as conflicts. Run it while nothing else writes the
+// collection: an entry of a write in flight may be removed.
+func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
+	var rep runtime.RepairReport
+	fail := func(err error) (runtime.RepairReport, error) {
+		return rep, runtime.Fail("Repair", x.Agg, nil, nil, err)
+	}
+	type holder struct {
+		id  K
+		inc int64
+	}
+	want := make([]map[string]holder, len(x.Lookups))
+	for i := range want {
+		want[i] = map[string]holder{}
+	}
+	proj := bson.D{{Key: "_id", Value: 1}, {Key: IncKey, Value: 1}}
+	for _, f := range x.Fields {
+		proj = append(proj, bson.E{Key: f, Value: 1})
+	}
+	cur, err := x.Coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(proj))
+	if err != nil {
+		return fail(err)
+	}
+	for cur.Next(ctx) {
+		var d D
+		if err := cur.Decode(&d); err != nil {
+			cur.Close(ctx)
+			return fail(err)
+		}
+		v := x.Convert(&d)
+		h := holder{id: x.KeyOf(v)}
+		h.inc, _ = cur.Current.Lookup(IncKey).AsInt64OK()
+		rep.Aggregates++
+		for i, l := range x.Lookups {
+			for _, k := range x.entryKeys(i, h.id, v) {
+				if first, taken := want[i][k]; taken && l.Unique {
+					rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s: held by %v and %v; kept for %v", x.lookupName(i), describeKey(k), first.id, h.id, first.id))
+					continue
+				}
+				want[i][k] = h
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		cur.Close(ctx)
+		return fail(err)
+	}
+	cur.Close(ctx)
+	now := time.Now().UnixNano()
+	for i, t := range x.tables {
+		seen := map[string]bool{}
+		cur, err := t.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			return fail(err)
+		}
+		var entries []entry[K]
+		err = cur.All(ctx, &entries)
+		if err != nil {
+			return fail(err)
+		}
+		for _, e := range entries {
+			owner, ok := want[i][e.Key]
+			switch {
+			case ok && owner.id == e.ID && owner.inc == e.Inc:
+				seen[e.Key] = true
+			case ok:
+				// A unique value recorded for the wrong block, or an entry
+				// of an earlier incarnation of the block.
+				res, err := t.UpdateOne(ctx, unchanged(&e), bson.D{{Key: "$set", Value: bson.D{{Key: "id", Value: owner.id}, {Key: "inc", Value: owner.inc}, {Key: "s", Value: now}, {Key: "w", Value: int64(0)}}}})
+				if err != nil {
+					return fail(err)
+				}
+				if res.MatchedCount == 1 {
+					seen[e.Key] = true
+					rep.Removed++
+					rep.Added++
+				}
+			default:
+				res, err := t.DeleteOne(ctx, unchanged(&e))
+				if err != nil {
+					return fail(err)
+				}
+				rep.Removed += int(res.DeletedCount)
+			}
+		}
+		var missing []string
+		for k := range want[i] {
+			if !seen[k] {
+				missing = append(missing, k)
+			}
+		}
+		slices.Sort(missing)
+		for _, k := range missing {
+			_, err := t.InsertOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "id", Value: want[i][k].id}, {Key: "inc", Value: want[i][k].inc}, {Key: "s", Value: now}, {Key: "w", Value: int64(0)}})
+			switch {
+			case err == nil:
+				rep.Added++
+			case mongo.IsDuplicateKeyError(err): // written meanwhile
+			default:
+				return fail(err)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// EnsureIndexes creates the aggregate collection, the index tables, the
+// index on their id field (which Delete uses) and the collections named in
+// more (e.g. CountersCollection).
+func (x *Indexed[K, D, T]) EnsureIndexes(ctx context.Context, more ...string) error {
+	names := append([]string{x.Coll.Name()}, more...)
+	for _, t := range x.tables {
+		names = append(names, t.Name())
+	}
+	if err := EnsureCollections(ctx, x.Coll.Database(), x.Agg, names...); err != nil {
+		return err
+	}
+	for _, t := range x.tables {
+		if _, err := t.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "id", Value: 1}}}); err != nil {
+			return runtime.Fail("EnsureIndexes", x.Agg, nil, nil, err)
+		}
+	}
+	return nil
+}
+
+// describeKey renders an index key (hex) as its components, e.g.
+// ("Dortmund", 4), for error messages and repair reports.
+func describeKey(k string) string {
+	b, err := hex.DecodeString(k)
+	if err != nil {
+		return k
+	}
+	r := runtime.NewKeyReader(b)
+	var parts []string
+	for !r.Done() {
+		var s string
+		switch r.Rest()[0] {
+		case 0x02:
+			v, err := r.String()
+			if err != nil {
+				return k
+			}
+			s = fmt.Sprintf("%q", v)
+		case 0x03:
+			v, err := r.Int()
+			if err != nil {
+				return k
+			}
+			s = fmt.Sprint(v)
+		case 0x04:
+			v, err := r.Uint()
+			if err != nil {
+				return k
+			}
+			s = fmt.Sprint(v)
+		default:
+			return k
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "(" + joinComma(parts) + ")"
+}
+
+func joinComma(parts []string) string {
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
