@@ -54,14 +54,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	// Under go:generate, $GOFILE and $GOPACKAGE name the file and package
+	// the directive is in, and the working directory is its package.
+	goPackage := os.Getenv("GOPACKAGE")
 	pattern0 := "."
 	if fs.NArg() == 1 {
 		pattern0 = fs.Arg(0)
+		goPackage = "" // an explicit package wins
+	}
+	if strings.HasSuffix(goPackage, "_test") {
+		fmt.Fprintf(stderr, "noamgen: %s: go:generate in an external test package (%s) is not supported; put the directive in the package that declares the aggregates\n", os.Getenv("GOFILE"), goPackage)
+		return 1
 	}
 	cwd, _ := os.Getwd()
 	schema, err := parser.Load(parser.Config{Pattern: pattern0, BaseDir: cwd})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if goPackage != "" && schema.PkgName != goPackage {
+		fmt.Fprintf(stderr, "noamgen: %s: $GOPACKAGE is %s but the package in %s is %s\n", os.Getenv("GOFILE"), goPackage, cwd, schema.PkgName)
 		return 1
 	}
 	files, err := generator.Generate(schema, generator.Config{Stores: stores, Pattern: *pattern})
