@@ -677,31 +677,3 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
-
-// TestNoUnimplementedMethods fails while any generated file, golden or
-// example, still has a method body a store template does not implement.
-func TestNoUnimplementedMethods(t *testing.T) {
-	root := filepath.Join("..")
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".gen.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(templates.UnimplementedText)) {
-			t.Errorf("%s has methods its store does not implement", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}

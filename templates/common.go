@@ -195,25 +195,6 @@ func putDoc(a *model.Aggregate) string {
 		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + counterDoc(a, "Put")
 }
 
-// UnimplementedText marks generated bodies of methods a store does not
-// implement yet; a golden test fails while any generated file contains it.
-const UnimplementedText = "noamgen: not implemented for this store yet: "
-
-// Unimplemented renders a body returning zero values and an error, for a
-// method kind a store template does not handle yet.
-func Unimplemented(m Method) []jen.Code {
-	var vals []jen.Code
-	for range m.Results[:len(m.Results)-1] {
-		vals = append(vals, jen.Id("zero"+fmt.Sprint(len(vals))))
-	}
-	var out []jen.Code
-	for i, r := range m.Results[:len(m.Results)-1] {
-		out = append(out, jen.Var().Id("zero"+fmt.Sprint(i)).Add(r))
-	}
-	vals = append(vals, jen.Qual("errors", "New").Call(jen.Lit(UnimplementedText+m.Name)))
-	return append(out, jen.Return(vals...))
-}
-
 // Signature renders a method's name, parameters and results.
 func (m Method) Signature() *jen.Statement {
 	return jen.Id(m.Name).Params(m.Params...).Params(m.Results...)
