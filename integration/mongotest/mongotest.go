@@ -287,3 +287,8 @@ func ferretLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 }
+
+// URI is the connection string of the server started by Main (FerretDB, or
+// the MongoDB at NOAM_MONGO_URI), for tests that run programs against it.
+// It is empty outside a package whose TestMain calls Main.
+func URI() string { return shared.uri }
