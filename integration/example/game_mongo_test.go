@@ -5,6 +5,7 @@ package example
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -211,3 +212,42 @@ func names(cmds []*event.CommandStartedEvent) []string {
 }
 
 func runtimePage(limit int) runtime.PageRequest { return runtime.PageRequest{Limit: limit} }
+
+// TestMongoBatchReadsAreOneRoundTrip: GetMany of many keys and a large List
+// page are answered in one command each (no getMore), so resolving
+// references is one round trip however many there are.
+func TestMongoBatchReadsAreOneRoundTrip(t *testing.T) {
+	rec := &recorder{}
+	db := mongotest.StartWithOptions(t, options.Client().SetMonitor(rec.monitor()))
+	players := game.NewPlayerMongoRepository(db)
+	ctx := context.Background()
+	var ids []string
+	for i := range 300 {
+		id := fmt.Sprintf("p%03d", i)
+		ids = append(ids, id)
+		if err := players.Create(ctx, &game.Player{Username: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.take()
+	got, err := players.GetMany(ctx, append(ids, "missing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 300 {
+		t.Fatalf("GetMany found %d of 300", len(got))
+	}
+	if cmds := rec.take(); len(cmds) != 1 || cmds[0].CommandName != "find" {
+		t.Fatalf("GetMany of 301 keys sent %v, want one find", names(cmds))
+	}
+	page, err := players.List(ctx, runtimePage(250))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 250 || page.Next == "" {
+		t.Fatalf("List page of %d, next %q", len(page.Items), page.Next)
+	}
+	if cmds := rec.take(); len(cmds) != 1 || cmds[0].CommandName != "find" {
+		t.Fatalf("a List page of 250 sent %v, want one find", names(cmds))
+	}
+}

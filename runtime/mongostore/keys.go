@@ -50,7 +50,8 @@ func getMany[K comparable, D, T any](ctx context.Context, coll *mongo.Collection
 			in = append(in, id)
 		}
 	}
-	cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}})
+	opts := options.Find().SetBatchSize(oneBatch(len(in)))
+	cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func ListScope[K comparable, D, T any](ctx context.Context, coll, counters *mong
 			in = append(in, key(k))
 		}
 		next += batch
-		cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}})
+		cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, options.Find().SetBatchSize(oneBatch(len(in))))
 		if err != nil {
 			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
 		}

@@ -38,7 +38,8 @@ func (x *Indexed[K, D, T]) ListBy(ctx context.Context, op, lookup string, rng *r
 	for len(items) <= n && bytes.Compare(start, end) < 0 {
 		want := n + 1 - len(items)
 		filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: IndexKey(start)}, {Key: "$lt", Value: IndexKey(end)}}}}
-		cur, err := x.tables[i].Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(want)))
+		opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(want)).SetBatchSize(oneBatch(want))
+		cur, err := x.tables[i].Find(ctx, filter, opts)
 		if err != nil {
 			return runtime.Page[T]{}, runtime.Fail(op, x.Agg, nil, nil, err)
 		}

@@ -70,6 +70,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strconv"
 	"sync"
 
@@ -152,6 +153,15 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 // ByID is the filter that selects block id.
 func ByID(id any) bson.D { return bson.D{{Key: "_id", Value: id}} }
 
+// oneBatch is the batch size that returns at most n documents in the first
+// batch with the cursor closed: one round trip. One more than n, because
+// some servers (FerretDB v1) keep a cursor open after an exactly full batch
+// (costing an empty getMore), and a negative limit (single batch) is capped
+// at their default batch size of 101 there.
+func oneBatch(n int) int32 {
+	return int32(min(n+1, math.MaxInt32))
+}
+
 // Elem names one element of a partitioned array.
 type Elem struct {
 	Field string
@@ -207,7 +217,7 @@ func List[K, D, T any](ctx context.Context, coll *mongo.Collection, agg, query s
 		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: after}}}}
 	}
 	n := req.Size()
-	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1)
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	cur, err := coll.Find(ctx, filter, opts)
 	if err != nil {
 		return runtime.Page[T]{}, runtime.Fail("List", agg, nil, nil, err)
