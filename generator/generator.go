@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+	"golang.org/x/tools/imports"
 
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
@@ -120,7 +121,13 @@ func render(f *jen.File, name string) (File, error) {
 	if err := f.Render(&buf); err != nil {
 		return File{}, fmt.Errorf("rendering %s: %w", name, err)
 	}
-	return File{Name: name, Content: buf.Bytes()}, nil
+	// jennifer gofmts; goimports' formatting also groups the standard
+	// library's imports apart from the others, as people write them.
+	out, err := imports.Process(name, buf.Bytes(), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: true})
+	if err != nil {
+		return File{}, fmt.Errorf("formatting %s: %w", name, err)
+	}
+	return File{Name: name, Content: out}, nil
 }
 
 // Stale lists the noamgen-generated .go files in dir that files does not

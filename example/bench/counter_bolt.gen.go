@@ -4,10 +4,11 @@ package bench
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // CounterBoltRepository is the bbolt implementation of CounterRepository,

@@ -4,8 +4,9 @@ package bench
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // CounterRepository reads and writes Counter aggregates: collection "Counter",

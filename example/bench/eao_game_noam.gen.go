@@ -4,8 +4,9 @@ package bench
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // EAOGameRepository reads and writes EAOGame aggregates: collection "EAOGame",

@@ -4,8 +4,9 @@ package bench
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // RoundsGameRepository reads and writes RoundsGame aggregates: collection

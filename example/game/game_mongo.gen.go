@@ -4,13 +4,14 @@ package game
 
 import (
 	"context"
+	"iter"
+	"maps"
+	"slices"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"iter"
-	"maps"
-	"slices"
 )
 
 // GameMongoRepository is the MongoDB implementation of GameRepository. Each

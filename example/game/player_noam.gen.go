@@ -4,8 +4,9 @@ package game
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // PlayerRepository reads and writes Player aggregates: collection "Player",

@@ -4,8 +4,9 @@ package game
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // TournamentRepository reads and writes Tournament aggregates: collection

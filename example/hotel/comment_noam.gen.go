@@ -4,8 +4,9 @@ package hotel
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // CommentRepository reads and writes Comment aggregates: collection "Comment",

@@ -4,8 +4,9 @@ package hotel
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // HotelRepository reads and writes Hotel aggregates: collection "Hotel",

@@ -4,10 +4,11 @@ package hotel
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // PostBoltRepository is the bbolt implementation of PostRepository, after the

@@ -4,10 +4,11 @@ package collection_and_tags
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // CustomerBoltRepository is the bbolt implementation of CustomerRepository,

@@ -4,8 +4,9 @@ package collection_and_tags
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // CustomerRepository reads and writes Customer aggregates: collection

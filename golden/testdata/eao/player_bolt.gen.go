@@ -4,10 +4,11 @@ package eao
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // PlayerBoltRepository is the bbolt implementation of PlayerRepository, after

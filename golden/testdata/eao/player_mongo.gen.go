@@ -4,11 +4,12 @@ package eao
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"iter"
 )
 
 // PlayerMongoRepository is the MongoDB implementation of PlayerRepository.

@@ -4,12 +4,13 @@ package eao_partition
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/boltstore"
-	"go.etcd.io/bbolt"
 	"iter"
 	"maps"
 	"slices"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/boltstore"
+	"go.etcd.io/bbolt"
 )
 
 // GameBoltRepository is the bbolt implementation of GameRepository, after the

@@ -4,11 +4,12 @@ package etf
 
 import (
 	"context"
+	"iter"
+	"time"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
-	"time"
 )
 
 // ProfileBoltRepository is the bbolt implementation of ProfileRepository,

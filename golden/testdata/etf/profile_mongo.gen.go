@@ -4,13 +4,14 @@ package etf
 
 import (
 	"context"
+	"iter"
+	"time"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"iter"
-	"time"
 )
 
 // ProfileMongoRepository is the MongoDB implementation of ProfileRepository.

@@ -4,9 +4,10 @@ package etf
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
 	"time"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // ProfileRepository reads and writes Profile aggregates: collection "Profile",

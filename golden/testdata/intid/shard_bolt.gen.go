@@ -4,10 +4,11 @@ package intid
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // ShardBoltRepository is the bbolt implementation of ShardRepository, after

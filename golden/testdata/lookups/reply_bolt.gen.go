@@ -4,10 +4,11 @@ package lookups
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // ReplyBoltRepository is the bbolt implementation of ReplyRepository, after

@@ -4,8 +4,9 @@ package lookups
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // ReplyRepository reads and writes Reply aggregates: collection "Reply",

@@ -4,10 +4,11 @@ package lookups
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // ShopBoltRepository is the bbolt implementation of ShopRepository, after the

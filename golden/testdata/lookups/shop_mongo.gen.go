@@ -4,11 +4,12 @@ package lookups
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"iter"
 )
 
 // ShopMongoRepository is the MongoDB implementation of ShopRepository. Each

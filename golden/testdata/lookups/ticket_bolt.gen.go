@@ -4,12 +4,13 @@ package lookups
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/boltstore"
-	"go.etcd.io/bbolt"
 	"iter"
 	"maps"
 	"slices"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/boltstore"
+	"go.etcd.io/bbolt"
 )
 
 // TicketBoltRepository is the bbolt implementation of TicketRepository, after

@@ -4,8 +4,9 @@ package lookups
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // TicketRepository reads and writes Ticket aggregates: collection "Ticket",

@@ -4,11 +4,12 @@ package name_collisions
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"iter"
 )
 
 // MongoMongoRepository is the MongoDB implementation of MongoRepository. Each

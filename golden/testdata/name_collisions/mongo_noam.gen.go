@@ -4,8 +4,9 @@ package name_collisions
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // MongoRepository reads and writes Mongo aggregates: collection "Mongo",

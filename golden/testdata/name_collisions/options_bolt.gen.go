@@ -4,10 +4,11 @@ package name_collisions
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // OptionsBoltRepository is the bbolt implementation of OptionsRepository,

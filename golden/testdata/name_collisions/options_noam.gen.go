@@ -4,8 +4,9 @@ package name_collisions
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // OptionsRepository reads and writes Options aggregates: collection "Options",

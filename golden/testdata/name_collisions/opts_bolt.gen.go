@@ -4,10 +4,11 @@ package name_collisions
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // OptsBoltRepository is the bbolt implementation of OptsRepository, after the

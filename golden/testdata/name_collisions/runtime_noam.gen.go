@@ -4,8 +4,9 @@ package name_collisions
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // RuntimeRepository reads and writes Runtime aggregates: collection "Runtime",

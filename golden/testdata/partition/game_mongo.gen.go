@@ -4,14 +4,15 @@ package partition
 
 import (
 	"context"
+	"iter"
+	"maps"
+	"slices"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"iter"
-	"maps"
-	"slices"
 )
 
 // GameMongoRepository is the MongoDB implementation of GameRepository. Each

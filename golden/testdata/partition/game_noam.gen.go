@@ -4,8 +4,9 @@ package partition
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // GameRepository reads and writes Game aggregates: collection "Game", strategy

@@ -4,10 +4,11 @@ package refs
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // TeamBoltRepository is the bbolt implementation of TeamRepository, after the

@@ -4,8 +4,9 @@ package refs
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // TeamRepository reads and writes Team aggregates: collection "Team", strategy

@@ -4,10 +4,11 @@ package refs
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // UserBoltRepository is the bbolt implementation of UserRepository, after the

@@ -4,8 +4,9 @@ package refs
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // UserRepository reads and writes User aggregates: collection "User", strategy

@@ -4,10 +4,11 @@ package version
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"go.etcd.io/bbolt"
-	"iter"
 )
 
 // AccountBoltRepository is the bbolt implementation of AccountRepository,

@@ -4,11 +4,12 @@ package version
 
 import (
 	"context"
+	"iter"
+
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"iter"
 )
 
 // AccountMongoRepository is the MongoDB implementation of AccountRepository.

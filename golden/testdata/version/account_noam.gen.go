@@ -4,8 +4,9 @@ package version
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // AccountRepository reads and writes Account aggregates: collection "Account",

@@ -4,12 +4,13 @@ package version
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/boltstore"
-	"go.etcd.io/bbolt"
 	"iter"
 	"maps"
 	"slices"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/boltstore"
+	"go.etcd.io/bbolt"
 )
 
 // LedgerBoltRepository is the bbolt implementation of LedgerRepository, after

@@ -4,8 +4,9 @@ package version
 
 import (
 	"context"
-	"github.com/noamgen/noamgen/runtime"
 	"iter"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // LedgerRepository reads and writes Ledger aggregates: collection "Ledger",
