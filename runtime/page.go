@@ -1,5 +1,10 @@
 package runtime
 
+import (
+	"context"
+	"iter"
+)
+
 // DefaultPageLimit is the page size used when a PageRequest has no Limit.
 const DefaultPageLimit = 100
 
@@ -30,4 +35,34 @@ type Page[T any] struct {
 	Items []T
 	// Next is the cursor of the following page; empty when this page is the last.
 	Next string
+}
+
+// Pages iterates over every item of a keyset-paginated listing, asking
+// list for pages of limit items and following their Next cursors; it stops
+// at the first error, which is yielded with a zero item. For example:
+//
+//	for h, err := range runtime.Pages(ctx, 100, func(ctx context.Context, req runtime.PageRequest) (runtime.Page[*hotel.Hotel], error) {
+//		return hotels.ListByTags(ctx, "spa", req)
+//	}) { ... }
+func Pages[T any](ctx context.Context, limit int, list func(context.Context, PageRequest) (Page[T], error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		req := PageRequest{Limit: limit}
+		for {
+			page, err := list(ctx, req)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, item := range page.Items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if page.Next == "" {
+				return
+			}
+			req.Cursor = page.Next
+		}
+	}
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 		{"ScopedCounter", testScopedCounter},
 		{"ScopePages", testScopePages},
 		{"GetMany", testGetMany},
+		{"PagesHelper", testPagesHelper},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -619,4 +620,24 @@ func testGetMany(t *testing.T, s Stores) {
 	if len(cm) != 2 || cm[hotel.CommentKey{Post: 1, Seq: 3}] == nil {
 		t.Fatalf("GetMany of comments: %v", cm)
 	}
+}
+
+// testPagesHelper: runtime.Pages follows the cursors of a lookup listing.
+func testPagesHelper(t *testing.T, s Stores) {
+	seed(t, s)
+	var got []string
+	for h, err := range runtime.Pages(ctx, 1, func(ctx context.Context, req runtime.PageRequest) (runtime.Page[*hotel.Hotel], error) {
+		return s.Hotels.ListByCityStars(ctx, hotel.HotelCityStarsQuery{City: runtime.Eq("Dortmund")}, req)
+	}) {
+		must(t, err)
+		got = append(got, h.ID)
+	}
+	eq(t, "runtime.Pages over ListByCityStars", got, "h2", "h5", "h1", "h4")
+	var gotErr error
+	for _, err := range runtime.Pages(ctx, 1, func(ctx context.Context, req runtime.PageRequest) (runtime.Page[*hotel.Hotel], error) {
+		return s.Hotels.ListByCityStars(ctx, hotel.HotelCityStarsQuery{Stars: runtime.Eq(4)}, req)
+	}) {
+		gotErr = err
+	}
+	wantErr(t, gotErr, runtime.ErrBadQuery, "runtime.Pages over a bad query")
 }
