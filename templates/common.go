@@ -136,7 +136,7 @@ func moreMethods(a *model.Aggregate) []Method {
 			var params []jen.Code
 			params = append(params, Ctx())
 			for _, p := range l.Parts {
-				params = append(params, jen.Id(LowerFirst(p.Name)).Add(Type(p.Type)))
+				params = append(params, jen.Id(ParamName(p.Name)).Add(Type(p.Type)))
 			}
 			ms = append(ms, Method{Kind: MGetBy, Name: GetBy(l), Lookup: l,
 				Doc:    fmt.Sprintf("%s reads the %s aggregate that holds the given %s, which is unique: a write that would give it to a second aggregate fails with runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate holds it.", GetBy(l), a.Name, partPaths(l)),
@@ -147,7 +147,7 @@ func moreMethods(a *model.Aggregate) []Method {
 		params := []jen.Code{Ctx()}
 		var names []string
 		for _, p := range a.Scope() {
-			params = append(params, jen.Id(LowerFirst(p.GoName)).Add(Type(p.Type)))
+			params = append(params, jen.Id(ParamName(p.GoName)).Add(Type(p.Type)))
 			names = append(names, p.Key)
 		}
 		params = append(params, jen.Id("req").Add(RT("PageRequest")))

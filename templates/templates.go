@@ -83,6 +83,17 @@ func Var(a *model.Aggregate) string {
 	return v
 }
 
+// ParamName is the parameter name for a value named name (a lookup or key
+// part, e.g. "City" -> "city"), kept clear of keywords, predeclared names
+// and the names generated method bodies use.
+func ParamName(name string) string {
+	v := LowerFirst(name)
+	if reserved[v] || isKeyword(v) || types.Universe.Lookup(v) != nil {
+		v += "Value"
+	}
+	return v
+}
+
 // Unexported is a package-private name derived from the aggregate, e.g.
 // Unexported(a, "Doc") == "gameDoc".
 func Unexported(a *model.Aggregate, suffix string) string { return LowerFirst(a.Name) + suffix }

@@ -318,13 +318,13 @@ func (g *gen) lookupBody(m t.Method) []jen.Code {
 		l := m.Lookup
 		var vals []jen.Code
 		for _, p := range l.Parts {
-			vals = append(vals, jen.Id(t.LowerFirst(p.Name)))
+			vals = append(vals, jen.Id(t.ParamName(p.Name)))
 		}
 		return []jen.Code{jen.Return(store("GetBy").Call(ctx, c, jen.Lit(m.Name), jen.Id(g.lookupVar(l)), lookupValue(l, vals), jen.Id(g.read)))}
 	case t.MListScope:
 		var parts []jen.Code
 		for _, p := range a.Scope() {
-			parts = append(parts, jen.Id(p.GoName).Op(":").Id(t.LowerFirst(p.GoName)))
+			parts = append(parts, jen.Id(p.GoName).Op(":").Id(t.ParamName(p.GoName)))
 		}
 		id := t.IDType(a).(*jen.Statement).Clone().Values(parts...)
 		return []jen.Code{jen.Return(store("ListScope").Call(ctx, c, jen.Lit(m.Name), id, req, jen.Id(g.read)))}

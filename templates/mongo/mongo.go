@@ -356,14 +356,14 @@ func (g *gen) body(m t.Method) []jen.Code {
 		l := m.Lookup
 		key := jen.Nil()
 		for _, p := range l.Parts {
-			key = t.EncodeValue(p.Type, key, jen.Id(t.LowerFirst(p.Name)))
+			key = t.EncodeValue(p.Type, key, jen.Id(t.ParamName(p.Name)))
 		}
 		return []jen.Code{jen.Return(jen.Id("r").Dot("lookups").Dot("GetBy").Call(jen.Id("ctx"), jen.Lit(m.Name), jen.Lit(l.Name), key))}
 	case t.MListScope:
 		scope := jen.Nil()
 		var parts []jen.Code
 		for _, p := range a.Scope() {
-			name := jen.Id(t.LowerFirst(p.GoName))
+			name := jen.Id(t.ParamName(p.GoName))
 			scope = t.EncodeValue(p.Type, scope, name)
 			parts = append(parts, jen.Id(p.GoName).Op(":").Add(name))
 		}
