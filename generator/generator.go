@@ -73,6 +73,15 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 	for _, st := range sel {
 		names = append(names, st.Name)
 	}
+	var clashes parser.ErrorList
+	for _, a := range s.Aggregates {
+		if err := templates.CheckNames(a); err != nil {
+			clashes = append(clashes, parser.Error{Pos: a.Pos, Msg: err.Error()})
+		}
+	}
+	if len(clashes) > 0 {
+		return nil, clashes
+	}
 	var files []File
 	for _, a := range s.Aggregates {
 		name := func(store string) string {

@@ -309,3 +309,30 @@ func keys(fs []*model.Field) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// CheckNames reports generated names that would collide for a (two methods
+// of the repository, or two fields of the Update type), so that the user
+// gets an error naming them rather than code that does not compile.
+func CheckNames(a *model.Aggregate) error {
+	seen := map[string]bool{}
+	for _, m := range Methods(a) {
+		if seen[m.Name] {
+			return fmt.Errorf("aggregate %s would get two methods named %s; rename a field or give a lookup another name with noam:\"lookup=NAME\"", a.Name, m.Name)
+		}
+		seen[m.Name] = true
+	}
+	fields := map[string]bool{"IfVersion": a.Version != nil, "Root": a.Strategy == model.EAO}
+	for _, f := range a.Settable() {
+		if fields[f.GoName] {
+			return fmt.Errorf("aggregate %s would get two %s fields in %s; rename field %s", a.Name, f.GoName, Update(a), f.GoName)
+		}
+		fields[f.GoName] = true
+	}
+	for _, f := range a.Partitions() {
+		if fields[AtField(f)] {
+			return fmt.Errorf("aggregate %s would get two %s fields in %s; rename field %s", a.Name, AtField(f), Update(a), f.GoName)
+		}
+		fields[AtField(f)] = true
+	}
+	return nil
+}

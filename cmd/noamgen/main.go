@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -78,7 +79,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	files, err := generator.Generate(schema, generator.Config{Stores: stores, Pattern: *pattern})
 	if err != nil {
-		fmt.Fprintln(stderr, "noamgen:", err)
+		var positioned parser.ErrorList
+		if errors.As(err, &positioned) {
+			fmt.Fprintln(stderr, err) // file:line:col: message, like the parser's
+		} else {
+			fmt.Fprintln(stderr, "noamgen:", err)
+		}
 		return 1
 	}
 	if *check {

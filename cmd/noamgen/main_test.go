@@ -120,3 +120,12 @@ func TestTagErrorsArePositioned(t *testing.T) {
 		t.Fatalf("bad input wrote files: %v", entries)
 	}
 }
+
+func TestGeneratorErrorsArePositioned(t *testing.T) {
+	dir := tempPackage(t, "package p\n\ntype K struct {\n\tPost int64\n\tSeq  int64\n}\n\ntype C struct {\n\t_    struct{} `noam:\"aggregate\"`\n\tKey  K        `noam:\"id,counter\"`\n\tPost string   `noam:\"lookup\"`\n}\n")
+	code, _, errs := runIn(t, dir, nil)
+	want := "input.go:8:6: aggregate C would get two methods named ListByPost"
+	if code != 1 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("exit %d, stderr %q, want it to start with %q", code, errs, want)
+	}
+}
