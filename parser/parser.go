@@ -73,7 +73,7 @@ func Load(cfg Config) (*model.Schema, error) {
 			packages.NeedTypes | packages.NeedTypesInfo,
 		Dir: cfg.Dir,
 		ParseFile: func(fset *token.FileSet, filename string, src []byte) (*ast.File, error) {
-			if isGenerated(src) {
+			if IsGenerated(src) {
 				return goparser.ParseFile(fset, filename, src, goparser.PackageClauseOnly)
 			}
 			return goparser.ParseFile(fset, filename, src, goparser.ParseComments)
@@ -110,13 +110,10 @@ func Load(cfg Config) (*model.Schema, error) {
 	return s, nil
 }
 
-// IsGenerated reports whether a file's content was written by noamgen.
-func isGenerated(src []byte) bool {
+// IsGenerated reports whether src carries noamgen's generated-file header.
+func IsGenerated(src []byte) bool {
 	return bytes.HasPrefix(src, []byte(GeneratedHeader))
 }
-
-// IsGenerated reports whether src carries noamgen's generated-file header.
-func IsGenerated(src []byte) bool { return isGenerated(src) }
 
 type loader struct {
 	pkg  *packages.Package

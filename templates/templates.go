@@ -72,16 +72,7 @@ func Update(a *model.Aggregate) string { return a.Name + "Update" }
 func StoreRepo(a *model.Aggregate, store string) string { return a.Name + store + "Repository" }
 
 // Var is the parameter name for an aggregate value, e.g. "game".
-func Var(a *model.Aggregate) string {
-	v := LowerFirst(a.Name)
-	if reserved[v] {
-		v += "Value"
-	}
-	if types.Universe.Lookup(v) != nil || isKeyword(v) {
-		v += "Value"
-	}
-	return v
-}
+func Var(a *model.Aggregate) string { return ParamName(a.Name) }
 
 // ParamName is the parameter name for a value named name (a lookup or key
 // part, e.g. "City" -> "city"), kept clear of keywords, predeclared names
