@@ -1,0 +1,607 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// Store is the bbolt adapter of the store contract (runtime.Store) for
+// aggregate class T with block keys K: every write is one bbolt write
+// transaction that changes the block's entries, its index entries and its
+// counter together, so a block and its lookups are always consistent.
+type Store[T any, K comparable] struct {
+	c       Collection[K]
+	d       *runtime.Desc[T, K]
+	lookups []Lookup[T]
+	// indexed are the entry keys the lookups read.
+	indexed []string
+}
+
+var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// Open returns the adapter of aggregate class d over db: bucket
+// d.Collection, one index bucket per lookup ("Hotel.cityStars").
+func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K] {
+	s := &Store[T, K]{d: d, c: Collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
+	if d.Counter != nil {
+		s.c.Counter = &Counter[K]{Split: d.Counter.Split, With: d.Counter.With}
+	}
+	for _, l := range d.Lookups {
+		s.lookups = append(s.lookups, Lookup[T]{Name: IndexBucket(d.Collection, l.Name), Unique: l.Unique, Parts: l.Parts, Keys: l.Keys})
+		for _, f := range l.Fields {
+			if !containsString(s.indexed, f) {
+				s.indexed = append(s.indexed, f)
+			}
+		}
+	}
+	return s
+}
+
+// IndexBucket names the bucket of a lookup: "Hotel.cityStars".
+func IndexBucket(collection, lookup string) string { return collection + "." + lookup }
+
+// DB returns the database.
+func (s *Store[T, K]) DB() *bbolt.DB { return s.c.DB }
+
+// Caps declares what bbolt promises.
+func (s *Store[T, K]) Caps() runtime.Caps {
+	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true}
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// valueDecoder decodes one stored value; one is reused for a whole block.
+type valueDecoder struct{ b []byte }
+
+func (d *valueDecoder) Decode(v any) error { return Decode(d.b, v) }
+
+// decode decodes entry e into t.
+func (s *Store[T, K]) decode(t *T, e Entry, dec *valueDecoder) error {
+	dec.b = e.Value
+	if e.Key == "" {
+		if s.d.Root != nil && len(e.Value) > 0 {
+			return s.d.Root.Decode(t, dec)
+		}
+		return nil // the marker of an ETF block
+	}
+	f := s.d.Field(e.Key)
+	if f == nil {
+		return nil // an entry of a removed field
+	}
+	if f.Kind != runtime.KindPartition {
+		return f.Decode(t, dec)
+	}
+	if !e.Elem {
+		n, err := decodeInt(e.Value)
+		if err != nil {
+			return fmt.Errorf("entry %s: %w", e, err)
+		}
+		if n < 0 {
+			return fmt.Errorf("entry %s: negative element count %d", e, n)
+		}
+		f.Reset(t, int(min(n, 1<<20)))
+		return nil
+	}
+	if e.Index != f.Len(t) {
+		return fmt.Errorf("entry %s: want element %d: the block is corrupt", e, f.Len(t))
+	}
+	return f.AppendDecoded(t, dec)
+}
+
+// read reads block blk, key id, whole.
+func (s *Store[T, K]) read(blk *Block, id K) (*T, error) {
+	t := s.d.New(id)
+	var dec valueDecoder
+	if err := blk.Scan(func(e Entry) error { return s.decode(t, e, &dec) }); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readIndexed reads the entries the lookups read (nil if the block does
+// not exist); fields narrows them, when given.
+func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
+	if !blk.Exists() {
+		return nil, nil
+	}
+	if fields == nil {
+		fields = s.indexed
+	}
+	t := new(T)
+	var dec valueDecoder
+	scan := fields
+	if s.d.EAO {
+		// Under EAO the indexed fields live in the root entry.
+		scan = make([]string, 0, len(fields)+1)
+		for _, f := range fields {
+			if g := s.d.Field(f); g != nil && g.Kind == runtime.KindPartition {
+				scan = append(scan, f)
+			} else if !containsString(scan, "") {
+				scan = append(scan, "")
+			}
+		}
+	}
+	if err := blk.ScanFields(func(e Entry) error { return s.decode(t, e, &dec) }, scan...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// index moves the block's lookup entries from old's values to nw's.
+func (s *Store[T, K]) index(blk *Block, old, nw *T, only []*runtime.Lookup[T]) {
+	for i, l := range s.lookups {
+		if only == nil || containsLookup(only, s.d.Lookups[i]) {
+			Reindex(blk, l, old, nw)
+		}
+	}
+}
+
+func containsLookup[T any](ls []*runtime.Lookup[T], l *runtime.Lookup[T]) bool {
+	for _, x := range ls {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// write writes every entry of t into blk, an empty block, with the
+// version entry set to version.
+func (s *Store[T, K]) write(blk *Block, t *T, version int64) {
+	if s.d.EAO {
+		blk.PutRoot(s.d.Root.Value(t))
+	} else {
+		blk.PutMarker()
+	}
+	for _, f := range s.d.Fields {
+		switch {
+		case f.Kind == runtime.KindPartition:
+			s.putElems(blk, f, t)
+		case !s.d.EAO:
+			blk.Put(f.Key, f.Value(t))
+		}
+	}
+	if s.d.Version != nil {
+		blk.put(blk.key(s.d.Version.Key, -1), encodeInt(version))
+	}
+}
+
+func (s *Store[T, K]) putElems(blk *Block, f *runtime.Field[T], t *T) {
+	n := f.Len(t)
+	for i := range n {
+		blk.putValue(blk.key(f.Key, i), f.Elem(t, i))
+	}
+	blk.put(blk.key(f.Key, -1), encodeInt(int64(n)))
+}
+
+func (s *Store[T, K]) version(t *T) int64 {
+	if s.d.Version == nil {
+		return 0
+	}
+	return s.d.Version.Value(t).(int64)
+}
+
+func (s *Store[T, K]) setVersion(t *T, v int64) {
+	if s.d.Version != nil {
+		_ = s.d.Version.Assign(t, v)
+	}
+}
+
+// Get reads block id in one read transaction.
+func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	var out *T
+	err := s.c.View(ctx, "Get", id, func(b *Block) error {
+		var err error
+		out, err = s.read(b, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetMany reads the blocks with the given keys in one read transaction.
+func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	return GetMany(ctx, s.c, ids, s.read)
+}
+
+// Create writes a new block in one transaction, allocating a zero counted
+// id first.
+func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	id, err := s.c.update(ctx, "Create", *s.d.ID(t), s.c.Counter != nil, func(blk *Block) error {
+		if blk.Exists() {
+			return blk.Fail(runtime.ErrDuplicate)
+		}
+		s.write(blk, t, 1)
+		s.index(blk, nil, t, nil)
+		return blk.Err()
+	})
+	if err != nil {
+		return err
+	}
+	*s.d.ID(t) = id
+	s.setVersion(t, 1)
+	return nil
+}
+
+// Put replaces block t whole (checking the version it holds) in one
+// transaction: no entry of the old value survives.
+func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	want := s.version(t)
+	id, err := s.c.update(ctx, "Put", *s.d.ID(t), s.c.Counter != nil, func(blk *Block) error {
+		if s.d.Version != nil {
+			// Version 0 stands for a block that does not exist yet.
+			if err := blk.CheckVersion(s.d.Version.Key, want); err != nil {
+				return err
+			}
+		}
+		var old *T
+		if len(s.lookups) > 0 {
+			var err error
+			if old, err = s.readIndexed(blk); err != nil {
+				return err
+			}
+		}
+		blk.Clear()
+		s.write(blk, t, want+1)
+		s.index(blk, old, t, nil)
+		return blk.Err()
+	})
+	if err != nil {
+		return err
+	}
+	*s.d.ID(t) = id
+	s.setVersion(t, want+1)
+	return nil
+}
+
+// Delete removes block id, its entries and its index entries.
+func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
+	return s.c.Update(ctx, "Delete", id, func(blk *Block) error {
+		if !blk.Exists() {
+			return blk.Fail(runtime.ErrNotFound)
+		}
+		if len(s.lookups) > 0 {
+			old, err := s.readIndexed(blk)
+			if err != nil {
+				return err
+			}
+			s.index(blk, old, nil, nil)
+		}
+		blk.Clear()
+		return blk.Err()
+	})
+}
+
+// Update writes the changes of u in one transaction: the entries they
+// name, the index entries of the lookups that read them, the version.
+func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	return s.c.Update(ctx, op, id, func(blk *Block) error {
+		if !blk.Exists() {
+			return blk.Fail(runtime.ErrNotFound)
+		}
+		if u.IfVersion != 0 && s.d.Version != nil {
+			if err := blk.CheckVersion(s.d.Version.Key, u.IfVersion); err != nil {
+				return err
+			}
+		}
+		if ls := s.d.LookupsOf(u.Keys()...); len(ls) > 0 {
+			if err := s.reindex(blk, ls, func(nw *T) error {
+				for _, c := range u.Changes {
+					if err := c.Apply(nw); err != nil {
+						return s.changeErr(blk, c, err)
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		// A failed write (a missing element, a unique value held by another
+		// block) rolls the whole transaction back: nothing of u is written.
+		for _, c := range u.Changes {
+			switch {
+			case c.Elem:
+				blk.SetAt(c.Field.Key, c.Index, c.Value)
+			case c.Field.Kind == runtime.KindRoot:
+				blk.putValue(bytes.Clone(blk.prefix), c.Value)
+			case c.Field.Kind == runtime.KindPartition:
+				s.replaceElems(blk, c)
+			default:
+				blk.Put(c.Field.Key, c.Value)
+			}
+		}
+		// An update that writes nothing only checks: the version stays.
+		if blk.Changed() && s.d.Version != nil {
+			blk.BumpVersion(s.d.Version.Key)
+		}
+		return blk.Err()
+	})
+}
+
+func (s *Store[T, K]) changeErr(blk *Block, c runtime.Change[T], err error) error {
+	if err == runtime.ErrNotFound {
+		return blk.failAt(c.Entry(), runtime.ErrNotFound)
+	}
+	return err
+}
+
+// replaceElems writes a whole partition: the old elements go.
+func (s *Store[T, K]) replaceElems(blk *Block, c runtime.Change[T]) {
+	if blk.err != nil {
+		return
+	}
+	start := blk.key(c.Field.Key, -1)
+	end := runtime.TupleEnd(start)
+	var keys [][]byte
+	cur := blk.bucket.Cursor()
+	for k, _ := cur.Seek(start); k != nil && bytes.Compare(k, end) < 0; k, _ = cur.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if blk.err = blk.bucket.Delete(k); blk.err != nil {
+			return
+		}
+		blk.deletes++
+	}
+	t := new(T)
+	if err := c.Field.Assign(t, c.Value); err != nil {
+		blk.err = err
+		return
+	}
+	s.putElems(blk, c.Field, t)
+}
+
+// reindex reads the fields lookups ls read, applies change to a copy and
+// moves the index entries of ls from the old values to the new ones.
+func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(*T) error) error {
+	var fields []string
+	for _, l := range ls {
+		for _, f := range l.Fields {
+			if !containsString(fields, f) {
+				fields = append(fields, f)
+			}
+		}
+	}
+	old, err := s.readIndexed(blk, fields...)
+	if err != nil {
+		return err
+	}
+	nw := *old
+	// Partitions are copied, so that changing an element of nw does not
+	// change old.
+	for _, f := range s.d.Partitions() {
+		if containsString(fields, f.Key) {
+			n := f.Len(old)
+			f.Reset(&nw, n+1)
+			for i := range n {
+				_ = f.AppendValue(&nw, f.Elem(old, i))
+			}
+		}
+	}
+	if err := change(&nw); err != nil {
+		return err
+	}
+	s.index(blk, old, &nw, ls)
+	return nil
+}
+
+// Append writes elem as the next element of partition f and bumps the
+// element count (and the version): two or three keys, whatever the size.
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	var i int
+	err := s.c.Update(ctx, op, id, func(blk *Block) error {
+		if !blk.Exists() {
+			return blk.Fail(runtime.ErrNotFound)
+		}
+		if ls := s.d.LookupsOf(f.Key); len(ls) > 0 {
+			if err := s.reindex(blk, ls, func(nw *T) error { return f.AppendValue(nw, elem) }); err != nil {
+				return err
+			}
+		}
+		i = blk.Append(f.Key, elem)
+		if s.d.Version != nil {
+			blk.BumpVersion(s.d.Version.Key)
+		}
+		return blk.Err()
+	})
+	if err != nil {
+		return 0, err
+	}
+	return i, nil
+}
+
+// ReadElems reads elements of partition f of block id from index start
+// on, seeking to the first one: the other entries are not read.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+	var more bool
+	err := s.c.View(ctx, op, id, func(b *Block) error {
+		if !b.Exists() {
+			return b.Fail(runtime.ErrNotFound)
+		}
+		fieldKey := b.key(f.Key, -1)
+		cur := b.bucket.Cursor()
+		var dec valueDecoder
+		read := 0
+		for k, v := cur.Seek(b.key(f.Key, start)); k != nil && bytes.HasPrefix(k, fieldKey); k, v = cur.Next() {
+			if read == n {
+				more = true
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r := runtime.NewKeyReader(k[len(fieldKey):])
+			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+read) {
+				return fmt.Errorf("element key %x: want %s[%d]: the block is corrupt", k, f.Key, start+read)
+			}
+			dec.b = v
+			if err := fn(&dec); err != nil {
+				return err
+			}
+			read++
+		}
+		return nil
+	})
+	return more, err
+}
+
+// ReadBlocks reads up to n blocks in block-key order after the block whose
+// encoded key is after, in one read transaction.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+	var from []byte
+	if after != nil {
+		r := runtime.NewKeyReader(after)
+		if _, err := s.d.Keys.Read(r); err != nil || !r.Done() {
+			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
+		}
+		from = runtime.PrefixEnd(BlockPrefix(after))
+	}
+	var items []*T
+	var last K
+	var more bool
+	err := s.c.view(ctx, op, nil, func(b *bbolt.Bucket) error {
+		var err error
+		items, last, more, err = readBlocks(s.c, b, op, from, n, s.read)
+		return err
+	})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return items, s.d.Keys.Bytes(last), more, nil
+}
+
+// ReadLookup reads aggregates through lookup l in key range rng after the
+// index key after, in one read transaction; stale entries are skipped.
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+	bl := s.boltLookup(l)
+	var items []*T
+	var last []byte
+	var more bool
+	err := s.c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		ib := tx.Bucket([]byte(bl.Name))
+		if ib == nil || b == nil {
+			return nil
+		}
+		start := rng.From
+		if after != nil {
+			start = append(bytes.Clone(after), 0)
+		}
+		cur := ib.Cursor()
+		for k, v := cur.Seek(start); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+			if len(items) == n {
+				more = true
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			value, blockKey, err := entry(bl, k, v)
+			if err != nil {
+				return fmt.Errorf("index table %s: entry %x: %w", bl.Name, k, err)
+			}
+			a, ok, err := resolve(s.c, tx, b, op, bl, value, blockKey, s.read)
+			if err != nil {
+				return err
+			}
+			if ok {
+				items = append(items, a)
+				last = bytes.Clone(k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return items, last, more, nil
+}
+
+func (s *Store[T, K]) boltLookup(l *runtime.Lookup[T]) Lookup[T] {
+	for i, x := range s.d.Lookups {
+		if x == l {
+			return s.lookups[i]
+		}
+	}
+	panic("boltstore: " + s.d.Aggregate + " has no lookup " + l.Name)
+}
+
+// GetBy reads the aggregate holding value of unique lookup l.
+func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
+	return GetBy(ctx, s.c, op, s.boltLookup(l), value, s.read)
+}
+
+// ReadScope reads blocks of the counter scope of key scope, in number
+// order after number after.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+	prefix, _ := s.c.Counter.Split(scope)
+	var items []*T
+	var last int64
+	var more bool
+	err := s.c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		if b == nil {
+			return nil
+		}
+		// The blocks of one scope are one key range, in number order: seek
+		// past the gaps instead of probing number by number.
+		from := BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, after+1)))
+		cur := b.Cursor()
+		for k, _ := cur.Seek(from); k != nil; k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, last))))) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r := runtime.NewKeyReader(k)
+			id, err := s.d.Keys.Read(r)
+			if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+				return fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, s.c.Name)
+			}
+			sc, num := s.c.Counter.Split(id)
+			if !bytes.Equal(sc, prefix) || num < 1 {
+				return nil
+			}
+			if len(items) == n {
+				more = true
+				return nil
+			}
+			item, err := s.read(s.c.block(tx, b, op, id), id)
+			if err != nil {
+				return s.c.fail(op, id, err)
+			}
+			items = append(items, item)
+			last = num
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return items, last, more, nil
+}
+
+// Repair rebuilds the lookups' index buckets from the blocks.
+func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
+	return Repair(ctx, s.c, func(blk *Block) (*T, error) { return s.readIndexed(blk) }, s.lookups...)
+}
+
+// Ensure creates the buckets: the collection's, the index buckets and the
+// counters.
+func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	names := make([]string, len(s.lookups))
+	for i, l := range s.lookups {
+		names[i] = l.Name
+	}
+	return s.c.Ensure(ctx, names...)
+}

@@ -1,0 +1,429 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+)
+
+// This file is the store-independent half of the store contract: the
+// descriptor of an aggregate class that noamgen emits once per aggregate
+// (Desc), built from typed accessors (Field, Partition, Root, Version), and
+// the changes that entry-level writes hand to a store (Change, Update).
+// Store adapters read the layout from the descriptor; they never see the
+// aggregate's Go type other than through these accessors.
+
+// Decoder decodes one stored value into v, a pointer to a Go value. Each
+// store adapter passes its own (a BSON value, a DynamoDB attribute, ...).
+type Decoder interface {
+	Decode(v any) error
+}
+
+// FieldKind says what an accessor stands for.
+type FieldKind uint8
+
+const (
+	// KindField is a top-level field: one entry under ETF, part of the
+	// root entry under EAO.
+	KindField FieldKind = iota
+	// KindPartition is a partitioned slice field: one entry per element,
+	// key[i], plus the element count.
+	KindPartition
+	// KindRoot is the root entry of an EAO block: every non-partitioned
+	// field but the id and the version, as one value.
+	KindRoot
+	// KindVersion is the version entry (an int64).
+	KindVersion
+)
+
+// Field is a typed accessor of one part of aggregate T, made by NewField,
+// NewPartition, NewRoot or NewVersion. Its methods are what adapters use to
+// encode and decode entries without reflecting on T.
+type Field[T any] struct {
+	// Key is the stored name: the entry key ("firstPlayer", "rounds"), ""
+	// for the EAO root entry.
+	Key string
+	// Name is the Go field name, for messages ("FirstPlayer").
+	Name string
+	// Kind says what the accessor stands for.
+	Kind FieldKind
+	// Fields, for the root entry, are the keys of the fields inside it.
+	Fields []string
+
+	value  func(*T) any
+	decode func(*T, Decoder) error
+	assign func(*T, any) error
+
+	// Partitions only.
+	length     func(*T) int
+	elem       func(*T, int) any
+	decodeElem func(*T, Decoder) error
+	setElem    func(*T, int, any) error
+	appendVal  func(*T, any) error
+	reset      func(*T, int)
+	decodeInto func(Decoder) (any, error)
+}
+
+// Value returns the value the accessor stands for in t: the field, the
+// whole slice of a partition, the root value, the version.
+func (f *Field[T]) Value(t *T) any { return f.value(t) }
+
+// Decode decodes d into t's field (for a partition: the whole slice).
+func (f *Field[T]) Decode(t *T, d Decoder) error {
+	if err := f.decode(t, d); err != nil {
+		return fmt.Errorf("entry %s: %w", f.label(), err)
+	}
+	return nil
+}
+
+// Assign sets t's field to v, which must have the field's type (for a
+// partition, the slice type).
+func (f *Field[T]) Assign(t *T, v any) error { return f.assign(t, v) }
+
+// Len is the number of elements of a partition in t.
+func (f *Field[T]) Len(t *T) int { return f.length(t) }
+
+// Elem is element i of a partition in t.
+func (f *Field[T]) Elem(t *T, i int) any { return f.elem(t, i) }
+
+// AppendDecoded decodes d as the next element of a partition of t.
+func (f *Field[T]) AppendDecoded(t *T, d Decoder) error {
+	if err := f.decodeElem(t, d); err != nil {
+		return fmt.Errorf("element of %s: %w", f.Key, err)
+	}
+	return nil
+}
+
+// SetElem replaces element i of a partition of t (as read); it reports
+// runtime.ErrNotFound when t has no element i.
+func (f *Field[T]) SetElem(t *T, i int, v any) error { return f.setElem(t, i, v) }
+
+// AppendValue appends v to the partition of t (as read).
+func (f *Field[T]) AppendValue(t *T, v any) error { return f.appendVal(t, v) }
+
+// Reset makes the partition of t empty (not nil), with room for n elements.
+func (f *Field[T]) Reset(t *T, n int) { f.reset(t, n) }
+
+// DecodeElem decodes d as one element of a partition and returns it.
+func (f *Field[T]) DecodeElem(d Decoder) (any, error) { return f.decodeInto(d) }
+
+func (f *Field[T]) label() string {
+	if f.Kind == KindRoot {
+		return "ε"
+	}
+	return f.Key
+}
+
+// NewField is the accessor of a top-level field of type V.
+func NewField[T, V any](key, name string, ptr func(*T) *V) *Field[T] {
+	return &Field[T]{
+		Key: key, Name: name, Kind: KindField,
+		value:  func(t *T) any { return *ptr(t) },
+		decode: func(t *T, d Decoder) error { return d.Decode(ptr(t)) },
+		assign: func(t *T, v any) error { return assignTo(ptr(t), v, key) },
+	}
+}
+
+// NewVersion is the accessor of the version entry.
+func NewVersion[T any](key, name string, ptr func(*T) *int64) *Field[T] {
+	f := NewField(key, name, ptr)
+	f.Kind = KindVersion
+	return f
+}
+
+// NewRoot is the accessor of the root entry of an EAO aggregate: get builds
+// the root value R (a struct of the root fields with their entry keys as
+// bson tags) from the aggregate, set copies it back.
+func NewRoot[T, R any](fields []string, get func(*T) R, set func(*T, R)) *Field[T] {
+	return &Field[T]{
+		Key: "", Name: "root", Kind: KindRoot, Fields: fields,
+		value: func(t *T) any { return get(t) },
+		decode: func(t *T, d Decoder) error {
+			var r R
+			if err := d.Decode(&r); err != nil {
+				return err
+			}
+			set(t, r)
+			return nil
+		},
+		assign: func(t *T, v any) error {
+			r, ok := v.(R)
+			if !ok {
+				return fmt.Errorf("root entry: have %T, want %T", v, r)
+			}
+			set(t, r)
+			return nil
+		},
+	}
+}
+
+// NewPartition is the accessor of a partitioned slice field with elements
+// of type E.
+func NewPartition[T, E any](key, name string, ptr func(*T) *[]E) *Field[T] {
+	return &Field[T]{
+		Key: key, Name: name, Kind: KindPartition,
+		value: func(t *T) any { return *ptr(t) },
+		decode: func(t *T, d Decoder) error {
+			s := ptr(t)
+			if err := d.Decode(s); err != nil {
+				return err
+			}
+			if *s == nil {
+				*s = []E{}
+			}
+			return nil
+		},
+		assign: func(t *T, v any) error { return assignTo(ptr(t), v, key) },
+		length: func(t *T) int { return len(*ptr(t)) },
+		elem:   func(t *T, i int) any { return (*ptr(t))[i] },
+		decodeElem: func(t *T, d Decoder) error {
+			var e E
+			if err := d.Decode(&e); err != nil {
+				return err
+			}
+			s := ptr(t)
+			*s = append(*s, e)
+			return nil
+		},
+		setElem: func(t *T, i int, v any) error {
+			s := *ptr(t)
+			if i < 0 || i >= len(s) {
+				return ErrNotFound
+			}
+			e, ok := v.(E)
+			if !ok {
+				return fmt.Errorf("%s[%d]: have %T, want %T", key, i, v, e)
+			}
+			s[i] = e
+			return nil
+		},
+		appendVal: func(t *T, v any) error {
+			e, ok := v.(E)
+			if !ok {
+				return fmt.Errorf("%s: have %T, want %T", key, v, e)
+			}
+			*ptr(t) = append(*ptr(t), e)
+			return nil
+		},
+		reset: func(t *T, n int) { *ptr(t) = make([]E, 0, min(n, 1024)) },
+		decodeInto: func(d Decoder) (any, error) {
+			var e E
+			err := d.Decode(&e)
+			return e, err
+		},
+	}
+}
+
+func assignTo[V any](p *V, v any, key string) error {
+	x, ok := v.(V)
+	if !ok {
+		return fmt.Errorf("entry %s: have %T, want %T", key, v, x)
+	}
+	*p = x
+	return nil
+}
+
+// Lookup describes one lookup (index table, or native index where a store
+// has them) of aggregate class T.
+type Lookup[T any] struct {
+	// Name is the lookup's name, e.g. "cityStars"; stores name their
+	// index tables after it ("Hotel.cityStars", "Hotel__cityStars").
+	Name string
+	// Unique lookups map each value to at most one block.
+	Unique bool
+	// Parts is the number of key parts of a value (2 for city, stars).
+	Parts int
+	// Fields are the entry keys of the top-level fields the values are
+	// read from: a write of any other entry leaves the lookup alone.
+	Fields []string
+	// Keys returns the encoded values an aggregate holds, sorted and
+	// distinct (the generated <agg><Lookup>Keys function). Zero values of a
+	// unique lookup are left out unless the lookup indexes them.
+	Keys func(*T) [][]byte
+}
+
+// Reads reports whether the lookup reads the entry with key k.
+func (l *Lookup[T]) Reads(k string) bool { return slices.Contains(l.Fields, k) }
+
+// Counter describes enumerable block keys (noam:"id,counter").
+type Counter[K any] struct {
+	// Split returns the scope of a block key (the encoded parts before the
+	// counted one; nil for a scalar key) and its counted number.
+	Split func(K) (scope []byte, n int64)
+	// With returns the key with the counted number set to n.
+	With func(K, int64) K
+}
+
+// Desc describes an aggregate class T with block keys K to store adapters.
+// noamgen emits one per aggregate, in the store-independent file.
+type Desc[T any, K comparable] struct {
+	// Aggregate is the Go type name, used in errors ("Game").
+	Aggregate string
+	// Collection is the collection name ("Game").
+	Collection string
+	// Keys encodes block keys, order-preserving.
+	Keys KeyCodec[K]
+	// ID points at the block key of an aggregate.
+	ID func(*T) *K
+	// EAO is set for strategy=eao: Root is then the root entry.
+	EAO bool
+	// Root is the root entry of an EAO aggregate, nil under ETF.
+	Root *Field[T]
+	// Fields are the persisted top-level fields but the id and the
+	// version, in declaration order (partitions included).
+	Fields []*Field[T]
+	// Version is the version entry, nil if the aggregate has none.
+	Version *Field[T]
+	// Lookups are the aggregate's lookups.
+	Lookups []*Lookup[T]
+	// Counter is set for enumerable block keys.
+	Counter *Counter[K]
+
+	byKey map[string]*Field[T]
+}
+
+// Init completes the descriptor and checks it; generated code calls it
+// once, when the package is initialised.
+func (d *Desc[T, K]) Init() *Desc[T, K] {
+	d.byKey = make(map[string]*Field[T], len(d.Fields)+2)
+	for _, f := range d.Fields {
+		if _, dup := d.byKey[f.Key]; dup {
+			panic("noam: " + d.Aggregate + ": two fields with entry key " + f.Key)
+		}
+		d.byKey[f.Key] = f
+	}
+	if d.Version != nil {
+		d.byKey[d.Version.Key] = d.Version
+	}
+	if d.EAO != (d.Root != nil) {
+		panic("noam: " + d.Aggregate + ": an EAO descriptor needs a root entry, and only it")
+	}
+	return d
+}
+
+// Field finds a field accessor by entry key (the version included).
+func (d *Desc[T, K]) Field(key string) *Field[T] { return d.byKey[key] }
+
+// New returns a new aggregate with block key id.
+func (d *Desc[T, K]) New(id K) *T {
+	t := new(T)
+	*d.ID(t) = id
+	return t
+}
+
+// Partitions lists the partitioned fields.
+func (d *Desc[T, K]) Partitions() []*Field[T] {
+	var out []*Field[T]
+	for _, f := range d.Fields {
+		if f.Kind == KindPartition {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// VersionKey is the version entry's key, "" if there is none.
+func (d *Desc[T, K]) VersionKey() string {
+	if d.Version == nil {
+		return ""
+	}
+	return d.Version.Key
+}
+
+// Entries lists the entry keys of a block holding t, in the order the
+// layout defines them (the model's layout, instantiated): the root entry
+// "" under EAO (or, under ETF, one entry per non-partitioned field), then
+// for each partition its element count key and its elements key[i], then
+// the version entry. Every store writes exactly these entries (in its own
+// physical form); the conformance suite checks it.
+func (d *Desc[T, K]) Entries(t *T) []string {
+	var out []string
+	if d.EAO {
+		out = append(out, "")
+	}
+	for _, f := range d.Fields {
+		switch {
+		case f.Kind == KindPartition:
+			out = append(out, f.Key)
+			for i := range f.Len(t) {
+				out = append(out, fmt.Sprintf("%s[%d]", f.Key, i))
+			}
+		case !d.EAO:
+			out = append(out, f.Key)
+		}
+	}
+	if d.Version != nil {
+		out = append(out, d.Version.Key)
+	}
+	return out
+}
+
+// Lookups of a set of entry keys: the lookups that read any of them.
+func (d *Desc[T, K]) LookupsOf(keys ...string) []*Lookup[T] {
+	var out []*Lookup[T]
+	for _, l := range d.Lookups {
+		for _, k := range keys {
+			if l.Reads(k) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Change is one entry-level change of a block: a whole field (Set) or one
+// element of a partition (SetAt).
+type Change[T any] struct {
+	Field *Field[T]
+	// Elem is set for element Index of a partition.
+	Elem  bool
+	Index int
+	Value any
+}
+
+// Set is the change that writes field f of a block with value v.
+func Set[T any](f *Field[T], v any) Change[T] { return Change[T]{Field: f, Value: v} }
+
+// SetAt is the change that replaces element i of partition f with v.
+func SetAt[T any](f *Field[T], i int, v any) Change[T] {
+	return Change[T]{Field: f, Elem: true, Index: i, Value: v}
+}
+
+// Entry is the entry key the change writes: "firstPlayer", "rounds[3]".
+func (c Change[T]) Entry() string {
+	if c.Elem {
+		return fmt.Sprintf("%s[%d]", c.Field.Key, c.Index)
+	}
+	return c.Field.Key
+}
+
+// Apply makes the change on t, an aggregate as read (only the fields the
+// change's lookups read need to be there): it fails with ErrNotFound for
+// an element t does not have.
+func (c Change[T]) Apply(t *T) error {
+	if c.Elem {
+		return c.Field.SetElem(t, c.Index, c.Value)
+	}
+	return c.Field.Assign(t, c.Value)
+}
+
+// Update is a set of entry-level changes written together, atomically:
+// a generated TUpdate turns into one.
+type Update[T any] struct {
+	// Changes in the order given; element changes of one partition come
+	// in index order.
+	Changes []Change[T]
+	// IfVersion, when not 0, is the version the block must have.
+	IfVersion int64
+}
+
+// Keys lists the top-level entry keys the update writes (each once).
+func (u Update[T]) Keys() []string {
+	var out []string
+	for _, c := range u.Changes {
+		if !slices.Contains(out, c.Field.Key) {
+			out = append(out, c.Field.Key)
+		}
+	}
+	return out
+}

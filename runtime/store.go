@@ -1,0 +1,330 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"unicode/utf8"
+)
+
+// Store is the contract between generated repositories and a store
+// adapter (runtime/boltstore, runtime/mongostore, ...): every semantic of a
+// repository lives behind it, so that it is written and tested once per
+// store (by the conformance suite in runtime/storetest) and the generated
+// methods are typed one-line calls. An adapter is made for one aggregate
+// class from its descriptor (Desc).
+//
+// Errors are *Error values of the kinds in errors.go. The contract, per
+// method, is the documentation of the generated TRepository methods; in
+// short:
+//   - Create fails with ErrDuplicate if the block (or a unique value)
+//     exists; it allocates a zero counted id, sets the version to 1.
+//   - Put replaces the block whole; with a version entry, the stored
+//     version must equal t's (0: no block) or it fails with ErrConflict.
+//   - Update writes only the entries it names, in one atomic write, bumps
+//     the version when it writes anything, checks IfVersion, and fails with
+//     ErrNotFound for a missing block or element: then nothing is written.
+//   - Append writes one element entry (and the count) and returns its index.
+//   - A failed write changes nothing.
+type Store[T any, K comparable] interface {
+	Get(ctx context.Context, id K) (*T, error)
+	GetMany(ctx context.Context, ids []K) (map[K]*T, error)
+	Create(ctx context.Context, t *T) error
+	Put(ctx context.Context, t *T) error
+	Delete(ctx context.Context, id K) error
+	Update(ctx context.Context, op string, id K, u Update[T]) error
+	Append(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error)
+
+	// ReadElems reads up to n elements of partition f of block id from
+	// index start on, calling fn with each in index order, and reports
+	// whether more follow. It fails with ErrNotFound if there is no block.
+	ReadElems(ctx context.Context, op string, id K, f *Field[T], start, n int, fn func(Decoder) error) (more bool, err error)
+	// ReadBlocks reads up to n blocks in the store's listing order (block
+	// key order where Caps().OrderedScan), after the position after (nil:
+	// from the first), and returns the position of the last one and
+	// whether more follow. Positions are the adapter's own bytes.
+	ReadBlocks(ctx context.Context, op string, after []byte, n int) (items []*T, last []byte, more bool, err error)
+	// ReadLookup reads up to n aggregates found by lookup l in key range
+	// rng, in (value, block key) order, after position after (nil: from
+	// the start of rng).
+	ReadLookup(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, after []byte, n int) (items []*T, last []byte, more bool, err error)
+	// GetBy reads the aggregate holding value (encoded) of unique lookup l.
+	GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error)
+	// ReadScope reads up to n blocks of one counter scope (the scope of
+	// key scope) in number order, after number after.
+	ReadScope(ctx context.Context, op string, scope K, after int64, n int) (items []*T, last int64, more bool, err error)
+
+	Repair(ctx context.Context) (RepairReport, error)
+	Ensure(ctx context.Context) error
+
+	// Caps declares what the store promises.
+	Caps() Caps
+}
+
+// Caps declares a store's capabilities, so that shared code and tests
+// assume nothing of MongoDB or bbolt.
+type Caps struct {
+	// Name is the store's flag name ("bolt", "mongo").
+	Name string
+	// OrderedScan: List and All return blocks in block-key order.
+	OrderedScan bool
+	// AtomicLookups: a block and its index entries change in one atomic
+	// write (otherwise the index-table protocol with verified reads and
+	// Repair applies: see RELIABILITY.md).
+	AtomicLookups bool
+	// MaxValueBytes is the largest block (or entry) the store accepts, 0
+	// when unbounded; larger writes fail with ErrTooLarge.
+	MaxValueBytes int
+}
+
+// ErrInvalid reports a bad argument: a nil aggregate, a value a store
+// cannot hold unchanged (invalid UTF-8 in a string key or lookup value).
+var ErrInvalid = errors.New("invalid argument")
+
+// Repo is what generated repositories hold: the descriptor and the store
+// adapter. Its methods add what is the same on every store (argument
+// checks, cursors and pages) and delegate the rest.
+type Repo[T any, K comparable] struct {
+	D *Desc[T, K]
+	S Store[T, K]
+}
+
+// NewRepo returns the repository of store s for aggregate class d.
+func NewRepo[T any, K comparable](d *Desc[T, K], s Store[T, K]) Repo[T, K] {
+	return Repo[T, K]{D: d, S: s}
+}
+
+func (r Repo[T, K]) fail(op string, id any, kind error, detail string) error {
+	return FailAt(op, r.D.Aggregate, id, detail, kind, nil)
+}
+
+// checkKey refuses block keys that a store could not keep as given.
+func (r Repo[T, K]) checkKey(op string, id K) error {
+	if s, ok := any(id).(string); ok && !utf8.ValidString(s) {
+		return r.fail(op, fmt.Sprintf("%q", s), ErrInvalid, "(the block key is not valid UTF-8)")
+	}
+	return nil
+}
+
+func (r Repo[T, K]) checkAgg(op string, t *T) error {
+	if t == nil {
+		return r.fail(op, nil, ErrInvalid, "(nil aggregate)")
+	}
+	return r.checkKey(op, *r.D.ID(t))
+}
+
+// Get reads the block with key id.
+func (r Repo[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	if err := r.checkKey("Get", id); err != nil {
+		return nil, err
+	}
+	return r.S.Get(ctx, id)
+}
+
+// GetMany reads the blocks with the given keys.
+func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	for _, id := range ids {
+		if err := r.checkKey("GetMany", id); err != nil {
+			return nil, err
+		}
+	}
+	return r.S.GetMany(ctx, ids)
+}
+
+// Create stores a new block.
+func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
+	if err := r.checkAgg("Create", t); err != nil {
+		return err
+	}
+	return r.S.Create(ctx, t)
+}
+
+// Put creates or replaces a block whole.
+func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
+	if err := r.checkAgg("Put", t); err != nil {
+		return err
+	}
+	return r.S.Put(ctx, t)
+}
+
+// Delete removes a block.
+func (r Repo[T, K]) Delete(ctx context.Context, id K) error {
+	if err := r.checkKey("Delete", id); err != nil {
+		return err
+	}
+	return r.S.Delete(ctx, id)
+}
+
+// Set writes the changes of one entry-level setter (op) of block id.
+func (r Repo[T, K]) Set(ctx context.Context, op string, id K, c ...Change[T]) error {
+	return r.Update(ctx, op, id, Update[T]{Changes: c})
+}
+
+// Update writes the changes of u to block id in one atomic write.
+func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) error {
+	if err := r.checkKey(op, id); err != nil {
+		return err
+	}
+	return r.S.Update(ctx, op, id, u)
+}
+
+// Append adds elem as the last element of partition f of block id.
+func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error) {
+	if err := r.checkKey(op, id); err != nil {
+		return 0, err
+	}
+	return r.S.Append(ctx, op, id, f, elem)
+}
+
+// Repair rebuilds the lookups from the aggregates.
+func (r Repo[T, K]) Repair(ctx context.Context) (RepairReport, error) { return r.S.Repair(ctx) }
+
+// Ensure creates what the repository stores into.
+func (r Repo[T, K]) Ensure(ctx context.Context) error { return r.S.Ensure(ctx) }
+
+// GetBy reads the aggregate holding value (encoded) of unique lookup l.
+func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error) {
+	return r.S.GetBy(ctx, op, l, value)
+}
+
+// listQuery names the query List cursors are bound to.
+func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
+
+// List reads one page of blocks.
+func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (Page[*T], error) {
+	return paginate(r.listQuery(), req, func(after []byte, n int) ([]*T, []byte, bool, error) {
+		items, last, more, err := r.S.ReadBlocks(ctx, "List", after, n)
+		return items, last, more, err
+	}, func(err error) error { return Fail("List", r.D.Aggregate, nil, nil, err) })
+}
+
+// allPage is how many blocks All reads per store call.
+const allPage = DefaultPageLimit
+
+// All iterates over every block, a page of blocks per store call, so that
+// no store transaction or cursor stays open while the caller's loop runs.
+func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
+		var after []byte
+		for {
+			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+			after = last
+		}
+	}
+}
+
+// ListBy reads one page of the aggregates found by lookup l in key range
+// rng (op is the method, e.g. "ListByCityStars").
+func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (Page[*T], error) {
+	if err := rng.Err(); err != nil {
+		return Page[*T]{}, Fail(op, r.D.Aggregate, nil, nil, err)
+	}
+	query := rng.Query(r.D.Aggregate + "." + l.Name)
+	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
+		if after != nil && !rng.Contains(after) {
+			return nil, nil, false, fmt.Errorf("%w: position outside the query's range", ErrBadCursor)
+		}
+		return r.S.ReadLookup(ctx, op, l, rng, after, n)
+	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+}
+
+// ListScope reads one page of the blocks of one counter scope, the scope
+// of key scope (its counted part is ignored).
+func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (Page[*T], error) {
+	s, _ := r.D.Counter.Split(scope)
+	query := fmt.Sprintf("%s.%s:%x", r.D.Aggregate, op, s)
+	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
+		var from int64
+		if after != nil {
+			kr := NewKeyReader(after)
+			v, err := kr.Int()
+			if err != nil || !kr.Done() || v < 1 || v == 1<<63-1 {
+				return nil, nil, false, fmt.Errorf("%w: bad position", ErrBadCursor)
+			}
+			from = v
+		}
+		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n)
+		return items, AppendInt(nil, last), more, err
+	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+}
+
+// MaxElemIndex bounds element positions in cursors: larger ones can only
+// come from a forged cursor.
+const MaxElemIndex = 1<<31 - 1
+
+// ListElems reads one page of the elements of partition f of block id in
+// index order (op is the method, e.g. "ListRounds").
+func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (Page[E], error) {
+	if err := r.checkKey(op, id); err != nil {
+		return Page[E]{}, err
+	}
+	query := ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id))
+	return paginate(query, req, func(after []byte, n int) ([]E, []byte, bool, error) {
+		start := 0
+		if after != nil {
+			kr := NewKeyReader(after)
+			v, err := kr.Int()
+			if err != nil || !kr.Done() || v < 0 || v >= MaxElemIndex {
+				return nil, nil, false, fmt.Errorf("%w: bad position", ErrBadCursor)
+			}
+			start = int(v) + 1
+		}
+		items := make([]E, 0, min(n, 64))
+		more, err := r.S.ReadElems(ctx, op, id, f, start, n, func(d Decoder) error {
+			var e E
+			if err := d.Decode(&e); err != nil {
+				return fmt.Errorf("%s[%d]: %w", f.Key, start+len(items), err)
+			}
+			items = append(items, e)
+			return nil
+		})
+		return items, AppendInt(nil, int64(start+len(items)-1)), more, err
+	}, func(err error) error { return Fail(op, r.D.Aggregate, id, nil, err) })
+}
+
+// paginate is keyset pagination, written once for every listing of every
+// store: it decodes req.Cursor (bound to query) into a position, reads a
+// page after it, and makes the cursor of the next page from the position
+// of the page's last item. Errors from the cursor go through wrap; errors
+// from read are returned as they are (adapters return *Error values).
+func paginate[T any](query string, req PageRequest, read func(after []byte, n int) ([]T, []byte, bool, error), wrap func(error) error) (Page[T], error) {
+	var after []byte
+	if req.Cursor != "" {
+		p, err := DecodeCursor(query, req.Cursor)
+		if err != nil {
+			return Page[T]{}, wrap(err)
+		}
+		after = p
+	}
+	items, last, more, err := read(after, req.Size())
+	if err != nil {
+		if isBadCursor(err) {
+			return Page[T]{}, wrap(err)
+		}
+		return Page[T]{}, err
+	}
+	page := Page[T]{Items: items}
+	if more && len(items) > 0 {
+		page.Next = EncodeCursor(query, last)
+	}
+	return page, nil
+}
+
+// isBadCursor reports a cursor failure that is not yet an *Error.
+func isBadCursor(err error) bool {
+	var e *Error
+	return errors.Is(err, ErrBadCursor) && !errors.As(err, &e)
+}
