@@ -13,13 +13,11 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
-	"golang.org/x/tools/imports"
 
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/templates"
-	_ "github.com/noamgen/noamgen/templates/bolt"  // registers the bolt store
-	_ "github.com/noamgen/noamgen/templates/mongo" // registers the mongo store
+	_ "github.com/noamgen/noamgen/templates/stores" // registers every store
 )
 
 // CommonStore is the {store} name of the store-independent file.
@@ -47,7 +45,7 @@ type File struct {
 func Generate(s *model.Schema, cfg Config) ([]File, error) {
 	stores := cfg.Stores
 	if len(stores) == 0 {
-		stores = []string{"mongo"}
+		stores = templates.StoreNames()
 	}
 	pattern := cfg.Pattern
 	if pattern == "" {
@@ -78,7 +76,22 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 		if err := templates.CheckNames(a); err != nil {
 			clashes = append(clashes, parser.Error{Pos: a.Pos, Msg: err.Error()})
 		}
+		// Entry keys a chosen store cannot hold.
+		for _, st := range sel {
+			if st.Reserved == nil {
+				continue
+			}
+			for _, f := range a.Fields {
+				if f.IsID {
+					continue
+				}
+				if why := st.Reserved(f.Key); why != "" {
+					clashes = append(clashes, parser.Error{Pos: f.Pos, Msg: fmt.Sprintf("entry key %q of %s.%s cannot be stored with -store %s: %s; give the field another bson name", f.Key, a.Name, f.GoName, st.Name, why)})
+				}
+			}
+		}
 	}
+	clashes = append(clashes, checkTopLevel(s)...)
 	if len(clashes) > 0 {
 		return nil, clashes
 	}
@@ -87,7 +100,7 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 		name := func(store string) string {
 			return strings.NewReplacer("{type}", templates.Snake(a.Name), "{store}", store).Replace(pattern)
 		}
-		f := newFile(s, nil)
+		f := newFile(s, a, nil)
 		templates.Common(f, s, a, names)
 		out, err := render(f, name(CommonStore))
 		if err != nil {
@@ -95,7 +108,7 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 		}
 		files = append(files, out)
 		for _, st := range sel {
-			f := newFile(s, st.Imports)
+			f := newFile(s, a, st.Imports)
 			st.Generate(f, s, a)
 			out, err := render(f, name(st.Name))
 			if err != nil {
@@ -115,9 +128,13 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 	return files, nil
 }
 
-func newFile(s *model.Schema, imports map[string]string) *jen.File {
+// Version is noamgen's version, written into the header of every file.
+const Version = "0.2.0"
+
+func newFile(s *model.Schema, a *model.Aggregate, imports map[string]string) *jen.File {
 	f := jen.NewFilePathName(s.PkgPath, s.PkgName)
 	f.HeaderComment(strings.TrimPrefix(parser.GeneratedHeader, "// "))
+	f.HeaderComment(fmt.Sprintf("noamgen %s (runtime contract %d) from %s, aggregate %s.", Version, templates.GenVersion, filepath.Base(a.File), a.Name))
 	f.ImportName(templates.RuntimePkg, "runtime")
 	for path, name := range imports {
 		f.ImportName(path, name)
@@ -130,13 +147,10 @@ func render(f *jen.File, name string) (File, error) {
 	if err := f.Render(&buf); err != nil {
 		return File{}, fmt.Errorf("rendering %s: %w", name, err)
 	}
-	// jennifer gofmts; goimports' formatting also groups the standard
-	// library's imports apart from the others, as people write them.
-	out, err := imports.Process(name, buf.Bytes(), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: true})
-	if err != nil {
-		return File{}, fmt.Errorf("formatting %s: %w", name, err)
-	}
-	return File{Name: name, Content: out}, nil
+	// jennifer gofmts; the imports are then grouped as people write them,
+	// the standard library's apart from the others, without a second
+	// formatting pass.
+	return File{Name: name, Content: groupImports(buf.Bytes())}, nil
 }
 
 // Stale lists the noamgen-generated .go files in dir that files does not
@@ -219,4 +233,61 @@ func Diff(dir string, files []File) ([]string, error) {
 		out = append(out, s+": stale (no aggregate generates it)")
 	}
 	return out, nil
+}
+
+// groupImports puts a blank line between the standard library's imports
+// and the others in the import block of a gofmt'd file (jennifer sorts them
+// in one group).
+func groupImports(src []byte) []byte {
+	start := bytes.Index(src, []byte("\nimport (\n"))
+	if start < 0 {
+		return src
+	}
+	start += len("\nimport (\n")
+	end := bytes.Index(src[start:], []byte("\n)\n"))
+	if end < 0 {
+		return src
+	}
+	var std, other []string
+	for _, line := range strings.Split(string(src[start:start+end]), "\n") {
+		path := strings.TrimSpace(line)
+		if i := strings.IndexByte(path, '"'); i >= 0 {
+			path = path[i+1:]
+		}
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	if len(std) == 0 || len(other) == 0 {
+		return src
+	}
+	block := strings.Join(std, "\n") + "\n\n" + strings.Join(other, "\n")
+	out := make([]byte, 0, len(src)+1)
+	out = append(out, src[:start]...)
+	out = append(out, block...)
+	return append(out, src[start+end:]...)
+}
+
+// checkTopLevel reports top-level names that the generated files would
+// declare twice: two aggregates generating the same name, or a generated
+// name that a file of the package (its tests included) declares already.
+// Each error names both declarations.
+func checkTopLevel(s *model.Schema) parser.ErrorList {
+	var errs parser.ErrorList
+	owner := map[string]*model.Aggregate{}
+	for _, a := range s.Aggregates {
+		for _, n := range templates.GeneratedNames(a) {
+			if b, dup := owner[n]; dup && b != a {
+				errs = append(errs, parser.Error{Pos: a.Pos, Msg: fmt.Sprintf("aggregates %s and %s would both generate %s (%s is declared at %s); rename one of them", b.Name, a.Name, n, b.Name, b.Pos)})
+				continue
+			}
+			owner[n] = a
+			if pos, taken := s.Decls[n]; taken {
+				errs = append(errs, parser.Error{Pos: pos, Msg: fmt.Sprintf("%s is declared here, but noamgen generates %s for aggregate %s (%s): rename this declaration", n, n, a.Name, a.Pos)})
+			}
+		}
+	}
+	return errs
 }

@@ -43,6 +43,10 @@ type Schema struct {
 	PkgName    string // package name
 	Dir        string // directory of the package
 	Aggregates []*Aggregate
+	// Decls are the package's own top-level declarations (test files
+	// included, noamgen's generated files excluded), by name, so that the
+	// generator can refuse names it would declare twice.
+	Decls map[string]token.Position
 }
 
 // Aggregate finds an aggregate by Go type name.
@@ -209,28 +213,33 @@ type Entry struct {
 	// Partition is set when the entry stands for each element of a
 	// partitioned slice field.
 	Partition bool
+	// Version is set for the version entry.
+	Version bool
 }
 
-// Entries lists the aggregate's entry classes following its strategy:
-// ETF gives one per non-id top-level field, EAO one root entry for all
-// non-partitioned fields; partitioned fields give one entry per element.
+// Entries lists the aggregate's entry classes, the layout every store
+// writes: under EAO one root entry "" for every non-partitioned field but
+// the id and the version, under ETF one entry per such field; then one
+// entry class per partitioned field (an element count and one entry per
+// element, key "f[]"); then the version entry, which is always an entry of
+// its own (so that entry-level writes bump it without rewriting the root).
 // The id is the block key, not an entry.
 func (a *Aggregate) Entries() []Entry {
 	var out []Entry
-	var root []*Field
+	if a.Strategy == EAO {
+		out = append(out, Entry{Key: "", Fields: a.Root()})
+	}
 	for _, f := range a.Fields {
 		switch {
-		case f.IsID:
+		case f.IsID, f.IsVersion:
 		case f.Partition:
 			out = append(out, Entry{Key: f.Key + "[]", Fields: []*Field{f}, Partition: true})
-		case a.Strategy == EAO:
-			root = append(root, f)
-		default:
+		case a.Strategy == ETF:
 			out = append(out, Entry{Key: f.Key, Fields: []*Field{f}})
 		}
 	}
-	if a.Strategy == EAO {
-		out = append([]Entry{{Key: "", Fields: root}}, out...)
+	if a.Version != nil {
+		out = append(out, Entry{Key: a.Version.Key, Fields: []*Field{a.Version}, Version: true})
 	}
 	return out
 }
@@ -261,8 +270,8 @@ func (a *Aggregate) Partitions() []*Field {
 	return out
 }
 
-// Root lists the fields of the EAO root entry (all persisted fields but the
-// id and the partitioned ones, version included).
+// Root lists the fields of the EAO root entry: all persisted fields but
+// the id, the version and the partitioned ones.
 func (a *Aggregate) Root() []*Field {
 	var out []*Field
 	for _, f := range a.Fields {

@@ -328,3 +328,16 @@ func isBadCursor(err error) bool {
 	var e *Error
 	return errors.Is(err, ErrBadCursor) && !errors.As(err, &e)
 }
+
+// Versions of the contract between generated code and this package.
+// Generated files check, at compile time, that their version is in
+// [MinGenVersion, MaxGenVersion] (after protobuf-go's EnforceVersion): a
+// mismatch is a constant overflow naming EnforceVersion, fixed by
+// regenerating with the noamgen that matches this runtime.
+const (
+	MinGenVersion = 2
+	MaxGenVersion = 2
+)
+
+// EnforceVersion is used by generated code to check the contract version.
+type EnforceVersion uint

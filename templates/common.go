@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"go/types"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -237,10 +238,7 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 		f.Line()
 	}
 
-	// Key codec and cursor names.
-	f.Commentf("%s is the query name that List cursors of %s are bound to.", ListQuery(a), a.Name)
-	f.Const().Id(ListQuery(a)).Op("=").Lit(a.Collection + ".List")
-	f.Line()
+	// Key codec.
 	f.Commentf("%s appends id to b with the order-preserving key codec.", KeyAppender(a))
 	f.Func().Id(KeyAppender(a)).Params(jen.Id("b").Index().Byte(), jen.Id("id").Add(IDType(a))).Index().Byte().Block(
 		jen.Return(KeyEncode(a, jen.Id("b"), jen.Id("id"))),
@@ -275,15 +273,10 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 
 	lookupDecls(f, s, a)
 
-	// Compile-time guard, after stringer's: converting *A to a pointer to the
-	// struct as generated stops compiling when A's fields change.
-	f.Commentf("Compile-time guard: this conversion stops compiling when %s's fields change", a.Name)
-	f.Comment("after generation. Run go generate again to update the generated code.")
-	var sfields []jen.Code
-	for _, sf := range a.StructFields {
-		sfields = append(sfields, jen.Id(sf.Name).Add(Type(sf.Type)))
-	}
-	f.Var().Id("_").Op("=").Parens(jen.Op("*").Struct(sfields...)).Parens(jen.Parens(jen.Op("*").Id(a.Name)).Parens(jen.Nil()))
+	descriptor(f, a)
+	changes(f, a)
+	repoImpl(f, a, stores)
+	guard(f, a)
 }
 
 func implList(a *model.Aggregate, stores []string) string {
@@ -335,4 +328,35 @@ func CheckNames(a *model.Aggregate) error {
 		fields[AtField(f)] = true
 	}
 	return nil
+}
+
+// GenVersion is the version of the contract between generated code and
+// the runtime package that this generator writes for; generated files
+// check it against the runtime at compile time.
+const GenVersion = 2
+
+// guard adds the compile-time checks of a generated file: the struct must
+// be as it was at generation (an assignment between struct types compares
+// field names, types and tags, which a conversion ignores), and the runtime
+// must support the generated code's contract version.
+func guard(f *jen.File, a *model.Aggregate) {
+	st, _ := a.StructType.Underlying().(*types.Struct)
+	var sfields []jen.Code
+	for i, sf := range a.StructFields {
+		field := jen.Id(sf.Name).Add(Type(sf.Type))
+		if st != nil && i < st.NumFields() && st.Field(i).Name() == sf.Name {
+			if tag := st.Tag(i); strings.Contains(tag, "`") {
+				field = field.Add(jen.Lit(tag))
+			} else if tag != "" {
+				field = field.Add(jen.Op("`" + tag + "`"))
+			}
+		}
+		sfields = append(sfields, field)
+	}
+	f.Add(Doc("Compile-time guard: this assignment stops compiling when %s's fields or their tags change after generation (a conversion would ignore tags), and the version check when the runtime package does not match the generated code. Run go generate again.", a.Name)).
+		Func().Id("_").Params().Block(
+		jen.Var().Id("_").Struct(sfields...).Op("=").Id(a.Name).Values(),
+		jen.Var().Id("_").Op("=").Add(RT("EnforceVersion")).Call(jen.Lit(GenVersion).Op("-").Add(RT("MinGenVersion"))),
+		jen.Var().Id("_").Op("=").Add(RT("EnforceVersion")).Call(RT("MaxGenVersion").Op("-").Lit(GenVersion)),
+	)
 }

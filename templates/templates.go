@@ -34,6 +34,10 @@ type Store struct {
 	Imports map[string]string
 	// Generate adds the store's repository for a to f.
 	Generate func(f *jen.File, s *model.Schema, a *model.Aggregate)
+	// Reserved says why the store cannot hold a top-level entry with the
+	// given key ("" when it can), so that the generator refuses it with a
+	// positioned error instead of writing code that fails at run time.
+	Reserved func(key string) string
 }
 
 var registry = map[string]Store{}
