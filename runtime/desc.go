@@ -417,12 +417,19 @@ type Update[T any] struct {
 	IfVersion int64
 }
 
-// Keys lists the top-level entry keys the update writes (each once).
+// Keys lists the keys of the top-level fields the update writes (each
+// once); a change of the EAO root entry writes every field in it.
 func (u Update[T]) Keys() []string {
 	var out []string
 	for _, c := range u.Changes {
-		if !slices.Contains(out, c.Field.Key) {
-			out = append(out, c.Field.Key)
+		keys := []string{c.Field.Key}
+		if c.Field.Kind == KindRoot {
+			keys = c.Field.Fields
+		}
+		for _, k := range keys {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
 		}
 	}
 	return out

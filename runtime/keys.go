@@ -193,3 +193,42 @@ func SortKeys(keys [][]byte) [][]byte {
 func TupleEnd(p []byte) []byte {
 	return append(append(make([]byte, 0, len(p)+1), p...), 0xFF)
 }
+
+// StringKeys is the key codec of a string block key type.
+func StringKeys[K ~string]() KeyCodec[K] {
+	return KeyCodec[K]{
+		Append: func(b []byte, k K) []byte { return AppendString(b, string(k)) },
+		Read: func(r *KeyReader) (K, error) {
+			s, err := r.String()
+			return K(s), err
+		},
+	}
+}
+
+// IntKeys is the key codec of a signed integer block key type.
+func IntKeys[K ~int | ~int8 | ~int16 | ~int32 | ~int64]() KeyCodec[K] {
+	return KeyCodec[K]{
+		Append: func(b []byte, k K) []byte { return AppendInt(b, int64(k)) },
+		Read: func(r *KeyReader) (K, error) {
+			v, err := r.Int()
+			if err == nil && int64(K(v)) != v {
+				err = fmt.Errorf("key %d out of range", v)
+			}
+			return K(v), err
+		},
+	}
+}
+
+// UintKeys is the key codec of an unsigned integer block key type.
+func UintKeys[K ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64]() KeyCodec[K] {
+	return KeyCodec[K]{
+		Append: func(b []byte, k K) []byte { return AppendUint(b, uint64(k)) },
+		Read: func(r *KeyReader) (K, error) {
+			v, err := r.Uint()
+			if err == nil && uint64(K(v)) != v {
+				err = fmt.Errorf("key %d out of range", v)
+			}
+			return K(v), err
+		},
+	}
+}

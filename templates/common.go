@@ -239,37 +239,30 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 	}
 
 	// Key codec.
-	f.Commentf("%s appends id to b with the order-preserving key codec.", KeyAppender(a))
-	f.Func().Id(KeyAppender(a)).Params(jen.Id("b").Index().Byte(), jen.Id("id").Add(IDType(a))).Index().Byte().Block(
-		jen.Return(KeyEncode(a, jen.Id("b"), jen.Id("id"))),
-	)
-	f.Line()
-	f.Commentf("%s reads a block key written by %s.", KeyReader(a), KeyAppender(a))
-	var read []jen.Code
 	if len(a.IDParts) == 0 {
-		method, conv := readMethod(a.ID.Type)
-		if conv {
-			read = []jen.Code{
-				jen.List(jen.Id("v"), jen.Err()).Op(":=").Id("r").Dot(method).Call(),
-				jen.Return(IDType(a).(*jen.Statement).Clone().Parens(jen.Id("v")), jen.Err()),
-			}
-		} else {
-			read = []jen.Code{jen.Return(jen.Id("r").Dot(method).Call())}
-		}
+		codec := map[model.KeyKind]string{model.KeyString: "StringKeys", model.KeyInt: "IntKeys", model.KeyUint: "UintKeys"}[model.KindOf(a.ID.Type)]
+		f.Commentf("%s encodes %s block keys, order-preserving, for cursors and key-value stores.", KeyCodecVar(a), a.Name)
+		f.Var().Id(KeyCodecVar(a)).Op("=").Add(RT(codec)).Types(IDType(a)).Call()
+		f.Line()
 	} else {
-		read = []jen.Code{jen.Var().Id("id").Add(IDType(a))}
+		f.Commentf("%s appends id to b with the order-preserving key codec, part by part.", KeyAppender(a))
+		f.Func().Id(KeyAppender(a)).Params(jen.Id("b").Index().Byte(), jen.Id("id").Add(IDType(a))).Index().Byte().Block(
+			jen.Return(KeyEncode(a, jen.Id("b"), jen.Id("id"))),
+		)
+		f.Line()
+		f.Commentf("%s reads a block key written by %s.", KeyReader(a), KeyAppender(a))
+		read := []jen.Code{jen.Var().Id("id").Add(IDType(a))}
 		for _, p := range a.IDParts {
 			read = append(read, jen.Block(decodeValue(p.Type, jen.Id("id").Dot(p.GoName))...))
 		}
 		read = append(read, jen.Return(jen.Id("id"), jen.Nil()))
+		f.Func().Id(KeyReader(a)).Params(jen.Id("r").Op("*").Add(RT("KeyReader"))).Params(IDType(a), jen.Error()).Block(read...)
+		f.Line()
+		f.Commentf("%s encodes %s block keys for cursors and key-value stores.", KeyCodecVar(a), a.Name)
+		f.Var().Id(KeyCodecVar(a)).Op("=").Add(RT("KeyCodec").Types(IDType(a))).Values(
+			jen.Id("Append").Op(":").Id(KeyAppender(a)), jen.Id("Read").Op(":").Id(KeyReader(a)))
+		f.Line()
 	}
-	f.Func().Id(KeyReader(a)).Params(jen.Id("r").Op("*").Add(RT("KeyReader"))).Params(IDType(a), jen.Error()).Block(read...)
-	f.Line()
-
-	f.Commentf("%s encodes %s block keys for cursors and key-value stores.", KeyCodecVar(a), a.Name)
-	f.Var().Id(KeyCodecVar(a)).Op("=").Add(RT("KeyCodec").Types(IDType(a))).Values(
-		jen.Id("Append").Op(":").Id(KeyAppender(a)), jen.Id("Read").Op(":").Id(KeyReader(a)))
-	f.Line()
 
 	lookupDecls(f, s, a)
 

@@ -234,33 +234,43 @@ func lookupDecls(f *jen.File, s *model.Schema, a *model.Aggregate) {
 			continue
 		}
 		keyT := Type(tgt.ID.Type)
+		// Locals are named per function, clear of the aggregate's names.
+		taken := map[string]bool{v: true, Plural(v): true}
+		local := func(name string) string {
+			for taken[name] {
+				name += "_"
+			}
+			taken[name] = true
+			return name
+		}
+		out, zero, seen, add, k := local("out"), local("zero"), local("seen"), local("add"), local("k")
 		var visits []jen.Code
 		for _, r := range a.Refs() {
 			if r.Target != target {
 				continue
 			}
 			visits = append(visits, walk(a.StructType, jen.Id(v), splitPath(r.GoPath), 0, func(val *jen.Statement, t types.Type) []jen.Code {
-				return walk(t, val, refSteps(t), 10, func(k *jen.Statement, _ types.Type) []jen.Code {
-					return []jen.Code{jen.Id("add").Call(k)}
+				return walk(t, val, refSteps(t), 10, func(kv *jen.Statement, _ types.Type) []jen.Code {
+					return []jen.Code{jen.Id(add).Call(kv)}
 				})
 			})...)
 		}
 		f.Add(Doc("%s collects the distinct %s keys that %s aggregates reference, in first-seen order, skipping zero keys: pass them to %sRepository.GetMany to resolve all references in one round trip.",
 			RefsFunc(a, target), target, a.Name, target)).
 			Func().Id(RefsFunc(a, target)).Params(jen.Id(Plural(v)).Op("...").Op("*").Id(a.Name)).Index().Add(keyT).Block(
-			jen.Var().Id("out").Index().Add(keyT),
-			jen.Var().Id("zero").Add(keyT),
-			jen.Id("seen").Op(":=").Map(keyT).Bool().Values(),
-			jen.Id("add").Op(":=").Func().Params(jen.Id("k").Add(keyT)).Block(
-				jen.If(jen.Id("k").Op("!=").Id("zero").Op("&&").Op("!").Id("seen").Index(jen.Id("k"))).Block(
-					jen.Id("seen").Index(jen.Id("k")).Op("=").True(),
-					jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("k")),
+			jen.Var().Id(out).Index().Add(keyT),
+			jen.Var().Id(zero).Add(keyT),
+			jen.Id(seen).Op(":=").Map(keyT).Bool().Values(),
+			jen.Id(add).Op(":=").Func().Params(jen.Id(k).Add(keyT)).Block(
+				jen.If(jen.Id(k).Op("!=").Id(zero).Op("&&").Op("!").Id(seen).Index(jen.Id(k))).Block(
+					jen.Id(seen).Index(jen.Id(k)).Op("=").True(),
+					jen.Id(out).Op("=").Append(jen.Id(out), jen.Id(k)),
 				),
 			),
 			jen.For(jen.List(jen.Id("_"), jen.Id(v)).Op(":=").Range().Id(Plural(v))).Block(
 				append([]jen.Code{jen.If(jen.Id(v).Op("==").Nil()).Block(jen.Continue())}, visits...)...,
 			),
-			jen.Return(jen.Id("out")),
+			jen.Return(jen.Id(out)),
 		)
 		f.Line()
 	}

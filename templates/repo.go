@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"go/types"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -46,7 +47,10 @@ func ChangesFunc(a *model.Aggregate) string { return LowerFirst(a.Name) + "Chang
 // GeneratedNames lists every top-level name the store-independent file of a
 // declares, for collision checks.
 func GeneratedNames(a *model.Aggregate) []string {
-	out := []string{Repo(a), KeyAppender(a), KeyReader(a), KeyCodecVar(a), DescVar(a), RepoImpl(a)}
+	out := []string{Repo(a), KeyCodecVar(a), DescVar(a), RepoImpl(a)}
+	if len(a.IDParts) > 0 {
+		out = append(out, KeyAppender(a), KeyReader(a))
+	}
 	if HasUpdate(a) {
 		out = append(out, Update(a), ChangesFunc(a))
 	}
@@ -280,6 +284,8 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 	f.Add(Doc("%s implements %s on any store adapter: each method is a typed call into runtime.Repo, which holds the descriptor and the adapter. %s embed it.", impl, Repo(a), implList(a, stores))).
 		Type().Id(impl).Struct(jen.Id("r").Add(RT("Repo")).Types(jen.Id(a.Name), IDType(a)))
 	f.Line()
+	f.Var().Id("_").Id(Repo(a)).Op("=").Id(impl).Values()
+	f.Line()
 	r := jen.Id("r").Dot("r")
 	for _, m := range Methods(a) {
 		var call jen.Code
@@ -334,7 +340,10 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 		default:
 			panic(fmt.Sprintf("templates: method kind %d has no call", m.Kind))
 		}
-		f.Add(Doc("%s", m.Doc)).Func().Params(jen.Id("r").Id(impl)).Add(m.Signature()).Block(jen.Return(call))
+		// The interface documents the method; here its first sentence says
+		// what the call does.
+		first, _, _ := strings.Cut(m.Doc, ". ")
+		f.Add(Doc("%s.", strings.TrimSuffix(first, "."))).Func().Params(jen.Id("r").Id(impl)).Add(m.Signature()).Block(jen.Return(call))
 		f.Line()
 	}
 }
@@ -355,7 +364,5 @@ func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over string, par
 		jen.Id("s").Op(":=").Add(open),
 		jen.Return(jen.Op("&").Id(name).Values(jen.Id(RepoImpl(a)).Values(RT("NewRepo").Call(jen.Id(DescVar(a)), jen.Id("s"))), jen.Id("s"))),
 	)
-	f.Line()
-	f.Var().Id("_").Id(Repo(a)).Op("=").Parens(jen.Op("*").Id(name)).Parens(jen.Nil())
 	f.Line()
 }

@@ -253,16 +253,14 @@ func Snake(s string) string {
 	return b.String()
 }
 
-// reserved are the names generated method bodies use for parameters,
-// locals and imported packages; an aggregate parameter must not shadow them.
+// reserved are the names generated function bodies use for parameters,
+// locals and imported packages of the store-independent file (store files
+// hold only a constructor): a parameter named after a lookup or key part
+// must not shadow them. Store templates add no names here.
 var reserved = map[string]bool{
 	"ctx": true, "id": true, "ids": true, "r": true, "u": true, "e": true, "i": true, "v": true, "q": true,
-	"req": true, "err": true, "opts": true, "d": true, "doc": true, "filter": true, "res": true,
-	"update": true, "elem": true, "elems": true, "set": true, "n": true, "tx": true, "b": true,
-	"key": true, "old": true, "page": true, "keys": true, "out": true, "blk": true, "version": true,
-	"runtime": true, "options": true, "mongo": true, "bson": true, "mongostore": true, "boltstore": true,
-	"bbolt": true, "maps": true, "slices": true, "iter": true, "context": true, "errors": true, "fmt": true,
-	"bytes": true, "strconv": true, "sort": true, "op": true, "stamp": true,
+	"req": true, "c": true, "b": true, "s": true, "keys": true, "root": true,
+	"runtime": true, "maps": true, "slices": true, "iter": true, "context": true,
 }
 
 func isKeyword(s string) bool {

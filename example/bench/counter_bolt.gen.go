@@ -27,8 +27,6 @@ func NewCounterBoltRepository(db *bbolt.DB) *CounterBoltRepository {
 	return &CounterBoltRepository{counterRepo{runtime.NewRepo(counterDesc, s)}, s}
 }
 
-var _ CounterRepository = (*CounterBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *CounterBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -12,7 +12,7 @@ import (
 
 // CounterRepository reads and writes Counter aggregates: collection "Counter",
 // strategy etf, block key ID, entries n, version. Implementations:
-// CounterBoltRepository.
+// CounterMongoRepository, CounterBoltRepository.
 type CounterRepository interface {
 	// Get reads the Counter block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -79,18 +79,8 @@ type CounterUpdate struct {
 	IfVersion int64
 }
 
-// appendCounterKey appends id to b with the order-preserving key codec.
-func appendCounterKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readCounterKey reads a block key written by appendCounterKey.
-func readCounterKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// counterKeys encodes Counter block keys for cursors and key-value stores.
-var counterKeys = runtime.KeyCodec[string]{Append: appendCounterKey, Read: readCounterKey}
+// counterKeys encodes Counter block keys, order-preserving, for cursors and key-value stores.
+var counterKeys = runtime.StringKeys[string]()
 
 // The entries of a Counter block (NoAM layout: n, version), one accessor each.
 var (
@@ -128,79 +118,65 @@ func counterChanges(u CounterUpdate) runtime.Update[Counter] {
 
 // counterRepo implements CounterRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. CounterBoltRepository embed it.
+// adapter. CounterMongoRepository, CounterBoltRepository embed it.
 type counterRepo struct {
 	r runtime.Repo[Counter, string]
 }
 
-// Get reads the Counter block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ CounterRepository = counterRepo{}
+
+// Get reads the Counter block with key id in one round trip.
 func (r counterRepo) Get(ctx context.Context, id string) (*Counter, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Counter block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. The stored version starts at 1, and
-// counter.Version is set to it.
+// Create stores a new Counter block.
 func (r counterRepo) Create(ctx context.Context, counter *Counter) error {
 	return r.r.Create(ctx, counter)
 }
 
 // Put creates the Counter block or replaces it whole, with optimistic
 // concurrency on version: when counter.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal counter.Version. Either way a
-// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-// stored version is one more than before and counter.Version is set to it.
+// yet; otherwise the stored version must equal counter.Version.
 func (r counterRepo) Put(ctx context.Context, counter *Counter) error {
 	return r.r.Put(ctx, counter)
 }
 
-// Delete removes the Counter block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Counter block with key id and all its entries.
 func (r counterRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetN writes the n entry of block id and nothing else. The version entry is
-// bumped by every write, so that a concurrent Put holding the old version
-// fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if the
-// block does not exist.
+// SetN writes the n entry of block id and nothing else.
 func (r counterRepo) SetN(ctx context.Context, id string, v int) error {
 	return r.r.Set(ctx, "SetN", id, runtime.Set(counterEntryN, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. The version entry is bumped by every
-// write, so that a concurrent Put holding the old version fails with
-// runtime.ErrConflict. It fails with runtime.ErrNotFound if the block (or an
-// element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r counterRepo) Update(ctx context.Context, id string, u CounterUpdate) error {
 	return r.r.Update(ctx, "Update", id, counterChanges(u))
 }
 
 // GetMany reads the Counter blocks with the given keys in one round trip (an
-// application-side join: see the *CounterRefs functions). Keys with no block
-// are absent from the map.
+// application-side join: see the *CounterRefs functions).
 func (r counterRepo) GetMany(ctx context.Context, ids []string) (map[string]*Counter, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r counterRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Counter aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Counter aggregates in block-key order.
 func (r counterRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Counter aggregate in block-key order. Iteration
-// stops at the first error, which is yielded with a nil aggregate.
+// All iterates over every Counter aggregate in block-key order.
 func (r counterRepo) All(ctx context.Context) iter.Seq2[*Counter, error] {
 	return r.r.All(ctx)
 }

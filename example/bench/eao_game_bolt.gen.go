@@ -26,8 +26,6 @@ func NewEAOGameBoltRepository(db *bbolt.DB) *EAOGameBoltRepository {
 	return &EAOGameBoltRepository{eaoGameRepo{runtime.NewRepo(eaoGameDesc, s)}, s}
 }
 
-var _ EAOGameRepository = (*EAOGameBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *EAOGameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -12,7 +12,7 @@ import (
 
 // EAOGameRepository reads and writes EAOGame aggregates: collection "EAOGame",
 // strategy eao, block key ID, entries ε (the root entry). Implementations:
-// EAOGameBoltRepository.
+// EAOGameMongoRepository, EAOGameBoltRepository.
 type EAOGameRepository interface {
 	// Get reads the EAOGame block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -49,18 +49,8 @@ type EAOGameRepository interface {
 	All(ctx context.Context) iter.Seq2[*EAOGame, error]
 }
 
-// appendEAOGameKey appends id to b with the order-preserving key codec.
-func appendEAOGameKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readEAOGameKey reads a block key written by appendEAOGameKey.
-func readEAOGameKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// eaoGameKeys encodes EAOGame block keys for cursors and key-value stores.
-var eaoGameKeys = runtime.KeyCodec[string]{Append: appendEAOGameKey, Read: readEAOGameKey}
+// eaoGameKeys encodes EAOGame block keys, order-preserving, for cursors and key-value stores.
+var eaoGameKeys = runtime.StringKeys[string]()
 
 // eaoGameRoot is the value of the root entry of a EAOGame block (strategy
 // eao): every field but the id, the version and the partitioned ones.
@@ -113,19 +103,19 @@ var eaoGameDesc = (&runtime.Desc[EAOGame, string]{
 
 // eaoGameRepo implements EAOGameRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. EAOGameBoltRepository embed it.
+// adapter. EAOGameMongoRepository, EAOGameBoltRepository embed it.
 type eaoGameRepo struct {
 	r runtime.Repo[EAOGame, string]
 }
 
-// Get reads the EAOGame block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ EAOGameRepository = eaoGameRepo{}
+
+// Get reads the EAOGame block with key id in one round trip.
 func (r eaoGameRepo) Get(ctx context.Context, id string) (*EAOGame, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new EAOGame block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// Create stores a new EAOGame block.
 func (r eaoGameRepo) Create(ctx context.Context, eaoGame *EAOGame) error {
 	return r.r.Create(ctx, eaoGame)
 }
@@ -135,35 +125,30 @@ func (r eaoGameRepo) Put(ctx context.Context, eaoGame *EAOGame) error {
 	return r.r.Put(ctx, eaoGame)
 }
 
-// Delete removes the EAOGame block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the EAOGame block with key id and all its entries.
 func (r eaoGameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the EAOGame blocks with the given keys in one round trip (an
-// application-side join: see the *EAOGameRefs functions). Keys with no block
-// are absent from the map.
+// application-side join: see the *EAOGameRefs functions).
 func (r eaoGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the EAOGame repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r eaoGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of EAOGame aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of EAOGame aggregates in block-key order.
 func (r eaoGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*EAOGame], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every EAOGame aggregate in block-key order. Iteration
-// stops at the first error, which is yielded with a nil aggregate.
+// All iterates over every EAOGame aggregate in block-key order.
 func (r eaoGameRepo) All(ctx context.Context) iter.Seq2[*EAOGame, error] {
 	return r.r.All(ctx)
 }

@@ -28,8 +28,6 @@ func NewRoundsGameBoltRepository(db *bbolt.DB) *RoundsGameBoltRepository {
 	return &RoundsGameBoltRepository{roundsGameRepo{runtime.NewRepo(roundsGameDesc, s)}, s}
 }
 
-var _ RoundsGameRepository = (*RoundsGameBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *RoundsGameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

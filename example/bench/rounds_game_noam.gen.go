@@ -14,7 +14,8 @@ import (
 
 // RoundsGameRepository reads and writes RoundsGame aggregates: collection
 // "RoundsGame", strategy eao, block key ID, entries ε (the root entry),
-// rounds[i]. Implementations: RoundsGameBoltRepository.
+// rounds[i]. Implementations: RoundsGameMongoRepository,
+// RoundsGameBoltRepository.
 type RoundsGameRepository interface {
 	// Get reads the RoundsGame block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -83,18 +84,8 @@ type RoundsGameUpdate struct {
 	RoundsAt map[int]Round
 }
 
-// appendRoundsGameKey appends id to b with the order-preserving key codec.
-func appendRoundsGameKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readRoundsGameKey reads a block key written by appendRoundsGameKey.
-func readRoundsGameKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// roundsGameKeys encodes RoundsGame block keys for cursors and key-value stores.
-var roundsGameKeys = runtime.KeyCodec[string]{Append: appendRoundsGameKey, Read: readRoundsGameKey}
+// roundsGameKeys encodes RoundsGame block keys, order-preserving, for cursors and key-value stores.
+var roundsGameKeys = runtime.StringKeys[string]()
 
 // roundsGameRoot is the value of the root entry of a RoundsGame block
 // (strategy eao): every field but the id, the version and the partitioned
@@ -163,19 +154,19 @@ func roundsGameChanges(u RoundsGameUpdate) runtime.Update[RoundsGame] {
 
 // roundsGameRepo implements RoundsGameRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. RoundsGameBoltRepository embed it.
+// adapter. RoundsGameMongoRepository, RoundsGameBoltRepository embed it.
 type roundsGameRepo struct {
 	r runtime.Repo[RoundsGame, string]
 }
 
-// Get reads the RoundsGame block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ RoundsGameRepository = roundsGameRepo{}
+
+// Get reads the RoundsGame block with key id in one round trip.
 func (r roundsGameRepo) Get(ctx context.Context, id string) (*RoundsGame, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new RoundsGame block. It fails with runtime.ErrDuplicate if
-// a block with the same key exists.
+// Create stores a new RoundsGame block.
 func (r roundsGameRepo) Create(ctx context.Context, roundsGame *RoundsGame) error {
 	return r.r.Create(ctx, roundsGame)
 }
@@ -185,63 +176,53 @@ func (r roundsGameRepo) Put(ctx context.Context, roundsGame *RoundsGame) error {
 	return r.r.Put(ctx, roundsGame)
 }
 
-// Delete removes the RoundsGame block with key id and all its entries. It
-// fails with runtime.ErrNotFound if there is none.
+// Delete removes the RoundsGame block with key id and all its entries.
 func (r roundsGameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
-// new entry rounds[i] is written, the other elements are not sent. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// new entry rounds[i] is written, the other elements are not sent.
 func (r roundsGameRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
 	return r.r.Append(ctx, "AppendRounds", id, roundsGameEntryRounds, e)
 }
 
-// SetRoundsAt replaces the entry rounds[i] and nothing else. It fails with
-// runtime.ErrNotFound if the block or the element does not exist.
+// SetRoundsAt replaces the entry rounds[i] and nothing else.
 func (r roundsGameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
 	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(roundsGameEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
-// reading the rest of the block. It fails with runtime.ErrNotFound if the
-// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-// made by this method for this block.
+// reading the rest of the block.
 func (r roundsGameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
 	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, roundsGameEntryRounds, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-// the block (or an element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r roundsGameRepo) Update(ctx context.Context, id string, u RoundsGameUpdate) error {
 	return r.r.Update(ctx, "Update", id, roundsGameChanges(u))
 }
 
 // GetMany reads the RoundsGame blocks with the given keys in one round trip
-// (an application-side join: see the *RoundsGameRefs functions). Keys with no
-// block are absent from the map.
+// (an application-side join: see the *RoundsGameRefs functions).
 func (r roundsGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*RoundsGame, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the RoundsGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
-// on, if they do not exist yet. It is safe to call on every start.
+// on, if they do not exist yet.
 func (r roundsGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of RoundsGame aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of RoundsGame aggregates in block-key order.
 func (r roundsGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*RoundsGame], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every RoundsGame aggregate in block-key order. Iteration
-// stops at the first error, which is yielded with a nil aggregate.
+// All iterates over every RoundsGame aggregate in block-key order.
 func (r roundsGameRepo) All(ctx context.Context) iter.Seq2[*RoundsGame, error] {
 	return r.r.All(ctx)
 }

@@ -28,8 +28,6 @@ func NewGameBoltRepository(db *bbolt.DB) *GameBoltRepository {
 	return &GameBoltRepository{gameRepo{runtime.NewRepo(gameDesc, s)}, s}
 }
 
-var _ GameRepository = (*GameBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *GameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -14,7 +14,7 @@ import (
 
 // GameRepository reads and writes Game aggregates: collection "Game", strategy
 // etf, block key ID, entries firstPlayer, secondPlayer, rounds[i], version.
-// Implementations: GameBoltRepository.
+// Implementations: GameMongoRepository, GameBoltRepository.
 type GameRepository interface {
 	// Get reads the Game block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -111,18 +111,8 @@ type GameUpdate struct {
 	IfVersion int64
 }
 
-// appendGameKey appends id to b with the order-preserving key codec.
-func appendGameKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readGameKey reads a block key written by appendGameKey.
-func readGameKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// gameKeys encodes Game block keys for cursors and key-value stores.
-var gameKeys = runtime.KeyCodec[string]{Append: appendGameKey, Read: readGameKey}
+// gameKeys encodes Game block keys, order-preserving, for cursors and key-value stores.
+var gameKeys = runtime.StringKeys[string]()
 
 // GamePlayerRefs collects the distinct Player keys that Game aggregates
 // reference, in first-seen order, skipping zero keys: pass them to
@@ -198,112 +188,87 @@ func gameChanges(u GameUpdate) runtime.Update[Game] {
 
 // gameRepo implements GameRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// GameBoltRepository embed it.
+// GameMongoRepository, GameBoltRepository embed it.
 type gameRepo struct {
 	r runtime.Repo[Game, string]
 }
 
-// Get reads the Game block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ GameRepository = gameRepo{}
+
+// Get reads the Game block with key id in one round trip.
 func (r gameRepo) Get(ctx context.Context, id string) (*Game, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Game block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. The stored version starts at 1, and
-// game.Version is set to it.
+// Create stores a new Game block.
 func (r gameRepo) Create(ctx context.Context, game *Game) error {
 	return r.r.Create(ctx, game)
 }
 
 // Put creates the Game block or replaces it whole, with optimistic concurrency
 // on version: when game.Version is 0 the block must not exist yet; otherwise
-// the stored version must equal game.Version. Either way a mismatch fails with
-// runtime.ErrConflict and changes nothing. On success the stored version is
-// one more than before and game.Version is set to it.
+// the stored version must equal game.Version.
 func (r gameRepo) Put(ctx context.Context, game *Game) error {
 	return r.r.Put(ctx, game)
 }
 
-// Delete removes the Game block with key id and all its entries. It fails with
-// runtime.ErrNotFound if there is none.
+// Delete removes the Game block with key id and all its entries.
 func (r gameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetFirstPlayer writes the firstPlayer entry of block id and nothing else.
-// The version entry is bumped by every write, so that a concurrent Put holding
-// the old version fails with runtime.ErrConflict. It fails with
-// runtime.ErrNotFound if the block does not exist.
 func (r gameRepo) SetFirstPlayer(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetFirstPlayer", id, runtime.Set(gameEntryFirstPlayer, v))
 }
 
 // SetSecondPlayer writes the secondPlayer entry of block id and nothing else.
-// The version entry is bumped by every write, so that a concurrent Put holding
-// the old version fails with runtime.ErrConflict. It fails with
-// runtime.ErrNotFound if the block does not exist.
 func (r gameRepo) SetSecondPlayer(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetSecondPlayer", id, runtime.Set(gameEntrySecondPlayer, v))
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
-// new entry rounds[i] is written, the other elements are not sent. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// new entry rounds[i] is written, the other elements are not sent.
 func (r gameRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
 	return r.r.Append(ctx, "AppendRounds", id, gameEntryRounds, e)
 }
 
-// SetRoundsAt replaces the entry rounds[i] and nothing else. The version entry
-// is bumped by every write, so that a concurrent Put holding the old version
-// fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if the
-// block or the element does not exist.
+// SetRoundsAt replaces the entry rounds[i] and nothing else.
 func (r gameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
 	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(gameEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
-// reading the rest of the block. It fails with runtime.ErrNotFound if the
-// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-// made by this method for this block.
+// reading the rest of the block.
 func (r gameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
 	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, gameEntryRounds, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. The version entry is bumped by every
-// write, so that a concurrent Put holding the old version fails with
-// runtime.ErrConflict. It fails with runtime.ErrNotFound if the block (or an
-// element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r gameRepo) Update(ctx context.Context, id string, u GameUpdate) error {
 	return r.r.Update(ctx, "Update", id, gameChanges(u))
 }
 
 // GetMany reads the Game blocks with the given keys in one round trip (an
-// application-side join: see the *GameRefs functions). Keys with no block are
-// absent from the map.
+// application-side join: see the *GameRefs functions).
 func (r gameRepo) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Game repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r gameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Game aggregates in block-key order. Pass the returned
-// Next as req.Cursor to read the following page; Next is empty after the last
-// page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Game aggregates in block-key order.
 func (r gameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Game], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Game aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Game aggregate in block-key order.
 func (r gameRepo) All(ctx context.Context) iter.Seq2[*Game, error] {
 	return r.r.All(ctx)
 }

@@ -29,8 +29,6 @@ func NewPlayerBoltRepository(db *bbolt.DB) *PlayerBoltRepository {
 	return &PlayerBoltRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
 }
 
-var _ PlayerRepository = (*PlayerBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *PlayerBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -12,7 +12,7 @@ import (
 
 // PlayerRepository reads and writes Player aggregates: collection "Player",
 // strategy etf, block key Username, entries firstName, lastName, score, games.
-// Implementations: PlayerBoltRepository.
+// Implementations: PlayerMongoRepository, PlayerBoltRepository.
 type PlayerRepository interface {
 	// Get reads the Player block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -95,18 +95,8 @@ type PlayerUpdate struct {
 	Games *[]GameRef
 }
 
-// appendPlayerKey appends id to b with the order-preserving key codec.
-func appendPlayerKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readPlayerKey reads a block key written by appendPlayerKey.
-func readPlayerKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// playerKeys encodes Player block keys for cursors and key-value stores.
-var playerKeys = runtime.KeyCodec[string]{Append: appendPlayerKey, Read: readPlayerKey}
+// playerKeys encodes Player block keys, order-preserving, for cursors and key-value stores.
+var playerKeys = runtime.StringKeys[string]()
 
 // playerGameKeys returns the values of lookup Player.game held by player, each
 // encoded with the key codec (without the block key), sorted and without
@@ -223,19 +213,19 @@ func playerChanges(u PlayerUpdate) runtime.Update[Player] {
 
 // playerRepo implements PlayerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
-// PlayerBoltRepository embed it.
+// PlayerMongoRepository, PlayerBoltRepository embed it.
 type playerRepo struct {
 	r runtime.Repo[Player, string]
 }
 
-// Get reads the Player block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ PlayerRepository = playerRepo{}
+
+// Get reads the Player block with key id in one round trip.
 func (r playerRepo) Get(ctx context.Context, id string) (*Player, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Player block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// Create stores a new Player block.
 func (r playerRepo) Create(ctx context.Context, player *Player) error {
 	return r.r.Create(ctx, player)
 }
@@ -245,81 +235,68 @@ func (r playerRepo) Put(ctx context.Context, player *Player) error {
 	return r.r.Put(ctx, player)
 }
 
-// Delete removes the Player block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Player block with key id and all its entries.
 func (r playerRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetFirstName writes the firstName entry of block id and nothing else. It
-// fails with runtime.ErrNotFound if the block does not exist.
+// SetFirstName writes the firstName entry of block id and nothing else.
 func (r playerRepo) SetFirstName(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetFirstName", id, runtime.Set(playerEntryFirstName, v))
 }
 
-// SetLastName writes the lastName entry of block id and nothing else. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// SetLastName writes the lastName entry of block id and nothing else.
 func (r playerRepo) SetLastName(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetLastName", id, runtime.Set(playerEntryLastName, v))
 }
 
-// SetScore writes the score entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetScore writes the score entry of block id and nothing else.
 func (r playerRepo) SetScore(ctx context.Context, id string, v int) error {
 	return r.r.Set(ctx, "SetScore", id, runtime.Set(playerEntryScore, v))
 }
 
-// SetGames writes the games entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetGames writes the games entry of block id and nothing else.
 func (r playerRepo) SetGames(ctx context.Context, id string, v []GameRef) error {
 	return r.r.Set(ctx, "SetGames", id, runtime.Set(playerEntryGames, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-// the block (or an element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r playerRepo) Update(ctx context.Context, id string, u PlayerUpdate) error {
 	return r.r.Update(ctx, "Update", id, playerChanges(u))
 }
 
 // GetMany reads the Player blocks with the given keys in one round trip (an
-// application-side join: see the *PlayerRefs functions). Keys with no block
-// are absent from the map.
+// application-side join: see the *PlayerRefs functions).
 func (r playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByGame reads one page of the Player aggregates that hold v in
-// games[].game, in block-key order, through the index table Player.game. A
-// cursor not made by this query fails with runtime.ErrBadCursor.
+// games[].game, in block-key order, through the index table Player.game.
 func (r playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByGame", playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Player from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r playerRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r playerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Player aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Player aggregates in block-key order.
 func (r playerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Player aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Player aggregate in block-key order.
 func (r playerRepo) All(ctx context.Context) iter.Seq2[*Player, error] {
 	return r.r.All(ctx)
 }

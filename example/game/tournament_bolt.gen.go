@@ -27,8 +27,6 @@ func NewTournamentBoltRepository(db *bbolt.DB) *TournamentBoltRepository {
 	return &TournamentBoltRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
 }
 
-var _ TournamentRepository = (*TournamentBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *TournamentBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -12,7 +12,7 @@ import (
 
 // TournamentRepository reads and writes Tournament aggregates: collection
 // "Tournament", strategy eao, block key ID, entries ε (the root entry).
-// Implementations: TournamentBoltRepository.
+// Implementations: TournamentMongoRepository, TournamentBoltRepository.
 type TournamentRepository interface {
 	// Get reads the Tournament block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -49,18 +49,8 @@ type TournamentRepository interface {
 	All(ctx context.Context) iter.Seq2[*Tournament, error]
 }
 
-// appendTournamentKey appends id to b with the order-preserving key codec.
-func appendTournamentKey(b []byte, id int64) []byte {
-	return runtime.AppendInt(b, id)
-}
-
-// readTournamentKey reads a block key written by appendTournamentKey.
-func readTournamentKey(r *runtime.KeyReader) (int64, error) {
-	return r.Int()
-}
-
-// tournamentKeys encodes Tournament block keys for cursors and key-value stores.
-var tournamentKeys = runtime.KeyCodec[int64]{Append: appendTournamentKey, Read: readTournamentKey}
+// tournamentKeys encodes Tournament block keys, order-preserving, for cursors and key-value stores.
+var tournamentKeys = runtime.IntKeys[int64]()
 
 // TournamentGameRefs collects the distinct Game keys that Tournament
 // aggregates reference, in first-seen order, skipping zero keys: pass them to
@@ -132,19 +122,19 @@ var tournamentDesc = (&runtime.Desc[Tournament, int64]{
 
 // tournamentRepo implements TournamentRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. TournamentBoltRepository embed it.
+// adapter. TournamentMongoRepository, TournamentBoltRepository embed it.
 type tournamentRepo struct {
 	r runtime.Repo[Tournament, int64]
 }
 
-// Get reads the Tournament block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ TournamentRepository = tournamentRepo{}
+
+// Get reads the Tournament block with key id in one round trip.
 func (r tournamentRepo) Get(ctx context.Context, id int64) (*Tournament, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Tournament block. It fails with runtime.ErrDuplicate if
-// a block with the same key exists.
+// Create stores a new Tournament block.
 func (r tournamentRepo) Create(ctx context.Context, tournament *Tournament) error {
 	return r.r.Create(ctx, tournament)
 }
@@ -154,35 +144,30 @@ func (r tournamentRepo) Put(ctx context.Context, tournament *Tournament) error {
 	return r.r.Put(ctx, tournament)
 }
 
-// Delete removes the Tournament block with key id and all its entries. It
-// fails with runtime.ErrNotFound if there is none.
+// Delete removes the Tournament block with key id and all its entries.
 func (r tournamentRepo) Delete(ctx context.Context, id int64) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Tournament blocks with the given keys in one round trip
-// (an application-side join: see the *TournamentRefs functions). Keys with no
-// block are absent from the map.
+// (an application-side join: see the *TournamentRefs functions).
 func (r tournamentRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Tournament repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
-// on, if they do not exist yet. It is safe to call on every start.
+// on, if they do not exist yet.
 func (r tournamentRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Tournament aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Tournament aggregates in block-key order.
 func (r tournamentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Tournament aggregate in block-key order. Iteration
-// stops at the first error, which is yielded with a nil aggregate.
+// All iterates over every Tournament aggregate in block-key order.
 func (r tournamentRepo) All(ctx context.Context) iter.Seq2[*Tournament, error] {
 	return r.r.All(ctx)
 }

@@ -30,8 +30,6 @@ func NewCommentBoltRepository(db *bbolt.DB) *CommentBoltRepository {
 	return &CommentBoltRepository{commentRepo{runtime.NewRepo(commentDesc, s)}, s}
 }
 
-var _ CommentRepository = (*CommentBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *CommentBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

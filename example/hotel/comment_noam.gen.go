@@ -12,7 +12,7 @@ import (
 
 // CommentRepository reads and writes Comment aggregates: collection "Comment",
 // strategy etf, block key Key, entries author, text. Implementations:
-// CommentBoltRepository.
+// CommentMongoRepository, CommentBoltRepository.
 type CommentRepository interface {
 	// Get reads the Comment block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -93,7 +93,7 @@ type CommentUpdate struct {
 	Text *string
 }
 
-// appendCommentKey appends id to b with the order-preserving key codec.
+// appendCommentKey appends id to b with the order-preserving key codec, part by part.
 func appendCommentKey(b []byte, id CommentKey) []byte {
 	return runtime.AppendInt(runtime.AppendInt(b, id.Post), id.Seq)
 }
@@ -182,103 +182,86 @@ func commentChanges(u CommentUpdate) runtime.Update[Comment] {
 
 // commentRepo implements CommentRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. CommentBoltRepository embed it.
+// adapter. CommentMongoRepository, CommentBoltRepository embed it.
 type commentRepo struct {
 	r runtime.Repo[Comment, CommentKey]
 }
 
-// Get reads the Comment block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ CommentRepository = commentRepo{}
+
+// Get reads the Comment block with key id in one round trip.
 func (r commentRepo) Get(ctx context.Context, id CommentKey) (*Comment, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Comment block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. When comment.Key.Seq is 0, Create allocates
-// it from the counter of its scope (the other key parts), skipping numbers in
-// use, and sets it.
+// Create stores a new Comment block.
 func (r commentRepo) Create(ctx context.Context, comment *Comment) error {
 	return r.r.Create(ctx, comment)
 }
 
-// Put creates the Comment block or replaces it whole. When comment.Key.Seq is
-// 0, Put allocates it from the counter of its scope (the other key parts),
-// skipping numbers in use, and sets it.
+// Put creates the Comment block or replaces it whole.
 func (r commentRepo) Put(ctx context.Context, comment *Comment) error {
 	return r.r.Put(ctx, comment)
 }
 
-// Delete removes the Comment block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Comment block with key id and all its entries.
 func (r commentRepo) Delete(ctx context.Context, id CommentKey) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetAuthor writes the author entry of block id and nothing else. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// SetAuthor writes the author entry of block id and nothing else.
 func (r commentRepo) SetAuthor(ctx context.Context, id CommentKey, v string) error {
 	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(commentEntryAuthor, v))
 }
 
-// SetText writes the text entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetText writes the text entry of block id and nothing else.
 func (r commentRepo) SetText(ctx context.Context, id CommentKey, v string) error {
 	return r.r.Set(ctx, "SetText", id, runtime.Set(commentEntryText, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-// the block (or an element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r commentRepo) Update(ctx context.Context, id CommentKey, u CommentUpdate) error {
 	return r.r.Update(ctx, "Update", id, commentChanges(u))
 }
 
 // GetMany reads the Comment blocks with the given keys in one round trip (an
-// application-side join: see the *CommentRefs functions). Keys with no block
-// are absent from the map.
+// application-side join: see the *CommentRefs functions).
 func (r commentRepo) GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
-// block-key order, through the index table Comment.author. A cursor not made
-// by this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table Comment.author.
 func (r commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByPost reads one page of the Comment aggregates with the given post, in
-// seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-// counter, so a page is read by computed keys in one batch; numbers of deleted
-// aggregates are skipped.
+// seq order.
 func (r commentRepo) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListScope(ctx, "ListByPost", CommentKey{Post: post}, req)
 }
 
 // Repair rebuilds the index tables of Comment from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r commentRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Comment repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r commentRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Comment aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Comment aggregates in block-key order.
 func (r commentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Comment aggregate in block-key order. Iteration
-// stops at the first error, which is yielded with a nil aggregate.
+// All iterates over every Comment aggregate in block-key order.
 func (r commentRepo) All(ctx context.Context) iter.Seq2[*Comment, error] {
 	return r.r.All(ctx)
 }

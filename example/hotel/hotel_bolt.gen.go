@@ -29,8 +29,6 @@ func NewHotelBoltRepository(db *bbolt.DB) *HotelBoltRepository {
 	return &HotelBoltRepository{hotelRepo{runtime.NewRepo(hotelDesc, s)}, s}
 }
 
-var _ HotelRepository = (*HotelBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *HotelBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

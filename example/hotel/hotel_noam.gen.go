@@ -12,7 +12,7 @@ import (
 
 // HotelRepository reads and writes Hotel aggregates: collection "Hotel",
 // strategy etf, block key ID, entries name, city, stars, tags, address, rooms.
-// Implementations: HotelBoltRepository.
+// Implementations: HotelMongoRepository, HotelBoltRepository.
 type HotelRepository interface {
 	// Get reads the Hotel block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -129,18 +129,8 @@ type HotelUpdate struct {
 	Rooms *[]Room
 }
 
-// appendHotelKey appends id to b with the order-preserving key codec.
-func appendHotelKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readHotelKey reads a block key written by appendHotelKey.
-func readHotelKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// hotelKeys encodes Hotel block keys for cursors and key-value stores.
-var hotelKeys = runtime.KeyCodec[string]{Append: appendHotelKey, Read: readHotelKey}
+// hotelKeys encodes Hotel block keys, order-preserving, for cursors and key-value stores.
+var hotelKeys = runtime.StringKeys[string]()
 
 // hotelNameKeys returns the values of lookup Hotel.name held by hotel, each
 // encoded with the key codec (without the block key).
@@ -271,19 +261,19 @@ func hotelChanges(u HotelUpdate) runtime.Update[Hotel] {
 
 // hotelRepo implements HotelRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// HotelBoltRepository embed it.
+// HotelMongoRepository, HotelBoltRepository embed it.
 type hotelRepo struct {
 	r runtime.Repo[Hotel, string]
 }
 
-// Get reads the Hotel block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ HotelRepository = hotelRepo{}
+
+// Get reads the Hotel block with key id in one round trip.
 func (r hotelRepo) Get(ctx context.Context, id string) (*Hotel, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Hotel block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// Create stores a new Hotel block.
 func (r hotelRepo) Create(ctx context.Context, hotel *Hotel) error {
 	return r.r.Create(ctx, hotel)
 }
@@ -293,123 +283,103 @@ func (r hotelRepo) Put(ctx context.Context, hotel *Hotel) error {
 	return r.r.Put(ctx, hotel)
 }
 
-// Delete removes the Hotel block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Hotel block with key id and all its entries.
 func (r hotelRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetName writes the name entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetName writes the name entry of block id and nothing else.
 func (r hotelRepo) SetName(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetName", id, runtime.Set(hotelEntryName, v))
 }
 
-// SetCity writes the city entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetCity writes the city entry of block id and nothing else.
 func (r hotelRepo) SetCity(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetCity", id, runtime.Set(hotelEntryCity, v))
 }
 
-// SetStars writes the stars entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetStars writes the stars entry of block id and nothing else.
 func (r hotelRepo) SetStars(ctx context.Context, id string, v int) error {
 	return r.r.Set(ctx, "SetStars", id, runtime.Set(hotelEntryStars, v))
 }
 
-// SetTags writes the tags entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetTags writes the tags entry of block id and nothing else.
 func (r hotelRepo) SetTags(ctx context.Context, id string, v []string) error {
 	return r.r.Set(ctx, "SetTags", id, runtime.Set(hotelEntryTags, v))
 }
 
-// SetAddress writes the address entry of block id and nothing else. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// SetAddress writes the address entry of block id and nothing else.
 func (r hotelRepo) SetAddress(ctx context.Context, id string, v Address) error {
 	return r.r.Set(ctx, "SetAddress", id, runtime.Set(hotelEntryAddress, v))
 }
 
-// SetRooms writes the rooms entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetRooms writes the rooms entry of block id and nothing else.
 func (r hotelRepo) SetRooms(ctx context.Context, id string, v []Room) error {
 	return r.r.Set(ctx, "SetRooms", id, runtime.Set(hotelEntryRooms, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-// the block (or an element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r hotelRepo) Update(ctx context.Context, id string, u HotelUpdate) error {
 	return r.r.Update(ctx, "Update", id, hotelChanges(u))
 }
 
 // GetMany reads the Hotel blocks with the given keys in one round trip (an
-// application-side join: see the *HotelRefs functions). Keys with no block are
-// absent from the map.
+// application-side join: see the *HotelRefs functions).
 func (r hotelRepo) GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByName reads one page of the Hotel aggregates whose name is v, in
-// block-key order, through the index table Hotel.name. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table Hotel.name.
 func (r hotelRepo) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByName", hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByName reads the Hotel aggregate that holds the given name, which is
 // unique: a write that would give it to a second aggregate fails with
-// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
-// holds it.
+// runtime.ErrDuplicate.
 func (r hotelRepo) GetByName(ctx context.Context, name string) (*Hotel, error) {
 	return r.r.GetBy(ctx, "GetByName", hotelLookupName, runtime.AppendString(nil, name))
 }
 
 // ListByCityStars reads one page of the Hotel aggregates selected by q, in
 // (city, stars, block key) order, through the index table Hotel.cityStars.
-// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
-// cursor not made by this query fails with runtime.ErrBadCursor.
 func (r hotelRepo) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByCityStars", hotelLookupCityStars, hotelCityStarsRange(q), req)
 }
 
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
-// block-key order, through the index table Hotel.tags. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table Hotel.tags.
 func (r hotelRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByTags", hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
-// v, in block-key order, through the index table Hotel.addressZip. A cursor
-// not made by this query fails with runtime.ErrBadCursor.
+// v, in block-key order, through the index table Hotel.addressZip.
 func (r hotelRepo) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByAddressZip", hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Hotel from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r hotelRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Hotel repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r hotelRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Hotel aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Hotel aggregates in block-key order.
 func (r hotelRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Hotel aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Hotel aggregate in block-key order.
 func (r hotelRepo) All(ctx context.Context) iter.Seq2[*Hotel, error] {
 	return r.r.All(ctx)
 }

@@ -29,8 +29,6 @@ func NewPostBoltRepository(db *bbolt.DB) *PostBoltRepository {
 	return &PostBoltRepository{postRepo{runtime.NewRepo(postDesc, s)}, s}
 }
 
-var _ PostRepository = (*PostBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *PostBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -12,7 +12,7 @@ import (
 
 // PostRepository reads and writes Post aggregates: collection "Post", strategy
 // etf, block key ID, entries title, author. Implementations:
-// PostBoltRepository.
+// PostMongoRepository, PostBoltRepository.
 type PostRepository interface {
 	// Get reads the Post block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -86,18 +86,8 @@ type PostUpdate struct {
 	Author *string
 }
 
-// appendPostKey appends id to b with the order-preserving key codec.
-func appendPostKey(b []byte, id int64) []byte {
-	return runtime.AppendInt(b, id)
-}
-
-// readPostKey reads a block key written by appendPostKey.
-func readPostKey(r *runtime.KeyReader) (int64, error) {
-	return r.Int()
-}
-
-// postKeys encodes Post block keys for cursors and key-value stores.
-var postKeys = runtime.KeyCodec[int64]{Append: appendPostKey, Read: readPostKey}
+// postKeys encodes Post block keys, order-preserving, for cursors and key-value stores.
+var postKeys = runtime.IntKeys[int64]()
 
 // postAuthorKeys returns the values of lookup Post.author held by post, each
 // encoded with the key codec (without the block key).
@@ -158,94 +148,80 @@ func postChanges(u PostUpdate) runtime.Update[Post] {
 
 // postRepo implements PostRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// PostBoltRepository embed it.
+// PostMongoRepository, PostBoltRepository embed it.
 type postRepo struct {
 	r runtime.Repo[Post, int64]
 }
 
-// Get reads the Post block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ PostRepository = postRepo{}
+
+// Get reads the Post block with key id in one round trip.
 func (r postRepo) Get(ctx context.Context, id int64) (*Post, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Post block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. When post.ID is 0, Create allocates it from
-// the collection's counter (skipping ids in use) and sets it.
+// Create stores a new Post block.
 func (r postRepo) Create(ctx context.Context, post *Post) error {
 	return r.r.Create(ctx, post)
 }
 
-// Put creates the Post block or replaces it whole. When post.ID is 0, Put
-// allocates it from the collection's counter (skipping ids in use) and sets
-// it.
+// Put creates the Post block or replaces it whole.
 func (r postRepo) Put(ctx context.Context, post *Post) error {
 	return r.r.Put(ctx, post)
 }
 
-// Delete removes the Post block with key id and all its entries. It fails with
-// runtime.ErrNotFound if there is none.
+// Delete removes the Post block with key id and all its entries.
 func (r postRepo) Delete(ctx context.Context, id int64) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetTitle writes the title entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetTitle writes the title entry of block id and nothing else.
 func (r postRepo) SetTitle(ctx context.Context, id int64, v string) error {
 	return r.r.Set(ctx, "SetTitle", id, runtime.Set(postEntryTitle, v))
 }
 
-// SetAuthor writes the author entry of block id and nothing else. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// SetAuthor writes the author entry of block id and nothing else.
 func (r postRepo) SetAuthor(ctx context.Context, id int64, v string) error {
 	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(postEntryAuthor, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-// the block (or an element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r postRepo) Update(ctx context.Context, id int64, u PostUpdate) error {
 	return r.r.Update(ctx, "Update", id, postChanges(u))
 }
 
 // GetMany reads the Post blocks with the given keys in one round trip (an
-// application-side join: see the *PostRefs functions). Keys with no block are
-// absent from the map.
+// application-side join: see the *PostRefs functions).
 func (r postRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
-// block-key order, through the index table Post.author. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table Post.author.
 func (r postRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", postLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Post from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r postRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Post repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r postRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Post aggregates in block-key order. Pass the returned
-// Next as req.Cursor to read the following page; Next is empty after the last
-// page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Post aggregates in block-key order.
 func (r postRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Post], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Post aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Post aggregate in block-key order.
 func (r postRepo) All(ctx context.Context) iter.Seq2[*Post, error] {
 	return r.r.All(ctx)
 }

@@ -1,0 +1,604 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// Store is the MongoDB adapter of the store contract (runtime.Store) for
+// aggregate class T with block keys K (paper Fig. 10): one document per
+// block, _id the block key, one top-level field per entry field, arrays for
+// partitioned fields with their lengths in _len. Writes that change no
+// looked-up field are single commands; the others go through the lookup
+// protocol of Indexed (see the package documentation).
+type Store[T any, K comparable] struct {
+	d        *runtime.Desc[T, K]
+	coll     *mongo.Collection
+	counters *mongo.Collection
+	x        *Indexed[K, bson.Raw, *T] // nil without lookups
+}
+
+var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// Open returns the adapter of aggregate class d over db's collection
+// d.Collection (and its index tables, for lookups).
+func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store[T, K] {
+	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection)}
+	if d.Counter != nil {
+		s.counters = Counters(db)
+	}
+	if len(d.Lookups) > 0 {
+		var fields []string
+		var ls []Lookup[*T]
+		for _, l := range d.Lookups {
+			ls = append(ls, Lookup[*T]{Name: l.Name, Unique: l.Unique, Keys: l.Keys})
+			for _, f := range l.Fields {
+				if !containsString(fields, f) {
+					fields = append(fields, f)
+				}
+			}
+		}
+		s.x = NewIndexed(Indexed[K, bson.Raw, *T]{
+			Agg:        d.Aggregate,
+			Coll:       s.coll,
+			Codec:      d.Keys,
+			VersionKey: d.VersionKey(),
+			Fields:     fields,
+			Lookups:    ls,
+			Convert: func(raw *bson.Raw) *T {
+				t, _ := s.decode(*raw)
+				return t
+			},
+			KeyOf: func(t *T) K { return *d.ID(t) },
+		})
+	}
+	return s
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Collection returns the aggregate collection.
+func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
+
+// Caps declares what MongoDB promises to this adapter.
+func (s *Store[T, K]) Caps() runtime.Caps {
+	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: false, MaxValueBytes: 16 << 20}
+}
+
+// rawDecoder decodes one document field; one is reused per document.
+type rawDecoder struct{ v bson.RawValue }
+
+func (d *rawDecoder) Decode(v any) error { return d.v.Unmarshal(v) }
+
+// decode turns a document into an aggregate through the descriptor's
+// accessors; hidden fields and fields of removed entries are skipped.
+func (s *Store[T, K]) decode(raw bson.Raw) (*T, error) {
+	t := new(T)
+	elems, err := raw.Elements()
+	if err != nil {
+		return nil, err
+	}
+	var dec rawDecoder
+	for _, e := range elems {
+		key := e.Key()
+		dec.v = e.Value()
+		switch key {
+		case "_id":
+			if err := dec.Decode(s.d.ID(t)); err != nil {
+				return nil, fmt.Errorf("_id: %w", err)
+			}
+			continue
+		case LenKey, SeqKey, IncKey:
+			continue
+		}
+		f := s.d.Field(key)
+		if f == nil {
+			continue
+		}
+		if err := f.Decode(t, &dec); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// doc is the document of block t with the given version and stamp.
+func (s *Store[T, K]) doc(t *T, version int64, stamp Stamp) bson.D {
+	d := make(bson.D, 0, len(s.d.Fields)+5)
+	d = append(d, bson.E{Key: "_id", Value: *s.d.ID(t)})
+	var lens bson.D
+	for _, f := range s.d.Fields {
+		d = append(d, bson.E{Key: f.Key, Value: f.Value(t)})
+		if f.Kind == runtime.KindPartition {
+			lens = append(lens, bson.E{Key: f.Key, Value: f.Len(t)})
+		}
+	}
+	if s.d.Version != nil {
+		d = append(d, bson.E{Key: s.d.Version.Key, Value: version})
+	}
+	if lens != nil {
+		d = append(d, bson.E{Key: LenKey, Value: lens})
+	}
+	if stamp.Seq != 0 {
+		d = append(d, bson.E{Key: SeqKey, Value: stamp.Seq})
+	}
+	if stamp.Inc != 0 {
+		d = append(d, bson.E{Key: IncKey, Value: stamp.Inc})
+	}
+	return d
+}
+
+func (s *Store[T, K]) version(t *T) int64 {
+	if s.d.Version == nil {
+		return 0
+	}
+	return s.d.Version.Value(t).(int64)
+}
+
+func (s *Store[T, K]) setVersion(t *T, v int64) {
+	if s.d.Version != nil {
+		_ = s.d.Version.Assign(t, v)
+	}
+}
+
+func (s *Store[T, K]) fail(op string, id any, err error) error {
+	return Err(op, s.d.Aggregate, id, err)
+}
+
+// Get reads block id with one find.
+func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	raw, err := s.coll.FindOne(ctx, ByID(id)).Raw()
+	if err != nil {
+		return nil, s.fail("Get", id, err)
+	}
+	t, err := s.decode(raw)
+	if err != nil {
+		return nil, runtime.Fail("Get", s.d.Aggregate, id, nil, err)
+	}
+	return t, nil
+}
+
+// GetMany reads the blocks with the given keys with one find.
+func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	out := make(map[K]*T, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	seen := make(map[K]bool, len(ids))
+	in := make(bson.A, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			in = append(in, id)
+		}
+	}
+	items, err := s.find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, options.Find().SetBatchSize(oneBatch(len(in))))
+	if err != nil {
+		return nil, runtime.Fail("GetMany", s.d.Aggregate, nil, nil, err)
+	}
+	for _, t := range items {
+		out[*s.d.ID(t)] = t
+	}
+	return out, nil
+}
+
+// find runs a find and decodes every document.
+func (s *Store[T, K]) find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) ([]*T, error) {
+	cur, err := s.coll.Find(ctx, filter, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var out []*T
+	for cur.Next(ctx) {
+		t, err := s.decode(cur.Current)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, cur.Err()
+}
+
+// counterID names the counter of t's scope.
+func (s *Store[T, K]) counterID(id K) (string, int64) {
+	scope, n := s.d.Counter.Split(id)
+	return CounterID(s.coll.Name(), scope), n
+}
+
+// withCounter runs write for a counter-keyed aggregate: with a zero
+// counted number, on numbers allocated from the scope's counter until one
+// is free; with an explicit number, after raising the counter to it.
+func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, alloc bool, write func(*T) error) error {
+	id := *s.d.ID(t)
+	counter, n := s.counterID(id)
+	if n != 0 {
+		if err := Raise(ctx, s.counters, op, s.d.Aggregate, id, counter, n); err != nil {
+			return err
+		}
+		return write(t)
+	}
+	if !alloc {
+		return write(t)
+	}
+	return Allocate(ctx, s.counters, op, s.d.Aggregate, counter, func(n int64) error {
+		c := *t
+		*s.d.ID(&c) = s.d.Counter.With(id, n)
+		if err := write(&c); err != nil {
+			return err
+		}
+		*t = c
+		return nil
+	})
+}
+
+// Create inserts the document of a new block (through the lookup protocol
+// when there are lookups).
+func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	create := func(t *T) error {
+		id := *s.d.ID(t)
+		if s.x != nil {
+			return s.x.Create(ctx, "Create", id, t, func(st Stamp) any { return s.doc(t, 1, st) })
+		}
+		return Insert(ctx, s.coll, "Create", s.d.Aggregate, id, s.doc(t, 1, Stamp{}))
+	}
+	var err error
+	if s.d.Counter != nil {
+		err = s.withCounter(ctx, "Create", t, true, create)
+	} else {
+		err = create(t)
+	}
+	if err != nil {
+		return err
+	}
+	s.setVersion(t, 1)
+	return nil
+}
+
+// Put replaces block t whole, on condition of its version when it has one.
+func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	want := s.version(t)
+	put := func(t *T) error { return s.put(ctx, t, want) }
+	if s.d.Counter != nil {
+		id := *s.d.ID(t)
+		if _, n := s.counterID(id); n == 0 {
+			// A zero counted number: a new block with an allocated key.
+			put = func(t *T) error {
+				if s.x != nil {
+					return s.x.Create(ctx, "Put", *s.d.ID(t), t, func(st Stamp) any { return s.doc(t, want+1, st) })
+				}
+				return Insert(ctx, s.coll, "Put", s.d.Aggregate, *s.d.ID(t), s.doc(t, want+1, Stamp{}))
+			}
+		}
+		if err := s.withCounter(ctx, "Put", t, true, put); err != nil {
+			return err
+		}
+	} else if err := put(t); err != nil {
+		return err
+	}
+	s.setVersion(t, want+1)
+	return nil
+}
+
+func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
+	id := *s.d.ID(t)
+	versioned := s.d.Version != nil
+	if s.x != nil {
+		return s.x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
+	}
+	doc := s.doc(t, want+1, Stamp{})
+	switch {
+	case !versioned:
+		if _, err := s.coll.ReplaceOne(ctx, ByID(id), doc, options.Replace().SetUpsert(true)); err != nil {
+			return s.fail("Put", id, err)
+		}
+	case want == 0:
+		// A new block: inserting fails if one exists already.
+		if _, err := s.coll.InsertOne(ctx, doc); err != nil {
+			if mongo.IsDuplicateKeyError(err) {
+				return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
+			}
+			return s.fail("Put", id, err)
+		}
+	default:
+		// Replace only the version the caller read.
+		filter := bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: want}}
+		res, err := s.coll.ReplaceOne(ctx, filter, doc)
+		if err != nil {
+			return s.fail("Put", id, err)
+		}
+		if res.MatchedCount == 0 {
+			return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, nil)
+		}
+	}
+	return nil
+}
+
+// Delete removes block id (and, with lookups, its index entries).
+func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
+	if s.x != nil {
+		return s.x.Delete(ctx, "Delete", id)
+	}
+	res, err := s.coll.DeleteOne(ctx, ByID(id))
+	if err != nil {
+		return s.fail("Delete", id, err)
+	}
+	if res.DeletedCount == 0 {
+		return runtime.Fail("Delete", s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	return nil
+}
+
+// versionInc is the $inc that bumps the version entry, nil without one.
+func (s *Store[T, K]) versionInc() bson.D {
+	if s.d.Version == nil {
+		return nil
+	}
+	return bson.D{{Key: s.d.Version.Key, Value: 1}}
+}
+
+// Update writes the changes of u with one updateOne: $set of the entries
+// (array elements by path, on condition that they exist), $inc of the
+// version, the version condition in the filter.
+func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	filter := ByID(id)
+	set := make(bson.D, 0, len(u.Changes))
+	var elems []Elem
+	for _, c := range u.Changes {
+		if c.Elem {
+			e := Elem{Field: c.Field.Key, Index: c.Index}
+			elems = append(elems, e)
+			// Only existing elements are replaced: $set would pad the array.
+			filter = append(filter, bson.E{Key: e.Path(), Value: bson.D{{Key: "$exists", Value: true}}})
+			set = append(set, bson.E{Key: e.Path(), Value: c.Value})
+			continue
+		}
+		if c.Field.Kind == runtime.KindRoot {
+			// The root entry's fields are top-level fields of the document.
+			raw, err := bson.Marshal(c.Value)
+			if err != nil {
+				return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			}
+			rels, _ := bson.Raw(raw).Elements()
+			for _, e := range rels {
+				set = append(set, bson.E{Key: e.Key(), Value: e.Value()})
+			}
+			continue
+		}
+		set = append(set, bson.E{Key: c.Field.Key, Value: c.Value})
+		if c.Field.Kind == runtime.KindPartition {
+			set = append(set, bson.E{Key: LenKey + "." + c.Field.Key, Value: lenOf(c.Value)})
+		}
+	}
+	versionKey := s.d.VersionKey()
+	if u.IfVersion != 0 && versionKey != "" {
+		filter = append(filter, bson.E{Key: versionKey, Value: u.IfVersion})
+	}
+	if len(set) == 0 {
+		// Nothing to write: only check that the block exists (at the version).
+		n, err := s.coll.CountDocuments(ctx, filter)
+		if err != nil {
+			return s.fail(op, id, err)
+		}
+		if n == 0 {
+			return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
+		}
+		return nil
+	}
+	if s.x != nil && len(s.d.LookupsOf(u.Keys()...)) > 0 {
+		return s.x.Change(ctx, op, id, Change[*T]{
+			Filter: filter, Set: set, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elems,
+			Apply: func(t *T) {
+				for _, c := range u.Changes {
+					_ = c.Apply(t) // elements were checked to exist
+				}
+			},
+		})
+	}
+	update := bson.D{{Key: "$set", Value: set}}
+	if inc := s.versionInc(); inc != nil {
+		update = append(update, bson.E{Key: "$inc", Value: inc})
+	}
+	res, err := s.coll.UpdateOne(ctx, filter, update)
+	if err != nil {
+		return s.fail(op, id, err)
+	}
+	if res.MatchedCount == 0 {
+		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
+	}
+	return nil
+}
+
+// lenOf is the length of a slice value.
+func lenOf(v any) int {
+	raw, err := bson.Marshal(bson.D{{Key: "v", Value: v}})
+	if err != nil {
+		return 0
+	}
+	vals, err := bson.Raw(raw).Lookup("v").Array().Values()
+	if err != nil {
+		return 0
+	}
+	return len(vals)
+}
+
+// Append pushes elem onto partition f with one findAndModify that returns
+// only the new length.
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	if s.x != nil && len(s.d.LookupsOf(f.Key)) > 0 {
+		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
+			Inc:   s.versionInc(),
+			Apply: func(t *T) { _ = f.AppendValue(t, elem) },
+		})
+	}
+	return Append(ctx, s.coll, op, s.d.Aggregate, id, f.Key, elem, s.d.VersionKey())
+}
+
+// ReadElems reads elements of partition f of block id with a $slice
+// projection (on servers without one, the array alone, sliced here).
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+	field := f.Key
+	client := s.coll.Database().Client()
+	_, noSlice := noSliceProjection.Load(client)
+	var raw bson.Raw
+	var err error
+	if !noSlice {
+		proj := bson.D{
+			{Key: LenKey + "." + field, Value: 1},
+			{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
+		}
+		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
+		if notImplemented(err) {
+			noSliceProjection.Store(client, true)
+			noSlice = true
+		}
+	}
+	if noSlice {
+		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: field, Value: 1}})).Raw()
+	}
+	if err != nil {
+		return false, s.fail(op, id, err)
+	}
+	arr, ok := raw.Lookup(field).ArrayOK()
+	if !ok {
+		return false, nil
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	if noSlice {
+		vals = vals[min(start, len(vals)):min(start+n+1, len(vals))]
+	}
+	var dec rawDecoder
+	for i, v := range vals {
+		if i == n {
+			return true, nil
+		}
+		dec.v = v
+		if err := fn(&dec); err != nil {
+			return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+	}
+	return false, nil
+}
+
+// ReadBlocks reads up to n documents in _id order after the block whose
+// encoded key is after, with one find.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+	filter := bson.D{}
+	if after != nil {
+		r := runtime.NewKeyReader(after)
+		k, err := s.d.Keys.Read(r)
+		if err != nil || !r.Done() {
+			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
+		}
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	cur, err := s.coll.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	defer cur.Close(ctx)
+	items := make([]*T, 0, min(n, 64))
+	more := false
+	for cur.Next(ctx) {
+		if len(items) == n {
+			// The (n+1)th document only tells that more follow: not decoded.
+			more = true
+			break
+		}
+		t, err := s.decode(cur.Current)
+		if err != nil {
+			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		}
+		items = append(items, t)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	var last []byte
+	if len(items) > 0 {
+		last = s.d.Keys.Bytes(*s.d.ID(items[len(items)-1]))
+	}
+	return items, last, more, nil
+}
+
+// ReadLookup reads aggregates through lookup l's index table.
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+	r := *rng
+	r.After = after
+	return s.x.readLookup(ctx, op, l.Name, &r, n)
+}
+
+// GetBy reads the aggregate holding value of unique lookup l.
+func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
+	return s.x.GetBy(ctx, op, l.Name, value)
+}
+
+// ReadScope reads the blocks of one counter scope in number order after
+// number after: one find on the scope's key parts, sorted by the counted
+// part, whatever the gaps.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+	raw, err := bson.Marshal(bson.D{{Key: "k", Value: scope}})
+	if err != nil {
+		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	parts, err := bson.Raw(raw).Lookup("k").Document().Elements()
+	if err != nil || len(parts) == 0 {
+		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, errors.New("the block key has no parts"))
+	}
+	filter := bson.D{}
+	for _, p := range parts[:len(parts)-1] {
+		filter = append(filter, bson.E{Key: "_id." + p.Key(), Value: p.Value()})
+	}
+	counted := "_id." + parts[len(parts)-1].Key()
+	filter = append(filter, bson.E{Key: counted, Value: bson.D{{Key: "$gt", Value: after}}})
+	opts := options.Find().SetSort(bson.D{{Key: counted, Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	items, err := s.find(ctx, filter, opts)
+	if err != nil {
+		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	more := len(items) > n
+	items = items[:min(len(items), n)]
+	var last int64
+	if len(items) > 0 {
+		_, last = s.d.Counter.Split(*s.d.ID(items[len(items)-1]))
+	}
+	return items, last, more, nil
+}
+
+// Repair rebuilds the index tables from the aggregates.
+func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
+	if s.x == nil {
+		return runtime.RepairReport{}, nil
+	}
+	return s.x.Repair(ctx)
+}
+
+// Ensure creates the collection, the index tables and the counters.
+func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	var more []string
+	if s.counters != nil {
+		more = append(more, CountersCollection)
+	}
+	if s.x != nil {
+		return s.x.EnsureIndexes(ctx, more...)
+	}
+	return EnsureCollections(ctx, s.coll.Database(), s.d.Aggregate, append([]string{s.coll.Name()}, more...)...)
+}
