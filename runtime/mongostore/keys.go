@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -138,6 +139,11 @@ func Allocate(ctx context.Context, counters *mongo.Collection, op, agg, id strin
 	for range maxAllocations {
 		n, err := NextID(ctx, counters, id)
 		if err != nil {
+			// The server refuses to increment past math.MaxInt64: say so
+			// with a typed error, as every store does.
+			if last, rerr := counterValue(context.WithoutCancel(ctx), counters, id); rerr == nil && last == math.MaxInt64 {
+				return runtime.FailAt(op, agg, nil, "(counter "+id+" is at the largest number)", runtime.ErrOverflow, err)
+			}
 			return runtime.Fail(op, agg, nil, nil, fmt.Errorf("counter %s: %w", id, err))
 		}
 		if err := create(n); !errors.Is(err, errKeyInUse) {
