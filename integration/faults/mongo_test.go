@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -24,6 +25,9 @@ func TestMain(m *testing.M) {
 	// A short grace period, so that stale claims can be taken over
 	// within the test's time budget.
 	mongostore.StaleAfter = 300 * time.Millisecond
+	if os.Getenv(childEnv) != "" {
+		os.Exit(m.Run()) // the bbolt writer child needs no server
+	}
 	mongotest.Main(m)
 }
 
@@ -53,7 +57,7 @@ func h3() *hotel.Hotel {
 // states of the hotels it may change (nil: absent) before and after it.
 type writeOp struct {
 	name     string
-	run      func(ctx context.Context, r *hotel.HotelMongoRepository) error
+	run      func(ctx context.Context, r hotel.HotelRepository) error
 	old, new map[string]*hotel.Hotel
 	// failsWith is the error kind the write must fail with (nil: it
 	// must succeed).
@@ -70,29 +74,29 @@ func writeOps() []writeOp {
 		return m
 	}
 	return []writeOp{
-		{name: "Create", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error { return r.Create(ctx, h3()) },
+		{name: "Create", run: func(ctx context.Context, r hotel.HotelRepository) error { return r.Create(ctx, h3()) },
 			old: base, new: with("h3", h3())},
-		{name: "PutNew", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error { return r.Put(ctx, h3()) },
+		{name: "PutNew", run: func(ctx context.Context, r hotel.HotelRepository) error { return r.Put(ctx, h3()) },
 			old: base, new: with("h3", h3())},
-		{name: "Put", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error {
+		{name: "Put", run: func(ctx context.Context, r hotel.HotelRepository) error {
 			return r.Put(ctx, changed(func(h *hotel.Hotel) {
 				h.Name, h.City, h.Stars, h.Tags, h.Address.Zip = "Wittekind2", "Essen", 5, []string{"spa", "sauna"}, "45128"
 			}))
 		}, old: base, new: with("h1", changed(func(h *hotel.Hotel) {
 			h.Name, h.City, h.Stars, h.Tags, h.Address.Zip = "Wittekind2", "Essen", 5, []string{"spa", "sauna"}, "45128"
 		}))},
-		{name: "SetName", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error {
+		{name: "SetName", run: func(ctx context.Context, r hotel.HotelRepository) error {
 			return r.SetName(ctx, "h1", "Wittekind2")
 		},
 			old: base, new: with("h1", changed(func(h *hotel.Hotel) { h.Name = "Wittekind2" }))},
-		{name: "SetCity", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error { return r.SetCity(ctx, "h1", "Essen") },
+		{name: "SetCity", run: func(ctx context.Context, r hotel.HotelRepository) error { return r.SetCity(ctx, "h1", "Essen") },
 			old: base, new: with("h1", changed(func(h *hotel.Hotel) { h.City = "Essen" }))},
-		{name: "Update", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error {
+		{name: "Update", run: func(ctx context.Context, r hotel.HotelRepository) error {
 			return r.Update(ctx, "h1", hotel.HotelUpdate{Name: runtime.Ptr("Wittekind2"), Stars: runtime.Ptr(5), Tags: &[]string{"sauna"}})
 		}, old: base, new: with("h1", changed(func(h *hotel.Hotel) { h.Name, h.Stars, h.Tags = "Wittekind2", 5, []string{"sauna"} }))},
-		{name: "Delete", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error { return r.Delete(ctx, "h1") },
+		{name: "Delete", run: func(ctx context.Context, r hotel.HotelRepository) error { return r.Delete(ctx, "h1") },
 			old: base, new: with("h1", nil)},
-		{name: "UpdateToTakenName", run: func(ctx context.Context, r *hotel.HotelMongoRepository) error {
+		{name: "UpdateToTakenName", run: func(ctx context.Context, r hotel.HotelRepository) error {
 			return r.Update(ctx, "h1", hotel.HotelUpdate{Name: runtime.Ptr("Taken"), City: runtime.Ptr("Essen")})
 		}, old: base, new: base, failsWith: runtime.ErrDuplicate},
 	}
@@ -210,7 +214,7 @@ func show(m map[string]*hotel.Hotel) string {
 // returns them), that every stored hotel is found by each of its values
 // (exact: entries are never missing), and that no name is held twice. It
 // returns the state.
-func checkInvariants(t *testing.T, what string, r *hotel.HotelMongoRepository, op writeOp, exact bool) map[string]*hotel.Hotel {
+func checkInvariants(t *testing.T, what string, r hotel.HotelRepository, op writeOp, exact bool) map[string]*hotel.Hotel {
 	t.Helper()
 	state := map[string]*hotel.Hotel{}
 	for id := range op.old {
@@ -320,13 +324,13 @@ func TestMongoStalledWrite(t *testing.T) {
 	plain := mongotest.Start(t).Client()
 	for i, tc := range []struct {
 		name  string
-		write func(context.Context, *hotel.HotelMongoRepository) error
+		write func(context.Context, hotel.HotelRepository) error
 		cmd   string
 	}{
-		{"SetName", func(ctx context.Context, r *hotel.HotelMongoRepository) error {
+		{"SetName", func(ctx context.Context, r hotel.HotelRepository) error {
 			return r.SetName(ctx, "h1", "Wittekind2")
 		}, "update"},
-		{"Create", func(ctx context.Context, r *hotel.HotelMongoRepository) error {
+		{"Create", func(ctx context.Context, r hotel.HotelRepository) error {
 			h := h3()
 			h.Name = "Wittekind2"
 			return r.Create(ctx, h)

@@ -206,3 +206,22 @@ func TestInvalidUTF8Lookup(t *testing.T) {
 		sameDump(t, "a write with invalid UTF-8", before, dumpDB(t, c.DB))
 	}
 }
+
+// TestTimeRule (item 9): the documented rule for time.Time values (see
+// RELIABILITY.md): they go through BSON datetime, so they come back
+// truncated to milliseconds and in UTC, on every store.
+func TestTimeRule(t *testing.T) {
+	zone := time.FixedZone("+0530", 5*3600+1800)
+	in := time.Date(2026, 11, 23, 23, 59, 59, 123456789, zone)
+	b, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out time.Time
+	if err := Decode(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := in.Truncate(time.Millisecond).UTC(); !out.Equal(want) || out.Location() != time.UTC || out.Nanosecond() != 123_000_000 {
+		t.Fatalf("time %v came back as %v, want %v", in, out, want)
+	}
+}
