@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,5 +224,63 @@ func TestTimeRule(t *testing.T) {
 	}
 	if want := in.Truncate(time.Millisecond).UTC(); !out.Equal(want) || out.Location() != time.UTC || out.Nanosecond() != 123_000_000 {
 		t.Fatalf("time %v came back as %v, want %v", in, out, want)
+	}
+}
+
+// TestCounterRace: 16 goroutines allocate 50 numbers each in one scope
+// while others list it: every number is handed out once, 1..800, and every
+// listing is in number order.
+func TestCounterRace(t *testing.T) {
+	c := scopedCollection(t)
+	const writers, each = 16, 50
+	var wg sync.WaitGroup
+	ids := make(chan int64, writers*each)
+	errs := make(chan error, writers*each+writers)
+	for range writers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range each {
+				id, err := c.UpdateAlloc(ctx, "Create", ckey{P: 3}, func(b *Block) error {
+					b.PutMarker()
+					return b.Err()
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- id.N
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			page, err := ListScope(ctx, c, "ListByP", ckey{P: 3}, runtime.PageRequest{Limit: 1000}, readC)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := 1; i < len(page.Items); i++ {
+				if page.Items[i].N <= page.Items[i-1].N {
+					errs <- fmt.Errorf("listing out of order: %v", page.Items)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for n := range ids {
+		if seen[n] || n < 1 || n > writers*each {
+			t.Fatalf("number %d handed out twice or out of range", n)
+		}
+		seen[n] = true
+	}
+	if len(seen) != writers*each {
+		t.Fatalf("%d numbers, want %d", len(seen), writers*each)
 	}
 }
