@@ -64,12 +64,12 @@ func TestBoltCancelledContexts(t *testing.T) {
 			if after := boltDump(t, db); !reflect.DeepEqual(before, after) {
 				t.Fatal("a write with a cancelled context changed the database")
 			}
-			checkInvariants(t, "after the cancelled write", r, op, true)
+			checkInvariants(t, "after the cancelled write", r, op)
 			err := op.run(bg, r)
 			if !errors.Is(err, op.failsWith) || (op.failsWith == nil && err != nil) {
 				t.Fatalf("retry: %v", err)
 			}
-			if st := checkInvariants(t, "after a retry", r, op, true); !reflect.DeepEqual(st, op.new) {
+			if st := checkInvariants(t, "after a retry", r, op); !reflect.DeepEqual(st, op.new) {
 				t.Fatalf("after a retry the state is %s", show(st))
 			}
 		})
@@ -122,7 +122,7 @@ func TestBoltKilledWriter(t *testing.T) {
 		for _, h := range all {
 			op.old[h.ID], op.new[h.ID] = h, h
 		}
-		checkInvariants(t, fmt.Sprintf("round %d, after the kill", round), r, op, true)
+		checkInvariants(t, fmt.Sprintf("round %d, after the kill", round), r, op)
 		rep, err := r.Repair(bg)
 		must(t, err)
 		if rep.Added != 0 || rep.Removed != 0 || len(rep.Conflicts) != 0 {
