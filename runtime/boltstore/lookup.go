@@ -280,7 +280,15 @@ func ListBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[
 		}
 		var last []byte
 		cur := ib.Cursor()
+		steps := 0
 		for k, v := cur.Seek(rng.Start()); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+			// Stale entries (left by writes that bypass the repository)
+			// may be many: keep the walk cancellable.
+			if steps++; steps%scopeCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			if len(page.Items) == n {
 				page.Next = rng.Cursor(l.Name, last)
 				break
