@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"sync/atomic"
 )
 
@@ -13,6 +15,20 @@ import (
 // HMAC-SHA256 over the query name and the payload. A cursor that was
 // truncated, altered, or made by another query fails the check and is
 // rejected with ErrBadCursor.
+//
+// # The cursor key
+//
+// Cursors are signed with a key drawn at random when the process starts,
+// unless SetCursorKey sets one. With the random key nobody can forge a
+// cursor, but cursors are only valid in the process that made them: after
+// a restart, or on another replica of a service behind a load balancer,
+// every earlier cursor is rejected with ErrBadCursor (clients then start
+// the listing again from the first page). To keep cursors valid across
+// restarts and replicas, call SetCursorKey with the same secret (at least
+// 32 random bytes, kept like a password) in every process before serving
+// requests. Positions in a cursor are validated after the signature check
+// too (see PositionAfter), so that even a forged cursor cannot make a
+// listing overflow, allocate without bound or loop.
 
 const (
 	cursorVersion = 1
@@ -22,14 +38,16 @@ const (
 var cursorKey atomic.Pointer[[]byte]
 
 func init() {
-	k := []byte("noamgen cursor key v1")
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic("noam: no randomness for the cursor key: " + err.Error())
+	}
 	cursorKey.Store(&k)
 }
 
-// SetCursorKey sets the secret that signs cursors. With the default key,
-// cursors are checked for accidental damage and misuse across queries; set a
-// private key to keep clients from forging positions. Cursors signed with
-// the previous key stop being accepted.
+// SetCursorKey sets the secret that signs cursors, replacing the random
+// per-process key (see the package comment on cursor keys). Cursors signed
+// with the previous key stop being accepted.
 func SetCursorKey(key []byte) {
 	k := append([]byte(nil), key...)
 	cursorKey.Store(&k)
@@ -45,21 +63,35 @@ func mac(query string, payload []byte) []byte {
 	return h.Sum(nil)[:macLen]
 }
 
+var cursorEncoding = base64.RawURLEncoding.Strict()
+
 // EncodeCursor makes the cursor for position payload in the named query.
 func EncodeCursor(query string, payload []byte) string {
 	b := make([]byte, 0, 1+len(payload)+macLen)
 	b = append(b, cursorVersion)
 	b = append(b, payload...)
 	b = append(b, mac(query, payload)...)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return cursorEncoding.EncodeToString(b)
 }
 
+// maxCursorLen bounds the length of a cursor string that is decoded at all.
+const maxCursorLen = 64 << 10
+
 // DecodeCursor checks a cursor made by EncodeCursor for the same query and
-// returns its payload. Any failure wraps ErrBadCursor.
+// returns its payload. Any failure wraps ErrBadCursor. Decoding is strict:
+// a string that differs from a cursor EncodeCursor made in any bit
+// (padding bits, line breaks and trailing characters included) is rejected.
 func DecodeCursor(query, cursor string) ([]byte, error) {
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if len(cursor) > maxCursorLen {
+		return nil, fmt.Errorf("%w: too long", ErrBadCursor)
+	}
+	b, err := cursorEncoding.DecodeString(cursor)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not base64url: %v", ErrBadCursor, err)
+	}
+	// The decoder skips CR and LF: only the canonical form is accepted.
+	if cursorEncoding.EncodedLen(len(b)) != len(cursor) {
+		return nil, fmt.Errorf("%w: not canonical base64url", ErrBadCursor)
 	}
 	if len(b) < 1+macLen {
 		return nil, fmt.Errorf("%w: too short", ErrBadCursor)
@@ -69,7 +101,37 @@ func DecodeCursor(query, cursor string) ([]byte, error) {
 	}
 	payload, sum := b[1:len(b)-macLen], b[len(b)-macLen:]
 	if !hmac.Equal(sum, mac(query, payload)) {
-		return nil, fmt.Errorf("%w: checksum mismatch (damaged, or made for another query)", ErrBadCursor)
+		return nil, fmt.Errorf("%w: checksum mismatch (damaged, made for another query, or signed with another cursor key)", ErrBadCursor)
 	}
 	return payload, nil
+}
+
+// MaxPosition is the largest position (element index or counter number)
+// a cursor may hold. It leaves room for a page's arithmetic (position +
+// MaxPageLimit + 1) so that no listing overflows, whatever a cursor holds.
+const MaxPosition = math.MaxInt64 - 2*MaxPageLimit
+
+// PositionAfter decodes a cursor whose payload is one encoded integer (an
+// element index or a counter number) and checks that it lies in
+// [lo, MaxPosition]: the one place where listings by position validate
+// what a cursor holds. Failures wrap ErrBadCursor.
+func PositionAfter(query, cursor string, lo int64) (int64, error) {
+	p, err := DecodeCursor(query, cursor)
+	if err != nil {
+		return 0, err
+	}
+	r := NewKeyReader(p)
+	v, err := r.Int()
+	if err != nil || !r.Done() {
+		return 0, fmt.Errorf("%w: bad position", ErrBadCursor)
+	}
+	if v < lo || v > MaxPosition || v > math.MaxInt {
+		return 0, fmt.Errorf("%w: position %d out of range", ErrBadCursor, v)
+	}
+	return v, nil
+}
+
+// PositionCursor makes the cursor that PositionAfter decodes.
+func PositionCursor(query string, pos int64) string {
+	return EncodeCursor(query, AppendInt(nil, pos))
 }

@@ -6,6 +6,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Errors returned by generated repositories. Match them with errors.Is; the
@@ -20,6 +21,14 @@ var (
 	ErrConflict = errors.New("version conflict")
 	// ErrBadCursor: a page cursor is malformed, tampered with, or belongs to another query.
 	ErrBadCursor = errors.New("bad cursor")
+	// ErrInvalidValue: a string id, key part or lookup value is not valid
+	// UTF-8. Stores keep strings as UTF-8 (BSON strings; MongoDB rejects
+	// invalid UTF-8 and FerretDB replaces it with U+FFFD), so such a value
+	// is refused at the call on every store rather than changed silently.
+	ErrInvalidValue = errors.New("invalid value")
+	// ErrOverflow: a counter of enumerable keys is at math.MaxInt64 and
+	// cannot allocate another number. Nothing is written.
+	ErrOverflow = errors.New("counter overflow")
 )
 
 // Error is the error type of generated repositories.
@@ -72,4 +81,52 @@ func Fail(op, agg string, id any, kind, cause error) error {
 // FailAt is Fail with a detail, such as the entry key an operation missed.
 func FailAt(op, agg string, id any, detail string, kind, cause error) error {
 	return &Error{Op: op, Aggregate: agg, ID: id, Kind: kind, Detail: detail, Err: cause}
+}
+
+// CheckUTF8 fails with ErrInvalidValue (as an *Error of operation op on
+// aggregate agg and block key id) if one of values is not valid UTF-8.
+// Repositories call it on string ids and string values that become keys
+// before writing or reading anything, so that no store changes them.
+func CheckUTF8(op, agg string, id any, values ...string) error {
+	for _, v := range values {
+		if !utf8.ValidString(v) {
+			return FailAt(op, agg, printableID(id), fmt.Sprintf("%+q", v), ErrInvalidValue, errors.New("not valid UTF-8"))
+		}
+	}
+	return nil
+}
+
+// CheckKey fails with ErrInvalidValue if a string component of the encoded
+// key (a block key or a lookup value made by the key codec) is not valid
+// UTF-8; what names the key in the error (e.g. "lookup Hotel.name").
+func CheckKey(op, agg string, id any, what string, key []byte) error {
+	r := NewKeyReader(key)
+	for !r.Done() {
+		if len(r.Rest()) > 0 && r.Rest()[0] == tagString {
+			s, err := r.String()
+			if err != nil {
+				return nil // not a tuple of this codec: nothing to say
+			}
+			if !utf8.ValidString(s) {
+				return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+q", what, s), ErrInvalidValue, errors.New("not valid UTF-8"))
+			}
+			continue
+		}
+		if _, err := r.Int(); err == nil {
+			continue
+		}
+		if _, err := r.Uint(); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// printableID keeps an invalid string id out of the error's text as raw
+// bytes (it is quoted instead).
+func printableID(id any) any {
+	if s, ok := id.(string); ok && !utf8.ValidString(s) {
+		return fmt.Sprintf("%+q", s)
+	}
+	return id
 }

@@ -157,18 +157,11 @@ func IndexCursor(query string, next int) string {
 	return EncodeCursor(query, AppendInt(nil, int64(next)))
 }
 
-// IndexAfter decodes an IndexCursor cursor. Failures wrap ErrBadCursor.
+// IndexAfter decodes an IndexCursor cursor: an index in [0, MaxPosition]
+// (see PositionAfter). Failures wrap ErrBadCursor.
 func IndexAfter(query, cursor string) (int, error) {
-	p, err := DecodeCursor(query, cursor)
-	if err != nil {
-		return 0, err
-	}
-	r := NewKeyReader(p)
-	v, err := r.Int()
-	if err != nil || !r.Done() || v < 0 || v > int64(^uint(0)>>1) {
-		return 0, fmt.Errorf("%w: bad position", ErrBadCursor)
-	}
-	return int(v), nil
+	v, err := PositionAfter(query, cursor, 0)
+	return int(v), err
 }
 
 // Ptr returns a pointer to v, for filling Update values: Ptr(42).

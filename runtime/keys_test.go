@@ -226,9 +226,10 @@ func TestCursorRoundTripAndTampering(t *testing.T) {
 }
 
 func TestCursorKey(t *testing.T) {
+	old := *cursorKey.Load()
+	defer SetCursorKey(old)
 	c := EncodeCursor("q", []byte("x"))
 	SetCursorKey([]byte("another secret"))
-	defer SetCursorKey([]byte("noamgen cursor key v1"))
 	if _, err := DecodeCursor("q", c); !errors.Is(err, ErrBadCursor) {
 		t.Fatalf("cursor signed with the old key accepted: %v", err)
 	}
@@ -255,7 +256,13 @@ func TestIndexCursor(t *testing.T) {
 }
 
 func FuzzDecodeCursor(f *testing.F) {
+	// A fixed key, so that the corpus under testdata/fuzz holds valid
+	// cursors whatever the process's random key.
+	old := *cursorKey.Load()
+	SetCursorKey([]byte("fuzz key"))
+	f.Cleanup(func() { SetCursorKey(old) })
 	f.Add(EncodeCursor("q", AppendString(nil, "k")))
+	f.Add(EncodeCursor("q", AppendInt(nil, 1<<62)))
 	f.Add("")
 	f.Add("AQ")
 	f.Fuzz(func(t *testing.T, s string) {
@@ -269,6 +276,10 @@ func FuzzDecodeCursor(f *testing.F) {
 		// Only a cursor made for q decodes; it re-encodes identically.
 		if EncodeCursor("q", p) != s {
 			t.Fatalf("cursor %q decoded but is not canonical", s)
+		}
+		// A decoded position is in range or rejected, never a panic.
+		if v, err := PositionAfter("q", s, 0); err == nil && (v < 0 || v > MaxPosition) {
+			t.Fatalf("position %d accepted", v)
 		}
 	})
 }

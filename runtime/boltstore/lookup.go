@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -110,8 +111,19 @@ func (b *Block) lookupBucket(name string) *bbolt.Bucket {
 	return bk
 }
 
-// index writes the entry of value for this block, if it is missing.
+// index writes the entry of value for this block, if it is missing. A
+// value or block key with a string that is not valid UTF-8 records a
+// runtime.ErrInvalidValue instead (every store refuses those, see
+// runtime.CheckKey), so that the transaction changes nothing.
 func (b *Block) index(name string, unique bool, value []byte) {
+	if err := runtime.CheckKey(b.op, b.agg, b.id, "lookup "+name, value); err != nil {
+		b.err = err
+		return
+	}
+	if err := runtime.CheckKey(b.op, b.agg, b.id, "block key", b.blockKey); err != nil {
+		b.err = err
+		return
+	}
 	bk := b.lookupBucket(name)
 	if b.err != nil {
 		return
@@ -268,7 +280,15 @@ func ListBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[
 		}
 		var last []byte
 		cur := ib.Cursor()
+		steps := 0
 		for k, v := cur.Seek(rng.Start()); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+			// Stale entries (left by writes that bypass the repository)
+			// may be many: keep the walk cancellable.
+			if steps++; steps%scopeCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			if len(page.Items) == n {
 				page.Next = rng.Cursor(l.Name, last)
 				break
@@ -369,7 +389,11 @@ func (c Collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, id K) (K, error) 
 		return id, err
 	}
 	if n == 0 {
-		for n = last + 1; ; n++ {
+		for n = last; ; {
+			if n == math.MaxInt64 {
+				return id, fmt.Errorf("counter %s is at the largest number: %w", FormatKey(key), runtime.ErrOverflow)
+			}
+			n++
 			id = c.Counter.With(id, n)
 			if _, back := c.Counter.Split(id); back != n {
 				return id, fmt.Errorf("counter %s: %d does not fit the block key", FormatKey(key), n)
@@ -404,24 +428,20 @@ func readCounter(cb *bbolt.Bucket, key []byte) (int64, error) {
 
 // ListScope reads one page of the blocks of one counter scope (the scope
 // parts of id; its counted part is ignored) in number order, in one read
-// transaction: the blocks are read by computed keys, numbers 1, 2, 3, ... up
-// to the scope's counter, from the cursor's number on; numbers without a
-// block (deleted ones) are skipped. The cursor is the last number read,
-// bound to op and the scope.
+// transaction: it seeks to the block after the cursor's number and walks
+// the collection's bucket block by block while the blocks belong to the
+// scope and are numbered up to the scope's counter, so that numbers
+// without a block (deleted ones) cost nothing, however many there are. The
+// cursor is the last number read, bound to op and the scope; its number is
+// validated with runtime.PositionAfter. The walk checks ctx every
+// scopeCheckEvery blocks.
 func ListScope[K, T any](ctx context.Context, c Collection[K], op string, id K, req runtime.PageRequest, read func(*Block, K) (T, error)) (runtime.Page[T], error) {
 	scope, _ := c.Counter.Split(id)
 	query := fmt.Sprintf("%s.%s:%x", c.Aggregate, op, scope)
 	var after int64
 	if req.Cursor != "" {
-		p, err := runtime.DecodeCursor(query, req.Cursor)
-		if err == nil {
-			r := runtime.NewKeyReader(p)
-			after, err = r.Int()
-			if err != nil || !r.Done() || after < 1 {
-				err = fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
-			}
-		}
-		if err != nil {
+		var err error
+		if after, err = runtime.PositionAfter(query, req.Cursor, 1); err != nil {
 			return runtime.Page[T]{}, runtime.Fail(op, c.Aggregate, nil, nil, err)
 		}
 	}
@@ -429,26 +449,42 @@ func ListScope[K, T any](ctx context.Context, c Collection[K], op string, id K, 
 	var page runtime.Page[T]
 	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		last, err := readCounter(tx.Bucket([]byte(CountersBucket)), c.counterKey(scope))
-		if err != nil || b == nil {
+		if err != nil || b == nil || after >= last {
 			return err
 		}
 		var prev int64
-		for seq := after + 1; seq <= last; seq++ {
-			id := c.Counter.With(id, seq)
-			blk := c.block(tx, b, op, id)
-			if !blk.Exists() {
-				continue
+		cur := b.Cursor()
+		from := BlockPrefix(c.Keys.Bytes(c.Counter.With(id, after+1)))
+		steps := 0
+		for k, _ := cur.Seek(from); k != nil; {
+			if steps++; steps%scopeCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 			}
-			if len(page.Items) == n {
-				page.Next = runtime.EncodeCursor(query, runtime.AppendInt(nil, prev))
-				break
+			r := runtime.NewKeyReader(k)
+			bid, err := c.Keys.Read(r)
+			if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+				return fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, c.Name)
 			}
-			item, err := read(blk, id)
-			if err != nil {
-				return c.fail(op, id, err)
+			s, seq := c.Counter.Split(bid)
+			if !bytes.Equal(s, scope) || seq > last {
+				break // past the scope, or above its counter
 			}
-			page.Items = append(page.Items, item)
-			prev = seq
+			if seq > after {
+				if len(page.Items) == n {
+					page.Next = runtime.PositionCursor(query, prev)
+					break
+				}
+				blk := c.block(tx, b, op, bid)
+				item, err := read(blk, bid)
+				if err != nil {
+					return c.fail(op, bid, err)
+				}
+				page.Items = append(page.Items, item)
+				prev = seq
+			}
+			k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(bid))))
 		}
 		return nil
 	})
@@ -457,6 +493,10 @@ func ListScope[K, T any](ctx context.Context, c Collection[K], op string, id K, 
 	}
 	return page, nil
 }
+
+// scopeCheckEvery is how many blocks ListScope walks between checks of
+// its context.
+const scopeCheckEvery = 256
 
 // Ensure creates the collection's bucket, the given index buckets and, for
 // a collection with a Counter, the counters bucket, in one write

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -138,6 +139,11 @@ func Allocate(ctx context.Context, counters *mongo.Collection, op, agg, id strin
 	for range maxAllocations {
 		n, err := NextID(ctx, counters, id)
 		if err != nil {
+			// The server refuses to increment past math.MaxInt64: say so
+			// with a typed error, as every store does.
+			if last, rerr := counterValue(context.WithoutCancel(ctx), counters, id); rerr == nil && last == math.MaxInt64 {
+				return runtime.FailAt(op, agg, nil, "(counter "+id+" is at the largest number)", runtime.ErrOverflow, err)
+			}
 			return runtime.Fail(op, agg, nil, nil, fmt.Errorf("counter %s: %w", id, err))
 		}
 		if err := create(n); !errors.Is(err, errKeyInUse) {
@@ -170,20 +176,24 @@ func Insert(ctx context.Context, coll *mongo.Collection, op, agg string, id, doc
 }
 
 // ListScope reads one page of the children of one counter scope (scope is
-// the encoded key parts before the counted one) in number order: it reads
-// the scope's counter, then the blocks with keys key(after+1), key(after+2),
-// ... in batches of the missing count until the page has one item more than
-// asked for, or the counter is reached. Numbers of deleted blocks are
-// skipped. Cursors are bound to the scope.
+// the encoded key parts before the counted one) in number order, in two
+// round trips whatever the numbers of deleted blocks: it reads the scope's
+// counter, then the blocks whose keys lie in [key(after+1), key(counter)]
+// in _id order, n+1 at most. Cursors are bound to the scope, and their
+// numbers are validated with runtime.PositionAfter.
+//
+// The range query relies on the order of block keys in _id: a scalar
+// number, or a document whose fields are the scope's parts followed by the
+// counted number (as generated key structs are), which MongoDB (and
+// FerretDB) compare field by field.
 func ListScope[K comparable, D, T any](ctx context.Context, coll, counters *mongo.Collection, op, agg string, scope []byte, key func(n int64) K, req runtime.PageRequest, convert func(*D) T, numOf func(T) int64) (runtime.Page[T], error) {
 	query := agg + "." + op + ":" + string(scope)
-	next := int64(1)
+	var after int64
 	if req.Cursor != "" {
-		after, err := runtime.IndexAfter(query, req.Cursor)
-		if err != nil {
+		var err error
+		if after, err = runtime.PositionAfter(query, req.Cursor, 0); err != nil {
 			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
 		}
-		next = int64(after) + 1
 	}
 	last, err := counterValue(ctx, counters, CounterID(coll.Name(), scope))
 	if err != nil {
@@ -191,14 +201,10 @@ func ListScope[K comparable, D, T any](ctx context.Context, coll, counters *mong
 	}
 	n := req.Size()
 	items := []T{}
-	for len(items) <= n && next <= last {
-		batch := min(int64(n+1-len(items)), last-next+1)
-		in := make(bson.A, 0, batch)
-		for k := next; k < next+batch; k++ {
-			in = append(in, key(k))
-		}
-		next += batch
-		cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, options.Find().SetBatchSize(oneBatch(len(in))))
+	if after < last {
+		filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: key(after + 1)}, {Key: "$lte", Value: key(last)}}}}
+		opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+		cur, err := coll.Find(ctx, filter, opts)
 		if err != nil {
 			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
 		}
@@ -206,16 +212,15 @@ func ListScope[K comparable, D, T any](ctx context.Context, coll, counters *mong
 		if err := cur.All(ctx, &docs); err != nil {
 			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
 		}
-		found := make([]T, 0, len(docs))
 		for i := range docs {
-			found = append(found, convert(&docs[i]))
+			items = append(items, convert(&docs[i]))
 		}
-		slices.SortFunc(found, func(a, b T) int { return cmp.Compare(numOf(a), numOf(b)) })
-		items = append(items, found...)
+		// The order of the server's comparison, made sure of.
+		slices.SortFunc(items, func(a, b T) int { return cmp.Compare(numOf(a), numOf(b)) })
 	}
 	page := runtime.Page[T]{Items: items[:min(len(items), n)]}
 	if len(items) > n {
-		page.Next = runtime.IndexCursor(query, int(numOf(items[n-1])))
+		page.Next = runtime.PositionCursor(query, numOf(items[n-1]))
 	}
 	return page, nil
 }

@@ -147,7 +147,7 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 	for _, f := range x.Fields {
 		proj = append(proj, bson.E{Key: f, Value: 1})
 	}
-	cur, err := x.Coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(proj))
+	cur, err := x.Coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(proj).SetBatchSize(readBatch))
 	if err != nil {
 		return fail(err)
 	}
@@ -179,16 +179,19 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 	now := time.Now().UnixNano()
 	for i, t := range x.tables {
 		seen := map[string]bool{}
-		cur, err := t.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		// The table is read through a cursor in small batches (entries
+		// may be large), and changed as it is read: an entry is only
+		// ever updated or deleted on condition that it is unchanged.
+		cur, err := t.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(readBatch))
 		if err != nil {
 			return fail(err)
 		}
-		var entries []entry[K]
-		err = cur.All(ctx, &entries)
-		if err != nil {
-			return fail(err)
-		}
-		for _, e := range entries {
+		for cur.Next(ctx) {
+			var e entry[K]
+			if err := cur.Decode(&e); err != nil {
+				cur.Close(ctx)
+				return fail(err)
+			}
 			owner, ok := want[i][e.Key]
 			switch {
 			case ok && owner.id == e.ID && owner.inc == e.Inc:
@@ -198,6 +201,7 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 				// of an earlier incarnation of the block.
 				res, err := t.UpdateOne(ctx, unchanged(&e), bson.D{{Key: "$set", Value: bson.D{{Key: "id", Value: owner.id}, {Key: "inc", Value: owner.inc}, {Key: "s", Value: now}, {Key: "w", Value: int64(0)}}}})
 				if err != nil {
+					cur.Close(ctx)
 					return fail(err)
 				}
 				if res.MatchedCount == 1 {
@@ -208,11 +212,17 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 			default:
 				res, err := t.DeleteOne(ctx, unchanged(&e))
 				if err != nil {
+					cur.Close(ctx)
 					return fail(err)
 				}
 				rep.Removed += int(res.DeletedCount)
 			}
 		}
+		if err := cur.Err(); err != nil {
+			cur.Close(ctx)
+			return fail(err)
+		}
+		cur.Close(ctx)
 		var missing []string
 		for k := range want[i] {
 			if !seen[k] {

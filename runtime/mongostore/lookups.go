@@ -48,6 +48,85 @@ type Stamp struct {
 // losing to concurrent writes of the same block.
 const maxAttempts = 16
 
+// Limits of one command that names index keys ($in lists) or reads index
+// entries, so that large keys never exceed the server's message limit.
+const (
+	maxBatchKeys  = 500
+	maxBatchBytes = 4 << 20
+	// readBatch is the cursor batch size of Repair's reads: 16 entries of
+	// the largest key a 16 MiB document can hold fit in one reply.
+	readBatch = 16
+)
+
+// batches splits keys into runs of at most maxBatchKeys keys and
+// maxBatchBytes bytes (a key larger than that is a run of its own).
+func batches(keys []string) [][]string {
+	var out [][]string
+	start, size := 0, 0
+	for i, k := range keys {
+		if i > start && (i-start == maxBatchKeys || size+len(k) > maxBatchBytes) {
+			out = append(out, keys[start:i])
+			start, size = i, 0
+		}
+		size += len(k)
+	}
+	if start < len(keys) {
+		out = append(out, keys[start:])
+	}
+	return out
+}
+
+// ambiguous reports whether err leaves a write's outcome unknown: the
+// command may have been applied though its reply did not arrive.
+func ambiguous(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || mongo.IsNetworkError(err) || mongo.IsTimeout(err) {
+		return true
+	}
+	var we mongo.WriteException
+	if errors.As(err, &we) && we.WriteConcernError != nil {
+		return true
+	}
+	var bwe mongo.BulkWriteException
+	return errors.As(err, &bwe) && bwe.WriteConcernError != nil
+}
+
+// readBackTimeout bounds the read that decides an ambiguous outcome.
+var readBackTimeout = 10 * time.Second
+
+// applied reads block id back, with a fresh context, and reports whether
+// it carries the stamp (seq, inc) of a write whose outcome is unknown.
+func (x *Indexed[K, D, T]) applied(ctx context.Context, id K, inc, seq int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	raw, err := x.Coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: SeqKey, Value: 1}, {Key: IncKey, Value: 1}})).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	s, _ := raw.Lookup(SeqKey).AsInt64OK()
+	i, _ := raw.Lookup(IncKey).AsInt64OK()
+	return s == seq && i == inc, nil
+}
+
+// checkValues fails with runtime.ErrInvalidValue if the block key or a
+// lookup value of v has a string that is not valid UTF-8 (which MongoDB
+// rejects and FerretDB silently replaces).
+func (x *Indexed[K, D, T]) checkValues(op string, id K, v T) error {
+	if err := runtime.CheckKey(op, x.Agg, id, "block key", x.Codec.Append(nil, id)); err != nil {
+		return err
+	}
+	for _, l := range x.Lookups {
+		for _, val := range l.Keys(v) {
+			if err := runtime.CheckKey(op, x.Agg, id, "lookup "+x.Coll.Name()+"."+l.Name, val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // TableName names the collection holding an index table: "Hotel__cityStars".
 func TableName(collection, lookup string) string { return collection + "__" + lookup }
 
@@ -294,10 +373,15 @@ type attempt[K any] struct {
 // index keys go from before to after, with write sequence seq: it adds the
 // keys after has and before lacks (claiming unique ones first), runs write
 // (which reports whether its condition matched), then removes the keys
-// before has and after lacks. If a claim fails or write does not match,
-// the attempt undoes its changes to the index tables (those no later
-// write has touched) and nothing else is changed.
-func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int64, before, after [][]string, seq int64, write func(seq int64) (bool, error)) (bool, error) {
+// before has and after lacks. If a claim fails or write definitely did
+// not happen (no match, or refused by the server), the attempt undoes its
+// changes to the index tables (those no later write has touched) and
+// nothing else is changed. If write's outcome is unknown (see ambiguous),
+// the block is read back: with this attempt's stamp the write is done;
+// otherwise the entries stay and the error says the outcome is unknown.
+// insert says that write creates the block (see invariant I4).
+func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int64, before, after [][]string, seq int64, insert bool, write func(seq int64) (bool, error)) (bool, error) {
+	began := time.Now()
 	a := &attempt[K]{w: rand.Int64(), created: make([][]string, len(x.Lookups)), touched: make([][]entry[K], len(x.Lookups))}
 	for _, unique := range []bool{true, false} {
 		for i, l := range x.Lookups {
@@ -313,6 +397,17 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 		}
 	}
 	ok, err := write(seq)
+	if err != nil && ambiguous(err) {
+		done, rerr := x.applied(ctx, id, inc, seq)
+		if rerr != nil || !done {
+			detail := "(outcome unknown: the write may not have been applied; its lookup entries are kept for reads to verify)"
+			if rerr != nil {
+				detail = fmt.Sprintf("(outcome unknown: reading the block back failed: %v; its lookup entries are kept for reads to verify)", rerr)
+			}
+			return false, runtime.FailAt(op, x.Agg, id, detail, nil, err)
+		}
+		ok, err = true, nil // the reply was lost, the write is done
+	}
 	if err != nil || !ok {
 		x.undo(ctx, id, a)
 		if err != nil {
@@ -320,22 +415,54 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 		}
 		return false, nil
 	}
+	ctx = context.WithoutCancel(ctx)
+	if insert && time.Since(began) > StaleAfter/2 {
+		if err := x.stillOwned(ctx, op, id, inc, seq, before, after); err != nil {
+			return false, err
+		}
+	}
 	// The write is done: removing the old entries is best effort (reads
 	// skip stale entries, Repair removes them). Only entries of this
 	// incarnation written before seq go: a later write's are kept.
-	ctx = context.WithoutCancel(ctx)
 	for i, l := range x.Lookups {
-		gone := minus(before[i], after[i])
-		if len(gone) == 0 {
-			continue
+		for _, gone := range batches(minus(before[i], after[i])) {
+			filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: gone}}}, {Key: "inc", Value: inc}, {Key: "s", Value: bson.D{{Key: "$lt", Value: seq}}}}
+			if l.Unique {
+				filter = append(filter, bson.E{Key: "id", Value: id})
+			}
+			_, _ = x.tables[i].DeleteMany(ctx, filter)
 		}
-		filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: gone}}}, {Key: "inc", Value: inc}, {Key: "s", Value: bson.D{{Key: "$lt", Value: seq}}}}
-		if l.Unique {
-			filter = append(filter, bson.E{Key: "id", Value: id})
-		}
-		_, _ = x.tables[i].DeleteMany(ctx, filter)
 	}
 	return true, nil
+}
+
+// stillOwned checks, after a slow insert of block id, that the unique
+// claims it took are still its own (a takeover may have happened while it
+// stalled, see invariant I4). If one is not, it deletes the block it
+// inserted (on condition that it is still the one it wrote) and fails with
+// runtime.ErrDuplicate.
+func (x *Indexed[K, D, T]) stillOwned(ctx context.Context, op string, id K, inc, seq int64, before, after [][]string) error {
+	for i, l := range x.Lookups {
+		if !l.Unique {
+			continue
+		}
+		for _, k := range minus(after[i], before[i]) {
+			var e entry[K]
+			err := x.tables[i].FindOne(ctx, bson.D{{Key: "_id", Value: k}}).Decode(&e)
+			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+				return runtime.FailAt(op, x.Agg, id, "(checking the unique claims of a slow write)", nil, err)
+			}
+			if err == nil && e.ID == id && e.Inc == inc {
+				continue
+			}
+			_, derr := x.Coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: SeqKey, Value: seq}, {Key: IncKey, Value: inc}})
+			if derr != nil {
+				return runtime.FailAt(op, x.Agg, id, "(lost the unique claim "+x.lookupName(i)+" "+describeKey(k)+" while stalled; removing the block failed)", runtime.ErrDuplicate, derr)
+			}
+			return runtime.FailAt(op, x.Agg, id, "(lost the unique claim "+x.lookupName(i)+" "+describeKey(k)+" while stalled past StaleAfter)", runtime.ErrDuplicate, nil)
+		}
+	}
+	return nil
 }
 
 // undo removes the entries attempt a created and puts back those it
@@ -345,8 +472,8 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 func (x *Indexed[K, D, T]) undo(ctx context.Context, id K, a *attempt[K]) {
 	ctx = context.WithoutCancel(ctx)
 	for i, keys := range a.created {
-		if len(keys) > 0 {
-			_, _ = x.tables[i].DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: keys}}}, {Key: "w", Value: a.w}})
+		for _, run := range batches(keys) {
+			_, _ = x.tables[i].DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: run}}}, {Key: "w", Value: a.w}})
 		}
 	}
 	cur, known := int64(0), false
@@ -412,7 +539,7 @@ func (x *Indexed[K, D, T]) add(ctx context.Context, op string, a *attempt[K], i 
 			// incarnation): make it this write's.
 			update = bson.D{{Key: "$max", Value: bson.D{{Key: "s", Value: seq}}}, {Key: "$set", Value: mine}}
 		} else {
-			holds, err := x.holds(ctx, i, e.ID, k)
+			holds, ost, err := x.holds(ctx, i, e.ID, k)
 			if err != nil {
 				return fail(err)
 			}
@@ -420,7 +547,19 @@ func (x *Indexed[K, D, T]) add(ctx context.Context, op string, a *attempt[K], i 
 				return runtime.FailAt(op, x.Agg, id, "(lookup "+x.lookupName(i)+" "+describeKey(k)+" is taken)", runtime.ErrDuplicate, nil)
 			}
 			// A stale claim: its block does not hold the value and its
-			// write is long over. Take it over.
+			// write should be long over. Fence that write (it may only
+			// be stalled): bump the holder's stamp, so that its
+			// aggregate write, conditioned on the stamp it read, can no
+			// longer land. Then take the claim over.
+			if ost.found {
+				res, err := x.Coll.UpdateOne(ctx, unchangedBlock(e.ID, ost), bson.D{{Key: "$set", Value: bson.D{{Key: SeqKey, Value: nextSeq(ost.stamp.Seq)}}}})
+				if err != nil {
+					return fail(err)
+				}
+				if res.MatchedCount == 0 {
+					continue // the holder changed meanwhile: look again
+				}
+			}
 			update = bson.D{{Key: "$set", Value: append(mine, bson.E{Key: "s", Value: seq})}}
 		}
 		res, err := t.UpdateOne(ctx, append(unchanged(&e), bson.E{Key: "id", Value: e.ID}), update)
@@ -436,23 +575,27 @@ func (x *Indexed[K, D, T]) add(ctx context.Context, op string, a *attempt[K], i 
 	return x.contended(op, id)
 }
 
-// holds reports whether block owner exists and has index key k for lookup i.
-func (x *Indexed[K, D, T]) holds(ctx context.Context, i int, owner K, k string) (bool, error) {
+// holds reports whether block owner exists and has index key k for lookup
+// i, and returns the state it read.
+func (x *Indexed[K, D, T]) holds(ctx context.Context, i int, owner K, k string) (bool, state[T], error) {
 	st, err := x.read(ctx, owner)
 	if err != nil || !st.found {
-		return false, err
+		return false, st, err
 	}
 	_, ok := slices.BinarySearch(x.entryKeys(i, owner, st.value), k)
-	return ok, nil
+	return ok, st, nil
 }
 
 // Create stores block id holding v: doc(s) is its document with stamp s.
 // It fails with runtime.ErrDuplicate if the block exists or a unique value
 // of v is taken, changing nothing.
 func (x *Indexed[K, D, T]) Create(ctx context.Context, op string, id K, v T, doc func(Stamp) any) error {
+	if err := x.checkValues(op, id, v); err != nil {
+		return err
+	}
 	var dup error
 	inc := newInc()
-	done, err := x.commit(ctx, op, id, inc, x.allKeys(id, v, false), x.allKeys(id, v, true), nextSeq(0), func(seq int64) (bool, error) {
+	done, err := x.commit(ctx, op, id, inc, x.allKeys(id, v, false), x.allKeys(id, v, true), nextSeq(0), true, func(seq int64) (bool, error) {
 		_, err := x.Coll.InsertOne(ctx, doc(Stamp{Seq: seq, Inc: inc}))
 		if mongo.IsDuplicateKeyError(err) {
 			dup = err
@@ -474,6 +617,9 @@ func (x *Indexed[K, D, T]) Create(ctx context.Context, op string, id K, v T, doc
 // entry) the block must be at the given version, or not exist when it is
 // 0; otherwise Put fails with runtime.ErrConflict.
 func (x *Indexed[K, D, T]) Put(ctx context.Context, op string, id K, v T, versioned bool, version int64, doc func(Stamp) any) error {
+	if err := x.checkValues(op, id, v); err != nil {
+		return err
+	}
 	after := x.allKeys(id, v, true)
 	var last *state[T]
 	for range maxAttempts {
@@ -498,7 +644,7 @@ func (x *Indexed[K, D, T]) Put(ctx context.Context, op string, id K, v T, versio
 		if !st.found {
 			inc = newInc()
 		}
-		done, err := x.commit(ctx, op, id, inc, x.allKeys(id, st.value, st.found), after, nextSeq(st.stamp.Seq), func(seq int64) (bool, error) {
+		done, err := x.commit(ctx, op, id, inc, x.allKeys(id, st.value, st.found), after, nextSeq(st.stamp.Seq), !st.found, func(seq int64) (bool, error) {
 			d := doc(Stamp{Seq: seq, Inc: inc})
 			if !st.found {
 				_, err := x.Coll.InsertOne(ctx, d)
@@ -565,6 +711,9 @@ func (x *Indexed[K, D, T]) Append(ctx context.Context, op string, id K, field st
 }
 
 func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change[T]) (state[T], error) {
+	if err := runtime.CheckKey(op, x.Agg, id, "block key", x.Codec.Append(nil, id)); err != nil {
+		return state[T]{}, err
+	}
 	var last *state[T]
 	for range maxAttempts {
 		st, err := x.read(ctx, id)
@@ -582,8 +731,11 @@ func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change
 		if c.Apply != nil {
 			c.Apply(st.value)
 		}
+		if err := x.checkValues(op, id, st.value); err != nil {
+			return st, err
+		}
 		after := x.allKeys(id, st.value, true)
-		done, err := x.commit(ctx, op, id, st.stamp.Inc, before, after, nextSeq(st.stamp.Seq), func(seq int64) (bool, error) {
+		done, err := x.commit(ctx, op, id, st.stamp.Inc, before, after, nextSeq(st.stamp.Seq), false, func(seq int64) (bool, error) {
 			filter := slices.Clone(c.Filter)
 			if len(filter) == 0 {
 				filter = ByID(id)
@@ -612,6 +764,9 @@ func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change
 // Delete removes block id and then its index entries: those of the
 // incarnation it removed. It fails with runtime.ErrNotFound if there is none.
 func (x *Indexed[K, D, T]) Delete(ctx context.Context, op string, id K) error {
+	if err := runtime.CheckKey(op, x.Agg, id, "block key", x.Codec.Append(nil, id)); err != nil {
+		return err
+	}
 	client := x.Coll.Database().Client()
 	opts := options.FindOneAndDelete()
 	if _, no := noFindAndModifyProjection.Load(client); !no {

@@ -63,6 +63,52 @@
 // Counters (enumerable keys) live in the collection CountersCollection,
 // one document per collection or per scope of a composite key, and are
 // incremented with findAndModify.
+//
+// # Invariants of the lookup protocol
+//
+// The steps above (implemented in lookups.go) keep these invariants, also
+// when a reply is lost, a context is cancelled while a command is in
+// flight, the client crashes between commands, or a write stalls for
+// longer than StaleAfter:
+//
+//   - I1 (no missing entry): every value a stored aggregate holds has its
+//     index entry, pointing at the aggregate's block and incarnation. Entries
+//     are added before the aggregate write and only removed (a) after it, for
+//     values the block no longer holds, (b) by an undo, which runs only when
+//     the aggregate write definitely did not happen (its condition matched
+//     nothing, a claim failed, or the server refused it), or (c) by reads
+//     and Repair once the aggregate does not hold them.
+//   - I2 (ambiguous outcomes keep entries): when the aggregate write's
+//     outcome is unknown (network error, lost reply, timeout, context
+//     cancelled in flight, write concern error), the write reads the block
+//     back with a fresh context: if it carries the attempt's stamp (_seq and
+//     _inc) the write succeeded and finishes normally; otherwise its entries
+//     are left in place and the error says the outcome is unknown. A retry
+//     re-tags them; reads verify them; Repair removes those no aggregate
+//     holds.
+//   - I3 (reads verify): a read returns an aggregate only if the aggregate,
+//     read after the entry, holds the entry's value; anything else is a
+//     stale entry, skipped, and dropped once older than StaleAfter.
+//   - I4 (one holder per unique value): a unique value is claimed by
+//     inserting its entry; a claim held by another block is taken over only
+//     if that block does not hold the value and the claim is older than
+//     StaleAfter, and only after fencing the holder: its stamp is bumped
+//     (conditionally on the stamp read), so that a stalled write of the
+//     holder, conditioned on the stamp it read, can no longer land. A
+//     creating write (an insert, which no stamp can fence) that took longer
+//     than StaleAfter/2 checks after the insert that it still owns its
+//     claims, and deletes what it inserted and fails with
+//     runtime.ErrDuplicate if not.
+//   - I5 (bounded commands): undo, the removal of old entries and Repair
+//     work in batches of at most maxBatchKeys keys and maxBatchBytes bytes,
+//     and Repair reads index tables and aggregates through cursors with
+//     small batches, so that large values (e.g. 50 tags of 1 MiB) never
+//     exceed the server's message limit.
+//
+// The one window left: a creating write that stalls past StaleAfter, loses
+// its unique claim to a takeover, and then lands while its client crashes
+// or loses the reply, leaves two aggregates holding one unique value. Reads
+// return the one the entry names; Repair reports the conflict.
 package mongostore
 
 import (
