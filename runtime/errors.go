@@ -26,6 +26,9 @@ var (
 	// invalid UTF-8 and FerretDB replaces it with U+FFFD), so such a value
 	// is refused at the call on every store rather than changed silently.
 	ErrInvalidValue = errors.New("invalid value")
+	// ErrInvalid is ErrInvalidValue under its short name; it also reports
+	// a nil aggregate passed to Create or Put.
+	ErrInvalid = ErrInvalidValue
 	// ErrOverflow: a counter of enumerable keys is at math.MaxInt64 and
 	// cannot allocate another number. Nothing is written.
 	ErrOverflow = errors.New("counter overflow")

@@ -78,10 +78,6 @@ type Caps struct {
 	MaxValueBytes int
 }
 
-// ErrInvalid reports a bad argument: a nil aggregate, a value a store
-// cannot hold unchanged (invalid UTF-8 in a string key or lookup value).
-var ErrInvalid = errors.New("invalid argument")
-
 // Repo is what generated repositories hold: the descriptor and the store
 // adapter. Its methods add what is the same on every store (argument
 // checks, cursors and pages) and delegate the rest.
@@ -99,12 +95,19 @@ func (r Repo[T, K]) fail(op string, id any, kind error, detail string) error {
 	return FailAt(op, r.D.Aggregate, id, detail, kind, nil)
 }
 
-// checkKey refuses block keys that a store could not keep as given.
+// checkKey refuses block keys that a store could not keep as given: a
+// string (or a string part of a composite key) that is not valid UTF-8.
 func (r Repo[T, K]) checkKey(op string, id K) error {
-	if s, ok := any(id).(string); ok && !utf8.ValidString(s) {
-		return r.fail(op, fmt.Sprintf("%q", s), ErrInvalid, "(the block key is not valid UTF-8)")
+	switch k := any(id).(type) {
+	case string:
+		if !utf8.ValidString(k) {
+			return CheckUTF8(op, r.D.Aggregate, id, k)
+		}
+		return nil
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return nil
 	}
-	return nil
+	return CheckKey(op, r.D.Aggregate, id, "block key", r.D.Keys.Bytes(id))
 }
 
 func (r Repo[T, K]) checkAgg(op string, t *T) error {
