@@ -111,7 +111,7 @@ func TestErrors(t *testing.T) {
 func TestTagErrorsArePositioned(t *testing.T) {
 	dir := tempPackage(t, "package p\n\ntype T struct {\n\t_  struct{} `noam:\"aggregate,partion=x\"`\n\tID string   `noam:\"id\"`\n}\n")
 	code, _, errs := runIn(t, dir, nil)
-	want := "input.go:4:14: unknown option \"partion\" in noam tag `noam:\"aggregate,partion=x\"`"
+	want := "input.go:4:14: unknown option \"partion\" in noam tag `noam:\"aggregate,partion=x\"`; did you mean \"partition\"?"
 	if code != 1 || strings.TrimSpace(errs) != want {
 		t.Fatalf("exit %d, stderr %q, want %q", code, errs, want)
 	}
