@@ -340,6 +340,10 @@ func (p *loader) plainStruct(d structDecl) {
 		fname := embeddedName(f.Type)
 		if len(f.Names) > 0 {
 			fname = f.Names[0].Name
+			if fname == "_" {
+				p.errorf(f.Tag.Pos(), "noam tag %s on a blank field; only the aggregate marker belongs there", tag.text)
+				continue
+			}
 			if !f.Names[0].IsExported() {
 				p.errorf(f.Tag.Pos(), "noam tag %s on unexported field %s.%s: unexported fields are not persisted; export the field or remove the tag", tag.text, d.spec.Name.Name, fname)
 				continue

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 
 	"golang.org/x/tools/go/packages"
 
@@ -165,9 +166,11 @@ func generatedOverlay(pkg *packages.Package) (map[string][]byte, error) {
 // "undefined: X" for a name noamgen generates for one of the package's
 // aggregates, so that a package whose hand-written files use generated code
 // that is missing or out of date can still be (re)generated. Every name
-// noamgen exports starts with an aggregate's type name (EventRepository,
-// EventUpdate, EventKindLabelQuery, EventMongoRepository, ...) or with New
-// and an aggregate's type name (NewEventMongoRepository).
+// noamgen exports starts with an aggregate's type name followed by a new
+// word (EventRepository, EventUpdate, EventKindLabelQuery,
+// EventMongoRepository, EventBoltRepository, EventGameRefs, and for stores
+// to come EventDynamoRepository, EventRedisRepository), or with New and
+// such a name (NewEventMongoRepository).
 func generatableNames(pkg *packages.Package) func(msg string) bool {
 	var aggs []string
 	for _, f := range pkg.Syntax {
@@ -190,7 +193,9 @@ func generatableNames(pkg *packages.Package) func(msg string) bool {
 			return false
 		}
 		for _, a := range aggs {
-			if rest, ok := strings.CutPrefix(strings.TrimPrefix(name, "New"), a); ok && rest != "" {
+			// The rest starts a new word: Repository, KindLabelQuery,
+			// MongoRepository (not Gamer for aggregate Game).
+			if rest, ok := strings.CutPrefix(strings.TrimPrefix(name, "New"), a); ok && rest != "" && unicode.IsUpper(rune(rest[0])) {
 				return true
 			}
 		}

@@ -3,6 +3,7 @@ package parser
 import (
 	"fmt"
 	"go/ast"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -76,14 +77,16 @@ func parseTag(value string) (tagSpec, []string) {
 		return t, errs
 	}
 	seen := map[string]bool{}
+	emptyReported := false
 	for _, item := range strings.Split(value, ",") {
 		name, v, hasValue := strings.Cut(item, "=")
 		name, v = strings.TrimSpace(name), strings.TrimSpace(v)
 		if name == "" {
 			if hasValue {
 				errorf("option without a name %q in noam tag %s", item, t.text)
-			} else {
+			} else if !emptyReported {
 				errorf("empty option in noam tag %s (two commas, or a comma at an end)", t.text)
+				emptyReported = true
 			}
 			continue
 		}
@@ -98,8 +101,8 @@ func parseTag(value string) (tagSpec, []string) {
 		}
 		switch {
 		case kind == "no" && hasValue:
+			// Reported, and taken as given without the value.
 			errorf("option %s takes no value in noam tag %s", name, t.text)
-			continue
 		case kind == "yes" && v == "":
 			switch name {
 			case "collection":
@@ -191,15 +194,12 @@ func rawTag(f *ast.Field) string {
 // lookupTag finds the key's value in a struct tag and whether the tag holds
 // it; err is set when structtag cannot parse the whole tag.
 func lookupTag(raw, key string) (value string, ok bool, err error) {
-	tags, err := structtag.Parse(raw)
-	if err != nil {
+	if _, err := structtag.Parse(raw); err != nil {
 		return "", false, err
 	}
-	t, gerr := tags.Get(key)
-	if gerr != nil {
-		return "", false, nil
-	}
-	return t.Value(), true, nil
+	// The value exactly as written: structtag drops empty options.
+	value, ok = reflect.StructTag(raw).Lookup(key)
+	return value, ok, nil
 }
 
 // bsonName is the name of a bson tag ("" when none is given).
@@ -231,7 +231,7 @@ func suggest(s string, candidates []string) string {
 			continue
 		}
 		d := editDistance(strings.ToLower(s), strings.ToLower(c))
-		if d > min(2, max(1, len([]rune(c))/3)) {
+		if n := len([]rune(c)); d > min(2, max(1, n/3)) || d >= n {
 			continue
 		}
 		if bestD < 0 || d < bestD {
