@@ -150,3 +150,22 @@ func checkSource(src string) (*packages.Package, bool) {
 	}
 	return &packages.Package{PkgPath: "example.com/p", Name: "p", Fset: fset, Syntax: []*ast.File{file}, Types: tpkg, TypesInfo: info, GoFiles: []string{"/p.go"}}, true
 }
+
+func TestIndexZero(t *testing.T) {
+	pkg, ok := checkSource("package p\n\ntype M struct {\n\t_ struct{} `noam:\"aggregate\"`\n\tID string `noam:\"id\"`\n\tEmail string `noam:\"lookup,unique,zeros\"`\n\tNick string `noam:\"lookup,unique\"`\n\tA string `noam:\"lookup=ab,unique,zeros\"`\n\tB int `noam:\"lookup=ab,unique,zeros\"`\n}\n")
+	if !ok {
+		t.Fatal("does not compile")
+	}
+	p := &loader{pkg: pkg}
+	s := p.schema()
+	if len(p.errs) > 0 {
+		t.Fatal(p.errs)
+	}
+	got := map[string]bool{}
+	for _, l := range s.Aggregates[0].Lookups {
+		got[l.Name] = l.IndexZero && l.Unique
+	}
+	if want := map[string]bool{"email": true, "nick": false, "ab": true}; len(got) != 3 || got["email"] != want["email"] || got["nick"] != want["nick"] || got["ab"] != want["ab"] {
+		t.Fatalf("IndexZero by lookup: %v", got)
+	}
+}

@@ -2,7 +2,9 @@
 // structs. Run it from //go:generate (it works on the package of $GOFILE)
 // or as
 //
-//	noamgen [-store mongo,bolt] [-pattern '{type}_{store}.gen.go'] [-check] [package]
+//	noamgen [-store mongo,bolt] [-pattern '{type}_{store}.gen.go'] [-check] [-v] [package]
+//
+// (noamgen -h documents every flag).
 //
 // See the README for the tag language.
 package main
@@ -36,19 +38,50 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+const usage = `usage: noamgen [-store mongo,bolt] [-pattern '{type}_{store}.gen.go'] [-check] [-v] [package]
+
+noamgen generates typed NoSQL repositories for the aggregates of one Go
+package: the structs that have a marker field ` + "`_ struct{} `noam:\"aggregate\"``" + `.
+package is a go list pattern naming exactly one package; without it,
+noamgen works on the package in the current directory (as under
+//go:generate, where $GOPACKAGE must match it). For each aggregate it
+writes the store-independent interface file and one file per store, next to
+the package's sources. Files noamgen generated earlier that no aggregate
+produces any more are removed; files it did not generate are never
+overwritten. Its own files are left out when the package is loaded, so a
+package whose generated code is missing or out of date can always be
+regenerated.
+
+Flags:
+`
+
+const usageTail = `
+Errors in the package or its tags are printed as file:line:col: message,
+all of them, sorted by position; nothing is written then.
+
+Exit status: 0 on success (and for -h); 1 when the package has errors, or -check finds
+a difference; 2 for a bad command line.
+
+The tag language is described in the README's "Tag reference".
+`
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("noamgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var stores listFlag
-	fs.Var(&stores, "store", "stores to generate for, comma-separated or repeated (known: "+strings.Join(templates.StoreNames(), ", ")+"; default mongo)")
-	pattern := fs.String("pattern", generator.DefaultPattern, "output file name pattern; {type} is the aggregate in snake_case, {store} the store (noam for the interface file)")
-	check := fs.Bool("check", false, "write nothing; exit 1 if the generated files are missing, out of date or stale")
-	verbose := fs.Bool("v", false, "print the files written or removed")
+	fs.Var(&stores, "store", "`stores` to generate repositories for, comma-separated or repeated (known: "+strings.Join(templates.StoreNames(), ", ")+"; default mongo)")
+	pattern := fs.String("pattern", generator.DefaultPattern, "output file name `pattern`; {type} is the aggregate's type name in snake_case, {store} the store name (noam for the store-independent interface file); must end in .go, not _test.go, and name no directory")
+	check := fs.Bool("check", false, "write nothing; print the generated files that are missing, out of date or stale and exit 1 if there is any (for CI)")
+	verbose := fs.Bool("v", false, "print the names of the files written or removed")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: noamgen [flags] [package]")
+		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, usageTail)
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h asked for the usage
+		}
 		return 2
 	}
 	if fs.NArg() > 1 {
