@@ -35,16 +35,6 @@ type tagSpec struct {
 	refs                 []string
 }
 
-// has reports whether the option name was given.
-func (t *tagSpec) has(name string) bool {
-	for _, o := range t.opts {
-		if o == name {
-			return true
-		}
-	}
-	return false
-}
-
 // markerOptions are the options of the aggregate marker, fieldOptions those
 // of a field; knownOptions is both, for suggestions.
 var (

@@ -85,6 +85,10 @@ func TestRefusesToOverwriteHandWrittenFiles(t *testing.T) {
 	if b, _ := os.ReadFile(mine); string(b) != "package p\n" {
 		t.Fatal("hand-written file overwritten")
 	}
+	// Nothing else was written either (no half-written output).
+	if _, err := os.Stat(filepath.Join(dir, "player_noam.gen.go")); !os.IsNotExist(err) {
+		t.Fatalf("player_noam.gen.go written although the run failed: %v", err)
+	}
 }
 
 func TestErrors(t *testing.T) {
