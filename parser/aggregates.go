@@ -49,6 +49,7 @@ func (p *loader) schema() *model.Schema {
 					d := structDecl{spec: ts, st: st, file: p.pkg.Fset.Position(f.Pos()).Filename}
 					for _, fld := range st.Fields.List {
 						d.tags = append(d.tags, p.fieldTag(fld))
+						p.anonymousTags(fld.Type)
 					}
 					decls = append(decls, d)
 				}
@@ -67,6 +68,26 @@ func (p *loader) schema() *model.Schema {
 	p.checkRefs(s)
 	p.checkCollections(s)
 	return s
+}
+
+// anonymousTags reports noam tags inside struct types written in place
+// (Address struct{ City string `noam:"lookup"` }): only the fields of
+// declared struct types are read, so such a tag would be ignored.
+func (p *loader) anonymousTags(t ast.Expr) {
+	ast.Inspect(t, func(n ast.Node) bool {
+		st, ok := n.(*ast.StructType)
+		if !ok {
+			return true
+		}
+		for _, f := range st.Fields.List {
+			if raw := rawTag(f); strings.Contains(raw, "noam:") {
+				if v, ok, err := lookupTag(raw, "noam"); err == nil && ok {
+					p.errorf(f.Tag.Pos(), "noam tag `noam:%q` in a struct type written in place would be ignored; declare the struct type (type T struct{...}) and use it", v)
+				}
+			}
+		}
+		return true
+	})
 }
 
 // fieldTag returns a field's parsed noam tag, or nil when it has none. A
