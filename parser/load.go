@@ -227,9 +227,10 @@ func IsGenerated(src []byte) bool {
 }
 
 type loader struct {
-	pkg  *packages.Package
-	base string
-	errs ErrorList
+	pkg       *packages.Package
+	base      string
+	errs      ErrorList
+	inMapSeen map[string]bool // refs and lookups reported as inside a map
 }
 
 func (p *loader) sorted() ErrorList {

@@ -59,6 +59,17 @@ func (p *loader) nested(t types.Type, path, goPath string, seen map[types.Type]b
 			specs[i].multi = true
 		}
 		return refs, specs
+	case *types.Map:
+		// Values inside a map cannot be indexed, nor their refs followed:
+		// a tag there would be ignored, so it is an error.
+		refs, specs := p.nested(u.Elem(), path+"{}", goPath+"{}", seen)
+		for _, r := range refs {
+			p.inMap(r.Pos, "ref="+r.Target, r.GoPath, goPath)
+		}
+		for _, sp := range specs {
+			p.inMap(p.position(sp.pos), "lookup", sp.goPath, goPath)
+		}
+		return nil, nil
 	case *types.Named:
 		if u.Obj().Pkg() == nil || u.Obj().Pkg().Path() != p.pkg.PkgPath {
 			return nil, nil
@@ -157,5 +168,19 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 		if !token.IsIdentifier(l.Name) {
 			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup name %q of %s is not a valid identifier", l.Name, a.Name)})
 		}
+	}
+}
+
+// inMap reports a ref or lookup reached through a map, once per position.
+func (p *loader) inMap(pos token.Position, what, goPath, mapPath string) {
+	strip := strings.NewReplacer("{}", "", "[]", "")
+	msg := fmt.Sprintf("%s on %s is inside the values of the map %s, which are neither indexed nor checked as refs; hold them in a slice, or remove the tag", what, strip.Replace(goPath), strip.Replace(mapPath))
+	key := pos.String() + msg
+	if p.inMapSeen == nil {
+		p.inMapSeen = map[string]bool{}
+	}
+	if !p.inMapSeen[key] {
+		p.inMapSeen[key] = true
+		p.errs = append(p.errs, Error{Pos: pos, Msg: msg})
 	}
 }
