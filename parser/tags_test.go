@@ -113,7 +113,7 @@ func FuzzSchemaTags(f *testing.F) {
 		}
 		src := "package p\n\ntype A struct {\n\t_ struct{} " + lit(t0) + "\n\tID string " + lit(t1) +
 			"\n\tN []int64 " + lit(t2) + "\n\tS Sub " + lit(t3) + "\n\tV int64\n}\n\ntype Sub struct {\n\tX string " + lit(t4) +
-			"\n\tY []Sub\n}\n\ntype B struct {\n\t_ struct{} `noam:\"aggregate\"`\n\tID string `noam:\"id\"`\n}\n"
+			"\n\tY []Sub\n\tM map[string]*Sub\n\tH struct {\n\t\tZ int " + lit(t2) + "\n\t}\n}\n\ntype B struct {\n\t_ struct{} `noam:\"aggregate\"`\n\tID string `noam:\"id\"`\n}\n"
 		pkg, ok := checkSource(src)
 		if !ok {
 			return
