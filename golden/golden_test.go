@@ -142,9 +142,9 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%s has no input .go file", c.dir)
 			}
 			if *update {
-				// The files are about to be rewritten. Removing them first
-				// lets the package load even when they no longer compile
-				// against an edited input (go/packages compiles them).
+				// The files are about to be rewritten. (The parser leaves
+				// them out while loading, so they need not compile against
+				// an edited input; removing them also drops stale ones.)
 				for _, o := range outputs {
 					if err := os.Remove(filepath.Join(c.dir, o)); err != nil {
 						t.Fatal(err)

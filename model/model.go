@@ -161,6 +161,12 @@ type Lookup struct {
 	Unique bool
 	Parts  []LookupPart
 	Pos    token.Position
+	// IndexZero is set for `noam:"lookup,unique,zeros"`: the zero value of
+	// a unique lookup is indexed like any other (held by at most one
+	// aggregate). By default a unique lookup leaves zero values out, as SQL
+	// does NULL: any number of aggregates may hold one, and GetByF of the
+	// zero value is runtime.ErrNotFound. Only unique lookups have it.
+	IndexZero bool
 }
 
 // Multi reports whether an aggregate can have several values of the lookup

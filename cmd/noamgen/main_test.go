@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,6 +85,10 @@ func TestRefusesToOverwriteHandWrittenFiles(t *testing.T) {
 	if b, _ := os.ReadFile(mine); string(b) != "package p\n" {
 		t.Fatal("hand-written file overwritten")
 	}
+	// Nothing else was written either (no half-written output).
+	if _, err := os.Stat(filepath.Join(dir, "player_noam.gen.go")); !os.IsNotExist(err) {
+		t.Fatalf("player_noam.gen.go written although the run failed: %v", err)
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -111,7 +116,7 @@ func TestErrors(t *testing.T) {
 func TestTagErrorsArePositioned(t *testing.T) {
 	dir := tempPackage(t, "package p\n\ntype T struct {\n\t_  struct{} `noam:\"aggregate,partion=x\"`\n\tID string   `noam:\"id\"`\n}\n")
 	code, _, errs := runIn(t, dir, nil)
-	want := "input.go:4:14: unknown option \"partion\" in noam tag `noam:\"aggregate,partion=x\"`"
+	want := "input.go:4:14: unknown option \"partion\" in noam tag `noam:\"aggregate,partion=x\"`; did you mean \"partition\"?"
 	if code != 1 || strings.TrimSpace(errs) != want {
 		t.Fatalf("exit %d, stderr %q, want %q", code, errs, want)
 	}
@@ -127,5 +132,80 @@ func TestGeneratorErrorsArePositioned(t *testing.T) {
 	want := "input.go:8:6: aggregate C would get two methods named ListByPost"
 	if code != 1 || !strings.HasPrefix(errs, want) {
 		t.Fatalf("exit %d, stderr %q, want it to start with %q", code, errs, want)
+	}
+}
+
+// TestUsesGeneratedNames: a hand-written file of the package may use what
+// noamgen generates (EventRepository, EventKindLabelQuery,
+// NewEventMongoRepository) before it is generated, after a generated file
+// is deleted and after the struct changed; other compile errors are still
+// reported with their positions, and nothing is written then.
+func TestUsesGeneratedNames(t *testing.T) {
+	const event = "package p\n\ntype Event struct {\n\t_     struct{} `noam:\"aggregate\"`\n\tID    string   `noam:\"id\"`\n\tKind  string   `noam:\"lookup=kindLabel\"`\n\tLabel string   `noam:\"lookup=kindLabel\"`\n}\n"
+	const probe = "package p\n\nimport \"context\"\n\nfunc probe(ctx context.Context, r EventRepository) error {\n\t_, err := r.ListByKindLabel(ctx, EventKindLabelQuery{}, runtimePage())\n\treturn err\n}\n\nvar _ EventRepository = NewEventMongoRepository(nil)\n\nvar _ = EventUpdate{}\n"
+	const page = "package p\n\nimport \"github.com/noamgen/noamgen/runtime\"\n\nfunc runtimePage() runtime.PageRequest { return runtime.PageRequest{} }\n"
+	dir := tempPackage(t, event)
+	for name, src := range map[string]string{"probe.go": probe, "page.go": page} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	generate := func(step string) {
+		t.Helper()
+		if code, _, errs := runIn(t, dir, nil, "-store", "mongo,bolt"); code != 0 {
+			t.Fatalf("%s: exit %d: %s", step, code, errs)
+		}
+		// What was generated makes the package compile.
+		vet := exec.Command("go", "vet", ".")
+		vet.Dir = dir
+		if out, err := vet.CombinedOutput(); err != nil {
+			t.Fatalf("%s: go vet: %v\n%s", step, err, out)
+		}
+	}
+	generate("nothing generated yet")
+	if err := os.Remove(filepath.Join(dir, "event_noam.gen.go")); err != nil {
+		t.Fatal(err)
+	}
+	generate("a generated file deleted")
+	// The struct changes: the generated code is stale and does not compile.
+	changed := strings.Replace(event, "\tLabel string", "\tNote  string\n\tLabel string", 1)
+	if err := os.WriteFile(filepath.Join(dir, "input.go"), []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	generate("a field added")
+
+	// A real compile error beside the tolerated ones is reported, with its
+	// position, and nothing is written.
+	if err := os.Remove(filepath.Join(dir, "event_mongo.gen.go")); err != nil {
+		t.Fatal(err)
+	}
+	bad := probe + "\nvar _ = Eventual{}\n\nvar _ int = \"x\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "probe.go"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runIn(t, dir, nil, "-store", "mongo,bolt")
+	want := "probe.go:14:9: undefined: Eventual\nprobe.go:16:13: cannot use \"x\" (untyped string constant) as int value in variable declaration\n"
+	if code != 1 || errs != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", code, errs, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "event_mongo.gen.go")); !os.IsNotExist(err) {
+		t.Fatalf("a file was written despite the error: %v", err)
+	}
+}
+
+// TestHelp: -h documents every flag, the package argument and the exit
+// status, and exits 0.
+func TestHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 {
+		t.Fatalf("-h: exit %d", code)
+	}
+	help := errb.String()
+	for _, want := range []string{
+		"usage: noamgen", "-store stores", "(known: ", "-pattern pattern", "{type}", "{store}", "-check", "-v\t", "package is a go list pattern", "Exit status", "Tag reference",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("-h does not mention %q:\n%s", want, help)
+		}
 	}
 }

@@ -1,0 +1,478 @@
+package parser
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"strings"
+
+	"github.com/noamgen/noamgen/model"
+)
+
+// structDecl is one struct type declared at package level, with the noam
+// tag of each of its fields (nil where a field has none).
+type structDecl struct {
+	spec *ast.TypeSpec
+	st   *ast.StructType
+	file string
+	tags []*tagSpec // parallel to st.Fields.List
+}
+
+// marker returns the index of the first field carrying the aggregate
+// option, or -1 when the struct is not an aggregate.
+func (d structDecl) marker() int {
+	for i, t := range d.tags {
+		if t != nil && t.aggregate {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p *loader) schema() *model.Schema {
+	s := &model.Schema{PkgPath: p.pkg.PkgPath, PkgName: p.pkg.Name}
+	if len(p.pkg.GoFiles) > 0 {
+		s.Dir = filepath.Dir(p.pkg.GoFiles[0])
+	}
+	var decls []structDecl
+	for _, f := range p.pkg.Syntax {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, sp := range gd.Specs {
+				ts := sp.(*ast.TypeSpec)
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					d := structDecl{spec: ts, st: st, file: p.pkg.Fset.Position(f.Pos()).Filename}
+					for _, fld := range st.Fields.List {
+						d.tags = append(d.tags, p.fieldTag(fld))
+						p.anonymousTags(fld.Type)
+					}
+					decls = append(decls, d)
+				}
+			}
+		}
+	}
+	for _, d := range decls {
+		if m := d.marker(); m >= 0 {
+			if a := p.aggregate(d, m); a != nil {
+				s.Aggregates = append(s.Aggregates, a)
+			}
+		} else {
+			p.plainStruct(d)
+		}
+	}
+	p.checkRefs(s)
+	p.checkCollections(s)
+	return s
+}
+
+// anonymousTags reports noam tags inside struct types written in place
+// (Address struct{ City string `noam:"lookup"` }): only the fields of
+// declared struct types are read, so such a tag would be ignored.
+func (p *loader) anonymousTags(t ast.Expr) {
+	ast.Inspect(t, func(n ast.Node) bool {
+		st, ok := n.(*ast.StructType)
+		if !ok {
+			return true
+		}
+		for _, f := range st.Fields.List {
+			if raw := rawTag(f); strings.Contains(raw, "noam:") {
+				if v, ok, err := lookupTag(raw, "noam"); err == nil && ok {
+					p.errorf(f.Tag.Pos(), "noam tag `noam:%q` in a struct type written in place would be ignored; declare the struct type (type T struct{...}) and use it", v)
+				}
+			}
+		}
+		return true
+	})
+}
+
+// fieldTag returns a field's parsed noam tag, or nil when it has none. A
+// malformed struct tag and the noam tag's own problems are reported at the
+// tag.
+func (p *loader) fieldTag(f *ast.Field) *tagSpec {
+	raw := rawTag(f)
+	if !strings.Contains(raw, "noam:") {
+		return nil
+	}
+	v, ok, err := lookupTag(raw, "noam")
+	if err != nil {
+		p.errorf(f.Tag.Pos(), "malformed struct tag %s: %v", f.Tag.Value, err)
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	t, errs := parseTag(v)
+	for _, e := range errs {
+		p.errorf(f.Tag.Pos(), "%s", e)
+	}
+	return &t
+}
+
+func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
+	name := d.spec.Name.Name
+	a := &model.Aggregate{
+		Name:       name,
+		Collection: name,
+		Strategy:   model.ETF,
+		Pos:        p.position(d.spec.Name.Pos()),
+		File:       d.file,
+	}
+	if d.spec.TypeParams != nil && len(d.spec.TypeParams.List) > 0 {
+		p.errorf(d.spec.Name.Pos(), "aggregate %s: generic types cannot be aggregates", name)
+		return nil
+	}
+	if !d.spec.Name.IsExported() {
+		p.errorf(d.spec.Name.Pos(), "aggregate type %s is unexported; export it (the generated repositories, %sRepository and the others, are named after it)", name, exported(name))
+	}
+	obj := p.pkg.TypesInfo.Defs[d.spec.Name]
+	if obj == nil {
+		return nil
+	}
+	stype, ok := obj.Type().Underlying().(*types.Struct)
+	if !ok {
+		return nil
+	}
+	a.StructType = obj.Type()
+
+	// The marker.
+	mf, mt := d.st.Fields.List[marker], d.tags[marker]
+	if len(mf.Names) != 1 || mf.Names[0].Name != "_" {
+		p.errorf(mf.Tag.Pos(), "aggregate marker %s must be on a blank field `_ struct{}`", mt.text)
+	} else if tv, ok := p.pkg.TypesInfo.Types[mf.Type]; ok && !isEmptyStruct(tv.Type) {
+		p.errorf(mf.Tag.Pos(), "aggregate marker %s must be on a blank field of type struct{}", mt.text)
+	}
+	for _, o := range mt.opts {
+		if contains(fieldOptions, o) {
+			p.errorf(mf.Tag.Pos(), "option %s in noam tag %s belongs on a field, not on the aggregate marker", o, mt.text)
+		}
+	}
+	if mt.collection != "" {
+		a.Collection = mt.collection
+	}
+	if mt.strategy == "eao" {
+		a.Strategy = model.EAO
+	}
+	partitionPos := mf.Tag.Pos()
+
+	var specs []lookupSpec
+	counter, counterPos := false, token.NoPos
+	fieldIndex := 0
+	byKey := map[string]*model.Field{}
+	for fi, f := range d.st.Fields.List {
+		tag := d.tags[fi]
+		if fi != marker && tag != nil && tag.aggregate {
+			p.errorf(f.Tag.Pos(), "aggregate %s has a second aggregate marker %s; keep one marker and put all its options in it", name, tag.text)
+		}
+		if len(f.Names) == 0 {
+			// Embedded field.
+			a.StructFields = append(a.StructFields, model.StructField{Name: embeddedName(f.Type), Type: stype.Field(fieldIndex).Type()})
+			fieldIndex++
+			if tag == nil || !tag.skip {
+				p.errorf(f.Type.Pos(), "aggregate %s: embedded field %s is not supported; name the field or tag it `noam:\"-\"`", name, embeddedName(f.Type))
+			}
+			continue
+		}
+		if tag != nil && !tag.aggregate {
+			for _, o := range tag.opts {
+				if contains(markerOptions, o) {
+					p.errorf(f.Tag.Pos(), "option %s in noam tag %s belongs on the aggregate marker `_ struct{} `noam:\"aggregate,...\"``", o, tag.text)
+				}
+			}
+		}
+		for _, id := range f.Names {
+			ft := stype.Field(fieldIndex).Type()
+			fieldIndex++
+			a.StructFields = append(a.StructFields, model.StructField{Name: id.Name, Type: ft})
+			if fi == marker || (tag != nil && tag.aggregate) {
+				continue
+			}
+			if id.Name == "_" {
+				if tag != nil {
+					p.errorf(f.Tag.Pos(), "noam tag %s on a blank field; only the aggregate marker belongs there", tag.text)
+				}
+				continue
+			}
+			if !id.IsExported() {
+				if tag != nil {
+					p.errorf(f.Tag.Pos(), "noam tag %s on unexported field %s.%s: unexported fields are not persisted; export the field or remove the tag", tag.text, name, id.Name)
+				}
+				continue
+			}
+			fld := &model.Field{GoName: id.Name, Key: keyOf(f, id.Name), Type: ft, Pos: p.position(id.Pos())}
+			if fld.Key == "-" {
+				if tag != nil && !tag.skip {
+					p.errorf(f.Tag.Pos(), "field %s.%s is left out by bson:\"-\", so noam tag %s means nothing; remove the bson tag or the noam tag", name, id.Name, tag.text)
+				}
+				continue
+			}
+			if tag == nil {
+				tag = &tagSpec{}
+			}
+			if tag.skip {
+				continue
+			}
+			fld.IsID, fld.IsVersion = tag.id, tag.version
+			if tag.counter && tag.id {
+				counter, counterPos = true, f.Tag.Pos()
+			}
+			for _, r := range tag.refs {
+				fld.Refs = append(fld.Refs, model.Ref{Path: fld.Key, GoPath: fld.GoName, Target: r, Type: ft, Pos: p.position(id.Pos()), Decl: name + "." + id.Name})
+			}
+			if tag.lookup {
+				if fld.IsID || fld.IsVersion {
+					p.errorf(f.Tag.Pos(), "field %s.%s: the id and version fields cannot have a lookup (the block key is its own index)", name, id.Name)
+				} else {
+					lk := tag.lookupSpec(f.Tag.Pos(), fld.Key, fld.GoName, ft)
+					lk.field = fld
+					specs = append(specs, lk)
+				}
+			}
+			if fld.IsID && fld.IsVersion {
+				p.errorf(f.Tag.Pos(), "field %s.%s cannot be both id and version", name, id.Name)
+			}
+			if fld.IsID {
+				if a.ID != nil {
+					p.errorf(id.Pos(), "aggregate %s has two id fields: %s and %s; exactly one field is the block key", name, a.ID.GoName, id.Name)
+				} else {
+					a.ID = fld
+				}
+				if parts, ok := p.keyParts(ft); ok {
+					a.IDParts = parts
+				} else if !isKeyType(ft) {
+					p.errorf(id.Pos(), "id field %s.%s has type %s; a block key must be a string or integer type, or a struct of them (a composite key)", name, id.Name, p.typeString(ft))
+				}
+			}
+			if fld.IsVersion {
+				if a.Version != nil {
+					p.errorf(id.Pos(), "aggregate %s has two version fields: %s and %s", name, a.Version.GoName, id.Name)
+				} else {
+					a.Version = fld
+				}
+				if b, ok := ft.Underlying().(*types.Basic); !ok || b.Kind() != types.Int64 {
+					p.errorf(id.Pos(), "version field %s.%s has type %s; it must be int64", name, id.Name, p.typeString(ft))
+				}
+			}
+			if reservedKeys[fld.Key] || strings.ContainsAny(fld.Key, ".$[]/") {
+				p.errorf(id.Pos(), "field %s.%s has entry key %q, which is reserved or not a valid entry key", name, id.Name, fld.Key)
+			}
+			if prev := byKey[fld.Key]; prev != nil {
+				p.errorf(id.Pos(), "fields %s and %s of %s both have entry key %q", prev.GoName, id.Name, name, fld.Key)
+			}
+			byKey[fld.Key] = fld
+			if !fld.IsID {
+				refs, nested := p.nested(ft, fld.Key, fld.GoName, map[types.Type]bool{})
+				fld.Refs = append(fld.Refs, refs...)
+				for _, n := range nested {
+					n.field = fld
+					specs = append(specs, n)
+				}
+			}
+			a.Fields = append(a.Fields, fld)
+		}
+	}
+	if a.ID == nil {
+		p.errorf(d.spec.Name.Pos(), "aggregate %s has no id field; tag the block key field `noam:\"id\"`", name)
+	}
+	if counter {
+		p.checkCounter(a, counterPos)
+	}
+	p.buildLookups(a, specs)
+	p.partitions(a, mt.partitions, partitionPos)
+	return a
+}
+
+// reservedKeys are entry keys the stores use themselves: MongoDB's
+// document id, the partition lengths and the lookup protocol's hidden
+// fields (runtime/mongostore LenKey, SeqKey, IncKey).
+var reservedKeys = map[string]bool{"_id": true, "_len": true, "_seq": true, "_inc": true}
+
+// partitions marks the fields named by the marker's partition= options.
+// They are named by entry key.
+func (p *loader) partitions(a *model.Aggregate, names []string, pos token.Pos) {
+	for _, pname := range names {
+		var fld *model.Field
+		var keys []string
+		for _, f := range a.Fields {
+			keys = append(keys, f.Key)
+			if f.Key == pname {
+				fld = f
+			}
+		}
+		switch {
+		case fld == nil:
+			msg := fmt.Sprintf("partition=%s: %s has no persisted field %q", pname, a.Name, pname)
+			var byGo *model.Field
+			for _, f := range a.Fields {
+				if f.GoName == pname {
+					byGo = f
+				}
+			}
+			if byGo != nil {
+				msg = fmt.Sprintf("partition=%s: %s has no persisted field with entry key %q; partition= takes the entry key, not the Go name: write partition=%s", pname, a.Name, pname, byGo.Key)
+			} else if s := suggest(pname, keys); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			p.errorf(pos, "%s", msg)
+		case fld.Partition:
+			p.errorf(pos, "partition=%s is given twice", pname)
+		case fld.IsID || fld.IsVersion:
+			p.errorf(pos, "partition=%s: the id and version fields cannot be partitioned", pname)
+		default:
+			sl, ok := fld.Type.Underlying().(*types.Slice)
+			if !ok || isByteSlice(fld.Type) {
+				p.errorf(pos, "partition=%s: field %s.%s has type %s; only slice fields can be partitioned", pname, a.Name, fld.GoName, p.typeString(fld.Type))
+				continue
+			}
+			fld.Partition = true
+			fld.Elem = sl.Elem()
+		}
+	}
+}
+
+func embeddedName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return embeddedName(t.X)
+	case *ast.SelectorExpr:
+		return t.Sel.Name
+	case *ast.Ident:
+		return t.Name
+	case *ast.IndexExpr:
+		return embeddedName(t.X)
+	case *ast.IndexListExpr:
+		return embeddedName(t.X)
+	}
+	return "?"
+}
+
+// plainStruct checks noam tags on a struct that is not an aggregate: only
+// refs and lookups (of the aggregates holding it) belong there.
+func (p *loader) plainStruct(d structDecl) {
+	for i, f := range d.st.Fields.List {
+		tag := d.tags[i]
+		if tag == nil {
+			continue
+		}
+		fname := embeddedName(f.Type)
+		if len(f.Names) > 0 {
+			fname = f.Names[0].Name
+			if fname == "_" {
+				p.errorf(f.Tag.Pos(), "noam tag %s on a blank field; only the aggregate marker belongs there", tag.text)
+				continue
+			}
+			if !f.Names[0].IsExported() {
+				p.errorf(f.Tag.Pos(), "noam tag %s on unexported field %s.%s: unexported fields are not persisted; export the field or remove the tag", tag.text, d.spec.Name.Name, fname)
+				continue
+			}
+		}
+		if bsonName(rawTag(f)) == "-" && !tag.skip {
+			p.errorf(f.Tag.Pos(), "field %s.%s is left out by bson:\"-\", so noam tag %s means nothing; remove the bson tag or the noam tag", d.spec.Name.Name, fname, tag.text)
+		}
+		for _, o := range tag.opts {
+			switch o {
+			case "id", "version", "counter":
+				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s, but %s is not an aggregate; mark it with a field `_ struct{} `noam:\"aggregate\"``", tag.text, d.spec.Name.Name, fname, d.spec.Name.Name)
+			case "collection", "strategy", "partition":
+				p.errorf(f.Tag.Pos(), "option %s in noam tag %s belongs on the aggregate marker `_ struct{} `noam:\"aggregate,...\"``", o, tag.text)
+			}
+		}
+	}
+}
+
+// checkRefs verifies that every ref names an aggregate and has its id type.
+func (p *loader) checkRefs(s *model.Schema) {
+	reported := map[string]bool{}
+	report := func(pos token.Position, msg string) {
+		key := fmt.Sprintf("%s:%d:%d: %s", pos.Filename, pos.Line, pos.Column, msg)
+		if !reported[key] {
+			reported[key] = true
+			p.errs = append(p.errs, Error{Pos: pos, Msg: msg})
+		}
+	}
+	var names []string
+	for _, a := range s.Aggregates {
+		names = append(names, a.Name)
+	}
+	for _, a := range s.Aggregates {
+		for _, f := range a.Fields {
+			for _, r := range f.Refs {
+				// A ref declared in a plain struct is reported at its own
+				// field, once, whichever aggregates embed the struct.
+				what := r.Decl
+				target := s.Aggregate(r.Target)
+				if target == nil {
+					msg := fmt.Sprintf("%s: ref=%s names no aggregate in package %s", what, r.Target, s.PkgName)
+					if sg := suggest(r.Target, names); sg != "" {
+						msg += fmt.Sprintf("; did you mean %q?", sg)
+					}
+					report(r.Pos, msg)
+					continue
+				}
+				if target.ID == nil {
+					continue
+				}
+				rt := r.Type
+				for {
+					if sl, ok := rt.Underlying().(*types.Slice); ok && !isByteSlice(rt) {
+						rt = sl.Elem()
+						continue
+					}
+					if pt, ok := rt.(*types.Pointer); ok {
+						rt = pt.Elem()
+						continue
+					}
+					break
+				}
+				if !types.Identical(rt, target.ID.Type) {
+					report(r.Pos, fmt.Sprintf("%s has type %s, but ref=%s needs %s's id type %s", what, p.typeString(r.Type), r.Target, r.Target, p.typeString(target.ID.Type)))
+				}
+			}
+		}
+	}
+}
+
+// Names the stores give to an index table (templates.LookupName for bbolt
+// buckets, runtime/mongostore.TableName for MongoDB collections), and the
+// names they keep for themselves.
+func boltIndexName(collection, lookup string) string  { return collection + "." + lookup }
+func mongoIndexName(collection, lookup string) string { return collection + "__" + lookup }
+
+var reservedCollections = map[string]string{
+	"noam.counters": "the bbolt bucket of enumerable-key counters",
+	"noam_counters": "the MongoDB collection of enumerable-key counters",
+}
+
+// checkCollections makes sure that no two aggregates share a collection,
+// and that no collection is named like another aggregate's index table or
+// like a collection a store keeps for itself: a store would mix their data.
+func (p *loader) checkCollections(s *model.Schema) {
+	type owner struct{ what string }
+	seen := map[string]owner{}
+	for name, what := range reservedCollections {
+		seen[name] = owner{what}
+	}
+	claim := func(name, what string, pos token.Position) {
+		if prev, ok := seen[name]; ok {
+			p.errorAt(pos, "%s is named %q, like %s; give it another name (collection=NAME on the aggregate marker, or lookup=NAME)", what, name, prev.what)
+			return
+		}
+		seen[name] = owner{what}
+	}
+	for _, a := range s.Aggregates {
+		if strings.ContainsAny(a.Collection, "$\x00") || strings.HasPrefix(a.Collection, "system.") {
+			p.errorAt(a.Pos, "collection name %q of %s is not a valid MongoDB collection name (no $, no system. prefix)", a.Collection, a.Name)
+		}
+		claim(a.Collection, "the collection of aggregate "+a.Name, a.Pos)
+	}
+	for _, a := range s.Aggregates {
+		for _, l := range a.Lookups {
+			claim(boltIndexName(a.Collection, l.Name), fmt.Sprintf("the bbolt index bucket of lookup %s of %s", l.Name, a.Name), l.Pos)
+			claim(mongoIndexName(a.Collection, l.Name), fmt.Sprintf("the MongoDB index collection of lookup %s of %s", l.Name, a.Name), l.Pos)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package parser
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strings"
+	"unicode"
+
+	"github.com/noamgen/noamgen/model"
+)
+
+// camel joins the steps of a path into one lower-camel identifier:
+// "games[].game" -> "gamesGame", "Address.City" -> "addressCity".
+func camel(path string) string {
+	var out strings.Builder
+	for i, step := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
+		if i == 0 {
+			out.WriteString(lowerFirst(step))
+		} else {
+			out.WriteString(exported(step))
+		}
+	}
+	return out.String()
+}
+
+func exported(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// keyOf is the entry key of a field: its bson tag name, else the field name
+// with a lower-case first word.
+func keyOf(f *ast.Field, goName string) string {
+	if b := bsonName(rawTag(f)); b != "" {
+		return b
+	}
+	return lowerFirst(goName)
+}
+
+// lowerFirst lower-cases the first word of an identifier: Name -> name,
+// ID -> id, URLPath -> urlPath, FirstName -> firstName.
+func lowerFirst(s string) string {
+	rs := []rune(s)
+	n := 0
+	for n < len(rs) && unicode.IsUpper(rs[n]) {
+		n++
+	}
+	switch {
+	case n == 0:
+		return s
+	case n == 1 || n == len(rs):
+		// "Name" -> "name", "ID" -> "id"
+	default:
+		n-- // "URLPath": keep the P of "Path"
+	}
+	for i := 0; i < n; i++ {
+		rs[i] = unicode.ToLower(rs[i])
+	}
+	return string(rs)
+}
+
+func (p *loader) typeString(t types.Type) string {
+	return types.TypeString(t, types.RelativeTo(p.pkg.Types))
+}
+
+func isEmptyStruct(t types.Type) bool {
+	st, ok := t.Underlying().(*types.Struct)
+	return ok && st.NumFields() == 0
+}
+
+func isByteSlice(t types.Type) bool {
+	sl, ok := t.Underlying().(*types.Slice)
+	if !ok {
+		return false
+	}
+	b, ok := sl.Elem().Underlying().(*types.Basic)
+	return ok && b.Kind() == types.Byte
+}
+
+func isKeyType(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	if !ok {
+		return false
+	}
+	return b.Info()&(types.IsString|types.IsInteger) != 0 && b.Kind() != types.UntypedInt && b.Kind() != types.Uintptr
+}
+
+// keyParts returns the parts of a composite key type: a struct whose
+// fields are all exported strings or integers.
+func (p *loader) keyParts(t types.Type) ([]model.KeyPart, bool) {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok || st.NumFields() == 0 {
+		return nil, false
+	}
+	var parts []model.KeyPart
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if !f.Exported() || !isKeyType(f.Type()) {
+			return nil, false
+		}
+		key := lowerFirst(f.Name())
+		if b := bsonName(st.Tag(i)); b != "" {
+			key = b
+		}
+		parts = append(parts, model.KeyPart{GoName: f.Name(), Key: key, Type: f.Type()})
+	}
+	return parts, true
+}
+
+// checkCounter validates `noam:"id,counter"`.
+func (p *loader) checkCounter(a *model.Aggregate, pos token.Pos) {
+	if a.ID == nil {
+		return
+	}
+	a.Counter = true
+	last := a.ID.Type
+	if len(a.IDParts) > 0 {
+		last = a.IDParts[len(a.IDParts)-1].Type
+	}
+	if model.KindOf(last) == model.KeyString || !isKeyType(last) {
+		what := "the id"
+		if len(a.IDParts) > 0 {
+			what = "the last part of the composite id"
+		}
+		p.errorf(pos, "counter on %s.%s: %s must be an integer type to be allocated from a counter", a.Name, a.ID.GoName, what)
+	}
+}
