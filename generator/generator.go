@@ -7,6 +7,7 @@ package generator
 import (
 	"bytes"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"sort"
@@ -93,6 +94,7 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 	}
 	clashes = append(clashes, checkTopLevel(s)...)
 	if len(clashes) > 0 {
+		sort.SliceStable(clashes, func(i, j int) bool { return lessPos(clashes[i].Pos, clashes[j].Pos) })
 		return nil, clashes
 	}
 	var files []File
@@ -290,4 +292,14 @@ func checkTopLevel(s *model.Schema) parser.ErrorList {
 		}
 	}
 	return errs
+}
+
+func lessPos(a, b token.Position) bool {
+	if a.Filename != b.Filename {
+		return a.Filename < b.Filename
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Column < b.Column
 }

@@ -67,6 +67,7 @@ func (p *loader) schema() *model.Schema {
 	}
 	p.checkRefs(s)
 	p.checkCollections(s)
+	s.Decls = p.decls(s.Dir)
 	return s
 }
 
@@ -257,8 +258,11 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 					p.errorf(id.Pos(), "version field %s.%s has type %s; it must be int64", name, id.Name, p.typeString(ft))
 				}
 			}
-			if reservedKeys[fld.Key] || strings.ContainsAny(fld.Key, ".$[]/") {
-				p.errorf(id.Pos(), "field %s.%s has entry key %q, which is reserved or not a valid entry key", name, id.Name, fld.Key)
+			// Access paths use these characters (address.zip, rounds[3]);
+			// keys a particular store cannot hold are refused by the
+			// generator for that store (templates.Store.Reserved).
+			if fld.Key == "" || strings.ContainsAny(fld.Key, ".[]/") {
+				p.errorf(id.Pos(), "field %s.%s has entry key %q, which is not a valid entry key (it may not be empty or contain . [ ] /)", name, id.Name, fld.Key)
 			}
 			if prev := byKey[fld.Key]; prev != nil {
 				p.errorf(id.Pos(), "fields %s and %s of %s both have entry key %q", prev.GoName, id.Name, name, fld.Key)
@@ -285,11 +289,6 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 	p.partitions(a, mt.partitions, partitionPos)
 	return a
 }
-
-// reservedKeys are entry keys the stores use themselves: MongoDB's
-// document id, the partition lengths and the lookup protocol's hidden
-// fields (runtime/mongostore LenKey, SeqKey, IncKey).
-var reservedKeys = map[string]bool{"_id": true, "_len": true, "_seq": true, "_inc": true}
 
 // partitions marks the fields named by the marker's partition= options.
 // They are named by entry key.

@@ -2,7 +2,9 @@ package parser
 
 import (
 	"go/ast"
+	goparser "go/parser"
 	"go/token"
+	"path/filepath"
 	"go/types"
 	"strings"
 	"unicode"
@@ -127,4 +129,54 @@ func (p *loader) checkCounter(a *model.Aggregate, pos token.Pos) {
 		}
 		p.errorf(pos, "counter on %s.%s: %s must be an integer type to be allocated from a counter", a.Name, a.ID.GoName, what)
 	}
+}
+
+// decls lists the top-level names the package's own files declare (noamgen's
+// generated files are overlaid empty while loading, so they declare none),
+// and those of its in-package test files, which go/packages does not load:
+// the generator refuses to generate a name declared there.
+func (p *loader) decls(dir string) map[string]token.Position {
+	out := map[string]token.Position{}
+	add := func(fset *token.FileSet, f *ast.File) {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.Name != "_" && d.Name.Name != "init" {
+					out[d.Name.Name] = p.rel2(fset.Position(d.Name.Pos()))
+				}
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					switch sp := sp.(type) {
+					case *ast.TypeSpec:
+						out[sp.Name.Name] = p.rel2(fset.Position(sp.Name.Pos()))
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							if n.Name != "_" {
+								out[n.Name] = p.rel2(fset.Position(n.Pos()))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, f := range p.pkg.Syntax {
+		add(p.pkg.Fset, f)
+	}
+	tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	fset := token.NewFileSet()
+	for _, name := range tests {
+		f, err := goparser.ParseFile(fset, name, nil, goparser.SkipObjectResolution)
+		if err != nil || f.Name.Name != p.pkg.Name {
+			continue // a broken or external test file: go test reports it
+		}
+		add(fset, f)
+	}
+	return out
+}
+
+// rel2 makes a position's file name relative, as errors show them.
+func (p *loader) rel2(pos token.Position) token.Position {
+	pos.Filename = p.rel(pos.Filename)
+	return pos
 }

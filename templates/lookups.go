@@ -187,7 +187,27 @@ func lookupDecls(f *jen.File, s *model.Schema, a *model.Aggregate) {
 				for j, p := range l.Parts {
 					key = EncodeValue(p.Type, key, parts[j])
 				}
-				return []jen.Code{jen.Id("keys").Op("=").Append(jen.Id("keys"), key)}
+				add := jen.Id("keys").Op("=").Append(jen.Id("keys"), key)
+				if !l.Unique || l.IndexZero {
+					return []jen.Code{add}
+				}
+				// A unique lookup does not index zero values (like a
+				// partial unique index, or SQL's NULL): any number of
+				// aggregates may hold them.
+				var cond *jen.Statement
+				for j, p := range l.Parts {
+					zero := jen.Lit(0)
+					if model.KindOf(p.Type) == model.KeyString {
+						zero = jen.Lit("")
+					}
+					c := parts[j].Clone().Op("!=").Add(zero)
+					if cond == nil {
+						cond = c
+					} else {
+						cond = cond.Op("&&").Add(c)
+					}
+				}
+				return []jen.Code{jen.If(cond).Block(add)}
 			}
 			return walk(a.StructType, jen.Id(v), splitPath(l.Parts[i].GoPath), i*4, func(val *jen.Statement, _ types.Type) []jen.Code {
 				parts = append(parts[:i], val)

@@ -209,3 +209,37 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneratedNamesTaken: a top-level name noamgen would generate that a
+// file of the package declares already, a test file included, is a
+// positioned error naming both, and nothing is written; a store's reserved
+// entry key is refused only for that store.
+func TestGeneratedNamesTaken(t *testing.T) {
+	dir := tempPackage(t, player+"\nfunc playerKeys() {}\n")
+	if err := os.WriteFile(filepath.Join(dir, "helper_test.go"), []byte("package p\n\nvar playerDesc = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runIn(t, dir, nil, "-store", "bolt")
+	for _, want := range []string{
+		"input.go:9:6: playerKeys is declared here, but noamgen generates playerKeys for aggregate Player (input.go:3:6)",
+		"helper_test.go:3:5: playerDesc is declared here, but noamgen generates playerDesc for aggregate Player (input.go:3:6)",
+	} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Fatalf("exit %d, stderr %q, want it to contain %q", code, errs, want)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.gen.go")); len(files) != 0 {
+		t.Fatalf("files written despite the error: %v", files)
+	}
+
+	// _len is MongoDB's (partition lengths), not bbolt's.
+	dir = tempPackage(t, "package p\n\ntype P struct {\n\t_   struct{} `noam:\"aggregate\"`\n\tID  string   `noam:\"id\"`\n\tLen int      `bson:\"_len\"`\n}\n")
+	if code, _, errs := runIn(t, dir, nil, "-store", "bolt"); code != 0 {
+		t.Fatalf("bolt: exit %d: %s", code, errs)
+	}
+	code, _, errs = runIn(t, dir, nil, "-store", "mongo")
+	want := `input.go:6:2: entry key "_len" of P.Len cannot be stored with -store mongo`
+	if code != 1 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("mongo: exit %d, stderr %q, want %q", code, errs, want)
+	}
+}

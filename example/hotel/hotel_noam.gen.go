@@ -136,7 +136,9 @@ var hotelKeys = runtime.StringKeys[string]()
 // encoded with the key codec (without the block key).
 func hotelNameKeys(hotel *Hotel) [][]byte {
 	var keys [][]byte
-	keys = append(keys, runtime.AppendString(nil, hotel.Name))
+	if hotel.Name != "" {
+		keys = append(keys, runtime.AppendString(nil, hotel.Name))
+	}
 	return keys
 }
 

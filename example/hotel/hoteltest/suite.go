@@ -41,6 +41,7 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 		{"MaintainedByDelete", testMaintainedByDelete},
 		{"Unique", testUnique},
 		{"UniqueFailedWritesChangeNothing", testUniqueFailedWrites},
+		{"UniqueZeroValuesNotIndexed", testUniqueZero},
 		{"LookupPagination", testLookupPagination},
 		{"LookupCursors", testLookupCursors},
 		{"RepairConsistent", testRepairConsistent},
@@ -640,4 +641,30 @@ func testPagesHelper(t *testing.T, s Stores) {
 		gotErr = err
 	}
 	wantErr(t, gotErr, runtime.ErrBadQuery, "runtime.Pages over a bad query")
+}
+
+// testUniqueZero: the zero value of a unique lookup is not indexed (as with
+// a partial unique index, or SQL's NULL): any number of hotels may have no
+// name, GetByName("") finds none, and a hotel can clear its name.
+func testUniqueZero(t *testing.T, s Stores) {
+	seed(t, s)
+	must(t, s.Hotels.Create(ctx, &hotel.Hotel{ID: "z1", City: "Köln"}))
+	must(t, s.Hotels.Create(ctx, &hotel.Hotel{ID: "z2", City: "Köln"}))
+	must(t, s.Hotels.SetName(ctx, "h1", ""))
+	must(t, s.Hotels.Update(ctx, "h2", hotel.HotelUpdate{Name: runtime.Ptr("")}))
+	_, err := s.Hotels.GetByName(ctx, "")
+	wantErr(t, err, runtime.ErrNotFound, "GetByName of the zero value")
+	// The cleared names are free again.
+	must(t, s.Hotels.SetName(ctx, "z1", "Wittekind"))
+	must(t, s.Hotels.SetName(ctx, "z2", "Ibis"))
+	h, err := s.Hotels.GetByName(ctx, "Ibis")
+	must(t, err)
+	if h.ID != "z2" {
+		t.Fatalf("GetByName(Ibis) = %s, want z2", h.ID)
+	}
+	rep, err := s.Hotels.Repair(ctx)
+	must(t, err)
+	if rep.Added != 0 || rep.Removed != 0 || len(rep.Conflicts) != 0 {
+		t.Fatalf("Repair after zero values: %v", rep)
+	}
 }

@@ -131,7 +131,9 @@ var itemKeys = runtime.StringKeys[string]()
 // encoded with the key codec (without the block key).
 func itemKindKeys(item *Item) [][]byte {
 	var keys [][]byte
-	keys = append(keys, runtime.AppendInt(runtime.AppendString(nil, item.Type), int64(item.R)))
+	if item.Type != "" && item.R != 0 {
+		keys = append(keys, runtime.AppendInt(runtime.AppendString(nil, item.Type), int64(item.R)))
+	}
 	return keys
 }
 
@@ -162,7 +164,9 @@ func itemKindRange(q ItemKindQuery) *runtime.KeyRange {
 // with the key codec (without the block key).
 func itemCtxKeys(item *Item) [][]byte {
 	var keys [][]byte
-	keys = append(keys, runtime.AppendString(nil, item.Ctx))
+	if item.Ctx != "" {
+		keys = append(keys, runtime.AppendString(nil, item.Ctx))
+	}
 	return keys
 }
 
@@ -170,7 +174,9 @@ func itemCtxKeys(item *Item) [][]byte {
 // with the key codec (without the block key).
 func itemLenKeys(item *Item) [][]byte {
 	var keys [][]byte
-	keys = append(keys, runtime.AppendInt(nil, item.Len))
+	if item.Len != 0 {
+		keys = append(keys, runtime.AppendInt(nil, item.Len))
+	}
 	return keys
 }
 

@@ -153,7 +153,9 @@ var shopKeys = runtime.StringKeys[string]()
 // encoded with the key codec (without the block key).
 func shopEmailKeys(shop *Shop) [][]byte {
 	var keys [][]byte
-	keys = append(keys, runtime.AppendString(nil, shop.Email))
+	if shop.Email != "" {
+		keys = append(keys, runtime.AppendString(nil, shop.Email))
+	}
 	return keys
 }
 
@@ -205,7 +207,9 @@ func shopLabelsKeys(shop *Shop) [][]byte {
 func shopCodesKeys(shop *Shop) [][]byte {
 	var keys [][]byte
 	for _, x0 := range shop.Codes {
-		keys = append(keys, runtime.AppendInt(nil, int64(x0)))
+		if x0 != 0 {
+			keys = append(keys, runtime.AppendInt(nil, int64(x0)))
+		}
 	}
 	return runtime.SortKeys(keys)
 }
