@@ -8,6 +8,7 @@ import (
 )
 
 var miscTests = []subtest{
+	{name: "ErrorsNameTheOperation", fn: testErrorsName},
 	{name: "GetMany", fn: testGetMany},
 	{name: "RepairHealthy", fn: testRepairHealthy},
 	{name: "EnsureIndexesIdempotent", fn: testEnsureIdempotent},
