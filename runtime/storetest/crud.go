@@ -13,6 +13,7 @@ import (
 var crudTests = []subtest{
 	{name: "GetMissing", fn: testGetMissing},
 	{name: "RoundTrip", fn: testRoundTrip},
+	{name: "RoundTripEdgeValues", fn: testRoundTripEdge},
 	{name: "CreateDuplicate", fn: testCreateDuplicate},
 	{name: "PutVersions", fn: testPutVersions},
 	{name: "PutWithoutVersion", fn: testPutWithoutVersion},
@@ -52,10 +53,10 @@ func testRoundTrip(t *testing.T, e *env) {
 	if m.Version != 1 {
 		t.Fatalf("Create set Match.Version to %d, want 1", m.Version)
 	}
-	empty := &model.Match{ID: "", Code: "empty-code"} // the zero key, zero values, no rounds
+	empty := &model.Match{ID: "zero", Code: "zero-code"} // zero values, no rounds
 	must(t, e.Matches.Create(bg, empty))
 
-	j := &model.Journal{ID: 5, Owner: "ann", Title: "Ünïcode\x00nul", Opened: t0,
+	j := &model.Journal{ID: 5, Owner: "ann", Title: "Ünïcode \ufffd 🎲", Opened: t0,
 		Lines: []model.Line{{Kind: "a", Text: "one"}, {Kind: "b"}, {}}}
 	must(t, e.Journals.Create(bg, j))
 	if j.Version != 1 || j.ID != 5 {
@@ -74,12 +75,12 @@ func testRoundTrip(t *testing.T, e *env) {
 		got, err := e.Matches.Get(bg, m.ID)
 		must(t, err)
 		e.wantSame(t, stage+": Get of the rich match", got, m)
-		got, err = e.Matches.Get(bg, "")
+		got, err = e.Matches.Get(bg, "zero")
 		must(t, err)
-		e.wantSame(t, stage+": Get of the empty match", got, empty)
-		many, err := e.Matches.GetMany(bg, []string{m.ID, ""})
+		e.wantSame(t, stage+": Get of the match of zero values", got, empty)
+		many, err := e.Matches.GetMany(bg, []string{m.ID, "zero"})
 		must(t, err)
-		e.wantSame(t, stage+": GetMany of the matches", many, map[string]*model.Match{m.ID: m, "": empty})
+		e.wantSame(t, stage+": GetMany of the matches", many, map[string]*model.Match{m.ID: m, "zero": empty})
 		list := collect(t, 1, func(req runtime.PageRequest) (runtime.Page[*model.Match], error) { return e.Matches.List(bg, req) })
 		if len(list) != 2 {
 			t.Fatalf("%s: List read %d matches, want 2", stage, len(list))
@@ -156,6 +157,48 @@ func testRoundTrip(t *testing.T, e *env) {
 	must(t, e.Cards.Put(bg, c))
 	must(t, e.Replies.Put(bg, r))
 	check("after Put")
+}
+
+// testRoundTripEdge: values some stores cannot hold (the empty block key,
+// empty map keys, keys with dots and dollars, NUL in strings) either round
+// trip unchanged or are refused with runtime.ErrInvalid, storing nothing.
+func testRoundTripEdge(t *testing.T, e *env) {
+	edge := func(what string, create func() error, get func() (any, error), want any) {
+		t.Helper()
+		err := create()
+		if errors.Is(err, runtime.ErrInvalid) {
+			t.Logf("%s refuses %s: %v", e.h.Name, what, err)
+			if _, err := get(); !errors.Is(err, runtime.ErrNotFound) {
+				t.Errorf("%s was refused, yet Get says %v", what, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Errorf("%s: got error %v, want none or runtime.ErrInvalid", what, err)
+			return
+		}
+		got, err := get()
+		if err != nil {
+			t.Errorf("%s: Get: %v", what, err)
+			return
+		}
+		if !e.same(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s", what, show(e.norm(got)), show(e.norm(want)))
+		}
+	}
+	m := &model.Match{ID: "", Code: "empty-key"}
+	edge("the empty block key", func() error { return e.Matches.Create(bg, m) },
+		func() (any, error) { return e.Matches.Get(bg, "") }, m)
+	keys := &model.Match{ID: "keys", Code: "keys", Meta: map[string]int{"": 1, "a.b": 2, "$x": 3, "x$": 4}}
+	edge("map keys that are empty or hold dots and dollars", func() error { return e.Matches.Create(bg, keys) },
+		func() (any, error) { return e.Matches.Get(bg, "keys") }, keys)
+	nul := &model.Journal{ID: 1, Title: "nul\x00inside", Owner: "a\x00b"}
+	edge("NUL in strings", func() error { return e.Journals.Create(bg, nul) },
+		func() (any, error) { return e.Journals.Get(bg, 1) }, nul)
+	card := &model.Card{ID: 1, Props: map[string][]int{"": {}, "e": nil}}
+	edge("an empty map key in an EAO root", func() error { return e.Cards.Create(bg, card) },
+		func() (any, error) { return e.Cards.Get(bg, 1) }, card)
+	e.lookupsClean(t, "edge values")
 }
 
 func testCreateDuplicate(t *testing.T, e *env) {

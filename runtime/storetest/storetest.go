@@ -392,7 +392,7 @@ func richMatch(id string) *model.Match {
 		Venue: model.Venue{City: "Zürich", Seats: 1 << 40, Geo: &model.Geo{Lat: 47.37, Lon: -8.5e-3},
 			Doors: []string{"north", "south"}},
 		Start: t0,
-		Meta:  map[string]int{"x": 1, "": -2, "long key with spaces": 3},
+		Meta:  map[string]int{"x": 1, "ü": -2, "long key with spaces": 3},
 		Rounds: []model.Round{
 			{Serial: id + "/s0", Moves: []string{"e4", "e5"}, Score: map[string]int{"w": 1}, At: t0.Add(time.Hour), Notes: map[string]string{"k": "v"}},
 			{Serial: id + "/s1"},
