@@ -4,8 +4,8 @@ import (
 	"go/ast"
 	goparser "go/parser"
 	"go/token"
-	"path/filepath"
 	"go/types"
+	"path/filepath"
 	"strings"
 	"unicode"
 
