@@ -247,6 +247,9 @@ func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 // ListScope reads one page of the blocks of one counter scope, the scope
 // of key scope (its counted part is ignored).
 func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (Page[*T], error) {
+	if err := r.checkKey(op, scope); err != nil {
+		return Page[*T]{}, err
+	}
 	s, _ := r.D.Counter.Split(scope)
 	query := fmt.Sprintf("%s.%s:%x", r.D.Aggregate, op, s)
 	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {

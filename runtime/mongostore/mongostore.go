@@ -145,8 +145,21 @@ func Err(op, agg string, id any, err error) error {
 		return runtime.Fail(op, agg, id, runtime.ErrNotFound, nil)
 	case mongo.IsDuplicateKeyError(err):
 		return keyInUse(op, agg, id, err)
+	case badValue(err):
+		return runtime.Fail(op, agg, id, runtime.ErrInvalid, err)
 	}
 	return runtime.Fail(op, agg, id, nil, err)
+}
+
+// badValue reports a write the server refused for its value, before
+// changing anything: a BadValue (code 2) or a field name it does not accept
+// (FerretDB refuses dots in keys; code 22 is InvalidBSON).
+func badValue(err error) bool {
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.HasErrorCode(2) || se.HasErrorCode(22) || se.HasErrorMessage("invalid key")
 }
 
 // Servers that reject a projection the adapter uses (FerretDB v1 has no

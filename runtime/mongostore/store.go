@@ -52,8 +52,14 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store
 			VersionKey: d.VersionKey(),
 			Fields:     fields,
 			Lookups:    ls,
+			// A document that does not decode yields what did decode (never
+			// nil): the protocol only reads its lookup values, and Get and
+			// the listings report the decoding error themselves.
 			Convert: func(raw *bson.Raw) *T {
-				t, _ := s.decode(*raw)
+				t, err := s.decode(*raw)
+				if err != nil || t == nil {
+					t = new(T)
+				}
 				return t
 			},
 			KeyOf: func(t *T) K { return *d.ID(t) },
@@ -249,6 +255,10 @@ func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, alloc bo
 // Create inserts the document of a new block (through the lookup protocol
 // when there are lookups).
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	return refused(s.create(ctx, t))
+}
+
+func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	create := func(t *T) error {
 		id := *s.d.ID(t)
 		if s.x != nil {
@@ -271,6 +281,10 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 
 // Put replaces block t whole, on condition of its version when it has one.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	return refused(s.putAll(ctx, t))
+}
+
+func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 	want := s.version(t)
 	put := func(t *T) error { return s.put(ctx, t, want) }
 	if s.d.Counter != nil {
@@ -355,6 +369,10 @@ func (s *Store[T, K]) versionInc() bson.D {
 // (array elements by path, on condition that they exist), $inc of the
 // version, the version condition in the filter.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	return refused(s.update(ctx, op, id, u))
+}
+
+func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
 	filter := ByID(id)
 	set := make(bson.D, 0, len(u.Changes))
 	var elems []Elem
@@ -439,6 +457,11 @@ func lenOf(v any) int {
 // Append pushes elem onto partition f with one findAndModify that returns
 // only the new length.
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	i, err := s.appendElem(ctx, op, id, f, elem)
+	return i, refused(err)
+}
+
+func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
 	if s.x != nil && len(s.d.LookupsOf(f.Key)) > 0 {
 		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
 			Inc:   s.versionInc(),
@@ -601,4 +624,17 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 		return s.x.EnsureIndexes(ctx, more...)
 	}
 	return EnsureCollections(ctx, s.coll.Database(), s.d.Aggregate, append([]string{s.coll.Name()}, more...)...)
+}
+
+// refused marks a store failure caused by a value the server refuses (a
+// key it does not accept in a map, say) as runtime.ErrInvalid: such a
+// write changed nothing.
+func refused(err error) error {
+	var re *runtime.Error
+	if err != nil && errors.As(err, &re) && re.Kind == nil && badValue(err) {
+		c := *re
+		c.Kind = runtime.ErrInvalid
+		return &c
+	}
+	return err
 }

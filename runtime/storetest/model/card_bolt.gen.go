@@ -28,8 +28,6 @@ func NewCardBoltRepository(db *bbolt.DB) *CardBoltRepository {
 	return &CardBoltRepository{cardRepo{runtime.NewRepo(cardDesc, s)}, s}
 }
 
-var _ CardRepository = (*CardBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *CardBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

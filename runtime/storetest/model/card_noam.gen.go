@@ -12,7 +12,7 @@ import (
 
 // CardRepository reads and writes Card aggregates: collection "Card", strategy
 // eao, block key ID, entries ε (the root entry). Implementations:
-// CardBoltRepository.
+// CardMongoRepository, CardBoltRepository.
 type CardRepository interface {
 	// Get reads the Card block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -60,19 +60,8 @@ type CardRepository interface {
 	All(ctx context.Context) iter.Seq2[*Card, error]
 }
 
-// appendCardKey appends id to b with the order-preserving key codec.
-func appendCardKey(b []byte, id int32) []byte {
-	return runtime.AppendInt(b, int64(id))
-}
-
-// readCardKey reads a block key written by appendCardKey.
-func readCardKey(r *runtime.KeyReader) (int32, error) {
-	v, err := r.Int()
-	return int32(v), err
-}
-
-// cardKeys encodes Card block keys for cursors and key-value stores.
-var cardKeys = runtime.KeyCodec[int32]{Append: appendCardKey, Read: readCardKey}
+// cardKeys encodes Card block keys, order-preserving, for cursors and key-value stores.
+var cardKeys = runtime.IntKeys[int32]()
 
 // cardLabelsKeys returns the values of lookup Card.labels held by card, each
 // encoded with the key codec (without the block key), sorted and without
@@ -148,19 +137,19 @@ var cardDesc = (&runtime.Desc[Card, int32]{
 
 // cardRepo implements CardRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// CardBoltRepository embed it.
+// CardMongoRepository, CardBoltRepository embed it.
 type cardRepo struct {
 	r runtime.Repo[Card, int32]
 }
 
-// Get reads the Card block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ CardRepository = cardRepo{}
+
+// Get reads the Card block with key id in one round trip.
 func (r cardRepo) Get(ctx context.Context, id int32) (*Card, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Card block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists.
+// Create stores a new Card block.
 func (r cardRepo) Create(ctx context.Context, card *Card) error {
 	return r.r.Create(ctx, card)
 }
@@ -170,50 +159,42 @@ func (r cardRepo) Put(ctx context.Context, card *Card) error {
 	return r.r.Put(ctx, card)
 }
 
-// Delete removes the Card block with key id and all its entries. It fails with
-// runtime.ErrNotFound if there is none.
+// Delete removes the Card block with key id and all its entries.
 func (r cardRepo) Delete(ctx context.Context, id int32) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Card blocks with the given keys in one round trip (an
-// application-side join: see the *CardRefs functions). Keys with no block are
-// absent from the map.
+// application-side join: see the *CardRefs functions).
 func (r cardRepo) GetMany(ctx context.Context, ids []int32) (map[int32]*Card, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByLabels reads one page of the Card aggregates that hold v in labels[],
-// in block-key order, through the index table Card.labels. A cursor not made
-// by this query fails with runtime.ErrBadCursor.
+// in block-key order, through the index table Card.labels.
 func (r cardRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error) {
 	return r.r.ListBy(ctx, "ListByLabels", cardLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Card from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r cardRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Card repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r cardRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Card aggregates in block-key order. Pass the returned
-// Next as req.Cursor to read the following page; Next is empty after the last
-// page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Card aggregates in block-key order.
 func (r cardRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Card], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Card aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Card aggregate in block-key order.
 func (r cardRepo) All(ctx context.Context) iter.Seq2[*Card, error] {
 	return r.r.All(ctx)
 }

@@ -30,8 +30,6 @@ func NewJournalBoltRepository(db *bbolt.DB) *JournalBoltRepository {
 	return &JournalBoltRepository{journalRepo{runtime.NewRepo(journalDesc, s)}, s}
 }
 
-var _ JournalRepository = (*JournalBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *JournalBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -15,7 +15,7 @@ import (
 
 // JournalRepository reads and writes Journal aggregates: collection "Journal",
 // strategy eao, block key ID, entries ε (the root entry), lines[i], version.
-// Implementations: JournalBoltRepository.
+// Implementations: JournalMongoRepository, JournalBoltRepository.
 type JournalRepository interface {
 	// Get reads the Journal block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -118,19 +118,8 @@ type JournalUpdate struct {
 	IfVersion int64
 }
 
-// appendJournalKey appends id to b with the order-preserving key codec.
-func appendJournalKey(b []byte, id JournalID) []byte {
-	return runtime.AppendInt(b, int64(id))
-}
-
-// readJournalKey reads a block key written by appendJournalKey.
-func readJournalKey(r *runtime.KeyReader) (JournalID, error) {
-	v, err := r.Int()
-	return JournalID(v), err
-}
-
-// journalKeys encodes Journal block keys for cursors and key-value stores.
-var journalKeys = runtime.KeyCodec[JournalID]{Append: appendJournalKey, Read: readJournalKey}
+// journalKeys encodes Journal block keys, order-preserving, for cursors and key-value stores.
+var journalKeys = runtime.IntKeys[JournalID]()
 
 // journalOwnerKeys returns the values of lookup Journal.owner held by journal,
 // each encoded with the key codec (without the block key).
@@ -244,121 +233,95 @@ func journalChanges(u JournalUpdate) runtime.Update[Journal] {
 
 // journalRepo implements JournalRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. JournalBoltRepository embed it.
+// adapter. JournalMongoRepository, JournalBoltRepository embed it.
 type journalRepo struct {
 	r runtime.Repo[Journal, JournalID]
 }
 
-// Get reads the Journal block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ JournalRepository = journalRepo{}
+
+// Get reads the Journal block with key id in one round trip.
 func (r journalRepo) Get(ctx context.Context, id JournalID) (*Journal, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Journal block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. The stored version starts at 1, and
-// journal.Version is set to it. When journal.ID is 0, Create allocates it from
-// the collection's counter (skipping ids in use) and sets it.
+// Create stores a new Journal block.
 func (r journalRepo) Create(ctx context.Context, journal *Journal) error {
 	return r.r.Create(ctx, journal)
 }
 
 // Put creates the Journal block or replaces it whole, with optimistic
 // concurrency on version: when journal.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal journal.Version. Either way a
-// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-// stored version is one more than before and journal.Version is set to it.
-// When journal.ID is 0, Put allocates it from the collection's counter
-// (skipping ids in use) and sets it.
+// yet; otherwise the stored version must equal journal.Version.
 func (r journalRepo) Put(ctx context.Context, journal *Journal) error {
 	return r.r.Put(ctx, journal)
 }
 
-// Delete removes the Journal block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Journal block with key id and all its entries.
 func (r journalRepo) Delete(ctx context.Context, id JournalID) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendLines adds e as the last element of lines and returns its index: one
-// new entry lines[i] is written, the other elements are not sent. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// new entry lines[i] is written, the other elements are not sent.
 func (r journalRepo) AppendLines(ctx context.Context, id JournalID, e Line) (int, error) {
 	return r.r.Append(ctx, "AppendLines", id, journalEntryLines, e)
 }
 
-// SetLinesAt replaces the entry lines[i] and nothing else. The version entry
-// is bumped by every write, so that a concurrent Put holding the old version
-// fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if the
-// block or the element does not exist.
+// SetLinesAt replaces the entry lines[i] and nothing else.
 func (r journalRepo) SetLinesAt(ctx context.Context, id JournalID, i int, e Line) error {
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(journalEntryLines, i, e))
 }
 
 // ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block. It fails with runtime.ErrNotFound if the
-// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-// made by this method for this block.
+// reading the rest of the block.
 func (r journalRepo) ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error) {
 	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, journalEntryLines, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. The version entry is bumped by every
-// write, so that a concurrent Put holding the old version fails with
-// runtime.ErrConflict. It fails with runtime.ErrNotFound if the block (or an
-// element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r journalRepo) Update(ctx context.Context, id JournalID, u JournalUpdate) error {
 	return r.r.Update(ctx, "Update", id, journalChanges(u))
 }
 
 // GetMany reads the Journal blocks with the given keys in one round trip (an
-// application-side join: see the *JournalRefs functions). Keys with no block
-// are absent from the map.
+// application-side join: see the *JournalRefs functions).
 func (r journalRepo) GetMany(ctx context.Context, ids []JournalID) (map[JournalID]*Journal, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByOwner reads one page of the Journal aggregates whose owner is v, in
-// block-key order, through the index table Journal.owner. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table Journal.owner.
 func (r journalRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByOwner", journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByLinesKind reads one page of the Journal aggregates that hold v in
 // lines[].kind, in block-key order, through the index table Journal.linesKind.
-// A cursor not made by this query fails with runtime.ErrBadCursor.
 func (r journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByLinesKind", journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Journal from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r journalRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Journal repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r journalRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Journal aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Journal aggregates in block-key order.
 func (r journalRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Journal aggregate in block-key order. Iteration
-// stops at the first error, which is yielded with a nil aggregate.
+// All iterates over every Journal aggregate in block-key order.
 func (r journalRepo) All(ctx context.Context) iter.Seq2[*Journal, error] {
 	return r.r.All(ctx)
 }

@@ -31,8 +31,6 @@ func NewMatchBoltRepository(db *bbolt.DB) *MatchBoltRepository {
 	return &MatchBoltRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
 }
 
-var _ MatchRepository = (*MatchBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *MatchBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

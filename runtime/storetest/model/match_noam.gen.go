@@ -15,7 +15,8 @@ import (
 
 // MatchRepository reads and writes Match aggregates: collection "matches",
 // strategy etf, block key ID, entries code, region, level, tags, venue, start,
-// meta, rounds[i], version. Implementations: MatchBoltRepository.
+// meta, rounds[i], version. Implementations: MatchMongoRepository,
+// MatchBoltRepository.
 type MatchRepository interface {
 	// Get reads the Match block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -198,24 +199,16 @@ type MatchUpdate struct {
 	IfVersion int64
 }
 
-// appendMatchKey appends id to b with the order-preserving key codec.
-func appendMatchKey(b []byte, id string) []byte {
-	return runtime.AppendString(b, id)
-}
-
-// readMatchKey reads a block key written by appendMatchKey.
-func readMatchKey(r *runtime.KeyReader) (string, error) {
-	return r.String()
-}
-
-// matchKeys encodes Match block keys for cursors and key-value stores.
-var matchKeys = runtime.KeyCodec[string]{Append: appendMatchKey, Read: readMatchKey}
+// matchKeys encodes Match block keys, order-preserving, for cursors and key-value stores.
+var matchKeys = runtime.StringKeys[string]()
 
 // matchCodeKeys returns the values of lookup matches.code held by match, each
 // encoded with the key codec (without the block key).
 func matchCodeKeys(match *Match) [][]byte {
 	var keys [][]byte
-	keys = append(keys, runtime.AppendString(nil, match.Code))
+	if match.Code != "" {
+		keys = append(keys, runtime.AppendString(nil, match.Code))
+	}
 	return keys
 }
 
@@ -275,7 +268,9 @@ func matchVenueCityKeys(match *Match) [][]byte {
 func matchRoundsSerialKeys(match *Match) [][]byte {
 	var keys [][]byte
 	for _, x0 := range match.Rounds {
-		keys = append(keys, runtime.AppendString(nil, x0.Serial))
+		if x0.Serial != "" {
+			keys = append(keys, runtime.AppendString(nil, x0.Serial))
+		}
 	}
 	return runtime.SortKeys(keys)
 }
@@ -371,214 +366,164 @@ func matchChanges(u MatchUpdate) runtime.Update[Match] {
 
 // matchRepo implements MatchRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// MatchBoltRepository embed it.
+// MatchMongoRepository, MatchBoltRepository embed it.
 type matchRepo struct {
 	r runtime.Repo[Match, string]
 }
 
-// Get reads the Match block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ MatchRepository = matchRepo{}
+
+// Get reads the Match block with key id in one round trip.
 func (r matchRepo) Get(ctx context.Context, id string) (*Match, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Match block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. The stored version starts at 1, and
-// match.Version is set to it.
+// Create stores a new Match block.
 func (r matchRepo) Create(ctx context.Context, match *Match) error {
 	return r.r.Create(ctx, match)
 }
 
 // Put creates the Match block or replaces it whole, with optimistic
 // concurrency on version: when match.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal match.Version. Either way a
-// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-// stored version is one more than before and match.Version is set to it.
+// yet; otherwise the stored version must equal match.Version.
 func (r matchRepo) Put(ctx context.Context, match *Match) error {
 	return r.r.Put(ctx, match)
 }
 
-// Delete removes the Match block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Match block with key id and all its entries.
 func (r matchRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetCode writes the code entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetCode writes the code entry of block id and nothing else.
 func (r matchRepo) SetCode(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetCode", id, runtime.Set(matchEntryCode, v))
 }
 
-// SetRegion writes the region entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetRegion writes the region entry of block id and nothing else.
 func (r matchRepo) SetRegion(ctx context.Context, id string, v string) error {
 	return r.r.Set(ctx, "SetRegion", id, runtime.Set(matchEntryRegion, v))
 }
 
-// SetLevel writes the level entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetLevel writes the level entry of block id and nothing else.
 func (r matchRepo) SetLevel(ctx context.Context, id string, v int) error {
 	return r.r.Set(ctx, "SetLevel", id, runtime.Set(matchEntryLevel, v))
 }
 
-// SetTags writes the tags entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetTags writes the tags entry of block id and nothing else.
 func (r matchRepo) SetTags(ctx context.Context, id string, v []string) error {
 	return r.r.Set(ctx, "SetTags", id, runtime.Set(matchEntryTags, v))
 }
 
-// SetVenue writes the venue entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetVenue writes the venue entry of block id and nothing else.
 func (r matchRepo) SetVenue(ctx context.Context, id string, v Venue) error {
 	return r.r.Set(ctx, "SetVenue", id, runtime.Set(matchEntryVenue, v))
 }
 
-// SetStart writes the start entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetStart writes the start entry of block id and nothing else.
 func (r matchRepo) SetStart(ctx context.Context, id string, v time.Time) error {
 	return r.r.Set(ctx, "SetStart", id, runtime.Set(matchEntryStart, v))
 }
 
-// SetMeta writes the meta entry of block id and nothing else. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// SetMeta writes the meta entry of block id and nothing else.
 func (r matchRepo) SetMeta(ctx context.Context, id string, v map[string]int) error {
 	return r.r.Set(ctx, "SetMeta", id, runtime.Set(matchEntryMeta, v))
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
-// new entry rounds[i] is written, the other elements are not sent. The version
-// entry is bumped by every write, so that a concurrent Put holding the old
-// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-// the block does not exist.
+// new entry rounds[i] is written, the other elements are not sent.
 func (r matchRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
 	return r.r.Append(ctx, "AppendRounds", id, matchEntryRounds, e)
 }
 
-// SetRoundsAt replaces the entry rounds[i] and nothing else. The version entry
-// is bumped by every write, so that a concurrent Put holding the old version
-// fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if the
-// block or the element does not exist.
+// SetRoundsAt replaces the entry rounds[i] and nothing else.
 func (r matchRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
 	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(matchEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
-// reading the rest of the block. It fails with runtime.ErrNotFound if the
-// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-// made by this method for this block.
+// reading the rest of the block.
 func (r matchRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
 	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, matchEntryRounds, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. The version entry is bumped by every
-// write, so that a concurrent Put holding the old version fails with
-// runtime.ErrConflict. It fails with runtime.ErrNotFound if the block (or an
-// element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r matchRepo) Update(ctx context.Context, id string, u MatchUpdate) error {
 	return r.r.Update(ctx, "Update", id, matchChanges(u))
 }
 
 // GetMany reads the Match blocks with the given keys in one round trip (an
-// application-side join: see the *MatchRefs functions). Keys with no block are
-// absent from the map.
+// application-side join: see the *MatchRefs functions).
 func (r matchRepo) GetMany(ctx context.Context, ids []string) (map[string]*Match, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByCode reads one page of the Match aggregates whose code is v, in
-// block-key order, through the index table matches.code. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table matches.code.
 func (r matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByCode", matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByCode reads the Match aggregate that holds the given code, which is
 // unique: a write that would give it to a second aggregate fails with
-// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
-// holds it.
+// runtime.ErrDuplicate.
 func (r matchRepo) GetByCode(ctx context.Context, code string) (*Match, error) {
 	return r.r.GetBy(ctx, "GetByCode", matchLookupCode, runtime.AppendString(nil, code))
 }
 
 // ListByRegionLevel reads one page of the Match aggregates selected by q, in
 // (region, level, block key) order, through the index table
-// matches.regionLevel. Conditions that do not select one key range fail with
-// runtime.ErrBadQuery; a cursor not made by this query fails with
-// runtime.ErrBadCursor.
+// matches.regionLevel.
 func (r matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRegionLevel", matchLookupRegionLevel, matchRegionLevelRange(q), req)
 }
 
 // ListByTags reads one page of the Match aggregates that hold v in tags[], in
-// block-key order, through the index table matches.tags. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table matches.tags.
 func (r matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByTags", matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByVenueCity reads one page of the Match aggregates whose venue.city is
-// v, in block-key order, through the index table matches.venueCity. A cursor
-// not made by this query fails with runtime.ErrBadCursor.
+// v, in block-key order, through the index table matches.venueCity.
 func (r matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByVenueCity", matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByRoundsSerial reads one page of the Match aggregates that hold v in
 // rounds[].serial, in block-key order, through the index table
-// matches.roundsSerial. A cursor not made by this query fails with
-// runtime.ErrBadCursor.
+// matches.roundsSerial.
 func (r matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRoundsSerial", matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByRoundsSerial reads the Match aggregate that holds the given
 // rounds[].serial, which is unique: a write that would give it to a second
-// aggregate fails with runtime.ErrDuplicate. It fails with runtime.ErrNotFound
-// if no aggregate holds it.
+// aggregate fails with runtime.ErrDuplicate.
 func (r matchRepo) GetByRoundsSerial(ctx context.Context, roundsSerial string) (*Match, error) {
 	return r.r.GetBy(ctx, "GetByRoundsSerial", matchLookupRoundsSerial, runtime.AppendString(nil, roundsSerial))
 }
 
 // Repair rebuilds the index tables of Match from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r matchRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Match repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r matchRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Match aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Match aggregates in block-key order.
 func (r matchRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Match aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Match aggregate in block-key order.
 func (r matchRepo) All(ctx context.Context) iter.Seq2[*Match, error] {
 	return r.r.All(ctx)
 }

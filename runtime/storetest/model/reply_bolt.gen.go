@@ -29,8 +29,6 @@ func NewReplyBoltRepository(db *bbolt.DB) *ReplyBoltRepository {
 	return &ReplyBoltRepository{replyRepo{runtime.NewRepo(replyDesc, s)}, s}
 }
 
-var _ ReplyRepository = (*ReplyBoltRepository)(nil)
-
 // DB returns the underlying database.
 func (r *ReplyBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

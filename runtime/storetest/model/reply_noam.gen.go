@@ -13,7 +13,7 @@ import (
 
 // ReplyRepository reads and writes Reply aggregates: collection "Reply",
 // strategy etf, block key Key, entries author, body, posted. Implementations:
-// ReplyBoltRepository.
+// ReplyMongoRepository, ReplyBoltRepository.
 type ReplyRepository interface {
 	// Get reads the Reply block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -100,7 +100,7 @@ type ReplyUpdate struct {
 	Posted *time.Time
 }
 
-// appendReplyKey appends id to b with the order-preserving key codec.
+// appendReplyKey appends id to b with the order-preserving key codec, part by part.
 func appendReplyKey(b []byte, id ReplyKey) []byte {
 	return runtime.AppendInt(runtime.AppendString(b, id.Thread), id.Seq)
 }
@@ -195,109 +195,91 @@ func replyChanges(u ReplyUpdate) runtime.Update[Reply] {
 
 // replyRepo implements ReplyRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// ReplyBoltRepository embed it.
+// ReplyMongoRepository, ReplyBoltRepository embed it.
 type replyRepo struct {
 	r runtime.Repo[Reply, ReplyKey]
 }
 
-// Get reads the Reply block with key id in one round trip. It fails with
-// runtime.ErrNotFound if there is none.
+var _ ReplyRepository = replyRepo{}
+
+// Get reads the Reply block with key id in one round trip.
 func (r replyRepo) Get(ctx context.Context, id ReplyKey) (*Reply, error) {
 	return r.r.Get(ctx, id)
 }
 
-// Create stores a new Reply block. It fails with runtime.ErrDuplicate if a
-// block with the same key exists. When reply.Key.Seq is 0, Create allocates it
-// from the counter of its scope (the other key parts), skipping numbers in
-// use, and sets it.
+// Create stores a new Reply block.
 func (r replyRepo) Create(ctx context.Context, reply *Reply) error {
 	return r.r.Create(ctx, reply)
 }
 
-// Put creates the Reply block or replaces it whole. When reply.Key.Seq is 0,
-// Put allocates it from the counter of its scope (the other key parts),
-// skipping numbers in use, and sets it.
+// Put creates the Reply block or replaces it whole.
 func (r replyRepo) Put(ctx context.Context, reply *Reply) error {
 	return r.r.Put(ctx, reply)
 }
 
-// Delete removes the Reply block with key id and all its entries. It fails
-// with runtime.ErrNotFound if there is none.
+// Delete removes the Reply block with key id and all its entries.
 func (r replyRepo) Delete(ctx context.Context, id ReplyKey) error {
 	return r.r.Delete(ctx, id)
 }
 
-// SetAuthor writes the author entry of block id and nothing else. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// SetAuthor writes the author entry of block id and nothing else.
 func (r replyRepo) SetAuthor(ctx context.Context, id ReplyKey, v string) error {
 	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(replyEntryAuthor, v))
 }
 
-// SetBody writes the body entry of block id and nothing else. It fails with
-// runtime.ErrNotFound if the block does not exist.
+// SetBody writes the body entry of block id and nothing else.
 func (r replyRepo) SetBody(ctx context.Context, id ReplyKey, v string) error {
 	return r.r.Set(ctx, "SetBody", id, runtime.Set(replyEntryBody, v))
 }
 
-// SetPosted writes the posted entry of block id and nothing else. It fails
-// with runtime.ErrNotFound if the block does not exist.
+// SetPosted writes the posted entry of block id and nothing else.
 func (r replyRepo) SetPosted(ctx context.Context, id ReplyKey, v time.Time) error {
 	return r.r.Set(ctx, "SetPosted", id, runtime.Set(replyEntryPosted, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
-// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-// the block (or an element u sets) does not exist.
+// entries u leaves nil are not written.
 func (r replyRepo) Update(ctx context.Context, id ReplyKey, u ReplyUpdate) error {
 	return r.r.Update(ctx, "Update", id, replyChanges(u))
 }
 
 // GetMany reads the Reply blocks with the given keys in one round trip (an
-// application-side join: see the *ReplyRefs functions). Keys with no block are
-// absent from the map.
+// application-side join: see the *ReplyRefs functions).
 func (r replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
-// block-key order, through the index table Reply.author. A cursor not made by
-// this query fails with runtime.ErrBadCursor.
+// block-key order, through the index table Reply.author.
 func (r replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByThread reads one page of the Reply aggregates with the given thread,
-// in seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-// counter, so a page is read by computed keys in one batch; numbers of deleted
-// aggregates are skipped.
+// in seq order.
 func (r replyRepo) ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByThread", ReplyKey{Thread: thread}, req)
 }
 
 // Repair rebuilds the index tables of Reply from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-// Run it after a crash on a store without transactions, or after writes that
-// bypassed the repository.
 func (r replyRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Reply repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet. It is safe to call on every start.
+// not exist yet.
 func (r replyRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Reply aggregates in block-key order. Pass the
-// returned Next as req.Cursor to read the following page; Next is empty after
-// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+// List reads one page of Reply aggregates in block-key order.
 func (r replyRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Reply aggregate in block-key order. Iteration stops
-// at the first error, which is yielded with a nil aggregate.
+// All iterates over every Reply aggregate in block-key order.
 func (r replyRepo) All(ctx context.Context) iter.Seq2[*Reply, error] {
 	return r.r.All(ctx)
 }
