@@ -34,6 +34,18 @@ type EAOGame struct {
 	Rounds       []Round
 }
 
+// VersionedEAOGame is the EAO layout with a version entry, so that Put
+// checks and bumps the version like the hand-written baseline of the
+// generated-vs-hand-written benchmarks (package cmpbench).
+type VersionedEAOGame struct {
+	_            struct{} `noam:"aggregate,strategy=eao"`
+	ID           string   `noam:"id"`
+	FirstPlayer  string
+	SecondPlayer string
+	Rounds       []Round
+	Version      int64 `noam:"version"`
+}
+
 // Round is one round of a game.
 type Round struct {
 	Moves    []string `bson:"moves"`
