@@ -1,0 +1,160 @@
+package fig12
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// layoutNames returns the layouts of results in first-seen order.
+func layoutNames(results []Result) []string {
+	var names []string
+	for _, r := range results {
+		if !slices.Contains(names, r.Layout) {
+			names = append(names, r.Layout)
+		}
+	}
+	return names
+}
+
+func find(results []Result, size int, workload, layout string) (Result, bool) {
+	for _, r := range results {
+		if r.Size == size && r.Workload == workload && r.Layout == layout {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+func sizes(results []Result) []int {
+	var s []int
+	for _, r := range results {
+		if !slices.Contains(s, r.Size) {
+			s = append(s, r.Size)
+		}
+	}
+	slices.Sort(s)
+	return s
+}
+
+func us(d time.Duration) string {
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+// WriteMarkdown writes the results as one Markdown table per workload:
+// a row per size, per layout its mean and p95 latency and ops/s, then the
+// ratios of mean latencies to ROUNDS's.
+func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
+	names := layoutNames(results)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Store: %s. %d operations per layout, workload and size in each of %d repetitions (layouts interleaved), games of %d to %d rounds (about 8 KB), seed %d.\n",
+		cfg.Store, cfg.Ops, cfg.Repeats, BaseRounds, BaseRounds+ExtraRounds-1, cfg.Seed)
+	for _, wl := range Workloads {
+		fmt.Fprintf(&b, "\n%s\n\n| games |", wl.Name)
+		for _, n := range names {
+			fmt.Fprintf(&b, " %s mean / p95 / ops/s |", n)
+		}
+		for _, n := range names {
+			if n != "ROUNDS" {
+				fmt.Fprintf(&b, " %s/ROUNDS |", n)
+			}
+		}
+		b.WriteString("\n|---:|")
+		b.WriteString(strings.Repeat("---:|", 2*len(names)-1))
+		b.WriteString("\n")
+		for _, size := range sizes(results) {
+			fmt.Fprintf(&b, "| %d |", size)
+			for _, n := range names {
+				r, _ := find(results, size, wl.Name, n)
+				fmt.Fprintf(&b, " %s / %s / %.0f |", us(r.Mean), us(r.P95), r.OpsPerSec)
+			}
+			base, _ := find(results, size, wl.Name, "ROUNDS")
+			for _, n := range names {
+				if n != "ROUNDS" {
+					r, _ := find(results, size, wl.Name, n)
+					fmt.Fprintf(&b, " %.2fx |", float64(r.Mean)/float64(base.Mean))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WritePNG plots the results like the paper's Figure 12: one panel per
+// workload, ops/s against the number of games on a log axis, one line per
+// layout; title (the store) is added to each panel's title.
+func WritePNG(w io.Writer, title string, results []Result) error {
+	names := layoutNames(results)
+	colors := []color.Color{
+		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+		color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	}
+	plots := make([][]*plot.Plot, 1)
+	for _, wl := range Workloads {
+		p := plot.New()
+		p.Title.Text = wl.Name + ", " + title
+		p.X.Label.Text = "database size (games)"
+		p.Y.Label.Text = "operations per second"
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = wholeTicks{}
+		p.Add(plotter.NewGrid())
+		p.Legend.Top = true
+		for li, n := range names {
+			var xys plotter.XYs
+			for _, size := range sizes(results) {
+				if r, ok := find(results, size, wl.Name, n); ok && r.OpsPerSec > 0 {
+					xys = append(xys, plotter.XY{X: float64(size), Y: r.OpsPerSec})
+				}
+			}
+			line, points, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			c := colors[li%len(colors)]
+			line.Color, line.Width = c, vg.Points(1.5)
+			points.Color, points.Shape = c, []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}}[li%4]
+			points.Radius = vg.Points(3)
+			p.Add(line, points)
+			p.Legend.Add(n, line, points)
+		}
+		// Ops/s from zero, with room above the lines for the legend.
+		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3
+		plots[0] = append(plots[0], p)
+	}
+	const panelW, panelH = 5 * vg.Inch, 4 * vg.Inch
+	img := vgimg.New(panelW*vg.Length(len(Workloads)), panelH)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(Workloads), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2}
+	canvases := plot.Align(plots, tiles, dc)
+	for j, p := range plots[0] {
+		p.Draw(canvases[0][j])
+	}
+	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
+}
+
+// wholeTicks are the default ticks labelled without decimals.
+type wholeTicks struct{}
+
+func (wholeTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = fmt.Sprintf("%.0f", ticks[i].Value)
+		}
+	}
+	return ticks
+}
