@@ -33,6 +33,8 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/noamgen/noamgen/example/bench"
 	"github.com/noamgen/noamgen/runtime"
 )
@@ -143,6 +145,12 @@ func Layouts(eao bench.EAOGameRepository, rounds bench.RoundsGameRepository, gam
 			},
 		},
 	}
+}
+
+// MongoLayouts returns the three layouts over db's collections.
+func MongoLayouts(db *mongo.Database) []Layout {
+	return Layouts(bench.NewEAOGameMongoRepository(db), bench.NewRoundsGameMongoRepository(db),
+		bench.NewBlocksGameMongoRepository(db), bench.NewGameRoundMongoRepository(db))
 }
 
 // Workload is one of the paper's workloads: the fraction of operations

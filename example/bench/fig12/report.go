@@ -1,9 +1,12 @@
 package fig12
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -157,4 +160,21 @@ func (wholeTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// WriteReport writes fig12-NAME.md (the Markdown table) and fig12-NAME.png
+// (the plot) into dir and returns the Markdown.
+func WriteReport(dir, name string, cfg Config, results []Result) ([]byte, error) {
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, cfg, results); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fig12-"+name+".md"), md.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	var png bytes.Buffer
+	if err := WritePNG(&png, cfg.Store, results); err != nil {
+		return nil, err
+	}
+	return md.Bytes(), os.WriteFile(filepath.Join(dir, "fig12-"+name+".png"), png.Bytes(), 0o644)
 }

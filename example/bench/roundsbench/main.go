@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -62,7 +61,7 @@ func main() {
 		db := client.Database("noamgen_roundsbench")
 		check(db.Drop(ctx))
 		defer db.Drop(ctx)
-		layouts = MongoLayouts(db)
+		layouts = fig12.MongoLayouts(db)
 		cfg.Store, name = "MongoDB "+*mongoURI, "mongo"
 	} else {
 		dir, err := os.MkdirTemp("", "roundsbench-")
@@ -79,33 +78,11 @@ func main() {
 			bench.NewBlocksGameBoltRepository(dbs[2]), bench.NewGameRoundBoltRepository(dbs[2]))
 		cfg.Store, name = fmt.Sprintf("bbolt (NoSync=%v)", *noSync), "bolt"
 	}
-	check(runAndReport(ctx, cfg, layouts, *out, name))
-}
-
-// MongoLayouts returns the three layouts over db's collections.
-func MongoLayouts(db *mongo.Database) []fig12.Layout {
-	return fig12.Layouts(bench.NewEAOGameMongoRepository(db), bench.NewRoundsGameMongoRepository(db),
-		bench.NewBlocksGameMongoRepository(db), bench.NewGameRoundMongoRepository(db))
-}
-
-func runAndReport(ctx context.Context, cfg fig12.Config, layouts []fig12.Layout, dir, name string) error {
 	results, err := fig12.Run(ctx, cfg, layouts)
-	if err != nil {
-		return err
-	}
-	var md bytes.Buffer
-	if err := fig12.WriteMarkdown(&md, cfg, results); err != nil {
-		return err
-	}
-	os.Stdout.Write(md.Bytes())
-	if err := os.WriteFile(filepath.Join(dir, "fig12-"+name+".md"), md.Bytes(), 0o644); err != nil {
-		return err
-	}
-	var png bytes.Buffer
-	if err := fig12.WritePNG(&png, cfg.Store, results); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "fig12-"+name+".png"), png.Bytes(), 0o644)
+	check(err)
+	md, err := fig12.WriteReport(*out, name, cfg, results)
+	check(err)
+	os.Stdout.Write(md)
 }
 
 func parseSizes(list string, max int) ([]int, error) {
