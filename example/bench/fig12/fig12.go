@@ -185,7 +185,8 @@ type Result struct {
 	Workload  string
 	Layout    string
 	Ops       int
-	Mean, P95 time.Duration
+	Mean      time.Duration
+	P50, P95  time.Duration
 	OpsPerSec float64 // operations per second of operation time
 }
 
@@ -319,6 +320,7 @@ func summarize(size int, workload, layout string, lat []time.Duration) Result {
 	r := Result{Size: size, Workload: workload, Layout: layout, Ops: len(lat)}
 	if len(lat) > 0 {
 		r.Mean = sum / time.Duration(len(lat))
+		r.P50 = lat[(len(lat)*50+99)/100-1]
 		r.P95 = lat[(len(lat)*95+99)/100-1]
 		r.OpsPerSec = float64(len(lat)) / sum.Seconds()
 	}

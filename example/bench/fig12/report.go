@@ -54,8 +54,9 @@ func us(d time.Duration) string {
 }
 
 // WriteMarkdown writes the results as one Markdown table per workload:
-// a row per size, per layout its mean and p95 latency and ops/s, then the
-// ratios of mean latencies to ROUNDS's.
+// a row per size, per layout its mean, median and p95 latency and ops/s
+// (of operation time: 1/mean), then the ratios of mean latencies to
+// ROUNDS's.
 func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 	names := layoutNames(results)
 	var b strings.Builder
@@ -64,7 +65,7 @@ func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 	for _, wl := range Workloads {
 		fmt.Fprintf(&b, "\n%s\n\n| games |", wl.Name)
 		for _, n := range names {
-			fmt.Fprintf(&b, " %s mean / p95 / ops/s |", n)
+			fmt.Fprintf(&b, " %s mean / p50 / p95, ops/s |", n)
 		}
 		for _, n := range names {
 			if n != "ROUNDS" {
@@ -78,7 +79,7 @@ func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 			fmt.Fprintf(&b, "| %d |", size)
 			for _, n := range names {
 				r, _ := find(results, size, wl.Name, n)
-				fmt.Fprintf(&b, " %s / %s / %.0f |", us(r.Mean), us(r.P95), r.OpsPerSec)
+				fmt.Fprintf(&b, " %s / %s / %s, %.0f |", us(r.Mean), us(r.P50), us(r.P95), r.OpsPerSec)
 			}
 			base, _ := find(results, size, wl.Name, "ROUNDS")
 			for _, n := range names {
