@@ -80,6 +80,9 @@ func main() {
 		layouts = fig12.Layouts(bench.NewEAOGameBoltRepository(dbs[0]), bench.NewRoundsGameBoltRepository(dbs[1]),
 			bench.NewBlocksGameBoltRepository(dbs[2]), bench.NewGameRoundBoltRepository(dbs[2]))
 		cfg.Store, name = fmt.Sprintf("bbolt (NoSync=%v)", *noSync), "bolt"
+		if *tmp != "" {
+			cfg.Store = fmt.Sprintf("bbolt (NoSync=%v, files in %s)", *noSync, *tmp)
+		}
 	}
 	results, err := fig12.Run(ctx, cfg, layouts)
 	check(err)
