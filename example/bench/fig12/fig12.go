@@ -15,8 +15,9 @@
 // under three workloads: (a) game retrievals only, (b) round additions
 // only, (c) a 50/50 mix, each on random games, for a sweep of database
 // sizes (numbers of games). Layouts are interleaved: at each size every
-// repetition runs each workload on each layout in turn, starting with a
-// different layout each time. Games stay at a fixed size: they are loaded
+// repetition runs each workload on the layouts round-robin, Chunk
+// operations on each in turn, starting with a different layout each time,
+// so that a slow spell of a shared machine hits every layout alike. Games stay at a fixed size: they are loaded
 // with BaseRounds rounds, and a game that reaches BaseRounds+ExtraRounds
 // rounds is replaced (untimed) by a fresh one under a new id, so every game
 // read has BaseRounds to BaseRounds+ExtraRounds-1 rounds, a dozen on
@@ -172,11 +173,19 @@ type Config struct {
 	Store   string // for the report, e.g. "bbolt (NoSync)"
 	Sizes   []int  // numbers of games, increasing
 	Ops     int    // operations per layout, workload, size and repetition
-	Repeats int    // repetitions (layouts interleaved within each)
+	Repeats int    // repetitions
+	Chunk   int    // operations per layout in a row (default 50): layouts are interleaved chunk by chunk
 	Seed    uint64
 	// Progress, when not nil, receives a progress bar (a terminal line
 	// rewritten in place).
 	Progress io.Writer
+}
+
+func (cfg Config) chunk() int {
+	if cfg.Chunk <= 0 {
+		return 50
+	}
+	return cfg.Chunk
 }
 
 // Result is what one layout did under one workload at one size.
@@ -234,17 +243,23 @@ func Run(ctx context.Context, cfg Config, layouts []Layout) ([]Result, error) {
 			}
 		}
 		lat := make(map[[2]int][]time.Duration) // [workload, layout]
+		chunk := cfg.chunk()
 		for rep := range cfg.Repeats {
 			for wi, w := range Workloads {
-				for k := range layouts {
-					li := (k + rep + wi) % len(layouts) // each layout in turn goes first
-					l := layouts[li]
-					bar.label(fmt.Sprintf("size %d: rep %d/%d %s %s", size, rep+1, cfg.Repeats, w.Name, l.Name))
-					d, err := runPhase(ctx, l, games[li][:size], w, cfg.Ops, rng, bar)
-					if err != nil {
-						return nil, fmt.Errorf("%s, %s, %d games: %w", l.Name, w.Name, size, err)
+				bar.label(fmt.Sprintf("size %d: rep %d/%d %s", size, rep+1, cfg.Repeats, w.Name))
+				// Round-robin over the layouts in chunks of operations, so
+				// that a slow spell of the machine hits every layout alike.
+				for c := 0; c*chunk < cfg.Ops; c++ {
+					n := min(chunk, cfg.Ops-c*chunk)
+					for k := range layouts {
+						li := (k + c + rep + wi) % len(layouts) // each layout in turn goes first
+						l := layouts[li]
+						d, err := runPhase(ctx, l, games[li][:size], w, n, rng, bar)
+						if err != nil {
+							return nil, fmt.Errorf("%s, %s, %d games: %w", l.Name, w.Name, size, err)
+						}
+						lat[[2]int{wi, li}] = append(lat[[2]int{wi, li}], d...)
 					}
-					lat[[2]int{wi, li}] = append(lat[[2]int{wi, li}], d...)
 				}
 			}
 		}

@@ -60,8 +60,8 @@ func us(d time.Duration) string {
 func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 	names := layoutNames(results)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Store: %s. %d operations per layout, workload and size in each of %d repetitions (layouts interleaved), games of %d to %d rounds (about 8 KB), seed %d.\n",
-		cfg.Store, cfg.Ops, cfg.Repeats, BaseRounds, BaseRounds+ExtraRounds-1, cfg.Seed)
+	fmt.Fprintf(&b, "Store: %s. %d operations per layout, workload and size in each of %d repetitions (layouts interleaved in chunks of %d operations), games of %d to %d rounds (about 8 KB), seed %d.\n",
+		cfg.Store, cfg.Ops, cfg.Repeats, cfg.chunk(), BaseRounds, BaseRounds+ExtraRounds-1, cfg.Seed)
 	for _, wl := range Workloads {
 		fmt.Fprintf(&b, "\n%s\n\n| games |", wl.Name)
 		for _, n := range names {
@@ -85,7 +85,7 @@ func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 			for _, n := range names {
 				if n != "ROUNDS" {
 					r, _ := find(results, size, wl.Name, n)
-					fmt.Fprintf(&b, " %.2fx |", float64(r.Mean)/float64(base.Mean))
+					fmt.Fprintf(&b, " %.2fx (p50 %.2fx) |", float64(r.Mean)/float64(base.Mean), float64(r.P50)/float64(base.P50))
 				}
 			}
 			b.WriteString("\n")
@@ -99,6 +99,22 @@ func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 // workload, ops/s against the number of games on a log axis, one line per
 // layout; title (the store) is added to each panel's title.
 func WritePNG(w io.Writer, title string, results []Result) error {
+	return writePNG(w, title, "operations per second", results, func(r Result) float64 { return r.OpsPerSec })
+}
+
+// WriteMedianPNG is WritePNG with 1/median latency on the y axis: the
+// typical operation's rate, which a few slow outliers (a shared machine's
+// scheduling, GC) do not move.
+func WriteMedianPNG(w io.Writer, title string, results []Result) error {
+	return writePNG(w, title, "1 / median latency (per second)", results, func(r Result) float64 {
+		if r.P50 <= 0 {
+			return 0
+		}
+		return 1 / r.P50.Seconds()
+	})
+}
+
+func writePNG(w io.Writer, title, ylabel string, results []Result, value func(Result) float64) error {
 	names := layoutNames(results)
 	colors := []color.Color{
 		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
@@ -111,7 +127,7 @@ func WritePNG(w io.Writer, title string, results []Result) error {
 		p := plot.New()
 		p.Title.Text = wl.Name + ", " + title
 		p.X.Label.Text = "database size (games)"
-		p.Y.Label.Text = "operations per second"
+		p.Y.Label.Text = ylabel
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 		p.Y.Tick.Marker = wholeTicks{}
 		p.Add(plotter.NewGrid())
@@ -119,8 +135,8 @@ func WritePNG(w io.Writer, title string, results []Result) error {
 		for li, n := range names {
 			var xys plotter.XYs
 			for _, size := range sizes(results) {
-				if r, ok := find(results, size, wl.Name, n); ok && r.OpsPerSec > 0 {
-					xys = append(xys, plotter.XY{X: float64(size), Y: r.OpsPerSec})
+				if r, ok := find(results, size, wl.Name, n); ok && value(r) > 0 {
+					xys = append(xys, plotter.XY{X: float64(size), Y: value(r)})
 				}
 			}
 			line, points, err := plotter.NewLinePoints(xys)
@@ -163,8 +179,9 @@ func (wholeTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// WriteReport writes fig12-NAME.md (the Markdown table) and fig12-NAME.png
-// (the plot) into dir and returns the Markdown.
+// WriteReport writes fig12-NAME.md (the Markdown table), fig12-NAME.png
+// (the plot of ops/s) and fig12-NAME-p50.png (the plot of 1/median
+// latency) into dir and returns the Markdown.
 func WriteReport(dir, name string, cfg Config, results []Result) ([]byte, error) {
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, cfg, results); err != nil {
@@ -177,5 +194,12 @@ func WriteReport(dir, name string, cfg Config, results []Result) ([]byte, error)
 	if err := WritePNG(&png, cfg.Store, results); err != nil {
 		return nil, err
 	}
-	return md.Bytes(), os.WriteFile(filepath.Join(dir, "fig12-"+name+".png"), png.Bytes(), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "fig12-"+name+".png"), png.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	png.Reset()
+	if err := WriteMedianPNG(&png, cfg.Store, results); err != nil {
+		return nil, err
+	}
+	return md.Bytes(), os.WriteFile(filepath.Join(dir, "fig12-"+name+"-p50.png"), png.Bytes(), 0o644)
 }

@@ -37,7 +37,8 @@ func main() {
 	sizeList := flag.String("sizes", "100,1000,10000,100000", "database sizes (numbers of games), comma-separated")
 	maxSize := flag.Int("max", 0, "cap: leave out sizes above this (0: no cap)")
 	ops := flag.Int("ops", 1000, "operations per layout, workload, size and repetition")
-	repeats := flag.Int("repeats", 3, "repetitions (layouts interleaved within each)")
+	repeats := flag.Int("repeats", 3, "repetitions")
+	chunk := flag.Int("chunk", 50, "operations per layout in a row: layouts are interleaved chunk by chunk")
 	noSync := flag.Bool("nosync", true, "bbolt: skip fsync on commit (measures the data layout, not the disk)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	out := flag.String("out", ".", "directory for fig12-STORE.md and fig12-STORE.png")
@@ -48,7 +49,7 @@ func main() {
 
 	sizes, err := parseSizes(*sizeList, *maxSize)
 	check(err)
-	cfg := fig12.Config{Sizes: sizes, Ops: *ops, Repeats: *repeats, Seed: *seed}
+	cfg := fig12.Config{Sizes: sizes, Ops: *ops, Repeats: *repeats, Chunk: *chunk, Seed: *seed}
 	if !*quiet {
 		cfg.Progress = os.Stderr
 	}
