@@ -178,7 +178,7 @@ type Config struct {
 	Seed    uint64
 	// Progress, when not nil, receives a progress bar (a terminal line
 	// rewritten in place).
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 }
 
 func (cfg Config) chunk() int {

@@ -2,6 +2,7 @@ package fig12
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
@@ -122,6 +123,18 @@ func writePNG(w io.Writer, title, ylabel string, results []Result, value func(Re
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	}
+	// A log y axis when the values span more than a factor of 20 (as on
+	// FerretDB, where the layouts differ by orders of magnitude).
+	lo, hi := 0.0, 0.0
+	for _, r := range results {
+		if v := value(r); v > 0 {
+			if lo == 0 || v < lo {
+				lo = v
+			}
+			hi = max(hi, v)
+		}
+	}
+	logY := lo > 0 && hi/lo > 20
 	plots := make([][]*plot.Plot, 1)
 	for _, wl := range Workloads {
 		p := plot.New()
@@ -130,6 +143,9 @@ func writePNG(w io.Writer, title, ylabel string, results []Result, value func(Re
 		p.Y.Label.Text = ylabel
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 		p.Y.Tick.Marker = wholeTicks{}
+		if logY {
+			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		}
 		p.Add(plotter.NewGrid())
 		p.Legend.Top = true
 		for li, n := range names {
@@ -150,8 +166,13 @@ func writePNG(w io.Writer, title, ylabel string, results []Result, value func(Re
 			p.Add(line, points)
 			p.Legend.Add(n, line, points)
 		}
-		// Ops/s from zero, with room above the lines for the legend.
-		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3
+		// From zero (or lo on a log axis), with room above the lines for
+		// the legend.
+		if logY {
+			p.Y.Min, p.Y.Max = lo/1.5, hi*4
+		} else {
+			p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3
+		}
 		plots[0] = append(plots[0], p)
 	}
 	const panelW, panelH = 5 * vg.Inch, 4 * vg.Inch
@@ -179,10 +200,39 @@ func (wholeTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
+// SaveJSON writes cfg and results as JSON (roundsbench -replot reads it).
+func SaveJSON(path string, cfg Config, results []Result) error {
+	data, err := json.MarshalIndent(struct {
+		Config  Config
+		Results []Result
+	}{cfg, results}, "", "\t")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// LoadJSON reads what SaveJSON wrote.
+func LoadJSON(path string) (Config, []Result, error) {
+	var v struct {
+		Config  Config
+		Results []Result
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &v)
+	}
+	return v.Config, v.Results, err
+}
+
 // WriteReport writes fig12-NAME.md (the Markdown table), fig12-NAME.png
 // (the plot of ops/s) and fig12-NAME-p50.png (the plot of 1/median
-// latency) into dir and returns the Markdown.
+// latency) and fig12-NAME.json (the results) into dir and returns the
+// Markdown.
 func WriteReport(dir, name string, cfg Config, results []Result) ([]byte, error) {
+	if err := SaveJSON(filepath.Join(dir, "fig12-"+name+".json"), cfg, results); err != nil {
+		return nil, err
+	}
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, cfg, results); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@
 //	go run ./example/bench/roundsbench                       # bbolt, temp dir
 //	go run ./example/bench/roundsbench -sizes 100,1000 -ops 500
 //	go run ./example/bench/roundsbench -mongo URI            # MongoDB
+//	go run ./example/bench/roundsbench -replot docs/bench/fig12-bolt.json -out docs/bench
 //
 // The in-process FerretDB runs it from the integration module:
 // NOAM_FIG12=1 go test ./bench -run Figure12 (see integration/bench).
@@ -43,10 +44,20 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed")
 	out := flag.String("out", ".", "directory for fig12-STORE.md and fig12-STORE.png")
 	quiet := flag.Bool("q", false, "no progress bar")
+	replot := flag.String("replot", "", "rewrite the report from this fig12-STORE.json (written by a run) instead of running")
 	tmp := flag.String("dir", "", "bbolt: directory for the database files (default: the system's temporary directory; /dev/shm keeps disk writeback out of the timings)")
 	flag.Parse()
 	ctx := context.Background()
 
+	if *replot != "" {
+		cfg, results, err := fig12.LoadJSON(*replot)
+		check(err)
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(*replot), "fig12-"), ".json")
+		md, err := fig12.WriteReport(*out, name, cfg, results)
+		check(err)
+		os.Stdout.Write(md)
+		return
+	}
 	sizes, err := parseSizes(*sizeList, *maxSize)
 	check(err)
 	cfg := fig12.Config{Sizes: sizes, Ops: *ops, Repeats: *repeats, Chunk: *chunk, Seed: *seed}
