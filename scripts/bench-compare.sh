@@ -13,6 +13,11 @@
 # them from this script's tree when OVERLAY=1 (its generator regenerates
 # example/bench first).
 #
+# MongoDB is FerretDB v1.24.0 in a process of its own (integration/bench/
+# ferretserver), shared by every run, so that B/op and allocs/op are the
+# client's; MONGO_SERVER=inprocess runs it inside each benchmark process
+# instead (as the integration tests do), and NOAM_MONGO_URI uses that server.
+#
 # Environment: COUNT (runs per benchmark, default 6), STORES ("bolt mongo"),
 # BENCH (benchmark regexp, default Cmp), BOLT_BENCHTIME (default 1000x),
 # MONGO_BENCHTIME (default 20x: a FerretDB write scans the collection, ~0.1 s),
@@ -32,6 +37,22 @@ MONGO_BENCHTIME=${MONGO_BENCHTIME:-20x}
 MONGO_ROUNDS=${MONGO_ROUNDS:-2}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench-compare.XXXXXX")}
 mkdir -p "$OUT"
+ferret_pid=
+wts=()
+cleanup() {
+	if [ -n "$ferret_pid" ]; then kill "$ferret_pid" 2>/dev/null || true; wait "$ferret_pid" 2>/dev/null || true; fi
+	for wt in "${wts[@]}"; do git -C "$root" worktree remove --force "$wt" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+if [[ " $STORES " == *" mongo "* && -z "${NOAM_MONGO_URI:-}" && "${MONGO_SERVER:-process}" != inprocess ]]; then
+	(cd integration && go build -o "$OUT/ferretserver" ./bench/ferretserver)
+	"$OUT/ferretserver" >"$OUT/ferretserver.uri" 2>"$OUT/ferretserver.log" &
+	ferret_pid=$!
+	for _ in $(seq 300); do [ -s "$OUT/ferretserver.uri" ] && break; sleep 0.1; done
+	NOAM_MONGO_URI=$(head -1 "$OUT/ferretserver.uri")
+	export NOAM_MONGO_URI
+	echo "== FerretDB in its own process at $NOAM_MONGO_URI" >&2
+fi
 benchstat() {
 	if [ -n "${BENCHSTAT:-}" ]; then $BENCHSTAT "$@"; else go run golang.org/x/perf/cmd/benchstat@latest "$@"; fi
 }
@@ -58,14 +79,26 @@ run() {
 }
 
 machine() {
-	echo "# $(go version), $(nproc) cores, $(free -h | awk '/^Mem/ {print $2}') RAM, $(date -u +%FT%TZ)"
+	echo "# $(go version), $(nproc) cores, $(free -h | awk '/^Mem/ {print $2}') RAM, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+	if [ -n "$ferret_pid" ]; then echo "# MongoDB: FerretDB v1.24.0 in its own process"; elif [[ " $STORES " == *" mongo "* ]]; then echo "# MongoDB: ${NOAM_MONGO_URI:-FerretDB v1.24.0 in each benchmark process}"; fi
+}
+
+# rounds STORE: how many processes share COUNT runs (every process loads
+# its data first: about a second on bbolt, a minute on FerretDB). go test
+# -count repeats each sub-benchmark in a row, so separate processes are
+# what interleaves impl=gen and impl=hand (and old and new).
+rounds() {
+	if [ "$1" = bolt ]; then echo "$COUNT"; else echo "$MONGO_ROUNDS"; fi
 }
 
 if [ $# -eq 0 ]; then
 	build "$root" cur
 	: >"$OUT/cur.txt"
 	for store in $STORES; do
-		run cur "$store" "$COUNT"
+		r=$(rounds "$store")
+		for _ in $(seq "$r"); do
+			run cur "$store" $(((COUNT + r - 1) / r))
+		done
 	done
 	machine
 	echo "# generated (impl=gen) vs hand-written (impl=hand); raw results in $OUT/cur.txt"
@@ -78,11 +111,6 @@ if [ $# -ne 2 ]; then
 	exit 2
 fi
 
-wts=()
-cleanup() {
-	for wt in "${wts[@]}"; do git -C "$root" worktree remove --force "$wt" 2>/dev/null || true; done
-}
-trap cleanup EXIT
 head=$(git rev-parse HEAD)
 for side in old new; do
 	if [ $side = old ]; then rev=$1; else rev=$2; fi
@@ -103,9 +131,9 @@ done
 : >"$OUT/old.txt"
 : >"$OUT/new.txt"
 for store in $STORES; do
-	if [ "$store" = bolt ]; then rounds=$COUNT; else rounds=$MONGO_ROUNDS; fi
-	per=$(((COUNT + rounds - 1) / rounds))
-	for _ in $(seq "$rounds"); do
+	r=$(rounds "$store")
+	per=$(((COUNT + r - 1) / r))
+	for _ in $(seq "$r"); do
 		run old "$store" "$per"
 		run new "$store" "$per"
 	done
