@@ -62,7 +62,7 @@ func WriteMarkdown(w io.Writer, cfg Config, results []Result) error {
 	names := layoutNames(results)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Store: %s. %d operations per layout, workload and size in each of %d repetitions (layouts interleaved in chunks of %d operations), games of %d to %d rounds (about 8 KB), seed %d.\n",
-		cfg.Store, cfg.Ops, cfg.Repeats, cfg.chunk(), BaseRounds, BaseRounds+ExtraRounds-1, cfg.Seed)
+		cfg.Store, cfg.Ops, cfg.Repeats, min(cfg.chunk(), cfg.Ops), BaseRounds, BaseRounds+ExtraRounds-1, cfg.Seed)
 	for _, wl := range Workloads {
 		fmt.Fprintf(&b, "\n%s\n\n| games |", wl.Name)
 		for _, n := range names {
