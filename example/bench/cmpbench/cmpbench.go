@@ -17,6 +17,12 @@
 //
 // The data is loaded once per process and per implementation; benchmarks
 // that change it put it back (untimed) when they end.
+//
+// Besides time and allocations, every benchmark reports cpu-ns/op: the CPU
+// time (user and system, all threads) the benchmark process spent per
+// operation while the timer ran. With the MongoDB server in a process of
+// its own this is the client's cost, which the wall clock of a slow server
+// hides.
 package cmpbench
 
 import (
@@ -183,19 +189,21 @@ func NewHotel(i int) *hotel.Hotel {
 }
 
 // run runs body as store=S/impl=I for every implementation.
-func (s *Suite) run(b *testing.B, body func(b *testing.B, im Impl)) {
+func (s *Suite) run(b *testing.B, body func(b *timer, im Impl)) {
 	impls := s.load(b)
 	b.Run("store="+s.store, func(b *testing.B) {
 		for _, im := range impls {
 			b.Run("impl="+im.Name, func(b *testing.B) {
 				b.ReportAllocs()
-				body(b, im)
+				t := newTimer(b)
+				body(t, im)
+				t.report()
 			})
 		}
 	})
 }
 
-func check(b *testing.B, err error) {
+func check(b testing.TB, err error) {
 	if err != nil {
 		b.Helper()
 		b.Fatal(err)
@@ -208,7 +216,7 @@ func touched(N, n int) int { return min(N, n) }
 
 // Get reads whole games.
 func (s *Suite) Get(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			g, err := im.Games.Get(ctx, GameID(i%NumGames))
 			check(b, err)
@@ -221,7 +229,7 @@ func (s *Suite) Get(b *testing.B) {
 
 // Put replaces whole games (the same game, at its current version).
 func (s *Suite) Put(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		games := make([]*game.Game, touched(b.N, NumGames))
 		for i := range games {
 			g, err := im.Games.Get(ctx, GameID(i))
@@ -238,7 +246,7 @@ func (s *Suite) Put(b *testing.B) {
 // SetSecondPlayer writes one entry.
 func (s *Suite) SetSecondPlayer(b *testing.B) {
 	players := []string{"ann", "rick"}
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			check(b, im.Games.SetSecondPlayer(ctx, GameID(i%NumGames), players[(i/NumGames)%2]))
 		}
@@ -246,7 +254,7 @@ func (s *Suite) SetSecondPlayer(b *testing.B) {
 }
 
 // resetRounds puts games 0 to n-1 back to their GameRounds rounds.
-func resetRounds(b *testing.B, im Impl, n int) {
+func resetRounds(b testing.TB, im Impl, n int) {
 	for i := range n {
 		g, err := im.Games.Get(ctx, GameID(i))
 		check(b, err)
@@ -261,7 +269,7 @@ func resetRounds(b *testing.B, im Impl, n int) {
 // rounds before the games are put back to 12 rounds (untimed).
 func (s *Suite) AppendRounds(b *testing.B) {
 	round := game.Round(bench.NewRound(GameRounds))
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			if i > 0 && i%(2*NumGames) == 0 {
 				b.StopTimer()
@@ -286,7 +294,7 @@ func (s *Suite) Update2(b *testing.B) {
 	for k := range updates {
 		updates[k] = game.GameUpdate{SecondPlayer: &players[k], RoundsAt: map[int]game.Round{5: game.Round(bench.NewRound(5 + k))}}
 	}
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			check(b, im.Games.Update(ctx, GameID(i%NumGames), updates[(i/NumGames)%2]))
 		}
@@ -296,7 +304,7 @@ func (s *Suite) Update2(b *testing.B) {
 // List50 reads pages of 50 games, following the cursors and starting
 // over after the last page.
 func (s *Suite) List50(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		cursor := ""
 		for range b.N {
 			page, err := im.Games.List(ctx, runtime.PageRequest{Limit: ListLimit, Cursor: cursor})
@@ -311,7 +319,7 @@ func (s *Suite) List50(b *testing.B) {
 
 // GetByName reads a hotel by its unique name.
 func (s *Suite) GetByName(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			h, err := im.Hotels.GetByName(ctx, HotelName(i%NumHotels))
 			check(b, err)
@@ -325,7 +333,7 @@ func (s *Suite) GetByName(b *testing.B) {
 // ListByCityStars reads the first page of 20 hotels of a city with at
 // least 3 stars (60 of its 100 hotels match).
 func (s *Suite) ListByCityStars(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			page, err := im.Hotels.ListByCityStars(ctx, City(i), MinStars, runtime.PageRequest{Limit: CityLimit})
 			check(b, err)
@@ -339,7 +347,7 @@ func (s *Suite) ListByCityStars(b *testing.B) {
 // SetCity moves hotels to another city and back (an indexed field); the
 // hotels it leaves moved are put back (untimed).
 func (s *Suite) SetCity(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		for i := range b.N {
 			city := "elsewhere"
 			if (i/NumHotels)%2 == 1 {
@@ -358,7 +366,7 @@ func (s *Suite) SetCity(b *testing.B) {
 
 // GetEAO reads whole games of the versioned EAO layout.
 func (s *Suite) GetEAO(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		if im.EAO == nil {
 			b.Skip("no EAO repository")
 		}
@@ -374,7 +382,7 @@ func (s *Suite) GetEAO(b *testing.B) {
 
 // PutEAO replaces whole games of the versioned EAO layout.
 func (s *Suite) PutEAO(b *testing.B) {
-	s.run(b, func(b *testing.B, im Impl) {
+	s.run(b, func(b *timer, im Impl) {
 		if im.EAO == nil {
 			b.Skip("no EAO repository")
 		}
