@@ -1,9 +1,13 @@
 // Package bench holds the aggregates of the NoAM paper's experiment
 // (Bugiotti et al., section 8): games of a dozen rounds, about 8 KB each,
-// stored either as one entry per game (EAO) or as a root entry plus one
-// entry per round (ROUNDS, Fig. 8), and a versioned counter for the
-// concurrency test. The benchmarks compare the two layouts on the
-// experiment's two operations: reading a game and adding a round to it.
+// stored either as one entry per game (EAO), as a root entry plus one
+// entry per round (ROUNDS, Fig. 8), or with every round a block of its own
+// (BLOCKS, the representation the paper argues against), and versioned
+// aggregates for the concurrency test and the generated-vs-hand-written
+// benchmarks. The benchmarks here compare EAO and ROUNDS on reading a game
+// and adding a round to it; package fig12 (run by roundsbench) is the
+// whole experiment, package cmpbench the comparison with hand-written code
+// (see BENCHMARKS.md).
 package bench
 
 import (

@@ -97,13 +97,16 @@ func BenchmarkCmpSetCity(b *testing.B)         { boltSuite.SetCity(b) }
 func BenchmarkCmpGetEAO(b *testing.B)          { boltSuite.GetEAO(b) }
 func BenchmarkCmpPutEAO(b *testing.B)          { boltSuite.PutEAO(b) }
 
+// testGames and testHotels size the data of the baseline checks.
+const testGames, testHotels = 120, 100
+
 // TestCmpBoltBaseline checks that the hand-written baseline and the
 // generated code do the same thing on the benchmark data (no timings).
 func TestCmpBoltBaseline(t *testing.T) {
 	impls, err := openBoltImpls(t.TempDir())
 	must(t, err)
 	for _, im := range impls {
-		must(t, cmpbench.Load(im))
-		cmpbench.Check(t, im)
+		must(t, cmpbench.Load(im, testGames, testHotels))
+		cmpbench.Check(t, im, testGames, testHotels)
 	}
 }

@@ -124,7 +124,7 @@ func (s *Suite) load(b *testing.B) []Impl {
 			if s.err != nil {
 				break
 			}
-			s.err = Load(im)
+			s.err = Load(im, NumGames, NumHotels)
 		}
 	})
 	if s.err != nil {
@@ -133,20 +133,22 @@ func (s *Suite) load(b *testing.B) []Impl {
 	return s.impls
 }
 
-// Load stores the data sets into im.
-func Load(im Impl) error {
-	for i := range NumGames {
+// Load stores the data sets into im: games games (and as many EAO games)
+// and hotels hotels; the benchmarks use NumGames and NumHotels, the tests
+// smaller sets (hotels a multiple of 5*NumCities).
+func Load(im Impl, games, hotels int) error {
+	for i := range games {
 		if err := im.Games.Create(ctx, NewGame(i)); err != nil {
 			return fmt.Errorf("%s: %w", im.Name, err)
 		}
 	}
-	for i := range NumHotels {
+	for i := range hotels {
 		if err := im.Hotels.Create(ctx, NewHotel(i)); err != nil {
 			return fmt.Errorf("%s: %w", im.Name, err)
 		}
 	}
 	if im.EAO != nil {
-		for i := range NumGames {
+		for i := range games {
 			g := NewGame(i)
 			if err := im.EAO.Create(ctx, &bench.VersionedEAOGame{ID: g.ID, FirstPlayer: g.FirstPlayer, SecondPlayer: g.SecondPlayer, Rounds: bench.NewRounds(GameRounds)}); err != nil {
 				return fmt.Errorf("%s: %w", im.Name, err)
@@ -401,8 +403,9 @@ func (s *Suite) PutEAO(b *testing.B) {
 
 // Check runs every operation of im once and checks the results: the
 // baseline must do what the generated code does (tests, not timings).
-// im must be loaded (Load).
-func Check(t *testing.T, im Impl) {
+// im must be loaded with Load(im, games, hotels), games > 7 and hotels >
+// 42.
+func Check(t *testing.T, im Impl, games, hotels int) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -455,7 +458,7 @@ func Check(t *testing.T, im Impl) {
 			break
 		}
 	}
-	if seen != NumGames {
+	if seen != games {
 		t.Fatalf("%s: List read %d games", im.Name, seen)
 	}
 
@@ -482,7 +485,7 @@ func Check(t *testing.T, im Impl) {
 		}
 	}
 	before := list()
-	if len(before) != NumHotels/NumCities*3/5 {
+	if len(before) != hotels/NumCities*3/5 {
 		t.Fatalf("%s: ListByCityStars found %d hotels", im.Name, len(before))
 	}
 	moved := before[0]
