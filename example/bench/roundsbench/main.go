@@ -1,61 +1,72 @@
-// Command roundsbench repeats the experiment of the NoAM paper (Bugiotti et
-// al., section 8, Fig. 12) on noamgen's generated repositories: games of a
-// dozen rounds (about 8 KB each) stored as ROUNDS (a root entry plus one
-// entry per round) or EAO (the whole game one entry), under three
-// workloads: (a) game retrievals only, (b) round additions only, (c) a
-// 50/50 mix. It prints both layouts side by side, with mean and p95
-// latency per operation and bytes written per operation (bbolt).
+// Command roundsbench reproduces the experiment of the NoAM paper (Bugiotti
+// et al., section 8, Figure 12) on noamgen's generated repositories: games
+// of about a dozen rounds (about 8 KB) in three layouts, EAO, ROUNDS and
+// rounds as separate blocks (BLOCKS), under (a) game retrievals, (b) round
+// additions and (c) a 50/50 mix, for a sweep of database sizes, with the
+// layouts interleaved and repeated (see package fig12). It prints a
+// Markdown table (mean and p95 latency, ops/s per layout, workload and
+// size) and writes it with a PNG plot shaped like Figure 12.
 //
-//	go run ./example/bench/roundsbench                  # bbolt in a temp dir
-//	go run ./example/bench/roundsbench -mongo URI      # MongoDB
+//	go run ./example/bench/roundsbench                       # bbolt, temp dir
+//	go run ./example/bench/roundsbench -sizes 100,1000 -ops 500
+//	go run ./example/bench/roundsbench -mongo URI            # MongoDB
+//	go run ./example/bench/roundsbench -replot docs/bench/fig12-bolt.json -out docs/bench
 //
-// A round addition in EAO is what the layout forces: read the game, append
-// the round in memory, write the whole game back.
+// The in-process FerretDB runs it from the integration module:
+// NOAM_FIG12=1 go test ./bench -run Figure12 (see integration/bench).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
-	"time"
+	"strconv"
+	"strings"
 
 	"go.etcd.io/bbolt"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/example/bench"
-	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/example/bench/fig12"
 )
-
-// layout is one data representation under test.
-type layout struct {
-	name     string
-	load     func(ctx context.Context, id string, rounds int) error
-	get      func(ctx context.Context, id string) error
-	addRound func(ctx context.Context, id string, r bench.Round) error
-}
-
-type result struct {
-	mean, p95 time.Duration
-	written   float64 // bytes written per op (bbolt only), -1 if unknown
-}
 
 func main() {
 	mongoURI := flag.String("mongo", "", "MongoDB URI (default: bbolt in a temporary directory)")
-	games := flag.Int("games", 2000, "number of games")
-	rounds := flag.Int("rounds", 12, "rounds per game at load time (12 rounds is about 8 KB)")
-	ops := flag.Int("ops", 5000, "operations per workload")
+	sizeList := flag.String("sizes", "100,1000,10000,100000", "database sizes (numbers of games), comma-separated")
+	maxSize := flag.Int("max", 0, "cap: leave out sizes above this (0: no cap)")
+	ops := flag.Int("ops", 1000, "operations per layout, workload, size and repetition")
+	repeats := flag.Int("repeats", 3, "repetitions")
+	chunk := flag.Int("chunk", 50, "operations per layout in a row: layouts are interleaved chunk by chunk")
 	noSync := flag.Bool("nosync", true, "bbolt: skip fsync on commit (measures the data layout, not the disk)")
 	seed := flag.Uint64("seed", 1, "random seed")
+	out := flag.String("out", ".", "directory for fig12-STORE.md and fig12-STORE.png")
+	quiet := flag.Bool("q", false, "no progress bar")
+	replot := flag.String("replot", "", "rewrite the report from this fig12-STORE.json (written by a run) instead of running")
+	tmp := flag.String("dir", "", "bbolt: directory for the database files (default: the system's temporary directory; /dev/shm keeps disk writeback out of the timings)")
 	flag.Parse()
 	ctx := context.Background()
 
-	var layouts []layout
-	counted := false
+	if *replot != "" {
+		cfg, results, err := fig12.LoadJSON(*replot)
+		check(err)
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(*replot), "fig12-"), ".json")
+		md, err := fig12.WriteReport(*out, name, cfg, results)
+		check(err)
+		os.Stdout.Write(md)
+		return
+	}
+	sizes, err := parseSizes(*sizeList, *maxSize)
+	check(err)
+	cfg := fig12.Config{Sizes: sizes, Ops: *ops, Repeats: *repeats, Chunk: *chunk, Seed: *seed}
+	if !*quiet {
+		cfg.Progress = os.Stderr
+	}
+
+	var layouts []fig12.Layout
+	var name string
 	if *mongoURI != "" {
 		client, err := mongo.Connect(options.Client().ApplyURI(*mongoURI))
 		check(err)
@@ -63,110 +74,50 @@ func main() {
 		db := client.Database("noamgen_roundsbench")
 		check(db.Drop(ctx))
 		defer db.Drop(ctx)
-		layouts = newLayouts(bench.NewRoundsGameMongoRepository(db), bench.NewEAOGameMongoRepository(db))
-		fmt.Printf("store: MongoDB %s\n", *mongoURI)
+		layouts = fig12.MongoLayouts(db)
+		cfg.Store, name = "MongoDB "+*mongoURI, "mongo"
 	} else {
-		dir, err := os.MkdirTemp("", "roundsbench-")
+		dir, err := os.MkdirTemp(*tmp, "roundsbench-")
 		check(err)
 		defer os.RemoveAll(dir)
-		db, err := bbolt.Open(filepath.Join(dir, "bench.db"), 0o600, &bbolt.Options{NoSync: *noSync})
-		check(err)
-		defer db.Close()
-		layouts = newLayouts(bench.NewRoundsGameBoltRepository(db), bench.NewEAOGameBoltRepository(db))
-		counted = true
-		fmt.Printf("store: bbolt (NoSync=%v)\n", *noSync)
-	}
-	fmt.Printf("%d games of %d rounds, %d operations per workload\n\n", *games, *rounds, *ops)
-
-	workloads := []struct {
-		name     string
-		readFrac float64
-	}{{"(a) retrievals", 1}, {"(b) round additions", 0}, {"(c) 50/50 mix", 0.5}}
-	results := map[string][]result{}
-	for _, l := range layouts {
-		for g := range *games {
-			check(l.load(ctx, gameID(l.name, g), *rounds))
+		// One file per layout, so that each layout's B+tree holds its games
+		// only. The initial mmap size (address space, not memory) spares
+		// the remaps that would stall writes as the files grow.
+		var dbs [3]*bbolt.DB
+		for i, l := range []string{"eao", "rounds", "blocks"} {
+			dbs[i], err = bbolt.Open(filepath.Join(dir, l+".db"), 0o600, &bbolt.Options{NoSync: *noSync, InitialMmapSize: 8 << 30})
+			check(err)
+			defer dbs[i].Close()
 		}
-		rng := rand.New(rand.NewPCG(*seed, 0))
-		for _, w := range workloads {
-			lat := make([]time.Duration, 0, *ops)
-			before := boltstore.Written()
-			for range *ops {
-				id := gameID(l.name, rng.IntN(*games))
-				start := time.Now()
-				if rng.Float64() < w.readFrac {
-					check(l.get(ctx, id))
-				} else {
-					check(l.addRound(ctx, id, bench.NewRound(rng.IntN(1000))))
-				}
-				lat = append(lat, time.Since(start))
-			}
-			res := summarize(lat)
-			res.written = -1
-			if counted {
-				res.written = float64(boltstore.Written().Bytes-before.Bytes) / float64(*ops)
-			}
-			results[l.name] = append(results[l.name], res)
+		layouts = fig12.Layouts(bench.NewEAOGameBoltRepository(dbs[0]), bench.NewRoundsGameBoltRepository(dbs[1]),
+			bench.NewBlocksGameBoltRepository(dbs[2]), bench.NewGameRoundBoltRepository(dbs[2]))
+		cfg.Store, name = fmt.Sprintf("bbolt (NoSync=%v)", *noSync), "bolt"
+		if *tmp != "" {
+			cfg.Store = fmt.Sprintf("bbolt (NoSync=%v, files in %s)", *noSync, *tmp)
 		}
 	}
-
-	fmt.Printf("%-22s %28s %28s %10s\n", "workload", "ROUNDS mean / p95 / B-written", "EAO mean / p95 / B-written", "EAO/ROUNDS")
-	for i, w := range workloads {
-		r, e := results["rounds"][i], results["eao"][i]
-		fmt.Printf("%-22s %28s %28s %9.2fx\n", w.name, cell(r), cell(e), float64(e.mean)/float64(r.mean))
-	}
+	results, err := fig12.Run(ctx, cfg, layouts)
+	check(err)
+	md, err := fig12.WriteReport(*out, name, cfg, results)
+	check(err)
+	os.Stdout.Write(md)
 }
 
-func newLayouts(rounds bench.RoundsGameRepository, eao bench.EAOGameRepository) []layout {
-	return []layout{
-		{
-			name: "rounds",
-			load: func(ctx context.Context, id string, n int) error { return rounds.Put(ctx, bench.NewRoundsGame(id, n)) },
-			get: func(ctx context.Context, id string) error {
-				_, err := rounds.Get(ctx, id)
-				return err
-			},
-			addRound: func(ctx context.Context, id string, r bench.Round) error {
-				_, err := rounds.AppendRounds(ctx, id, r)
-				return err
-			},
-		},
-		{
-			name: "eao",
-			load: func(ctx context.Context, id string, n int) error { return eao.Put(ctx, bench.NewEAOGame(id, n)) },
-			get: func(ctx context.Context, id string) error {
-				_, err := eao.Get(ctx, id)
-				return err
-			},
-			addRound: func(ctx context.Context, id string, r bench.Round) error {
-				g, err := eao.Get(ctx, id)
-				if err != nil {
-					return err
-				}
-				g.Rounds = append(g.Rounds, r)
-				return eao.Put(ctx, g)
-			},
-		},
+func parseSizes(list string, max int) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		if max == 0 || n <= max {
+			sizes = append(sizes, n)
+		}
 	}
-}
-
-func gameID(layout string, i int) string { return fmt.Sprintf("%s-%06d", layout, i) }
-
-func summarize(lat []time.Duration) result {
-	slices.Sort(lat)
-	var sum time.Duration
-	for _, d := range lat {
-		sum += d
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("no size in %q at most %d", list, max)
 	}
-	return result{mean: sum / time.Duration(len(lat)), p95: lat[len(lat)*95/100]}
-}
-
-func cell(r result) string {
-	w := "-"
-	if r.written >= 0 {
-		w = fmt.Sprintf("%.0f", r.written)
-	}
-	return fmt.Sprintf("%s / %s / %s", r.mean.Round(time.Microsecond), r.p95.Round(time.Microsecond), w)
+	return sizes, nil
 }
 
 func check(err error) {
