@@ -251,7 +251,7 @@ func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageR
 		return Page[*T]{}, err
 	}
 	s, _ := r.D.Counter.Split(scope)
-	query := fmt.Sprintf("%s.%s:%x", r.D.Aggregate, op, s)
+	query := r.D.Aggregate + "." + op + ":" + string(s)
 	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		var from int64
 		if after != nil {
@@ -279,14 +279,16 @@ func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 	}
 	query := ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id))
 	return paginate(query, req, func(after []byte, n int) ([]E, []byte, bool, error) {
+		// The position of an element listing is the index of the next
+		// element (IndexCursor's).
 		start := 0
 		if after != nil {
 			kr := NewKeyReader(after)
 			v, err := kr.Int()
-			if err != nil || !kr.Done() || v < 0 || v >= MaxElemIndex {
+			if err != nil || !kr.Done() || v < 1 || v > MaxElemIndex {
 				return nil, nil, false, fmt.Errorf("%w: bad position", ErrBadCursor)
 			}
-			start = int(v) + 1
+			start = int(v)
 		}
 		items := make([]E, 0, min(n, 64))
 		more, err := r.S.ReadElems(ctx, op, id, f, start, n, func(d Decoder) error {
@@ -297,7 +299,7 @@ func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 			items = append(items, e)
 			return nil
 		})
-		return items, AppendInt(nil, int64(start+len(items)-1)), more, err
+		return items, AppendInt(nil, int64(start+len(items))), more, err
 	}, func(err error) error { return Fail(op, r.D.Aggregate, id, nil, err) })
 }
 

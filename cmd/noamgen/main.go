@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("noamgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var stores listFlag
-	fs.Var(&stores, "store", "`stores` to generate repositories for, comma-separated or repeated (known: "+strings.Join(templates.StoreNames(), ", ")+"; default mongo)")
+	fs.Var(&stores, "store", "`stores` to generate repositories for, comma-separated or repeated (known: "+strings.Join(templates.StoreNames(), ", ")+"; default: every store)")
 	pattern := fs.String("pattern", generator.DefaultPattern, "output file name `pattern`; {type} is the aggregate's type name in snake_case, {store} the store name (noam for the store-independent interface file); must end in .go, not _test.go, and name no directory")
 	check := fs.Bool("check", false, "write nothing; print the generated files that are missing, out of date or stale and exit 1 if there is any (for CI)")
 	verbose := fs.Bool("v", false, "print the names of the files written or removed")
