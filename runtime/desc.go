@@ -321,6 +321,21 @@ func (d *Desc[T, K]) Partitions() []*Field[T] {
 	return out
 }
 
+// VersionOf is t's version, 0 when the aggregate has none.
+func (d *Desc[T, K]) VersionOf(t *T) int64 {
+	if d.Version == nil {
+		return 0
+	}
+	return d.Version.Value(t).(int64)
+}
+
+// SetVersion sets t's version, if the aggregate has one.
+func (d *Desc[T, K]) SetVersion(t *T, v int64) {
+	if d.Version != nil {
+		_ = d.Version.Assign(t, v)
+	}
+}
+
 // VersionKey is the version entry's key, "" if there is none.
 func (d *Desc[T, K]) VersionKey() string {
 	if d.Version == nil {

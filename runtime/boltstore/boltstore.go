@@ -38,7 +38,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"iter"
 	"sync/atomic"
 
 	"go.etcd.io/bbolt"
@@ -527,21 +526,6 @@ func entryName(prefix, k []byte) string {
 	return "entry " + name
 }
 
-// Get reads block id with read in one read transaction.
-func Get[K, T any](ctx context.Context, c Collection[K], id K, read func(*Block, K) (T, error)) (T, error) {
-	var out T
-	err := c.View(ctx, "Get", id, func(b *Block) error {
-		var err error
-		out, err = read(b, id)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return out, nil
-}
-
 // Elements reads one page of the elements of the partitioned field of
 // block id in index order, seeking to the first one: the other elements and
 // entries are not read. Cursors are bound to the block with
@@ -612,42 +596,6 @@ func List[K, T any](ctx context.Context, c Collection[K], query string, req runt
 		return runtime.Page[T]{}, err
 	}
 	return page, nil
-}
-
-// allPage is how many blocks All reads per read transaction.
-const allPage = runtime.DefaultPageLimit
-
-// All iterates over every block in block-key order with read. It reads
-// blocks a page at a time, each page in its own short read transaction, so
-// that no transaction stays open while the caller's loop body runs.
-func All[K, T any](ctx context.Context, c Collection[K], read func(*Block, K) (T, error)) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		var from []byte
-		for {
-			var items []T
-			var last K
-			var more bool
-			err := c.view(ctx, "All", nil, func(b *bbolt.Bucket) error {
-				var err error
-				items, last, more, err = readBlocks(c, b, "All", from, allPage, read)
-				return err
-			})
-			if err != nil {
-				yield(zero, err)
-				return
-			}
-			for _, it := range items {
-				if !yield(it, nil) {
-					return
-				}
-			}
-			if !more {
-				return
-			}
-			from = runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(last)))
-		}
-	}
 }
 
 // readBlocks reads up to n blocks of bucket b from key from on (nil: the
@@ -743,4 +691,19 @@ func Written() WriteStats {
 // Sub returns the counts written between o and s.
 func (s WriteStats) Sub(o WriteStats) WriteStats {
 	return WriteStats{Keys: s.Keys - o.Keys, Bytes: s.Bytes - o.Bytes, Deletes: s.Deletes - o.Deletes}
+}
+
+// Get reads block id with read in one read transaction.
+func Get[K, T any](ctx context.Context, c Collection[K], id K, read func(*Block, K) (T, error)) (T, error) {
+	var out T
+	err := c.View(ctx, "Get", id, func(b *Block) error {
+		var err error
+		out, err = read(b, id)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
 }

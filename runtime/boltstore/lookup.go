@@ -258,62 +258,6 @@ func resolve[K, A any](c Collection[K], tx *bbolt.Tx, b *bbolt.Bucket, op string
 	return a, true, nil
 }
 
-// ListBy reads one page of the aggregates found through lookup l in the
-// key range rng (a query's values), in (value, block key) order, in one read
-// transaction: it reads the index entries from the cursor's position on
-// and each block they point at. The cursor is the last entry's key, bound
-// to the lookup and the range, so that entries added or removed before it
-// do not shift the page. Stale entries are skipped.
-func ListBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[A], rng *runtime.KeyRange, req runtime.PageRequest, read func(*Block, K) (*A, error)) (runtime.Page[*A], error) {
-	if err := rng.Err(); err != nil {
-		return runtime.Page[*A]{}, runtime.Fail(op, c.Aggregate, nil, nil, err)
-	}
-	if err := rng.Resume(l.Name, req.Cursor); err != nil {
-		return runtime.Page[*A]{}, runtime.Fail(op, c.Aggregate, nil, nil, err)
-	}
-	n := req.Size()
-	var page runtime.Page[*A]
-	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
-		ib := tx.Bucket([]byte(l.Name))
-		if ib == nil || b == nil {
-			return nil
-		}
-		var last []byte
-		cur := ib.Cursor()
-		steps := 0
-		for k, v := cur.Seek(rng.Start()); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
-			// Stale entries (left by writes that bypass the repository)
-			// may be many: keep the walk cancellable.
-			if steps++; steps%scopeCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			if len(page.Items) == n {
-				page.Next = rng.Cursor(l.Name, last)
-				break
-			}
-			value, blockKey, err := entry(l, k, v)
-			if err != nil {
-				return fmt.Errorf("index table %s: entry %x: %w", l.Name, k, err)
-			}
-			a, ok, err := resolve(c, tx, b, op, l, value, blockKey, read)
-			if err != nil {
-				return err
-			}
-			if ok {
-				page.Items = append(page.Items, a)
-				last = bytes.Clone(k)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return runtime.Page[*A]{}, err
-	}
-	return page, nil
-}
-
 // GetBy reads the aggregate holding value in the unique lookup l, in one
 // read transaction. It fails with runtime.ErrNotFound if none does.
 func GetBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[A], value []byte, read func(*Block, K) (*A, error)) (*A, error) {

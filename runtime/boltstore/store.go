@@ -186,19 +186,6 @@ func (s *Store[T, K]) putElems(blk *Block, f *runtime.Field[T], t *T) {
 	blk.put(blk.key(f.Key, -1), encodeInt(int64(n)))
 }
 
-func (s *Store[T, K]) version(t *T) int64 {
-	if s.d.Version == nil {
-		return 0
-	}
-	return s.d.Version.Value(t).(int64)
-}
-
-func (s *Store[T, K]) setVersion(t *T, v int64) {
-	if s.d.Version != nil {
-		_ = s.d.Version.Assign(t, v)
-	}
-}
-
 // Get reads block id in one read transaction.
 func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	var out *T
@@ -233,14 +220,14 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		return err
 	}
 	*s.d.ID(t) = id
-	s.setVersion(t, 1)
+	s.d.SetVersion(t, 1)
 	return nil
 }
 
 // Put replaces block t whole (checking the version it holds) in one
 // transaction: no entry of the old value survives.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
-	want := s.version(t)
+	want := s.d.VersionOf(t)
 	id, err := s.c.update(ctx, "Put", *s.d.ID(t), s.c.Counter != nil, func(blk *Block) error {
 		if s.d.Version != nil {
 			// Version 0 stands for a block that does not exist yet.
@@ -264,7 +251,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		return err
 	}
 	*s.d.ID(t) = id
-	s.setVersion(t, want+1)
+	s.d.SetVersion(t, want+1)
 	return nil
 }
 

@@ -1,12 +1,10 @@
 package mongostore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -27,30 +25,12 @@ func keyInUse(op, agg string, id any, err error) error {
 	return runtime.Fail(op, agg, id, runtime.ErrDuplicate, cause)
 }
 
-// GetMany reads the documents with the given block keys in one query and
-// returns the converted aggregates by key; keys without a document are
-// absent from the map.
-func GetMany[K comparable, D, T any](ctx context.Context, coll *mongo.Collection, agg string, ids []K, convert func(*D) T, keyOf func(T) K) (map[K]T, error) {
-	out, err := getMany(ctx, coll, ids, convert, keyOf)
-	if err != nil {
-		return nil, runtime.Fail("GetMany", agg, nil, nil, err)
-	}
-	return out, nil
-}
-
 func getMany[K comparable, D, T any](ctx context.Context, coll *mongo.Collection, ids []K, convert func(*D) T, keyOf func(T) K) (map[K]T, error) {
 	out := make(map[K]T, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	seen := make(map[K]bool, len(ids))
-	in := make(bson.A, 0, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			in = append(in, id)
-		}
-	}
+	in := distinctIDs(ids)
 	opts := options.Find().SetBatchSize(oneBatch(len(in)))
 	cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, opts)
 	if err != nil {
@@ -175,52 +155,15 @@ func Insert(ctx context.Context, coll *mongo.Collection, op, agg string, id, doc
 	return runtime.Fail(op, agg, id, nil, err)
 }
 
-// ListScope reads one page of the children of one counter scope (scope is
-// the encoded key parts before the counted one) in number order, in two
-// round trips whatever the numbers of deleted blocks: it reads the scope's
-// counter, then the blocks whose keys lie in [key(after+1), key(counter)]
-// in _id order, n+1 at most. Cursors are bound to the scope, and their
-// numbers are validated with runtime.PositionAfter.
-//
-// The range query relies on the order of block keys in _id: a scalar
-// number, or a document whose fields are the scope's parts followed by the
-// counted number (as generated key structs are), which MongoDB (and
-// FerretDB) compare field by field.
-func ListScope[K comparable, D, T any](ctx context.Context, coll, counters *mongo.Collection, op, agg string, scope []byte, key func(n int64) K, req runtime.PageRequest, convert func(*D) T, numOf func(T) int64) (runtime.Page[T], error) {
-	query := agg + "." + op + ":" + string(scope)
-	var after int64
-	if req.Cursor != "" {
-		var err error
-		if after, err = runtime.PositionAfter(query, req.Cursor, 0); err != nil {
-			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
+// distinctIDs lists ids once each, in first-seen order, for an $in.
+func distinctIDs[K comparable](ids []K) bson.A {
+	seen := make(map[K]bool, len(ids))
+	in := make(bson.A, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			in = append(in, id)
 		}
 	}
-	last, err := counterValue(ctx, counters, CounterID(coll.Name(), scope))
-	if err != nil {
-		return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
-	}
-	n := req.Size()
-	items := []T{}
-	if after < last {
-		filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: key(after + 1)}, {Key: "$lte", Value: key(last)}}}}
-		opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
-		cur, err := coll.Find(ctx, filter, opts)
-		if err != nil {
-			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
-		}
-		var docs []D
-		if err := cur.All(ctx, &docs); err != nil {
-			return runtime.Page[T]{}, runtime.Fail(op, agg, nil, nil, err)
-		}
-		for i := range docs {
-			items = append(items, convert(&docs[i]))
-		}
-		// The order of the server's comparison, made sure of.
-		slices.SortFunc(items, func(a, b T) int { return cmp.Compare(numOf(a), numOf(b)) })
-	}
-	page := runtime.Page[T]{Items: items[:min(len(items), n)]}
-	if len(items) > n {
-		page.Next = runtime.PositionCursor(query, numOf(items[n-1]))
-	}
-	return page, nil
+	return in
 }

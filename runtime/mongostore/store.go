@@ -52,17 +52,8 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store
 			VersionKey: d.VersionKey(),
 			Fields:     fields,
 			Lookups:    ls,
-			// A document that does not decode yields what did decode (never
-			// nil): the protocol only reads its lookup values, and Get and
-			// the listings report the decoding error themselves.
-			Convert: func(raw *bson.Raw) *T {
-				t, err := s.decode(*raw)
-				if err != nil || t == nil {
-					t = new(T)
-				}
-				return t
-			},
-			KeyOf: func(t *T) K { return *d.ID(t) },
+			Convert:    s.convert,
+			KeyOf:      func(t *T) K { return *d.ID(t) },
 		})
 	}
 	return s
@@ -148,19 +139,6 @@ func (s *Store[T, K]) doc(t *T, version int64, stamp Stamp) bson.D {
 	return d
 }
 
-func (s *Store[T, K]) version(t *T) int64 {
-	if s.d.Version == nil {
-		return 0
-	}
-	return s.d.Version.Value(t).(int64)
-}
-
-func (s *Store[T, K]) setVersion(t *T, v int64) {
-	if s.d.Version != nil {
-		_ = s.d.Version.Assign(t, v)
-	}
-}
-
 func (s *Store[T, K]) fail(op string, id any, err error) error {
 	return Err(op, s.d.Aggregate, id, err)
 }
@@ -181,17 +159,12 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 // GetMany reads the blocks with the given keys with one find.
 func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 	out := make(map[K]*T, len(ids))
-	if len(ids) == 0 {
+	in := distinctIDs(ids)
+	if len(in) == 0 {
 		return out, nil
 	}
-	seen := make(map[K]bool, len(ids))
-	in := make(bson.A, 0, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			in = append(in, id)
-		}
-	}
+	// Decoded here, not by getMany, so that a document that does not
+	// decode is an error rather than a partial aggregate.
 	items, err := s.find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, options.Find().SetBatchSize(oneBatch(len(in))))
 	if err != nil {
 		return nil, runtime.Fail("GetMany", s.d.Aggregate, nil, nil, err)
@@ -200,6 +173,16 @@ func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 		out[*s.d.ID(t)] = t
 	}
 	return out, nil
+}
+
+// convert decodes a document for getMany; a document that does not decode
+// yields what did decode (the protocol reads only lookup values from it).
+func (s *Store[T, K]) convert(raw *bson.Raw) *T {
+	t, err := s.decode(*raw)
+	if err != nil || t == nil {
+		t = new(T)
+	}
+	return t
 }
 
 // find runs a find and decodes every document.
@@ -275,7 +258,7 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	if err != nil {
 		return err
 	}
-	s.setVersion(t, 1)
+	s.d.SetVersion(t, 1)
 	return nil
 }
 
@@ -285,7 +268,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 }
 
 func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
-	want := s.version(t)
+	want := s.d.VersionOf(t)
 	put := func(t *T) error { return s.put(ctx, t, want) }
 	if s.d.Counter != nil {
 		id := *s.d.ID(t)
@@ -304,7 +287,7 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 	} else if err := put(t); err != nil {
 		return err
 	}
-	s.setVersion(t, want+1)
+	s.d.SetVersion(t, want+1)
 	return nil
 }
 
