@@ -258,7 +258,7 @@ type Counter[K any] struct {
 type Desc[T any, K comparable] struct {
 	// Aggregate is the Go type name, used in errors ("Game").
 	Aggregate string
-	// Collection is the collection name ("Game").
+	// Collection is the collection name; "" means the Aggregate name.
 	Collection string
 	// Keys encodes block keys, order-preserving.
 	Keys KeyCodec[K]
@@ -284,6 +284,9 @@ type Desc[T any, K comparable] struct {
 // Init completes the descriptor and checks it; generated code calls it
 // once, when the package is initialised.
 func (d *Desc[T, K]) Init() *Desc[T, K] {
+	if d.Collection == "" {
+		d.Collection = d.Aggregate
+	}
 	d.byKey = make(map[string]*Field[T], len(d.Fields)+2)
 	for _, f := range d.Fields {
 		if _, dup := d.byKey[f.Key]; dup {

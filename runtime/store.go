@@ -58,6 +58,12 @@ type Store[T any, K comparable] interface {
 	Repair(ctx context.Context) (RepairReport, error)
 	Ensure(ctx context.Context) error
 
+	// Layout lists the entries the store physically holds for block id,
+	// in the model's notation ("" for the EAO root entry, "rounds" for an
+	// element count, "rounds[3]" for an element): the conformance suite
+	// checks that it is exactly Desc.Entries of the block.
+	Layout(ctx context.Context, id K) ([]string, error)
+
 	// Caps declares what the store promises.
 	Caps() Caps
 }

@@ -159,7 +159,9 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 	}
 
 	items := []jen.Code{jen.Id("Aggregate").Op(":").Lit(a.Name)}
-	items = append(items, jen.Id("Collection").Op(":").Lit(a.Collection))
+	if a.Collection != a.Name {
+		items = append(items, jen.Id("Collection").Op(":").Lit(a.Collection))
+	}
 	items = append(items,
 		jen.Id("Keys").Op(":").Id(KeyCodecVar(a)),
 		jen.Id("ID").Op(":").Func().Params(jen.Id(v).Op("*").Id(a.Name)).Op("*").Add(idT).Block(jen.Return(jen.Op("&").Id(v).Dot(a.ID.GoName))),

@@ -243,3 +243,33 @@ func TestGeneratedNamesTaken(t *testing.T) {
 		t.Fatalf("mongo: exit %d, stderr %q, want %q", code, errs, want)
 	}
 }
+
+// TestGuardCatchesTagChanges: the compile-time guard of the generated code
+// fails when a tag of a persisted field changes (the stored entry key would
+// be wrong) and nobody regenerates; a conversion would have ignored tags.
+func TestGuardCatchesTagChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a generated package")
+	}
+	src := "package p\n\ntype P struct {\n\t_    struct{} `noam:\"aggregate\"`\n\tID   string   `noam:\"id\"`\n\tName string   `bson:\"p\"`\n}\n"
+	dir := tempPackage(t, src)
+	if code, _, errs := runIn(t, dir, nil, "-store", "bolt"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	build := func() (string, error) {
+		cmd := exec.Command("go", "vet", ".")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := build(); err != nil {
+		t.Fatalf("the generated package does not build: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "input.go"), []byte(strings.Replace(src, `bson:"p"`, `bson:"p2"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := build()
+	if err == nil || !strings.Contains(out, "p_noam.gen.go") {
+		t.Fatalf("the package still builds after a tag change without regenerating (err %v):\n%s", err, out)
+	}
+}

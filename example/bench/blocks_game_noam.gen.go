@@ -85,9 +85,8 @@ var (
 // blocksGameDesc describes BlocksGame to the store adapters: the same layout
 // on every store.
 var blocksGameDesc = (&runtime.Desc[BlocksGame, string]{
-	Aggregate:  "BlocksGame",
-	Collection: "BlocksGame",
-	Keys:       blocksGameKeys,
+	Aggregate: "BlocksGame",
+	Keys:      blocksGameKeys,
 	ID: func(blocksGame *BlocksGame) *string {
 		return &blocksGame.ID
 	},

@@ -95,9 +95,8 @@ var (
 // counterDesc describes Counter to the store adapters: the same layout on
 // every store.
 var counterDesc = (&runtime.Desc[Counter, string]{
-	Aggregate:  "Counter",
-	Collection: "Counter",
-	Keys:       counterKeys,
+	Aggregate: "Counter",
+	Keys:      counterKeys,
 	ID: func(counter *Counter) *string {
 		return &counter.ID
 	},

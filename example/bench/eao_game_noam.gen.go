@@ -90,9 +90,8 @@ var (
 // eaoGameDesc describes EAOGame to the store adapters: the same layout on
 // every store.
 var eaoGameDesc = (&runtime.Desc[EAOGame, string]{
-	Aggregate:  "EAOGame",
-	Collection: "EAOGame",
-	Keys:       eaoGameKeys,
+	Aggregate: "EAOGame",
+	Keys:      eaoGameKeys,
 	ID: func(eaoGame *EAOGame) *string {
 		return &eaoGame.ID
 	},

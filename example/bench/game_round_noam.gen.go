@@ -113,9 +113,8 @@ var (
 // gameRoundDesc describes GameRound to the store adapters: the same layout on
 // every store.
 var gameRoundDesc = (&runtime.Desc[GameRound, GameRoundKey]{
-	Aggregate:  "GameRound",
-	Collection: "GameRound",
-	Keys:       gameRoundKeys,
+	Aggregate: "GameRound",
+	Keys:      gameRoundKeys,
 	ID: func(gameRound *GameRound) *GameRoundKey {
 		return &gameRound.Key
 	},

@@ -123,9 +123,8 @@ var (
 // roundsGameDesc describes RoundsGame to the store adapters: the same layout
 // on every store.
 var roundsGameDesc = (&runtime.Desc[RoundsGame, string]{
-	Aggregate:  "RoundsGame",
-	Collection: "RoundsGame",
-	Keys:       roundsGameKeys,
+	Aggregate: "RoundsGame",
+	Keys:      roundsGameKeys,
 	ID: func(roundsGame *RoundsGame) *string {
 		return &roundsGame.ID
 	},

@@ -102,9 +102,8 @@ var (
 // versionedEAOGameDesc describes VersionedEAOGame to the store adapters: the
 // same layout on every store.
 var versionedEAOGameDesc = (&runtime.Desc[VersionedEAOGame, string]{
-	Aggregate:  "VersionedEAOGame",
-	Collection: "VersionedEAOGame",
-	Keys:       versionedEAOGameKeys,
+	Aggregate: "VersionedEAOGame",
+	Keys:      versionedEAOGameKeys,
 	ID: func(versionedEAOGame *VersionedEAOGame) *string {
 		return &versionedEAOGame.ID
 	},

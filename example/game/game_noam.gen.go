@@ -157,9 +157,8 @@ var (
 // gameDesc describes Game to the store adapters: the same layout on every
 // store.
 var gameDesc = (&runtime.Desc[Game, string]{
-	Aggregate:  "Game",
-	Collection: "Game",
-	Keys:       gameKeys,
+	Aggregate: "Game",
+	Keys:      gameKeys,
 	ID: func(game *Game) *string {
 		return &game.ID
 	},

@@ -182,9 +182,8 @@ var (
 // playerDesc describes Player to the store adapters: the same layout on every
 // store.
 var playerDesc = (&runtime.Desc[Player, string]{
-	Aggregate:  "Player",
-	Collection: "Player",
-	Keys:       playerKeys,
+	Aggregate: "Player",
+	Keys:      playerKeys,
 	ID: func(player *Player) *string {
 		return &player.Username
 	},

@@ -109,9 +109,8 @@ var (
 // tournamentDesc describes Tournament to the store adapters: the same layout
 // on every store.
 var tournamentDesc = (&runtime.Desc[Tournament, int64]{
-	Aggregate:  "Tournament",
-	Collection: "Tournament",
-	Keys:       tournamentKeys,
+	Aggregate: "Tournament",
+	Keys:      tournamentKeys,
 	ID: func(tournament *Tournament) *int64 {
 		return &tournament.ID
 	},

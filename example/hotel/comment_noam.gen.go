@@ -148,9 +148,8 @@ var (
 // commentDesc describes Comment to the store adapters: the same layout on
 // every store.
 var commentDesc = (&runtime.Desc[Comment, CommentKey]{
-	Aggregate:  "Comment",
-	Collection: "Comment",
-	Keys:       commentKeys,
+	Aggregate: "Comment",
+	Keys:      commentKeys,
 	ID: func(comment *Comment) *CommentKey {
 		return &comment.Key
 	},

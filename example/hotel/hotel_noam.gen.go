@@ -226,9 +226,8 @@ var (
 // hotelDesc describes Hotel to the store adapters: the same layout on every
 // store.
 var hotelDesc = (&runtime.Desc[Hotel, string]{
-	Aggregate:  "Hotel",
-	Collection: "Hotel",
-	Keys:       hotelKeys,
+	Aggregate: "Hotel",
+	Keys:      hotelKeys,
 	ID: func(hotel *Hotel) *string {
 		return &hotel.ID
 	},

@@ -115,9 +115,8 @@ var (
 // postDesc describes Post to the store adapters: the same layout on every
 // store.
 var postDesc = (&runtime.Desc[Post, int64]{
-	Aggregate:  "Post",
-	Collection: "Post",
-	Keys:       postKeys,
+	Aggregate: "Post",
+	Keys:      postKeys,
 	ID: func(post *Post) *int64 {
 		return &post.ID
 	},

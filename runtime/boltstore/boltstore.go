@@ -35,13 +35,10 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/noamgen/noamgen/runtime"
 )
@@ -631,66 +628,6 @@ func readBlocks[K, T any](c Collection[K], b *bbolt.Bucket, op string, from []by
 		last = id
 	}
 	return items, last, false, nil
-}
-
-// Encode encodes a value with the MongoDB driver's BSON codec: the BSON
-// type byte, then the value's bytes.
-func Encode(v any) ([]byte, error) {
-	t, data, err := bson.MarshalValue(v)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 1+len(data))
-	out[0] = byte(t)
-	copy(out[1:], data)
-	return out, nil
-}
-
-// Decode decodes a value made by Encode into v, a pointer.
-func Decode(data []byte, v any) error {
-	if len(data) == 0 {
-		return errors.New("empty value")
-	}
-	return bson.UnmarshalValue(bson.Type(data[0]), data[1:], v)
-}
-
-// encodeInt encodes n as Encode(n) does (a BSON int64), without
-// reflection: counts and versions are written on every write.
-func encodeInt(n int64) []byte {
-	b := make([]byte, 9)
-	b[0] = byte(bson.TypeInt64)
-	binary.LittleEndian.PutUint64(b[1:], uint64(n))
-	return b
-}
-
-func decodeInt(data []byte) (int64, error) {
-	if len(data) != 9 || bson.Type(data[0]) != bson.TypeInt64 {
-		return 0, fmt.Errorf("want a BSON int64, have %x", data)
-	}
-	return int64(binary.LittleEndian.Uint64(data[1:])), nil
-}
-
-// WriteStats counts what the committed write transactions of generated
-// repositories wrote, in this process.
-type WriteStats struct {
-	Keys    int64 // key-value pairs put
-	Bytes   int64 // their keys' and values' bytes
-	Deletes int64 // keys deleted
-}
-
-var written struct {
-	keys, bytes, deletes atomic.Int64
-}
-
-// Written returns the write counts so far; subtract two of them to measure
-// an operation (benchmarks report bytes written per operation this way).
-func Written() WriteStats {
-	return WriteStats{Keys: written.keys.Load(), Bytes: written.bytes.Load(), Deletes: written.deletes.Load()}
-}
-
-// Sub returns the counts written between o and s.
-func (s WriteStats) Sub(o WriteStats) WriteStats {
-	return WriteStats{Keys: s.Keys - o.Keys, Bytes: s.Bytes - o.Bytes, Deletes: s.Deletes - o.Deletes}
 }
 
 // Get reads block id with read in one read transaction.

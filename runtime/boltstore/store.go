@@ -592,3 +592,26 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	}
 	return s.c.Ensure(ctx, names...)
 }
+
+// Layout lists the entries of block id as the bucket holds them: the pairs
+// under the block's prefix, by entry key ("" for the root entry at the
+// prefix itself; the empty marker of an ETF block is no entry).
+func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
+	var out []string
+	err := s.c.View(ctx, "Layout", id, func(b *Block) error {
+		if !b.Exists() {
+			return b.Fail(runtime.ErrNotFound)
+		}
+		return b.Scan(func(e Entry) error {
+			switch {
+			case e.Key == "" && len(e.Value) == 0:
+			case e.Key == "":
+				out = append(out, "")
+			default:
+				out = append(out, e.String())
+			}
+			return nil
+		})
+	})
+	return out, err
+}

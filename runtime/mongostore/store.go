@@ -621,3 +621,44 @@ func refused(err error) error {
 	}
 	return err
 }
+
+// Layout lists the entries block id's document holds: one per top-level
+// field (under EAO the root fields together make the root entry ""), a
+// partitioned array's count and elements; _id and the hidden fields are
+// not entries.
+func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
+	raw, err := s.coll.FindOne(ctx, ByID(id)).Raw()
+	if err != nil {
+		return nil, s.fail("Layout", id, err)
+	}
+	elems, err := raw.Elements()
+	if err != nil {
+		return nil, runtime.Fail("Layout", s.d.Aggregate, id, nil, err)
+	}
+	var out []string
+	root := false
+	for _, e := range elems {
+		key := e.Key()
+		switch key {
+		case "_id", LenKey, SeqKey, IncKey:
+			continue
+		}
+		f := s.d.Field(key)
+		switch {
+		case f != nil && f.Kind == runtime.KindPartition:
+			out = append(out, key)
+			vals, _ := e.Value().Array().Values()
+			for i := range vals {
+				out = append(out, fmt.Sprintf("%s[%d]", key, i))
+			}
+		case f != nil && f.Kind == runtime.KindField && s.d.EAO:
+			if !root {
+				root = true
+				out = append(out, "")
+			}
+		default:
+			out = append(out, key)
+		}
+	}
+	return out, nil
+}

@@ -191,9 +191,8 @@ var (
 // profileDesc describes Profile to the store adapters: the same layout on
 // every store.
 var profileDesc = (&runtime.Desc[Profile, string]{
-	Aggregate:  "Profile",
-	Collection: "Profile",
-	Keys:       profileKeys,
+	Aggregate: "Profile",
+	Keys:      profileKeys,
 	ID: func(profile *Profile) *string {
 		return &profile.ID
 	},

@@ -79,9 +79,8 @@ var (
 // counterDesc describes Counter to the store adapters: the same layout on
 // every store.
 var counterDesc = (&runtime.Desc[Counter, int64]{
-	Aggregate:  "Counter",
-	Collection: "Counter",
-	Keys:       counterKeys,
+	Aggregate: "Counter",
+	Keys:      counterKeys,
 	ID: func(counter *Counter) *int64 {
 		return &counter.ID
 	},

@@ -79,9 +79,8 @@ var (
 // matchDesc describes Match to the store adapters: the same layout on every
 // store.
 var matchDesc = (&runtime.Desc[Match, GameID]{
-	Aggregate:  "Match",
-	Collection: "Match",
-	Keys:       matchKeys,
+	Aggregate: "Match",
+	Keys:      matchKeys,
 	ID: func(match *Match) *GameID {
 		return &match.ID
 	},

@@ -78,9 +78,8 @@ var (
 // shardDesc describes Shard to the store adapters: the same layout on every
 // store.
 var shardDesc = (&runtime.Desc[Shard, uint32]{
-	Aggregate:  "Shard",
-	Collection: "Shard",
-	Keys:       shardKeys,
+	Aggregate: "Shard",
+	Keys:      shardKeys,
 	ID: func(shard *Shard) *uint32 {
 		return &shard.Num
 	},

@@ -90,9 +90,8 @@ var entryKeys = runtime.KeyCodec[EntryKey]{Append: appendEntryKey, Read: readEnt
 // entryDesc describes Entry to the store adapters: the same layout on every
 // store.
 var entryDesc = (&runtime.Desc[Entry, EntryKey]{
-	Aggregate:  "Entry",
-	Collection: "Entry",
-	Keys:       entryKeys,
+	Aggregate: "Entry",
+	Keys:      entryKeys,
 	ID: func(entry *Entry) *EntryKey {
 		return &entry.Key
 	},

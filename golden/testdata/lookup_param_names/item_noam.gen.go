@@ -207,9 +207,8 @@ var (
 // itemDesc describes Item to the store adapters: the same layout on every
 // store.
 var itemDesc = (&runtime.Desc[Item, string]{
-	Aggregate:  "Item",
-	Collection: "Item",
-	Keys:       itemKeys,
+	Aggregate: "Item",
+	Keys:      itemKeys,
 	ID: func(item *Item) *string {
 		return &item.ID
 	},

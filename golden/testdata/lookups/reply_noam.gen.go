@@ -147,9 +147,8 @@ var (
 // replyDesc describes Reply to the store adapters: the same layout on every
 // store.
 var replyDesc = (&runtime.Desc[Reply, ReplyKey]{
-	Aggregate:  "Reply",
-	Collection: "Reply",
-	Keys:       replyKeys,
+	Aggregate: "Reply",
+	Keys:      replyKeys,
 	ID: func(reply *Reply) *ReplyKey {
 		return &reply.Key
 	},

@@ -260,9 +260,8 @@ var (
 // shopDesc describes Shop to the store adapters: the same layout on every
 // store.
 var shopDesc = (&runtime.Desc[Shop, string]{
-	Aggregate:  "Shop",
-	Collection: "Shop",
-	Keys:       shopKeys,
+	Aggregate: "Shop",
+	Keys:      shopKeys,
 	ID: func(shop *Shop) *string {
 		return &shop.ID
 	},

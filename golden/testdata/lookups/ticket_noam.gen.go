@@ -178,9 +178,8 @@ var (
 // ticketDesc describes Ticket to the store adapters: the same layout on every
 // store.
 var ticketDesc = (&runtime.Desc[Ticket, TicketID]{
-	Aggregate:  "Ticket",
-	Collection: "Ticket",
-	Keys:       ticketKeys,
+	Aggregate: "Ticket",
+	Keys:      ticketKeys,
 	ID: func(ticket *Ticket) *TicketID {
 		return &ticket.ID
 	},

@@ -125,9 +125,8 @@ var (
 // tournamentDesc describes Tournament to the store adapters: the same layout
 // on every store.
 var tournamentDesc = (&runtime.Desc[Tournament, string]{
-	Aggregate:  "Tournament",
-	Collection: "Tournament",
-	Keys:       tournamentKeys,
+	Aggregate: "Tournament",
+	Keys:      tournamentKeys,
 	ID: func(tournament *Tournament) *string {
 		return &tournament.ID
 	},

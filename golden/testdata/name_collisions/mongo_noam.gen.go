@@ -96,9 +96,8 @@ var (
 // mongoDesc describes Mongo to the store adapters: the same layout on every
 // store.
 var mongoDesc = (&runtime.Desc[Mongo, string]{
-	Aggregate:  "Mongo",
-	Collection: "Mongo",
-	Keys:       mongoKeys,
+	Aggregate: "Mongo",
+	Keys:      mongoKeys,
 	ID: func(mongo *Mongo) *string {
 		return &mongo.ID
 	},

@@ -79,9 +79,8 @@ var (
 // optionsDesc describes Options to the store adapters: the same layout on
 // every store.
 var optionsDesc = (&runtime.Desc[Options, string]{
-	Aggregate:  "Options",
-	Collection: "Options",
-	Keys:       optionsKeys,
+	Aggregate: "Options",
+	Keys:      optionsKeys,
 	ID: func(options *Options) *string {
 		return &options.ID
 	},

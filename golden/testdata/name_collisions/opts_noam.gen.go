@@ -79,9 +79,8 @@ var (
 // optsDesc describes Opts to the store adapters: the same layout on every
 // store.
 var optsDesc = (&runtime.Desc[Opts, string]{
-	Aggregate:  "Opts",
-	Collection: "Opts",
-	Keys:       optsKeys,
+	Aggregate: "Opts",
+	Keys:      optsKeys,
 	ID: func(opts *Opts) *string {
 		return &opts.ID
 	},

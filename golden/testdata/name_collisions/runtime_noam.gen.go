@@ -97,9 +97,8 @@ var (
 // runtimeDesc describes Runtime to the store adapters: the same layout on
 // every store.
 var runtimeDesc = (&runtime.Desc[Runtime, string]{
-	Aggregate:  "Runtime",
-	Collection: "Runtime",
-	Keys:       runtimeKeys,
+	Aggregate: "Runtime",
+	Keys:      runtimeKeys,
 	ID: func(runtimeValue *Runtime) *string {
 		return &runtimeValue.ID
 	},

@@ -174,9 +174,8 @@ var (
 // teamDesc describes Team to the store adapters: the same layout on every
 // store.
 var teamDesc = (&runtime.Desc[Team, string]{
-	Aggregate:  "Team",
-	Collection: "Team",
-	Keys:       teamKeys,
+	Aggregate: "Team",
+	Keys:      teamKeys,
 	ID: func(team *Team) *string {
 		return &team.ID
 	},

@@ -79,9 +79,8 @@ var (
 // userDesc describes User to the store adapters: the same layout on every
 // store.
 var userDesc = (&runtime.Desc[User, string]{
-	Aggregate:  "User",
-	Collection: "User",
-	Keys:       userKeys,
+	Aggregate: "User",
+	Keys:      userKeys,
 	ID: func(user *User) *string {
 		return &user.ID
 	},

@@ -107,9 +107,8 @@ var (
 // accountDesc describes Account to the store adapters: the same layout on
 // every store.
 var accountDesc = (&runtime.Desc[Account, string]{
-	Aggregate:  "Account",
-	Collection: "Account",
-	Keys:       accountKeys,
+	Aggregate: "Account",
+	Keys:      accountKeys,
 	ID: func(account *Account) *string {
 		return &account.ID
 	},

@@ -133,9 +133,8 @@ var (
 // ledgerDesc describes Ledger to the store adapters: the same layout on every
 // store.
 var ledgerDesc = (&runtime.Desc[Ledger, string]{
-	Aggregate:  "Ledger",
-	Collection: "Ledger",
-	Keys:       ledgerKeys,
+	Aggregate: "Ledger",
+	Keys:      ledgerKeys,
 	ID: func(ledger *Ledger) *string {
 		return &ledger.ID
 	},

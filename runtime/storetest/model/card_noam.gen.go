@@ -123,9 +123,8 @@ var (
 // cardDesc describes Card to the store adapters: the same layout on every
 // store.
 var cardDesc = (&runtime.Desc[Card, int32]{
-	Aggregate:  "Card",
-	Collection: "Card",
-	Keys:       cardKeys,
+	Aggregate: "Card",
+	Keys:      cardKeys,
 	ID: func(card *Card) *int32 {
 		return &card.ID
 	},

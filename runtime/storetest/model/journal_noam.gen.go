@@ -190,9 +190,8 @@ var (
 // journalDesc describes Journal to the store adapters: the same layout on
 // every store.
 var journalDesc = (&runtime.Desc[Journal, JournalID]{
-	Aggregate:  "Journal",
-	Collection: "Journal",
-	Keys:       journalKeys,
+	Aggregate: "Journal",
+	Keys:      journalKeys,
 	ID: func(journal *Journal) *JournalID {
 		return &journal.ID
 	},
