@@ -226,3 +226,24 @@ func TestBoltScopedCounterConversions(t *testing.T) {
 		t.Fatalf("replies of ticket 7: %v", seqs)
 	}
 }
+
+// TestBoltUniqueZeros: with the zeros option a unique lookup indexes the
+// zero value like any other, so a second badge without a code is a
+// duplicate, and GetByCode("") finds the first.
+func TestBoltUniqueZeros(t *testing.T) {
+	badges := NewBadgeBoltRepository(openBolt(t))
+	must(t, badges.Create(ctx, &Badge{ID: "b1"}))
+	if err := badges.Create(ctx, &Badge{ID: "b2"}); !errors.Is(err, runtime.ErrDuplicate) {
+		t.Fatalf("a second badge without a code: %v, want ErrDuplicate", err)
+	}
+	b, err := badges.GetByCode(ctx, "")
+	if err != nil || b.ID != "b1" {
+		t.Fatalf("GetByCode(\"\"): %v, %v", b, err)
+	}
+	must(t, badges.SetCode(ctx, "b1", "x"))
+	must(t, badges.Create(ctx, &Badge{ID: "b2"}))
+	b, err = badges.GetByCode(ctx, "")
+	if err != nil || b.ID != "b2" {
+		t.Fatalf("GetByCode(\"\") after the first got a code: %v, %v", b, err)
+	}
+}

@@ -56,3 +56,11 @@ type Reply struct {
 	Author string   `noam:"lookup"`
 	Body   string
 }
+
+// Badge has a unique lookup that indexes zero values too (zeros): at most
+// one badge may have no code.
+type Badge struct {
+	_    struct{} `noam:"aggregate"`
+	ID   string   `noam:"id"`
+	Code string   `noam:"lookup,unique,zeros"`
+}
