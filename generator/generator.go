@@ -7,7 +7,6 @@ package generator
 import (
 	"bytes"
 	"fmt"
-	"go/token"
 	"os"
 	"path/filepath"
 	"sort"
@@ -94,7 +93,7 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 	}
 	clashes = append(clashes, checkTopLevel(s)...)
 	if len(clashes) > 0 {
-		sort.SliceStable(clashes, func(i, j int) bool { return lessPos(clashes[i].Pos, clashes[j].Pos) })
+		clashes.Sort()
 		return nil, clashes
 	}
 	var files []File
@@ -292,14 +291,4 @@ func checkTopLevel(s *model.Schema) parser.ErrorList {
 		}
 	}
 	return errs
-}
-
-func lessPos(a, b token.Position) bool {
-	if a.Filename != b.Filename {
-		return a.Filename < b.Filename
-	}
-	if a.Line != b.Line {
-		return a.Line < b.Line
-	}
-	return a.Column < b.Column
 }

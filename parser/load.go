@@ -234,8 +234,14 @@ type loader struct {
 }
 
 func (p *loader) sorted() ErrorList {
-	sort.SliceStable(p.errs, func(i, j int) bool { return lessPos(p.errs[i].Pos, p.errs[j].Pos) })
+	p.errs.Sort()
 	return p.errs
+}
+
+// Sort orders the errors by file and position, keeping the order of
+// errors at one position.
+func (l ErrorList) Sort() {
+	sort.SliceStable(l, func(i, j int) bool { return lessPos(l[i].Pos, l[j].Pos) })
 }
 
 func lessPos(a, b token.Position) bool {
