@@ -120,12 +120,19 @@ func PositionAfter(query, cursor string, lo int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return positionIn(p, lo, MaxPosition)
+}
+
+// positionIn reads a position payload (one encoded integer) and checks
+// that it lies in [lo, hi] (hi at most MaxPosition). Failures wrap
+// ErrBadCursor.
+func positionIn(p []byte, lo, hi int64) (int64, error) {
 	r := NewKeyReader(p)
 	v, err := r.Int()
 	if err != nil || !r.Done() {
 		return 0, fmt.Errorf("%w: bad position", ErrBadCursor)
 	}
-	if v < lo || v > MaxPosition || v > math.MaxInt {
+	if v < lo || v > hi || v > MaxPosition || v > math.MaxInt {
 		return 0, fmt.Errorf("%w: position %d out of range", ErrBadCursor, v)
 	}
 	return v, nil

@@ -261,10 +261,9 @@ func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageR
 	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		var from int64
 		if after != nil {
-			kr := NewKeyReader(after)
-			v, err := kr.Int()
-			if err != nil || !kr.Done() || v < 1 || v == 1<<63-1 {
-				return nil, nil, false, fmt.Errorf("%w: bad position", ErrBadCursor)
+			v, err := positionIn(after, 1, MaxPosition)
+			if err != nil {
+				return nil, nil, false, err
 			}
 			from = v
 		}
@@ -289,10 +288,9 @@ func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 		// element (IndexCursor's).
 		start := 0
 		if after != nil {
-			kr := NewKeyReader(after)
-			v, err := kr.Int()
-			if err != nil || !kr.Done() || v < 1 || v > MaxElemIndex {
-				return nil, nil, false, fmt.Errorf("%w: bad position", ErrBadCursor)
+			v, err := positionIn(after, 1, MaxElemIndex)
+			if err != nil {
+				return nil, nil, false, err
 			}
 			start = int(v)
 		}

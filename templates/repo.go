@@ -117,11 +117,9 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 		if fl.IsID || fl.IsVersion {
 			continue
 		}
+		// Under EAO a field is part of the root entry; its accessor still
+		// exists for stores that map fields one by one (MongoDB).
 		fieldList = append(fieldList, jen.Id(EntryVar(a, fl)))
-		if a.Strategy == model.EAO && !fl.Partition {
-			// Under EAO a field is part of the root entry; its accessor still
-			// exists for stores that map fields one by one (MongoDB).
-		}
 		vars = append(vars, jen.Id(EntryVar(a, fl)).Op("=").Add(accessor(a, fl)))
 	}
 	if a.Version != nil {
