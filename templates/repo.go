@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"go/types"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -135,7 +136,7 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 		var fieldKeys []jen.Code
 		var seen []string
 		for _, p := range l.Parts {
-			if !contains(seen, p.Field.Key) {
+			if !slices.Contains(seen, p.Field.Key) {
 				seen = append(seen, p.Field.Key)
 				fieldKeys = append(fieldKeys, jen.Lit(p.Field.Key))
 			}
@@ -186,15 +187,6 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 	f.Add(Doc("%s describes %s to the store adapters: the same layout on every store.", DescVar(a), a.Name)).
 		Var().Id(DescVar(a)).Op("=").Parens(jen.Op("&").Add(RT("Desc")).Types(jen.Id(a.Name), idT).Add(Multi(items...))).Dot("Init").Call()
 	f.Line()
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // counter renders the runtime.Counter of a counter-keyed aggregate.

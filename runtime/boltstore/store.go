@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 
@@ -34,7 +35,7 @@ func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K]
 	for _, l := range d.Lookups {
 		s.lookups = append(s.lookups, Lookup[T]{Name: IndexBucket(d.Collection, l.Name), Unique: l.Unique, Parts: l.Parts, Keys: l.Keys})
 		for _, f := range l.Fields {
-			if !containsString(s.indexed, f) {
+			if !slices.Contains(s.indexed, f) {
 				s.indexed = append(s.indexed, f)
 			}
 		}
@@ -51,15 +52,6 @@ func (s *Store[T, K]) DB() *bbolt.DB { return s.c.DB }
 // Caps declares what bbolt promises.
 func (s *Store[T, K]) Caps() runtime.Caps {
 	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true}
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // valueDecoder decodes one stored value; one is reused for a whole block.
@@ -128,7 +120,7 @@ func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
 		for _, f := range fields {
 			if g := s.d.Field(f); g != nil && g.Kind == runtime.KindPartition {
 				scan = append(scan, f)
-			} else if !containsString(scan, "") {
+			} else if !slices.Contains(scan, "") {
 				scan = append(scan, "")
 			}
 		}
@@ -142,19 +134,10 @@ func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
 // index moves the block's lookup entries from old's values to nw's.
 func (s *Store[T, K]) index(blk *Block, old, nw *T, only []*runtime.Lookup[T]) {
 	for i, l := range s.lookups {
-		if only == nil || containsLookup(only, s.d.Lookups[i]) {
+		if only == nil || slices.Contains(only, s.d.Lookups[i]) {
 			Reindex(blk, l, old, nw)
 		}
 	}
-}
-
-func containsLookup[T any](ls []*runtime.Lookup[T], l *runtime.Lookup[T]) bool {
-	for _, x := range ls {
-		if x == l {
-			return true
-		}
-	}
-	return false
 }
 
 // write writes every entry of t into blk, an empty block, with the
@@ -358,7 +341,7 @@ func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(*
 	var fields []string
 	for _, l := range ls {
 		for _, f := range l.Fields {
-			if !containsString(fields, f) {
+			if !slices.Contains(fields, f) {
 				fields = append(fields, f)
 			}
 		}
@@ -371,7 +354,7 @@ func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(*
 	// Partitions are copied, so that changing an element of nw does not
 	// change old.
 	for _, f := range s.d.Partitions() {
-		if containsString(fields, f.Key) {
+		if slices.Contains(fields, f.Key) {
 			n := f.Len(old)
 			f.Reset(&nw, n+1)
 			for i := range n {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -40,7 +41,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store
 		for _, l := range d.Lookups {
 			ls = append(ls, Lookup[*T]{Name: l.Name, Unique: l.Unique, Keys: l.Keys})
 			for _, f := range l.Fields {
-				if !containsString(fields, f) {
+				if !slices.Contains(fields, f) {
 					fields = append(fields, f)
 				}
 			}
@@ -57,15 +58,6 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store
 		})
 	}
 	return s
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Collection returns the aggregate collection.
@@ -419,7 +411,11 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		}
 		set = append(set, bson.E{Key: c.Field.Key, Value: c.Value})
 		if c.Field.Kind == runtime.KindPartition {
-			set = append(set, bson.E{Key: LenKey + "." + c.Field.Key, Value: lenOf(c.Value)})
+			var t T
+			if err := c.Field.Assign(&t, c.Value); err != nil {
+				return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			}
+			set = append(set, bson.E{Key: LenKey + "." + c.Field.Key, Value: c.Field.Len(&t)})
 		}
 	}
 	versionKey := s.d.VersionKey()
@@ -459,19 +455,6 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
 	}
 	return nil
-}
-
-// lenOf is the length of a slice value.
-func lenOf(v any) int {
-	raw, err := bson.Marshal(bson.D{{Key: "v", Value: v}})
-	if err != nil {
-		return 0
-	}
-	vals, err := bson.Raw(raw).Lookup("v").Array().Values()
-	if err != nil {
-		return 0
-	}
-	return len(vals)
 }
 
 // Append pushes elem onto partition f with one findAndModify that returns
