@@ -23,6 +23,7 @@ func TestConformance(t *testing.T) {
 		Name:          "mongo",
 		Caps:          runtime.Caps{Name: "mongo", OrderedScan: true, MaxValueBytes: 16 << 20},
 		Concurrent:    mongotest.Real(),
+		NotConcurrent: "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",
 		TimePrecision: time.Millisecond,
 		Open: func(t *testing.T) storetest.Repos {
 			db := mongotest.Start(t)

@@ -45,6 +45,8 @@ type Harness struct {
 	// Concurrent runs the concurrency tests: only for stores whose writes
 	// are atomic under concurrency.
 	Concurrent bool
+	// NotConcurrent says why Concurrent is not set, for the skip message.
+	NotConcurrent string
 	// TimePrecision is the precision the store keeps time.Time values at
 	// (they also come back in UTC); 0 means a millisecond.
 	TimePrecision time.Duration
@@ -92,7 +94,11 @@ func Run(t *testing.T, h Harness) {
 	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
 			if st.concurrent && !h.Concurrent {
-				t.Skipf("%s: the harness does not declare concurrent writes atomic", h.Name)
+				why := h.NotConcurrent
+				if why == "" {
+					why = "the harness does not declare concurrent writes atomic"
+				}
+				t.Skipf("%s: %s", h.Name, why)
 			}
 			e := &env{h: h, Repos: h.Open(t)}
 			e.ensure(t)
