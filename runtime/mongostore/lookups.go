@@ -110,13 +110,11 @@ func (x *Indexed[K, D, T]) applied(ctx context.Context, id K, inc, seq int64) (b
 	return s == seq && i == inc, nil
 }
 
-// checkValues fails with runtime.ErrInvalidValue if the block key or a
-// lookup value of v has a string that is not valid UTF-8 (which MongoDB
-// rejects and FerretDB silently replaces).
+// checkValues fails with runtime.ErrInvalidValue if a lookup value of v has
+// a string that is not valid UTF-8 (which MongoDB rejects and FerretDB
+// silently replaces). Block keys are checked before, by runtime.Repo, for
+// every store.
 func (x *Indexed[K, D, T]) checkValues(op string, id K, v T) error {
-	if err := runtime.CheckKey(op, x.Agg, id, "block key", x.Codec.Append(nil, id)); err != nil {
-		return err
-	}
 	for _, l := range x.Lookups {
 		for _, val := range l.Keys(v) {
 			if err := runtime.CheckKey(op, x.Agg, id, "lookup "+x.Coll.Name()+"."+l.Name, val); err != nil {
@@ -711,9 +709,6 @@ func (x *Indexed[K, D, T]) Append(ctx context.Context, op string, id K, field st
 }
 
 func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change[T]) (state[T], error) {
-	if err := runtime.CheckKey(op, x.Agg, id, "block key", x.Codec.Append(nil, id)); err != nil {
-		return state[T]{}, err
-	}
 	var last *state[T]
 	for range maxAttempts {
 		st, err := x.read(ctx, id)
@@ -764,9 +759,6 @@ func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change
 // Delete removes block id and then its index entries: those of the
 // incarnation it removed. It fails with runtime.ErrNotFound if there is none.
 func (x *Indexed[K, D, T]) Delete(ctx context.Context, op string, id K) error {
-	if err := runtime.CheckKey(op, x.Agg, id, "block key", x.Codec.Append(nil, id)); err != nil {
-		return err
-	}
 	client := x.Coll.Database().Client()
 	opts := options.FindOneAndDelete()
 	if _, no := noFindAndModifyProjection.Load(client); !no {
