@@ -32,6 +32,10 @@ var (
 	// ErrOverflow: a counter of enumerable keys is at math.MaxInt64 and
 	// cannot allocate another number. Nothing is written.
 	ErrOverflow = errors.New("counter overflow")
+	// ErrTooLarge: the write would make a block (or an entry) larger than
+	// the store accepts (Caps.MaxValueBytes: MongoDB's 16 MiB document,
+	// DynamoDB's 400 KB item). Nothing is written.
+	ErrTooLarge = errors.New("too large")
 )
 
 // Error is the error type of generated repositories.
