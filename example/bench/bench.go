@@ -15,7 +15,7 @@ import (
 	"strings"
 )
 
-//go:generate go run github.com/noamgen/noamgen/cmd/noamgen -store mongo,bolt
+//go:generate go run github.com/noamgen/noamgen/cmd/noamgen
 
 // RoundsGame is the ROUNDS layout (Fig. 8): the root entry holds the
 // players, and each round is an entry of its own, so that adding a round

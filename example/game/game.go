@@ -6,7 +6,7 @@
 // A Player is stored one entry per top-level field (ETF).
 package game
 
-//go:generate go run github.com/noamgen/noamgen/cmd/noamgen -store mongo,bolt
+//go:generate go run github.com/noamgen/noamgen/cmd/noamgen
 
 // Player is an aggregate: a player with the games she plays.
 type Player struct {

@@ -12,7 +12,7 @@ import (
 
 // TournamentRepository reads and writes Tournament aggregates: collection
 // "Tournament", strategy eao, block key ID, entries ε (the root entry).
-// Implementations: TournamentMongoRepository, TournamentBoltRepository.
+// Implementations: TournamentBoltRepository, TournamentMongoRepository.
 type TournamentRepository interface {
 	// Get reads the Tournament block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -121,7 +121,7 @@ var tournamentDesc = (&runtime.Desc[Tournament, int64]{
 
 // tournamentRepo implements TournamentRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. TournamentMongoRepository, TournamentBoltRepository embed it.
+// adapter. TournamentBoltRepository, TournamentMongoRepository embed it.
 type tournamentRepo struct {
 	r runtime.Repo[Tournament, int64]
 }

@@ -7,7 +7,7 @@
 // comments is read by computed keys.
 package hotel
 
-//go:generate go run github.com/noamgen/noamgen/cmd/noamgen -store mongo,bolt
+//go:generate go run github.com/noamgen/noamgen/cmd/noamgen
 
 // Hotel is an aggregate with several index tables.
 type Hotel struct {

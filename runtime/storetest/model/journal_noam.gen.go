@@ -15,7 +15,7 @@ import (
 
 // JournalRepository reads and writes Journal aggregates: collection "Journal",
 // strategy eao, block key ID, entries ε (the root entry), lines[i], version.
-// Implementations: JournalMongoRepository, JournalBoltRepository.
+// Implementations: JournalBoltRepository, JournalMongoRepository.
 type JournalRepository interface {
 	// Get reads the Journal block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -232,7 +232,7 @@ func journalChanges(u JournalUpdate) runtime.Update[Journal] {
 
 // journalRepo implements JournalRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. JournalMongoRepository, JournalBoltRepository embed it.
+// adapter. JournalBoltRepository, JournalMongoRepository embed it.
 type journalRepo struct {
 	r runtime.Repo[Journal, JournalID]
 }

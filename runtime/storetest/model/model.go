@@ -20,7 +20,7 @@ package model
 
 import "time"
 
-//go:generate go run github.com/noamgen/noamgen/cmd/noamgen -store mongo,bolt
+//go:generate go run github.com/noamgen/noamgen/cmd/noamgen
 
 // Match is an ETF aggregate like the paper's Game, with lookups.
 type Match struct {
