@@ -167,6 +167,15 @@ type Lookup struct {
 	// does NULL: any number of aggregates may hold one, and GetByF of the
 	// zero value is runtime.ErrNotFound. Only unique lookups have it.
 	IndexZero bool
+	// Table is set for `noam:"lookup,table"`: the lookup is kept in an
+	// index table (a collection of its own, maintained by every write) on
+	// every store, also where the store has native secondary indexes
+	// (MongoDB). Choose it when the collection is sharded and the lookup
+	// must be globally unique or must not fan out to every shard: a
+	// native unique index on a sharded collection must start with the
+	// shard key. Stores without native secondary indexes (bbolt, Redis,
+	// DynamoDB) always use index tables.
+	Table bool
 }
 
 // Multi reports whether an aggregate can have several values of the lookup

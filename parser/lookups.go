@@ -17,6 +17,7 @@ type lookupSpec struct {
 	name         string
 	unique       bool
 	zeros        bool
+	table        bool
 	path, goPath string
 	typ          types.Type
 	field        *model.Field
@@ -26,7 +27,7 @@ type lookupSpec struct {
 // lookupSpec is the lookup the tag asks for on the value at path (of type
 // t). A lookup on a slice of scalars indexes every element.
 func (t *tagSpec) lookupSpec(pos token.Pos, path, goPath string, typ types.Type) lookupSpec {
-	lk := lookupSpec{pos: pos, tag: t.text, named: t.lookupName != "", name: t.lookupName, unique: t.unique, zeros: t.zeros,
+	lk := lookupSpec{pos: pos, tag: t.text, named: t.lookupName != "", name: t.lookupName, unique: t.unique, zeros: t.zeros, table: t.table,
 		path: path, goPath: goPath, typ: typ}
 	if sl, ok := typ.Underlying().(*types.Slice); ok && !isByteSlice(typ) {
 		lk.typ, lk.path, lk.goPath, lk.multi = sl.Elem(), lk.path+"[]", lk.goPath+"[]", true
@@ -135,7 +136,7 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 		}
 		l := byName[name]
 		if l == nil {
-			l = &model.Lookup{Name: name, Pos: p.position(sp.pos), Unique: sp.unique, IndexZero: sp.zeros}
+			l = &model.Lookup{Name: name, Pos: p.position(sp.pos), Unique: sp.unique, IndexZero: sp.zeros, Table: sp.table}
 			byName[name] = l
 			first[name] = sp
 			a.Lookups = append(a.Lookups, l)
@@ -147,13 +148,13 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 			for _, opt := range []struct {
 				name      string
 				was, this bool
-			}{{"unique", f.unique, sp.unique}, {"zeros", f.zeros, sp.zeros}} {
+			}{{"unique", f.unique, sp.unique}, {"zeros", f.zeros, sp.zeros}, {"table", f.table, sp.table}} {
 				if opt.was != opt.this {
 					with, without := f, sp
 					if opt.this {
 						with, without = sp, f
 					}
-					p.errorf(sp.pos, "lookup %s of %s has %s on %s but not on %s; a composite lookup is %s as a whole: tag every part `noam:\"lookup=%s,%s\"` or none", name, a.Name, opt.name, part(with), part(without), map[string]string{"unique": "unique", "zeros": "indexing zero values"}[opt.name], name, map[string]string{"unique": "unique", "zeros": "unique,zeros"}[opt.name])
+					p.errorf(sp.pos, "lookup %s of %s has %s on %s but not on %s; a composite lookup is %s as a whole: tag every part `noam:\"lookup=%s,%s\"` or none", name, a.Name, opt.name, part(with), part(without), map[string]string{"unique": "unique", "zeros": "indexing zero values", "table": "kept in an index table"}[opt.name], name, map[string]string{"unique": "unique", "zeros": "unique,zeros", "table": "table"}[opt.name])
 				}
 			}
 		}

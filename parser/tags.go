@@ -32,6 +32,7 @@ type tagSpec struct {
 	lookupName           string // NAME of lookup=NAME, "" for the default name
 	unique               bool
 	zeros                bool // index zero values of a unique lookup
+	table                bool // keep the lookup in an index table on every store
 	refs                 []string
 }
 
@@ -39,7 +40,7 @@ type tagSpec struct {
 // of a field; knownOptions is both, for suggestions.
 var (
 	markerOptions = []string{"aggregate", "collection", "strategy", "partition"}
-	fieldOptions  = []string{"-", "id", "version", "counter", "lookup", "unique", "zeros", "ref"}
+	fieldOptions  = []string{"-", "id", "version", "counter", "lookup", "unique", "zeros", "table", "ref"}
 	knownOptions  = append(append([]string{}, markerOptions...), fieldOptions...)
 	strategies    = []string{"etf", "eao"}
 )
@@ -47,7 +48,7 @@ var (
 // optionValue says whether an option takes a value: "no", "yes" (required)
 // or "optional".
 var optionValue = map[string]string{
-	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "unique": "no", "zeros": "no",
+	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "unique": "no", "zeros": "no", "table": "no",
 	"collection": "yes", "strategy": "yes", "partition": "yes", "ref": "yes",
 	"lookup": "optional",
 }
@@ -147,6 +148,8 @@ func parseTag(value string) (tagSpec, []string) {
 			t.unique = true
 		case "zeros":
 			t.zeros = true
+		case "table":
+			t.table = true
 		case "ref":
 			if contains(t.refs, v) {
 				errorf("option ref=%s is given twice in noam tag %s", v, t.text)
@@ -160,6 +163,9 @@ func parseTag(value string) (tagSpec, []string) {
 	}
 	if t.unique && !t.lookup {
 		errorf("option unique needs lookup in noam tag %s; write `noam:\"lookup,unique\"`", t.text)
+	}
+	if t.table && !t.lookup {
+		errorf("option table needs lookup in noam tag %s; write `noam:\"lookup,table\"`", t.text)
 	}
 	if t.zeros && !t.unique {
 		errorf("option zeros needs unique in noam tag %s: only unique lookups leave zero values out; write `noam:\"lookup,unique,zeros\"`", t.text)

@@ -31,6 +31,8 @@ func TestParseTag(t *testing.T) {
 		{value: "lookup=", errs: []string{"option lookup= needs a name"}},
 		{value: "unique", errs: []string{"option unique needs lookup"}},
 		{value: "lookup,zeros", errs: []string{"option zeros needs unique"}},
+		{value: "lookup=ab,unique,table", check: func(s tagSpec) bool { return s.lookup && s.unique && s.table }},
+		{value: "table", errs: []string{"option table needs lookup"}},
 		{value: "counter", errs: []string{"option counter needs id"}},
 		{value: "lookup, unique", errs: []string{"space in noam tag"}},
 		{value: "id,id", errs: []string{"option id is given twice"}},
@@ -87,7 +89,7 @@ func FuzzParseTag(f *testing.F) {
 		if spec.skip && len(spec.opts) != 1 {
 			t.Fatalf("%q: - with other options accepted", v)
 		}
-		if spec.unique && !spec.lookup || spec.zeros && !spec.unique || spec.counter && !spec.id {
+		if spec.unique && !spec.lookup || spec.table && !spec.lookup || spec.zeros && !spec.unique || spec.counter && !spec.id {
 			t.Fatalf("%q: option without the one it needs accepted: %+v", v, spec)
 		}
 		if spec.lookup && strings.Contains(v, "lookup=") && spec.lookupName == "" {
