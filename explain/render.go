@@ -13,12 +13,10 @@ import (
 // JSON writes r in the documented JSON format (see the package
 // documentation), indented, with a final newline.
 func JSON(w io.Writer, r *Report) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
 
 // storeTitles are the stores' display names in Markdown.
