@@ -335,7 +335,7 @@ func sample(ctx context.Context, a *model.Aggregate, conn map[string]string, n i
 			}
 			if cur == nil || !bytes.Equal(cur.key, major) {
 				if cur != nil {
-					acc.Block(boltstore.FormatKey(cur.key), cur.bytes, cur.partList())
+					acc.Block(components(cur.key), cur.bytes, cur.partList())
 				}
 				if s.Blocks == n {
 					cur = nil
@@ -359,7 +359,7 @@ func sample(ctx context.Context, a *model.Aggregate, conn map[string]string, n i
 			}
 		}
 		if cur != nil {
-			acc.Block(boltstore.FormatKey(cur.key), cur.bytes, cur.partList())
+			acc.Block(components(cur.key), cur.bytes, cur.partList())
 		}
 		return nil
 	})
@@ -368,6 +368,40 @@ func sample(ctx context.Context, a *model.Aggregate, conn map[string]string, n i
 	}
 	acc.Fill(s)
 	return s, nil
+}
+
+// ReadableKey renders a key of a collection's bucket the way explain shows
+// keys: "/Game/2345/-/rounds/3" (collection, block key parts, "-" for the
+// separator, entry key steps).
+func ReadableKey(collection string, k []byte) string {
+	major, minor, ok := splitKey(k)
+	if !ok {
+		return fmt.Sprintf("/%s/%x", collection, k)
+	}
+	out := "/" + collection + "/" + components(major) + "/-"
+	if len(minor) > 0 {
+		out += "/" + components(minor)
+	}
+	return out
+}
+
+// components renders encoded key components separated by slashes.
+func components(b []byte) string {
+	var parts []string
+	r := runtime.NewKeyReader(b)
+	for !r.Done() {
+		if s, err := r.String(); err == nil {
+			parts = append(parts, s)
+		} else if i, err := r.Int(); err == nil {
+			parts = append(parts, fmt.Sprint(i))
+		} else if u, err := r.Uint(); err == nil {
+			parts = append(parts, fmt.Sprint(u))
+		} else {
+			parts = append(parts, fmt.Sprintf("%x", r.Rest()))
+			break
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // splitKey splits a bucket key into the encoded block key and the entry key.
@@ -429,7 +463,7 @@ func (b *blockSize) partList() []t.PartitionSize {
 func (b *blockSize) part(name string) *t.PartitionSize {
 	p := b.parts[name]
 	if p == nil {
-		p = &t.PartitionSize{Key: boltstore.FormatKey(b.key), Field: name}
+		p = &t.PartitionSize{Key: components(b.key), Field: name}
 		b.parts[name] = p
 	}
 	return p
