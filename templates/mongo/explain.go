@@ -425,6 +425,9 @@ func sample(ctx context.Context, a *model.Aggregate, conn map[string]string, n i
 			return nil, fmt.Errorf("%s: a document that does not decode: %w", a.Collection, err)
 		}
 		key := raw.Lookup("_id").String()
+		if str, ok := raw.Lookup("_id").StringValueOK(); ok {
+			key = str // as bbolt's samples show it
+		}
 		var parts []t.PartitionSize
 		root := 0
 		for _, e := range elems {
