@@ -163,3 +163,56 @@ func TestSampleWarnings(t *testing.T) {
 		t.Errorf("no limit, warnings %q", s.Warnings)
 	}
 }
+
+// TestMongoTables: lookups with the table option stay index-table
+// collections kept by the lookup protocol; the others are native indexes.
+func TestMongoTables(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("testdata", "table"))
+	s, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := explain.Build(s, explain.Config{Stores: []string{"mongo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.Aggregates[0]
+	p := h.Stores["mongo"]
+	var names []string
+	for _, c := range p.Containers {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "Hotel,Hotel__name,Hotel__city,Hotel__roomKind" {
+		t.Errorf("containers %v", names)
+	}
+	if len(p.Indexes) != 1 || p.Indexes[0].Lookup != "stars" {
+		t.Errorf("native indexes %+v, want stars only", p.Indexes)
+	}
+	cost := func(name string) templates.Cost {
+		for _, m := range h.Methods {
+			if m.Name == name {
+				return m.Stores["mongo"]
+			}
+		}
+		t.Fatalf("no method %s", name)
+		return templates.Cost{}
+	}
+	if c := cost("SetCity"); c.RoundTrips != "2 + 1 per index entry gained + 1 per index table losing entries" || !strings.Contains(c.Atomic, "not atomic") {
+		t.Errorf("SetCity through an index table: %+v", c)
+	}
+	if c := cost("SetStars"); c.RoundTrips != "1" || len(c.Ops) != 1 {
+		t.Errorf("SetStars with a native index: %+v", c)
+	}
+	if c := cost("GetByName"); c.RoundTrips != "2" {
+		t.Errorf("GetByName through an index table: %+v", c)
+	}
+	if c := cost("AppendRooms"); !strings.HasPrefix(c.RoundTrips, "2 + 1 per index entry gained") {
+		t.Errorf("AppendRooms with an element lookup in a table: %+v", c)
+	}
+	if c := cost("Repair"); c.RoundTrips == "0" {
+		t.Errorf("Repair with index tables: %+v", c)
+	}
+	if c := cost("Delete"); c.RoundTrips != "4" || !strings.Contains(c.Ops[1], "Hotel__name, Hotel__city") {
+		t.Errorf("Delete: %+v", c)
+	}
+}

@@ -241,12 +241,12 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		if read {
 			c.Ops = append(c.Ops, "find "+coll+" {_id} (indexed fields, version, _seq, _inc)")
 		}
-		c.Ops = append(c.Ops, "insert or findAndModify "+strings.Join(tabs, ", ")+": one per index entry the block gains", w+" (on condition of _seq and _inc)", "deleteMany "+strings.Join(tabs, ", ")+": the entries it lost")
-		n := "2"
+		c.Ops = append(c.Ops, "insert or findAndModify "+strings.Join(tabs, ", ")+": one per index entry the block gains", w+" (on condition of _seq and _inc)", "deleteMany on each of "+strings.Join(tabs, ", ")+" that lost entries")
+		n := "1"
 		if read {
-			n = "3"
+			n = "2"
 		}
-		c.RoundTrips = n + " + 1 per index entry gained"
+		c.RoundTrips = n + " + 1 per index entry gained + 1 per index table losing entries"
 		c.Atomic = "the document write is atomic; index-table entries are added before it and removed after it (not atomic with it: a crash leaves stale entries, which reads skip and Repair removes)"
 	}
 	switch m.Kind {
@@ -300,7 +300,7 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		}
 	case t.MDelete:
 		if len(tabs) > 0 {
-			c.Ops = []string{"findOneAndDelete " + coll + " {_id}", "deleteMany " + strings.Join(tabs, ", ") + " {id, inc}"}
+			c.Ops = []string{"findOneAndDelete " + coll + " {_id}", "deleteMany {id, inc} on each of " + strings.Join(tabs, ", ")}
 			c.RoundTrips = fmt.Sprint(1 + len(tabs))
 			c.Atomic = "the document delete is atomic; its index-table entries are removed after it"
 		} else {
