@@ -73,21 +73,28 @@ func Markdown(w io.Writer, r *Report) error {
 	return err
 }
 
+// nodeID makes a Mermaid node id: aggregates keep their name, index
+// tables and counters get a prefix so that no name can clash.
 func nodeID(s string) string {
 	return strings.NewReplacer(".", "_", "-", "_", " ", "_").Replace(s)
+}
+
+// label escapes the text of a Mermaid label (inside double quotes).
+func label(s string) string {
+	return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(s)
 }
 
 func diagram(b *strings.Builder, r *Report) {
 	b.WriteString("```mermaid\nflowchart LR\n")
 	for _, a := range r.Aggregates {
-		fmt.Fprintf(b, "  %s[(\"%s<br/>%s, key %s\")]\n", nodeID(a.Name), a.Name, a.Strategy, a.BlockKey.GoType)
+		fmt.Fprintf(b, "  %s[(\"%s<br/>%s, key %s\")]\n", nodeID(a.Name), a.Name, a.Strategy, label(a.BlockKey.GoType))
 	}
 	for _, a := range r.Aggregates {
 		for _, ref := range a.Refs {
-			fmt.Fprintf(b, "  %s -- \"%s\" --> %s\n", nodeID(a.Name), ref.Path, nodeID(ref.Target))
+			fmt.Fprintf(b, "  %s -- \"%s\" --> %s\n", nodeID(a.Name), label(ref.Path), nodeID(ref.Target))
 		}
 		for _, l := range a.Lookups {
-			id := nodeID(a.Collection + "." + l.Name)
+			id := "ix_" + nodeID(a.Collection+"."+l.Name)
 			var paths []string
 			for _, p := range l.Parts {
 				paths = append(paths, p.Path)
@@ -100,10 +107,10 @@ func diagram(b *strings.Builder, r *Report) {
 				what += ", table"
 			}
 			fmt.Fprintf(b, "  %s{{\"%s.%s<br/>%s\"}}\n", id, a.Collection, l.Name, what)
-			fmt.Fprintf(b, "  %s -. \"%s\" .-> %s\n", nodeID(a.Name), strings.Join(paths, ", "), id)
+			fmt.Fprintf(b, "  %s -. \"%s\" .-> %s\n", nodeID(a.Name), label(strings.Join(paths, ", ")), id)
 		}
 		if a.BlockKey.Counter {
-			id := nodeID(a.Collection + ".counter")
+			id := "ctr_" + nodeID(a.Collection)
 			fmt.Fprintf(b, "  %s[/\"counter of %s\"/]\n", id, a.Collection)
 			fmt.Fprintf(b, "  %s -. \"allocates %s\" .-> %s\n", id, a.BlockKey.Field, nodeID(a.Name))
 		}

@@ -221,8 +221,10 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		ops = append(ops, "scan "+entryPath(a, "ε")+"… (the block's key range)")
 	case t.MGetMany:
 		ops = append(ops, "scan the key range of each block")
-	case t.MList, t.MAll, t.MListScope:
+	case t.MList, t.MAll:
 		ops = append(ops, "scan bucket "+a.Collection+" in key order from the cursor")
+	case t.MListScope:
+		ops = append(ops, "seek bucket "+a.Collection+" to the scope's key range (its blocks are contiguous, in number order) and scan from the cursor")
 	case t.MListBy, t.MGetBy:
 		b := boltstore.IndexBucket(a.Collection, m.Lookup.Name)
 		if m.Kind == t.MGetBy {
