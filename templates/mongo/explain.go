@@ -329,6 +329,9 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		}
 		if len(tabs) > 0 {
 			protocol(true, strings.Replace(w, "findAndModify", "updateOne", 1))
+			if m.Kind == t.MUpdate {
+				c.Atomic += "; an update that changes no field of an index table is one updateOne, atomic"
+			}
 		} else {
 			c.Ops = []string{w}
 		}
