@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func (s *Store[T, K]) addOp(p *prog, w *write[K], i int, v []byte) {
 	claims := "0"
 	if lk.claims != "" {
 		claims = p.k(lk.claims)
-		p.check(fmt.Sprintf("%d", i), "claim", claims, string(v), string(w.bk))
+		p.check(fmt.Sprintf("%d:%s", i, v), "claim", claims, string(v), string(w.bk))
 	}
 	p.change("iadd", p.k(lk.z), p.k(lk.meta), claims, member(v, w.bk), string(v), string(w.bk), w.inc, pad(w.seq))
 }
@@ -171,14 +172,15 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 	return n, err
 }
 
-// taken is the error of a unique value held by another block.
+// taken is the error of a unique value held by another block (the note
+// of the claim check is "<lookup index>:<value>").
 func (s *Store[T, K]) taken(w *write[K], f *failure) error {
-	name := f.note
-	var i int
-	if _, err := fmt.Sscan(f.note, &i); err == nil && i < len(s.d.Lookups) {
+	idx, v, _ := strings.Cut(f.note, ":")
+	name := idx
+	if i, err := strconv.Atoi(idx); err == nil && i < len(s.d.Lookups) {
 		name = s.lookupName(i)
 	}
-	return runtime.FailAt(w.op, s.d.Aggregate, w.id, fmt.Sprintf("(lookup %s is taken by %s)", name, formatParts([]byte(f.detail))), runtime.ErrDuplicate, nil)
+	return runtime.FailAt(w.op, s.d.Aggregate, w.id, fmt.Sprintf("%s %s (held by %s)", name, formatParts([]byte(v)), formatParts([]byte(f.detail))), runtime.ErrDuplicate, nil)
 }
 
 // added is an index entry a write created (prev "") or took over from

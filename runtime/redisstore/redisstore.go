@@ -42,6 +42,9 @@ import (
 // own beyond its entries'.
 const MaxValueBytes = 512 << 20
 
+// maxValue is the limit encode checks: MaxValueBytes, lowered by tests.
+var maxValue = MaxValueBytes
+
 // StaleAfter is the grace period of the lookup protocol on a cluster: a
 // unique claim whose holder does not hold the value is only taken over
 // once it is older than this, so that a write in flight (which claims
@@ -136,8 +139,8 @@ func (s *Store[T, K]) encode(op string, id K, entry string, v any) (string, erro
 	if err != nil {
 		return "", runtime.FailAt(op, s.d.Aggregate, id, "encoding "+entryLabel(entry), nil, err)
 	}
-	if len(b) > MaxValueBytes {
-		return "", runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("%s (%d bytes, Redis keeps at most %d in one hash field)", entryLabel(entry), len(b), MaxValueBytes), runtime.ErrTooLarge, nil)
+	if len(b) > maxValue {
+		return "", runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("%s (%d bytes, Redis keeps at most %d in one hash field)", entryLabel(entry), len(b), maxValue), runtime.ErrTooLarge, nil)
 	}
 	return string(b), nil
 }

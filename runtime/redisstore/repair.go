@@ -191,15 +191,30 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 			}
 		}
 		if l.Unique {
+			inZset := make(map[string]bool, len(members))
+			for _, m := range members {
+				inZset[m] = true
+			}
 			for v, owner := range held {
-				if claims[i][v] != owner {
+				switch w := claims[i][v]; {
+				case w == owner:
+				case w == "":
+					// Nobody holds v: counted with its member, if any.
+					if !inZset[member([]byte(v), []byte(owner))] {
+						rep.Removed++
+					}
 					fix = append(fix, func(p redis.Pipeliner) { p.HDel(ctx, lk.claims, v) })
+				default:
+					// A claim naming the wrong holder.
+					rep.Removed++
+					rep.Added++
+					fix = append(fix, func(p redis.Pipeliner) { p.HSet(ctx, lk.claims, v, w) })
 				}
 			}
 			for v, owner := range claims[i] {
-				if held[v] != owner {
+				if _, ok := held[v]; !ok {
 					if present[member([]byte(v), []byte(owner))] {
-						rep.Added++ // the member was right, its claim was not
+						rep.Added++ // the member was there, its claim was not
 					}
 					fix = append(fix, func(p redis.Pipeliner) { p.HSet(ctx, lk.claims, v, owner) })
 				}
