@@ -209,3 +209,43 @@ func TestRedisBlockOnOneSlot(t *testing.T) {
 		t.Fatalf("Game:{7} is on slot %d, its hash tag 7 on %d (%v)", slot, other, err)
 	}
 }
+
+// BenchmarkRedisAppendRound adds a round to games of 10, 100 and 1000
+// rounds on a single Redis node: one script run carrying the new round, so
+// the cost does not grow with the game (compare BenchmarkRedisPutGame,
+// which rewrites the whole hash).
+func BenchmarkRedisAppendRound(b *testing.B) {
+	benchGames(b, func(b *testing.B, games *game.GameRedisRepository, g *game.Game) {
+		for b.Loop() {
+			if _, err := games.AppendRounds(context.Background(), g.ID, game.Round{Moves: []string{"e4", "e5"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRedisPutGame writes the whole game with Put (EAO-like).
+func BenchmarkRedisPutGame(b *testing.B) {
+	benchGames(b, func(b *testing.B, games *game.GameRedisRepository, g *game.Game) {
+		for b.Loop() {
+			if err := games.Put(context.Background(), g); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchGames(b *testing.B, fn func(b *testing.B, games *game.GameRedisRepository, g *game.Game)) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprint(n, "rounds"), func(b *testing.B) {
+			games := game.NewGameRedisRepository(redistest.Server(b))
+			g := &game.Game{ID: "g", FirstPlayer: "mary", SecondPlayer: "rick"}
+			for i := range n {
+				g.Rounds = append(g.Rounds, game.Round{Moves: []string{fmt.Sprint("m", i), "e5"}})
+			}
+			must(b, games.Create(context.Background(), g))
+			must(b, games.EnsureIndexes(context.Background()))
+			fn(b, games, g)
+		})
+	}
+}

@@ -36,7 +36,7 @@ func (s *Store[T, K]) checkFailed(op string, id K, err error) error {
 	case "conflict":
 		switch {
 		case f.detail == "none":
-			return s.failAt(op, id, "(no block, expected a version)", runtime.ErrConflict)
+			return s.failAt(op, id, "(no block, "+strings.Replace(f.note, "expected ", "expected version ", 1)+")", runtime.ErrConflict)
 		case f.note == "absent":
 			return s.failAt(op, id, fmt.Sprintf("(the block exists, at version %s)", f.detail), runtime.ErrConflict)
 		}
