@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,7 +75,8 @@ func Stop() {
 
 var bg = context.Background()
 
-// Server returns a client of a flushed single Redis node.
+// Server returns a client of a flushed single Redis node (FLUSHDB: with
+// NOAM_REDIS_URL, only the database the URL selects).
 func Server(t testing.TB) *redis.Client {
 	t.Helper()
 	mu.Lock()
@@ -90,7 +92,7 @@ func Server(t testing.TB) *redis.Client {
 		}
 		single = c
 	}
-	if err := single.FlushAll(bg).Err(); err != nil {
+	if err := single.FlushDB(bg).Err(); err != nil {
 		t.Fatal(err)
 	}
 	return single
@@ -210,27 +212,23 @@ func startCluster(t testing.TB) (*redis.ClusterClient, error) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	// Wait until the client knows every master.
 	for {
-		n := 0
+		var n atomic.Int32
 		err := c.ForEachMaster(bg, func(ctx context.Context, m *redis.Client) error {
-			mu2.Lock()
-			n++
-			mu2.Unlock()
+			n.Add(1)
 			return m.Ping(ctx).Err()
 		})
-		if err == nil && n == 3 {
+		if err == nil && n.Load() == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
 			c.Close()
-			return nil, fmt.Errorf("the cluster client sees %d masters: %v", n, err)
+			return nil, fmt.Errorf("the cluster client sees %d masters: %v", n.Load(), err)
 		}
 		c.ReloadState(bg)
 		time.Sleep(50 * time.Millisecond)
 	}
 	return c, nil
 }
-
-var mu2 sync.Mutex
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 

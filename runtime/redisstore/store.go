@@ -16,7 +16,7 @@ func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 
 func redisZ(bk []byte) redis.Z { return redis.Z{Score: 0, Member: string(bk)} }
 
-// hasLookups reports whether writes of the fields keys may change a lookup.
+// lookupsOf lists the lookups that writes of the fields keys may change.
 func (s *Store[T, K]) lookupsOf(keys ...string) []*runtime.Lookup[T] {
 	return s.d.LookupsOf(keys...)
 }
