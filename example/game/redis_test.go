@@ -2,6 +2,7 @@ package game_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/example/game/gametest"
 	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
@@ -246,6 +248,70 @@ func benchGames(b *testing.B, fn func(b *testing.B, games *game.GameRedisReposit
 			must(b, games.Create(context.Background(), g))
 			must(b, games.EnsureIndexes(context.Background()))
 			fn(b, games, g)
+		})
+	}
+}
+
+// TestRedisErrors checks the error details, that failed writes change no
+// field, and that a cancelled context stops an operation before it sends
+// anything.
+func TestRedisErrors(t *testing.T) {
+	for _, mode := range []string{"single", "cluster"} {
+		t.Run(mode, func(t *testing.T) {
+			var c redis.UniversalClient = redistest.Server(t)
+			if mode == "cluster" {
+				c = redistest.Cluster(t)
+			}
+			games := game.NewGameRedisRepository(c)
+			ctx := context.Background()
+			must(t, games.Create(ctx, &game.Game{ID: "g", FirstPlayer: "mary", Rounds: []game.Round{{Spell: "a"}}}))
+			before, err := c.HGetAll(ctx, "Game:{g}").Result()
+			must(t, err)
+			err = games.SetRoundsAt(ctx, "g", 3, game.Round{})
+			var re *runtime.Error
+			if !errors.As(err, &re) || re.Detail != "rounds[3]" || re.Op != "SetRoundsAt" || re.ID != "g" || !errors.Is(err, runtime.ErrNotFound) {
+				t.Fatalf("SetRoundsAt out of range: %v (%+v)", err, re)
+			}
+			err = games.Put(ctx, &game.Game{ID: "g", Version: 5})
+			if !errors.Is(err, runtime.ErrConflict) || !errors.As(err, &re) || re.Detail != "(stored version 1, expected 5)" {
+				t.Fatalf("Put with a stale version: %v", err)
+			}
+			err = games.Put(ctx, &game.Game{ID: "new", Version: 5})
+			if !errors.Is(err, runtime.ErrConflict) || !errors.As(err, &re) || re.Detail != "(no block, expected version 5)" {
+				t.Fatalf("Put of a missing game with a version: %v", err)
+			}
+			err = games.Update(ctx, "g", game.GameUpdate{FirstPlayer: runtime.Ptr("x"), RoundsAt: map[int]game.Round{0: {Spell: "b"}, 1: {}}})
+			wantErr(t, err, runtime.ErrNotFound, "Update with a missing element")
+			wantErr(t, games.Create(ctx, &game.Game{ID: "g"}), runtime.ErrDuplicate, "Create of an existing game")
+			_, err = games.AppendRounds(ctx, "none", game.Round{})
+			wantErr(t, err, runtime.ErrNotFound, "AppendRounds of a missing game")
+			wantErr(t, games.Delete(ctx, "none"), runtime.ErrNotFound, "Delete of a missing game")
+			after, err := c.HGetAll(ctx, "Game:{g}").Result()
+			must(t, err)
+			if fmt.Sprint(before) != fmt.Sprint(after) {
+				t.Fatalf("failed writes changed the hash:\n%q\n%q", before, after)
+			}
+			if n, _ := c.Exists(ctx, "Game:{none}", "Game:{new}").Result(); n != 0 {
+				t.Fatalf("failed writes created %d hashes", n)
+			}
+			cancelled, cancel := context.WithCancel(ctx)
+			cancel()
+			if _, err := games.Get(cancelled, "g"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Get with a cancelled context: %v", err)
+			}
+			if _, err := games.AppendRounds(cancelled, "g", game.Round{}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("AppendRounds with a cancelled context: %v", err)
+			}
+			for _, err := range games.All(cancelled) {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("All with a cancelled context: %v", err)
+				}
+			}
+			g, err := games.Get(ctx, "g")
+			must(t, err)
+			if len(g.Rounds) != 1 || g.Version != 1 {
+				t.Fatalf("after the failed writes: %d rounds, version %d", len(g.Rounds), g.Version)
+			}
 		})
 	}
 }
