@@ -61,6 +61,9 @@ type write[K any] struct {
 	list          int // 1: add to the listing, -1: remove, 0: leave
 	counter       string
 	raiseTo       int64
+	// appends is set for an Append, whose reply (the index) a read-back
+	// cannot recover.
+	appends bool
 }
 
 // values returns the values of t for the lookups in ls (nil t: none), per
@@ -169,7 +172,40 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 	if f, ok := failed(err, "taken"); ok {
 		return 0, s.taken(w, f)
 	}
+	if err != nil && !isFailure(err) {
+		if s.applied(ctx, w) {
+			return 0, nil // the reply was lost, the write is done
+		}
+		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the write may have been applied)", nil, err)
+	}
 	return n, err
+}
+
+func isFailure(err error) bool {
+	var f *failure
+	return errors.As(err, &f)
+}
+
+// readBackTimeout bounds the read that decides a lost reply.
+var readBackTimeout = 10 * time.Second
+
+// applied reads block w back after a lost reply (a network error or a
+// context cancelled while the script was in flight) and reports whether
+// the write is known to be done: the block carries the write's sequence,
+// or, for a Delete, is gone. An append's reply (the index) cannot be
+// recovered, so an append is never reported done.
+func (s *Store[T, K]) applied(ctx context.Context, w *write[K]) bool {
+	if w.appends {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	seq, err := s.c.HGet(ctx, s.blockKey(w.bk), seqField).Result()
+	if w.list == -1 {
+		// A Delete that read the block (w.inc) knew it existed.
+		return w.inc != "" && isNil(err)
+	}
+	return err == nil && seq == pad(w.seq)
 }
 
 // taken is the error of a unique value held by another block (the note
@@ -265,8 +301,12 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 			undo()
 			return 0, err
 		}
-		// The outcome is unknown: the entries stay for reads to verify.
-		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)", nil, err)
+		if s.applied(ctx, w) {
+			n = 0 // the reply was lost, the write is done
+		} else {
+			// The outcome is unknown: the entries stay for reads to verify.
+			return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)", nil, err)
+		}
 	}
 	// 3. the listing and the counter; 4. the old entries. The write is
 	// done: what follows is best effort (reads verify, Repair fixes).

@@ -270,3 +270,113 @@ func TestTooLarge(t *testing.T) {
 		t.Fatalf("refused writes changed the match: %+v", m)
 	}
 }
+
+// fault is a hook that injects one fault into the first script run naming
+// key: a lost reply (the server runs the script, the client sees an
+// error) or a crash before it (the script never reaches the server).
+type fault struct {
+	key  string
+	lose bool // true: lost reply; false: not sent
+	mu   sync.Mutex
+	done bool
+}
+
+var errInjected = errors.New("connection reset (injected)")
+
+func (f *fault) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *fault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		hit := false
+		if cmd.Name() == "evalsha" && len(args) > 3 {
+			n, _ := args[2].(int)
+			for _, k := range args[3:min(len(args), 3+n)] {
+				hit = hit || k == f.key
+			}
+		}
+		f.mu.Lock()
+		hit = hit && !f.done
+		if hit {
+			f.done = true
+		}
+		f.mu.Unlock()
+		if !hit {
+			return next(ctx, cmd)
+		}
+		if f.lose {
+			_ = next(ctx, cmd)
+		}
+		cmd.SetErr(errInjected)
+		return errInjected
+	}
+}
+func (f *fault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLostReply: a write whose script ran but whose reply was lost reads
+// the block back, finds its write sequence and completes (on a cluster:
+// removes the old entries); a write whose script never ran fails, changes
+// no block, and leaves at most entries that reads skip and Repair removes;
+// its retry succeeds.
+func TestLostReply(t *testing.T) {
+	modes(t, func(t *testing.T, shared redis.UniversalClient) {
+		open := func(f *fault) (model.MatchRepository, func()) {
+			var c redis.UniversalClient
+			if cc, ok := shared.(*redis.ClusterClient); ok {
+				c = redis.NewClusterClient(cc.Options())
+			} else {
+				c = redis.NewClient(shared.(*redis.Client).Options())
+			}
+			c.AddHook(f)
+			return model.NewMatchRedisRepository(c), func() { c.Close() }
+		}
+		plain := model.NewMatchRedisRepository(shared)
+		must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a"}))
+
+		lost := &fault{key: "matches:{m}", lose: true}
+		matches, done := open(lost)
+		must(t, matches.SetCode(bg, "m", "b"))
+		done()
+		if !lost.done {
+			t.Fatal("no fault injected")
+		}
+		got, err := plain.GetByCode(bg, "b")
+		must(t, err)
+		if got.ID != "m" || got.Version != 2 {
+			t.Fatalf("after a lost reply: %+v", got)
+		}
+		clean(t, "a lost reply", plain.Repair)
+
+		crash := &fault{key: "matches:{m}"}
+		matches, done = open(crash)
+		err = matches.SetCode(bg, "m", "c")
+		done()
+		if !crash.done {
+			t.Fatal("no fault injected")
+		}
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "outcome unknown") {
+			t.Fatalf("SetCode whose script never ran: %v", err)
+		}
+		if _, err := plain.GetByCode(bg, "c"); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("GetByCode(c) after a write that did not happen: %v", err)
+		}
+		got, err = plain.GetByCode(bg, "b")
+		must(t, err)
+		if got.ID != "m" || got.Version != 2 {
+			t.Fatalf("the block changed: %+v", got)
+		}
+		rep, err := plain.Repair(bg)
+		must(t, err)
+		if _, cluster := shared.(*redis.ClusterClient); cluster != (rep.Removed == 1) || rep.Added != 0 {
+			t.Fatalf("Repair after the crash: %v (a cluster keeps the claim of c, which Repair removes)", rep)
+		}
+		must(t, plain.SetCode(bg, "m", "c"))
+		got, err = plain.GetByCode(bg, "c")
+		must(t, err)
+		if got.ID != "m" || got.Version != 3 {
+			t.Fatalf("after the retry: %+v", got)
+		}
+		clean(t, "the retry", plain.Repair)
+	})
+}

@@ -452,6 +452,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 			return 0, err
 		}
 		p.change("append", b, f.Key, v)
+		w.appends = true
 		if s.d.Version != nil {
 			p.change("hincr", b, s.d.Version.Key, "1")
 		}
