@@ -14,6 +14,15 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 echo "== $(go version)"
 
+echo "== redis-server (Debian package redis-server, for the Redis tests)"
+if ! command -v redis-server >/dev/null 2>&1; then
+	sudo=""
+	if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+	$sudo apt-get update
+	$sudo apt-get install -y redis-server
+fi
+redis-server --version
+
 echo "== downloading Go modules"
 go mod download
 (cd integration && go mod download)

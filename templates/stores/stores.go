@@ -6,4 +6,5 @@ package stores
 import (
 	_ "github.com/noamgen/noamgen/templates/bolt"  // bbolt, embedded
 	_ "github.com/noamgen/noamgen/templates/mongo" // MongoDB
+	_ "github.com/noamgen/noamgen/templates/redis" // Redis
 )
