@@ -140,27 +140,6 @@ func (s *Store[T, K]) index(blk *Block, old, nw *T, only []*runtime.Lookup[T]) {
 	}
 }
 
-// write writes every entry of t into blk, an empty block, with the
-// version entry set to version.
-func (s *Store[T, K]) write(blk *Block, t *T, version int64) {
-	if s.d.EAO {
-		blk.PutRoot(s.d.Root.Value(t))
-	} else {
-		blk.PutMarker()
-	}
-	for _, f := range s.d.Fields {
-		switch {
-		case f.Kind == runtime.KindPartition:
-			s.putElems(blk, f, t)
-		case !s.d.EAO:
-			blk.Put(f.Key, f.Value(t))
-		}
-	}
-	if s.d.Version != nil {
-		blk.put(blk.key(s.d.Version.Key, -1), encodeInt(version))
-	}
-}
-
 func (s *Store[T, K]) putElems(blk *Block, f *runtime.Field[T], t *T) {
 	n := f.Len(t)
 	for i := range n {
@@ -195,7 +174,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		if blk.Exists() {
 			return blk.Fail(runtime.ErrDuplicate)
 		}
-		s.write(blk, t, 1)
+		s.writeNew(blk, t, 1)
 		s.index(blk, nil, t, nil)
 		return blk.Err()
 	})
@@ -225,8 +204,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 				return err
 			}
 		}
-		blk.Clear()
-		s.write(blk, t, want+1)
+		s.rewrite(blk, t, want+1)
 		s.index(blk, old, t, nil)
 		return blk.Err()
 	})
