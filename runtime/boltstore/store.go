@@ -92,16 +92,6 @@ func (s *Store[T, K]) decode(t *T, e Entry, dec *valueDecoder) error {
 	return f.AppendDecoded(t, dec)
 }
 
-// read reads block blk, key id, whole.
-func (s *Store[T, K]) read(blk *Block, id K) (*T, error) {
-	t := s.d.New(id)
-	var dec valueDecoder
-	if err := blk.Scan(func(e Entry) error { return s.decode(t, e, &dec) }); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
 // readIndexed reads the entries the lookups read (nil if the block does
 // not exist); fields narrows them, when given.
 func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
