@@ -29,6 +29,13 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 // d.Collection, one index bucket per lookup ("Hotel.cityStars").
 func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K] {
 	s := &Store[T, K]{d: d, c: Collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
+	s.c.names = map[string]string{}
+	for _, f := range d.Fields {
+		s.c.names[f.Key] = f.Key
+	}
+	if d.Version != nil {
+		s.c.names[d.Version.Key] = d.Version.Key
+	}
 	if d.Counter != nil {
 		s.c.Counter = &Counter[K]{Split: d.Counter.Split, With: d.Counter.With}
 	}
