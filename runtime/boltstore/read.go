@@ -31,16 +31,14 @@ type elems struct {
 
 var elemsPool = sync.Pool{New: func() any { return new(elems) }}
 
-func (g *elems) start(f any, capHint int) {
+func (g *elems) start(f any) {
 	g.f, g.n = f, 0
 	g.arr = append(g.arr[:0], byte(bson.TypeArray), 0, 0, 0, 0)
 	g.offs = g.offs[:0]
-	if want := 5 + capHint; cap(g.arr) < want && capHint < 1<<20 {
-		g.arr = append(make([]byte, 0, want), g.arr...)
-	}
 }
 
-// add appends element value v (type byte, then the value) under name n.
+// add appends element value v (type byte, then the value), named by its
+// index.
 func (g *elems) add(v []byte) error {
 	if len(v) == 0 {
 		return fmt.Errorf("empty value")
@@ -80,12 +78,20 @@ type blockReader[T any, K comparable] struct {
 	t   *T
 	dec valueDecoder
 	g   *elems
-	// count is the element count of the partition being gathered.
-	count int64
 }
 
 func (r *blockReader[T, K]) entry(e Entry) error {
-	if r.g.f != nil && (e.Key != r.fieldKey() || !e.Elem) {
+	if r.g.f != nil && e.Elem && e.Key == r.fieldKey() {
+		// The next element of the partition being gathered.
+		if e.Index != r.g.n {
+			return fmt.Errorf("entry %s: want element %d: the block is corrupt", e, r.g.n)
+		}
+		if err := r.g.add(e.Value); err != nil {
+			return fmt.Errorf("entry %s: %w", e, err)
+		}
+		return nil
+	}
+	if r.g.f != nil {
 		if err := r.flush(); err != nil {
 			return err
 		}
@@ -105,16 +111,14 @@ func (r *blockReader[T, K]) entry(e Entry) error {
 		if n < 0 {
 			return fmt.Errorf("entry %s: negative element count %d", e, n)
 		}
-		r.count = n
 		f.Reset(r.t, 0)
-		r.g.start(f, 0)
+		r.g.start(f)
 		return nil
 	}
 	if r.g.f == nil {
 		// Elements without a count entry (a block written before counts).
-		r.count = 0
 		f.Reset(r.t, 0)
-		r.g.start(f, 0)
+		r.g.start(f)
 	}
 	if e.Index != r.g.n {
 		return fmt.Errorf("entry %s: want element %d: the block is corrupt", e, r.g.n)
