@@ -160,3 +160,49 @@ func TestReadNamesTheBadElement(t *testing.T) {
 		t.Fatalf("Get of a bad block is a not-found: %v", err)
 	}
 }
+
+// bad is an aggregate whose elements cannot be encoded (a func field).
+type bad struct {
+	ID    string
+	Elems []badElem
+}
+
+type badElem struct {
+	F func() `bson:"f"`
+}
+
+// A value the codec refuses fails Create and Put with an error naming the
+// entry, and writes nothing.
+func TestUnencodableValueWritesNothing(t *testing.T) {
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "b.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := (&runtime.Desc[bad, string]{
+		Aggregate: "Bad",
+		Keys:      runtime.StringKeys[string](),
+		ID:        func(a *bad) *string { return &a.ID },
+		Fields: []*runtime.Field[bad]{
+			runtime.NewPartition("elems", "Elems", func(a *bad) *[]badElem { return &a.Elems }),
+		},
+	}).Init()
+	repo := runtime.NewRepo(d, Open(db, d))
+	if err := repo.Create(ctx, &bad{ID: "ok", Elems: []badElem{}}); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpBucket(t, db, "Bad")
+	for _, op := range []func(*bad) error{
+		func(a *bad) error { a.ID = "new"; return repo.Create(ctx, a) },
+		func(a *bad) error { return repo.Put(ctx, a) },
+	} {
+		a := &bad{ID: "ok", Elems: []badElem{{}, {}}}
+		err := op(a)
+		if err == nil || !strings.Contains(err.Error(), "elems[0]") {
+			t.Errorf("writing an unencodable element: %v", err)
+		}
+	}
+	if after := dumpBucket(t, db, "Bad"); !maps.Equal(before, after) {
+		t.Errorf("a failed write changed the bucket:\n%q\n%q", before, after)
+	}
+}

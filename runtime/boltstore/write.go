@@ -54,8 +54,9 @@ func (p *pairs) add(blk *Block, entry string, i int, v any) error {
 	}
 	var err error
 	if p.vals, err = bsonval.Append(p.vals, v); err != nil {
+		name := entryName(blk.prefix, p.keys[k0:])
 		p.keys, p.vals = p.keys[:k0], p.vals[:v0]
-		return fmt.Errorf("encoding %s: %w", entryName(blk.prefix, p.keys[k0:len(p.keys)]), err)
+		return fmt.Errorf("encoding %s: %w", name, err)
 	}
 	p.ents = append(p.ents, pair{k0, len(p.keys), v0, len(p.vals)})
 	return nil
