@@ -143,7 +143,9 @@ func (r *blockReader[T, K]) flush() error {
 	if err := f.Decode(r.t, &r.dec); err == nil {
 		return nil
 	}
-	// Decode element by element, for the error that names the element.
+	// Decode element by element, as the elements were written: the error
+	// names the bad element (and should every element decode alone, that
+	// is the partition).
 	f.Reset(r.t, r.g.n)
 	var buf []byte
 	for i := range r.g.n {
@@ -153,7 +155,7 @@ func (r *blockReader[T, K]) flush() error {
 			return fmt.Errorf("entry %s[%d]: %w", f.Key, i, err)
 		}
 	}
-	return fmt.Errorf("entry %s: the elements decode one by one but not as an array", f.Key)
+	return nil
 }
 
 // read reads block blk, key id, whole.
