@@ -12,7 +12,7 @@ import (
 
 // EAOGameRepository reads and writes EAOGame aggregates: collection "EAOGame",
 // strategy eao, block key ID, entries ε (the root entry). Implementations:
-// EAOGameBoltRepository, EAOGameMongoRepository.
+// EAOGameBoltRepository, EAOGameDynamoRepository, EAOGameMongoRepository.
 type EAOGameRepository interface {
 	// Get reads the EAOGame block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -102,7 +102,8 @@ var eaoGameDesc = (&runtime.Desc[EAOGame, string]{
 
 // eaoGameRepo implements EAOGameRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. EAOGameBoltRepository, EAOGameMongoRepository embed it.
+// adapter. EAOGameBoltRepository, EAOGameDynamoRepository,
+// EAOGameMongoRepository embed it.
 type eaoGameRepo struct {
 	r runtime.Repo[EAOGame, string]
 }
