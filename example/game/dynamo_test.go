@@ -1,0 +1,29 @@
+package game_test
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/noamgen/noamgen/example/game"
+	"github.com/noamgen/noamgen/example/game/gametest"
+	"github.com/noamgen/noamgen/internal/dynalitetest"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+)
+
+func dynamoStores(c *dynamodb.Client) gametest.Stores {
+	o := dynamostore.Options{TablePrefix: dynalitetest.Prefix()}
+	return gametest.Stores{
+		Games:         game.NewGameDynamoRepository(c, o),
+		Players:       game.NewPlayerDynamoRepository(c, o),
+		Tournaments:   game.NewTournamentDynamoRepository(c, o),
+		UnorderedScan: true,
+	}
+}
+
+// TestDynamoSuite runs the game suite on DynamoDB (dynalite, or
+// NOAM_DYNAMO_ENDPOINT): fresh tables, by table-name prefix, per test.
+func TestDynamoSuite(t *testing.T) {
+	c := dynalitetest.Start(t).Client()
+	gametest.Run(t, func(t *testing.T) gametest.Stores { return dynamoStores(c) })
+}
