@@ -13,9 +13,10 @@ import (
 // block is one item of table "Player" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (firstName, lastName, score, games), in native attribute
-// values. Its lookups "game" are items of the table "Player__index" (partition
-// key: the lookup's name, sort key: the value), kept right by the lookup
-// protocol of runtime/dynamostore (hidden attributes _seq and _inc).
+// values. Its lookups ("game") are items of the index table "Player__index"
+// (partition key p: the lookup's name, sort key k: the value), kept right by
+// the lookup protocol of runtime/dynamostore (hidden attributes _seq and
+// _inc).
 type PlayerDynamoRepository struct {
 	playerRepo
 	store *dynamostore.Store[Player, string]

@@ -13,9 +13,9 @@ import (
 // Comment block is one item of table "Comment" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (author, text), in native attribute values. Its lookups
-// "author" are items of the table "Comment__index" (partition key: the
-// lookup's name, sort key: the value), kept right by the lookup protocol of
-// runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
+// ("author") are items of the index table "Comment__index" (partition key p:
+// the lookup's name, sort key k: the value), kept right by the lookup protocol
+// of runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
 // allocated from counters in the table "noam_counters".
 type CommentDynamoRepository struct {
 	commentRepo

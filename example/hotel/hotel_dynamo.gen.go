@@ -13,10 +13,10 @@ import (
 // block is one item of table "Hotel" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (name, city, stars, tags, address, rooms), in native
-// attribute values. Its lookups "name", "cityStars", "tags", "addressZip" are
-// items of the table "Hotel__index" (partition key: the lookup's name, sort
-// key: the value), kept right by the lookup protocol of runtime/dynamostore
-// (hidden attributes _seq and _inc).
+// attribute values. Its lookups ("name", "cityStars", "tags", "addressZip")
+// are items of the index table "Hotel__index" (partition key p: the lookup's
+// name, sort key k: the value), kept right by the lookup protocol of
+// runtime/dynamostore (hidden attributes _seq and _inc).
 type HotelDynamoRepository struct {
 	hotelRepo
 	store *dynamostore.Store[Hotel, string]

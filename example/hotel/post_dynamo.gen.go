@@ -13,8 +13,8 @@ import (
 // is one item of table "Post" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (title, author), in native attribute values. Its lookups
-// "author" are items of the table "Post__index" (partition key: the lookup's
-// name, sort key: the value), kept right by the lookup protocol of
+// ("author") are items of the index table "Post__index" (partition key p: the
+// lookup's name, sort key k: the value), kept right by the lookup protocol of
 // runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
 // allocated from counters in the table "noam_counters".
 type PostDynamoRepository struct {

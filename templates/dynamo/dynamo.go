@@ -68,7 +68,7 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 		for _, l := range a.Lookups {
 			names = append(names, fmt.Sprintf("%q", l.Name))
 		}
-		more += fmt.Sprintf(" Its lookups %s are items of the table %q (partition key: the lookup's name, sort key: the value), kept right by the lookup protocol of runtime/dynamostore (hidden attributes _seq and _inc).", strings.Join(names, ", "), a.Collection+"__index")
+		more += fmt.Sprintf(" Its lookups (%s) are items of the index table %q (partition key p: the lookup's name, sort key k: the value), kept right by the lookup protocol of runtime/dynamostore (hidden attributes _seq and _inc).", strings.Join(names, ", "), a.Collection+"__index")
 	}
 	if a.Counter {
 		more += " Block keys are allocated from counters in the table \"noam_counters\"."

@@ -13,9 +13,9 @@ import (
 // is one item of table "Card" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (_root (the root entry)), in native attribute values.
-// Its lookups "labels" are items of the table "Card__index" (partition key:
-// the lookup's name, sort key: the value), kept right by the lookup protocol
-// of runtime/dynamostore (hidden attributes _seq and _inc).
+// Its lookups ("labels") are items of the index table "Card__index" (partition
+// key p: the lookup's name, sort key k: the value), kept right by the lookup
+// protocol of runtime/dynamostore (hidden attributes _seq and _inc).
 type CardDynamoRepository struct {
 	cardRepo
 	store *dynamostore.Store[Card, int32]

@@ -15,10 +15,10 @@ import (
 // attribute per entry (_root (the root entry), lines (a list, its length in
 // _len), version), in native attribute values. Partitioned fields are list
 // attributes written element by element (list_append, SET of one index). Its
-// lookups "owner", "linesKind" are items of the table "Journal__index"
-// (partition key: the lookup's name, sort key: the value), kept right by the
-// lookup protocol of runtime/dynamostore (hidden attributes _seq and _inc).
-// Block keys are allocated from counters in the table "noam_counters".
+// lookups ("owner", "linesKind") are items of the index table "Journal__index"
+// (partition key p: the lookup's name, sort key k: the value), kept right by
+// the lookup protocol of runtime/dynamostore (hidden attributes _seq and
+// _inc). Block keys are allocated from counters in the table "noam_counters".
 type JournalDynamoRepository struct {
 	journalRepo
 	store *dynamostore.Store[Journal, JournalID]

@@ -13,10 +13,10 @@ import (
 // block is one item of table "Reply" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (author, body, posted), in native attribute values. Its
-// lookups "author" are items of the table "Reply__index" (partition key: the
-// lookup's name, sort key: the value), kept right by the lookup protocol of
-// runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
-// allocated from counters in the table "noam_counters".
+// lookups ("author") are items of the index table "Reply__index" (partition
+// key p: the lookup's name, sort key k: the value), kept right by the lookup
+// protocol of runtime/dynamostore (hidden attributes _seq and _inc). Block
+// keys are allocated from counters in the table "noam_counters".
 type ReplyDynamoRepository struct {
 	replyRepo
 	store *dynamostore.Store[Reply, ReplyKey]
