@@ -134,12 +134,26 @@ func minus(a, b []string) []string {
 	return out
 }
 
-// checkValues refuses lookup values with strings that are not UTF-8.
+// MaxIndexKeyBytes is the largest index key (the sort key of an index
+// item: the value, followed by the block key for a non-unique lookup):
+// DynamoDB's limit on sort keys.
+const MaxIndexKeyBytes = 1024
+
+// checkValues refuses lookup values with strings that are not UTF-8, and
+// values whose index key would exceed DynamoDB's sort key limit.
 func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
+	blk := len(s.d.Keys.Bytes(id))
 	for _, l := range s.d.Lookups {
 		for _, v := range l.Keys(t) {
 			if err := runtime.CheckKey(op, s.d.Aggregate, id, "lookup "+s.d.Collection+"."+l.Name, v); err != nil {
 				return err
+			}
+			n := len(v)
+			if !l.Unique {
+				n += blk
+			}
+			if n > MaxIndexKeyBytes {
+				return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(lookup %s.%s: an index key of %d bytes; DynamoDB sort keys hold at most %d)", s.d.Collection, l.Name, n, MaxIndexKeyBytes), runtime.ErrTooLarge, nil)
 			}
 		}
 	}
