@@ -49,6 +49,8 @@ type request struct {
 type logger struct {
 	mu  sync.Mutex
 	log []request
+	// before, when set, runs before a request is sent.
+	before func(op string, body []byte)
 }
 
 func (l *logger) Do(req *http.Request) (*http.Response, error) {
@@ -56,6 +58,9 @@ func (l *logger) Do(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if l.before != nil {
+		l.before(strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810."), body)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	var out []byte
@@ -82,6 +87,7 @@ func (l *logger) take() []request {
 // fixture is a test server, a logging client and a fresh table prefix.
 type fixture struct {
 	c      *dynamodb.Client
+	plain  *dynamodb.Client // without the log
 	log    *logger
 	prefix string
 	o      dynamostore.Options
@@ -92,6 +98,7 @@ func newFixture(t *testing.T, s *dynalitetest.Server) *fixture {
 	f := &fixture{log: l, prefix: dynalitetest.Prefix()}
 	f.o = dynamostore.Options{TablePrefix: f.prefix}
 	f.c = s.Client(func(o *dynamodb.Options) { o.HTTPClient = l })
+	f.plain = s.Client()
 	return f
 }
 
@@ -152,6 +159,7 @@ func TestStore(t *testing.T) {
 		{"NoStaleIndexItemsAfterWrites", testNoStaleItems},
 		{"StaleItemsSkippedAndRepaired", testStaleItems},
 		{"StaleUniqueClaim", testStaleClaim},
+		{"StalledCreateLosesItsClaim", testStalledCreate},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, sv)) })
 	}
@@ -525,4 +533,39 @@ func testStaleClaim(t *testing.T, f *fixture) {
 	}
 	// A value another block holds is never taken over.
 	wantErr(t, ms.Create(ctx, &model.Match{ID: "n", Code: "x"}), runtime.ErrDuplicate, "Create with a held code")
+}
+
+// testStalledCreate: a Create that stalls between its unique claim and
+// its block write for longer than StaleAfter may have its claim taken over
+// by another block; it then finds out, removes the block it wrote and
+// fails with ErrDuplicate, so that no value is held by two blocks.
+func testStalledCreate(t *testing.T, f *fixture) {
+	defer func(d time.Duration) { dynamostore.StaleAfter = d }(dynamostore.StaleAfter)
+	dynamostore.StaleAfter = 100 * time.Millisecond
+	ms := f.matches(t)
+	table := []byte(`"TableName":"` + f.prefix + `matches"`)
+	stalled := make(chan struct{})
+	var once sync.Once
+	f.log.before = func(op string, body []byte) {
+		if op == "PutItem" && bytes.Contains(body, table) && bytes.Contains(body, []byte("stalled")) {
+			once.Do(func() {
+				close(stalled)
+				time.Sleep(400 * time.Millisecond)
+			})
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- ms.Create(ctx, &model.Match{ID: "a", Code: "x", Region: "stalled"}) }()
+	<-stalled
+	time.Sleep(150 * time.Millisecond) // a's claim is now older than StaleAfter
+	b := model.NewMatchDynamoRepository(f.plain, f.o)
+	must(t, b.Create(ctx, &model.Match{ID: "b", Code: "x"}))
+	wantErr(t, <-errc, runtime.ErrDuplicate, "the stalled Create")
+	_, err := ms.Get(ctx, "a")
+	wantErr(t, err, runtime.ErrNotFound, "Get of the stalled block")
+	got, err := ms.GetByCode(ctx, "x")
+	must(t, err)
+	if got.ID != "b" {
+		t.Fatalf("code x is held by %s, want b", got.ID)
+	}
 }

@@ -221,7 +221,8 @@ func ambiguous(err error) bool {
 // before has and after lacks. If a claim fails or write did not happen,
 // the attempt removes the items it created, and nothing else changed.
 // If write's outcome is unknown, the items stay (reads verify them).
-func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, before, after [][]string, seq int64, write func() (bool, error)) (bool, error) {
+func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, before, after [][]string, seq int64, insert bool, write func() (bool, error)) (bool, error) {
+	began := time.Now()
 	a := &attempt{w: rand.Int64(), created: make([][]string, len(s.d.Lookups)), touched: make([][]map[string]types.AttributeValue, len(s.d.Lookups))}
 	for _, unique := range []bool{true, false} {
 		for i, l := range s.d.Lookups {
@@ -251,12 +252,52 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 	// skip stale items, Repair removes them). Only items of this
 	// incarnation written before seq go: a later write's are kept.
 	ctx = context.WithoutCancel(ctx)
+	if insert && time.Since(began) > StaleAfter/2 {
+		if err := s.stillOwned(ctx, op, id, inc, seq, before, after); err != nil {
+			return false, err
+		}
+	}
 	for i := range s.d.Lookups {
 		for _, k := range minus(before[i], after[i]) {
 			s.removeEntry(ctx, i, k, id, inc, seq)
 		}
 	}
 	return true, nil
+}
+
+// stillOwned checks, after a slow insert of block id, that the unique
+// claims it took are still its own (a claimer may have taken one over
+// while it stalled past StaleAfter). If one is not, it deletes the block it
+// inserted (on condition that it is still the one it wrote) and fails with
+// runtime.ErrDuplicate.
+func (s *Store[T, K]) stillOwned(ctx context.Context, op string, id K, inc, seq int64, before, after [][]string) error {
+	for i, l := range s.d.Lookups {
+		if !l.Unique {
+			continue
+		}
+		for _, k := range minus(after[i], before[i]) {
+			got, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.index), Key: s.indexKey(i, k), ConsistentRead: aws.Bool(true)})
+			if err != nil {
+				return runtime.FailAt(op, s.d.Aggregate, id, "(checking the unique claims of a slow write)", nil, err)
+			}
+			if e := entryOf(got.Item); len(got.Item) > 0 && e.inc == inc {
+				if holder, err := s.keyOf(e.id); err == nil && holder == id {
+					continue
+				}
+			}
+			w := &update{e: newExpr()}
+			stampCond(w, state[T]{found: true, stamp: stamp{seq: seq, inc: inc}})
+			_, derr := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+				TableName: aws.String(s.table), Key: s.key(id),
+				ConditionExpression: aws.String(w.cond[0] + " AND " + w.cond[1]), ExpressionAttributeNames: w.e.names, ExpressionAttributeValues: w.e.values,
+			})
+			if derr != nil && !condFailed(derr) {
+				return runtime.FailAt(op, s.d.Aggregate, id, "(lost the unique claim "+s.lookupName(i)+" "+describeKey([]byte(k))+" while stalled; removing the block failed)", runtime.ErrDuplicate, derr)
+			}
+			return runtime.FailAt(op, s.d.Aggregate, id, "(lost the unique claim "+s.lookupName(i)+" "+describeKey([]byte(k))+" while stalled past StaleAfter)", runtime.ErrDuplicate, nil)
+		}
+	}
+	return nil
 }
 
 // removeEntry deletes index item k of lookup i if it is block id's
@@ -430,7 +471,7 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 			before = s.allKeys(id, nil)
 		}
 		var dup bool
-		done, err := s.commit(ctx, op, id, inc, before, after, seq, func() (bool, error) {
+		done, err := s.commit(ctx, op, id, inc, before, after, seq, !st.found, func() (bool, error) {
 			w := &update{e: newExpr()}
 			stampCond(w, st)
 			in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
@@ -498,7 +539,7 @@ func (s *Store[T, K]) stampedWrite(ctx context.Context, op string, id K, st stat
 	seq := nextSeq(st.stamp.seq)
 	w.set = append(w.set, w.e.name(SeqAttr)+" = "+w.e.value(num(seq)))
 	stampCond(w, st)
-	return s.commit(ctx, op, id, st.stamp.inc, before, after, seq, func() (bool, error) {
+	return s.commit(ctx, op, id, st.stamp.inc, before, after, seq, false, func() (bool, error) {
 		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
 		if condFailed(err) {
 			return false, nil
