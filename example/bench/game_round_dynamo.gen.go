@@ -14,6 +14,8 @@ import (
 // prefix of dynamostore.Options) with the block key as the partition key _id
 // and one attribute per entry (_root (the root entry)), in native attribute
 // values. Block keys are allocated from counters in the table "noam_counters".
+// The blocks of one counter scope are listed through the items "noam:scope" of
+// "GameRound__index".
 type GameRoundDynamoRepository struct {
 	gameRoundRepo
 	store *dynamostore.Store[GameRound, GameRoundKey]

@@ -16,7 +16,8 @@ import (
 // ("author") are items of the index table "Comment__index" (partition key p:
 // the lookup's name, sort key k: the value), kept right by the lookup protocol
 // of runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
-// allocated from counters in the table "noam_counters".
+// allocated from counters in the table "noam_counters". The blocks of one
+// counter scope are listed through the items "noam:scope" of "Comment__index".
 type CommentDynamoRepository struct {
 	commentRepo
 	store *dynamostore.Store[Comment, CommentKey]

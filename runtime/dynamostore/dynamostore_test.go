@@ -160,6 +160,7 @@ func TestStore(t *testing.T) {
 		{"StaleItemsSkippedAndRepaired", testStaleItems},
 		{"StaleUniqueClaim", testStaleClaim},
 		{"StalledCreateLosesItsClaim", testStalledCreate},
+		{"ScopeGap", testScopeGap},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, sv)) })
 	}
@@ -567,5 +568,42 @@ func testStalledCreate(t *testing.T, f *fixture) {
 	must(t, err)
 	if got.ID != "b" {
 		t.Fatalf("code x is held by %s, want b", got.ID)
+	}
+}
+
+// testScopeGap: listing a counter scope costs the same whatever the gap
+// of free numbers before its blocks: one Query of the scope index and one
+// BatchGetItem of the blocks.
+func testScopeGap(t *testing.T, f *fixture) {
+	replies := model.NewReplyDynamoRepository(f.c, f.o)
+	must(t, replies.EnsureIndexes(ctx))
+	must(t, replies.Create(ctx, &model.Reply{Key: model.ReplyKey{Thread: "t"}, Body: "1"}))
+	must(t, replies.Create(ctx, &model.Reply{Key: model.ReplyKey{Thread: "t", Seq: 20000}, Body: "far"}))
+	must(t, replies.Create(ctx, &model.Reply{Key: model.ReplyKey{Thread: "t"}, Body: "next"}))
+	must(t, replies.Create(ctx, &model.Reply{Key: model.ReplyKey{Thread: "tt"}, Body: "other thread"}))
+	f.log.take()
+	page, err := replies.ListByThread(ctx, "t", runtime.PageRequest{Limit: 10})
+	must(t, err)
+	var got []int64
+	for _, r := range page.Items {
+		got = append(got, r.Key.Seq)
+	}
+	if fmt.Sprint(got) != "[1 20000 20001]" || page.Next != "" {
+		t.Fatalf("ListByThread t: %v (next %q)", got, page.Next)
+	}
+	if log := f.log.take(); len(log) > 2 {
+		var ops []string
+		for _, r := range log {
+			ops = append(ops, r.op)
+		}
+		t.Fatalf("ListByThread after a gap of 20,000 numbers sent %d requests: %v", len(log), ops)
+	}
+	must(t, replies.Delete(ctx, model.ReplyKey{Thread: "t", Seq: 20000}))
+	page, err = replies.ListByThread(ctx, "t", runtime.PageRequest{Limit: 1})
+	must(t, err)
+	page, err = replies.ListByThread(ctx, "t", runtime.PageRequest{Limit: 1, Cursor: page.Next})
+	must(t, err)
+	if len(page.Items) != 1 || page.Items[0].Key.Seq != 20001 {
+		t.Fatalf("second page after a Delete: %+v", page.Items)
 	}
 }

@@ -99,7 +99,7 @@ func stampCond[T any](w *update, st state[T]) {
 // sorted and distinct (as strings of bytes): the value for a unique
 // lookup, the value followed by the block key otherwise.
 func (s *Store[T, K]) indexKeys(i int, id K, t *T) []string {
-	l := s.d.Lookups[i]
+	l := s.lookups[i]
 	vals := l.Keys(t)
 	var blk []byte
 	if !l.Unique {
@@ -114,9 +114,9 @@ func (s *Store[T, K]) indexKeys(i int, id K, t *T) []string {
 }
 
 func (s *Store[T, K]) allKeys(id K, t *T) [][]string {
-	out := make([][]string, len(s.d.Lookups))
+	out := make([][]string, len(s.lookups))
 	if t != nil {
-		for i := range s.d.Lookups {
+		for i := range s.lookups {
 			out[i] = s.indexKeys(i, id, t)
 		}
 	}
@@ -143,7 +143,7 @@ const MaxIndexKeyBytes = 1024
 // values whose index key would exceed DynamoDB's sort key limit.
 func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
 	blk := len(s.d.Keys.Bytes(id))
-	for _, l := range s.d.Lookups {
+	for _, l := range s.lookups {
 		for _, v := range l.Keys(t) {
 			if err := runtime.CheckKey(op, s.d.Aggregate, id, "lookup "+s.d.Collection+"."+l.Name, v); err != nil {
 				return err
@@ -160,11 +160,11 @@ func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
 	return nil
 }
 
-func (s *Store[T, K]) lookupName(i int) string { return s.d.Collection + "." + s.d.Lookups[i].Name }
+func (s *Store[T, K]) lookupName(i int) string { return s.d.Collection + "." + s.lookups[i].Name }
 
 func (s *Store[T, K]) indexKey(i int, k string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		"p": &types.AttributeValueMemberS{Value: s.d.Lookups[i].Name},
+		"p": &types.AttributeValueMemberS{Value: s.lookups[i].Name},
 		"k": &types.AttributeValueMemberB{Value: []byte(k)},
 	}
 }
@@ -223,9 +223,9 @@ func ambiguous(err error) bool {
 // If write's outcome is unknown, the items stay (reads verify them).
 func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, before, after [][]string, seq int64, insert bool, write func() (bool, error)) (bool, error) {
 	began := time.Now()
-	a := &attempt{w: rand.Int64(), created: make([][]string, len(s.d.Lookups)), touched: make([][]map[string]types.AttributeValue, len(s.d.Lookups))}
+	a := &attempt{w: rand.Int64(), created: make([][]string, len(s.lookups)), touched: make([][]map[string]types.AttributeValue, len(s.lookups))}
 	for _, unique := range []bool{true, false} {
-		for i, l := range s.d.Lookups {
+		for i, l := range s.lookups {
 			if l.Unique != unique {
 				continue
 			}
@@ -257,7 +257,7 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 			return false, err
 		}
 	}
-	for i := range s.d.Lookups {
+	for i := range s.lookups {
 		for _, k := range minus(before[i], after[i]) {
 			s.removeEntry(ctx, i, k, id, inc, seq)
 		}
@@ -271,7 +271,7 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 // inserted (on condition that it is still the one it wrote) and fails with
 // runtime.ErrDuplicate.
 func (s *Store[T, K]) stillOwned(ctx context.Context, op string, id K, inc, seq int64, before, after [][]string) error {
-	for i, l := range s.d.Lookups {
+	for i, l := range s.lookups {
 		if !l.Unique {
 			continue
 		}
@@ -353,7 +353,7 @@ func (s *Store[T, K]) add(ctx context.Context, op string, a *attempt, i int, id 
 	item["s"] = num(seq)
 	item["w"] = num(a.w)
 	in := &dynamodb.PutItemInput{TableName: aws.String(s.index), Item: item, ReturnValues: types.ReturnValueAllOld}
-	if !s.d.Lookups[i].Unique {
+	if !s.lookups[i].Unique {
 		out, err := s.c.PutItem(ctx, in)
 		if err != nil {
 			return wrap(op, s.d.Aggregate, id, err)

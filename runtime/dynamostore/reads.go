@@ -111,7 +111,7 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 
 // lookupIndex finds a lookup's position.
 func (s *Store[T, K]) lookupIndex(l *runtime.Lookup[T]) int {
-	for i, x := range s.d.Lookups {
+	for i, x := range s.lookups {
 		if x == l || x.Name == l.Name {
 			return i
 		}
@@ -248,42 +248,20 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 }
 
 // ReadScope reads the blocks of one counter scope in number order after
-// number after: DynamoDB has no key order to seek in, so the numbers up
-// to the scope's counter are read in BatchGetItem calls of 100 keys
-// (gaps left by deletes cost reads).
+// number after: a Query of the scope index (ScopeLookup), whose sort keys
+// are the block keys, from the scope's number after+1 to the scope's end,
+// whatever the gaps.
 func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
-	key, _ := s.counterKey(scope)
-	top, err := s.counterValue(ctx, key)
+	prefix, _ := s.d.Counter.Split(scope)
+	from := s.d.Keys.Bytes(s.d.Counter.With(scope, max(after+1, 1)))
+	rng := &runtime.KeyRange{From: from, To: runtime.TupleEnd(prefix)}
+	items, _, more, err := s.ReadLookup(ctx, op, s.lookups[len(s.lookups)-1], rng, nil, n)
 	if err != nil {
-		return nil, 0, false, wrap(op, s.d.Aggregate, nil, err)
+		return nil, 0, false, err
 	}
-	var items []*T
-	var nums []int64
-	for next := after + 1; next <= top && len(items) <= n && next > 0; {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
-		}
-		var ids []K
-		for x := next; x <= top && len(ids) < 100 && x > 0; x++ {
-			ids = append(ids, s.d.Counter.With(scope, x))
-		}
-		next += int64(len(ids))
-		blocks, err := s.getMany(ctx, ids)
-		if err != nil {
-			return nil, 0, false, wrap(op, s.d.Aggregate, nil, err)
-		}
-		for _, id := range ids {
-			if t, ok := blocks[id]; ok {
-				_, x := s.d.Counter.Split(id)
-				items, nums = append(items, t), append(nums, x)
-			}
-		}
-	}
-	more := len(items) > n
-	items = items[:min(len(items), n)]
 	var last int64
 	if len(items) > 0 {
-		last = nums[len(items)-1]
+		_, last = s.d.Counter.Split(*s.d.ID(items[len(items)-1]))
 	}
 	return items, last, more, nil
 }
@@ -304,7 +282,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		key []byte
 		inc int64
 	}
-	want := make([]map[string]holder, len(s.d.Lookups))
+	want := make([]map[string]holder, len(s.lookups))
 	for i := range want {
 		want[i] = map[string]holder{}
 	}
@@ -339,7 +317,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 	for _, j := range order {
 		h := blocks[j]
 		rep.Aggregates++
-		for i, l := range s.d.Lookups {
+		for i, l := range s.lookups {
 			for _, k := range s.indexKeys(i, h.id, values[j]) {
 				if first, taken := want[i][k]; taken && l.Unique {
 					rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s: held by %v and %v; kept for %v", s.lookupName(i), describeKey([]byte(k)), first.id, h.id, first.id))
@@ -364,7 +342,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		}
 		return err == nil, err
 	}
-	for i, l := range s.d.Lookups {
+	for i, l := range s.lookups {
 		seen := map[string]bool{}
 		var qstart map[string]types.AttributeValue
 		for {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,7 +25,16 @@ type Store[T any, K comparable] struct {
 	index    string // "" without lookups
 	counters string // "" without a counter
 	kind     keyKind
+	// lookups are the descriptor's, and for a scoped counter the scope
+	// index (scopeLookup).
+	lookups []*runtime.Lookup[T]
 }
+
+// ScopeLookup names the index that lists the blocks of one counter scope
+// (ListBy<Scope>) in number order: its index keys are the block keys, so
+// that a scope is one range of sort keys. The name is no Go identifier,
+// so no lookup of the model has it.
+const ScopeLookup = "noam:scope"
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -36,8 +46,17 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 	for _, x := range opts {
 		o = x
 	}
-	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, kind: kindOf[K]()}
-	if len(d.Lookups) > 0 {
+	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, kind: kindOf[K](), lookups: d.Lookups}
+	if d.Counter != nil {
+		var zero K
+		if scope, _ := d.Counter.Split(zero); scope != nil {
+			s.lookups = append(slices.Clip(s.lookups), &runtime.Lookup[T]{
+				Name: ScopeLookup, Parts: 0,
+				Keys: func(*T) [][]byte { return [][]byte{{}} },
+			})
+		}
+	}
+	if len(s.lookups) > 0 {
 		s.index = o.TablePrefix + IndexTable(d.Collection)
 	}
 	if d.Counter != nil {

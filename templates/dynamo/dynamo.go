@@ -72,6 +72,9 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	}
 	if a.Counter {
 		more += " Block keys are allocated from counters in the table \"noam_counters\"."
+		if len(a.IDParts) > 0 {
+			more += fmt.Sprintf(" The blocks of one counter scope are listed through the items %q of %q.", "noam:scope", a.Collection+"__index")
+		}
 	}
 	doc := fmt.Sprintf("%s is %s on Amazon DynamoDB. Each %s block is one item of table %q (after the table-name prefix of dynamostore.Options) with the block key as the partition key _id and one attribute per entry (%s), in native attribute values.%s",
 		repo, t.Repo(a), a.Name, a.Collection, strings.Join(attrs, ", "), more)

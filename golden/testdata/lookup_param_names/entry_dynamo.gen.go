@@ -13,7 +13,8 @@ import (
 // block is one item of table "Entry" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (), in native attribute values. Block keys are allocated
-// from counters in the table "noam_counters".
+// from counters in the table "noam_counters". The blocks of one counter scope
+// are listed through the items "noam:scope" of "Entry__index".
 type EntryDynamoRepository struct {
 	entryRepo
 	store *dynamostore.Store[Entry, EntryKey]

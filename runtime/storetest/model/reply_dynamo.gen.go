@@ -16,7 +16,9 @@ import (
 // lookups ("author") are items of the index table "Reply__index" (partition
 // key p: the lookup's name, sort key k: the value), kept right by the lookup
 // protocol of runtime/dynamostore (hidden attributes _seq and _inc). Block
-// keys are allocated from counters in the table "noam_counters".
+// keys are allocated from counters in the table "noam_counters". The blocks of
+// one counter scope are listed through the items "noam:scope" of
+// "Reply__index".
 type ReplyDynamoRepository struct {
 	replyRepo
 	store *dynamostore.Store[Reply, ReplyKey]
