@@ -239,7 +239,17 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 	}
 	ok, err := write()
 	if err != nil && ambiguous(err) {
-		return false, runtime.FailAt(op, s.d.Aggregate, id, "(outcome unknown: the write may not have been applied; its lookup entries are kept for reads to verify)", nil, err)
+		// The request may have been applied: read the block back, with a
+		// fresh context, to see whether it carries this write's stamp.
+		done, rerr := s.applied(ctx, id, inc, seq)
+		if rerr != nil || !done {
+			detail := "(outcome unknown: the write may not have been applied; its lookup entries are kept for reads to verify)"
+			if rerr != nil {
+				detail = fmt.Sprintf("(outcome unknown: reading the block back failed: %v; its lookup entries are kept for reads to verify)", rerr)
+			}
+			return false, runtime.FailAt(op, s.d.Aggregate, id, detail, nil, err)
+		}
+		ok, err = true, nil // the reply was lost, the write is done
 	}
 	if err != nil || !ok {
 		s.undo(ctx, a)
@@ -298,6 +308,24 @@ func (s *Store[T, K]) stillOwned(ctx context.Context, op string, id K, inc, seq 
 		}
 	}
 	return nil
+}
+
+// readBackTimeout bounds the read that decides an ambiguous outcome.
+var readBackTimeout = 10 * time.Second
+
+// applied reports whether block id carries the stamp (seq, inc) of a
+// write whose outcome is unknown.
+func (s *Store[T, K]) applied(ctx context.Context, id K, inc, seq int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(SeqAttr)+", "+e.name(IncAttr), e)
+	if err != nil || item == nil {
+		return false, err
+	}
+	sq, _ := intOf(item[SeqAttr])
+	ic, _ := intOf(item[IncAttr])
+	return sq == seq && ic == inc, nil
 }
 
 // removeEntry deletes index item k of lookup i if it is block id's
