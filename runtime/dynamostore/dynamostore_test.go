@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -161,6 +162,8 @@ func TestStore(t *testing.T) {
 		{"StaleUniqueClaim", testStaleClaim},
 		{"StalledCreateLosesItsClaim", testStalledCreate},
 		{"ScopeGap", testScopeGap},
+		{"CounterOverflow", testCounterOverflow},
+		{"AppendToABlockWithoutThePartition", testAppendOldSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, sv)) })
 	}
@@ -606,4 +609,49 @@ func testScopeGap(t *testing.T, f *fixture) {
 	if len(page.Items) != 1 || page.Items[0].Key.Seq != 20001 {
 		t.Fatalf("second page after a Delete: %+v", page.Items)
 	}
+}
+
+// testCounterOverflow: after an explicit id of math.MaxInt64 the counter
+// cannot allocate another number: ErrOverflow, nothing written.
+func testCounterOverflow(t *testing.T, f *fixture) {
+	js := model.NewJournalDynamoRepository(f.c, f.o)
+	must(t, js.EnsureIndexes(ctx))
+	must(t, js.Create(ctx, &model.Journal{ID: math.MaxInt64, Title: "last"}))
+	j := &model.Journal{Title: "one more"}
+	wantErr(t, js.Create(ctx, j), runtime.ErrOverflow, "Create after MaxInt64")
+	if j.ID != 0 || j.Version != 0 {
+		t.Fatalf("the failed Create changed the journal: %+v", j)
+	}
+	n := 0
+	for _, err := range js.All(ctx) {
+		must(t, err)
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("%d journals, want 1", n)
+	}
+}
+
+// testAppendOldSchema: a block written before its aggregate had the
+// partition (no list, no count) takes its first element; an append to a
+// block deleted meanwhile does not create one.
+func testAppendOldSchema(t *testing.T, f *fixture) {
+	games := game.NewGameDynamoRepository(f.c, f.o)
+	must(t, games.EnsureIndexes(ctx))
+	_, err := f.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.prefix + "Game"), Item: map[string]types.AttributeValue{
+		"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, "old")}, "firstPlayer": &types.AttributeValueMemberS{Value: "ann"},
+		"version": &types.AttributeValueMemberN{Value: "1"}, "_len": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
+	}})
+	must(t, err)
+	i, err := games.AppendRounds(ctx, "old", game.Round{Moves: []string{"e4"}})
+	must(t, err)
+	g, err := games.Get(ctx, "old")
+	must(t, err)
+	if i != 0 || len(g.Rounds) != 1 || g.Rounds[0].Moves[0] != "e4" || g.Version != 2 || g.FirstPlayer != "ann" {
+		t.Fatalf("after the first append: index %d, %+v", i, g)
+	}
+	_, err = games.AppendRounds(ctx, "gone", game.Round{})
+	wantErr(t, err, runtime.ErrNotFound, "AppendRounds to a missing game")
+	_, err = games.Get(ctx, "gone")
+	wantErr(t, err, runtime.ErrNotFound, "Get after an append to a missing game")
 }

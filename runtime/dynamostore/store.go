@@ -353,13 +353,6 @@ func (s *Store[T, K]) counterKey(id K) (map[string]types.AttributeValue, int64) 
 // the number.
 func (s *Store[T, K]) allocate(ctx context.Context, op string, id K) (int64, error) {
 	key, _ := s.counterKey(id)
-	cur, err := s.counterValue(ctx, key)
-	if err != nil {
-		return 0, wrap(op, s.d.Aggregate, nil, err)
-	}
-	if cur == math.MaxInt64 {
-		return 0, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrOverflow, nil)
-	}
 	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.counters), Key: key,
 		UpdateExpression:          aws.String("ADD #n :one"),
@@ -398,14 +391,6 @@ func (s *Store[T, K]) raise(ctx context.Context, op string, id K) error {
 		return wrap(op, s.d.Aggregate, id, err)
 	}
 	return nil
-}
-
-func (s *Store[T, K]) counterValue(ctx context.Context, key map[string]types.AttributeValue) (int64, error) {
-	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.counters), Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return 0, err
-	}
-	return intOf(out.Item["n"])
 }
 
 // withCounter runs write for a counter-keyed aggregate: with a zero

@@ -318,10 +318,18 @@ func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64) *updat
 	w := &update{e: newExpr()}
 	e := w.e
 	fn, ln := e.name(f), e.name(LenAttr)
+	// if_not_exists and the condition on a missing count let a block
+	// written before the partition existed (an older schema) take its
+	// first element.
 	w.set = append(w.set,
-		fmt.Sprintf("%s = list_append(%s, %s)", fn, fn, e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{v}})),
+		fmt.Sprintf("%s = list_append(if_not_exists(%s, %s), %s)", fn, fn, e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}}), e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{v}})),
 		fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n+1))))
-	w.cond = append(w.cond, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n))))
+	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	if n == 0 {
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s.%s) OR %s.%s = %s)", ln, fn, ln, fn, e.value(num(0))))
+	} else {
+		w.cond = append(w.cond, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n))))
+	}
 	s.version(w, 0, true)
 	return w
 }
