@@ -163,6 +163,7 @@ func TestStore(t *testing.T) {
 		{"StalledCreateLosesItsClaim", testStalledCreate},
 		{"ScopeGap", testScopeGap},
 		{"CounterOverflow", testCounterOverflow},
+		{"PutSeesAConcurrentUnindexedWrite", testPutRace},
 		{"AppendToABlockWithoutThePartition", testAppendOldSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, sv)) })
@@ -654,4 +655,38 @@ func testAppendOldSchema(t *testing.T, f *fixture) {
 	wantErr(t, err, runtime.ErrNotFound, "AppendRounds to a missing game")
 	_, err = games.Get(ctx, "gone")
 	wantErr(t, err, runtime.ErrNotFound, "Get after an append to a missing game")
+}
+
+// testPutRace: a write of an unindexed field (one UpdateItem that bumps
+// the version but not the lookup stamp) between a Put's read and its
+// block write makes the Put fail with ErrConflict, not overwrite it.
+func testPutRace(t *testing.T, f *fixture) {
+	ms := f.matches(t)
+	must(t, ms.Create(ctx, &model.Match{ID: "m", Code: "c"}))
+	m, err := ms.Get(ctx, "m")
+	must(t, err)
+	other := model.NewMatchDynamoRepository(f.plain, f.o)
+	table := []byte(`"TableName":"` + f.prefix + `matches"`)
+	var once sync.Once
+	f.log.before = func(op string, body []byte) {
+		if op == "PutItem" && bytes.Contains(body, table) {
+			once.Do(func() { must(t, other.SetMeta(ctx, "m", map[string]int{"concurrent": 1})) })
+		}
+	}
+	m.Code = "c2"
+	wantErr(t, ms.Put(ctx, m), runtime.ErrConflict, "Put over a concurrent SetMeta")
+	f.log.before = nil
+	got, err := ms.Get(ctx, "m")
+	must(t, err)
+	if got.Meta["concurrent"] != 1 || got.Code != "c" || got.Version != 2 {
+		t.Fatalf("after the race: %+v", got)
+	}
+	if _, err := ms.GetByCode(ctx, "c2"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("GetByCode of the failed Put's code: %v", err)
+	}
+	rep, err := ms.Repair(ctx)
+	must(t, err)
+	if rep.Added != 0 || rep.Removed != 0 {
+		t.Fatalf("Repair after the race: %v", rep)
+	}
 }

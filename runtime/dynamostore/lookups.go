@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -502,11 +503,13 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 		done, err := s.commit(ctx, op, id, inc, before, after, seq, !st.found, func() (bool, error) {
 			w := &update{e: newExpr()}
 			stampCond(w, st)
-			in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-				ConditionExpression: aws.String(w.cond[0]), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()}
-			if len(w.cond) > 1 {
-				in.ConditionExpression = aws.String(w.cond[0] + " AND " + w.cond[1])
+			if st.found && s.d.Version != nil {
+				// A write of unindexed fields changes the version, not
+				// the stamp.
+				s.version(w, want, false)
 			}
+			in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+				ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()}
 			_, err := s.c.PutItem(ctx, in)
 			if condFailed(err) {
 				dup = !st.found

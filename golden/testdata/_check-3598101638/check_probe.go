@@ -1,0 +1,6 @@
+package bench
+
+type CheckProbe struct {
+	_  struct{} `noam:"aggregate"`
+	ID string   `noam:"id"`
+}
