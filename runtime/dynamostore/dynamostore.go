@@ -25,7 +25,12 @@
 //     before the block, stale ones removed after, reads verify and skip
 //     stale items, Repair): see lookups.go and RELIABILITY.md.
 //   - Counters (noam:"id,counter") are items of the table "noam_counters",
-//     bumped with UpdateItem ADD.
+//     bumped with UpdateItem ADD. The blocks of a scoped counter are also
+//     index items (lookup ScopeLookup, sort key the block key), so that
+//     ListBy<Scope> is one Query in number order whatever the gaps.
+//   - Limits: an item holds 400 KB (MaxItemBytes), an index key 1,024
+//     bytes (MaxIndexKeyBytes); larger writes fail with runtime.ErrTooLarge
+//     and change nothing.
 //
 // DynamoDB cannot order a table scan by partition key: List and All read
 // every block once, in the table's own (hash) order (Caps.OrderedScan is

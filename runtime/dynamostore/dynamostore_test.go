@@ -181,6 +181,7 @@ func testItemShape(t *testing.T, f *fixture) {
 		Meta:   map[string]int{"x": 1},
 		Rounds: []model.Round{{Serial: "s0", Moves: []string{"e4"}, At: t0}, {Serial: "s1", At: t0}}}
 	must(t, ms.Create(ctx, m))
+	must(t, ms.EnsureIndexes(ctx)) // safe on every start: the tables are kept
 	it := f.item(t, "matches", strKey("m1"))
 	if s(it["code"]) != "c1" || s(it["region"]) != "north" || n(it["level"]) != "3" || n(it["version"]) != "1" || s(it["start"]) != "2012-01-02T03:04:05.678Z" {
 		t.Errorf("scalar attributes: %#v", it)

@@ -1,6 +1,0 @@
-package bench
-
-type CheckProbe struct {
-	_  struct{} `noam:"aggregate"`
-	ID string   `noam:"id"`
-}
