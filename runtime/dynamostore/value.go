@@ -20,12 +20,18 @@ import (
 // then each BSON value becomes its DynamoDB counterpart: strings S,
 // numbers N, booleans BOOL, documents M, arrays L, binary B, null NULL,
 // times S in RFC 3339 with milliseconds (UTC). The few BSON types DynamoDB
-// has no counterpart for (NaN and infinite doubles, ObjectIDs, decimals,
-// ...) are kept as M {"$bson": B(type byte + BSON bytes)}. Decoding goes
+// has no counterpart for (NaN, infinite doubles and doubles beyond N's
+// range of 1e-130 to 1e126, ObjectIDs, decimals, ...) are kept as M {"$bson": B(type byte + BSON bytes)}. Decoding goes
 // back to BSON and through the BSON decoder into the Go value.
 
 // rawKey marks a value kept as raw BSON.
 const rawKey = "$bson"
+
+// The magnitudes an N attribute holds (DynamoDB's "Number" data type).
+const (
+	maxNumber = 9.9999999999999999999999999999999999999e125
+	minNumber = 1e-130
+)
 
 // timeLayout is how times are written: what the BSON decoder parses back.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
@@ -53,8 +59,8 @@ func fromBSON(v bsoncore.Value) (types.AttributeValue, error) {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v.Int64(), 10)}, nil
 	case bsoncore.TypeDouble:
 		f := v.Double()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return raw(v), nil
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > maxNumber || (f != 0 && math.Abs(f) < minNumber) {
+			return raw(v), nil // outside what an N attribute holds
 		}
 		return &types.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'g', -1, 64)}, nil
 	case bsoncore.TypeBoolean:

@@ -26,7 +26,7 @@ func TestValueRoundTrip(t *testing.T) {
 	when := time.Date(2012, 1, 2, 3, 4, 5, 678e6, time.UTC)
 	for _, v := range []any{
 		"", "ü\x00x", int64(math.MaxInt64), int64(math.MinInt64), int32(-7), 3.0, 0.1, -2.5e300,
-		math.NaN(), math.Inf(1), math.Inf(-1), true, false,
+		math.NaN(), math.Inf(1), math.Inf(-1), 1e-200, math.MaxFloat64, 1e125, true, false,
 		[]string{}, []string{"a", ""}, map[string]int{"": 1, "a.b": 2, "$x": 3},
 		inner{N: 1, F: 2, P: &inner{S: "deep"}, M: map[string]string{"k": "v"}, B: []byte{0, 1}, When: when},
 		bson.NewObjectID(), when,
@@ -66,8 +66,10 @@ func TestValueShape(t *testing.T) {
 	if _, ok := m["p"].(*types.AttributeValueMemberNULL); !ok {
 		t.Fatalf("a nil pointer: %#v", m["p"])
 	}
-	nan, _ := Encode(math.NaN())
-	if _, ok := nan.(*types.AttributeValueMemberM).Value[rawKey]; !ok {
-		t.Fatalf("NaN: %#v", nan)
+	for _, f := range []float64{math.NaN(), math.Inf(1), 2.5e300, -1e200, 1e-200, math.SmallestNonzeroFloat64} {
+		av, _ := Encode(f)
+		if m, ok := av.(*types.AttributeValueMemberM); !ok || m.Value[rawKey] == nil {
+			t.Fatalf("%v is no N value, but stored as %#v", f, av)
+		}
 	}
 }
