@@ -19,10 +19,12 @@ import (
 // codec (so that bson struct tags name nested fields, as on every store),
 // then each BSON value becomes its DynamoDB counterpart: strings S,
 // numbers N, booleans BOOL, documents M, arrays L, binary B, null NULL,
-// times S in RFC 3339 with milliseconds (UTC). The few BSON types DynamoDB
-// has no counterpart for (NaN, infinite doubles and doubles beyond N's
-// range of 1e-130 to 1e126, ObjectIDs, decimals, ...) are kept as M {"$bson": B(type byte + BSON bytes)}. Decoding goes
-// back to BSON and through the BSON decoder into the Go value.
+// times S in RFC 3339 with milliseconds (UTC). The few values DynamoDB has
+// no counterpart for (NaN, infinite doubles and doubles beyond N's range
+// of 1e-130 to 1e126, ObjectIDs, decimals, ...) and maps with an empty key
+// (DynamoDB refuses empty attribute names) are kept as
+// M {"$bson": B(type byte + BSON bytes)}. Decoding goes back to BSON and
+// through the BSON decoder into the Go value.
 
 // rawKey marks a value kept as raw BSON.
 const rawKey = "$bson"
@@ -83,6 +85,11 @@ func fromBSON(v bsoncore.Value) (types.AttributeValue, error) {
 		}
 		m := make(map[string]types.AttributeValue, len(elems))
 		for _, e := range elems {
+			if e.Key() == "" || (e.Key() == rawKey && len(elems) == 1) {
+				// DynamoDB refuses empty attribute names, also in maps;
+				// a lone "$bson" key would read as a raw value.
+				return raw(v), nil
+			}
 			av, err := fromBSON(e.Value())
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", e.Key(), err)

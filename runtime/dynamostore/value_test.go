@@ -27,7 +27,7 @@ func TestValueRoundTrip(t *testing.T) {
 	for _, v := range []any{
 		"", "ü\x00x", int64(math.MaxInt64), int64(math.MinInt64), int32(-7), 3.0, 0.1, -2.5e300,
 		math.NaN(), math.Inf(1), math.Inf(-1), 1e-200, math.MaxFloat64, 1e125, true, false,
-		[]string{}, []string{"a", ""}, map[string]int{"": 1, "a.b": 2, "$x": 3},
+		[]string{}, []string{"a", ""}, map[string]int{"": 1, "a.b": 2, "$x": 3}, map[string]int{"$bson": 1}, map[string]int{"$bson": 1, "x": 2},
 		inner{N: 1, F: 2, P: &inner{S: "deep"}, M: map[string]string{"k": "v"}, B: []byte{0, 1}, When: when},
 		bson.NewObjectID(), when,
 	} {
