@@ -11,8 +11,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/dynamostore"
 )
 
-func dynamoStores(c *dynamodb.Client) gametest.Stores {
-	o := dynamostore.Options{TablePrefix: dynalitetest.Prefix()}
+func dynamoStores(t *testing.T, srv *dynalitetest.Server, c *dynamodb.Client) gametest.Stores {
+	o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
 	return gametest.Stores{
 		Games:         game.NewGameDynamoRepository(c, o),
 		Players:       game.NewPlayerDynamoRepository(c, o),
@@ -24,6 +24,7 @@ func dynamoStores(c *dynamodb.Client) gametest.Stores {
 // TestDynamoSuite runs the game suite on DynamoDB (dynalite, or
 // NOAM_DYNAMO_ENDPOINT): fresh tables, by table-name prefix, per test.
 func TestDynamoSuite(t *testing.T) {
-	c := dynalitetest.Start(t).Client()
-	gametest.Run(t, func(t *testing.T) gametest.Stores { return dynamoStores(c) })
+	srv := dynalitetest.Start(t)
+	c := srv.Client()
+	gametest.Run(t, func(t *testing.T) gametest.Stores { return dynamoStores(t, srv, c) })
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/dynamostore"
 )
 
-func dynamoStores(c *dynamodb.Client) hoteltest.Stores {
-	o := dynamostore.Options{TablePrefix: dynalitetest.Prefix()}
+func dynamoStores(t *testing.T, srv *dynalitetest.Server, c *dynamodb.Client) hoteltest.Stores {
+	o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
 	return hoteltest.Stores{
 		Hotels:        hotel.NewHotelDynamoRepository(c, o),
 		Posts:         hotel.NewPostDynamoRepository(c, o),
@@ -24,6 +24,7 @@ func dynamoStores(c *dynamodb.Client) hoteltest.Stores {
 // TestDynamoSuite runs the hotel suite on DynamoDB (dynalite, or
 // NOAM_DYNAMO_ENDPOINT): fresh tables, by table-name prefix, per test.
 func TestDynamoSuite(t *testing.T) {
-	c := dynalitetest.Start(t).Client()
-	hoteltest.Run(t, func(t *testing.T) hoteltest.Stores { return dynamoStores(c) })
+	srv := dynalitetest.Start(t)
+	c := srv.Client()
+	hoteltest.Run(t, func(t *testing.T) hoteltest.Stores { return dynamoStores(t, srv, c) })
 }

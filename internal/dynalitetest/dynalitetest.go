@@ -35,6 +35,9 @@ const EnvEndpoint = "NOAM_DYNAMO_ENDPOINT"
 type Server struct {
 	// Endpoint is its URL, e.g. http://127.0.0.1:40123.
 	Endpoint string
+	// external is set for NOAM_DYNAMO_ENDPOINT: tables outlive the
+	// process there, so Prefix removes them after the test.
+	external bool
 }
 
 // Start starts dynalite for t (or uses NOAM_DYNAMO_ENDPOINT) and stops it
@@ -43,7 +46,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		return &Server{Endpoint: ep}
+		return &Server{Endpoint: ep, external: true}
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -129,9 +132,42 @@ var seq atomic.Int64
 
 // Prefix returns a table-name prefix no other test of this process (or,
 // on a shared endpoint, of an earlier run) uses: tables under it start
-// empty.
-func Prefix() string {
-	return fmt.Sprintf("t%x_%d_", time.Now().UnixNano()&0xffffffff, seq.Add(1))
+// empty. On an external endpoint (NOAM_DYNAMO_ENDPOINT) the tables under
+// it are deleted when t ends; dynalite keeps them in memory until it
+// stops.
+func (s *Server) Prefix(t testing.TB) string {
+	p := fmt.Sprintf("t%x_%d_", time.Now().UnixNano()&0xffffffff, seq.Add(1))
+	if s.external {
+		t.Cleanup(func() { s.dropTables(t, p) })
+	}
+	return p
+}
+
+// dropTables deletes the tables whose names start with prefix.
+func (s *Server) dropTables(t testing.TB, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := s.Client()
+	in := &dynamodb.ListTablesInput{ExclusiveStartTableName: aws.String(prefix)}
+	for {
+		out, err := c.ListTables(ctx, in)
+		if err != nil {
+			t.Logf("listing the test's tables: %v", err)
+			return
+		}
+		for _, name := range out.TableNames {
+			if !strings.HasPrefix(name, prefix) {
+				return
+			}
+			if _, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+				t.Logf("deleting table %s: %v", name, err)
+			}
+		}
+		if out.LastEvaluatedTableName == nil {
+			return
+		}
+		in.ExclusiveStartTableName = out.LastEvaluatedTableName
+	}
 }
 
 // moduleDir finds the dynalite module in tools/dynalite/node_modules of

@@ -24,7 +24,7 @@ func BenchmarkAddRound(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/rounds=%d", mode, n), func(b *testing.B) {
 				l := &logger{}
 				c := srv.Client(func(o *dynamodb.Options) { o.HTTPClient = l })
-				games := game.NewGameDynamoRepository(c, dynamostore.Options{TablePrefix: dynalitetest.Prefix()})
+				games := game.NewGameDynamoRepository(c, dynamostore.Options{TablePrefix: srv.Prefix(b)})
 				if err := games.EnsureIndexes(ctx); err != nil {
 					b.Fatal(err)
 				}

@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes},
 		Concurrent: true, // every block write is one conditional request
 		Open: func(t *testing.T) storetest.Repos {
-			o := dynamostore.Options{TablePrefix: dynalitetest.Prefix()}
+			o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
 			return storetest.Repos{
 				Matches:  model.NewMatchDynamoRepository(c, o),
 				Journals: model.NewJournalDynamoRepository(c, o),

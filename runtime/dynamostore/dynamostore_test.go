@@ -96,7 +96,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, s *dynalitetest.Server) *fixture {
 	l := &logger{}
-	f := &fixture{log: l, prefix: dynalitetest.Prefix()}
+	f := &fixture{log: l, prefix: s.Prefix(t)}
 	f.o = dynamostore.Options{TablePrefix: f.prefix}
 	f.c = s.Client(func(o *dynamodb.Options) { o.HTTPClient = l })
 	f.plain = s.Client()

@@ -29,7 +29,8 @@ type dynamo struct {
 // returns a client and a fresh table prefix.
 func openDynamo(t *testing.T) dynamo {
 	t.Helper()
-	return dynamo{c: dynalitetest.Start(t).Client(), o: dynamostore.Options{TablePrefix: dynalitetest.Prefix()}}
+	srv := dynalitetest.Start(t)
+	return dynamo{c: srv.Client(), o: dynamostore.Options{TablePrefix: srv.Prefix(t)}}
 }
 
 // indexItems counts the index items of one lookup of a collection.
