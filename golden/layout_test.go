@@ -21,6 +21,8 @@ func TestGoldenLayout(t *testing.T) {
 		}
 	}
 	// Redis: a server of its own per package (NOAM_REDIS_URL, one shared
-	// server, is left out: the packages' tests run in parallel).
-	layoutcheck.Run(t, moduleRoot, dirs, []layoutcheck.Store{layoutcheck.Bolt, layoutcheck.Redis}, "NOAM_REDIS_URL=")
+	// server, is left out: the packages' tests run in parallel). DynamoDB:
+	// dynalite per package, or NOAM_DYNAMO_ENDPOINT with a table prefix
+	// per test.
+	layoutcheck.Run(t, moduleRoot, dirs, []layoutcheck.Store{layoutcheck.Bolt, layoutcheck.Redis, layoutcheck.Dynamo}, "NOAM_REDIS_URL=")
 }

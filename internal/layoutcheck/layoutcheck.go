@@ -95,6 +95,15 @@ var Redis = Store{
 	Open:    "redisstore.Open(rdb, %[1]s)",
 }
 
+// Dynamo is DynamoDB: dynalite started for each package's test (or the
+// endpoint NOAM_DYNAMO_ENDPOINT names), tables under a fresh prefix.
+var Dynamo = Store{
+	Name:    "dynamo",
+	Imports: []string{"github.com/noamgen/noamgen/internal/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
+	Setup:   "srv := dynalitetest.Start(t)\nclient, prefix := srv.Client(), srv.Prefix(t)",
+	Open:    "dynamostore.Open(client, %[1]s, dynamostore.Options{TablePrefix: prefix})",
+}
+
 // BoltDB opens a bbolt database in a temporary directory, closed at the
 // end of the test.
 func BoltDB(t testing.TB) *bbolt.DB {
