@@ -164,7 +164,11 @@ func layout(a *model.Aggregate) t.Physical {
 	if a.Counter {
 		idx += " (and the counter when a write raises it)"
 	}
-	p.Notes = append(p.Notes, "Single node: the same script run changes the block "+idx+", all or nothing. Redis Cluster: they live on other hash slots and change in runs of their own, after the block's (the listing, the counter) or around it (index tables: the lookup protocol below), so they may lag behind the block after a crash; Repair rebuilds them.")
+	after := "after the block's"
+	if len(a.Lookups) > 0 {
+		after = "after the block's (the listing, the counter) or around it (index tables: the lookup protocol below)"
+	}
+	p.Notes = append(p.Notes, "Single node: the same script run changes the block "+idx+", all or nothing. Redis Cluster: they live on other hash slots and change in runs of their own, "+after+", so they may lag behind the block after a crash; Repair rebuilds them.")
 	if len(a.Lookups) > 0 {
 		p.Notes = append(p.Notes, "The lookup protocol on a cluster (as runtime/mongostore's, RELIABILITY.md): unique values are claimed first (a check-and-set script on the :claims hash), the other new entries added, then the block written on condition that its _seq is the one read, then the entries of the old values removed, only those of this incarnation (_inc) written before this write. Reads verify every entry against its block and skip stale ones.")
 	}
@@ -241,8 +245,14 @@ type rt struct {
 func (r *rt) add(n int)        { r.n += n }
 func (r *rt) term(what string) { r.terms = append(r.terms, what) }
 func (r rt) String() string {
-	return strings.Join(append([]string{strconv.Itoa(r.n)}, r.terms...), " + ")
+	parts := r.terms
+	if r.n != 0 || len(r.terms) == 0 {
+		parts = append([]string{strconv.Itoa(r.n)}, r.terms...)
+	}
+	return strings.Join(parts, " + ")
 }
+
+// modes renders the round trips of a method on a node and on a cluster.
 func modes(node, cluster rt) string {
 	if node.String() == cluster.String() {
 		return node.String()
@@ -289,6 +299,10 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 			c.Ops = append(c.Ops, "cluster: EVALSHA: remove the lost values' entries of this incarnation written before this write (ZREM "+z+", HDEL "+z+":meta"+map[bool]string{true: ", " + z + ":claims", false: ""}[l.Unique]+")")
 			cluster.term("1 if " + z + " loses values")
 		}
+	}
+	nodeClaims := "" // a node's script checks the claims of the new unique values
+	if u := uniques(ls); len(u) > 0 {
+		nodeClaims = ", the claims of " + names(a, u)
 	}
 	nodeIndex := ""
 	if len(ls) > 0 {
@@ -359,13 +373,6 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 			w += ", _inc"
 		}
 		w += ", _seq"
-		claims := ""
-		if len(ls) > 0 {
-			claims = "; claims of " + names(a, uniques(ls))
-			if len(uniques(ls)) == 0 {
-				claims = ""
-			}
-		}
 		counter := ""
 		if acc.Counter {
 			counter = "; raise " + CounterName(a) + " to a given number"
@@ -374,7 +381,7 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		if len(ls) > 0 {
 			idx = "; ZADD " + names(a, ls) + ", HSET their :meta" + claimsOf(ls)
 		}
-		c.Ops = append(c.Ops, "node: EVALSHA [check "+block+" absent"+claims+"; "+w+idx+"; ZADD "+list+counter+"]")
+		c.Ops = append(c.Ops, "node: EVALSHA [check "+block+" absent"+nodeClaims+"; "+w+idx+"; ZADD "+list+counter+"]")
 		node.add(1)
 		gains()
 		c.Ops = append(c.Ops, "cluster: EVALSHA "+block+" [check absent; "+w+"]", "cluster: ZADD "+list)
@@ -396,19 +403,17 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		if acc.Counter {
 			c.Ops = append(c.Ops, "a key whose number is 0: as Create")
 		}
-		check := "check " + block
+		check := ""
 		if len(a.Lookups) > 0 {
 			c.Ops = append(c.Ops, "HGETALL "+block+" (_seq, _inc, the indexed values)")
 			node.add(1)
 			cluster.add(1)
-			check += " unchanged since read (_seq)"
+			check = "unchanged since read (_seq)"
 			if ver != "" {
 				check += ", " + ver + " as given"
 			}
 		} else if ver != "" {
-			check += " " + ver + " as given (absent when 0)"
-		} else {
-			check = ""
+			check = ver + " as given (absent when 0)"
 		}
 		w := "DEL, HSET each entry"
 		if len(a.Lookups) > 0 {
@@ -419,11 +424,11 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		if acc.Counter {
 			counter = "; raise " + CounterName(a)
 		}
-		pre := check
-		if pre != "" {
-			pre += "; "
+		nodePre, pre := "", ""
+		if check != "" {
+			nodePre, pre = "check "+block+" "+check+nodeClaims+"; ", "check "+check+"; "
 		}
-		c.Ops = append(c.Ops, "node: EVALSHA ["+pre+w+nodeIndex+"; ZADD "+list+counter+"]")
+		c.Ops = append(c.Ops, "node: EVALSHA ["+nodePre+w+nodeIndex+"; ZADD "+list+counter+"]")
 		node.add(1)
 		gains()
 		c.Ops = append(c.Ops, "cluster: EVALSHA "+block+" ["+pre+w+"]", "cluster: ZADD "+list)
@@ -441,20 +446,20 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 			c.Atomic = "node: all of it, one script run; cluster: the block's script is atomic, the listing follows it"
 		}
 	case t.MDelete:
-		check := "check " + block + " exists"
+		check := "exists"
 		if len(a.Lookups) > 0 {
 			c.Ops = append(c.Ops, "HGETALL "+block+" (_seq, _inc, the indexed values)")
 			node.add(1)
 			cluster.add(1)
-			check = "check " + block + " unchanged since read (_seq)"
+			check = "unchanged since read (_seq)"
 		}
 		idx := ""
 		if len(ls) > 0 {
 			idx = "; ZREM " + names(a, ls) + ", HDEL their :meta" + claimsOf(ls) + " for its values"
 		}
-		c.Ops = append(c.Ops, "node: EVALSHA ["+check+"; DEL "+block+idx+"; ZREM "+list+"]")
+		c.Ops = append(c.Ops, "node: EVALSHA [check "+block+" "+check+"; DEL "+block+idx+"; ZREM "+list+"]")
 		node.add(1)
-		c.Ops = append(c.Ops, "cluster: EVALSHA "+block+" ["+check+"; DEL]", "cluster: ZREM "+list, "cluster: EXISTS "+block+" (and ZADD "+list+" again if the block was created again meanwhile)")
+		c.Ops = append(c.Ops, "cluster: EVALSHA "+block+" [check "+check+"; DEL]", "cluster: ZREM "+list, "cluster: EXISTS "+block+" (and ZADD "+list+" again if the block was created again meanwhile)")
 		cluster.add(3)
 		cluster.term("1 if the block was created again meanwhile")
 		losses()
@@ -514,7 +519,7 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 			if m.Kind == t.MAppend {
 				idx = "; ZADD " + names(a, ls) + " and their :meta" + claimsOf(ls) + " for the new values"
 			}
-			c.Ops = append(c.Ops, "node: EVALSHA [check "+block+" "+checks+"; "+w+idx+"]")
+			c.Ops = append(c.Ops, "node: EVALSHA [check "+block+" "+checks+nodeClaims+"; "+w+idx+"]")
 			node.add(1)
 			gains()
 			c.Ops = append(c.Ops, "cluster: EVALSHA "+block+" [check "+checks+"; "+w+"]")
