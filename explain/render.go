@@ -20,7 +20,7 @@ func JSON(w io.Writer, r *Report) error {
 }
 
 // storeTitles are the stores' display names in Markdown.
-var storeTitles = map[string]string{"bolt": "bbolt", "mongo": "MongoDB"}
+var storeTitles = map[string]string{"bolt": "bbolt", "mongo": "MongoDB", "redis": "Redis"}
 
 func storeTitle(s string) string {
 	if t, ok := storeTitles[s]; ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,10 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/example/game"
+	"github.com/noamgen/noamgen/internal/redistest"
 )
+
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 func TestExplainMarkdownAndJSON(t *testing.T) {
 	dir := tempPackage(t, player)
@@ -83,6 +87,7 @@ func TestExplainErrors(t *testing.T) {
 	dir := tempPackage(t, player)
 	t.Setenv("NOAM_MONGO_URI", "")
 	t.Setenv("NOAM_BOLT_FILE", "")
+	t.Setenv("NOAM_REDIS_URL", "")
 	for name, c := range map[string]struct {
 		args []string
 		code int
@@ -106,7 +111,7 @@ func TestExplainErrors(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "input.go:4:") {
 		t.Fatalf("explain of a bad tag: exit %d, want 1 and a positioned error:\n%s", code, errs)
 	}
-	if code, _, errs := runIn(t, dir, nil, "explain", "-h"); code != 0 || !strings.Contains(errs, "-sample N") || !strings.Contains(errs, "-bolt file") || !strings.Contains(errs, "-mongo URI") {
+	if code, _, errs := runIn(t, dir, nil, "explain", "-h"); code != 0 || !strings.Contains(errs, "-sample N") || !strings.Contains(errs, "-bolt file") || !strings.Contains(errs, "-mongo URI") || !strings.Contains(errs, "-redis URL") {
 		t.Fatalf("explain -h: exit %d:\n%s", code, errs)
 	}
 }
@@ -143,5 +148,33 @@ func TestExplainSampleBolt(t *testing.T) {
 	// The Player bucket does not exist: zero blocks, no error.
 	if !strings.Contains(out, "### Sample of bbolt ("+path+"): 0 blocks") {
 		t.Errorf("no sample of the empty Player bucket:\n%s", out)
+	}
+}
+
+// TestExplainSampleRedis samples a real Redis server, written by the
+// example's generated repositories, through the command line (-redis).
+func TestExplainSampleRedis(t *testing.T) {
+	c := redistest.Server(t)
+	games := game.NewGameRedisRepository(c)
+	for _, id := range []string{"a", "b", "c"} {
+		g := &game.Game{ID: id, FirstPlayer: "mary"}
+		for range len(id) + 2 {
+			g.Rounds = append(g.Rounds, game.Round{Moves: []string{"m"}})
+		}
+		if err := games.Create(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := fmt.Sprintf("redis://%s/%d", c.Options().Addr, c.Options().DB)
+	wd, _ := os.Getwd()
+	code, out, errs := runIn(t, filepath.Join(wd, "..", "..", "example", "game"), nil, "explain", "-store", "redis", "-sample", "2", "-redis", url)
+	if code != 0 {
+		t.Fatalf("explain -sample: exit %d: %s", code, errs)
+	}
+	src := c.Options().Addr + " db " + fmt.Sprint(c.Options().DB)
+	for _, want := range []string{"### Sample of Redis (" + src + ", listing Game:blocks): 2 blocks", "| `rounds[i]` | 6 |", "Largest partitions: `rounds` of `a`", "### Sample of Redis (" + src + ", listing Player:blocks): 0 blocks"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
