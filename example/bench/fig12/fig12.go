@@ -34,10 +34,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/noamgen/noamgen/example/bench"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
 )
 
 // Game sizes: loaded with BaseRounds rounds, replaced at
@@ -152,6 +155,26 @@ func Layouts(eao bench.EAOGameRepository, rounds bench.RoundsGameRepository, gam
 func MongoLayouts(db *mongo.Database) []Layout {
 	return Layouts(bench.NewEAOGameMongoRepository(db), bench.NewRoundsGameMongoRepository(db),
 		bench.NewBlocksGameMongoRepository(db), bench.NewGameRoundMongoRepository(db))
+}
+
+// RedisLayouts returns the three layouts over a Redis node or cluster.
+func RedisLayouts(rdb redis.UniversalClient) []Layout {
+	return Layouts(bench.NewEAOGameRedisRepository(rdb), bench.NewRoundsGameRedisRepository(rdb),
+		bench.NewBlocksGameRedisRepository(rdb), bench.NewGameRoundRedisRepository(rdb))
+}
+
+// DynamoLayouts returns the three layouts over DynamoDB tables named with
+// prefix, after creating them (EnsureIndexes).
+func DynamoLayouts(ctx context.Context, c *dynamodb.Client, prefix string) ([]Layout, error) {
+	opts := dynamostore.Options{TablePrefix: prefix}
+	eao, rounds := bench.NewEAOGameDynamoRepository(c, opts), bench.NewRoundsGameDynamoRepository(c, opts)
+	games, gameRounds := bench.NewBlocksGameDynamoRepository(c, opts), bench.NewGameRoundDynamoRepository(c, opts)
+	for _, r := range []interface{ EnsureIndexes(context.Context) error }{eao, rounds, games, gameRounds} {
+		if err := r.EnsureIndexes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return Layouts(eao, rounds, games, gameRounds), nil
 }
 
 // Workload is one of the paper's workloads: the fraction of operations

@@ -10,6 +10,9 @@
 //	go run ./example/bench/roundsbench                       # bbolt, temp dir
 //	go run ./example/bench/roundsbench -sizes 100,1000 -ops 500
 //	go run ./example/bench/roundsbench -mongo URI            # MongoDB
+//	go run ./example/bench/roundsbench -redis redis://127.0.0.1:6379/0
+//	go run ./example/bench/roundsbench -redis-cluster 127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002
+//	go run ./example/bench/roundsbench -dynamo http://127.0.0.1:4567   # dynalite or DynamoDB Local
 //	go run ./example/bench/roundsbench -replot docs/bench/fig12-bolt.json -out docs/bench
 //
 // The in-process FerretDB runs it from the integration module:
@@ -24,7 +27,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
 	"go.etcd.io/bbolt"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -35,6 +43,9 @@ import (
 
 func main() {
 	mongoURI := flag.String("mongo", "", "MongoDB URI (default: bbolt in a temporary directory)")
+	redisURL := flag.String("redis", "", "Redis URL (redis://host:port/db) of a server the run may flush (default: bbolt)")
+	redisCluster := flag.String("redis-cluster", "", "Redis Cluster nodes host:port,host:port,... the run may flush (default: bbolt)")
+	dynamoEndpoint := flag.String("dynamo", "", "DynamoDB endpoint URL, e.g. dynalite's http://127.0.0.1:4567 (dummy credentials unless AWS_ACCESS_KEY_ID is set; default: bbolt)")
 	sizeList := flag.String("sizes", "100,1000,10000,100000", "database sizes (numbers of games), comma-separated")
 	maxSize := flag.Int("max", 0, "cap: leave out sizes above this (0: no cap)")
 	ops := flag.Int("ops", 1000, "operations per layout, workload, size and repetition")
@@ -67,7 +78,33 @@ func main() {
 
 	var layouts []fig12.Layout
 	var name string
-	if *mongoURI != "" {
+	switch {
+	case *redisURL != "" || *redisCluster != "":
+		var rdb redis.UniversalClient
+		if *redisCluster != "" {
+			rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisCluster, ",")})
+			cfg.Store, name = "Redis Cluster "+*redisCluster, "redis-cluster"
+		} else {
+			opt, err := redis.ParseURL(*redisURL)
+			check(err)
+			rdb = redis.NewClient(opt)
+			cfg.Store, name = "Redis "+*redisURL, "redis"
+		}
+		defer rdb.Close()
+		check(flush(ctx, rdb))
+		defer flush(ctx, rdb)
+		layouts = fig12.RedisLayouts(rdb)
+	case *dynamoEndpoint != "":
+		acfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(*dynamoEndpoint),
+			Credentials: credentials.NewStaticCredentialsProvider("noam", "noam", "")}
+		if id := os.Getenv("AWS_ACCESS_KEY_ID"); id != "" {
+			acfg.Credentials = credentials.NewStaticCredentialsProvider(id, os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
+		}
+		c := dynamodb.NewFromConfig(acfg)
+		layouts, err = fig12.DynamoLayouts(ctx, c, fmt.Sprintf("roundsbench%d_", time.Now().UnixNano()))
+		check(err)
+		cfg.Store, name = "DynamoDB API at "+*dynamoEndpoint, "dynamo"
+	case *mongoURI != "":
 		client, err := mongo.Connect(options.Client().ApplyURI(*mongoURI))
 		check(err)
 		defer client.Disconnect(ctx)
@@ -76,7 +113,7 @@ func main() {
 		defer db.Drop(ctx)
 		layouts = fig12.MongoLayouts(db)
 		cfg.Store, name = "MongoDB "+*mongoURI, "mongo"
-	} else {
+	default:
 		dir, err := os.MkdirTemp(*tmp, "roundsbench-")
 		check(err)
 		defer os.RemoveAll(dir)
@@ -101,6 +138,14 @@ func main() {
 	md, err := fig12.WriteReport(*out, name, cfg, results)
 	check(err)
 	os.Stdout.Write(md)
+}
+
+// flush empties the Redis server or every master of the cluster.
+func flush(ctx context.Context, rdb redis.UniversalClient) error {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushDB(ctx).Err() })
+	}
+	return rdb.FlushDB(ctx).Err()
 }
 
 func parseSizes(list string, max int) ([]int, error) {
