@@ -17,18 +17,6 @@ import (
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
-// NativeOptions are the options of the native mapping on the server under
-// test: FerretDB v1 has no partial indexes and does not make a unique
-// index on an array path unique per element, so there unique lookups keep
-// their index tables (mongostore.UniqueTables); a real MongoDB runs every
-// lookup natively.
-func NativeOptions() []mongostore.Option {
-	if mongotest.Real() {
-		return nil
-	}
-	return []mongostore.Option{mongostore.UniqueTables()}
-}
-
 func harness(name string, atomic bool, opts ...mongostore.Option) storetest.Harness {
 	return storetest.Harness{
 		Name:                      name,
@@ -53,7 +41,7 @@ func harness(name string, atomic bool, opts ...mongostore.Option) storetest.Harn
 // default mapping). The concurrency subtests run only against a real
 // MongoDB: FerretDB's concurrent writes are not atomic.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, harness("mongo", true, NativeOptions()...))
+	storetest.Run(t, harness("mongo", true, mongotest.NativeOptions()...))
 }
 
 // TestConformanceIndexTables runs the suite with every lookup in an index

@@ -19,20 +19,30 @@ import (
 	"github.com/noamgen/noamgen/example/game/gametest"
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
-func mongoStores(db *mongo.Database) gametest.Stores {
+func mongoStores(db *mongo.Database, opts ...mongostore.Option) gametest.Stores {
 	return gametest.Stores{
-		Games:       game.NewGameMongoRepository(db),
-		Players:     game.NewPlayerMongoRepository(db),
-		Tournaments: game.NewTournamentMongoRepository(db),
+		Games:       game.NewGameMongoRepository(db, opts...),
+		Players:     game.NewPlayerMongoRepository(db, opts...),
+		Tournaments: game.NewTournamentMongoRepository(db, opts...),
 	}
 }
 
+// TestMongoSuite runs the game suite with lookups on native indexes.
 func TestMongoSuite(t *testing.T) {
-	gametest.Run(t, func(t *testing.T) gametest.Stores { return mongoStores(mongotest.Start(t)) })
+	gametest.Run(t, func(t *testing.T) gametest.Stores {
+		return mongoStores(mongotest.Start(t), mongotest.NativeOptions()...)
+	})
+}
+
+// TestMongoSuiteIndexTables runs the game suite with every lookup in an
+// index table.
+func TestMongoSuiteIndexTables(t *testing.T) {
+	gametest.Run(t, func(t *testing.T) gametest.Stores { return mongoStores(mongotest.Start(t), mongostore.IndexTables()) })
 }
 
 // recorder keeps the commands the driver sends.

@@ -61,10 +61,10 @@ func sameDB(t *testing.T, what string, before, after map[string]string) {
 // and on ListByPost (a scope listing).
 func TestMongoForgedCursors(t *testing.T) {
 	db := mongotest.Start(t)
-	games := game.NewGameMongoRepository(db)
+	games := game.NewGameMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, games.EnsureIndexes(bg))
 	must(t, games.Create(bg, &game.Game{ID: "g1", Rounds: []game.Round{{Moves: []string{"a"}}, {Moves: []string{"b"}}}}))
-	comments := hotel.NewCommentMongoRepository(db)
+	comments := hotel.NewCommentMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, comments.EnsureIndexes(bg))
 	for range 3 {
 		must(t, comments.Create(bg, &hotel.Comment{Key: hotel.CommentKey{Post: 35}, Author: "ann"}))
@@ -124,7 +124,7 @@ func (c *commandCounter) reset() map[string]int {
 func TestMongoScopeGap(t *testing.T) {
 	cc := &commandCounter{count: map[string]int{}}
 	db := mongotest.StartWithOptions(t, options.Client().SetMonitor(cc.monitor()))
-	comments := hotel.NewCommentMongoRepository(db)
+	comments := hotel.NewCommentMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, comments.EnsureIndexes(bg))
 	must(t, comments.Create(bg, &hotel.Comment{Key: hotel.CommentKey{Post: 7}, Author: "a"}))
 	for _, n := range []int64{20_002, 20_003, 20_004} {
@@ -161,7 +161,7 @@ func TestMongoScopeGap(t *testing.T) {
 // next allocation fails with runtime.ErrOverflow, changing nothing.
 func TestMongoCounterOverflow(t *testing.T) {
 	db := mongotest.Start(t)
-	posts := hotel.NewPostMongoRepository(db)
+	posts := hotel.NewPostMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, posts.EnsureIndexes(bg))
 	must(t, posts.Create(bg, &hotel.Post{Title: "first"}))
 	must(t, posts.Create(bg, &hotel.Post{ID: math.MaxInt64, Title: "last"}))
@@ -178,7 +178,7 @@ func TestMongoCounterOverflow(t *testing.T) {
 // would replace the bytes with U+FFFD, real MongoDB would refuse them).
 func TestMongoInvalidUTF8(t *testing.T) {
 	db := mongotest.Start(t)
-	r := hotel.NewHotelMongoRepository(db)
+	r := hotel.NewHotelMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, r.EnsureIndexes(bg))
 	must(t, r.Create(bg, h1()))
 	before := dumpDB(t, db)
@@ -212,7 +212,7 @@ func TestMongoInvalidUTF8(t *testing.T) {
 func TestMongoLargeUndo(t *testing.T) {
 	large := os.Getenv("NOAM_LARGE") != ""
 	db := mongotest.Start(t)
-	r := hotel.NewHotelMongoRepository(db)
+	r := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, r.EnsureIndexes(bg))
 	must(t, r.Create(bg, h1()))
 	before := dumpDB(t, db)

@@ -675,7 +675,7 @@ func (x *Indexed[K, D, T]) Put(ctx context.Context, op string, id K, v T, versio
 				filter = append(filter, bson.E{Key: x.VersionKey, Value: version})
 			}
 			res, err := x.Coll.ReplaceOne(ctx, filter, d)
-			if mongo.IsDuplicateKeyError(err) && x.Refused != nil {
+			if isDuplicate(err) && x.Refused != nil {
 				if rerr := x.Refused(ctx, op, id, v, false, err); rerr != nil {
 					return false, rerr
 				}
@@ -768,7 +768,7 @@ func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change
 				update = append(update, bson.E{Key: "$push", Value: c.Push})
 			}
 			res, err := x.Coll.UpdateOne(ctx, filter, update)
-			if mongo.IsDuplicateKeyError(err) && x.Refused != nil {
+			if isDuplicate(err) && x.Refused != nil {
 				if rerr := x.Refused(ctx, op, id, st.value, false, err); rerr != nil {
 					return false, rerr
 				}

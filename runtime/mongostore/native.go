@@ -59,7 +59,7 @@ type nativeLookup[T any] struct {
 func IndexName(lookup string) string { return "noam_" + lookup }
 
 // indexModel is the index of lookup l.
-func indexModel[T any](l *runtime.Lookup[T]) mongo.IndexModel {
+func indexModel[T any](l *runtime.Lookup[T], partial bool) mongo.IndexModel {
 	keys := bson.D{}
 	for _, p := range l.Paths {
 		keys = append(keys, bson.E{Key: p.Path, Value: 1})
@@ -67,7 +67,7 @@ func indexModel[T any](l *runtime.Lookup[T]) mongo.IndexModel {
 	opts := options.Index().SetName(IndexName(l.Name))
 	if l.Unique {
 		opts.SetUnique(true)
-		if !l.IndexZero {
+		if !l.IndexZero && partial {
 			opts.SetPartialFilterExpression(nonZero(l.Paths))
 		}
 	} else {
@@ -102,23 +102,26 @@ func nonZeroCond(p runtime.LookupPath) bson.D {
 	return bson.D{{Key: p.Path, Value: bson.D{{Key: "$gt", Value: ""}}}}
 }
 
-// ensureNative creates the native indexes.
+// ensureNative creates the native indexes: every one the server accepts,
+// then it reports the first it refused.
 func (s *Store[T, K]) ensureNative(ctx context.Context) error {
+	var first error
 	for _, n := range s.native {
-		_, err := s.coll.Indexes().CreateOne(ctx, indexModel(n.l))
-		if err == nil {
-			continue
-		}
-		if n.l.Unique && !n.l.IndexZero && (notImplemented(err) || badValue(err) || isCode(err, 67)) {
-			return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil,
+		m := indexModel(n.l, !s.noPartial)
+		_, err := s.coll.Indexes().CreateOne(ctx, m)
+		switch {
+		case err == nil || first != nil:
+		case n.l.Unique && !n.l.IndexZero && !s.noPartial && (notImplemented(err) || badValue(err) || isCode(err, 67)):
+			first = runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil,
 				fmt.Sprintf("(lookup %s.%s: the server refuses the partial unique index that leaves zero values out; "+
 					"mark the lookup noam:\"lookup,unique,zeros\" to index zero values, noam:\"lookup,unique,table\" to keep it in an index table, "+
-					"or open the repository with mongostore.UniqueTables())", s.coll.Name(), n.l.Name),
+					"or open the repository with mongostore.UniqueTables() or mongostore.NoPartialIndexes())", s.coll.Name(), n.l.Name),
 				runtime.ErrInvalid, err)
+		default:
+			first = runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, fmt.Errorf("index %s: %w", n.index, err))
 		}
-		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, fmt.Errorf("index %s: %w", n.index, err))
 	}
-	return nil
+	return first
 }
 
 func isCode(err error, code int) bool {
@@ -504,4 +507,11 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 		}
 	}
 	return runtime.FailAt(op, s.d.Aggregate, id, "(a unique lookup value is taken)", runtime.ErrDuplicate, err)
+}
+
+// isDuplicate reports a write refused by a unique index: a duplicate key
+// error, or FerretDB's report of an update that breaks a unique index (an
+// InternalError naming SQLite's UNIQUE constraint).
+func isDuplicate(err error) bool {
+	return mongo.IsDuplicateKeyError(err) || (err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed"))
 }

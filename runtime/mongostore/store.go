@@ -26,6 +26,8 @@ type Store[T any, K comparable] struct {
 	x        *Indexed[K, bson.Raw, *T] // nil without index-table lookups
 	native   []nativeLookup[T]         // lookups served by native indexes
 	tables   map[string]bool           // names of index-table lookups
+	// noPartial: unique native indexes are made without partial filters.
+	noPartial bool
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -34,7 +36,7 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 type Option func(*config)
 
 type config struct {
-	tables, uniqueTables bool
+	tables, uniqueTables, noPartial bool
 }
 
 // IndexTables keeps every lookup in an index table, as noam:"lookup,table"
@@ -48,6 +50,13 @@ func IndexTables() Option { return func(c *config) { c.tables = true } }
 // rule or the uniqueness of slice elements.
 func UniqueTables() Option { return func(c *config) { c.uniqueTables = true } }
 
+// NoPartialIndexes makes unique native indexes without the partial filter
+// that leaves zero values out, for servers without partial indexes
+// (FerretDB v1): a zero value then counts like any other, so that a second
+// aggregate holding it is refused with runtime.ErrDuplicate (GetBy of a zero
+// value still finds nothing).
+func NoPartialIndexes() Option { return func(c *config) { c.noPartial = true } }
+
 // Open returns the adapter of aggregate class d over db's collection
 // d.Collection (and the index tables of the lookups that keep them).
 func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...Option) *Store[T, K] {
@@ -55,7 +64,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}}
+	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial}
 	if d.Counter != nil {
 		s.counters = Counters(db)
 	}
@@ -575,7 +584,7 @@ func (s *Store[T, K]) insert(ctx context.Context, op string, id K, t *T, doc any
 // writeErr is the error of a failed write of block id holding (at least)
 // the values of t.
 func (s *Store[T, K]) writeErr(ctx context.Context, op string, id K, t *T, insert bool, err error) error {
-	if mongo.IsDuplicateKeyError(err) && t != nil {
+	if isDuplicate(err) && t != nil {
 		if derr := s.duplicate(ctx, op, id, t, insert, err); derr != nil {
 			return derr
 		}
@@ -606,7 +615,7 @@ func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtim
 		})
 	}
 	i, err := Append(ctx, s.coll, op, s.d.Aggregate, id, f.Key, elem, s.d.VersionKey())
-	if err != nil && t != nil && errors.Is(err, runtime.ErrDuplicate) {
+	if err != nil && t != nil && (errors.Is(err, runtime.ErrDuplicate) || isDuplicate(err)) {
 		if derr := s.duplicate(ctx, op, id, t, false, err); derr != nil {
 			return 0, derr
 		}
