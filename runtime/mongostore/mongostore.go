@@ -8,7 +8,18 @@
 // each partitioned array's length under _len.f so that an append learns its
 // index from the same atomic write.
 //
-// # Lookups without transactions
+// # Lookups
+//
+// By default a lookup is a native secondary index of the aggregate
+// collection (see native.go): the server keeps it in the same atomic write
+// as the document, and nothing below applies. A lookup marked
+// noam:"lookup,table" (or every lookup under the option IndexTables, every
+// unique one under UniqueTables) is an index table instead, for sharded
+// collections that need a globally unique value or a lookup that does not
+// fan out to every shard (a unique index on a sharded collection must start
+// with the shard key).
+//
+// # Index tables without transactions
 //
 // A lookup's index table is a collection named TableName(collection,
 // lookup), e.g. "Hotel__cityStars", holding one entry per (value, block):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -298,25 +299,43 @@ func lexCond(fields []string, vals []any, op string, orEqual bool) bson.E {
 	return bson.E{Key: "$or", Value: or}
 }
 
-// andOf makes one filter of conds: a plain document when every key is
-// distinct, their $and otherwise.
+// andOf makes one filter of conds: operator conditions on one field are
+// merged ({stars: {$gte: 2, $lt: 4}}); other repeated keys make an $and.
 func andOf(conds []bson.E) bson.D {
-	seen := map[string]bool{}
+	var out bson.D
 	dup := false
 	for _, c := range conds {
-		if seen[c.Key] {
-			dup = true
+		i := slices.IndexFunc(out, func(e bson.E) bool { return e.Key == c.Key })
+		if i < 0 {
+			out = append(out, c)
+			continue
 		}
-		seen[c.Key] = true
+		a, aok := out[i].Value.(bson.D)
+		b, bok := c.Value.(bson.D)
+		if aok && bok && operators(a) && operators(b) {
+			out[i].Value = append(slices.Clone(a), b...)
+			continue
+		}
+		dup = true
 	}
 	if !dup {
-		return bson.D(conds)
+		return out
 	}
 	var all bson.A
 	for _, c := range conds {
 		all = append(all, bson.D{c})
 	}
 	return bson.D{{Key: "$and", Value: all}}
+}
+
+// operators reports whether d is a document of query operators.
+func operators(d bson.D) bool {
+	for _, e := range d {
+		if !strings.HasPrefix(e.Key, "$") {
+			return false
+		}
+	}
+	return len(d) > 0
 }
 
 // readNative reads up to n aggregates of lookup l in range rng after
