@@ -272,3 +272,48 @@ func TestMongoTimeRule(t *testing.T) {
 		t.Fatalf("time %v came back as %v, want %v", in, out.At, want)
 	}
 }
+
+// TestMongoTooLarge (issue 12): a write that would make a document larger
+// than MongoDB's 16 MiB fails with runtime.ErrTooLarge and changes nothing,
+// on both lookup mappings. FerretDB v1 stores larger documents: the
+// adapter checks the size of every document and update it sends.
+func TestMongoTooLarge(t *testing.T) {
+	huge := strings.Repeat("x", 17<<20)
+	for _, mapping := range []struct {
+		name string
+		opts []mongostore.Option
+	}{{"native", mongotest.NativeOptions()}, {"tables", []mongostore.Option{mongostore.IndexTables()}}} {
+		t.Run(mapping.name, func(t *testing.T) {
+			db := mongotest.Start(t)
+			r := hotel.NewHotelMongoRepository(db, mapping.opts...)
+			must(t, r.EnsureIndexes(bg))
+			must(t, r.Create(bg, h1()))
+			games := game.NewGameMongoRepository(db, mapping.opts...)
+			must(t, games.EnsureIndexes(bg))
+			must(t, games.Create(bg, &game.Game{ID: "g1", Rounds: []game.Round{{Moves: []string{"a"}}}}))
+			before := dumpDB(t, db)
+			big := func(f func(*hotel.Hotel)) *hotel.Hotel { h := h3(); f(h); return h }
+			_, appendErr := games.AppendRounds(bg, "g1", game.Round{Moves: []string{huge}})
+			for what, err := range map[string]error{
+				"Create":              r.Create(bg, big(func(h *hotel.Hotel) { h.Address.Street = huge })),
+				"Create of big tags":  r.Create(bg, big(func(h *hotel.Hotel) { h.Tags = []string{huge[:9<<20], huge[:9<<20] + "y"} })),
+				"Put":                 r.Put(bg, big(func(h *hotel.Hotel) { h.ID, h.Address.Street = "h1", huge })),
+				"Put of a new hotel":  r.Put(bg, big(func(h *hotel.Hotel) { h.Address.Street = huge })),
+				"SetTags":             r.SetTags(bg, "h1", []string{huge}),
+				"SetAddress":          r.SetAddress(bg, "h1", hotel.Address{Street: huge}),
+				"Update":              r.Update(bg, "h1", hotel.HotelUpdate{City: ptr("Bonn"), Address: &hotel.Address{Street: huge}}),
+				"AppendRounds":        appendErr,
+				"SetRoundsAt":         games.SetRoundsAt(bg, "g1", 0, game.Round{Moves: []string{huge}}),
+				"Put of a huge game":  games.Put(bg, &game.Game{ID: "g2", Rounds: []game.Round{{Moves: []string{huge}}}}),
+				"Create of huge game": games.Create(bg, &game.Game{ID: "g3", FirstPlayer: huge}),
+			} {
+				if !errors.Is(err, runtime.ErrTooLarge) {
+					t.Errorf("%s: %v, want ErrTooLarge", what, err)
+				}
+			}
+			sameDB(t, "writes over 16 MiB", before, dumpDB(t, db))
+		})
+	}
+}
+
+func ptr[V any](v V) *V { return &v }

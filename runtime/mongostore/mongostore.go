@@ -157,6 +157,8 @@ func Err(op, agg string, id any, err error) error {
 		return keyInUse(op, agg, id, err)
 	case badValue(err):
 		return runtime.Fail(op, agg, id, runtime.ErrInvalid, err)
+	case overLimit(err):
+		return tooLarge(op, agg, id, 0, err)
 	}
 	return runtime.Fail(op, agg, id, nil, err)
 }
@@ -198,7 +200,10 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 	if versionKey != "" {
 		inc = append(inc, bson.E{Key: versionKey, Value: 1})
 	}
-	update := bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
+	update, err := encode(op, agg, id, bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}})
+	if err != nil {
+		return 0, err
+	}
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
 	client := coll.Database().Client()
 	if _, no := noFindAndModifyProjection.Load(client); !no {

@@ -363,10 +363,14 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 		if err := s.checkNative("Create", id, t); err != nil {
 			return err
 		}
+		raw, err := s.encodeDoc("Create", id, t, 1)
+		if err != nil {
+			return err
+		}
 		if s.x != nil {
 			return s.x.Create(ctx, "Create", id, t, func(st Stamp) any { return s.doc(t, 1, st) })
 		}
-		return s.insert(ctx, "Create", id, t, s.doc(t, 1, Stamp{}))
+		return s.insert(ctx, "Create", id, t, raw)
 	}
 	var err error
 	if s.d.Counter != nil {
@@ -397,10 +401,14 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 				if err := s.checkNative("Put", *s.d.ID(t), t); err != nil {
 					return err
 				}
+				raw, err := s.encodeDoc("Put", *s.d.ID(t), t, want+1)
+				if err != nil {
+					return err
+				}
 				if s.x != nil {
 					return s.x.Create(ctx, "Put", *s.d.ID(t), t, func(st Stamp) any { return s.doc(t, want+1, st) })
 				}
-				return s.insert(ctx, "Put", *s.d.ID(t), t, s.doc(t, want+1, Stamp{}))
+				return s.insert(ctx, "Put", *s.d.ID(t), t, raw)
 			}
 		}
 		if err := s.withCounter(ctx, "Put", t, true, put); err != nil {
@@ -419,10 +427,13 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	if err := s.checkNative("Put", id, t); err != nil {
 		return err
 	}
+	doc, err := s.encodeDoc("Put", id, t, want+1)
+	if err != nil {
+		return err
+	}
 	if s.x != nil {
 		return s.x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
 	}
-	doc := s.doc(t, want+1, Stamp{})
 	switch {
 	case !versioned:
 		if _, err := s.coll.ReplaceOne(ctx, ByID(id), doc, options.Replace().SetUpsert(true)); err != nil {
@@ -545,6 +556,9 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		}
 	}
 	if s.tableReads(u.Keys()...) {
+		if _, err := encode(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
+			return err
+		}
 		return s.x.Change(ctx, op, id, Change[*T]{
 			Filter: filter, Set: set, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elems,
 			Apply: func(t *T) {
@@ -558,7 +572,11 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	if inc := s.versionInc(); inc != nil {
 		update = append(update, bson.E{Key: "$inc", Value: inc})
 	}
-	res, err := s.coll.UpdateOne(ctx, filter, update)
+	raw, err := encode(op, s.d.Aggregate, id, update)
+	if err != nil {
+		return err
+	}
+	res, err := s.coll.UpdateOne(ctx, filter, raw)
 	if err != nil {
 		return s.writeErr(ctx, op, id, changed, false, err)
 	}
@@ -566,6 +584,17 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
 	}
 	return nil
+}
+
+// encodeDoc encodes the document of block t at version (a stamp, where the
+// lookup protocol adds one, takes a few more bytes), failing with
+// runtime.ErrTooLarge over MaxDocumentBytes.
+func (s *Store[T, K]) encodeDoc(op string, id K, t *T, version int64) (bson.Raw, error) {
+	st := Stamp{}
+	if s.x != nil {
+		st = Stamp{Seq: 1, Inc: 1}
+	}
+	return encode(op, s.d.Aggregate, id, s.doc(t, version, st))
 }
 
 // insert inserts the document of new block t: a block key in use is
@@ -609,6 +638,9 @@ func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtim
 		}
 	}
 	if s.tableReads(f.Key) {
+		if _, err := encode(op, s.d.Aggregate, id, bson.D{{Key: "$push", Value: bson.D{{Key: f.Key, Value: elem}}}}); err != nil {
+			return 0, err
+		}
 		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
 			Inc:   s.versionInc(),
 			Apply: func(t *T) { _ = f.AppendValue(t, elem) },
