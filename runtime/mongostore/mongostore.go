@@ -195,6 +195,11 @@ func notImplemented(err error) bool {
 // ""), in one atomic findAndModify that returns only the new length. The
 // other elements are neither sent nor read back. It returns the index of
 // the new element.
+//
+// Servers without projections in findAndModify (FerretDB v1) would send
+// the whole document back: there Append reads the length alone and pushes
+// on condition that it is unchanged (see appendAt), so that a reply is a
+// few bytes whatever the size of the aggregate.
 func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, elem any, versionKey string) (int, error) {
 	inc := bson.D{{Key: LenKey + "." + field, Value: 1}}
 	if versionKey != "" {
@@ -204,15 +209,15 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 	if err != nil {
 		return 0, err
 	}
-	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
 	client := coll.Database().Client()
-	if _, no := noFindAndModifyProjection.Load(client); !no {
-		opts.SetProjection(bson.D{{Key: LenKey + "." + field, Value: 1}})
+	if _, no := noFindAndModifyProjection.Load(client); no {
+		return appendAt(ctx, coll, op, agg, id, field, update)
 	}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(bson.D{{Key: LenKey + "." + field, Value: 1}})
 	raw, err := coll.FindOneAndUpdate(ctx, ByID(id), update, opts).Raw()
 	if notImplemented(err) {
 		noFindAndModifyProjection.Store(client, true)
-		raw, err = coll.FindOneAndUpdate(ctx, ByID(id), update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Raw()
+		return appendAt(ctx, coll, op, agg, id, field, update)
 	}
 	if err != nil {
 		return 0, Err(op, agg, id, err)
@@ -222,6 +227,34 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 		return 0, runtime.Fail(op, agg, id, nil, fmt.Errorf("document has no %s.%s length", LenKey, field))
 	}
 	return int(n) - 1, nil
+}
+
+// appendAt is Append on servers without projections in findAndModify: it
+// reads the array's length n (a projection of _len.<field> alone), then
+// applies update on condition that the length is still n, so that the new
+// element's index is n; a concurrent append makes it read again. Both
+// replies are a few bytes.
+func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update bson.Raw) (int, error) {
+	path := LenKey + "." + field
+	for range maxAttempts {
+		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()
+		if err != nil {
+			return 0, Err(op, agg, id, err)
+		}
+		n, ok := raw.Lookup(LenKey, field).AsInt64OK()
+		var cond any = n
+		if !ok {
+			n, cond = 0, bson.D{{Key: "$exists", Value: false}}
+		}
+		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: path, Value: cond}}, update)
+		if err != nil {
+			return 0, Err(op, agg, id, err)
+		}
+		if res.MatchedCount == 1 {
+			return int(n), nil
+		}
+	}
+	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, maxAttempts))
 }
 
 // ByID is the filter that selects block id.
