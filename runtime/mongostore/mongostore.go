@@ -205,9 +205,9 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 	if versionKey != "" {
 		inc = append(inc, bson.E{Key: versionKey, Value: 1})
 	}
-	update, err := encode(op, agg, id, bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}})
-	if err != nil {
-		return 0, err
+	var update any = bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
+	if !fits(update) {
+		return 0, checkSize(op, agg, id, update)
 	}
 	client := coll.Database().Client()
 	if _, no := noFindAndModifyProjection.Load(client); no {
@@ -234,7 +234,7 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 // applies update on condition that the length is still n, so that the new
 // element's index is n; a concurrent append makes it read again. Both
 // replies are a few bytes.
-func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update bson.Raw) (int, error) {
+func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update any) (int, error) {
 	path := LenKey + "." + field
 	for range maxAttempts {
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()

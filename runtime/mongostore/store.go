@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -363,14 +364,14 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 		if err := s.checkNative("Create", id, t); err != nil {
 			return err
 		}
-		raw, err := s.encodeDoc("Create", id, t, 1)
-		if err != nil {
+		doc := s.doc(t, 1, Stamp{})
+		if err := s.checkDoc("Create", id, doc); err != nil {
 			return err
 		}
 		if s.x != nil {
 			return s.x.Create(ctx, "Create", id, t, func(st Stamp) any { return s.doc(t, 1, st) })
 		}
-		return s.insert(ctx, "Create", id, t, raw)
+		return s.insert(ctx, "Create", id, t, doc)
 	}
 	var err error
 	if s.d.Counter != nil {
@@ -401,14 +402,14 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 				if err := s.checkNative("Put", *s.d.ID(t), t); err != nil {
 					return err
 				}
-				raw, err := s.encodeDoc("Put", *s.d.ID(t), t, want+1)
-				if err != nil {
+				doc := s.doc(t, want+1, Stamp{})
+				if err := s.checkDoc("Put", *s.d.ID(t), doc); err != nil {
 					return err
 				}
 				if s.x != nil {
 					return s.x.Create(ctx, "Put", *s.d.ID(t), t, func(st Stamp) any { return s.doc(t, want+1, st) })
 				}
-				return s.insert(ctx, "Put", *s.d.ID(t), t, raw)
+				return s.insert(ctx, "Put", *s.d.ID(t), t, doc)
 			}
 		}
 		if err := s.withCounter(ctx, "Put", t, true, put); err != nil {
@@ -427,8 +428,8 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	if err := s.checkNative("Put", id, t); err != nil {
 		return err
 	}
-	doc, err := s.encodeDoc("Put", id, t, want+1)
-	if err != nil {
+	doc := s.doc(t, want+1, Stamp{})
+	if err := s.checkDoc("Put", id, doc); err != nil {
 		return err
 	}
 	if s.x != nil {
@@ -543,20 +544,11 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		}
 		return nil
 	}
-	var changed *T
-	if s.nativeReads(u.Keys()...) {
-		// The new values of native lookups, for the UTF-8 check and for
-		// naming a taken unique value.
-		changed = new(T)
-		for _, c := range u.Changes {
-			_ = c.Apply(changed)
-		}
-		if err := s.checkNative(op, id, changed); err != nil {
-			return err
-		}
+	if err := s.checkChanges(op, id, u); err != nil {
+		return err
 	}
 	if s.tableReads(u.Keys()...) {
-		if _, err := encode(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
+		if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
 			return err
 		}
 		return s.x.Change(ctx, op, id, Change[*T]{
@@ -572,13 +564,16 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	if inc := s.versionInc(); inc != nil {
 		update = append(update, bson.E{Key: "$inc", Value: inc})
 	}
-	raw, err := encode(op, s.d.Aggregate, id, update)
-	if err != nil {
-		return err
+	var upd any = update // boxed once, for the check and the driver
+	if !fits(upd) {
+		return checkSize(op, s.d.Aggregate, id, upd)
 	}
-	res, err := s.coll.UpdateOne(ctx, filter, raw)
+	res, err := s.coll.UpdateOne(ctx, filter, upd)
 	if err != nil {
-		return s.writeErr(ctx, op, id, changed, false, err)
+		if isDuplicate(err) {
+			return s.writeErr(ctx, op, id, s.applied(u), false, err)
+		}
+		return s.fail(op, id, err)
 	}
 	if res.MatchedCount == 0 {
 		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
@@ -586,15 +581,54 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	return nil
 }
 
-// encodeDoc encodes the document of block t at version (a stamp, where the
-// lookup protocol adds one, takes a few more bytes), failing with
-// runtime.ErrTooLarge over MaxDocumentBytes.
-func (s *Store[T, K]) encodeDoc(op string, id K, t *T, version int64) (bson.Raw, error) {
-	st := Stamp{}
+// checkDoc fails with runtime.ErrTooLarge when doc, the document of a
+// block, is over MaxDocumentBytes (with the few bytes of a stamp, where the
+// lookup protocol adds one).
+func (s *Store[T, K]) checkDoc(op string, id K, doc bson.D) error {
 	if s.x != nil {
-		st = Stamp{Seq: 1, Inc: 1}
+		doc = append(doc, bson.E{Key: SeqKey, Value: int64(1)}, bson.E{Key: IncKey, Value: int64(1)})
 	}
-	return encode(op, s.d.Aggregate, id, s.doc(t, version, st))
+	if n, ok := docBound(doc); ok && n <= MaxDocumentBytes {
+		return nil
+	}
+	return checkSize(op, s.d.Aggregate, id, doc)
+}
+
+// checkChanges fails with runtime.ErrInvalidValue if u gives a native
+// lookup a value that is not valid UTF-8: a string change is checked as it
+// is, other changes through the lookup's values.
+func (s *Store[T, K]) checkChanges(op string, id K, u runtime.Update[T]) error {
+	var t *T
+	for _, c := range u.Changes {
+		if !s.nativeReads(c.Field.Key) {
+			continue
+		}
+		if v, ok := c.Value.(string); ok && !c.Elem {
+			if !utf8.ValidString(v) {
+				return runtime.CheckUTF8(op, s.d.Aggregate, id, v)
+			}
+			continue
+		}
+		if t == nil {
+			t = new(T)
+		}
+		_ = c.Apply(t)
+	}
+	if t == nil {
+		return nil
+	}
+	return s.checkNative(op, id, t)
+}
+
+// applied is a new aggregate with the changes of u made (elements of
+// partitions it does not have are left out): the values a failed update
+// was writing, to name a taken unique value.
+func (s *Store[T, K]) applied(u runtime.Update[T]) *T {
+	t := new(T)
+	for _, c := range u.Changes {
+		_ = c.Apply(t)
+	}
+	return t
 }
 
 // insert inserts the document of new block t: a block key in use is
@@ -638,7 +672,7 @@ func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtim
 		}
 	}
 	if s.tableReads(f.Key) {
-		if _, err := encode(op, s.d.Aggregate, id, bson.D{{Key: "$push", Value: bson.D{{Key: f.Key, Value: elem}}}}); err != nil {
+		if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$push", Value: bson.D{{Key: f.Key, Value: elem}}}}); err != nil {
 			return 0, err
 		}
 		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
