@@ -208,3 +208,32 @@ func docsOf(t *testing.T, coll *mongo.Collection) []bson.M {
 	must(t, cur.All(bg, &docs))
 	return docs
 }
+
+// TestMongoNativeEnsureWithoutPartialIndexes: on a server without partial
+// indexes (FerretDB v1), EnsureIndexes of the default mapping creates every
+// index it can and fails with runtime.ErrInvalid naming the unique lookup
+// that needs one, and the ways out; a real MongoDB creates them all.
+func TestMongoNativeEnsureWithoutPartialIndexes(t *testing.T) {
+	db := mongotest.Start(t)
+	hotels := hotel.NewHotelMongoRepository(db)
+	err := hotels.EnsureIndexes(bg)
+	if mongotest.Real() {
+		must(t, err)
+		return
+	}
+	if !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "Hotel.name") || !strings.Contains(err.Error(), "UniqueTables") {
+		t.Fatalf("EnsureIndexes on FerretDB: %v, want ErrInvalid naming Hotel.name and the ways out", err)
+	}
+	cur, err := db.Collection("Hotel").Indexes().List(bg)
+	must(t, err)
+	var specs []bson.M
+	must(t, cur.All(bg, &specs))
+	var names []string
+	for _, s := range specs {
+		names = append(names, fmt.Sprint(s["name"]))
+	}
+	slices.Sort(names)
+	if fmt.Sprint(names) != "[_id_ noam_addressZip noam_cityStars noam_tags]" {
+		t.Fatalf("indexes after the refused one: %v", names)
+	}
+}

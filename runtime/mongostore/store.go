@@ -600,7 +600,11 @@ func (s *Store[T, K]) checkDoc(op string, id K, doc bson.D) error {
 func (s *Store[T, K]) checkChanges(op string, id K, u runtime.Update[T]) error {
 	var t *T
 	for _, c := range u.Changes {
-		if !s.nativeReads(c.Field.Key) {
+		keys := []string{c.Field.Key}
+		if c.Field.Kind == runtime.KindRoot {
+			keys = c.Field.Fields
+		}
+		if !s.nativeReads(keys...) {
 			continue
 		}
 		if v, ok := c.Value.(string); ok && !c.Elem {
