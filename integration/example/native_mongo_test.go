@@ -237,3 +237,38 @@ func TestMongoNativeEnsureWithoutPartialIndexes(t *testing.T) {
 		t.Fatalf("indexes after the refused one: %v", names)
 	}
 }
+
+// TestMongoNativeToTables: hotels written with native lookups, then opened
+// with every lookup in an index table: EnsureIndexes and Repair fill the
+// tables from the aggregates, and reads and writes through the tables work
+// on the documents the native mapping wrote (README, changing a lookup's
+// mapping).
+func TestMongoNativeToTables(t *testing.T) {
+	db := mongotest.Start(t)
+	nativeHotels(t, db)
+	hotels := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
+	must(t, hotels.EnsureIndexes(bg))
+	rep, err := hotels.Repair(bg)
+	must(t, err)
+	if rep.Aggregates != 6 || rep.Added == 0 || len(rep.Native) != 0 {
+		t.Fatalf("Repair: %+v", rep)
+	}
+	h, err := hotels.GetByName(bg, "Adlon")
+	must(t, err)
+	if h.ID != "h3" {
+		t.Fatalf("GetByName(Adlon) = %s", h.ID)
+	}
+	must(t, hotels.SetCity(bg, "h1", "Essen"))
+	page, err := hotels.ListByCityStars(bg, hotel.HotelCityStarsQuery{City: runtime.Eq("Essen")}, runtime.PageRequest{Limit: 10})
+	must(t, err)
+	if ids := hotelIDsOf(page.Items); fmt.Sprint(ids) != "[h6 h1]" {
+		t.Fatalf("ListByCityStars(Essen) = %v, want [h6 h1]", ids)
+	}
+	must(t, hotels.Delete(bg, "h3"))
+	if _, err := hotels.GetByName(bg, "Adlon"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("GetByName after Delete: %v", err)
+	}
+	if n, _ := db.Collection("Hotel__name").CountDocuments(bg, bson.D{}); n != 5 {
+		t.Fatalf("Hotel__name holds %d entries after the Delete, want 5", n)
+	}
+}
