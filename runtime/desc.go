@@ -176,12 +176,14 @@ func NewPartition[T, E any](key, name string, ptr func(*T) *[]E) *Field[T] {
 		length: func(t *T) int { return len(*ptr(t)) },
 		elem:   func(t *T, i int) any { return (*ptr(t))[i] },
 		decodeElem: func(t *T, d Decoder) error {
-			var e E
-			if err := d.Decode(&e); err != nil {
+			// Decode in place: no element is allocated and copied.
+			s := ptr(t)
+			var zero E
+			*s = append(*s, zero)
+			if err := d.Decode(&(*s)[len(*s)-1]); err != nil {
+				*s = (*s)[:len(*s)-1]
 				return err
 			}
-			s := ptr(t)
-			*s = append(*s, e)
 			return nil
 		},
 		setElem: func(t *T, i int, v any) error {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of noamgen on a fresh machine: installs what the tests
 # need, checks formatting and vet, then runs the main module's tests
-# (parser, generator, golden files, runtime, the example on the embedded
-# store, race tests) and the integration module's tests (the example on a
+# (parser, generator, golden files, runtime, the examples on the embedded
+# store and on DynamoDB (dynalite, installed with npm into tools/dynalite,
+# or the endpoint at NOAM_DYNAMO_ENDPOINT), race tests) and the integration module's tests (the example on a
 # real MongoDB wire-protocol server: FerretDB in-process, or the MongoDB at
 # NOAM_MONGO_URI).
 set -euo pipefail
@@ -14,9 +15,27 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 echo "== $(go version)"
 
+echo "== redis-server (Debian package redis-server, for the Redis tests)"
+if ! command -v redis-server >/dev/null 2>&1; then
+	sudo=""
+	if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+	$sudo apt-get update
+	$sudo apt-get install -y redis-server
+fi
+redis-server --version
+
 echo "== downloading Go modules"
 go mod download
 (cd integration && go mod download)
+
+echo "== dynalite (the DynamoDB test server, npm, into tools/dynalite)"
+if [ ! -x tools/dynalite/node_modules/.bin/dynalite ]; then
+	if command -v npm >/dev/null 2>&1; then
+		npm ci --prefix tools/dynalite --no-audit --no-fund
+	else
+		echo "test-all: npm is not installed: the DynamoDB tests will be skipped (or set NOAM_DYNAMO_ENDPOINT)" >&2
+	fi
+fi
 
 echo "== gofmt"
 unformatted=$(gofmt -l $( (git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*') | grep -v '^golden/testdata/bad_'))

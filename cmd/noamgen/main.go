@@ -4,7 +4,12 @@
 //
 //	noamgen [-store mongo,bolt] [-pattern '{type}_{store}.gen.go'] [-check] [-v] [package]
 //
-// (noamgen -h documents every flag).
+// (noamgen -h documents every flag), and
+//
+//	noamgen explain [-store mongo,bolt] [-format md|json] [-o file [-check]] [-sample N ...] [package]
+//
+// describes the storage layout and the cost of every method (noamgen
+// explain -h).
 //
 // See the README for the tag language.
 package main
@@ -64,9 +69,14 @@ Exit status: 0 on success (and for -h); 1 when the package has errors, or -check
 a difference; 2 for a bad command line.
 
 The tag language is described in the README's "Tag reference".
+noamgen explain -h describes the explain subcommand (storage layout, round
+trips and atomicity of every method, per store).
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "explain" {
+		return runExplain(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("noamgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var stores listFlag

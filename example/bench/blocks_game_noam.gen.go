@@ -12,7 +12,8 @@ import (
 
 // BlocksGameRepository reads and writes BlocksGame aggregates: collection
 // "BlocksGame", strategy eao, block key ID, entries ε (the root entry).
-// Implementations: BlocksGameBoltRepository, BlocksGameMongoRepository.
+// Implementations: BlocksGameBoltRepository, BlocksGameDynamoRepository,
+// BlocksGameMongoRepository, BlocksGameRedisRepository.
 type BlocksGameRepository interface {
 	// Get reads the BlocksGame block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -97,7 +98,8 @@ var blocksGameDesc = (&runtime.Desc[BlocksGame, string]{
 
 // blocksGameRepo implements BlocksGameRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. BlocksGameBoltRepository, BlocksGameMongoRepository embed it.
+// adapter. BlocksGameBoltRepository, BlocksGameDynamoRepository,
+// BlocksGameMongoRepository, BlocksGameRedisRepository embed it.
 type blocksGameRepo struct {
 	r runtime.Repo[BlocksGame, string]
 }

@@ -96,6 +96,8 @@ func BenchmarkCmpListByCityStars(b *testing.B) { boltSuite.ListByCityStars(b) }
 func BenchmarkCmpSetCity(b *testing.B)         { boltSuite.SetCity(b) }
 func BenchmarkCmpGetEAO(b *testing.B)          { boltSuite.GetEAO(b) }
 func BenchmarkCmpPutEAO(b *testing.B)          { boltSuite.PutEAO(b) }
+func BenchmarkCmpPutChanged(b *testing.B)      { boltSuite.PutChanged(b) }
+func BenchmarkCmpPutChangedEAO(b *testing.B)   { boltSuite.PutChangedEAO(b) }
 
 // testGames and testHotels size the data of the baseline checks.
 const testGames, testHotels = 120, 100

@@ -12,7 +12,8 @@ import (
 
 // EAOGameRepository reads and writes EAOGame aggregates: collection "EAOGame",
 // strategy eao, block key ID, entries ε (the root entry). Implementations:
-// EAOGameBoltRepository, EAOGameMongoRepository.
+// EAOGameBoltRepository, EAOGameDynamoRepository, EAOGameMongoRepository,
+// EAOGameRedisRepository.
 type EAOGameRepository interface {
 	// Get reads the EAOGame block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -102,7 +103,8 @@ var eaoGameDesc = (&runtime.Desc[EAOGame, string]{
 
 // eaoGameRepo implements EAOGameRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. EAOGameBoltRepository, EAOGameMongoRepository embed it.
+// adapter. EAOGameBoltRepository, EAOGameDynamoRepository,
+// EAOGameMongoRepository, EAOGameRedisRepository embed it.
 type eaoGameRepo struct {
 	r runtime.Repo[EAOGame, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // GameRoundRepository reads and writes GameRound aggregates: collection
 // "GameRound", strategy eao, block key Key, entries ε (the root entry).
-// Implementations: GameRoundBoltRepository, GameRoundMongoRepository.
+// Implementations: GameRoundBoltRepository, GameRoundDynamoRepository,
+// GameRoundMongoRepository, GameRoundRedisRepository.
 type GameRoundRepository interface {
 	// Get reads the GameRound block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -134,7 +135,8 @@ var gameRoundDesc = (&runtime.Desc[GameRound, GameRoundKey]{
 
 // gameRoundRepo implements GameRoundRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. GameRoundBoltRepository, GameRoundMongoRepository embed it.
+// adapter. GameRoundBoltRepository, GameRoundDynamoRepository,
+// GameRoundMongoRepository, GameRoundRedisRepository embed it.
 type gameRoundRepo struct {
 	r runtime.Repo[GameRound, GameRoundKey]
 }

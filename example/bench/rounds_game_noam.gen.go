@@ -15,7 +15,8 @@ import (
 // RoundsGameRepository reads and writes RoundsGame aggregates: collection
 // "RoundsGame", strategy eao, block key ID, entries ε (the root entry),
 // rounds[i]. Implementations: RoundsGameBoltRepository,
-// RoundsGameMongoRepository.
+// RoundsGameDynamoRepository, RoundsGameMongoRepository,
+// RoundsGameRedisRepository.
 type RoundsGameRepository interface {
 	// Get reads the RoundsGame block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -153,7 +154,8 @@ func roundsGameChanges(u RoundsGameUpdate) runtime.Update[RoundsGame] {
 
 // roundsGameRepo implements RoundsGameRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. RoundsGameBoltRepository, RoundsGameMongoRepository embed it.
+// adapter. RoundsGameBoltRepository, RoundsGameDynamoRepository,
+// RoundsGameMongoRepository, RoundsGameRedisRepository embed it.
 type roundsGameRepo struct {
 	r runtime.Repo[RoundsGame, string]
 }

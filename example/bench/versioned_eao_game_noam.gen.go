@@ -13,7 +13,8 @@ import (
 // VersionedEAOGameRepository reads and writes VersionedEAOGame aggregates:
 // collection "VersionedEAOGame", strategy eao, block key ID, entries ε (the
 // root entry), version. Implementations: VersionedEAOGameBoltRepository,
-// VersionedEAOGameMongoRepository.
+// VersionedEAOGameDynamoRepository, VersionedEAOGameMongoRepository,
+// VersionedEAOGameRedisRepository.
 type VersionedEAOGameRepository interface {
 	// Get reads the VersionedEAOGame block with key id in one round trip. It fails
 	// with runtime.ErrNotFound if there is none.
@@ -116,7 +117,8 @@ var versionedEAOGameDesc = (&runtime.Desc[VersionedEAOGame, string]{
 // versionedEAOGameRepo implements VersionedEAOGameRepository on any store
 // adapter: each method is a typed call into runtime.Repo, which holds the
 // descriptor and the adapter. VersionedEAOGameBoltRepository,
-// VersionedEAOGameMongoRepository embed it.
+// VersionedEAOGameDynamoRepository, VersionedEAOGameMongoRepository,
+// VersionedEAOGameRedisRepository embed it.
 type versionedEAOGameRepo struct {
 	r runtime.Repo[VersionedEAOGame, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // PlayerRepository reads and writes Player aggregates: collection "Player",
 // strategy etf, block key Username, entries firstName, lastName, score, games.
-// Implementations: PlayerBoltRepository, PlayerMongoRepository.
+// Implementations: PlayerBoltRepository, PlayerDynamoRepository,
+// PlayerMongoRepository, PlayerRedisRepository.
 type PlayerRepository interface {
 	// Get reads the Player block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -212,7 +213,8 @@ func playerChanges(u PlayerUpdate) runtime.Update[Player] {
 
 // playerRepo implements PlayerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
-// PlayerBoltRepository, PlayerMongoRepository embed it.
+// PlayerBoltRepository, PlayerDynamoRepository, PlayerMongoRepository,
+// PlayerRedisRepository embed it.
 type playerRepo struct {
 	r runtime.Repo[Player, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // TournamentRepository reads and writes Tournament aggregates: collection
 // "Tournament", strategy eao, block key ID, entries ε (the root entry).
-// Implementations: TournamentBoltRepository, TournamentMongoRepository.
+// Implementations: TournamentBoltRepository, TournamentDynamoRepository,
+// TournamentMongoRepository, TournamentRedisRepository.
 type TournamentRepository interface {
 	// Get reads the Tournament block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -121,7 +122,8 @@ var tournamentDesc = (&runtime.Desc[Tournament, int64]{
 
 // tournamentRepo implements TournamentRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. TournamentBoltRepository, TournamentMongoRepository embed it.
+// adapter. TournamentBoltRepository, TournamentDynamoRepository,
+// TournamentMongoRepository, TournamentRedisRepository embed it.
 type tournamentRepo struct {
 	r runtime.Repo[Tournament, int64]
 }

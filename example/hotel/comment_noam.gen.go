@@ -12,7 +12,8 @@ import (
 
 // CommentRepository reads and writes Comment aggregates: collection "Comment",
 // strategy etf, block key Key, entries author, text. Implementations:
-// CommentBoltRepository, CommentMongoRepository.
+// CommentBoltRepository, CommentDynamoRepository, CommentMongoRepository,
+// CommentRedisRepository.
 type CommentRepository interface {
 	// Get reads the Comment block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -181,7 +182,8 @@ func commentChanges(u CommentUpdate) runtime.Update[Comment] {
 
 // commentRepo implements CommentRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. CommentBoltRepository, CommentMongoRepository embed it.
+// adapter. CommentBoltRepository, CommentDynamoRepository,
+// CommentMongoRepository, CommentRedisRepository embed it.
 type commentRepo struct {
 	r runtime.Repo[Comment, CommentKey]
 }

@@ -12,7 +12,8 @@ import (
 
 // HotelRepository reads and writes Hotel aggregates: collection "Hotel",
 // strategy etf, block key ID, entries name, city, stars, tags, address, rooms.
-// Implementations: HotelBoltRepository, HotelMongoRepository.
+// Implementations: HotelBoltRepository, HotelDynamoRepository,
+// HotelMongoRepository, HotelRedisRepository.
 type HotelRepository interface {
 	// Get reads the Hotel block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -262,7 +263,8 @@ func hotelChanges(u HotelUpdate) runtime.Update[Hotel] {
 
 // hotelRepo implements HotelRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// HotelBoltRepository, HotelMongoRepository embed it.
+// HotelBoltRepository, HotelDynamoRepository, HotelMongoRepository,
+// HotelRedisRepository embed it.
 type hotelRepo struct {
 	r runtime.Repo[Hotel, string]
 }

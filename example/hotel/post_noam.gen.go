@@ -12,7 +12,8 @@ import (
 
 // PostRepository reads and writes Post aggregates: collection "Post", strategy
 // etf, block key ID, entries title, author. Implementations:
-// PostBoltRepository, PostMongoRepository.
+// PostBoltRepository, PostDynamoRepository, PostMongoRepository,
+// PostRedisRepository.
 type PostRepository interface {
 	// Get reads the Post block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -147,7 +148,8 @@ func postChanges(u PostUpdate) runtime.Update[Post] {
 
 // postRepo implements PostRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// PostBoltRepository, PostMongoRepository embed it.
+// PostBoltRepository, PostDynamoRepository, PostMongoRepository,
+// PostRedisRepository embed it.
 type postRepo struct {
 	r runtime.Repo[Post, int64]
 }

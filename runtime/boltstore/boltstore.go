@@ -65,6 +65,9 @@ type Collection[K any] struct {
 	// Counter is set for enumerable block keys (noam:"id,counter"): see
 	// UpdateAlloc and ListScope.
 	Counter *Counter[K]
+	// names interns the entry keys Scan reads (the field keys of the
+	// aggregate), so that reading a block does not allocate them.
+	names map[string]string
 }
 
 // View runs fn on block id in one read transaction. A failure returned by
@@ -154,7 +157,7 @@ func (c Collection[K]) fail(op string, id any, err error) error {
 
 func (c Collection[K]) block(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) *Block {
 	key := c.Keys.Bytes(id)
-	return &Block{tx: tx, bucket: b, blockKey: key, prefix: BlockPrefix(key), op: op, agg: c.Aggregate, id: id}
+	return &Block{tx: tx, bucket: b, blockKey: key, prefix: BlockPrefix(key), op: op, agg: c.Aggregate, id: id, names: c.names}
 }
 
 // Block is one block's key range inside a transaction, for one operation
@@ -174,6 +177,7 @@ type Block struct {
 	id       any
 	err      error
 	lookups  map[string]*bbolt.Bucket // index buckets opened by this write
+	names    map[string]string        // Collection.names
 
 	keys, bytes, deletes int64 // what this transaction wrote
 }
@@ -436,12 +440,16 @@ func (b *Block) Scan(fn func(Entry) error) error {
 		e := Entry{Value: v}
 		if minor := k[len(b.prefix):]; len(minor) > 0 {
 			if step == nil || !bytes.HasPrefix(minor, step) {
-				r := runtime.NewKeyReader(minor)
-				s, err := r.String()
-				if err != nil {
-					return fmt.Errorf("entry key %x: %w", minor, err)
+				name, n, ok := b.name(minor)
+				if !ok {
+					r := runtime.NewKeyReader(minor)
+					s, err := r.String()
+					if err != nil {
+						return fmt.Errorf("entry key %x: %w", minor, err)
+					}
+					name, n = s, len(minor)-len(r.Rest())
 				}
-				key, step = s, minor[:len(minor)-len(r.Rest())]
+				key, step = name, minor[:n]
 			}
 			e.Key = key
 			if rest := minor[len(step):]; len(rest) > 0 {
@@ -458,6 +466,20 @@ func (b *Block) Scan(fn func(Entry) error) error {
 		}
 	}
 	return nil
+}
+
+// name reads the first step of a minor key when it is one of the interned
+// entry keys: the key and the length of its encoding.
+func (b *Block) name(minor []byte) (string, int, bool) {
+	if len(b.names) == 0 || len(minor) < 2 || minor[0] != 0x02 {
+		return "", 0, false
+	}
+	end := bytes.IndexByte(minor, 0)
+	if end < 0 || (end+1 < len(minor) && minor[end+1] == 0xFF) {
+		return "", 0, false // unterminated, or an escaped 0 byte
+	}
+	name, ok := b.names[string(minor[1:end])]
+	return name, end + 1, ok
 }
 
 // ScanFields calls fn with the entries of the given top-level fields only,

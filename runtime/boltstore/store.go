@@ -29,6 +29,13 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 // d.Collection, one index bucket per lookup ("Hotel.cityStars").
 func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K] {
 	s := &Store[T, K]{d: d, c: Collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
+	s.c.names = map[string]string{}
+	for _, f := range d.Fields {
+		s.c.names[f.Key] = f.Key
+	}
+	if d.Version != nil {
+		s.c.names[d.Version.Key] = d.Version.Key
+	}
 	if d.Counter != nil {
 		s.c.Counter = &Counter[K]{Split: d.Counter.Split, With: d.Counter.With}
 	}
@@ -92,16 +99,6 @@ func (s *Store[T, K]) decode(t *T, e Entry, dec *valueDecoder) error {
 	return f.AppendDecoded(t, dec)
 }
 
-// read reads block blk, key id, whole.
-func (s *Store[T, K]) read(blk *Block, id K) (*T, error) {
-	t := s.d.New(id)
-	var dec valueDecoder
-	if err := blk.Scan(func(e Entry) error { return s.decode(t, e, &dec) }); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
 // readIndexed reads the entries the lookups read (nil if the block does
 // not exist); fields narrows them, when given.
 func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
@@ -140,27 +137,6 @@ func (s *Store[T, K]) index(blk *Block, old, nw *T, only []*runtime.Lookup[T]) {
 	}
 }
 
-// write writes every entry of t into blk, an empty block, with the
-// version entry set to version.
-func (s *Store[T, K]) write(blk *Block, t *T, version int64) {
-	if s.d.EAO {
-		blk.PutRoot(s.d.Root.Value(t))
-	} else {
-		blk.PutMarker()
-	}
-	for _, f := range s.d.Fields {
-		switch {
-		case f.Kind == runtime.KindPartition:
-			s.putElems(blk, f, t)
-		case !s.d.EAO:
-			blk.Put(f.Key, f.Value(t))
-		}
-	}
-	if s.d.Version != nil {
-		blk.put(blk.key(s.d.Version.Key, -1), encodeInt(version))
-	}
-}
-
 func (s *Store[T, K]) putElems(blk *Block, f *runtime.Field[T], t *T) {
 	n := f.Len(t)
 	for i := range n {
@@ -195,7 +171,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		if blk.Exists() {
 			return blk.Fail(runtime.ErrDuplicate)
 		}
-		s.write(blk, t, 1)
+		s.writeNew(blk, t, 1)
 		s.index(blk, nil, t, nil)
 		return blk.Err()
 	})
@@ -225,8 +201,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 				return err
 			}
 		}
-		blk.Clear()
-		s.write(blk, t, want+1)
+		s.rewrite(blk, t, want+1)
 		s.index(blk, old, t, nil)
 		return blk.Err()
 	})

@@ -3,12 +3,21 @@
 // value is its BSON type byte followed by the BSON bytes of the value, so
 // that the bson struct tags of nested types apply as they do on MongoDB and
 // a value round-trips identically on every store.
+//
+// The bytes are those of bson.MarshalValue. Encode and Append make them
+// with an encoder reused across calls (bson.MarshalValue sets one up and
+// grows a new buffer for every value, then copies the result twice), and
+// strings, int64s and booleans, the types of counts, versions and most
+// top-level fields, without reflection; Decode reads those three directly
+// too.
 package bsonval
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -16,14 +25,115 @@ import (
 // Encode encodes v with the MongoDB driver's BSON codec: the BSON type
 // byte, then the value's bytes.
 func Encode(v any) ([]byte, error) {
-	t, data, err := bson.MarshalValue(v)
+	switch x := v.(type) {
+	case string:
+		return appendString(make([]byte, 0, 6+len(x)), x), nil
+	case int64:
+		return EncodeInt(x), nil
+	case bool:
+		return appendBool(make([]byte, 0, 2), x), nil
+	}
+	e := getEncoder()
+	t, data, err := e.encode(v)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]byte, 1+len(data))
 	out[0] = byte(t)
 	copy(out[1:], data)
+	putEncoder(e)
 	return out, nil
+}
+
+// Append appends the encoding of v (the bytes Encode returns) to dst.
+func Append(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case string:
+		return appendString(dst, x), nil
+	case int64:
+		return AppendInt(dst, x), nil
+	case bool:
+		return appendBool(dst, x), nil
+	}
+	e := getEncoder()
+	t, data, err := e.encode(v)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(append(dst, byte(t)), data...)
+	putEncoder(e)
+	return dst, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, byte(bson.TypeString))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s)+1))
+	return append(append(dst, s...), 0)
+}
+
+func appendBool(dst []byte, b bool) []byte {
+	if b {
+		return append(dst, byte(bson.TypeBoolean), 1)
+	}
+	return append(dst, byte(bson.TypeBoolean), 0)
+}
+
+// encoder writes one-element documents {"": v} with a value writer and a
+// bson.Encoder that are reused, and cuts the value out of them: the
+// element's value is what bson.MarshalValue returns.
+type encoder struct {
+	doc []byte
+	vw  bson.ValueWriter
+	enc *bson.Encoder
+}
+
+// Write receives the document when the value writer flushes it.
+func (e *encoder) Write(p []byte) (int, error) {
+	e.doc = append(e.doc, p...)
+	return len(p), nil
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{doc: make([]byte, 0, 512)}
+	e.vw = bson.NewDocumentWriter(e)
+	e.enc = bson.NewEncoder(nil)
+	return e
+}}
+
+func getEncoder() *encoder { return encoders.Get().(*encoder) }
+
+// putEncoder returns e to the pool, unless its buffer grew large (a huge
+// value should not stay pinned). An encoder whose encoding failed is not
+// returned: its value writer may be in the middle of a document.
+func putEncoder(e *encoder) {
+	if cap(e.doc) <= 1<<20 {
+		encoders.Put(e)
+	}
+}
+
+// encode encodes v; the bytes are valid until e is used again.
+func (e *encoder) encode(v any) (bson.Type, []byte, error) {
+	e.doc = e.doc[:0]
+	dw, err := e.vw.WriteDocument()
+	if err != nil {
+		return 0, nil, err
+	}
+	ev, err := dw.WriteDocumentElement("")
+	if err != nil {
+		return 0, nil, err
+	}
+	e.enc.Reset(ev)
+	if err := e.enc.Encode(v); err != nil {
+		return 0, nil, err
+	}
+	if err := dw.WriteDocumentEnd(); err != nil {
+		return 0, nil, err
+	}
+	// int32 length, type byte, empty name (one 0), the value, 0.
+	if len(e.doc) < 7 {
+		return 0, nil, fmt.Errorf("bsonval: short document %x", e.doc)
+	}
+	return bson.Type(e.doc[4]), e.doc[6 : len(e.doc)-1], nil
 }
 
 // Decode decodes a value made by Encode into v, a pointer.
@@ -31,16 +141,48 @@ func Decode(data []byte, v any) error {
 	if len(data) == 0 {
 		return errors.New("empty value")
 	}
-	return bson.UnmarshalValue(bson.Type(data[0]), data[1:], v)
+	t := bson.Type(data[0])
+	switch p := v.(type) {
+	case *string:
+		if s, ok := readString(t, data[1:]); ok {
+			*p = s
+			return nil
+		}
+	case *int64:
+		if t == bson.TypeInt64 && len(data) == 9 {
+			*p = int64(binary.LittleEndian.Uint64(data[1:]))
+			return nil
+		}
+	case *bool:
+		if t == bson.TypeBoolean && len(data) == 2 && data[1] <= 1 {
+			*p = data[1] == 1
+			return nil
+		}
+	}
+	// Everything else, and malformed values (for the driver's error).
+	return bson.UnmarshalValue(t, data[1:], v)
+}
+
+// readString reads a well-formed BSON string value (int32 length with the
+// terminating 0, the bytes, 0).
+func readString(t bson.Type, b []byte) (string, bool) {
+	if t != bson.TypeString || len(b) < 5 {
+		return "", false
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n < 1 || n > math.MaxInt32 || uint64(n) != uint64(len(b)-4) || b[len(b)-1] != 0 {
+		return "", false
+	}
+	return string(b[4 : len(b)-1]), true
 }
 
 // EncodeInt encodes n as Encode(n) does (a BSON int64), without
 // reflection: counts and versions are written on every write.
-func EncodeInt(n int64) []byte {
-	b := make([]byte, 9)
-	b[0] = byte(bson.TypeInt64)
-	binary.LittleEndian.PutUint64(b[1:], uint64(n))
-	return b
+func EncodeInt(n int64) []byte { return AppendInt(make([]byte, 0, 9), n) }
+
+// AppendInt appends the encoding of n (as EncodeInt makes it) to dst.
+func AppendInt(dst []byte, n int64) []byte {
+	return binary.LittleEndian.AppendUint64(append(dst, byte(bson.TypeInt64)), uint64(n))
 }
 
 // DecodeInt decodes a value made by EncodeInt.

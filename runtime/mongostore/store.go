@@ -153,7 +153,8 @@ func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
 
 // Caps declares what MongoDB promises to this adapter.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s.x == nil, MaxValueBytes: 16 << 20}
+	// A nil store (explain asks one) answers for the index-table mapping.
+	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20}
 }
 
 // rawDecoder decodes one document field; one is reused per document.

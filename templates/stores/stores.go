@@ -4,6 +4,8 @@
 package stores
 
 import (
-	_ "github.com/noamgen/noamgen/templates/bolt"  // bbolt, embedded
-	_ "github.com/noamgen/noamgen/templates/mongo" // MongoDB
+	_ "github.com/noamgen/noamgen/templates/bolt"   // bbolt, embedded
+	_ "github.com/noamgen/noamgen/templates/dynamo" // Amazon DynamoDB
+	_ "github.com/noamgen/noamgen/templates/mongo"  // MongoDB
+	_ "github.com/noamgen/noamgen/templates/redis"  // Redis
 )

@@ -13,7 +13,7 @@ import (
 // CustomerRepository reads and writes Customer aggregates: collection
 // "customers", strategy etf, block key ID, entries full_name, email, urlPath,
 // httpCode, plain. Implementations: CustomerBoltRepository,
-// CustomerMongoRepository.
+// CustomerDynamoRepository, CustomerMongoRepository, CustomerRedisRepository.
 type CustomerRepository interface {
 	// Get reads the Customer block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -150,7 +150,8 @@ func customerChanges(u CustomerUpdate) runtime.Update[Customer] {
 
 // customerRepo implements CustomerRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. CustomerBoltRepository, CustomerMongoRepository embed it.
+// adapter. CustomerBoltRepository, CustomerDynamoRepository,
+// CustomerMongoRepository, CustomerRedisRepository embed it.
 type customerRepo struct {
 	r runtime.Repo[Customer, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // PlayerRepository reads and writes Player aggregates: collection "Player",
 // strategy eao, block key Username, entries ε (the root entry).
-// Implementations: PlayerBoltRepository, PlayerMongoRepository.
+// Implementations: PlayerBoltRepository, PlayerDynamoRepository,
+// PlayerMongoRepository, PlayerRedisRepository.
 type PlayerRepository interface {
 	// Get reads the Player block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -102,7 +103,8 @@ var playerDesc = (&runtime.Desc[Player, string]{
 
 // playerRepo implements PlayerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
-// PlayerBoltRepository, PlayerMongoRepository embed it.
+// PlayerBoltRepository, PlayerDynamoRepository, PlayerMongoRepository,
+// PlayerRedisRepository embed it.
 type playerRepo struct {
 	r runtime.Repo[Player, string]
 }

@@ -14,7 +14,8 @@ import (
 
 // GameRepository reads and writes Game aggregates: collection "Game", strategy
 // eao, block key ID, entries ε (the root entry), rounds[i]. Implementations:
-// GameBoltRepository, GameMongoRepository.
+// GameBoltRepository, GameDynamoRepository, GameMongoRepository,
+// GameRedisRepository.
 type GameRepository interface {
 	// Get reads the Game block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -151,7 +152,8 @@ func gameChanges(u GameUpdate) runtime.Update[Game] {
 
 // gameRepo implements GameRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// GameBoltRepository, GameMongoRepository embed it.
+// GameBoltRepository, GameDynamoRepository, GameMongoRepository,
+// GameRedisRepository embed it.
 type gameRepo struct {
 	r runtime.Repo[Game, string]
 }

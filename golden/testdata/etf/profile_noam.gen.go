@@ -14,7 +14,8 @@ import (
 // ProfileRepository reads and writes Profile aggregates: collection "Profile",
 // strategy etf, block key ID, entries name, age, ratio, active, home, tags,
 // scores, joined, nickname, avatar, past, extra, fixed. Implementations:
-// ProfileBoltRepository, ProfileMongoRepository.
+// ProfileBoltRepository, ProfileDynamoRepository, ProfileMongoRepository,
+// ProfileRedisRepository.
 type ProfileRepository interface {
 	// Get reads the Profile block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -247,7 +248,8 @@ func profileChanges(u ProfileUpdate) runtime.Update[Profile] {
 
 // profileRepo implements ProfileRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. ProfileBoltRepository, ProfileMongoRepository embed it.
+// adapter. ProfileBoltRepository, ProfileDynamoRepository,
+// ProfileMongoRepository, ProfileRedisRepository embed it.
 type profileRepo struct {
 	r runtime.Repo[Profile, string]
 }

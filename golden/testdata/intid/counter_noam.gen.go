@@ -12,7 +12,8 @@ import (
 
 // CounterRepository reads and writes Counter aggregates: collection "Counter",
 // strategy etf, block key ID, entries count. Implementations:
-// CounterBoltRepository, CounterMongoRepository.
+// CounterBoltRepository, CounterDynamoRepository, CounterMongoRepository,
+// CounterRedisRepository.
 type CounterRepository interface {
 	// Get reads the Counter block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -99,7 +100,8 @@ func counterChanges(u CounterUpdate) runtime.Update[Counter] {
 
 // counterRepo implements CounterRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. CounterBoltRepository, CounterMongoRepository embed it.
+// adapter. CounterBoltRepository, CounterDynamoRepository,
+// CounterMongoRepository, CounterRedisRepository embed it.
 type counterRepo struct {
 	r runtime.Repo[Counter, int64]
 }

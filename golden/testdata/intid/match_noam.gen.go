@@ -12,7 +12,8 @@ import (
 
 // MatchRepository reads and writes Match aggregates: collection "Match",
 // strategy etf, block key ID, entries title. Implementations:
-// MatchBoltRepository, MatchMongoRepository.
+// MatchBoltRepository, MatchDynamoRepository, MatchMongoRepository,
+// MatchRedisRepository.
 type MatchRepository interface {
 	// Get reads the Match block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -99,7 +100,8 @@ func matchChanges(u MatchUpdate) runtime.Update[Match] {
 
 // matchRepo implements MatchRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// MatchBoltRepository, MatchMongoRepository embed it.
+// MatchBoltRepository, MatchDynamoRepository, MatchMongoRepository,
+// MatchRedisRepository embed it.
 type matchRepo struct {
 	r runtime.Repo[Match, GameID]
 }

@@ -12,7 +12,8 @@ import (
 
 // ShardRepository reads and writes Shard aggregates: collection "Shard",
 // strategy eao, block key Num, entries ε (the root entry). Implementations:
-// ShardBoltRepository, ShardMongoRepository.
+// ShardBoltRepository, ShardDynamoRepository, ShardMongoRepository,
+// ShardRedisRepository.
 type ShardRepository interface {
 	// Get reads the Shard block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -90,7 +91,8 @@ var shardDesc = (&runtime.Desc[Shard, uint32]{
 
 // shardRepo implements ShardRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// ShardBoltRepository, ShardMongoRepository embed it.
+// ShardBoltRepository, ShardDynamoRepository, ShardMongoRepository,
+// ShardRedisRepository embed it.
 type shardRepo struct {
 	r runtime.Repo[Shard, uint32]
 }

@@ -12,7 +12,7 @@ import (
 
 // EntryRepository reads and writes Entry aggregates: collection "Entry",
 // strategy etf, block key Key, entries . Implementations: EntryBoltRepository,
-// EntryMongoRepository.
+// EntryDynamoRepository, EntryMongoRepository, EntryRedisRepository.
 type EntryRepository interface {
 	// Get reads the Entry block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -108,7 +108,8 @@ var entryDesc = (&runtime.Desc[Entry, EntryKey]{
 
 // entryRepo implements EntryRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// EntryBoltRepository, EntryMongoRepository embed it.
+// EntryBoltRepository, EntryDynamoRepository, EntryMongoRepository,
+// EntryRedisRepository embed it.
 type entryRepo struct {
 	r runtime.Repo[Entry, EntryKey]
 }

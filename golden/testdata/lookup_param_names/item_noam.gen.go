@@ -12,7 +12,8 @@ import (
 
 // ItemRepository reads and writes Item aggregates: collection "Item", strategy
 // etf, block key ID, entries type, r, ctx, len. Implementations:
-// ItemBoltRepository, ItemMongoRepository.
+// ItemBoltRepository, ItemDynamoRepository, ItemMongoRepository,
+// ItemRedisRepository.
 type ItemRepository interface {
 	// Get reads the Item block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -237,7 +238,8 @@ func itemChanges(u ItemUpdate) runtime.Update[Item] {
 
 // itemRepo implements ItemRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// ItemBoltRepository, ItemMongoRepository embed it.
+// ItemBoltRepository, ItemDynamoRepository, ItemMongoRepository,
+// ItemRedisRepository embed it.
 type itemRepo struct {
 	r runtime.Repo[Item, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // BadgeRepository reads and writes Badge aggregates: collection "Badge",
 // strategy etf, block key ID, entries code. Implementations:
-// BadgeBoltRepository, BadgeMongoRepository.
+// BadgeBoltRepository, BadgeDynamoRepository, BadgeMongoRepository,
+// BadgeRedisRepository.
 type BadgeRepository interface {
 	// Get reads the Badge block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -130,7 +131,8 @@ func badgeChanges(u BadgeUpdate) runtime.Update[Badge] {
 
 // badgeRepo implements BadgeRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// BadgeBoltRepository, BadgeMongoRepository embed it.
+// BadgeBoltRepository, BadgeDynamoRepository, BadgeMongoRepository,
+// BadgeRedisRepository embed it.
 type badgeRepo struct {
 	r runtime.Repo[Badge, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // ShopRepository reads and writes Shop aggregates: collection "Shop", strategy
 // etf, block key ID, entries email, region, rank, labels, codes, address,
-// notes. Implementations: ShopBoltRepository, ShopMongoRepository.
+// notes. Implementations: ShopBoltRepository, ShopDynamoRepository,
+// ShopMongoRepository, ShopRedisRepository.
 type ShopRepository interface {
 	// Get reads the Shop block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -299,7 +300,8 @@ func shopChanges(u ShopUpdate) runtime.Update[Shop] {
 
 // shopRepo implements ShopRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// ShopBoltRepository, ShopMongoRepository embed it.
+// ShopBoltRepository, ShopDynamoRepository, ShopMongoRepository,
+// ShopRedisRepository embed it.
 type shopRepo struct {
 	r runtime.Repo[Shop, string]
 }

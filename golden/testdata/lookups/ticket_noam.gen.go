@@ -14,7 +14,8 @@ import (
 
 // TicketRepository reads and writes Ticket aggregates: collection "Ticket",
 // strategy eao, block key ID, entries ε (the root entry), events[i], version.
-// Implementations: TicketBoltRepository, TicketMongoRepository.
+// Implementations: TicketBoltRepository, TicketDynamoRepository,
+// TicketMongoRepository, TicketRedisRepository.
 type TicketRepository interface {
 	// Get reads the Ticket block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -218,7 +219,8 @@ func ticketChanges(u TicketUpdate) runtime.Update[Ticket] {
 
 // ticketRepo implements TicketRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
-// TicketBoltRepository, TicketMongoRepository embed it.
+// TicketBoltRepository, TicketDynamoRepository, TicketMongoRepository,
+// TicketRedisRepository embed it.
 type ticketRepo struct {
 	r runtime.Repo[Ticket, TicketID]
 }

@@ -15,7 +15,8 @@ import (
 // TournamentRepository reads and writes Tournament aggregates: collection
 // "Tournament", strategy etf, block key ID, entries name, rounds[i],
 // players[i]. Implementations: TournamentBoltRepository,
-// TournamentMongoRepository.
+// TournamentDynamoRepository, TournamentMongoRepository,
+// TournamentRedisRepository.
 type TournamentRepository interface {
 	// Get reads the Tournament block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -155,7 +156,8 @@ func tournamentChanges(u TournamentUpdate) runtime.Update[Tournament] {
 
 // tournamentRepo implements TournamentRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. TournamentBoltRepository, TournamentMongoRepository embed it.
+// adapter. TournamentBoltRepository, TournamentDynamoRepository,
+// TournamentMongoRepository, TournamentRedisRepository embed it.
 type tournamentRepo struct {
 	r runtime.Repo[Tournament, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // MongoRepository reads and writes Mongo aggregates: collection "Mongo",
 // strategy etf, block key ID, entries name, version. Implementations:
-// MongoBoltRepository, MongoMongoRepository.
+// MongoBoltRepository, MongoDynamoRepository, MongoMongoRepository,
+// MongoRedisRepository.
 type MongoRepository interface {
 	// Get reads the Mongo block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -118,7 +119,8 @@ func mongoChanges(u MongoUpdate) runtime.Update[Mongo] {
 
 // mongoRepo implements MongoRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// MongoBoltRepository, MongoMongoRepository embed it.
+// MongoBoltRepository, MongoDynamoRepository, MongoMongoRepository,
+// MongoRedisRepository embed it.
 type mongoRepo struct {
 	r runtime.Repo[Mongo, string]
 }

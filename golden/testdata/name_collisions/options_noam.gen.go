@@ -12,7 +12,8 @@ import (
 
 // OptionsRepository reads and writes Options aggregates: collection "Options",
 // strategy etf, block key ID, entries name. Implementations:
-// OptionsBoltRepository, OptionsMongoRepository.
+// OptionsBoltRepository, OptionsDynamoRepository, OptionsMongoRepository,
+// OptionsRedisRepository.
 type OptionsRepository interface {
 	// Get reads the Options block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -99,7 +100,8 @@ func optionsChanges(u OptionsUpdate) runtime.Update[Options] {
 
 // optionsRepo implements OptionsRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. OptionsBoltRepository, OptionsMongoRepository embed it.
+// adapter. OptionsBoltRepository, OptionsDynamoRepository,
+// OptionsMongoRepository, OptionsRedisRepository embed it.
 type optionsRepo struct {
 	r runtime.Repo[Options, string]
 }

@@ -12,7 +12,7 @@ import (
 
 // OptsRepository reads and writes Opts aggregates: collection "Opts", strategy
 // etf, block key ID, entries name. Implementations: OptsBoltRepository,
-// OptsMongoRepository.
+// OptsDynamoRepository, OptsMongoRepository, OptsRedisRepository.
 type OptsRepository interface {
 	// Get reads the Opts block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -99,7 +99,8 @@ func optsChanges(u OptsUpdate) runtime.Update[Opts] {
 
 // optsRepo implements OptsRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// OptsBoltRepository, OptsMongoRepository embed it.
+// OptsBoltRepository, OptsDynamoRepository, OptsMongoRepository,
+// OptsRedisRepository embed it.
 type optsRepo struct {
 	r runtime.Repo[Opts, string]
 }

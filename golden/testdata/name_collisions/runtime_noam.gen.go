@@ -12,7 +12,8 @@ import (
 
 // RuntimeRepository reads and writes Runtime aggregates: collection "Runtime",
 // strategy etf, block key ID, entries name, version. Implementations:
-// RuntimeBoltRepository, RuntimeMongoRepository.
+// RuntimeBoltRepository, RuntimeDynamoRepository, RuntimeMongoRepository,
+// RuntimeRedisRepository.
 type RuntimeRepository interface {
 	// Get reads the Runtime block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -119,7 +120,8 @@ func runtimeChanges(u RuntimeUpdate) runtime.Update[Runtime] {
 
 // runtimeRepo implements RuntimeRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. RuntimeBoltRepository, RuntimeMongoRepository embed it.
+// adapter. RuntimeBoltRepository, RuntimeDynamoRepository,
+// RuntimeMongoRepository, RuntimeRedisRepository embed it.
 type runtimeRepo struct {
 	r runtime.Repo[Runtime, string]
 }

@@ -14,7 +14,8 @@ import (
 
 // GameRepository reads and writes Game aggregates: collection "Game", strategy
 // etf, block key ID, entries firstPlayer, secondPlayer, rounds[i].
-// Implementations: GameBoltRepository, GameMongoRepository.
+// Implementations: GameBoltRepository, GameDynamoRepository,
+// GameMongoRepository, GameRedisRepository.
 type GameRepository interface {
 	// Get reads the Game block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -140,7 +141,8 @@ func gameChanges(u GameUpdate) runtime.Update[Game] {
 
 // gameRepo implements GameRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// GameBoltRepository, GameMongoRepository embed it.
+// GameBoltRepository, GameDynamoRepository, GameMongoRepository,
+// GameRedisRepository embed it.
 type gameRepo struct {
 	r runtime.Repo[Game, string]
 }

@@ -12,7 +12,7 @@ import (
 
 // AddRepository reads and writes Add aggregates: collection "Add", strategy
 // etf, block key ID, entries owner. Implementations: AddBoltRepository,
-// AddMongoRepository.
+// AddDynamoRepository, AddMongoRepository, AddRedisRepository.
 type AddRepository interface {
 	// Get reads the Add block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -120,7 +120,8 @@ func addChanges(u AddUpdate) runtime.Update[Add] {
 
 // addRepo implements AddRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// AddBoltRepository, AddMongoRepository embed it.
+// AddBoltRepository, AddDynamoRepository, AddMongoRepository,
+// AddRedisRepository embed it.
 type addRepo struct {
 	r runtime.Repo[Add, string]
 }

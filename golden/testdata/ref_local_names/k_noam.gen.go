@@ -12,7 +12,7 @@ import (
 
 // KRepository reads and writes K aggregates: collection "K", strategy etf,
 // block key ID, entries owner. Implementations: KBoltRepository,
-// KMongoRepository.
+// KDynamoRepository, KMongoRepository, KRedisRepository.
 type KRepository interface {
 	// Get reads the K block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -120,7 +120,8 @@ func kChanges(u KUpdate) runtime.Update[K] {
 
 // kRepo implements KRepository on any store adapter: each method is a typed
 // call into runtime.Repo, which holds the descriptor and the adapter.
-// KBoltRepository, KMongoRepository embed it.
+// KBoltRepository, KDynamoRepository, KMongoRepository, KRedisRepository embed
+// it.
 type kRepo struct {
 	r runtime.Repo[K, string]
 }

@@ -12,7 +12,7 @@ import (
 
 // OutRepository reads and writes Out aggregates: collection "Out", strategy
 // etf, block key ID, entries owner. Implementations: OutBoltRepository,
-// OutMongoRepository.
+// OutDynamoRepository, OutMongoRepository, OutRedisRepository.
 type OutRepository interface {
 	// Get reads the Out block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -120,7 +120,8 @@ func outChanges(u OutUpdate) runtime.Update[Out] {
 
 // outRepo implements OutRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// OutBoltRepository, OutMongoRepository embed it.
+// OutBoltRepository, OutDynamoRepository, OutMongoRepository,
+// OutRedisRepository embed it.
 type outRepo struct {
 	r runtime.Repo[Out, string]
 }

@@ -12,7 +12,7 @@ import (
 
 // OwnerRepository reads and writes Owner aggregates: collection "Owner",
 // strategy etf, block key ID, entries . Implementations: OwnerBoltRepository,
-// OwnerMongoRepository.
+// OwnerDynamoRepository, OwnerMongoRepository, OwnerRedisRepository.
 type OwnerRepository interface {
 	// Get reads the Owner block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -64,7 +64,8 @@ var ownerDesc = (&runtime.Desc[Owner, string]{
 
 // ownerRepo implements OwnerRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// OwnerBoltRepository, OwnerMongoRepository embed it.
+// OwnerBoltRepository, OwnerDynamoRepository, OwnerMongoRepository,
+// OwnerRedisRepository embed it.
 type ownerRepo struct {
 	r runtime.Repo[Owner, string]
 }

@@ -12,7 +12,7 @@ import (
 
 // SeenRepository reads and writes Seen aggregates: collection "Seen", strategy
 // etf, block key ID, entries owner. Implementations: SeenBoltRepository,
-// SeenMongoRepository.
+// SeenDynamoRepository, SeenMongoRepository, SeenRedisRepository.
 type SeenRepository interface {
 	// Get reads the Seen block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -121,7 +121,8 @@ func seenChanges(u SeenUpdate) runtime.Update[Seen] {
 
 // seenRepo implements SeenRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// SeenBoltRepository, SeenMongoRepository embed it.
+// SeenBoltRepository, SeenDynamoRepository, SeenMongoRepository,
+// SeenRedisRepository embed it.
 type seenRepo struct {
 	r runtime.Repo[Seen, string]
 }

@@ -12,7 +12,7 @@ import (
 
 // ZeroRepository reads and writes Zero aggregates: collection "Zero", strategy
 // etf, block key ID, entries owners. Implementations: ZeroBoltRepository,
-// ZeroMongoRepository.
+// ZeroDynamoRepository, ZeroMongoRepository, ZeroRedisRepository.
 type ZeroRepository interface {
 	// Get reads the Zero block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -123,7 +123,8 @@ func zeroChanges(u ZeroUpdate) runtime.Update[Zero] {
 
 // zeroRepo implements ZeroRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// ZeroBoltRepository, ZeroMongoRepository embed it.
+// ZeroBoltRepository, ZeroDynamoRepository, ZeroMongoRepository,
+// ZeroRedisRepository embed it.
 type zeroRepo struct {
 	r runtime.Repo[Zero, string]
 }

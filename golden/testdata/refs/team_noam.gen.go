@@ -12,7 +12,8 @@ import (
 
 // TeamRepository reads and writes Team aggregates: collection "Team", strategy
 // etf, block key ID, entries captain, coach, members, matches, home.
-// Implementations: TeamBoltRepository, TeamMongoRepository.
+// Implementations: TeamBoltRepository, TeamDynamoRepository,
+// TeamMongoRepository, TeamRedisRepository.
 type TeamRepository interface {
 	// Get reads the Team block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -206,7 +207,8 @@ func teamChanges(u TeamUpdate) runtime.Update[Team] {
 
 // teamRepo implements TeamRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// TeamBoltRepository, TeamMongoRepository embed it.
+// TeamBoltRepository, TeamDynamoRepository, TeamMongoRepository,
+// TeamRedisRepository embed it.
 type teamRepo struct {
 	r runtime.Repo[Team, string]
 }

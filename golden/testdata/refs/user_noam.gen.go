@@ -12,7 +12,7 @@ import (
 
 // UserRepository reads and writes User aggregates: collection "User", strategy
 // etf, block key ID, entries name. Implementations: UserBoltRepository,
-// UserMongoRepository.
+// UserDynamoRepository, UserMongoRepository, UserRedisRepository.
 type UserRepository interface {
 	// Get reads the User block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -99,7 +99,8 @@ func userChanges(u UserUpdate) runtime.Update[User] {
 
 // userRepo implements UserRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// UserBoltRepository, UserMongoRepository embed it.
+// UserBoltRepository, UserDynamoRepository, UserMongoRepository,
+// UserRedisRepository embed it.
 type userRepo struct {
 	r runtime.Repo[User, string]
 }

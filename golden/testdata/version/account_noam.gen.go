@@ -12,7 +12,8 @@ import (
 
 // AccountRepository reads and writes Account aggregates: collection "Account",
 // strategy etf, block key ID, entries owner, balance, version.
-// Implementations: AccountBoltRepository, AccountMongoRepository.
+// Implementations: AccountBoltRepository, AccountDynamoRepository,
+// AccountMongoRepository, AccountRedisRepository.
 type AccountRepository interface {
 	// Get reads the Account block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -132,7 +133,8 @@ func accountChanges(u AccountUpdate) runtime.Update[Account] {
 
 // accountRepo implements AccountRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. AccountBoltRepository, AccountMongoRepository embed it.
+// adapter. AccountBoltRepository, AccountDynamoRepository,
+// AccountMongoRepository, AccountRedisRepository embed it.
 type accountRepo struct {
 	r runtime.Repo[Account, string]
 }

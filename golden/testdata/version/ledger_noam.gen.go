@@ -14,7 +14,8 @@ import (
 
 // LedgerRepository reads and writes Ledger aggregates: collection "Ledger",
 // strategy eao, block key ID, entries ε (the root entry), lines[i], rev.
-// Implementations: LedgerBoltRepository, LedgerMongoRepository.
+// Implementations: LedgerBoltRepository, LedgerDynamoRepository,
+// LedgerMongoRepository, LedgerRedisRepository.
 type LedgerRepository interface {
 	// Get reads the Ledger block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -164,7 +165,8 @@ func ledgerChanges(u LedgerUpdate) runtime.Update[Ledger] {
 
 // ledgerRepo implements LedgerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
-// LedgerBoltRepository, LedgerMongoRepository embed it.
+// LedgerBoltRepository, LedgerDynamoRepository, LedgerMongoRepository,
+// LedgerRedisRepository embed it.
 type ledgerRepo struct {
 	r runtime.Repo[Ledger, string]
 }

@@ -12,7 +12,8 @@ import (
 
 // CardRepository reads and writes Card aggregates: collection "Card", strategy
 // eao, block key ID, entries ε (the root entry). Implementations:
-// CardBoltRepository, CardMongoRepository.
+// CardBoltRepository, CardDynamoRepository, CardMongoRepository,
+// CardRedisRepository.
 type CardRepository interface {
 	// Get reads the Card block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -136,7 +137,8 @@ var cardDesc = (&runtime.Desc[Card, int32]{
 
 // cardRepo implements CardRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// CardBoltRepository, CardMongoRepository embed it.
+// CardBoltRepository, CardDynamoRepository, CardMongoRepository,
+// CardRedisRepository embed it.
 type cardRepo struct {
 	r runtime.Repo[Card, int32]
 }

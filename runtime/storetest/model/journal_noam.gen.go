@@ -15,7 +15,8 @@ import (
 
 // JournalRepository reads and writes Journal aggregates: collection "Journal",
 // strategy eao, block key ID, entries ε (the root entry), lines[i], version.
-// Implementations: JournalBoltRepository, JournalMongoRepository.
+// Implementations: JournalBoltRepository, JournalDynamoRepository,
+// JournalMongoRepository, JournalRedisRepository.
 type JournalRepository interface {
 	// Get reads the Journal block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -232,7 +233,8 @@ func journalChanges(u JournalUpdate) runtime.Update[Journal] {
 
 // journalRepo implements JournalRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
-// adapter. JournalBoltRepository, JournalMongoRepository embed it.
+// adapter. JournalBoltRepository, JournalDynamoRepository,
+// JournalMongoRepository, JournalRedisRepository embed it.
 type journalRepo struct {
 	r runtime.Repo[Journal, JournalID]
 }

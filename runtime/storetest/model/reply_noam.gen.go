@@ -13,7 +13,8 @@ import (
 
 // ReplyRepository reads and writes Reply aggregates: collection "Reply",
 // strategy etf, block key Key, entries author, body, posted. Implementations:
-// ReplyBoltRepository, ReplyMongoRepository.
+// ReplyBoltRepository, ReplyDynamoRepository, ReplyMongoRepository,
+// ReplyRedisRepository.
 type ReplyRepository interface {
 	// Get reads the Reply block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -194,7 +195,8 @@ func replyChanges(u ReplyUpdate) runtime.Update[Reply] {
 
 // replyRepo implements ReplyRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
-// ReplyBoltRepository, ReplyMongoRepository embed it.
+// ReplyBoltRepository, ReplyDynamoRepository, ReplyMongoRepository,
+// ReplyRedisRepository embed it.
 type replyRepo struct {
 	r runtime.Repo[Reply, ReplyKey]
 }

@@ -1,0 +1,231 @@
+package explain
+
+import (
+	"slices"
+
+	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/templates"
+)
+
+// KindName names a method kind in the JSON format.
+func KindName(k templates.MethodKind) string {
+	switch k {
+	case templates.MGet:
+		return "get"
+	case templates.MCreate:
+		return "create"
+	case templates.MPut:
+		return "put"
+	case templates.MDelete:
+		return "delete"
+	case templates.MSet:
+		return "set"
+	case templates.MAppend:
+		return "append"
+	case templates.MSetAt:
+		return "setAt"
+	case templates.MListElems:
+		return "listElems"
+	case templates.MUpdate:
+		return "update"
+	case templates.MList:
+		return "list"
+	case templates.MAll:
+		return "all"
+	case templates.MGetMany:
+		return "getMany"
+	case templates.MListBy:
+		return "listBy"
+	case templates.MGetBy:
+		return "getBy"
+	case templates.MListScope:
+		return "listScope"
+	case templates.MRepair:
+		return "repair"
+	case templates.MEnsure:
+		return "ensureIndexes"
+	}
+	return "unknown"
+}
+
+// allEntries lists every entry of a block in the paper's notation, each
+// partition as its count and "f[*]" (every element).
+func allEntries(a *model.Aggregate) []string {
+	var out []string
+	for _, e := range a.Entries() {
+		switch {
+		case e.Key == "":
+			out = append(out, "ε")
+		case e.Partition:
+			k := e.Fields[0].Key
+			out = append(out, k, k+"[*]")
+		default:
+			out = append(out, e.Key)
+		}
+	}
+	return out
+}
+
+// entryOf is the entry holding field f: its own (ETF, partitions), or ε
+// (a root field of an EAO aggregate).
+func entryOf(a *model.Aggregate, f *model.Field) string {
+	if a.Strategy == model.EAO && !f.Partition && !f.IsVersion {
+		return "ε"
+	}
+	return f.Key
+}
+
+// indexedEntries lists the entries holding the values of lookups ls.
+func indexedEntries(a *model.Aggregate, ls []*model.Lookup) []string {
+	var out []string
+	for _, l := range ls {
+		for _, p := range l.Parts {
+			e := entryOf(a, p.Field)
+			if p.Field.Partition {
+				out = appendNew(out, p.Field.Key, p.Field.Key+"[*]")
+				continue
+			}
+			out = appendNew(out, e)
+		}
+	}
+	return out
+}
+
+func lookupNames(ls []*model.Lookup) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+func appendNew(s []string, vs ...string) []string {
+	for _, v := range vs {
+		if !slices.Contains(s, v) {
+			s = append(s, v)
+		}
+	}
+	return s
+}
+
+// AccessOf says which entries and index entries method m of a reads and
+// writes, whatever the store: what runtime.Repo and the store contract
+// (runtime.Store) ask of every adapter.
+func AccessOf(a *model.Aggregate, m templates.Method) templates.Access {
+	var acc templates.Access
+	ver := ""
+	if a.Version != nil {
+		ver = a.Version.Key
+	}
+	bump := func() {
+		if ver != "" {
+			acc.Writes = appendNew(acc.Writes, ver)
+			acc.Version = true
+		}
+	}
+	all := allEntries(a)
+	acc.Blocks = "one"
+	switch m.Kind {
+	case templates.MGet:
+		acc.Reads = all
+	case templates.MCreate:
+		acc.Writes = all
+		acc.WritesIndex = lookupNames(a.Lookups)
+		acc.Counter = a.Counter
+		acc.Version = ver != ""
+	case templates.MPut:
+		if ver != "" {
+			acc.Reads = []string{ver}
+			acc.Version = true
+		}
+		acc.Reads = appendNew(acc.Reads, indexedEntries(a, a.Lookups)...)
+		acc.Writes = all
+		// A shorter partition loses its last elements.
+		for _, f := range a.Partitions() {
+			acc.Deletes = append(acc.Deletes, f.Key+"[n..]")
+		}
+		acc.WritesIndex = lookupNames(a.Lookups)
+		acc.Counter = a.Counter
+	case templates.MDelete:
+		acc.Reads = indexedEntries(a, a.Lookups)
+		acc.Deletes = all
+		acc.WritesIndex = lookupNames(a.Lookups)
+	case templates.MSet:
+		ls := a.LookupsOf(m.Field)
+		acc.Reads = indexedEntries(a, ls)
+		acc.Writes = []string{m.Field.Key}
+		bump()
+		acc.WritesIndex = lookupNames(ls)
+	case templates.MAppend:
+		k := m.Field.Key
+		acc.Reads = []string{k}
+		acc.Writes = []string{k + "[n]", k}
+		bump()
+		acc.WritesIndex = lookupNames(a.LookupsOf(m.Field))
+	case templates.MSetAt:
+		k := m.Field.Key
+		ls := a.LookupsOf(m.Field)
+		acc.Reads = appendNew([]string{k}, indexedEntries(a, ls)...)
+		acc.Writes = []string{k + "[i]"}
+		bump()
+		acc.WritesIndex = lookupNames(ls)
+	case templates.MListElems:
+		k := m.Field.Key
+		acc.Reads = []string{k, k + "[i..i+n]"}
+	case templates.MUpdate:
+		var ls []*model.Lookup
+		for _, f := range a.Settable() {
+			acc.Writes = append(acc.Writes, f.Key)
+			ls = appendLookups(ls, a.LookupsOf(f))
+		}
+		for _, f := range a.Partitions() {
+			acc.Writes = append(acc.Writes, f.Key+"[i]")
+			ls = appendLookups(ls, a.LookupsOf(f))
+		}
+		if ver != "" {
+			acc.Reads = []string{ver}
+		}
+		for _, f := range a.Partitions() {
+			acc.Reads = appendNew(acc.Reads, f.Key)
+		}
+		acc.Reads = appendNew(acc.Reads, indexedEntries(a, ls)...)
+		bump()
+		acc.WritesIndex = lookupNames(ls)
+	case templates.MList, templates.MAll:
+		acc.Reads = all
+		acc.Blocks = "page"
+		if m.Kind == templates.MAll {
+			acc.Blocks = "all"
+		}
+	case templates.MGetMany:
+		acc.Reads = all
+		acc.Blocks = "many"
+	case templates.MListBy:
+		acc.ReadsIndex = []string{m.Lookup.Name}
+		acc.Reads = all
+		acc.Blocks = "page"
+	case templates.MGetBy:
+		acc.ReadsIndex = []string{m.Lookup.Name}
+		acc.Reads = all
+	case templates.MListScope:
+		acc.Reads = all
+		acc.Blocks = "page"
+	case templates.MRepair:
+		acc.Reads = indexedEntries(a, a.Lookups)
+		acc.ReadsIndex = lookupNames(a.Lookups)
+		acc.WritesIndex = lookupNames(a.Lookups)
+		acc.Blocks = "all"
+	case templates.MEnsure:
+		acc.Blocks = "none"
+	}
+	return acc
+}
+
+func appendLookups(s, ls []*model.Lookup) []*model.Lookup {
+	for _, l := range ls {
+		if !slices.Contains(s, l) {
+			s = append(s, l)
+		}
+	}
+	return s
+}

@@ -1,0 +1,218 @@
+package explain_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/noamgen/noamgen/explain"
+	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/parser"
+	"github.com/noamgen/noamgen/templates"
+)
+
+func load(t *testing.T, example string) *model.Schema {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("..", "example", example))
+	s, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestEveryStoreExplained: every store noamgen generates for describes
+// itself to explain (templates.RegisterExplain in templates/<store>/explain.go).
+func TestEveryStoreExplained(t *testing.T) {
+	for _, st := range templates.StoreNames() {
+		ex, ok := templates.ExplainerOf(st)
+		if !ok || ex.Layout == nil || ex.Cost == nil {
+			t.Errorf("store %s has no explainer with Layout and Cost: add templates/%s/explain.go (see STORES.md)", st, st)
+		}
+	}
+}
+
+func TestNotation(t *testing.T) {
+	g := load(t, "game")
+	h := load(t, "hotel")
+	for _, c := range []struct {
+		a    *model.Aggregate
+		want string
+	}{
+		{g.Aggregate("Game"), "Game:2345 -> {firstPlayer, secondPlayer, rounds, rounds[0], rounds[1], ..., version}"},
+		{g.Aggregate("Player"), "Player:2345 -> {firstName, lastName, score, games}"},
+		{g.Aggregate("Tournament"), "Tournament:2345 -> {ε: {name, games}}"},
+		{h.Aggregate("Comment"), "Comment:2345/3 -> {author, text}"},
+	} {
+		if got := explain.Notation(c.a); got != c.want {
+			t.Errorf("%s: %s, want %s", c.a.Name, got, c.want)
+		}
+	}
+}
+
+// TestAccess checks the store-independent accesses of the paper's
+// methods: an append touches the new element, the count and the version,
+// not the other rounds; a setter of an indexed field reads it and writes
+// its lookup's entries (and the lookup's other parts).
+func TestAccess(t *testing.T) {
+	g := load(t, "game")
+	h := load(t, "hotel")
+	acc := func(a *model.Aggregate, name string) templates.Access {
+		for _, m := range templates.Methods(a) {
+			if m.Name == name {
+				return explain.AccessOf(a, m)
+			}
+		}
+		t.Fatalf("%s has no method %s", a.Name, name)
+		return templates.Access{}
+	}
+	str := func(ss []string) string { return strings.Join(ss, ",") }
+	app := acc(g.Aggregate("Game"), "AppendRounds")
+	if str(app.Writes) != "rounds[n],rounds,version" || str(app.Reads) != "rounds" || len(app.WritesIndex) != 0 || !app.Version {
+		t.Errorf("AppendRounds: %+v", app)
+	}
+	set := acc(h.Aggregate("Hotel"), "SetCity")
+	if str(set.Reads) != "city,stars" || str(set.Writes) != "city" || str(set.WritesIndex) != "cityStars" {
+		t.Errorf("SetCity: %+v", set)
+	}
+	rooms := acc(h.Aggregate("Hotel"), "SetRooms")
+	if len(rooms.Reads) != 0 || len(rooms.WritesIndex) != 0 {
+		t.Errorf("SetRooms touches no lookup: %+v", rooms)
+	}
+	get := acc(g.Aggregate("Tournament"), "Get")
+	if str(get.Reads) != "ε" {
+		t.Errorf("Tournament.Get reads %v, want the root entry", get.Reads)
+	}
+	create := acc(h.Aggregate("Post"), "Create")
+	if !create.Counter || str(create.WritesIndex) != "author" {
+		t.Errorf("Post.Create: %+v", create)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	s := load(t, "hotel")
+	if _, err := explain.Build(s, explain.Config{Stores: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `unknown store "nope"`) {
+		t.Fatalf("unknown store: %v", err)
+	}
+	r, err := explain.Build(s, explain.Config{Stores: []string{"mongo", "mongo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Stores) != 1 || r.Version != explain.FormatVersion {
+		t.Fatalf("stores %v, version %d", r.Stores, r.Version)
+	}
+	hotel := r.Aggregates[0]
+	ms := hotel.Stores["mongo"]
+	if len(ms.Indexes) != 4 || ms.Indexes[0].Lookup != "name" || !strings.Contains(strings.Join(ms.Indexes[0].Options, ";"), "unique: true") {
+		t.Errorf("native indexes of Hotel: %+v", ms.Indexes)
+	}
+	for _, m := range hotel.Methods {
+		c, ok := m.Stores["mongo"]
+		if !ok || len(c.Ops) == 0 || c.RoundTrips == "" || c.Atomic == "" {
+			t.Errorf("%s: mongo cost %+v", m.Name, c)
+		}
+		if m.Name == "GetByName" && (c.RoundTrips != "1" || !strings.HasPrefix(c.Ops[0], "findOne Hotel {name}")) {
+			t.Errorf("GetByName with a native index: %+v", c)
+		}
+	}
+	// JSON round-trips and keeps the version field first.
+	var buf bytes.Buffer
+	if err := explain.JSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "{\n  \"version\": 1,") {
+		t.Errorf("JSON starts %q", buf.String()[:40])
+	}
+	var back explain.Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Aggregates) != 3 || back.Aggregates[0].Methods[0].Stores["mongo"].RoundTrips != "1" {
+		t.Fatalf("JSON does not read back: %v", err)
+	}
+}
+
+// TestSampleWarnings: blocks over half a per-document limit, or entries
+// over half a per-value limit, are warned about.
+func TestSampleWarnings(t *testing.T) {
+	a := load(t, "game").Aggregate("Game")
+	doc := templates.NewSampleSizes(a)
+	doc.Entry("firstPlayer", 10)
+	doc.Entry("rounds[]", 590)
+	doc.Block("big", 600, []templates.PartitionSize{{Key: "big", Field: "rounds", Elements: 1, Bytes: 590}})
+	doc.Block("small", 400, nil)
+	s := &templates.Sample{MaxValueBytes: 1000, LimitOf: "document"}
+	doc.Fill(s)
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "block big: 600 bytes") {
+		t.Errorf("document warnings %q", s.Warnings)
+	}
+	if s.Largest[0].Key != "big" || s.Entries[0].Entry != "firstPlayer" || s.Entries[1].Entry != "rounds[]" {
+		t.Errorf("sample %+v", s)
+	}
+	val := templates.NewSampleSizes(a)
+	val.Entry("rounds[]", 600)
+	val.Entry("rounds[]", 100)
+	val.Block("big", 700, nil)
+	s = &templates.Sample{MaxValueBytes: 1000, LimitOf: "value"}
+	val.Fill(s)
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "entry rounds[]: a value of 600 bytes") {
+		t.Errorf("value warnings %q", s.Warnings)
+	}
+	s = &templates.Sample{}
+	templates.NewSampleSizes(a).Fill(s)
+	if len(s.Warnings) != 0 {
+		t.Errorf("no limit, warnings %q", s.Warnings)
+	}
+}
+
+// TestMongoTables: lookups with the table option stay index-table
+// collections kept by the lookup protocol; the others are native indexes.
+func TestMongoTables(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("testdata", "table"))
+	s, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := explain.Build(s, explain.Config{Stores: []string{"mongo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.Aggregates[0]
+	p := h.Stores["mongo"]
+	var names []string
+	for _, c := range p.Containers {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "Hotel,Hotel__name,Hotel__city,Hotel__roomKind" {
+		t.Errorf("containers %v", names)
+	}
+	if len(p.Indexes) != 1 || p.Indexes[0].Lookup != "stars" {
+		t.Errorf("native indexes %+v, want stars only", p.Indexes)
+	}
+	cost := func(name string) templates.Cost {
+		for _, m := range h.Methods {
+			if m.Name == name {
+				return m.Stores["mongo"]
+			}
+		}
+		t.Fatalf("no method %s", name)
+		return templates.Cost{}
+	}
+	if c := cost("SetCity"); c.RoundTrips != "2 + 1 per index entry gained + 1 per index table losing entries" || !strings.Contains(c.Atomic, "not atomic") {
+		t.Errorf("SetCity through an index table: %+v", c)
+	}
+	if c := cost("SetStars"); c.RoundTrips != "1" || len(c.Ops) != 1 {
+		t.Errorf("SetStars with a native index: %+v", c)
+	}
+	if c := cost("GetByName"); c.RoundTrips != "2" {
+		t.Errorf("GetByName through an index table: %+v", c)
+	}
+	if c := cost("AppendRooms"); !strings.HasPrefix(c.RoundTrips, "2 + 1 per index entry gained") {
+		t.Errorf("AppendRooms with an element lookup in a table: %+v", c)
+	}
+	if c := cost("Repair"); c.RoundTrips == "0" {
+		t.Errorf("Repair with index tables: %+v", c)
+	}
+	if c := cost("Delete"); c.RoundTrips != "4" || !strings.Contains(c.Ops[1], "Hotel__name, Hotel__city") {
+		t.Errorf("Delete: %+v", c)
+	}
+}

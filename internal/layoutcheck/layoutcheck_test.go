@@ -1,0 +1,65 @@
+package layoutcheck
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/noamgen/noamgen/parser"
+)
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+func TestWant(t *testing.T) {
+	root := moduleRoot(t)
+	for _, c := range []struct {
+		dir, agg string
+		n        int
+		want     []string
+	}{
+		{"example/game", "Game", 2, []string{"firstPlayer", "secondPlayer", "rounds", "rounds[0]", "rounds[1]", "version"}},
+		{"example/game", "Game", 0, []string{"firstPlayer", "secondPlayer", "rounds", "version"}},
+		{"golden/testdata/eao", "Player", 3, []string{""}},
+	} {
+		dir := filepath.Join(root, c.dir)
+		s, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := s.Aggregate(c.agg)
+		if a == nil {
+			t.Fatalf("%s has no aggregate %s", c.dir, c.agg)
+		}
+		if got := Want(a, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("%s %s with %d elements: Want = %q, want %q", c.dir, c.agg, c.n, got, c.want)
+		}
+	}
+}
+
+// TestCheckFails shows that the check is not vacuous: a store whose layout
+// lacks one of the model's entries fails it, naming the entries.
+func TestCheckFails(t *testing.T) {
+	root := moduleRoot(t)
+	lying := Bolt
+	lying.Imports = append(slices.Clone(Bolt.Imports), "github.com/noamgen/noamgen/internal/layoutcheck")
+	lying.Open = "layoutcheck.Dropping(boltstore.Open(db, %[1]s))"
+	out, err := run(t, root, []string{filepath.Join(root, "golden/testdata/partition")}, []Store{lying}, nil)
+	if err == nil {
+		t.Fatalf("a store that leaves out an entry passed the layout check:\n%s", out)
+	}
+	if !strings.Contains(string(out), "the bolt store holds entries") {
+		t.Errorf("the failure does not name the store's entries:\n%s", out)
+	}
+	if _, err := run(t, root, []string{filepath.Join(root, "golden/testdata/partition")}, []Store{Bolt}, nil); err != nil {
+		t.Errorf("the honest store fails: %v", err)
+	}
+}

@@ -1,0 +1,12 @@
+package redistest
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// dieWithParent makes the server die with the test binary, also when the
+// binary is killed before it can stop the server.
+func dieWithParent(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

@@ -1,0 +1,238 @@
+// Package dynamostore is the Amazon DynamoDB adapter of the store contract
+// (runtime.Store), after NoAM's mapping to extensible record stores (paper
+// Fig. 5): one table per collection, one item per block with the block key
+// as the partition key (_id), one attribute per entry.
+//
+//   - Values are native attribute values (S, N, BOOL, M, L, B, NULL; see
+//     Encode), so an item reads naturally in the AWS console.
+//   - Block keys: integer keys are N, string and composite keys B holding
+//     the order-preserving tuple encoding (runtime.KeyCodec): DynamoDB key
+//     attributes cannot be empty strings, and the encoding keeps the
+//     order of composite keys.
+//   - EAO: the root entry is the attribute _root (an M).
+//   - A partitioned field is a list attribute (rounds: L), its length in
+//     the map attribute _len ({rounds: N}): AppendF is one UpdateItem with
+//     list_append that sends only the new element, SetFAt is SET f[i].
+//   - The version entry is a number attribute; every write that changes a
+//     block bumps and checks it in the write's ConditionExpression, in the
+//     same request: a block write is atomic without transactions.
+//   - Lookups live in one index table per collection, "<collection>__index",
+//     with the lookup's name as the partition key (p, S) and the index key
+//     (k, B: the value for a unique lookup, the value followed by the block
+//     key otherwise) as the sort key, so that every lookup read is a Query
+//     in (value, block key) order. The table is kept right without
+//     transactions by the protocol of runtime/mongostore (new index items
+//     before the block, stale ones removed after, reads verify and skip
+//     stale items, Repair): see lookups.go and RELIABILITY.md.
+//   - Counters (noam:"id,counter") are items of the table "noam_counters",
+//     bumped with UpdateItem ADD. The blocks of a scoped counter are also
+//     index items (lookup ScopeLookup, sort key the block key), so that
+//     ListBy<Scope> is one Query in number order whatever the gaps.
+//   - Limits: an item holds 400 KB (MaxItemBytes), an index key 1,024
+//     bytes (MaxIndexKeyBytes); larger writes fail with runtime.ErrTooLarge
+//     and change nothing.
+//
+// DynamoDB cannot order a table scan by partition key: List and All read
+// every block once, in the table's own (hash) order (Caps.OrderedScan is
+// false).
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// Attribute names the adapter uses itself (entry keys cannot be these).
+const (
+	IDAttr   = "_id"
+	RootAttr = "_root"
+	LenAttr  = "_len"
+	SeqAttr  = "_seq"
+	IncAttr  = "_inc"
+)
+
+// MaxItemBytes is DynamoDB's item size limit.
+const MaxItemBytes = 400 * 1024
+
+// CountersTable names the table of the counters of enumerable keys.
+const CountersTable = "noam_counters"
+
+// IndexTable names the index table of a collection.
+func IndexTable(collection string) string { return collection + "__index" }
+
+// Options configure an adapter.
+type Options struct {
+	// TablePrefix is put before every table name ("prod_" makes
+	// "prod_Game", "prod_Game__index", "prod_noam_counters").
+	TablePrefix string
+}
+
+// tooLarge reports DynamoDB's refusal of an item over 400 KB.
+func tooLarge(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
+		m := strings.ToLower(ae.ErrorMessage())
+		return strings.Contains(m, "size") && strings.Contains(m, "exceeded")
+	}
+	return false
+}
+
+// condFailed reports a failed ConditionExpression.
+func condFailed(err error) bool {
+	var ce *types.ConditionalCheckFailedException
+	return errors.As(err, &ce)
+}
+
+// tableExists reports CreateTable's refusal of an existing table.
+func tableExists(err error) bool {
+	var ae *types.ResourceInUseException
+	return errors.As(err, &ae)
+}
+
+// wrap makes an *Error of a store failure, typed when it is a size limit.
+func wrap(op, agg string, id any, err error) error {
+	var re *runtime.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if tooLarge(err) {
+		return runtime.FailAt(op, agg, id, fmt.Sprintf("(DynamoDB items hold at most %d bytes)", MaxItemBytes), runtime.ErrTooLarge, err)
+	}
+	return runtime.Fail(op, agg, id, nil, err)
+}
+
+// names and values build expression attribute names and values.
+type expr struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func newExpr() *expr {
+	return &expr{names: map[string]string{}, values: map[string]types.AttributeValue{}}
+}
+
+// name returns the placeholder of attribute name n.
+func (e *expr) name(n string) string {
+	for k, v := range e.names {
+		if v == n {
+			return k
+		}
+	}
+	k := fmt.Sprintf("#n%d", len(e.names))
+	e.names[k] = n
+	return k
+}
+
+// value returns the placeholder of a value.
+func (e *expr) value(v types.AttributeValue) string {
+	k := fmt.Sprintf(":v%d", len(e.values))
+	e.values[k] = v
+	return k
+}
+
+func (e *expr) namesOrNil() map[string]string {
+	if len(e.names) == 0 {
+		return nil
+	}
+	return e.names
+}
+
+func (e *expr) valuesOrNil() map[string]types.AttributeValue {
+	if len(e.values) == 0 {
+		return nil
+	}
+	return e.values
+}
+
+// keyKind is how block keys are stored.
+type keyKind uint8
+
+const (
+	keyBytes keyKind = iota // B: the tuple encoding
+	keyInt                  // N
+	keyUint                 // N
+)
+
+func kindOf[K any]() keyKind {
+	switch reflect.TypeFor[K]().Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return keyInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return keyUint
+	}
+	return keyBytes
+}
+
+// attrType is the key attribute's type.
+func (k keyKind) attrType() types.ScalarAttributeType {
+	if k == keyBytes {
+		return types.ScalarAttributeTypeB
+	}
+	return types.ScalarAttributeTypeN
+}
+
+// Ensure helpers.
+
+// createTable creates a table (on-demand billing) unless it exists.
+func createTable(ctx context.Context, c *dynamodb.Client, name string, keys ...types.AttributeDefinition) error {
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest, AttributeDefinitions: keys}
+	for i, k := range keys {
+		kt := types.KeyTypeHash
+		if i > 0 {
+			kt = types.KeyTypeRange
+		}
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: k.AttributeName, KeyType: kt})
+	}
+	if _, err := c.CreateTable(ctx, in); err != nil && !tableExists(err) {
+		return err
+	}
+	return waitActive(ctx, c, name)
+}
+
+// waitActive waits until table name is ACTIVE.
+func waitActive(ctx context.Context, c *dynamodb.Client, name string) error {
+	delay := 20 * time.Millisecond
+	for {
+		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			var nf *types.ResourceNotFoundException
+			if !errors.As(err, &nf) {
+				return err
+			}
+		} else if out.Table.TableStatus == types.TableStatusActive {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+// backoff sleeps before attempt i of a write that lost a race.
+func backoff(ctx context.Context, i int) error {
+	if i == 0 {
+		return ctx.Err()
+	}
+	d := time.Duration(rand.Int64N(int64(min(i, 20))*int64(time.Millisecond)) + 1)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

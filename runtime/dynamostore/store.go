@@ -1,0 +1,432 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// Store is the DynamoDB adapter of the store contract for aggregate class
+// T with block keys K (see the package documentation for the mapping).
+type Store[T any, K comparable] struct {
+	c        *dynamodb.Client
+	d        *runtime.Desc[T, K]
+	table    string
+	index    string // "" without lookups
+	counters string // "" without a counter
+	kind     keyKind
+	// lookups are the descriptor's, and for a scoped counter the scope
+	// index (scopeLookup).
+	lookups []*runtime.Lookup[T]
+}
+
+// ScopeLookup names the index that lists the blocks of one counter scope
+// (ListBy<Scope>) in number order: its index keys are the block keys, so
+// that a scope is one range of sort keys. The name is no Go identifier,
+// so no lookup of the model has it.
+const ScopeLookup = "noam:scope"
+
+var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// Open returns the adapter of aggregate class d over client c: table
+// d.Collection (after opts' prefix), its index table and the counters
+// table.
+func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts ...Options) *Store[T, K] {
+	var o Options
+	for _, x := range opts {
+		o = x
+	}
+	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, kind: kindOf[K](), lookups: d.Lookups}
+	if d.Counter != nil {
+		var zero K
+		if scope, _ := d.Counter.Split(zero); scope != nil {
+			s.lookups = append(slices.Clip(s.lookups), &runtime.Lookup[T]{
+				Name: ScopeLookup, Parts: 0,
+				Keys: func(*T) [][]byte { return [][]byte{{}} },
+			})
+		}
+	}
+	if len(s.lookups) > 0 {
+		s.index = o.TablePrefix + IndexTable(d.Collection)
+	}
+	if d.Counter != nil {
+		s.counters = o.TablePrefix + CountersTable
+	}
+	return s
+}
+
+// Client returns the DynamoDB client.
+func (s *Store[T, K]) Client() *dynamodb.Client { return s.c }
+
+// Table returns the name of the aggregate table.
+func (s *Store[T, K]) Table() string { return s.table }
+
+// Caps declares what DynamoDB promises.
+func (s *Store[T, K]) Caps() runtime.Caps {
+	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes}
+}
+
+// Ensure creates the tables (on-demand billing) and waits until they are
+// active; tables that exist are left as they are.
+func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	err := createTable(ctx, s.c, s.table, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: s.kind.attrType()})
+	if err == nil && s.index != "" {
+		err = createTable(ctx, s.c, s.index,
+			types.AttributeDefinition{AttributeName: aws.String("p"), AttributeType: types.ScalarAttributeTypeS},
+			types.AttributeDefinition{AttributeName: aws.String("k"), AttributeType: types.ScalarAttributeTypeB})
+	}
+	if err == nil && s.counters != "" {
+		err = createTable(ctx, s.c, s.counters, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: types.ScalarAttributeTypeS})
+	}
+	if err != nil {
+		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
+	}
+	return nil
+}
+
+// ---- keys
+
+// KeyAttr is the partition key attribute of block id.
+func (s *Store[T, K]) KeyAttr(id K) types.AttributeValue {
+	switch s.kind {
+	case keyInt:
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(reflect.ValueOf(id).Int(), 10)}
+	case keyUint:
+		return &types.AttributeValueMemberN{Value: strconv.FormatUint(reflect.ValueOf(id).Uint(), 10)}
+	}
+	return &types.AttributeValueMemberB{Value: s.d.Keys.Bytes(id)}
+}
+
+// keyOf decodes a partition key attribute.
+func (s *Store[T, K]) keyOf(av types.AttributeValue) (K, error) {
+	var k K
+	switch a := av.(type) {
+	case *types.AttributeValueMemberN:
+		v := reflect.ValueOf(&k).Elem()
+		switch s.kind {
+		case keyInt:
+			n, err := strconv.ParseInt(a.Value, 10, 64)
+			if err != nil || v.OverflowInt(n) {
+				return k, fmt.Errorf("block key %q: not a key of this table", a.Value)
+			}
+			v.SetInt(n)
+			return k, nil
+		case keyUint:
+			n, err := strconv.ParseUint(a.Value, 10, 64)
+			if err != nil || v.OverflowUint(n) {
+				return k, fmt.Errorf("block key %q: not a key of this table", a.Value)
+			}
+			v.SetUint(n)
+			return k, nil
+		}
+	case *types.AttributeValueMemberB:
+		if s.kind == keyBytes {
+			return s.readKey(a.Value)
+		}
+	}
+	return k, fmt.Errorf("block key %v: not a key of this table", av)
+}
+
+// readKey decodes an encoded block key, all of it.
+func (s *Store[T, K]) readKey(b []byte) (K, error) {
+	r := runtime.NewKeyReader(b)
+	k, err := s.d.Keys.Read(r)
+	if err == nil && !r.Done() {
+		err = errors.New("trailing bytes")
+	}
+	return k, err
+}
+
+func (s *Store[T, K]) key(id K) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{IDAttr: s.KeyAttr(id)}
+}
+
+// ---- items
+
+// item is the item of block t with the given version (and, for an
+// aggregate with lookups, stamp st).
+func (s *Store[T, K]) item(t *T, version int64, st *stamp) (map[string]types.AttributeValue, error) {
+	item := map[string]types.AttributeValue{IDAttr: s.KeyAttr(*s.d.ID(t))}
+	if s.d.EAO {
+		v, err := Encode(s.d.Root.Value(t))
+		if err != nil {
+			return nil, fmt.Errorf("root entry: %w", err)
+		}
+		item[RootAttr] = v
+	}
+	lens := map[string]types.AttributeValue{}
+	for _, f := range s.d.Fields {
+		switch {
+		case f.Kind == runtime.KindPartition:
+			n := f.Len(t)
+			l := make([]types.AttributeValue, n)
+			for i := range n {
+				v, err := Encode(f.Elem(t, i))
+				if err != nil {
+					return nil, fmt.Errorf("%s[%d]: %w", f.Key, i, err)
+				}
+				l[i] = v
+			}
+			item[f.Key] = &types.AttributeValueMemberL{Value: l}
+			lens[f.Key] = num(int64(n))
+		case !s.d.EAO:
+			v, err := Encode(f.Value(t))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Key, err)
+			}
+			item[f.Key] = v
+		}
+	}
+	if len(lens) > 0 {
+		item[LenAttr] = &types.AttributeValueMemberM{Value: lens}
+	}
+	if s.d.Version != nil {
+		item[s.d.Version.Key] = num(version)
+	}
+	if st != nil {
+		item[SeqAttr] = num(st.seq)
+		item[IncAttr] = num(st.inc)
+	}
+	return item, nil
+}
+
+// decode turns an item into an aggregate; attributes of removed entries
+// and the adapter's own are skipped.
+func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
+	id, err := s.keyOf(item[IDAttr])
+	if err != nil {
+		return nil, err
+	}
+	t := s.d.New(id)
+	var dec decoder
+	for k, av := range item {
+		dec.av = av
+		switch k {
+		case IDAttr, LenAttr, SeqAttr, IncAttr:
+			continue
+		case RootAttr:
+			if s.d.Root != nil {
+				if err := s.d.Root.Decode(t, &dec); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		f := s.d.Field(k)
+		if f == nil {
+			continue
+		}
+		if f.Kind != runtime.KindPartition {
+			if err := f.Decode(t, &dec); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l, ok := av.(*types.AttributeValueMemberL)
+		if !ok {
+			return nil, fmt.Errorf("entry %s: want a list, have %T", k, av)
+		}
+		f.Reset(t, len(l.Value))
+		for _, e := range l.Value {
+			dec.av = e
+			if err := f.AppendDecoded(t, &dec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range s.d.Partitions() {
+		if _, ok := item[f.Key]; !ok {
+			f.Reset(t, 0)
+		}
+	}
+	return t, nil
+}
+
+// checkSize fails with ErrTooLarge before writing an item DynamoDB would
+// refuse.
+func (s *Store[T, K]) checkSize(op string, id K, item map[string]types.AttributeValue) error {
+	if n := itemSize(item); n > MaxItemBytes {
+		return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(the item would hold %d bytes; DynamoDB items hold at most %d)", n, MaxItemBytes), runtime.ErrTooLarge, nil)
+	}
+	return nil
+}
+
+// getItem reads block id's item (nil if there is none), strongly
+// consistent.
+func (s *Store[T, K]) getItem(ctx context.Context, id K, proj string, e *expr) (map[string]types.AttributeValue, error) {
+	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.key(id), ConsistentRead: aws.Bool(true)}
+	if proj != "" {
+		in.ProjectionExpression = aws.String(proj)
+		in.ExpressionAttributeNames = e.namesOrNil()
+	}
+	out, err := s.c.GetItem(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// Get reads block id.
+func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	item, err := s.getItem(ctx, id, "", nil)
+	if err != nil {
+		return nil, wrap("Get", s.d.Aggregate, id, err)
+	}
+	if item == nil {
+		return nil, runtime.Fail("Get", s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	t, err := s.decode(item)
+	if err != nil {
+		return nil, runtime.Fail("Get", s.d.Aggregate, id, nil, err)
+	}
+	return t, nil
+}
+
+// GetMany reads the blocks with the given keys with BatchGetItem, 100
+// keys a request, retrying unprocessed keys.
+func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	out, err := s.getMany(ctx, ids)
+	if err != nil {
+		return nil, wrap("GetMany", s.d.Aggregate, nil, err)
+	}
+	return out, nil
+}
+
+func (s *Store[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	out := make(map[K]*T, len(ids))
+	seen := make(map[K]bool, len(ids))
+	var keys []map[string]types.AttributeValue
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, s.key(id))
+		}
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		batch := keys[:n]
+		keys = keys[n:]
+		for attempt := 0; len(batch) > 0; attempt++ {
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
+			res, err := s.c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				s.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
+			}})
+			if err != nil {
+				return nil, err
+			}
+			for _, item := range res.Responses[s.table] {
+				t, err := s.decode(item)
+				if err != nil {
+					return nil, err
+				}
+				out[*s.d.ID(t)] = t
+			}
+			batch = res.UnprocessedKeys[s.table].Keys
+		}
+	}
+	return out, nil
+}
+
+// ---- counters
+
+func (s *Store[T, K]) counterKey(id K) (map[string]types.AttributeValue, int64) {
+	scope, n := s.d.Counter.Split(id)
+	return map[string]types.AttributeValue{IDAttr: &types.AttributeValueMemberS{Value: fmt.Sprintf("%s:%x", s.d.Collection, scope)}}, n
+}
+
+// allocate bumps the counter of id's scope with an atomic ADD and returns
+// the number.
+func (s *Store[T, K]) allocate(ctx context.Context, op string, id K) (int64, error) {
+	key, _ := s.counterKey(id)
+	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.counters), Key: key,
+		UpdateExpression:          aws.String("ADD #n :one"),
+		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :max"),
+		ExpressionAttributeNames:  map[string]string{"#n": "n"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":max": num(math.MaxInt64)},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if condFailed(err) {
+		return 0, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrOverflow, nil)
+	}
+	if err != nil {
+		return 0, wrap(op, s.d.Aggregate, nil, err)
+	}
+	n, err := intOf(out.Attributes["n"])
+	if err != nil {
+		return 0, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	return n, nil
+}
+
+// raise moves the counter of id's scope up to id's number.
+func (s *Store[T, K]) raise(ctx context.Context, op string, id K) error {
+	key, n := s.counterKey(id)
+	if n <= 0 {
+		return nil
+	}
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.counters), Key: key,
+		UpdateExpression:          aws.String("SET #n = :n"),
+		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
+		ExpressionAttributeNames:  map[string]string{"#n": "n"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
+	})
+	if err != nil && !condFailed(err) {
+		return wrap(op, s.d.Aggregate, id, err)
+	}
+	return nil
+}
+
+// withCounter runs write for a counter-keyed aggregate: with a zero
+// counted number, on numbers allocated from the scope's counter until one
+// is free (write fails with ErrDuplicate); with an explicit number, after
+// raising the counter to it.
+func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, write func(*T) error) error {
+	id := *s.d.ID(t)
+	if _, n := s.d.Counter.Split(id); n != 0 {
+		if err := s.raise(ctx, op, id); err != nil {
+			return err
+		}
+		return write(t)
+	}
+	for {
+		n, err := s.allocate(ctx, op, id)
+		if err != nil {
+			return err
+		}
+		c := *t
+		*s.d.ID(&c) = s.d.Counter.With(id, n)
+		err = write(&c)
+		if errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, *s.d.ID(&c)) {
+			continue // the number is in use (an explicit id): the next one
+		}
+		if err != nil {
+			return err
+		}
+		*t = c
+		return nil
+	}
+}
+
+// exists reports whether block id exists (false when it cannot tell).
+func (s *Store[T, K]) exists(ctx context.Context, id K) bool {
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(IDAttr), e)
+	return err == nil && item != nil
+}

@@ -1,0 +1,75 @@
+package dynamostore
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+type inner struct {
+	N    int64             `bson:"n"`
+	F    float64           `bson:"f"`
+	S    string            `bson:"s,omitempty"`
+	P    *inner            `bson:"p"`
+	M    map[string]string `bson:"m"`
+	B    []byte            `bson:"b"`
+	When time.Time         `bson:"when"`
+}
+
+// TestValueRoundTrip: values come back as they were, also those DynamoDB
+// has no attribute type for (kept as {"$bson": B}).
+func TestValueRoundTrip(t *testing.T) {
+	when := time.Date(2012, 1, 2, 3, 4, 5, 678e6, time.UTC)
+	for _, v := range []any{
+		"", "ü\x00x", int64(math.MaxInt64), int64(math.MinInt64), int32(-7), 3.0, 0.1, -2.5e300,
+		math.NaN(), math.Inf(1), math.Inf(-1), 1e-200, math.MaxFloat64, 1e125, true, false,
+		[]string{}, []string{"a", ""}, map[string]int{"": 1, "a.b": 2, "$x": 3}, map[string]int{"$bson": 1}, map[string]int{"$bson": 1, "x": 2},
+		inner{N: 1, F: 2, P: &inner{S: "deep"}, M: map[string]string{"k": "v"}, B: []byte{0, 1}, When: when},
+		bson.NewObjectID(), when,
+	} {
+		av, err := Encode(v)
+		if err != nil {
+			t.Fatalf("Encode(%#v): %v", v, err)
+		}
+		p := reflect.New(reflect.TypeOf(v))
+		if err := (&decoder{av: av}).Decode(p.Interface()); err != nil {
+			t.Fatalf("Decode(%#v) from %#v: %v", v, av, err)
+		}
+		got := p.Elem().Interface()
+		if f, ok := v.(float64); ok && math.IsNaN(f) {
+			if g := got.(float64); !math.IsNaN(g) {
+				t.Fatalf("NaN came back as %v", g)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, v) {
+			t.Fatalf("round trip of %#v: got %#v (stored %#v)", v, got, av)
+		}
+	}
+}
+
+// TestValueShape: values are native attribute values.
+func TestValueShape(t *testing.T) {
+	av, err := Encode(inner{N: 3, F: 1.5, S: "x", When: time.Date(2012, 1, 2, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := av.(*types.AttributeValueMemberM).Value
+	if m["n"].(*types.AttributeValueMemberN).Value != "3" || m["f"].(*types.AttributeValueMemberN).Value != "1.5" ||
+		m["s"].(*types.AttributeValueMemberS).Value != "x" || m["when"].(*types.AttributeValueMemberS).Value != "2012-01-02T00:00:00.000Z" {
+		t.Fatalf("attributes: %#v", m)
+	}
+	if _, ok := m["p"].(*types.AttributeValueMemberNULL); !ok {
+		t.Fatalf("a nil pointer: %#v", m["p"])
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), 2.5e300, -1e200, 1e-200, math.SmallestNonzeroFloat64} {
+		av, _ := Encode(f)
+		if m, ok := av.(*types.AttributeValueMemberM); !ok || m.Value[rawKey] == nil {
+			t.Fatalf("%v is no N value, but stored as %#v", f, av)
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+// maxAttempts bounds the attempts of one write that keeps losing races
+// against concurrent writes of the same block.
+const maxAttempts = 200
+
+func (s *Store[T, K]) contended(op string, id K) error {
+	return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", maxAttempts))
+}
+
+// Create writes a new block, allocating a zero counted id first.
+func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	create := func(c *T) error { return s.create(ctx, c) }
+	var err error
+	if s.d.Counter != nil {
+		err = s.withCounter(ctx, "Create", t, create)
+	} else {
+		err = create(t)
+	}
+	if err != nil {
+		return err
+	}
+	s.d.SetVersion(t, 1)
+	return nil
+}
+
+func (s *Store[T, K]) create(ctx context.Context, t *T) error {
+	const op = "Create"
+	id := *s.d.ID(t)
+	if s.index != "" {
+		return s.protocolPut(ctx, op, t, true, 0)
+	}
+	item, err := s.item(t, 1, nil)
+	if err != nil {
+		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	if err := s.checkSize(op, id, item); err != nil {
+		return err
+	}
+	_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item,
+		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
+		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
+	})
+	if condFailed(err) {
+		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
+	}
+	if err != nil {
+		return wrap(op, s.d.Aggregate, id, err)
+	}
+	return nil
+}
+
+// Put replaces block t whole, checking the version it holds.
+func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	want := s.d.VersionOf(t)
+	put := func(c *T) error { return s.put(ctx, c, want) }
+	var err error
+	if s.d.Counter != nil {
+		err = s.withCounter(ctx, "Put", t, put)
+	} else {
+		err = put(t)
+	}
+	if err != nil {
+		return err
+	}
+	s.d.SetVersion(t, want+1)
+	return nil
+}
+
+func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
+	const op = "Put"
+	id := *s.d.ID(t)
+	if s.index != "" {
+		return s.protocolPut(ctx, op, t, false, want)
+	}
+	item, err := s.item(t, want+1, nil)
+	if err != nil {
+		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	if err := s.checkSize(op, id, item); err != nil {
+		return err
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}
+	if s.d.Version != nil {
+		e := newExpr()
+		if want == 0 {
+			in.ConditionExpression = aws.String("attribute_not_exists(" + e.name(IDAttr) + ")")
+		} else {
+			in.ConditionExpression = aws.String(e.name(s.d.Version.Key) + " = " + e.value(num(want)))
+		}
+		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
+	}
+	_, err = s.c.PutItem(ctx, in)
+	if condFailed(err) {
+		return s.versionConflict(ctx, op, id, want)
+	}
+	if err != nil {
+		return wrap(op, s.d.Aggregate, id, err)
+	}
+	return nil
+}
+
+// versionConflict reads the version of block id to say why a write
+// expecting version want (0: no block) was refused.
+func (s *Store[T, K]) versionConflict(ctx context.Context, op string, id K, want int64) error {
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(IDAttr)+", "+e.name(s.d.Version.Key), e)
+	if err != nil {
+		return wrap(op, s.d.Aggregate, id, err)
+	}
+	return s.conflict(op, id, item != nil, versionOf(item, s.d.Version.Key), want)
+}
+
+func versionOf(item map[string]types.AttributeValue, key string) int64 {
+	v, _ := intOf(item[key])
+	return v
+}
+
+func (s *Store[T, K]) conflict(op string, id K, found bool, have, want int64) error {
+	switch {
+	case want == 0 && found:
+		return runtime.FailAt(op, s.d.Aggregate, id, "(the block exists, expected none)", runtime.ErrConflict, nil)
+	case want != 0 && !found:
+		return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict, nil)
+	}
+	return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(stored version %d, expected %d)", have, want), runtime.ErrConflict, nil)
+}
+
+// Delete removes block id (and its index items).
+func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
+	const op = "Delete"
+	if s.index != "" {
+		return s.protocolDelete(ctx, op, id)
+	}
+	_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: s.key(id),
+		ConditionExpression:      aws.String("attribute_exists(#id)"),
+		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
+	})
+	if condFailed(err) {
+		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	if err != nil {
+		return wrap(op, s.d.Aggregate, id, err)
+	}
+	return nil
+}
+
+// update is one UpdateItem being built.
+type update struct {
+	e    *expr
+	set  []string
+	cond []string
+}
+
+func (u *update) input(table string, key map[string]types.AttributeValue) *dynamodb.UpdateItemInput {
+	in := &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key}
+	if len(u.set) > 0 {
+		in.UpdateExpression = aws.String("SET " + strings.Join(u.set, ", "))
+	}
+	if len(u.cond) > 0 {
+		in.ConditionExpression = aws.String(strings.Join(u.cond, " AND "))
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.e.namesOrNil(), u.e.valuesOrNil()
+	return in
+}
+
+// changes builds the SET clauses and conditions of u's changes: whole
+// entries, elements (on condition that they exist), the version bump and
+// check.
+func (s *Store[T, K]) changes(u runtime.Update[T]) (*update, error) {
+	w := &update{e: newExpr()}
+	e := w.e
+	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	for _, c := range u.Changes {
+		v, err := Encode(c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Entry(), err)
+		}
+		switch {
+		case c.Elem:
+			f := e.name(c.Field.Key)
+			w.set = append(w.set, fmt.Sprintf("%s[%d] = %s", f, c.Index, e.value(v)))
+			w.cond = append(w.cond, fmt.Sprintf("%s.%s > %s", e.name(LenAttr), f, e.value(num(int64(c.Index)))))
+		case c.Field.Kind == runtime.KindRoot:
+			w.set = append(w.set, e.name(RootAttr)+" = "+e.value(v))
+		case c.Field.Kind == runtime.KindPartition:
+			l, ok := v.(*types.AttributeValueMemberL)
+			if !ok {
+				l = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+			}
+			f := e.name(c.Field.Key)
+			w.set = append(w.set, f+" = "+e.value(l), fmt.Sprintf("%s.%s = %s", e.name(LenAttr), f, e.value(num(int64(len(l.Value))))))
+		default:
+			w.set = append(w.set, e.name(c.Field.Key)+" = "+e.value(v))
+		}
+	}
+	s.version(w, u.IfVersion, len(u.Changes) > 0)
+	return w, nil
+}
+
+// version adds the version check (want != 0) and bump to w.
+func (s *Store[T, K]) version(w *update, want int64, bump bool) {
+	if s.d.Version == nil {
+		return
+	}
+	v := w.e.name(s.d.Version.Key)
+	if want != 0 {
+		w.cond = append(w.cond, v+" = "+w.e.value(num(want)))
+	}
+	if bump {
+		w.set = append(w.set, fmt.Sprintf("%s = if_not_exists(%s, %s) + %s", v, v, w.e.value(num(0)), w.e.value(num(1))))
+	}
+}
+
+// Update writes the changes of u in one UpdateItem: the entries they
+// name, the version, on condition that the block (and every element
+// named) exists and has version u.IfVersion.
+func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	for _, c := range u.Changes {
+		if c.Elem && c.Index < 0 {
+			return runtime.FailAt(op, s.d.Aggregate, id, c.Entry(), runtime.ErrNotFound, nil)
+		}
+	}
+	if s.index != "" && len(s.d.LookupsOf(u.Keys()...)) > 0 {
+		return s.protocolUpdate(ctx, op, id, u)
+	}
+	if len(u.Changes) == 0 {
+		// Nothing to write: only the checks.
+		return s.diagnose(ctx, op, id, u)
+	}
+	w, err := s.changes(u)
+	if err != nil {
+		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	for attempt := range maxAttempts {
+		if err := backoff(ctx, attempt); err != nil {
+			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
+		if err == nil {
+			return nil
+		}
+		if !condFailed(err) {
+			return wrap(op, s.d.Aggregate, id, err)
+		}
+		if err := s.diagnose(ctx, op, id, u); err != nil {
+			return err
+		}
+		// The block now passes the checks: it changed meanwhile.
+	}
+	return s.contended(op, id)
+}
+
+// diagnose reads block id and returns the error a write of u fails
+// with: the block or an element missing, a version conflict (nil: none).
+func (s *Store[T, K]) diagnose(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	e := newExpr()
+	proj := []string{e.name(IDAttr)}
+	if s.d.Version != nil {
+		proj = append(proj, e.name(s.d.Version.Key))
+	}
+	if len(s.d.Partitions()) > 0 {
+		proj = append(proj, e.name(LenAttr))
+	}
+	item, err := s.getItem(ctx, id, strings.Join(proj, ", "), e)
+	if err != nil {
+		return wrap(op, s.d.Aggregate, id, err)
+	}
+	return s.check(op, id, item, u)
+}
+
+// check returns the error a write of u to item (nil: none) fails with.
+func (s *Store[T, K]) check(op string, id K, item map[string]types.AttributeValue, u runtime.Update[T]) error {
+	if item == nil {
+		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	if s.d.Version != nil && u.IfVersion != 0 {
+		if v := versionOf(item, s.d.Version.Key); v != u.IfVersion {
+			return s.conflict(op, id, true, v, u.IfVersion)
+		}
+	}
+	for _, c := range u.Changes {
+		if c.Elem && int64(c.Index) >= lenOf(item, c.Field.Key) {
+			return runtime.FailAt(op, s.d.Aggregate, id, c.Entry(), runtime.ErrNotFound, nil)
+		}
+	}
+	return nil
+}
+
+// lenOf is the element count of partition f in item.
+func lenOf(item map[string]types.AttributeValue, f string) int64 {
+	m, ok := item[LenAttr].(*types.AttributeValueMemberM)
+	if !ok {
+		return 0
+	}
+	n, _ := intOf(m.Value[f])
+	return n
+}
+
+// appendOf builds the UpdateItem that appends elem (already encoded) as
+// element n of partition f: list_append sends only the new element; the
+// condition on the count makes n its index.
+func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64) *update {
+	w := &update{e: newExpr()}
+	e := w.e
+	fn, ln := e.name(f), e.name(LenAttr)
+	// if_not_exists and the condition on a missing count let a block
+	// written before the partition existed (an older schema) take its
+	// first element.
+	w.set = append(w.set,
+		fmt.Sprintf("%s = list_append(if_not_exists(%s, %s), %s)", fn, fn, e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}}), e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{v}})),
+		fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n+1))))
+	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	if n == 0 {
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s.%s) OR %s.%s = %s)", ln, fn, ln, fn, e.value(num(0))))
+	} else {
+		w.cond = append(w.cond, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n))))
+	}
+	s.version(w, 0, true)
+	return w
+}
+
+// Append writes elem as the next element of partition f: a read of the
+// element count (a projection of _len.f) and one UpdateItem with
+// list_append that sends only the new element, on condition that the
+// count is still the one read (so that the index it returns is right).
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	v, err := Encode(elem)
+	if err != nil {
+		return 0, runtime.Fail(op, s.d.Aggregate, id, nil, fmt.Errorf("%s: %w", f.Key, err))
+	}
+	if s.index != "" && len(s.d.LookupsOf(f.Key)) > 0 {
+		return s.protocolAppend(ctx, op, id, f, elem, v)
+	}
+	for attempt := range maxAttempts {
+		if err := backoff(ctx, attempt); err != nil {
+			return 0, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		e := newExpr()
+		item, err := s.getItem(ctx, id, e.name(IDAttr)+", "+e.name(LenAttr)+"."+e.name(f.Key), e)
+		if err != nil {
+			return 0, wrap(op, s.d.Aggregate, id, err)
+		}
+		if item == nil {
+			return 0, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+		}
+		n := lenOf(item, f.Key)
+		_, err = s.c.UpdateItem(ctx, s.appendOf(f.Key, v, n).input(s.table, s.key(id)))
+		if err == nil {
+			return int(n), nil
+		}
+		if !condFailed(err) {
+			return 0, wrap(op, s.d.Aggregate, id, err)
+		}
+	}
+	return 0, s.contended(op, id)
+}

@@ -1,0 +1,289 @@
+// Package redisstore is the Redis adapter of the store contract
+// (runtime.Store), over a go-redis UniversalClient: the same code runs on a
+// single node and on a Redis Cluster.
+//
+// Mapping (NoAM section 7.1, Fig. 4 and 9, the key-value mapping): one
+// Redis hash per block, named by the collection and the block key in a hash
+// tag ("Game:{2345}"), with one hash field per entry ("firstPlayer",
+// "rounds[3]"; "" is the root entry of an EAO block). Values are the
+// project's value codec (runtime/bsonval: a BSON type byte and the value's
+// BSON bytes); the version and the element counts ("rounds") are decimal
+// integers, so that scripts can bump them with HINCRBY. Two hidden fields
+// keep the bookkeeping of the writes: _seq (the write sequence, which
+// conditional writes compare) and, for aggregates with lookups, _inc (the
+// block's incarnation, drawn when it is created).
+//
+// Every write is one run of one Lua script (EVALSHA, see script.go), which
+// checks its conditions and then changes the block, so a block's write is
+// atomic on the node that owns its slot. On a single node the same run
+// also changes the block listing and the index tables: a block and its
+// lookups change together. On a cluster they live on other slots, and the
+// lookup protocol of runtime/mongostore applies (add first, remove after,
+// verify on read, Repair): see lookups.go.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
+)
+
+// MaxValueBytes is the largest value of one hash field Redis accepts
+// (proto-max-bulk-len, 512 MB by default): larger entries fail with
+// runtime.ErrTooLarge before anything is sent. A block has no limit of its
+// own beyond its entries'.
+const MaxValueBytes = 512 << 20
+
+// maxValue is the limit encode checks: MaxValueBytes, lowered by tests.
+var maxValue = MaxValueBytes
+
+// StaleAfter is the grace period of the lookup protocol on a cluster: a
+// unique claim whose holder does not hold the value is only taken over
+// once it is older than this, so that a write in flight (which claims
+// before it writes its block) keeps its claim.
+var StaleAfter = 30 * time.Second
+
+// maxAttempts bounds the read-check-write attempts of a write that keeps
+// losing to concurrent writes of the same block.
+const maxAttempts = 64
+
+// Hidden hash fields.
+const (
+	seqField = "_seq"
+	incField = "_inc"
+)
+
+// Store is the Redis adapter for aggregate class T with block keys K.
+type Store[T any, K comparable] struct {
+	c       redis.UniversalClient
+	d       *runtime.Desc[T, K]
+	coll    string
+	parts   []byte // component tags of a block key
+	cluster bool
+}
+
+var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// Open returns the adapter of aggregate class d over client c (a
+// *redis.Client, a *redis.ClusterClient, or any UniversalClient).
+func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *Store[T, K] {
+	var zero K
+	_, cluster := c.(*redis.ClusterClient)
+	return &Store[T, K]{c: c, d: d, coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero)), cluster: cluster}
+}
+
+// Client returns the client.
+func (s *Store[T, K]) Client() redis.UniversalClient { return s.c }
+
+// Cluster reports whether the client is a cluster client: the block
+// listing and the index tables are then kept by the lookup protocol.
+func (s *Store[T, K]) Cluster() bool { return s.cluster }
+
+// Caps declares what Redis promises: ordered listings (sorted sets in
+// lexicographic order), lookups atomic with their blocks on a single node
+// only.
+func (s *Store[T, K]) Caps() runtime.Caps {
+	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: MaxValueBytes}
+}
+
+// BlockKey is the name of the hash holding block id: "Game:{2345}".
+func (s *Store[T, K]) BlockKey(id K) string { return s.blockKey(s.d.Keys.Bytes(id)) }
+
+// ListKey is the name of the sorted set listing the blocks.
+func (s *Store[T, K]) ListKey() string { return s.listKey() }
+
+// LookupKey is the name of the sorted set of lookup name.
+func (s *Store[T, K]) LookupKey(name string) string {
+	for i, l := range s.d.Lookups {
+		if l.Name == name {
+			return s.lookupKeys(i).z
+		}
+	}
+	return ""
+}
+
+func (s *Store[T, K]) fail(op string, id any, kind, cause error) error {
+	return runtime.Fail(op, s.d.Aggregate, id, kind, cause)
+}
+
+func (s *Store[T, K]) failAt(op string, id any, detail string, kind error) error {
+	return runtime.FailAt(op, s.d.Aggregate, id, detail, kind, nil)
+}
+
+// errOf wraps a store error (a failed check has been mapped before).
+func (s *Store[T, K]) errOf(op string, id any, err error) error {
+	if _, ok := err.(*runtime.Error); ok {
+		return err
+	}
+	return s.fail(op, id, nil, err)
+}
+
+// ---- values
+
+// decoder decodes one stored value.
+type decoder string
+
+func (d decoder) Decode(v any) error { return bsonval.Decode([]byte(d), v) }
+
+// encode encodes one entry value, refusing values over MaxValueBytes.
+func (s *Store[T, K]) encode(op string, id K, entry string, v any) (string, error) {
+	b, err := bsonval.Encode(v)
+	if err != nil {
+		return "", runtime.FailAt(op, s.d.Aggregate, id, "encoding "+entryLabel(entry), nil, err)
+	}
+	if len(b) > maxValue {
+		return "", runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("%s (%d bytes, Redis keeps at most %d in one hash field)", entryLabel(entry), len(b), maxValue), runtime.ErrTooLarge, nil)
+	}
+	return string(b), nil
+}
+
+func entryLabel(e string) string {
+	if e == "" {
+		return "the root entry"
+	}
+	return "entry " + e
+}
+
+func elemField(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
+
+// fields returns every entry of t as hash fields, the version at version.
+func (s *Store[T, K]) fields(op string, id K, t *T, version int64) ([]string, error) {
+	var out []string
+	add := func(field string, v any) error {
+		enc, err := s.encode(op, id, field, v)
+		if err != nil {
+			return err
+		}
+		out = append(out, field, enc)
+		return nil
+	}
+	if s.d.EAO {
+		if err := add("", s.d.Root.Value(t)); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range s.d.Fields {
+		switch {
+		case f.Kind == runtime.KindPartition:
+			n := f.Len(t)
+			for i := range n {
+				if err := add(elemField(f.Key, i), f.Elem(t, i)); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, f.Key, strconv.Itoa(n))
+		case !s.d.EAO:
+			if err := add(f.Key, f.Value(t)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.d.Version != nil {
+		out = append(out, s.d.Version.Key, strconv.FormatInt(version, 10))
+	}
+	return out, nil
+}
+
+// decode builds the aggregate of block id from its hash (HGETALL).
+func (s *Store[T, K]) decode(id K, h map[string]string) (*T, error) {
+	t := s.d.New(id)
+	if s.d.EAO {
+		if v, ok := h[""]; ok {
+			if err := s.d.Root.Decode(t, decoder(v)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range s.d.Fields {
+		switch {
+		case f.Kind == runtime.KindPartition:
+			c, ok := h[f.Key]
+			if !ok {
+				f.Reset(t, 0)
+				continue
+			}
+			n, err := strconv.Atoi(c)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("entry %s: bad element count %q", f.Key, c)
+			}
+			f.Reset(t, n)
+			for i := range n {
+				v, ok := h[elemField(f.Key, i)]
+				if !ok {
+					return nil, fmt.Errorf("entry %s is missing: the block is corrupt", elemField(f.Key, i))
+				}
+				if err := f.AppendDecoded(t, decoder(v)); err != nil {
+					return nil, err
+				}
+			}
+		case !s.d.EAO:
+			if v, ok := h[f.Key]; ok {
+				if err := f.Decode(t, decoder(v)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if s.d.Version != nil {
+		if v, ok := h[s.d.Version.Key]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("entry %s: bad version %q", s.d.Version.Key, v)
+			}
+			s.d.SetVersion(t, n)
+		}
+	}
+	return t, nil
+}
+
+// ---- write sequences and incarnations
+
+// nextSeq is the sequence of a write over stored sequence old: above it
+// and, when the clock allows, the current time in nanoseconds.
+func nextSeq(old int64) int64 { return max(old+1, time.Now().UnixNano()) }
+
+// newInc draws the incarnation of a new block.
+func newInc() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])|1, 36)
+}
+
+// state is what a conditional write reads of a block first.
+type state[T any] struct {
+	found bool
+	seq   string // the stored _seq, "" if none
+	inc   string
+	t     *T // the aggregate, nil if not found
+	h     map[string]string
+}
+
+// read reads block id whole, for a write that needs its current values.
+func (s *Store[T, K]) read(ctx context.Context, op string, id K) (state[T], error) {
+	var st state[T]
+	h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
+	if err != nil {
+		return st, s.fail(op, id, nil, err)
+	}
+	if len(h) == 0 {
+		return st, nil
+	}
+	st.found, st.seq, st.inc, st.h = true, h[seqField], h[incField], h
+	st.t, err = s.decode(id, h)
+	if err != nil {
+		return st, s.fail(op, id, nil, err)
+	}
+	return st, nil
+}
+
+func (s *Store[T, K]) contended(op string, id K) error {
+	return s.fail(op, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", maxAttempts))
+}

@@ -1,0 +1,382 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/redisstore"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
+)
+
+var bg = context.Background()
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modes runs fn on a single node and on the 3-master cluster.
+func modes(t *testing.T, fn func(t *testing.T, c redis.UniversalClient)) {
+	t.Run("single", func(t *testing.T) { fn(t, redistest.Server(t)) })
+	t.Run("cluster", func(t *testing.T) { fn(t, redistest.Cluster(t)) })
+}
+
+func clean(t *testing.T, what string, repair func(context.Context) (runtime.RepairReport, error)) {
+	t.Helper()
+	rep, err := repair(bg)
+	must(t, err)
+	if rep.Added != 0 || rep.Removed != 0 || len(rep.Conflicts) != 0 {
+		t.Fatalf("after %s, Repair found lookup entries to fix: %v %q", what, rep, rep.Conflicts)
+	}
+}
+
+// TestConflictingUpdates: 16 goroutines each make 500 updates of one block
+// that move it between lookup values (region, level, tags), with no
+// version condition: every update lands (a write that keeps losing the
+// block's write sequence reports runtime.ErrConflict and is retried), the
+// version counts them all, and the index tables end exactly right.
+func TestConflictingUpdates(t *testing.T) {
+	per := 500
+	if testing.Short() {
+		per = 50
+	}
+	modes(t, func(t *testing.T, c redis.UniversalClient) {
+		matches := model.NewMatchRedisRepository(c)
+		must(t, matches.Create(bg, &model.Match{ID: "c", Code: "c", Region: "r", Tags: []string{"t"}}))
+		const workers = 16
+		errs := make([]error, workers)
+		retries := make([]int, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range per {
+					region, tags := fmt.Sprint("r", w), []string{fmt.Sprint("t", k%3), fmt.Sprint("w", w)}
+					for {
+						err := matches.Update(bg, "c", model.MatchUpdate{Region: &region, Level: &k, Tags: &tags})
+						if errors.Is(err, runtime.ErrConflict) {
+							retries[w]++
+							continue
+						}
+						if err != nil {
+							errs[w] = err
+							return
+						}
+						break
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		total := 0
+		for w := range workers {
+			must(t, errs[w])
+			total += retries[w]
+		}
+		m, err := matches.Get(bg, "c")
+		must(t, err)
+		if m.Version != int64(workers*per+1) || m.Level != per-1 {
+			t.Fatalf("after %d updates: version %d, level %d", workers*per, m.Version, m.Level)
+		}
+		t.Logf("%d updates, %d retried after losing the block", workers*per, total)
+		clean(t, "the updates", matches.Repair)
+		page, err := matches.ListByRegionLevel(bg, model.MatchRegionLevelQuery{Region: runtime.Eq(m.Region), Level: runtime.Eq(m.Level)}, runtime.PageRequest{})
+		must(t, err)
+		if len(page.Items) != 1 {
+			t.Fatalf("ListByRegionLevel(%s, %d): %d items", m.Region, m.Level, len(page.Items))
+		}
+		for w := range workers {
+			page, err := matches.ListByTags(bg, fmt.Sprint("w", w), runtime.PageRequest{})
+			must(t, err)
+			if held := fmt.Sprint("w", w) == m.Tags[1]; (len(page.Items) == 1) != held {
+				t.Fatalf("ListByTags(w%d): %d items, the block holds %v", w, len(page.Items), m.Tags)
+			}
+		}
+	})
+}
+
+// TestOneScriptOnANode: on a single node a write that changes lookup
+// values reads the block once and writes the block, the index tables and
+// the listing in one script run; on a cluster the index tables are
+// separate runs (claim, block, removal of the old values).
+func TestOneScriptOnANode(t *testing.T) {
+	modes(t, func(t *testing.T, shared redis.UniversalClient) {
+		var c redis.UniversalClient
+		if cc, ok := shared.(*redis.ClusterClient); ok {
+			c = redis.NewClusterClient(cc.Options())
+		} else {
+			c = redis.NewClient(shared.(*redis.Client).Options())
+		}
+		defer c.Close()
+		matches := model.NewMatchRedisRepository(c)
+		must(t, matches.Create(bg, &model.Match{ID: "m", Code: "a"}))
+		must(t, matches.EnsureIndexes(bg))
+		var mu sync.Mutex
+		var names []string
+		c.AddHook(hook{func(cmd redis.Cmder) {
+			mu.Lock()
+			names = append(names, cmd.Name())
+			mu.Unlock()
+		}})
+		must(t, matches.SetCode(bg, "m", "b"))
+		want := []string{"hgetall", "evalsha"}
+		if _, cluster := c.(*redis.ClusterClient); cluster {
+			// claim "b", the block, remove "a"
+			want = []string{"hgetall", "evalsha", "evalsha", "evalsha"}
+		}
+		if fmt.Sprint(names) != fmt.Sprint(want) {
+			t.Fatalf("SetCode sent %v, want %v", names, want)
+		}
+		got, err := matches.GetByCode(bg, "b")
+		must(t, err)
+		if got.ID != "m" {
+			t.Fatalf("GetByCode(b) = %s", got.ID)
+		}
+		_, err = matches.GetByCode(bg, "a")
+		if !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("GetByCode(a) after SetCode(b): %v", err)
+		}
+	})
+}
+
+type hook struct{ fn func(redis.Cmder) }
+
+func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.fn(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.fn(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestStaleClaim: on a cluster, a unique claim left by a write that never
+// wrote its block (a crash between the claim and the block) keeps its
+// value from other blocks while it is younger than StaleAfter (the write
+// may be in flight), and is taken over once older.
+func TestStaleClaim(t *testing.T) {
+	c := redistest.Cluster(t)
+	matches := model.NewMatchRedisRepository(c)
+	value := string(runtime.AppendString(nil, "prize"))
+	ghost := string(runtime.AppendString(nil, "ghost"))
+	claim := func(age time.Duration) {
+		seq := fmt.Sprintf("%020d", time.Now().Add(-age).UnixNano())
+		must(t, c.HSet(bg, "{matches.code}:claims", value, ghost).Err())
+		must(t, c.ZAdd(bg, "{matches.code}", redis.Z{Member: value + ghost}).Err())
+		must(t, c.HSet(bg, "{matches.code}:meta", value+ghost, "x "+seq).Err())
+	}
+	claim(time.Second)
+	err := matches.Create(bg, &model.Match{ID: "m", Code: "prize"})
+	if !errors.Is(err, runtime.ErrDuplicate) {
+		t.Fatalf("Create while a fresh claim holds the value: %v, want ErrDuplicate", err)
+	}
+	if _, err := matches.GetByCode(bg, "prize"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("GetByCode through a claim of no block: %v", err)
+	}
+	claim(2 * redisstore.StaleAfter)
+	must(t, matches.Create(bg, &model.Match{ID: "m", Code: "prize"}))
+	got, err := matches.GetByCode(bg, "prize")
+	must(t, err)
+	if got.ID != "m" {
+		t.Fatalf("GetByCode after the takeover: %s", got.ID)
+	}
+	clean(t, "the takeover", matches.Repair)
+}
+
+// TestKeyNames checks the names of the hashes: the block key in a hash
+// tag, a composite key as quoted strings and numbers.
+func TestKeyNames(t *testing.T) {
+	c := redistest.Server(t)
+	replies := model.NewReplyRedisRepository(c)
+	r := &model.Reply{Key: model.ReplyKey{Thread: `a}b,"c`}}
+	must(t, replies.Create(bg, r))
+	keys, err := c.Keys(bg, "Reply*").Result()
+	must(t, err)
+	want := map[string]bool{`Reply:{"a}b,\"c",1}`: true, "Reply:blocks": true, `Reply:counter:{"a}b,\"c"}`: true}
+	for _, k := range keys {
+		if !want[k] {
+			t.Errorf("key %q", k)
+		}
+		delete(want, k)
+	}
+	if len(want) != 0 {
+		t.Fatalf("keys %q, missing %v", keys, want)
+	}
+	cards := model.NewCardRedisRepository(c)
+	must(t, cards.Create(bg, &model.Card{ID: -7}))
+	if n := c.Exists(bg, "Card:{-7}").Val(); n != 1 {
+		t.Fatalf("no hash Card:{-7}")
+	}
+	// Repair finds blocks by their names.
+	rep, err := replies.Repair(bg)
+	must(t, err)
+	if rep.Aggregates != 1 {
+		t.Fatalf("Repair read %d replies", rep.Aggregates)
+	}
+	rep, err = cards.Repair(bg)
+	must(t, err)
+	if rep.Aggregates != 1 {
+		t.Fatalf("Repair read %d cards", rep.Aggregates)
+	}
+}
+
+// TestTooLarge: an entry over Redis's value limit (512 MB, lowered here to
+// 1 KiB so that the test allocates little) fails with runtime.ErrTooLarge
+// before anything is sent.
+func TestTooLarge(t *testing.T) {
+	defer redisstore.SetMaxValueBytes(1 << 10)()
+	c := redistest.Server(t)
+	cards := model.NewCardRedisRepository(c)
+	matches := model.NewMatchRedisRepository(c)
+	big := strings.Repeat("x", 2<<10)
+	err := cards.Create(bg, &model.Card{ID: 1, Title: big})
+	if !errors.Is(err, runtime.ErrTooLarge) {
+		t.Fatalf("Create of a 2 KiB title: %v", err)
+	}
+	if n := c.DBSize(bg).Val(); n != 0 {
+		t.Fatalf("%d keys after a refused write", n)
+	}
+	must(t, matches.Create(bg, &model.Match{ID: "m", Code: "m"}))
+	_, err = matches.AppendRounds(bg, "m", model.Round{Serial: big})
+	if !errors.Is(err, runtime.ErrTooLarge) {
+		t.Fatalf("AppendRounds of a 2 KiB round: %v", err)
+	}
+	err = matches.SetRegion(bg, "m", big)
+	if !errors.Is(err, runtime.ErrTooLarge) {
+		t.Fatalf("SetRegion of a 2 KiB region: %v", err)
+	}
+	m, err := matches.Get(bg, "m")
+	must(t, err)
+	if m.Version != 1 || len(m.Rounds) != 0 || m.Region != "" {
+		t.Fatalf("refused writes changed the match: %+v", m)
+	}
+}
+
+// fault is a hook that injects one fault into the first script run naming
+// key: a lost reply (the server runs the script, the client sees an
+// error) or a crash before it (the script never reaches the server).
+type fault struct {
+	key  string
+	lose bool // true: lost reply; false: not sent
+	mu   sync.Mutex
+	done bool
+}
+
+var errInjected = errors.New("connection reset (injected)")
+
+func (f *fault) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *fault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		hit := false
+		if cmd.Name() == "evalsha" && len(args) > 3 {
+			n, _ := args[2].(int)
+			for _, k := range args[3:min(len(args), 3+n)] {
+				hit = hit || k == f.key
+			}
+		}
+		f.mu.Lock()
+		hit = hit && !f.done
+		if hit {
+			f.done = true
+		}
+		f.mu.Unlock()
+		if !hit {
+			return next(ctx, cmd)
+		}
+		if f.lose {
+			_ = next(ctx, cmd)
+		}
+		cmd.SetErr(errInjected)
+		return errInjected
+	}
+}
+func (f *fault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLostReply: a write whose script ran but whose reply was lost reads
+// the block back, finds its write sequence and completes (on a cluster:
+// removes the old entries); a write whose script never ran fails, changes
+// no block, and leaves at most entries that reads skip and Repair removes;
+// its retry succeeds.
+func TestLostReply(t *testing.T) {
+	modes(t, func(t *testing.T, shared redis.UniversalClient) {
+		open := func(f *fault) (model.MatchRepository, func()) {
+			var c redis.UniversalClient
+			if cc, ok := shared.(*redis.ClusterClient); ok {
+				c = redis.NewClusterClient(cc.Options())
+			} else {
+				c = redis.NewClient(shared.(*redis.Client).Options())
+			}
+			c.AddHook(f)
+			return model.NewMatchRedisRepository(c), func() { c.Close() }
+		}
+		plain := model.NewMatchRedisRepository(shared)
+		must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a"}))
+
+		lost := &fault{key: "matches:{m}", lose: true}
+		matches, done := open(lost)
+		must(t, matches.SetCode(bg, "m", "b"))
+		done()
+		if !lost.done {
+			t.Fatal("no fault injected")
+		}
+		got, err := plain.GetByCode(bg, "b")
+		must(t, err)
+		if got.ID != "m" || got.Version != 2 {
+			t.Fatalf("after a lost reply: %+v", got)
+		}
+		clean(t, "a lost reply", plain.Repair)
+
+		crash := &fault{key: "matches:{m}"}
+		matches, done = open(crash)
+		err = matches.SetCode(bg, "m", "c")
+		done()
+		if !crash.done {
+			t.Fatal("no fault injected")
+		}
+		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "outcome unknown") {
+			t.Fatalf("SetCode whose script never ran: %v", err)
+		}
+		if _, err := plain.GetByCode(bg, "c"); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("GetByCode(c) after a write that did not happen: %v", err)
+		}
+		got, err = plain.GetByCode(bg, "b")
+		must(t, err)
+		if got.ID != "m" || got.Version != 2 {
+			t.Fatalf("the block changed: %+v", got)
+		}
+		rep, err := plain.Repair(bg)
+		must(t, err)
+		if _, cluster := shared.(*redis.ClusterClient); cluster != (rep.Removed == 1) || rep.Added != 0 {
+			t.Fatalf("Repair after the crash: %v (a cluster keeps the claim of c, which Repair removes)", rep)
+		}
+		must(t, plain.SetCode(bg, "m", "c"))
+		got, err = plain.GetByCode(bg, "c")
+		must(t, err)
+		if got.ID != "m" || got.Version != 3 {
+			t.Fatalf("after the retry: %+v", got)
+		}
+		clean(t, "the retry", plain.Repair)
+	})
+}

@@ -1,0 +1,350 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Every write is one run of this script (EVALSHA, loaded once per server
+// by go-redis's Script.Run): a list of checks, then a list of changes. It
+// runs the checks first and changes nothing unless all of them pass, so a
+// run is atomic on the node that runs it. On a single node one run holds
+// a whole write (block, listing, index tables); on a cluster a run only
+// names keys of one hash slot, and a write is several runs in the order of
+// the lookup protocol (see lookups.go).
+//
+// ARGV: the number of checks, the number of changes, then the operations,
+// each its name followed by its arguments (a fixed number per name, see
+// arity). Key arguments are 1-based indexes into KEYS.
+//
+// Returns {"ok", result} (result: the index an append wrote, else 0) or
+// {"fail", reason, detail, op number}.
+const vmSource = `
+local arity = {exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
+  del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
+  hdelif=3, stamp=2, irem=8, iadd=8, hswap=4, raise=2}
+local function key(i) return KEYS[tonumber(i)] end
+-- dec increments a non-negative decimal string (numbers beyond 2^53 stay exact).
+local function inc(s)
+  local digits = {}
+  for c in s:gmatch('%d') do digits[#digits+1] = tonumber(c) end
+  local i = #digits
+  while i > 0 do
+    if digits[i] < 9 then digits[i] = digits[i] + 1; break end
+    digits[i] = 0; i = i - 1
+  end
+  local out = table.concat(digits)
+  if i == 0 then out = '1' .. out end
+  return out
+end
+-- less compares decimal strings without leading zeros as numbers.
+local function less(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+local nchecks, nchanges = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ops, p = {}, 3
+for n = 1, nchecks + nchanges do
+  local name = ARGV[p]
+  local a = {}
+  for j = 1, arity[name] do a[j] = ARGV[p + j] end
+  ops[n] = {name, a}
+  p = p + 1 + arity[name]
+end
+for n = 1, nchecks do
+  local name, a = ops[n][1], ops[n][2]
+  if name == 'exists' then
+    if redis.call('EXISTS', key(a[1])) == 0 then return {'fail', 'missing', '', n} end
+  elseif name == 'absent' then
+    if redis.call('EXISTS', key(a[1])) == 1 then return {'fail', 'exists', '', n} end
+  elseif name == 'seq' then
+    local s = redis.call('HGET', key(a[1]), '_seq')
+    if (s or '') ~= a[2] then return {'fail', 'changed', s or '', n} end
+  elseif name == 'ver' then
+    local exists = redis.call('EXISTS', key(a[1])) == 1
+    if a[3] == '0' then
+      if exists then
+        return {'fail', 'conflict', redis.call('HGET', key(a[1]), a[2]) or '0', n}
+      end
+    else
+      if not exists then return {'fail', 'conflict', 'none', n} end
+      local v = redis.call('HGET', key(a[1]), a[2]) or '0'
+      if v ~= a[3] then return {'fail', 'conflict', v, n} end
+    end
+  elseif name == 'elem' then
+    local c = redis.call('HGET', key(a[1]), a[2]) or '0'
+    if not less(a[3], c) then return {'fail', 'noelem', c, n} end
+  elseif name == 'claim' then
+    local v = redis.call('HGET', key(a[1]), a[2])
+    if v and v ~= a[3] then return {'fail', 'taken', v, n} end
+  elseif name == 'heq' then
+    local v = redis.call('HGET', key(a[1]), a[2])
+    if (v or '') ~= a[3] then return {'fail', 'changed', v or '', n} end
+  end
+end
+local result, created = 0, {}
+for n = nchecks + 1, nchecks + nchanges do
+  local name, a = ops[n][1], ops[n][2]
+  if name == 'del' then
+    redis.call('DEL', key(a[1]))
+  elseif name == 'hset' then
+    redis.call('HSET', key(a[1]), a[2], a[3])
+  elseif name == 'hdel' then
+    redis.call('HDEL', key(a[1]), a[2])
+  elseif name == 'hincr' then
+    redis.call('HINCRBY', key(a[1]), a[2], a[3])
+  elseif name == 'clear' then
+    local c = tonumber(redis.call('HGET', key(a[1]), a[2]) or '0')
+    for i = 0, c - 1 do redis.call('HDEL', key(a[1]), a[2] .. '[' .. i .. ']') end
+    redis.call('HDEL', key(a[1]), a[2])
+  elseif name == 'append' then
+    local c = redis.call('HINCRBY', key(a[1]), a[2], 1)
+    redis.call('HSET', key(a[1]), a[2] .. '[' .. (c - 1) .. ']', a[3])
+    result = c - 1
+  elseif name == 'zadd' then
+    redis.call('ZADD', key(a[1]), 0, a[2])
+  elseif name == 'zrem' then
+    redis.call('ZREM', key(a[1]), a[2])
+  elseif name == 'hdelif' then
+    if redis.call('HGET', key(a[1]), a[2]) == a[3] then redis.call('HDEL', key(a[1]), a[2]) end
+  elseif name == 'stamp' then
+    -- the write sequence: the given one, or one above the stored one.
+    local s = redis.call('HGET', key(a[1]), '_seq') or ''
+    if less(s, a[2]) then s = a[2] else s = inc(s) end
+    redis.call('HSET', key(a[1]), '_seq', s)
+  elseif name == 'irem' then
+    -- index table zset, meta hash, claim hash (0: none), member, claim
+    -- field, owner, incarnation, sequence: remove the entry if the meta
+    -- says it is of that incarnation, written before that sequence (or,
+    -- with sequence prefixed by '=', exactly at it).
+    local m = redis.call('HGET', key(a[2]), a[4])
+    local ok = false
+    if m then
+      local mi, ms = m:match('^(%S+) (%S+)$')
+      if mi == a[7] then
+        if a[8]:sub(1, 1) == '=' then ok = (ms == a[8]:sub(2)) else ok = less(ms, a[8]) end
+      end
+    end
+    if ok then
+      redis.call('ZREM', key(a[1]), a[4])
+      redis.call('HDEL', key(a[2]), a[4])
+      if a[3] ~= '0' and redis.call('HGET', key(a[3]), a[5]) == a[6] then
+        redis.call('HDEL', key(a[3]), a[5])
+      end
+    end
+  elseif name == 'iadd' then
+    -- index table zset, meta hash, claim hash (0: none), member, claim
+    -- field, owner, incarnation, sequence: add the entry; its meta gets
+    -- this write's incarnation and the larger sequence. Reports 1 for a
+    -- new entry, the meta it replaced for an entry of another incarnation
+    -- (so that a failed write can undo what it did), else 0.
+    local isnew = redis.call('ZADD', key(a[1]), 0, a[4])
+    local m = redis.call('HGET', key(a[2]), a[4])
+    local s = a[8]
+    local prev = 0
+    if m then
+      local mi, ms = m:match('^(%S+) (%S+)$')
+      if mi == a[7] and ms and less(s, ms) then s = ms end
+      if mi ~= a[7] then prev = m end
+    end
+    redis.call('HSET', key(a[2]), a[4], a[7] .. ' ' .. s)
+    if a[3] ~= '0' then redis.call('HSET', key(a[3]), a[5], a[6]) end
+    if isnew == 1 then created[#created + 1] = 1 else created[#created + 1] = prev end
+  elseif name == 'hswap' then
+    if redis.call('HGET', key(a[1]), a[2]) == a[3] then redis.call('HSET', key(a[1]), a[2], a[4]) end
+  elseif name == 'raise' then
+    local c = redis.call('GET', key(a[1])) or '0'
+    if c:sub(1, 1) == '-' or less(c, a[2]) then redis.call('SET', key(a[1]), a[2]) end
+  end
+end
+return {'ok', result, created}
+`
+
+var vm = redis.NewScript(vmSource)
+
+// prog is one run of the script under construction.
+type prog struct {
+	keys    []string
+	idx     map[string]string
+	checks  []string
+	nchecks int
+	changes []string
+	nchange int
+	// notes say what each check is about, for errors.
+	notes []string
+}
+
+// k returns the KEYS index of key name, adding it.
+func (p *prog) k(name string) string {
+	if i, ok := p.idx[name]; ok {
+		return i
+	}
+	if p.idx == nil {
+		p.idx = map[string]string{}
+	}
+	p.keys = append(p.keys, name)
+	i := strconv.Itoa(len(p.keys))
+	p.idx[name] = i
+	return i
+}
+
+// check adds a check: op and its arguments, keys already as indexes;
+// note says what it is about (for errors).
+func (p *prog) check(note, op string, args ...string) {
+	p.checks = append(append(p.checks, op), args...)
+	p.nchecks++
+	p.notes = append(p.notes, note)
+}
+
+// change adds a change.
+func (p *prog) change(op string, args ...string) {
+	p.changes = append(append(p.changes, op), args...)
+	p.nchange++
+}
+
+// merge appends q's checks and changes to p's.
+func (p *prog) merge(q *prog) {
+	remap := func(ops []string) []string {
+		out := make([]string, 0, len(ops))
+		for i := 0; i < len(ops); {
+			name := ops[i]
+			n := arity[name]
+			out = append(out, name)
+			for j, a := range ops[i+1 : i+1+n] {
+				if keyArg(name, j) && a != "0" {
+					a = p.k(q.keys[mustAtoi(a)-1])
+				}
+				out = append(out, a)
+			}
+			i += 1 + n
+		}
+		return out
+	}
+	p.checks = append(p.checks, remap(q.checks)...)
+	p.nchecks += q.nchecks
+	p.notes = append(p.notes, q.notes...)
+	p.changes = append(p.changes, remap(q.changes)...)
+	p.nchange += q.nchange
+}
+
+func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
+
+// arity mirrors the script's table.
+var arity = map[string]int{"exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
+	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
+	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "hswap": 4, "raise": 2}
+
+// keyArg reports whether argument j of op is a key index.
+func keyArg(op string, j int) bool {
+	if op == "irem" || op == "iadd" {
+		return j < 3
+	}
+	return j == 0
+}
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic("redisstore: bad key index " + s)
+	}
+	return n
+}
+
+// failure is a check that did not pass.
+type failure struct {
+	reason, detail string
+	op             int // 1-based check number
+	note           string
+}
+
+func (f *failure) Error() string { return "check " + f.reason + " failed: " + f.detail }
+
+// run runs p; a failed check is returned as *failure.
+func (p *prog) run(ctx context.Context, c redis.UniversalClient) (int64, error) {
+	n, _, err := p.runAdds(ctx, c)
+	return n, err
+}
+
+// added is what an iadd did: created a new entry, or replaced the meta
+// prev of an entry of another incarnation (prev "" : neither).
+type addResult struct {
+	created bool
+	prev    string
+}
+
+// runAdds is run that also reports what each iadd change did, in order.
+func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []addResult, error) {
+	if p.empty() {
+		return 0, nil, nil
+	}
+	args := make([]any, 0, 2+len(p.checks)+len(p.changes))
+	args = append(args, p.nchecks, p.nchange)
+	for _, a := range p.checks {
+		args = append(args, a)
+	}
+	for _, a := range p.changes {
+		args = append(args, a)
+	}
+	res, err := vm.Run(ctx, c, p.keys, args...).Slice()
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(res) < 2 {
+		return 0, nil, fmt.Errorf("redisstore: unexpected script reply %v", res)
+	}
+	if res[0] == "ok" {
+		n, _ := res[1].(int64)
+		var created []addResult
+		if len(res) > 2 {
+			flags, _ := res[2].([]any)
+			for _, f := range flags {
+				switch v := f.(type) {
+				case int64:
+					created = append(created, addResult{created: v == 1})
+				case string:
+					created = append(created, addResult{prev: v})
+				default:
+					created = append(created, addResult{})
+				}
+			}
+		}
+		return n, created, nil
+	}
+	f := &failure{}
+	f.reason, _ = res[1].(string)
+	if len(res) > 2 {
+		f.detail, _ = res[2].(string)
+	}
+	if len(res) > 3 {
+		n, _ := res[3].(int64)
+		f.op = int(n)
+	}
+	if f.op >= 1 && f.op <= len(p.notes) {
+		f.note = p.notes[f.op-1]
+	}
+	return 0, nil, f
+}
+
+// failed returns the failure of err with the given reason, if it is one.
+func failed(err error, reason string) (*failure, bool) {
+	var f *failure
+	if errors.As(err, &f) && f.reason == reason {
+		return f, true
+	}
+	return nil, false
+}
+
+// pad renders a sequence as a fixed-width decimal, so that the script
+// compares sequences as strings.
+func pad(n int64) string { return fmt.Sprintf("%020d", n) }
+
+// parseSeq reads a stored sequence ("" is 0).
+func parseSeq(s string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimLeft(s, "0"), 10, 64)
+	return n
+}

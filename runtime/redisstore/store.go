@@ -1,0 +1,744 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/runtime"
+)
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+func redisZ(bk []byte) redis.Z { return redis.Z{Score: 0, Member: string(bk)} }
+
+// lookupsOf lists the lookups that writes of the fields keys may change.
+func (s *Store[T, K]) lookupsOf(keys ...string) []*runtime.Lookup[T] {
+	return s.d.LookupsOf(keys...)
+}
+
+// checkFailed maps a failed check of a block script to the contract's
+// error: missing block, existing block, version conflict, missing element.
+func (s *Store[T, K]) checkFailed(op string, id K, err error) error {
+	var f *failure
+	if !errors.As(err, &f) {
+		return s.errOf(op, id, err)
+	}
+	switch f.reason {
+	case "missing":
+		return s.fail(op, id, runtime.ErrNotFound, nil)
+	case "exists":
+		return s.fail(op, id, runtime.ErrDuplicate, nil)
+	case "conflict":
+		switch {
+		case f.detail == "none":
+			return s.failAt(op, id, "(no block, "+strings.Replace(f.note, "expected ", "expected version ", 1)+")", runtime.ErrConflict)
+		case f.note == "absent":
+			return s.failAt(op, id, fmt.Sprintf("(the block exists, at version %s)", f.detail), runtime.ErrConflict)
+		}
+		return s.failAt(op, id, fmt.Sprintf("(stored version %s, %s)", f.detail, f.note), runtime.ErrConflict)
+	case "noelem":
+		return s.failAt(op, id, f.note, runtime.ErrNotFound)
+	}
+	return s.fail(op, id, nil, err)
+}
+
+// Get reads block id with one HGETALL.
+func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
+	if err != nil {
+		return nil, s.fail("Get", id, nil, err)
+	}
+	if len(h) == 0 {
+		return nil, s.fail("Get", id, runtime.ErrNotFound, nil)
+	}
+	t, err := s.decode(id, h)
+	if err != nil {
+		return nil, s.fail("Get", id, nil, err)
+	}
+	return t, nil
+}
+
+// getMany reads the given blocks with one pipeline of HGETALLs (go-redis
+// sends a cluster pipeline to each node with the commands of its slots);
+// missing blocks are nil.
+func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) ([]*T, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.BlockKey(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(op, nil, nil, err)
+	}
+	out := make([]*T, len(ids))
+	for i, c := range cmds {
+		h := c.Val()
+		if len(h) == 0 {
+			continue
+		}
+		t, err := s.decode(ids[i], h)
+		if err != nil {
+			return nil, s.fail(op, ids[i], nil, err)
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// GetMany reads the blocks with the given keys in one pipeline.
+func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	uniq := make([]K, 0, len(ids))
+	seen := make(map[K]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	ts, err := s.getMany(ctx, "GetMany", uniq)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[K]*T, len(uniq))
+	for i, t := range ts {
+		if t != nil {
+			out[uniq[i]] = t
+		}
+	}
+	return out, nil
+}
+
+// Create writes a new block, allocating a zero counted id first.
+func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	const op = "Create"
+	id := *s.d.ID(t)
+	var counter string
+	var n int64
+	alloc := false
+	if s.d.Counter != nil {
+		var scope []byte
+		scope, n = s.d.Counter.Split(id)
+		counter = s.counterKey(scope)
+		alloc = n == 0
+	}
+	for range maxAttempts {
+		if alloc {
+			next, err := s.c.Incr(ctx, counter).Result()
+			if err != nil {
+				if strings.Contains(err.Error(), "overflow") {
+					return s.fail(op, nil, runtime.ErrOverflow, fmt.Errorf("counter %s is at the largest number", counter))
+				}
+				return s.fail(op, nil, nil, err)
+			}
+			id = s.d.Counter.With(id, next)
+			if _, back := s.d.Counter.Split(id); back != next {
+				return s.fail(op, nil, nil, fmt.Errorf("counter %s: %d does not fit the block key", counter, next))
+			}
+			n = next
+		}
+		bk := s.d.Keys.Bytes(id)
+		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0), list: 1}
+		if len(s.d.Lookups) > 0 {
+			w.inc = newInc()
+			w.after = s.values(t, nil)
+		}
+		if counter != "" && !alloc && n > 0 {
+			w.counter, w.raiseTo = counter, n
+		}
+		fields, err := s.fields(op, id, t, 1)
+		if err != nil {
+			return err
+		}
+		w.block = s.blockProg(bk, w, fields, "absent")
+		if _, err := s.commit(ctx, w); err != nil {
+			if _, dup := failed(err, "exists"); dup && alloc {
+				continue // a block with an explicit number: take the next
+			}
+			return s.checkFailed(op, id, err)
+		}
+		*s.d.ID(t) = id
+		s.d.SetVersion(t, 1)
+		return nil
+	}
+	return s.contended(op, id)
+}
+
+// blockProg is the script of a whole-block write: the check (absent: the
+// block must not exist; or the stored _seq), then the block replaced by
+// fields.
+func (s *Store[T, K]) blockProg(bk []byte, w *write[K], fields []string, cond string) *prog {
+	p := &prog{}
+	b := p.k(s.blockKey(bk))
+	if cond == "absent" {
+		p.check("absent", "absent", b)
+	} else {
+		p.check("", "seq", b, cond)
+	}
+	p.change("del", b)
+	for i := 0; i < len(fields); i += 2 {
+		p.change("hset", b, fields[i], fields[i+1])
+	}
+	if w.inc != "" {
+		p.change("hset", b, incField, w.inc)
+	}
+	p.change("stamp", b, pad(w.seq))
+	return p
+}
+
+// Put replaces block t whole, checking the version it holds.
+func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	const op = "Put"
+	id := *s.d.ID(t)
+	want := s.d.VersionOf(t)
+	if s.d.Counter != nil {
+		if _, n := s.d.Counter.Split(id); n == 0 {
+			// A zero counted id is allocated: the block is new.
+			if want != 0 && s.d.Version != nil {
+				return s.failAt(op, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict)
+			}
+			return s.Create(ctx, t)
+		}
+	}
+	fields, err := s.fields(op, id, t, want+1)
+	if err != nil {
+		return err
+	}
+	bk := s.d.Keys.Bytes(id)
+	for range maxAttempts {
+		w := &write[K]{op: op, id: id, bk: bk, list: 1}
+		cond := ""
+		if len(s.d.Lookups) > 0 {
+			st, err := s.read(ctx, op, id)
+			if err != nil {
+				return err
+			}
+			w.inc, w.seq, cond = st.inc, nextSeq(parseSeq(st.seq)), st.seq
+			if !st.found {
+				w.inc = newInc()
+			}
+			w.before, w.after = s.values(st.t, nil), s.values(t, nil)
+		} else {
+			w.seq = nextSeq(0)
+		}
+		if len(s.d.Lookups) > 0 {
+			w.block = s.blockProg(bk, w, fields, cond)
+		} else {
+			w.block = s.replaceProg(bk, w, fields)
+		}
+		if s.d.Version != nil {
+			s.versionCheck(w.block, bk, want)
+		}
+		if s.d.Counter != nil {
+			scope, n := s.d.Counter.Split(id)
+			if n > 0 {
+				w.counter, w.raiseTo = s.counterKey(scope), n
+			}
+		}
+		if _, err := s.commit(ctx, w); err != nil {
+			if _, changed := failed(err, "changed"); changed {
+				continue
+			}
+			return s.checkFailed(op, id, err)
+		}
+		s.d.SetVersion(t, want+1)
+		return nil
+	}
+	return s.contended(op, id)
+}
+
+// replaceProg is the unconditional whole-block write of an aggregate
+// without lookups.
+func (s *Store[T, K]) replaceProg(bk []byte, w *write[K], fields []string) *prog {
+	p := &prog{}
+	b := p.k(s.blockKey(bk))
+	p.change("del", b)
+	for i := 0; i < len(fields); i += 2 {
+		p.change("hset", b, fields[i], fields[i+1])
+	}
+	p.change("stamp", b, pad(w.seq))
+	return p
+}
+
+// versionCheck adds the check that block bk is at version want (0: that
+// it does not exist).
+func (s *Store[T, K]) versionCheck(p *prog, bk []byte, want int64) {
+	note := "absent"
+	if want != 0 {
+		note = fmt.Sprintf("expected %d", want)
+	}
+	p.check(note, "ver", p.k(s.blockKey(bk)), s.d.Version.Key, strconv.FormatInt(want, 10))
+}
+
+// Delete removes block id, then its index entries and its listing.
+func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
+	const op = "Delete"
+	bk := s.d.Keys.Bytes(id)
+	for range maxAttempts {
+		w := &write[K]{op: op, id: id, bk: bk, list: -1}
+		p := &prog{}
+		b := p.k(s.blockKey(bk))
+		if len(s.d.Lookups) > 0 {
+			st, err := s.read(ctx, op, id)
+			if err != nil {
+				return err
+			}
+			if !st.found {
+				return s.fail(op, id, runtime.ErrNotFound, nil)
+			}
+			w.inc, w.seq = st.inc, nextSeq(parseSeq(st.seq))
+			w.before = s.values(st.t, nil)
+			p.check("", "seq", b, st.seq)
+		}
+		p.check("", "exists", b)
+		p.change("del", b)
+		w.block = p
+		if _, err := s.commit(ctx, w); err != nil {
+			if _, changed := failed(err, "changed"); changed {
+				continue
+			}
+			return s.checkFailed(op, id, err)
+		}
+		return nil
+	}
+	return s.contended(op, id)
+}
+
+// changes adds the changes of u to p (block b): the entries they name and
+// the version bump; elements they replace must exist.
+func (s *Store[T, K]) changes(op string, id K, p *prog, b string, u runtime.Update[T]) error {
+	for _, c := range u.Changes {
+		switch {
+		case c.Elem:
+			if c.Index < 0 {
+				return s.failAt(op, id, c.Entry(), runtime.ErrNotFound)
+			}
+			p.check(c.Entry(), "elem", b, c.Field.Key, strconv.Itoa(c.Index))
+			v, err := s.encode(op, id, c.Entry(), c.Value)
+			if err != nil {
+				return err
+			}
+			p.change("hset", b, c.Entry(), v)
+		case c.Field.Kind == runtime.KindPartition:
+			tmp := new(T)
+			if err := c.Field.Assign(tmp, c.Value); err != nil {
+				return s.fail(op, id, nil, err)
+			}
+			p.change("clear", b, c.Field.Key)
+			n := c.Field.Len(tmp)
+			for i := range n {
+				v, err := s.encode(op, id, elemField(c.Field.Key, i), c.Field.Elem(tmp, i))
+				if err != nil {
+					return err
+				}
+				p.change("hset", b, elemField(c.Field.Key, i), v)
+			}
+			p.change("hset", b, c.Field.Key, strconv.Itoa(n))
+		default:
+			v, err := s.encode(op, id, c.Field.Key, c.Value)
+			if err != nil {
+				return err
+			}
+			p.change("hset", b, c.Field.Key, v)
+		}
+	}
+	if len(u.Changes) > 0 && s.d.Version != nil {
+		p.change("hincr", b, s.d.Version.Key, "1")
+	}
+	return nil
+}
+
+// Update writes the changes of u in one script run (with the lookup
+// protocol on a cluster when they change lookup values).
+func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	bk := s.d.Keys.Bytes(id)
+	ls := s.lookupsOf(u.Keys()...)
+	for range maxAttempts {
+		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
+		p := &prog{}
+		b := p.k(s.blockKey(bk))
+		p.check("", "exists", b)
+		if u.IfVersion != 0 && s.d.Version != nil {
+			p.check(fmt.Sprintf("expected %d", u.IfVersion), "ver", b, s.d.Version.Key, strconv.FormatInt(u.IfVersion, 10))
+		}
+		if len(ls) > 0 {
+			st, err := s.read(ctx, op, id)
+			if err != nil {
+				return err
+			}
+			if !st.found {
+				return s.fail(op, id, runtime.ErrNotFound, nil)
+			}
+			if u.IfVersion != 0 && s.d.Version != nil && s.d.VersionOf(st.t) != u.IfVersion {
+				return s.failAt(op, id, fmt.Sprintf("(stored version %d, expected %d)", s.d.VersionOf(st.t), u.IfVersion), runtime.ErrConflict)
+			}
+			nw, err := s.decode(id, st.h)
+			if err != nil {
+				return s.fail(op, id, nil, err)
+			}
+			for _, c := range u.Changes {
+				if err := c.Apply(nw); err != nil {
+					if errors.Is(err, runtime.ErrNotFound) {
+						return s.failAt(op, id, c.Entry(), runtime.ErrNotFound)
+					}
+					return s.fail(op, id, nil, err)
+				}
+			}
+			w.inc, w.seq = st.inc, nextSeq(parseSeq(st.seq))
+			w.before, w.after = s.values(st.t, ls), s.values(nw, ls)
+			p.check("", "seq", b, st.seq)
+		}
+		if err := s.changes(op, id, p, b, u); err != nil {
+			return err
+		}
+		if len(u.Changes) > 0 {
+			p.change("stamp", b, pad(w.seq))
+		}
+		w.block = p
+		if _, err := s.commit(ctx, w); err != nil {
+			if _, changed := failed(err, "changed"); changed {
+				continue
+			}
+			return s.checkFailed(op, id, err)
+		}
+		return nil
+	}
+	return s.contended(op, id)
+}
+
+// Append writes elem as the next element of partition f and bumps the
+// element count and the version in one script run: the new element is
+// the only value sent, whatever the partition's size.
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	bk := s.d.Keys.Bytes(id)
+	ls := s.lookupsOf(f.Key)
+	for range maxAttempts {
+		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
+		p := &prog{}
+		b := p.k(s.blockKey(bk))
+		p.check("", "exists", b)
+		if len(ls) > 0 {
+			// Only the incarnation is read: the new element's values are
+			// added, nothing is removed.
+			vals, err := s.c.HMGet(ctx, s.blockKey(bk), incField, seqField).Result()
+			if err != nil {
+				return 0, s.fail(op, id, nil, err)
+			}
+			inc, _ := vals[0].(string)
+			seq, _ := vals[1].(string)
+			if seq == "" {
+				return 0, s.fail(op, id, runtime.ErrNotFound, nil)
+			}
+			partial := new(T)
+			f.Reset(partial, 1)
+			if err := f.AppendValue(partial, elem); err != nil {
+				return 0, s.fail(op, id, nil, err)
+			}
+			w.inc, w.seq = inc, nextSeq(parseSeq(seq))
+			w.after = s.values(partial, ls)
+			p.check("", "heq", b, incField, inc)
+		}
+		v, err := s.encode(op, id, f.Key+"[]", elem)
+		if err != nil {
+			return 0, err
+		}
+		p.change("append", b, f.Key, v)
+		w.appends = true
+		if s.d.Version != nil {
+			p.change("hincr", b, s.d.Version.Key, "1")
+		}
+		p.change("stamp", b, pad(w.seq))
+		w.block = p
+		i, err := s.commit(ctx, w)
+		if err != nil {
+			if _, changed := failed(err, "changed"); changed {
+				continue
+			}
+			return 0, s.checkFailed(op, id, err)
+		}
+		return int(i), nil
+	}
+	return 0, s.contended(op, id)
+}
+
+// ReadElems reads elements of partition f of block id from index start
+// on with one HMGET of their fields (and the count).
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+	fields := make([]string, 0, n+2)
+	fields = append(fields, seqField, f.Key)
+	for i := start; i < start+n; i++ {
+		fields = append(fields, elemField(f.Key, i))
+	}
+	vals, err := s.c.HMGet(ctx, s.BlockKey(id), fields...).Result()
+	if err != nil {
+		return false, s.fail(op, id, nil, err)
+	}
+	if vals[0] == nil {
+		return false, s.fail(op, id, runtime.ErrNotFound, nil)
+	}
+	count := 0
+	if c, ok := vals[1].(string); ok {
+		if count, err = strconv.Atoi(c); err != nil {
+			return false, s.fail(op, id, nil, fmt.Errorf("entry %s: bad element count %q", f.Key, c))
+		}
+	}
+	for j, v := range vals[2:] {
+		i := start + j
+		if i >= count {
+			return false, nil
+		}
+		str, ok := v.(string)
+		if !ok {
+			return false, s.fail(op, id, nil, fmt.Errorf("entry %s is missing: the block is corrupt", elemField(f.Key, i)))
+		}
+		if err := fn(decoder(str)); err != nil {
+			return false, s.fail(op, id, nil, err)
+		}
+	}
+	return start+n < count, nil
+}
+
+// readRange reads up to n members of sorted set key in [from, to) after
+// after (lexicographic, score 0), resolving each with resolve (which
+// skips stale members by returning nil): it reads in batches until it has
+// n items or the range ends. It returns the items, the member of the last
+// one and whether more follow.
+func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte, after []byte, n int, resolve func([]string) ([]*T, error)) ([]*T, []byte, bool, error) {
+	lo := "[" + string(from)
+	if from == nil {
+		lo = "-"
+	}
+	if after != nil {
+		lo = "(" + string(after)
+	}
+	hi := "+"
+	if to != nil {
+		hi = "(" + string(to)
+	}
+	var items []*T
+	var members []string
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, false, err
+		}
+		want := n + 1 - len(items)
+		batch, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: lo, Stop: hi, ByLex: true, Count: int64(want)}).Result()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		got, err := resolve(batch)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		for i, t := range got {
+			if t != nil {
+				items = append(items, t)
+				members = append(members, batch[i])
+			}
+		}
+		if len(batch) < want || len(items) > n {
+			break
+		}
+		lo = "(" + batch[len(batch)-1]
+	}
+	more := len(items) > n
+	items = items[:min(len(items), n)]
+	var last []byte
+	if len(items) > 0 {
+		last = []byte(members[len(items)-1])
+	}
+	return items, last, more, nil
+}
+
+// blocks resolves listing members (encoded block keys) to their blocks
+// with one pipeline; members whose block is gone are nil.
+func (s *Store[T, K]) blocks(ctx context.Context, op string, members []string) ([]*T, error) {
+	ids := make([]K, len(members))
+	for i, m := range members {
+		r := runtime.NewKeyReader([]byte(m))
+		id, err := s.d.Keys.Read(r)
+		if err != nil || !r.Done() {
+			return nil, s.fail(op, nil, nil, fmt.Errorf("listing %s: member %x is no %s block key", s.listKey(), m, s.d.Aggregate))
+		}
+		ids[i] = id
+	}
+	return s.getMany(ctx, op, ids)
+}
+
+// ReadBlocks reads up to n blocks in block-key order after position after
+// (an encoded block key): one ZRANGE BYLEX of the listing and one pipeline
+// of HGETALLs per batch.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+	if after != nil {
+		r := runtime.NewKeyReader(after)
+		if _, err := s.d.Keys.Read(r); err != nil || !r.Done() {
+			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
+		}
+	}
+	items, last, more, err := s.readRange(ctx, s.listKey(), nil, nil, after, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	if err != nil {
+		return nil, nil, false, s.errOf(op, nil, err)
+	}
+	return items, last, more, nil
+}
+
+// ReadScope reads blocks of the counter scope of key scope in number
+// order after number after: one key range of the listing.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+	prefix, _ := s.d.Counter.Split(scope)
+	from := s.d.Keys.Bytes(s.d.Counter.With(scope, after+1))
+	items, _, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), nil, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	if err != nil {
+		return nil, 0, false, s.errOf(op, nil, err)
+	}
+	var last int64
+	if len(items) > 0 {
+		_, last = s.d.Counter.Split(*s.d.ID(items[len(items)-1]))
+	}
+	return items, last, more, nil
+}
+
+// lookupIndex finds lookup l.
+func (s *Store[T, K]) lookupIndex(l *runtime.Lookup[T]) int {
+	for i, x := range s.d.Lookups {
+		if x == l {
+			return i
+		}
+	}
+	panic("redisstore: " + s.d.Aggregate + " has no lookup " + l.Name)
+}
+
+// split splits an index member into the value and the block key.
+func split(parts int, m []byte) (value, bk []byte, err error) {
+	r := runtime.NewKeyReader(m)
+	for range parts {
+		if len(r.Rest()) == 0 {
+			return nil, nil, errors.New("short member")
+		}
+		switch r.Rest()[0] {
+		case tagString:
+			_, err = r.String()
+		case tagInt:
+			_, err = r.Int()
+		case tagUint:
+			_, err = r.Uint()
+		default:
+			err = errors.New("bad component")
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	n := len(m) - len(r.Rest())
+	return m[:n], m[n:], nil
+}
+
+// ReadLookup reads aggregates through lookup l in key range rng after
+// position after (a member): one ZRANGE BYLEX of the index table and one
+// pipeline of HGETALLs per batch; every entry is verified against its
+// block, stale ones are skipped.
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+	i := s.lookupIndex(l)
+	items, last, more, err := s.readRange(ctx, s.lookupKeys(i).z, rng.From, rng.To, after, n, func(ms []string) ([]*T, error) {
+		ids := make([]K, len(ms))
+		values := make([][]byte, len(ms))
+		for j, m := range ms {
+			v, bk, err := split(l.Parts, []byte(m))
+			if err != nil {
+				return nil, fmt.Errorf("index table %s: member %x: %w", s.lookupKeys(i).z, m, err)
+			}
+			r := runtime.NewKeyReader(bk)
+			id, err := s.d.Keys.Read(r)
+			if err != nil || !r.Done() {
+				return nil, fmt.Errorf("index table %s: member %x holds no %s block key", s.lookupKeys(i).z, m, s.d.Aggregate)
+			}
+			ids[j], values[j] = id, v
+		}
+		ts, err := s.getMany(ctx, op, ids)
+		if err != nil {
+			return nil, err
+		}
+		for j, t := range ts {
+			if t != nil && !holds(l.Keys(t), values[j]) {
+				ts[j] = nil
+			}
+		}
+		return ts, nil
+	})
+	if err != nil {
+		return nil, nil, false, s.errOf(op, nil, err)
+	}
+	return items, last, more, nil
+}
+
+// GetBy reads the aggregate holding value of unique lookup l: the claim,
+// then the block, verified.
+func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
+	i := s.lookupIndex(l)
+	notFound := runtime.FailAt(op, s.d.Aggregate, nil, l.Name+" "+formatParts(value), runtime.ErrNotFound, nil)
+	owner, err := s.c.HGet(ctx, s.lookupKeys(i).claims, string(value)).Result()
+	if isNil(err) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, s.fail(op, nil, nil, err)
+	}
+	r := runtime.NewKeyReader([]byte(owner))
+	id, kerr := s.d.Keys.Read(r)
+	if kerr != nil || !r.Done() {
+		return nil, notFound
+	}
+	ts, err := s.getMany(ctx, op, []K{id})
+	if err != nil {
+		return nil, err
+	}
+	if ts[0] == nil || !holds(l.Keys(ts[0]), value) {
+		return nil, notFound
+	}
+	return ts[0], nil
+}
+
+// Ensure loads the script on the server (on every master of a cluster);
+// Redis needs nothing else created up front.
+func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	var err error
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return vm.Load(ctx, c).Err()
+		})
+	} else {
+		err = vm.Load(ctx, s.c).Err()
+	}
+	if err != nil {
+		return s.fail("EnsureIndexes", nil, nil, err)
+	}
+	return nil
+}
+
+// Layout lists the entries of block id as its hash holds them, without
+// the hidden fields.
+func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
+	keys, err := s.c.HKeys(ctx, s.BlockKey(id)).Result()
+	if err != nil {
+		return nil, s.fail("Layout", id, nil, err)
+	}
+	if len(keys) == 0 {
+		return nil, s.fail("Layout", id, runtime.ErrNotFound, nil)
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if k != seqField && k != incField {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}

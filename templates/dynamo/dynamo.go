@@ -1,0 +1,87 @@
+// Package dynamo shapes Amazon DynamoDB repositories
+// (github.com/aws/aws-sdk-go-v2/service/dynamodb): a constructor that opens
+// the runtime/dynamostore adapter with the aggregate's descriptor. Every
+// semantic lives in the adapter.
+//
+// Mapping (NoAM Fig. 5, extensible record stores): one table per
+// collection, one item per block with the block key as the partition key
+// (_id) and one attribute per entry; partitioned fields are list
+// attributes written element by element (list_append, SET f[i]), their
+// lengths in the map attribute _len; the EAO root entry is the attribute
+// _root. Lookups are items of the index table "<collection>__index".
+package dynamo
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/noamgen/noamgen/model"
+	t "github.com/noamgen/noamgen/templates"
+)
+
+const (
+	dynamoPkg = "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	storePkg  = "github.com/noamgen/noamgen/runtime/dynamostore"
+)
+
+func init() {
+	t.Register(t.Store{
+		Name:     "dynamo",
+		Title:    "Dynamo",
+		Imports:  map[string]string{dynamoPkg: "dynamodb", storePkg: "dynamostore"},
+		Generate: generate,
+		Reserved: reserved,
+	})
+}
+
+// reserved says why a top-level entry key cannot be an attribute name.
+func reserved(key string) string {
+	switch key {
+	case "_id", "_root", "_len", "_seq", "_inc":
+		return "DynamoDB items of noamgen use the attribute " + key + " themselves"
+	}
+	return ""
+}
+
+func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
+	repo := t.StoreRepo(a, "Dynamo")
+	var attrs []string
+	for _, e := range a.Entries() {
+		switch {
+		case e.Key == "":
+			attrs = append(attrs, "_root (the root entry)")
+		case e.Partition:
+			k := strings.TrimSuffix(e.Key, "[]")
+			attrs = append(attrs, k+" (a list, its length in _len)")
+		default:
+			attrs = append(attrs, e.Key)
+		}
+	}
+	more := ""
+	if len(a.Partitions()) > 0 {
+		more += " Partitioned fields are list attributes written element by element (list_append, SET of one index)."
+	}
+	if len(a.Lookups) > 0 {
+		var names []string
+		for _, l := range a.Lookups {
+			names = append(names, fmt.Sprintf("%q", l.Name))
+		}
+		more += fmt.Sprintf(" Its lookups (%s) are items of the index table %q (partition key p: the lookup's name, sort key k: the value), kept right by the lookup protocol of runtime/dynamostore (hidden attributes _seq and _inc).", strings.Join(names, ", "), a.Collection+"__index")
+	}
+	if a.Counter {
+		more += " Block keys are allocated from counters in the table \"noam_counters\"."
+		if len(a.IDParts) > 0 {
+			more += fmt.Sprintf(" The blocks of one counter scope are listed through the items %q of %q.", "noam:scope", a.Collection+"__index")
+		}
+	}
+	doc := fmt.Sprintf("%s is %s on Amazon DynamoDB. Each %s block is one item of table %q (after the table-name prefix of dynamostore.Options) with the block key as the partition key _id and one attribute per entry (%s), in native attribute values.%s",
+		repo, t.Repo(a), a.Name, a.Collection, strings.Join(attrs, ", "), more)
+	t.StoreRepoDecl(f, a, "Dynamo", doc, "client's tables (EnsureIndexes creates them)",
+		jen.List(jen.Id("client").Op("*").Qual(dynamoPkg, "Client"), jen.Id("opts").Op("...").Qual(storePkg, "Options")),
+		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
+		jen.Qual(storePkg, "Open").Call(jen.Id("client"), jen.Id(t.DescVar(a)), jen.Id("opts").Op("...")))
+	f.Comment("Client returns the DynamoDB client.")
+	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("Client").Params().Op("*").Qual(dynamoPkg, "Client").Block(jen.Return(jen.Id("r").Dot("store").Dot("Client").Call()))
+}

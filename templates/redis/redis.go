@@ -1,0 +1,89 @@
+// Package redis shapes Redis repositories (github.com/redis/go-redis/v9):
+// a constructor over a redis.UniversalClient, so that the same generated
+// code runs on a single node and on a Redis Cluster, which opens the
+// runtime/redisstore adapter with the aggregate's descriptor. Every
+// semantic lives in the adapter.
+//
+// Mapping (NoAM section 7.1, Fig. 4 and 9, the key-value mapping): the
+// major key is the collection and the block key, the minor key the entry
+// key. One Redis hash per block, named with the block key in a hash tag
+// ("Game:{2345}") so that a block is one key on one hash slot, and one hash
+// field per entry ("firstPlayer", "rounds[3]", the element count "rounds",
+// the version). Lookups are sorted sets with lexicographic members ("{Game.name}").
+package redis
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/noamgen/noamgen/model"
+	t "github.com/noamgen/noamgen/templates"
+)
+
+const (
+	redisPkg = "github.com/redis/go-redis/v9"
+	storePkg = "github.com/noamgen/noamgen/runtime/redisstore"
+)
+
+func init() {
+	t.Register(t.Store{
+		Name:     "redis",
+		Title:    "Redis",
+		Imports:  map[string]string{redisPkg: "redis", storePkg: "redisstore"},
+		Generate: generate,
+		Reserved: reserved,
+	})
+}
+
+// reserved says why a top-level entry key cannot be a hash field of a
+// block.
+func reserved(key string) string {
+	switch {
+	case key == "_seq" || key == "_inc":
+		return "Redis block hashes use the hidden field " + key + " themselves"
+	case strings.ContainsAny(key, "[]"):
+		return "Redis block hashes name partition elements key[i]"
+	}
+	return ""
+}
+
+func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
+	repo := t.StoreRepo(a, "Redis")
+	var fields []string
+	for _, e := range a.Entries() {
+		switch {
+		case e.Key == "":
+			fields = append(fields, `"" (the root entry)`)
+		case e.Partition:
+			k := strings.TrimSuffix(e.Key, "[]")
+			fields = append(fields, k+" (the element count)", k+"[i]")
+		default:
+			fields = append(fields, e.Key)
+		}
+	}
+	more := ""
+	if len(a.Lookups) > 0 {
+		var names []string
+		for _, l := range a.Lookups {
+			names = append(names, fmt.Sprintf("%q", "{"+a.Collection+"."+l.Name+"}"))
+		}
+		more += fmt.Sprintf(" Its index tables are the sorted sets %s (members: the encoded value and block key), changed in the script of the block's write on a single node and by the lookup protocol of runtime/redisstore on a cluster.", strings.Join(names, ", "))
+	}
+	if a.Counter {
+		more += fmt.Sprintf(" Block keys are allocated with INCR on %q (one counter per scope).", a.Collection+":counter")
+	}
+	hidden := "the hidden field _seq (the write sequence)"
+	if len(a.Lookups) > 0 {
+		hidden = "the hidden fields _seq and _inc (the write sequence and the block's incarnation)"
+	}
+	doc := fmt.Sprintf("%s is %s on Redis, after the NoAM key-value mapping. Each %s block is one hash named %q with one field per entry (%s) and %s; the sorted set %q lists the blocks in key order. Every write is one Lua script run, atomic on the node that owns the block's hash slot.%s",
+		repo, t.Repo(a), a.Name, a.Collection+":{<block key>}", strings.Join(fields, ", "), hidden, a.Collection+":blocks", more)
+	t.StoreRepoDecl(f, a, "Redis", doc, "rdb, a single-node or a cluster client",
+		jen.Id("rdb").Qual(redisPkg, "UniversalClient"),
+		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
+		jen.Qual(storePkg, "Open").Call(jen.Id("rdb"), jen.Id(t.DescVar(a))))
+	f.Comment("Client returns the underlying client.")
+	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("Client").Params().Qual(redisPkg, "UniversalClient").Block(jen.Return(jen.Id("r").Dot("store").Dot("Client").Call()))
+}
