@@ -241,7 +241,38 @@ type Lookup[T any] struct {
 	// distinct (the generated <agg><Lookup>Keys function). Zero values of a
 	// unique lookup are left out unless the lookup indexes them.
 	Keys func(*T) [][]byte
+	// Table is set for `noam:"lookup,table"`: the lookup stays an index
+	// table also on stores with native secondary indexes (MongoDB).
+	Table bool
+	// IndexZero is set for `noam:"lookup,unique,zeros"`: zero values of a
+	// unique lookup are indexed like any other.
+	IndexZero bool
+	// Paths describe the parts, in order, to stores that index the
+	// aggregate's own fields (MongoDB's native indexes).
+	Paths []LookupPath
 }
+
+// LookupPath is one part of a lookup as stored in a document.
+type LookupPath struct {
+	// Path is the dotted path of the value in the block's document,
+	// slice steps left out: "city", "address.zip", "games.game".
+	Path string
+	// Kind is the kind of the part's values.
+	Kind PartKind
+	// Multi is set when the path goes through a slice (an aggregate may
+	// hold several values: a multikey index).
+	Multi bool
+}
+
+// PartKind is the kind of a lookup part's values (the key codec's
+// component types).
+type PartKind uint8
+
+const (
+	PartString PartKind = iota
+	PartInt
+	PartUint
+)
 
 // Reads reports whether the lookup reads the entry with key k.
 func (l *Lookup[T]) Reads(k string) bool { return slices.Contains(l.Fields, k) }

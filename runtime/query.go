@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrBadQuery: a lookup query's conditions do not select one key range
@@ -197,8 +198,16 @@ type RepairReport struct {
 	// without transactions, can cause); each keeps its first holder in
 	// block-key order.
 	Conflicts []string
+	// Native lists the lookups the store keeps in its own secondary
+	// indexes (MongoDB): the server maintains them with every write, so
+	// there is nothing to repair.
+	Native []string
 }
 
 func (r RepairReport) String() string {
-	return fmt.Sprintf("%d aggregates, %d lookup entries added, %d removed, %d unique conflicts", r.Aggregates, r.Added, r.Removed, len(r.Conflicts))
+	s := fmt.Sprintf("%d aggregates, %d lookup entries added, %d removed, %d unique conflicts", r.Aggregates, r.Added, r.Removed, len(r.Conflicts))
+	if len(r.Native) > 0 {
+		s += fmt.Sprintf("; native indexes, nothing to repair: %s", strings.Join(r.Native, ", "))
+	}
+	return s
 }

@@ -327,3 +327,32 @@ func encoderFunc(t types.Type) jen.Code {
 		jen.Return(EncodeValue(t, jen.Id("b"), jen.Id("v"))),
 	)
 }
+
+// lookupPaths renders the descriptor items of l that stores with native
+// secondary indexes read: Table, IndexZero and the document path, kind and
+// multiplicity of each part.
+func lookupPaths(l *model.Lookup) []jen.Code {
+	var items []jen.Code
+	if l.Table {
+		items = append(items, jen.Id("Table").Op(":").True())
+	}
+	if l.IndexZero {
+		items = append(items, jen.Id("IndexZero").Op(":").True())
+	}
+	var paths []jen.Code
+	for _, p := range l.Parts {
+		kind := "PartString"
+		switch model.KindOf(p.Type) {
+		case model.KeyInt:
+			kind = "PartInt"
+		case model.KeyUint:
+			kind = "PartUint"
+		}
+		vals := []jen.Code{jen.Id("Path").Op(":").Lit(strings.ReplaceAll(p.Path, "[]", "")), jen.Id("Kind").Op(":").Add(RT(kind))}
+		if p.Multi {
+			vals = append(vals, jen.Id("Multi").Op(":").True())
+		}
+		paths = append(paths, jen.Values(vals...))
+	}
+	return append(items, jen.Id("Paths").Op(":").Index().Add(RT("LookupPath")).Values(paths...))
+}

@@ -150,6 +150,7 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 			jen.Id("Fields").Op(":").Index().String().Values(fieldKeys...),
 			jen.Id("Keys").Op(":").Id(LookupKeys(a, l)),
 		)
+		items = append(items, lookupPaths(l)...)
 		lookups = append(lookups, jen.Id(LookupVar(a, l)).Op("=").Op("&").Add(RT("Lookup")).Types(jen.Id(a.Name)).Values(items...))
 	}
 	if len(lookups) > 0 {

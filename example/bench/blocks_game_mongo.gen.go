@@ -19,8 +19,8 @@ type BlocksGameMongoRepository struct {
 
 // NewBlocksGameMongoRepository returns the BlocksGame repository over db's
 // collections.
-func NewBlocksGameMongoRepository(db *mongo.Database) *BlocksGameMongoRepository {
-	s := mongostore.Open(db, blocksGameDesc)
+func NewBlocksGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *BlocksGameMongoRepository {
+	s := mongostore.Open(db, blocksGameDesc, opts...)
 	return &BlocksGameMongoRepository{blocksGameRepo{runtime.NewRepo(blocksGameDesc, s)}, s}
 }
 

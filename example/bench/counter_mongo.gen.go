@@ -19,8 +19,8 @@ type CounterMongoRepository struct {
 
 // NewCounterMongoRepository returns the Counter repository over db's
 // collections.
-func NewCounterMongoRepository(db *mongo.Database) *CounterMongoRepository {
-	s := mongostore.Open(db, counterDesc)
+func NewCounterMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CounterMongoRepository {
+	s := mongostore.Open(db, counterDesc, opts...)
 	return &CounterMongoRepository{counterRepo{runtime.NewRepo(counterDesc, s)}, s}
 }
 

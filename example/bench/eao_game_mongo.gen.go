@@ -19,8 +19,8 @@ type EAOGameMongoRepository struct {
 
 // NewEAOGameMongoRepository returns the EAOGame repository over db's
 // collections.
-func NewEAOGameMongoRepository(db *mongo.Database) *EAOGameMongoRepository {
-	s := mongostore.Open(db, eaoGameDesc)
+func NewEAOGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *EAOGameMongoRepository {
+	s := mongostore.Open(db, eaoGameDesc, opts...)
 	return &EAOGameMongoRepository{eaoGameRepo{runtime.NewRepo(eaoGameDesc, s)}, s}
 }
 

@@ -20,8 +20,8 @@ type GameRoundMongoRepository struct {
 
 // NewGameRoundMongoRepository returns the GameRound repository over db's
 // collections.
-func NewGameRoundMongoRepository(db *mongo.Database) *GameRoundMongoRepository {
-	s := mongostore.Open(db, gameRoundDesc)
+func NewGameRoundMongoRepository(db *mongo.Database, opts ...mongostore.Option) *GameRoundMongoRepository {
+	s := mongostore.Open(db, gameRoundDesc, opts...)
 	return &GameRoundMongoRepository{gameRoundRepo{runtime.NewRepo(gameRoundDesc, s)}, s}
 }
 

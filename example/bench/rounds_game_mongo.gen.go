@@ -21,8 +21,8 @@ type RoundsGameMongoRepository struct {
 
 // NewRoundsGameMongoRepository returns the RoundsGame repository over db's
 // collections.
-func NewRoundsGameMongoRepository(db *mongo.Database) *RoundsGameMongoRepository {
-	s := mongostore.Open(db, roundsGameDesc)
+func NewRoundsGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *RoundsGameMongoRepository {
+	s := mongostore.Open(db, roundsGameDesc, opts...)
 	return &RoundsGameMongoRepository{roundsGameRepo{runtime.NewRepo(roundsGameDesc, s)}, s}
 }
 

@@ -20,8 +20,8 @@ type VersionedEAOGameMongoRepository struct {
 
 // NewVersionedEAOGameMongoRepository returns the VersionedEAOGame repository
 // over db's collections.
-func NewVersionedEAOGameMongoRepository(db *mongo.Database) *VersionedEAOGameMongoRepository {
-	s := mongostore.Open(db, versionedEAOGameDesc)
+func NewVersionedEAOGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *VersionedEAOGameMongoRepository {
+	s := mongostore.Open(db, versionedEAOGameDesc, opts...)
 	return &VersionedEAOGameMongoRepository{versionedEAOGameRepo{runtime.NewRepo(versionedEAOGameDesc, s)}, s}
 }
 

@@ -11,9 +11,10 @@ import (
 
 // PlayerMongoRepository is PlayerRepository on MongoDB. Each Player block is
 // one document of collection "Player" with the block key as _id and one
-// top-level field per entry (firstName, lastName, score, games). Its index
-// tables are the collections "Player__game", kept right by the lookup protocol
-// of runtime/mongostore (hidden fields _seq and _inc).
+// top-level field per entry (firstName, lastName, score, games). Lookups are
+// native indexes of the collection, created by EnsureIndexes: game
+// {games.game: 1, _id: 1}. Options: mongostore.IndexTables() keeps every
+// lookup in an index table, mongostore.UniqueTables() the unique ones.
 type PlayerMongoRepository struct {
 	playerRepo
 	store *mongostore.Store[Player, string]
@@ -21,8 +22,8 @@ type PlayerMongoRepository struct {
 
 // NewPlayerMongoRepository returns the Player repository over db's
 // collections.
-func NewPlayerMongoRepository(db *mongo.Database) *PlayerMongoRepository {
-	s := mongostore.Open(db, playerDesc)
+func NewPlayerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *PlayerMongoRepository {
+	s := mongostore.Open(db, playerDesc, opts...)
 	return &PlayerMongoRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
 }
 

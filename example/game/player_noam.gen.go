@@ -177,7 +177,7 @@ var (
 
 // The lookups of Player.
 var (
-	playerLookupGame = &runtime.Lookup[Player]{Name: "game", Parts: 1, Fields: []string{"games"}, Keys: playerGameKeys}
+	playerLookupGame = &runtime.Lookup[Player]{Name: "game", Parts: 1, Fields: []string{"games"}, Keys: playerGameKeys, Paths: []runtime.LookupPath{{Path: "games.game", Kind: runtime.PartString, Multi: true}}}
 )
 
 // playerDesc describes Player to the store adapters: the same layout on every

@@ -19,8 +19,8 @@ type TournamentMongoRepository struct {
 
 // NewTournamentMongoRepository returns the Tournament repository over db's
 // collections.
-func NewTournamentMongoRepository(db *mongo.Database) *TournamentMongoRepository {
-	s := mongostore.Open(db, tournamentDesc)
+func NewTournamentMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TournamentMongoRepository {
+	s := mongostore.Open(db, tournamentDesc, opts...)
 	return &TournamentMongoRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
 }
 

@@ -11,10 +11,11 @@ import (
 
 // CommentMongoRepository is CommentRepository on MongoDB. Each Comment block
 // is one document of collection "Comment" with the block key as _id and one
-// top-level field per entry (author, text). Its index tables are the
-// collections "Comment__author", kept right by the lookup protocol of
-// runtime/mongostore (hidden fields _seq and _inc). Block keys are allocated
-// from counters in the collection "noam_counters".
+// top-level field per entry (author, text). Lookups are native indexes of the
+// collection, created by EnsureIndexes: author {author: 1, _id: 1}. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones. Block keys are allocated from
+// counters in the collection "noam_counters".
 type CommentMongoRepository struct {
 	commentRepo
 	store *mongostore.Store[Comment, CommentKey]
@@ -22,8 +23,8 @@ type CommentMongoRepository struct {
 
 // NewCommentMongoRepository returns the Comment repository over db's
 // collections.
-func NewCommentMongoRepository(db *mongo.Database) *CommentMongoRepository {
-	s := mongostore.Open(db, commentDesc)
+func NewCommentMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CommentMongoRepository {
+	s := mongostore.Open(db, commentDesc, opts...)
 	return &CommentMongoRepository{commentRepo{runtime.NewRepo(commentDesc, s)}, s}
 }
 

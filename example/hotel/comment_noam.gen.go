@@ -143,7 +143,7 @@ var (
 
 // The lookups of Comment.
 var (
-	commentLookupAuthor = &runtime.Lookup[Comment]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: commentAuthorKeys}
+	commentLookupAuthor = &runtime.Lookup[Comment]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: commentAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
 )
 
 // commentDesc describes Comment to the store adapters: the same layout on

@@ -11,18 +11,20 @@ import (
 
 // HotelMongoRepository is HotelRepository on MongoDB. Each Hotel block is one
 // document of collection "Hotel" with the block key as _id and one top-level
-// field per entry (name, city, stars, tags, address, rooms). Its index tables
-// are the collections "Hotel__name", "Hotel__cityStars", "Hotel__tags",
-// "Hotel__addressZip", kept right by the lookup protocol of runtime/mongostore
-// (hidden fields _seq and _inc).
+// field per entry (name, city, stars, tags, address, rooms). Lookups are
+// native indexes of the collection, created by EnsureIndexes: name {name: 1}
+// unique, zero values left out, cityStars {city: 1, stars: 1, _id: 1}, tags
+// {tags: 1, _id: 1}, addressZip {address.zip: 1, _id: 1}. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones.
 type HotelMongoRepository struct {
 	hotelRepo
 	store *mongostore.Store[Hotel, string]
 }
 
 // NewHotelMongoRepository returns the Hotel repository over db's collections.
-func NewHotelMongoRepository(db *mongo.Database) *HotelMongoRepository {
-	s := mongostore.Open(db, hotelDesc)
+func NewHotelMongoRepository(db *mongo.Database, opts ...mongostore.Option) *HotelMongoRepository {
+	s := mongostore.Open(db, hotelDesc, opts...)
 	return &HotelMongoRepository{hotelRepo{runtime.NewRepo(hotelDesc, s)}, s}
 }
 

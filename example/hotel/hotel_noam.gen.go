@@ -218,10 +218,10 @@ var (
 
 // The lookups of Hotel.
 var (
-	hotelLookupName       = &runtime.Lookup[Hotel]{Name: "name", Unique: true, Parts: 1, Fields: []string{"name"}, Keys: hotelNameKeys}
-	hotelLookupCityStars  = &runtime.Lookup[Hotel]{Name: "cityStars", Parts: 2, Fields: []string{"city", "stars"}, Keys: hotelCityStarsKeys}
-	hotelLookupTags       = &runtime.Lookup[Hotel]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: hotelTagsKeys}
-	hotelLookupAddressZip = &runtime.Lookup[Hotel]{Name: "addressZip", Parts: 1, Fields: []string{"address"}, Keys: hotelAddressZipKeys}
+	hotelLookupName       = &runtime.Lookup[Hotel]{Name: "name", Unique: true, Parts: 1, Fields: []string{"name"}, Keys: hotelNameKeys, Paths: []runtime.LookupPath{{Path: "name", Kind: runtime.PartString}}}
+	hotelLookupCityStars  = &runtime.Lookup[Hotel]{Name: "cityStars", Parts: 2, Fields: []string{"city", "stars"}, Keys: hotelCityStarsKeys, Paths: []runtime.LookupPath{{Path: "city", Kind: runtime.PartString}, {Path: "stars", Kind: runtime.PartInt}}}
+	hotelLookupTags       = &runtime.Lookup[Hotel]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: hotelTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
+	hotelLookupAddressZip = &runtime.Lookup[Hotel]{Name: "addressZip", Parts: 1, Fields: []string{"address"}, Keys: hotelAddressZipKeys, Paths: []runtime.LookupPath{{Path: "address.zip", Kind: runtime.PartString}}}
 )
 
 // hotelDesc describes Hotel to the store adapters: the same layout on every

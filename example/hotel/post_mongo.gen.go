@@ -11,18 +11,19 @@ import (
 
 // PostMongoRepository is PostRepository on MongoDB. Each Post block is one
 // document of collection "Post" with the block key as _id and one top-level
-// field per entry (title, author). Its index tables are the collections
-// "Post__author", kept right by the lookup protocol of runtime/mongostore
-// (hidden fields _seq and _inc). Block keys are allocated from counters in the
-// collection "noam_counters".
+// field per entry (title, author). Lookups are native indexes of the
+// collection, created by EnsureIndexes: author {author: 1, _id: 1}. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones. Block keys are allocated from
+// counters in the collection "noam_counters".
 type PostMongoRepository struct {
 	postRepo
 	store *mongostore.Store[Post, int64]
 }
 
 // NewPostMongoRepository returns the Post repository over db's collections.
-func NewPostMongoRepository(db *mongo.Database) *PostMongoRepository {
-	s := mongostore.Open(db, postDesc)
+func NewPostMongoRepository(db *mongo.Database, opts ...mongostore.Option) *PostMongoRepository {
+	s := mongostore.Open(db, postDesc, opts...)
 	return &PostMongoRepository{postRepo{runtime.NewRepo(postDesc, s)}, s}
 }
 

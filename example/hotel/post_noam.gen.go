@@ -110,7 +110,7 @@ var (
 
 // The lookups of Post.
 var (
-	postLookupAuthor = &runtime.Lookup[Post]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: postAuthorKeys}
+	postLookupAuthor = &runtime.Lookup[Post]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: postAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
 )
 
 // postDesc describes Post to the store adapters: the same layout on every

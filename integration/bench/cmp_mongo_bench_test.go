@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/integration/mongotest"
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 )
 
 // Generated vs hand-written on MongoDB: both implementations in their own
@@ -43,11 +46,22 @@ func openMongoImpls(c *mongo.Client, prefix string) ([]cmpbench.Impl, error) {
 		}
 	}
 	games := game.NewGameMongoRepository(genDB)
+	if err := games.EnsureIndexes(ctx); err != nil {
+		return nil, err
+	}
+	// Hotel lookups are native indexes, as in the hand-written baseline.
+	// FerretDB v1 refuses the partial filter of the unique index on name
+	// (which leaves empty names out): there the index covers every name,
+	// like the baseline's.
 	hotels := hotel.NewHotelMongoRepository(genDB)
-	for _, ensure := range []func(context.Context) error{games.EnsureIndexes, hotels.EnsureIndexes} {
-		if err := ensure(ctx); err != nil {
+	if err := hotels.EnsureIndexes(ctx); errors.Is(err, runtime.ErrInvalid) {
+		hotels = hotel.NewHotelMongoRepository(genDB, mongostore.NoPartialIndexes())
+		err = hotels.EnsureIndexes(ctx)
+		if err != nil {
 			return nil, err
 		}
+	} else if err != nil {
+		return nil, err
 	}
 	handHotels, err := handwritten.NewHotelMongo(ctx, handDB)
 	if err != nil {

@@ -147,7 +147,12 @@ func TestMongoExplainRoundTrips(t *testing.T) {
 		verb, _, _ := strings.Cut(c.Ops[0], " ")
 		must(calls[name]())
 		cmds := rec.take()
-		if len(cmds) != 1 || cmds[0].CommandName != verbs[verb] {
+		// A server that refuses projections in findAndModify (FerretDB v1)
+		// gets AppendRounds as a find of the length alone and an update
+		// conditioned on it (runtime/mongostore Append): a few bytes back
+		// instead of the whole game.
+		fallback := name == "AppendRounds" && !mongotest.Real() && slices.Equal(names(cmds), []string{"find", "update"})
+		if (len(cmds) != 1 || cmds[0].CommandName != verbs[verb]) && !fallback {
 			t.Errorf("%s: explain says %q, the adapter sent %v", name, c.Ops[0], names(cmds))
 		}
 		checked++

@@ -6,6 +6,7 @@ package example
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,20 +20,30 @@ import (
 	"github.com/noamgen/noamgen/example/game/gametest"
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
-func mongoStores(db *mongo.Database) gametest.Stores {
+func mongoStores(db *mongo.Database, opts ...mongostore.Option) gametest.Stores {
 	return gametest.Stores{
-		Games:       game.NewGameMongoRepository(db),
-		Players:     game.NewPlayerMongoRepository(db),
-		Tournaments: game.NewTournamentMongoRepository(db),
+		Games:       game.NewGameMongoRepository(db, opts...),
+		Players:     game.NewPlayerMongoRepository(db, opts...),
+		Tournaments: game.NewTournamentMongoRepository(db, opts...),
 	}
 }
 
+// TestMongoSuite runs the game suite with lookups on native indexes.
 func TestMongoSuite(t *testing.T) {
-	gametest.Run(t, func(t *testing.T) gametest.Stores { return mongoStores(mongotest.Start(t)) })
+	gametest.Run(t, func(t *testing.T) gametest.Stores {
+		return mongoStores(mongotest.Start(t), mongotest.NativeOptions()...)
+	})
+}
+
+// TestMongoSuiteIndexTables runs the game suite with every lookup in an
+// index table.
+func TestMongoSuiteIndexTables(t *testing.T) {
+	gametest.Run(t, func(t *testing.T) gametest.Stores { return mongoStores(mongotest.Start(t), mongostore.IndexTables()) })
 }
 
 // recorder keeps the commands the driver sends.
@@ -109,13 +120,25 @@ func TestMongoEntryLevelWrites(t *testing.T) {
 		t.Fatalf("AppendRounds index %d, want 50", i)
 	}
 	cmds := rec.take()
-	if len(cmds) != 1 || cmds[0].CommandName != "findAndModify" {
-		t.Fatalf("AppendRounds sent %d commands (%v), want one findAndModify", len(cmds), names(cmds))
+	// One findAndModify projecting the new length; on a server without
+	// projections in findAndModify (FerretDB), a find of the length and an
+	// update conditioned on it.
+	var cmd, pushed bson.Raw
+	switch {
+	case len(cmds) == 1 && cmds[0].CommandName == "findAndModify":
+		cmd = cmds[0].Command
+		pushed = cmd.Lookup("update", "$push", "rounds").Value
+	case len(cmds) == 2 && cmds[0].CommandName == "find" && cmds[1].CommandName == "update":
+		cmd = cmds[1].Command
+		pushed = cmd.Lookup("updates").Array().Index(0).Document().Lookup("u", "$push", "rounds").Value
+		if p := cmds[0].Command.Lookup("projection").String(); !strings.Contains(p, "_len.rounds") || strings.Contains(p, `"rounds"`) {
+			t.Fatalf("AppendRounds read %s, want the length alone", p)
+		}
+	default:
+		t.Fatalf("AppendRounds sent %d commands (%v), want one findAndModify (or find and update)", len(cmds), names(cmds))
 	}
-	cmd := cmds[0].Command
-	pushed := cmd.Lookup("update", "$push", "rounds")
 	var sent game.Round
-	if err := pushed.Unmarshal(&sent); err != nil {
+	if err := bson.Unmarshal(pushed, &sent); err != nil {
 		t.Fatalf("no $push of rounds in %s: %v", cmd, err)
 	}
 	if sent.Spell != "haste" || len(sent.Moves) != 1 || sent.Moves[0] != "new-move" {
@@ -249,5 +272,64 @@ func TestMongoBatchReadsAreOneRoundTrip(t *testing.T) {
 	}
 	if cmds := rec.take(); len(cmds) != 1 || cmds[0].CommandName != "find" {
 		t.Fatalf("a List page of 250 sent %v, want one find", names(cmds))
+	}
+}
+
+// TestMongoAppendRepliesAreSmall (issue 15): AppendRounds on a game of
+// 75 KB receives a few bytes per append, on every server: one
+// findAndModify projecting the new length, or (FerretDB, which refuses the
+// projection) a find of the length alone and a conditioned update; it
+// never reads the aggregate back.
+func TestMongoAppendRepliesAreSmall(t *testing.T) {
+	var mu sync.Mutex
+	var replies []string
+	mon := &event.CommandMonitor{Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		replies = append(replies, fmt.Sprintf("%s:%d", e.CommandName, len(e.Reply)))
+	}}
+	db := mongotest.StartWithOptions(t, options.Client().SetMonitor(mon))
+	games := game.NewGameMongoRepository(db)
+	ctx := context.Background()
+	g := &game.Game{ID: "big"}
+	for i := range 50 {
+		g.Rounds = append(g.Rounds, bigRound(i))
+	}
+	if err := games.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		mu.Lock()
+		replies = nil
+		mu.Unlock()
+		n, err := games.AppendRounds(ctx, "big", game.Round{Moves: []string{"x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 50+i {
+			t.Fatalf("append %d: index %d, want %d", i, n, 50+i)
+		}
+		mu.Lock()
+		got := slices.Clone(replies)
+		mu.Unlock()
+		total := 0
+		for _, r := range got {
+			var size int
+			fmt.Sscanf(r[strings.LastIndex(r, ":")+1:], "%d", &size)
+			total += size
+		}
+		// A reply naming the new length, or an update count, is about 100
+		// to 200 bytes; the game is 75 KB.
+		if total > 600 {
+			t.Fatalf("append %d received %d bytes (%v): more than the new length", i, total, got)
+		}
+		t.Logf("append %d: replies %v", i, got)
+	}
+	got, err := games.Get(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rounds) != 53 || got.Version != 4 {
+		t.Fatalf("after 3 appends: %d rounds, version %d", len(got.Rounds), got.Version)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/noamgen/noamgen/golden/testdata/lookups"
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 )
 
 func repairClean(t *testing.T, repair func(context.Context) (runtime.RepairReport, error)) {
@@ -37,7 +38,7 @@ func collections(db *mongo.Database, names ...string) []*mongo.Collection {
 
 func TestMongoGoldenPartitionLookups(t *testing.T) {
 	db := mongotest.Start(t)
-	tickets := lookups.NewTicketMongoRepository(db)
+	tickets := lookups.NewTicketMongoRepository(db, mongostore.IndexTables())
 	must(t, tickets.EnsureIndexes(bg))
 	ids := func(list func(context.Context, string, runtime.PageRequest) (runtime.Page[*lookups.Ticket], error), v string) []lookups.TicketID {
 		t.Helper()
@@ -143,7 +144,7 @@ func TestMongoGoldenPartitionLookups(t *testing.T) {
 
 func TestMongoGoldenUniqueElements(t *testing.T) {
 	db := mongotest.Start(t)
-	shops := lookups.NewShopMongoRepository(db)
+	shops := lookups.NewShopMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, shops.EnsureIndexes(bg))
 	must(t, shops.Create(bg, &lookups.Shop{ID: "s1", Email: "a@x", Codes: []int32{1, 2, 2}}))
 	wantErr(t, shops.Create(bg, &lookups.Shop{ID: "s2", Email: "b@x", Codes: []int32{3, 2}}), runtime.ErrDuplicate, "Create with a taken code")
@@ -182,7 +183,7 @@ func TestMongoGoldenUniqueElements(t *testing.T) {
 
 func TestMongoGoldenScopedCounterConversions(t *testing.T) {
 	db := mongotest.Start(t)
-	replies := lookups.NewReplyMongoRepository(db)
+	replies := lookups.NewReplyMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, replies.EnsureIndexes(bg))
 	for _, ticket := range []lookups.TicketID{7, 7, 8, 7} {
 		must(t, replies.Create(bg, &lookups.Reply{Key: lookups.ReplyKey{Ticket: ticket}}))

@@ -48,7 +48,7 @@ type hotelFixture struct {
 
 func newHotelFixture(t *testing.T, db *mongo.Database) *hotelFixture {
 	t.Helper()
-	f := &hotelFixture{db: db, hotels: hotel.NewHotelMongoRepository(db)}
+	f := &hotelFixture{db: db, hotels: hotel.NewHotelMongoRepository(db, mongostore.IndexTables())}
 	must(t, f.hotels.EnsureIndexes(bg))
 	for _, h := range []*hotel.Hotel{
 		{ID: "h1", Name: "Wittekind", City: "Dortmund", Stars: 4, Tags: []string{"spa", "wifi"}, Address: hotel.Address{Zip: "44139"}},
@@ -240,7 +240,7 @@ func TestMongoLookupDocuments(t *testing.T) {
 // skipped.
 func TestMongoListByDropsStaleEntries(t *testing.T) {
 	db := mongotest.Start(t)
-	hotels := hotel.NewHotelMongoRepository(db)
+	hotels := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, hotels.EnsureIndexes(bg))
 	for i := range 6 {
 		must(t, hotels.Create(bg, &hotel.Hotel{ID: fmt.Sprintf("d%02d", i), Name: fmt.Sprint("D", i), City: "Dortmund", Stars: 3}))
@@ -527,7 +527,7 @@ func TestMongoLookupRoundTrips(t *testing.T) {
 	rec := &recorder{}
 	db := mongotest.StartWithOptions(t, options.Client().SetMonitor(rec.monitor()))
 	f := newHotelFixture(t, db)
-	comments := hotel.NewCommentMongoRepository(db)
+	comments := hotel.NewCommentMongoRepository(db, mongostore.IndexTables())
 	must(t, comments.EnsureIndexes(bg))
 	for range 5 {
 		must(t, comments.Create(bg, &hotel.Comment{Key: hotel.CommentKey{Post: 35}, Author: "ann"}))

@@ -59,7 +59,7 @@ func TestMongoUniqueRace(t *testing.T) {
 }
 
 func uniqueRace(t *testing.T, db *mongo.Database) {
-	hotels := hotel.NewHotelMongoRepository(db)
+	hotels := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, hotels.EnsureIndexes(bg))
 	const workers, rounds = 8, 20
 	for w := range workers {
@@ -127,7 +127,7 @@ func TestMongoLookupRace(t *testing.T) {
 }
 
 func lookupRace(t *testing.T, db *mongo.Database) {
-	hotels := hotel.NewHotelMongoRepository(db)
+	hotels := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, hotels.EnsureIndexes(bg))
 	const workers, ops = 8, 150
 	ids := []string{"r0", "r1", "r2"}

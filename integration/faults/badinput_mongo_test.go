@@ -61,10 +61,10 @@ func sameDB(t *testing.T, what string, before, after map[string]string) {
 // and on ListByPost (a scope listing).
 func TestMongoForgedCursors(t *testing.T) {
 	db := mongotest.Start(t)
-	games := game.NewGameMongoRepository(db)
+	games := game.NewGameMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, games.EnsureIndexes(bg))
 	must(t, games.Create(bg, &game.Game{ID: "g1", Rounds: []game.Round{{Moves: []string{"a"}}, {Moves: []string{"b"}}}}))
-	comments := hotel.NewCommentMongoRepository(db)
+	comments := hotel.NewCommentMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, comments.EnsureIndexes(bg))
 	for range 3 {
 		must(t, comments.Create(bg, &hotel.Comment{Key: hotel.CommentKey{Post: 35}, Author: "ann"}))
@@ -124,7 +124,7 @@ func (c *commandCounter) reset() map[string]int {
 func TestMongoScopeGap(t *testing.T) {
 	cc := &commandCounter{count: map[string]int{}}
 	db := mongotest.StartWithOptions(t, options.Client().SetMonitor(cc.monitor()))
-	comments := hotel.NewCommentMongoRepository(db)
+	comments := hotel.NewCommentMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, comments.EnsureIndexes(bg))
 	must(t, comments.Create(bg, &hotel.Comment{Key: hotel.CommentKey{Post: 7}, Author: "a"}))
 	for _, n := range []int64{20_002, 20_003, 20_004} {
@@ -161,7 +161,7 @@ func TestMongoScopeGap(t *testing.T) {
 // next allocation fails with runtime.ErrOverflow, changing nothing.
 func TestMongoCounterOverflow(t *testing.T) {
 	db := mongotest.Start(t)
-	posts := hotel.NewPostMongoRepository(db)
+	posts := hotel.NewPostMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, posts.EnsureIndexes(bg))
 	must(t, posts.Create(bg, &hotel.Post{Title: "first"}))
 	must(t, posts.Create(bg, &hotel.Post{ID: math.MaxInt64, Title: "last"}))
@@ -178,7 +178,7 @@ func TestMongoCounterOverflow(t *testing.T) {
 // would replace the bytes with U+FFFD, real MongoDB would refuse them).
 func TestMongoInvalidUTF8(t *testing.T) {
 	db := mongotest.Start(t)
-	r := hotel.NewHotelMongoRepository(db)
+	r := hotel.NewHotelMongoRepository(db, mongotest.NativeOptions()...)
 	must(t, r.EnsureIndexes(bg))
 	must(t, r.Create(bg, h1()))
 	before := dumpDB(t, db)
@@ -212,7 +212,7 @@ func TestMongoInvalidUTF8(t *testing.T) {
 func TestMongoLargeUndo(t *testing.T) {
 	large := os.Getenv("NOAM_LARGE") != ""
 	db := mongotest.Start(t)
-	r := hotel.NewHotelMongoRepository(db)
+	r := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, r.EnsureIndexes(bg))
 	must(t, r.Create(bg, h1()))
 	before := dumpDB(t, db)
@@ -272,3 +272,48 @@ func TestMongoTimeRule(t *testing.T) {
 		t.Fatalf("time %v came back as %v, want %v", in, out.At, want)
 	}
 }
+
+// TestMongoTooLarge (issue 12): a write that would make a document larger
+// than MongoDB's 16 MiB fails with runtime.ErrTooLarge and changes nothing,
+// on both lookup mappings. FerretDB v1 stores larger documents: the
+// adapter checks the size of every document and update it sends.
+func TestMongoTooLarge(t *testing.T) {
+	huge := strings.Repeat("x", 17<<20)
+	for _, mapping := range []struct {
+		name string
+		opts []mongostore.Option
+	}{{"native", mongotest.NativeOptions()}, {"tables", []mongostore.Option{mongostore.IndexTables()}}} {
+		t.Run(mapping.name, func(t *testing.T) {
+			db := mongotest.Start(t)
+			r := hotel.NewHotelMongoRepository(db, mapping.opts...)
+			must(t, r.EnsureIndexes(bg))
+			must(t, r.Create(bg, h1()))
+			games := game.NewGameMongoRepository(db, mapping.opts...)
+			must(t, games.EnsureIndexes(bg))
+			must(t, games.Create(bg, &game.Game{ID: "g1", Rounds: []game.Round{{Moves: []string{"a"}}}}))
+			before := dumpDB(t, db)
+			big := func(f func(*hotel.Hotel)) *hotel.Hotel { h := h3(); f(h); return h }
+			_, appendErr := games.AppendRounds(bg, "g1", game.Round{Moves: []string{huge}})
+			for what, err := range map[string]error{
+				"Create":              r.Create(bg, big(func(h *hotel.Hotel) { h.Address.Street = huge })),
+				"Create of big tags":  r.Create(bg, big(func(h *hotel.Hotel) { h.Tags = []string{huge[:9<<20], huge[:9<<20] + "y"} })),
+				"Put":                 r.Put(bg, big(func(h *hotel.Hotel) { h.ID, h.Address.Street = "h1", huge })),
+				"Put of a new hotel":  r.Put(bg, big(func(h *hotel.Hotel) { h.Address.Street = huge })),
+				"SetTags":             r.SetTags(bg, "h1", []string{huge}),
+				"SetAddress":          r.SetAddress(bg, "h1", hotel.Address{Street: huge}),
+				"Update":              r.Update(bg, "h1", hotel.HotelUpdate{City: ptr("Bonn"), Address: &hotel.Address{Street: huge}}),
+				"AppendRounds":        appendErr,
+				"SetRoundsAt":         games.SetRoundsAt(bg, "g1", 0, game.Round{Moves: []string{huge}}),
+				"Put of a huge game":  games.Put(bg, &game.Game{ID: "g2", Rounds: []game.Round{{Moves: []string{huge}}}}),
+				"Create of huge game": games.Create(bg, &game.Game{ID: "g3", FirstPlayer: huge}),
+			} {
+				if !errors.Is(err, runtime.ErrTooLarge) {
+					t.Errorf("%s: %v, want ErrTooLarge", what, err)
+				}
+			}
+			sameDB(t, "writes over 16 MiB", before, dumpDB(t, db))
+		})
+	}
+}
+
+func ptr[V any](v V) *V { return &v }

@@ -107,7 +107,7 @@ func fixture(t *testing.T, client *mongo.Client, n int) (*mongo.Database, *hotel
 	t.Helper()
 	db := client.Database(fmt.Sprintf("faults_%d_%d", dbSeq.Add(1), n))
 	t.Cleanup(func() { _ = db.Drop(bg) })
-	r := hotel.NewHotelMongoRepository(db)
+	r := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, r.EnsureIndexes(bg))
 	must(t, r.Create(bg, h1()))
 	must(t, r.Create(bg, h2()))
@@ -337,7 +337,7 @@ func TestMongoStalledWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, r := fixture(t, client, 1000+i)
-			other := hotel.NewHotelMongoRepository(plain.Database(db.Name()))
+			other := hotel.NewHotelMongoRepository(plain.Database(db.Name()), mongostore.IndexTables())
 			match := func(e *event.CommandStartedEvent) bool {
 				return e.CommandName == tc.cmd && e.Command.Lookup(tc.cmd).StringValue() == "Hotel"
 			}

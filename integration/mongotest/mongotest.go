@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -292,3 +293,15 @@ func ferretLogger() *slog.Logger {
 // the MongoDB at NOAM_MONGO_URI), for tests that run programs against it.
 // It is empty outside a package whose TestMain calls Main.
 func URI() string { return shared.uri }
+
+// NativeOptions are the mongostore options of the native lookup mapping
+// on the server under test: FerretDB v1 has no partial indexes and does not
+// make a unique index on an array path unique per element, so there unique
+// lookups keep their index tables (mongostore.UniqueTables); a real
+// MongoDB serves every lookup with a native index.
+func NativeOptions() []mongostore.Option {
+	if Real() {
+		return nil
+	}
+	return []mongostore.Option{mongostore.UniqueTables()}
+}

@@ -156,6 +156,11 @@ type Indexed[K comparable, D, T any] struct {
 	Lookups    []Lookup[T]
 	Convert    func(*D) T // document to aggregate
 	KeyOf      func(T) K  // block key of an aggregate
+	// Refused, when set, explains a duplicate key error of the aggregate
+	// write (a unique native index of the collection refusing the value
+	// v): it returns the error to fail with, or nil when the duplicate is
+	// the block key (insert says the write inserts the document).
+	Refused func(ctx context.Context, op string, id K, v T, insert bool, err error) error
 
 	tables []*mongo.Collection
 }
@@ -408,6 +413,10 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 	}
 	if err != nil || !ok {
 		x.undo(ctx, id, a)
+		var re *runtime.Error
+		if errors.As(err, &re) {
+			return false, err
+		}
 		if err != nil {
 			return false, runtime.Fail(op, x.Agg, id, nil, err)
 		}
@@ -596,6 +605,11 @@ func (x *Indexed[K, D, T]) Create(ctx context.Context, op string, id K, v T, doc
 	done, err := x.commit(ctx, op, id, inc, x.allKeys(id, v, false), x.allKeys(id, v, true), nextSeq(0), true, func(seq int64) (bool, error) {
 		_, err := x.Coll.InsertOne(ctx, doc(Stamp{Seq: seq, Inc: inc}))
 		if mongo.IsDuplicateKeyError(err) {
+			if x.Refused != nil {
+				if rerr := x.Refused(ctx, op, id, v, true, err); rerr != nil {
+					return false, rerr
+				}
+			}
 			dup = err
 			return false, nil
 		}
@@ -647,6 +661,11 @@ func (x *Indexed[K, D, T]) Put(ctx context.Context, op string, id K, v T, versio
 			if !st.found {
 				_, err := x.Coll.InsertOne(ctx, d)
 				if mongo.IsDuplicateKeyError(err) {
+					if x.Refused != nil {
+						if rerr := x.Refused(ctx, op, id, v, true, err); rerr != nil {
+							return false, rerr
+						}
+					}
 					return false, nil // created meanwhile: read it again
 				}
 				return err == nil, err
@@ -656,6 +675,11 @@ func (x *Indexed[K, D, T]) Put(ctx context.Context, op string, id K, v T, versio
 				filter = append(filter, bson.E{Key: x.VersionKey, Value: version})
 			}
 			res, err := x.Coll.ReplaceOne(ctx, filter, d)
+			if isDuplicate(err) && x.Refused != nil {
+				if rerr := x.Refused(ctx, op, id, v, false, err); rerr != nil {
+					return false, rerr
+				}
+			}
 			if err != nil {
 				return false, err
 			}
@@ -744,6 +768,11 @@ func (x *Indexed[K, D, T]) change(ctx context.Context, op string, id K, c Change
 				update = append(update, bson.E{Key: "$push", Value: c.Push})
 			}
 			res, err := x.Coll.UpdateOne(ctx, filter, update)
+			if isDuplicate(err) && x.Refused != nil {
+				if rerr := x.Refused(ctx, op, id, st.value, false, err); rerr != nil {
+					return false, rerr
+				}
+			}
 			if err != nil {
 				return false, err
 			}

@@ -8,7 +8,18 @@
 // each partitioned array's length under _len.f so that an append learns its
 // index from the same atomic write.
 //
-// # Lookups without transactions
+// # Lookups
+//
+// By default a lookup is a native secondary index of the aggregate
+// collection (see native.go): the server keeps it in the same atomic write
+// as the document, and nothing below applies. A lookup marked
+// noam:"lookup,table" (or every lookup under the option IndexTables, every
+// unique one under UniqueTables) is an index table instead, for sharded
+// collections that need a globally unique value or a lookup that does not
+// fan out to every shard (a unique index on a sharded collection must start
+// with the shard key).
+//
+// # Index tables without transactions
 //
 // A lookup's index table is a collection named TableName(collection,
 // lookup), e.g. "Hotel__cityStars", holding one entry per (value, block):
@@ -146,6 +157,8 @@ func Err(op, agg string, id any, err error) error {
 		return keyInUse(op, agg, id, err)
 	case badValue(err):
 		return runtime.Fail(op, agg, id, runtime.ErrInvalid, err)
+	case overLimit(err):
+		return tooLarge(op, agg, id, 0, err)
 	}
 	return runtime.Fail(op, agg, id, nil, err)
 }
@@ -182,21 +195,29 @@ func notImplemented(err error) bool {
 // ""), in one atomic findAndModify that returns only the new length. The
 // other elements are neither sent nor read back. It returns the index of
 // the new element.
+//
+// Servers without projections in findAndModify (FerretDB v1) would send
+// the whole document back: there Append reads the length alone and pushes
+// on condition that it is unchanged (see appendAt), so that a reply is a
+// few bytes whatever the size of the aggregate.
 func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, elem any, versionKey string) (int, error) {
 	inc := bson.D{{Key: LenKey + "." + field, Value: 1}}
 	if versionKey != "" {
 		inc = append(inc, bson.E{Key: versionKey, Value: 1})
 	}
-	update := bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
-	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	client := coll.Database().Client()
-	if _, no := noFindAndModifyProjection.Load(client); !no {
-		opts.SetProjection(bson.D{{Key: LenKey + "." + field, Value: 1}})
+	var update any = bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
+	if !fits(update) {
+		return 0, checkSize(op, agg, id, update)
 	}
+	client := coll.Database().Client()
+	if _, no := noFindAndModifyProjection.Load(client); no {
+		return appendAt(ctx, coll, op, agg, id, field, update)
+	}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(bson.D{{Key: LenKey + "." + field, Value: 1}})
 	raw, err := coll.FindOneAndUpdate(ctx, ByID(id), update, opts).Raw()
 	if notImplemented(err) {
 		noFindAndModifyProjection.Store(client, true)
-		raw, err = coll.FindOneAndUpdate(ctx, ByID(id), update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Raw()
+		return appendAt(ctx, coll, op, agg, id, field, update)
 	}
 	if err != nil {
 		return 0, Err(op, agg, id, err)
@@ -206,6 +227,34 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 		return 0, runtime.Fail(op, agg, id, nil, fmt.Errorf("document has no %s.%s length", LenKey, field))
 	}
 	return int(n) - 1, nil
+}
+
+// appendAt is Append on servers without projections in findAndModify: it
+// reads the array's length n (a projection of _len.<field> alone), then
+// applies update on condition that the length is still n, so that the new
+// element's index is n; a concurrent append makes it read again. Both
+// replies are a few bytes.
+func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update any) (int, error) {
+	path := LenKey + "." + field
+	for range maxAttempts {
+		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()
+		if err != nil {
+			return 0, Err(op, agg, id, err)
+		}
+		n, ok := raw.Lookup(LenKey, field).AsInt64OK()
+		var cond any = n
+		if !ok {
+			n, cond = 0, bson.D{{Key: "$exists", Value: false}}
+		}
+		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: path, Value: cond}}, update)
+		if err != nil {
+			return 0, Err(op, agg, id, err)
+		}
+		if res.MatchedCount == 1 {
+			return int(n), nil
+		}
+	}
+	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, maxAttempts))
 }
 
 // ByID is the filter that selects block id.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -23,29 +24,67 @@ type Store[T any, K comparable] struct {
 	d        *runtime.Desc[T, K]
 	coll     *mongo.Collection
 	counters *mongo.Collection
-	x        *Indexed[K, bson.Raw, *T] // nil without lookups
+	x        *Indexed[K, bson.Raw, *T] // nil without index-table lookups
+	native   []nativeLookup[T]         // lookups served by native indexes
+	tables   map[string]bool           // names of index-table lookups
+	// noPartial: unique native indexes are made without partial filters.
+	noPartial bool
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
+// Option changes how Open maps an aggregate's lookups.
+type Option func(*config)
+
+type config struct {
+	tables, uniqueTables, noPartial bool
+}
+
+// IndexTables keeps every lookup in an index table, as noam:"lookup,table"
+// does for one: for a deployment that shards the collection, and for tests
+// of the index-table protocol.
+func IndexTables() Option { return func(c *config) { c.tables = true } }
+
+// UniqueTables keeps every unique lookup in an index table: for servers
+// without partial indexes or without per-element unique multikey indexes
+// (FerretDB v1), where a native unique index cannot follow the zero-value
+// rule or the uniqueness of slice elements.
+func UniqueTables() Option { return func(c *config) { c.uniqueTables = true } }
+
+// NoPartialIndexes makes unique native indexes without the partial filter
+// that leaves zero values out, for servers without partial indexes
+// (FerretDB v1): a zero value then counts like any other, so that a second
+// aggregate holding it is refused with runtime.ErrDuplicate (GetBy of a zero
+// value still finds nothing).
+func NoPartialIndexes() Option { return func(c *config) { c.noPartial = true } }
+
 // Open returns the adapter of aggregate class d over db's collection
-// d.Collection (and its index tables, for lookups).
-func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store[T, K] {
-	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection)}
+// d.Collection (and the index tables of the lookups that keep them).
+func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...Option) *Store[T, K] {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial}
 	if d.Counter != nil {
 		s.counters = Counters(db)
 	}
-	if len(d.Lookups) > 0 {
-		var fields []string
-		var ls []Lookup[*T]
-		for _, l := range d.Lookups {
-			ls = append(ls, Lookup[*T]{Name: l.Name, Unique: l.Unique, Keys: l.Keys})
-			for _, f := range l.Fields {
-				if !slices.Contains(fields, f) {
-					fields = append(fields, f)
-				}
+	var fields []string
+	var ls []Lookup[*T]
+	for _, l := range d.Lookups {
+		if !tableLookup(l, c) {
+			s.native = append(s.native, nativeLookup[T]{l: l, index: IndexName(l.Name)})
+			continue
+		}
+		s.tables[l.Name] = true
+		ls = append(ls, Lookup[*T]{Name: l.Name, Unique: l.Unique, Keys: l.Keys})
+		for _, f := range l.Fields {
+			if !slices.Contains(fields, f) {
+				fields = append(fields, f)
 			}
 		}
+	}
+	if len(ls) > 0 {
 		s.x = NewIndexed(Indexed[K, bson.Raw, *T]{
 			Agg:        d.Aggregate,
 			Coll:       s.coll,
@@ -55,9 +94,58 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K]) *Store
 			Lookups:    ls,
 			Convert:    s.convert,
 			KeyOf:      func(t *T) K { return *d.ID(t) },
+			Refused: func(ctx context.Context, op string, id K, t *T, insert bool, err error) error {
+				return s.duplicate(ctx, op, id, t, insert, err)
+			},
 		})
 	}
 	return s
+}
+
+// tableLookup reports whether lookup l keeps an index table under c.
+func tableLookup[T any](l *runtime.Lookup[T], c config) bool {
+	multi := false
+	for _, p := range l.Paths {
+		multi = multi || p.Multi
+	}
+	return l.Table || c.tables || (c.uniqueTables && l.Unique) || len(l.Paths) == 0 || (multi && len(l.Paths) > 1)
+}
+
+// Native reports whether lookup name is served by a native index.
+func (s *Store[T, K]) Native(name string) bool {
+	for _, n := range s.native {
+		if n.l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// tableReads reports whether a write of the given entry keys can change an
+// index-table lookup.
+func (s *Store[T, K]) tableReads(keys ...string) bool {
+	if s.x == nil {
+		return false
+	}
+	for _, l := range s.d.LookupsOf(keys...) {
+		if s.tables[l.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// nativeReads reports whether a write of the given entry keys can change a
+// native lookup.
+func (s *Store[T, K]) nativeReads(keys ...string) bool {
+	for _, n := range s.native {
+		for _, k := range keys {
+			if n.l.Reads(k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Collection returns the aggregate collection.
@@ -65,7 +153,8 @@ func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
 
 // Caps declares what MongoDB promises to this adapter.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: false, MaxValueBytes: 16 << 20}
+	// A nil store (explain asks one) answers for the index-table mapping.
+	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20}
 }
 
 // rawDecoder decodes one document field; one is reused per document.
@@ -273,10 +362,17 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	create := func(t *T) error {
 		id := *s.d.ID(t)
+		if err := s.checkNative("Create", id, t); err != nil {
+			return err
+		}
+		doc := s.doc(t, 1, Stamp{})
+		if err := s.checkDoc("Create", id, doc); err != nil {
+			return err
+		}
 		if s.x != nil {
 			return s.x.Create(ctx, "Create", id, t, func(st Stamp) any { return s.doc(t, 1, st) })
 		}
-		return Insert(ctx, s.coll, "Create", s.d.Aggregate, id, s.doc(t, 1, Stamp{}))
+		return s.insert(ctx, "Create", id, t, doc)
 	}
 	var err error
 	if s.d.Counter != nil {
@@ -304,10 +400,17 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 		if _, n := s.counterID(id); n == 0 {
 			// A zero counted number: a new block with an allocated key.
 			put = func(t *T) error {
+				if err := s.checkNative("Put", *s.d.ID(t), t); err != nil {
+					return err
+				}
+				doc := s.doc(t, want+1, Stamp{})
+				if err := s.checkDoc("Put", *s.d.ID(t), doc); err != nil {
+					return err
+				}
 				if s.x != nil {
 					return s.x.Create(ctx, "Put", *s.d.ID(t), t, func(st Stamp) any { return s.doc(t, want+1, st) })
 				}
-				return Insert(ctx, s.coll, "Put", s.d.Aggregate, *s.d.ID(t), s.doc(t, want+1, Stamp{}))
+				return s.insert(ctx, "Put", *s.d.ID(t), t, doc)
 			}
 		}
 		if err := s.withCounter(ctx, "Put", t, true, put); err != nil {
@@ -323,19 +426,28 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	id := *s.d.ID(t)
 	versioned := s.d.Version != nil
+	if err := s.checkNative("Put", id, t); err != nil {
+		return err
+	}
+	doc := s.doc(t, want+1, Stamp{})
+	if err := s.checkDoc("Put", id, doc); err != nil {
+		return err
+	}
 	if s.x != nil {
 		return s.x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
 	}
-	doc := s.doc(t, want+1, Stamp{})
 	switch {
 	case !versioned:
 		if _, err := s.coll.ReplaceOne(ctx, ByID(id), doc, options.Replace().SetUpsert(true)); err != nil {
-			return s.fail("Put", id, err)
+			return s.writeErr(ctx, "Put", id, t, false, err)
 		}
 	case want == 0:
 		// A new block: inserting fails if one exists already.
 		if _, err := s.coll.InsertOne(ctx, doc); err != nil {
 			if mongo.IsDuplicateKeyError(err) {
+				if derr := s.duplicate(ctx, "Put", id, t, true, err); derr != nil {
+					return derr
+				}
 				return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
 			}
 			return s.fail("Put", id, err)
@@ -345,7 +457,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		filter := bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: want}}
 		res, err := s.coll.ReplaceOne(ctx, filter, doc)
 		if err != nil {
-			return s.fail("Put", id, err)
+			return s.writeErr(ctx, "Put", id, t, false, err)
 		}
 		if res.MatchedCount == 0 {
 			return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, nil)
@@ -433,7 +545,13 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		}
 		return nil
 	}
-	if s.x != nil && len(s.d.LookupsOf(u.Keys()...)) > 0 {
+	if err := s.checkChanges(op, id, u); err != nil {
+		return err
+	}
+	if s.tableReads(u.Keys()...) {
+		if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
+			return err
+		}
 		return s.x.Change(ctx, op, id, Change[*T]{
 			Filter: filter, Set: set, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elems,
 			Apply: func(t *T) {
@@ -447,14 +565,99 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	if inc := s.versionInc(); inc != nil {
 		update = append(update, bson.E{Key: "$inc", Value: inc})
 	}
-	res, err := s.coll.UpdateOne(ctx, filter, update)
+	var upd any = update // boxed once, for the check and the driver
+	if !fits(upd) {
+		return checkSize(op, s.d.Aggregate, id, upd)
+	}
+	res, err := s.coll.UpdateOne(ctx, filter, upd)
 	if err != nil {
+		if isDuplicate(err) {
+			return s.writeErr(ctx, op, id, s.applied(u), false, err)
+		}
 		return s.fail(op, id, err)
 	}
 	if res.MatchedCount == 0 {
 		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
 	}
 	return nil
+}
+
+// checkDoc fails with runtime.ErrTooLarge when doc, the document of a
+// block, is over MaxDocumentBytes (with the few bytes of a stamp, where the
+// lookup protocol adds one).
+func (s *Store[T, K]) checkDoc(op string, id K, doc bson.D) error {
+	if s.x != nil {
+		doc = append(doc, bson.E{Key: SeqKey, Value: int64(1)}, bson.E{Key: IncKey, Value: int64(1)})
+	}
+	if n, ok := docBound(doc); ok && n <= MaxDocumentBytes {
+		return nil
+	}
+	return checkSize(op, s.d.Aggregate, id, doc)
+}
+
+// checkChanges fails with runtime.ErrInvalidValue if u gives a native
+// lookup a value that is not valid UTF-8: a string change is checked as it
+// is, other changes through the lookup's values.
+func (s *Store[T, K]) checkChanges(op string, id K, u runtime.Update[T]) error {
+	var t *T
+	for _, c := range u.Changes {
+		keys := []string{c.Field.Key}
+		if c.Field.Kind == runtime.KindRoot {
+			keys = c.Field.Fields
+		}
+		if !s.nativeReads(keys...) {
+			continue
+		}
+		if v, ok := c.Value.(string); ok && !c.Elem {
+			if !utf8.ValidString(v) {
+				return runtime.CheckUTF8(op, s.d.Aggregate, id, v)
+			}
+			continue
+		}
+		if t == nil {
+			t = new(T)
+		}
+		_ = c.Apply(t)
+	}
+	if t == nil {
+		return nil
+	}
+	return s.checkNative(op, id, t)
+}
+
+// applied is a new aggregate with the changes of u made (elements of
+// partitions it does not have are left out): the values a failed update
+// was writing, to name a taken unique value.
+func (s *Store[T, K]) applied(u runtime.Update[T]) *T {
+	t := new(T)
+	for _, c := range u.Changes {
+		_ = c.Apply(t)
+	}
+	return t
+}
+
+// insert inserts the document of new block t: a block key in use is
+// runtime.ErrDuplicate (errKeyInUse, for Allocate), and so is a unique
+// value another block holds (naming it).
+func (s *Store[T, K]) insert(ctx context.Context, op string, id K, t *T, doc any) error {
+	err := Insert(ctx, s.coll, op, s.d.Aggregate, id, doc)
+	if err != nil && errors.Is(err, errKeyInUse) {
+		if derr := s.duplicate(ctx, op, id, t, true, err); derr != nil {
+			return derr
+		}
+	}
+	return err
+}
+
+// writeErr is the error of a failed write of block id holding (at least)
+// the values of t.
+func (s *Store[T, K]) writeErr(ctx context.Context, op string, id K, t *T, insert bool, err error) error {
+	if isDuplicate(err) && t != nil {
+		if derr := s.duplicate(ctx, op, id, t, insert, err); derr != nil {
+			return derr
+		}
+	}
+	return s.fail(op, id, err)
 }
 
 // Append pushes elem onto partition f with one findAndModify that returns
@@ -465,13 +668,30 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 }
 
 func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
-	if s.x != nil && len(s.d.LookupsOf(f.Key)) > 0 {
+	var t *T
+	if s.nativeReads(f.Key) {
+		t = new(T)
+		_ = f.AppendValue(t, elem)
+		if err := s.checkNative(op, id, t); err != nil {
+			return 0, err
+		}
+	}
+	if s.tableReads(f.Key) {
+		if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$push", Value: bson.D{{Key: f.Key, Value: elem}}}}); err != nil {
+			return 0, err
+		}
 		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
 			Inc:   s.versionInc(),
 			Apply: func(t *T) { _ = f.AppendValue(t, elem) },
 		})
 	}
-	return Append(ctx, s.coll, op, s.d.Aggregate, id, f.Key, elem, s.d.VersionKey())
+	i, err := Append(ctx, s.coll, op, s.d.Aggregate, id, f.Key, elem, s.d.VersionKey())
+	if err != nil && t != nil && (errors.Is(err, runtime.ErrDuplicate) || isDuplicate(err)) {
+		if derr := s.duplicate(ctx, op, id, t, false, err); derr != nil {
+			return 0, derr
+		}
+	}
+	return i, err
 }
 
 // ReadElems reads elements of partition f of block id with a $slice
@@ -565,8 +785,12 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 	return items, last, more, nil
 }
 
-// ReadLookup reads aggregates through lookup l's index table.
+// ReadLookup reads aggregates through lookup l: one find on its native
+// index, or through its index table.
 func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+	if !s.tables[l.Name] {
+		return s.readNative(ctx, op, l, rng, after, n)
+	}
 	r := *rng
 	r.After = after
 	return s.x.readLookup(ctx, op, l.Name, &r, n)
@@ -574,6 +798,9 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 
 // GetBy reads the aggregate holding value of unique lookup l.
 func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
+	if !s.tables[l.Name] {
+		return s.getNative(ctx, op, l, value)
+	}
 	return s.x.GetBy(ctx, op, l.Name, value)
 }
 
@@ -609,12 +836,19 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 	return items, last, more, nil
 }
 
-// Repair rebuilds the index tables from the aggregates.
+// Repair rebuilds the index tables from the aggregates. Native lookups
+// need no repair: the report lists them under Native.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	if s.x == nil {
-		return runtime.RepairReport{}, nil
+	var native []string
+	for _, n := range s.native {
+		native = append(native, s.coll.Name()+"."+n.l.Name)
 	}
-	return s.x.Repair(ctx)
+	if s.x == nil {
+		return runtime.RepairReport{Native: native}, nil
+	}
+	rep, err := s.x.Repair(ctx)
+	rep.Native = native
+	return rep, err
 }
 
 // Ensure creates the collection, the index tables and the counters.
@@ -623,10 +857,16 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	if s.counters != nil {
 		more = append(more, CountersCollection)
 	}
+	var err error
 	if s.x != nil {
-		return s.x.EnsureIndexes(ctx, more...)
+		err = s.x.EnsureIndexes(ctx, more...)
+	} else {
+		err = EnsureCollections(ctx, s.coll.Database(), s.d.Aggregate, append([]string{s.coll.Name()}, more...)...)
 	}
-	return EnsureCollections(ctx, s.coll.Database(), s.d.Aggregate, append([]string{s.coll.Name()}, more...)...)
+	if err != nil {
+		return err
+	}
+	return s.ensureNative(ctx)
 }
 
 // refused marks a store failure caused by a value the server refuses (a

@@ -75,7 +75,11 @@ func checkLayout[T any, K comparable](t *testing.T, e *env, repo any, steps []fu
 	if !ok {
 		t.Skipf("the %T repository does not reveal its runtime.Repo (descriptor and adapter)", repo)
 	}
-	if c := r.S.Caps(); c != e.h.Caps {
+	c := r.S.Caps()
+	if e.h.AtomicLookupsPerAggregate {
+		c.AtomicLookups = e.h.Caps.AtomicLookups
+	}
+	if c != e.h.Caps {
 		t.Errorf("the adapter declares %+v, the harness %+v", c, e.h.Caps)
 	}
 	l, ok := r.S.(Layouter[K])

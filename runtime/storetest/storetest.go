@@ -42,6 +42,10 @@ type Harness struct {
 	// Caps is what the store declares (runtime.Store.Caps): OrderedScan
 	// makes the suite check List and All order.
 	Caps runtime.Caps
+	// AtomicLookupsPerAggregate: the store's AtomicLookups depends on the
+	// aggregate (MongoDB: true when all its lookups are native indexes),
+	// so the suite leaves it out of the comparison with Caps.
+	AtomicLookupsPerAggregate bool
 	// Concurrent runs the concurrency tests: only for stores whose writes
 	// are atomic under concurrency.
 	Concurrent bool

@@ -5,7 +5,8 @@
 // Mapping (NoAM Fig. 10): one collection per aggregate class, one document
 // per block with the block key as _id and one top-level field per entry;
 // partitioned fields are arrays written element by element, with their
-// lengths in the hidden field _len.
+// lengths in the hidden field _len. Lookups are native secondary indexes,
+// or index tables where marked noam:"lookup,table" (see runtime/mongostore).
 package mongo
 
 import (
@@ -62,12 +63,22 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	if len(a.Partitions()) > 0 {
 		more += " Partitioned fields are arrays written element by element ($push, $set of one index), their lengths kept in _len."
 	}
-	if len(a.Lookups) > 0 {
-		var names []string
-		for _, l := range a.Lookups {
-			names = append(names, fmt.Sprintf("%q", a.Collection+"__"+l.Name))
+	var native, tables []string
+	for _, l := range a.Lookups {
+		if l.Table {
+			tables = append(tables, fmt.Sprintf("%q", a.Collection+"__"+l.Name))
+		} else {
+			native = append(native, fmt.Sprintf("%s %s", l.Name, indexKeys(l)))
 		}
-		more += fmt.Sprintf(" Its index tables are the collections %s, kept right by the lookup protocol of runtime/mongostore (hidden fields _seq and _inc).", strings.Join(names, ", "))
+	}
+	if len(native) > 0 {
+		more += fmt.Sprintf(" Lookups are native indexes of the collection, created by EnsureIndexes: %s.", strings.Join(native, ", "))
+	}
+	if len(tables) > 0 {
+		more += fmt.Sprintf(" Lookups marked table are the index tables %s, kept right by the lookup protocol of runtime/mongostore (hidden fields _seq and _inc).", strings.Join(tables, ", "))
+	}
+	if len(a.Lookups) > 0 {
+		more += " Options: mongostore.IndexTables() keeps every lookup in an index table, mongostore.UniqueTables() the unique ones."
 	}
 	if a.Counter {
 		more += " Block keys are allocated from counters in the collection \"noam_counters\"."
@@ -75,9 +86,30 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	doc := fmt.Sprintf("%s is %s on MongoDB. Each %s block is one document of collection %q with the block key as _id and one top-level field per entry (%s).%s",
 		repo, t.Repo(a), a.Name, a.Collection, strings.Join(fields, ", "), more)
 	t.StoreRepoDecl(f, a, "Mongo", doc, "db's collections",
-		jen.Id("db").Op("*").Qual(mongoPkg, "Database"),
+		jen.List(jen.Id("db").Op("*").Qual(mongoPkg, "Database"), jen.Id("opts").Op("...").Qual(storePkg, "Option")),
 		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
-		jen.Qual(storePkg, "Open").Call(jen.Id("db"), jen.Id(t.DescVar(a))))
+		jen.Qual(storePkg, "Open").Call(jen.Id("db"), jen.Id(t.DescVar(a)), jen.Id("opts").Op("...")))
 	f.Comment("Collection returns the underlying collection.")
 	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("Collection").Params().Op("*").Qual(mongoPkg, "Collection").Block(jen.Return(jen.Id("r").Dot("store").Dot("Collection").Call()))
+}
+
+// indexKeys renders the key pattern of a lookup's native index, e.g.
+// "{city: 1, stars: 1, _id: 1}" or "{name: 1} unique".
+func indexKeys(l *model.Lookup) string {
+	var keys []string
+	multi := false
+	for _, p := range l.Parts {
+		keys = append(keys, strings.ReplaceAll(p.Path, "[]", "")+": 1")
+		multi = multi || p.Multi
+	}
+	if multi && len(l.Parts) > 1 {
+		return "(an index table: a composite lookup through a slice)"
+	}
+	if !l.Unique {
+		return "{" + strings.Join(append(keys, "_id: 1"), ", ") + "}"
+	}
+	if l.IndexZero {
+		return "{" + strings.Join(keys, ", ") + "} unique"
+	}
+	return "{" + strings.Join(keys, ", ") + "} unique, zero values left out"
 }

@@ -20,8 +20,8 @@ type CustomerMongoRepository struct {
 
 // NewCustomerMongoRepository returns the Customer repository over db's
 // collections.
-func NewCustomerMongoRepository(db *mongo.Database) *CustomerMongoRepository {
-	s := mongostore.Open(db, customerDesc)
+func NewCustomerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CustomerMongoRepository {
+	s := mongostore.Open(db, customerDesc, opts...)
 	return &CustomerMongoRepository{customerRepo{runtime.NewRepo(customerDesc, s)}, s}
 }
 

@@ -19,8 +19,8 @@ type PlayerMongoRepository struct {
 
 // NewPlayerMongoRepository returns the Player repository over db's
 // collections.
-func NewPlayerMongoRepository(db *mongo.Database) *PlayerMongoRepository {
-	s := mongostore.Open(db, playerDesc)
+func NewPlayerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *PlayerMongoRepository {
+	s := mongostore.Open(db, playerDesc, opts...)
 	return &PlayerMongoRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
 }
 

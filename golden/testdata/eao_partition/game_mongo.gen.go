@@ -20,8 +20,8 @@ type GameMongoRepository struct {
 }
 
 // NewGameMongoRepository returns the Game repository over db's collections.
-func NewGameMongoRepository(db *mongo.Database) *GameMongoRepository {
-	s := mongostore.Open(db, gameDesc)
+func NewGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *GameMongoRepository {
+	s := mongostore.Open(db, gameDesc, opts...)
 	return &GameMongoRepository{gameRepo{runtime.NewRepo(gameDesc, s)}, s}
 }
 

@@ -20,8 +20,8 @@ type ProfileMongoRepository struct {
 
 // NewProfileMongoRepository returns the Profile repository over db's
 // collections.
-func NewProfileMongoRepository(db *mongo.Database) *ProfileMongoRepository {
-	s := mongostore.Open(db, profileDesc)
+func NewProfileMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ProfileMongoRepository {
+	s := mongostore.Open(db, profileDesc, opts...)
 	return &ProfileMongoRepository{profileRepo{runtime.NewRepo(profileDesc, s)}, s}
 }
 

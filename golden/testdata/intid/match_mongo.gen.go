@@ -18,8 +18,8 @@ type MatchMongoRepository struct {
 }
 
 // NewMatchMongoRepository returns the Match repository over db's collections.
-func NewMatchMongoRepository(db *mongo.Database) *MatchMongoRepository {
-	s := mongostore.Open(db, matchDesc)
+func NewMatchMongoRepository(db *mongo.Database, opts ...mongostore.Option) *MatchMongoRepository {
+	s := mongostore.Open(db, matchDesc, opts...)
 	return &MatchMongoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
 }
 

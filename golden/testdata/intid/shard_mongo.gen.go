@@ -18,8 +18,8 @@ type ShardMongoRepository struct {
 }
 
 // NewShardMongoRepository returns the Shard repository over db's collections.
-func NewShardMongoRepository(db *mongo.Database) *ShardMongoRepository {
-	s := mongostore.Open(db, shardDesc)
+func NewShardMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ShardMongoRepository {
+	s := mongostore.Open(db, shardDesc, opts...)
 	return &ShardMongoRepository{shardRepo{runtime.NewRepo(shardDesc, s)}, s}
 }
 

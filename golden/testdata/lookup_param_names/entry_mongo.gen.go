@@ -19,8 +19,8 @@ type EntryMongoRepository struct {
 }
 
 // NewEntryMongoRepository returns the Entry repository over db's collections.
-func NewEntryMongoRepository(db *mongo.Database) *EntryMongoRepository {
-	s := mongostore.Open(db, entryDesc)
+func NewEntryMongoRepository(db *mongo.Database, opts ...mongostore.Option) *EntryMongoRepository {
+	s := mongostore.Open(db, entryDesc, opts...)
 	return &EntryMongoRepository{entryRepo{runtime.NewRepo(entryDesc, s)}, s}
 }
 

@@ -11,17 +11,19 @@ import (
 
 // ItemMongoRepository is ItemRepository on MongoDB. Each Item block is one
 // document of collection "Item" with the block key as _id and one top-level
-// field per entry (type, r, ctx, len). Its index tables are the collections
-// "Item__kind", "Item__ctx", "Item__len", kept right by the lookup protocol of
-// runtime/mongostore (hidden fields _seq and _inc).
+// field per entry (type, r, ctx, len). Lookups are native indexes of the
+// collection, created by EnsureIndexes: kind {type: 1, r: 1} unique, zero
+// values left out, ctx {ctx: 1} unique, zero values left out, len {len: 1}
+// unique, zero values left out. Options: mongostore.IndexTables() keeps every
+// lookup in an index table, mongostore.UniqueTables() the unique ones.
 type ItemMongoRepository struct {
 	itemRepo
 	store *mongostore.Store[Item, string]
 }
 
 // NewItemMongoRepository returns the Item repository over db's collections.
-func NewItemMongoRepository(db *mongo.Database) *ItemMongoRepository {
-	s := mongostore.Open(db, itemDesc)
+func NewItemMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ItemMongoRepository {
+	s := mongostore.Open(db, itemDesc, opts...)
 	return &ItemMongoRepository{itemRepo{runtime.NewRepo(itemDesc, s)}, s}
 }
 

@@ -200,9 +200,9 @@ var (
 
 // The lookups of Item.
 var (
-	itemLookupKind = &runtime.Lookup[Item]{Name: "kind", Unique: true, Parts: 2, Fields: []string{"type", "r"}, Keys: itemKindKeys}
-	itemLookupCtx  = &runtime.Lookup[Item]{Name: "ctx", Unique: true, Parts: 1, Fields: []string{"ctx"}, Keys: itemCtxKeys}
-	itemLookupLen  = &runtime.Lookup[Item]{Name: "len", Unique: true, Parts: 1, Fields: []string{"len"}, Keys: itemLenKeys}
+	itemLookupKind = &runtime.Lookup[Item]{Name: "kind", Unique: true, Parts: 2, Fields: []string{"type", "r"}, Keys: itemKindKeys, Paths: []runtime.LookupPath{{Path: "type", Kind: runtime.PartString}, {Path: "r", Kind: runtime.PartInt}}}
+	itemLookupCtx  = &runtime.Lookup[Item]{Name: "ctx", Unique: true, Parts: 1, Fields: []string{"ctx"}, Keys: itemCtxKeys, Paths: []runtime.LookupPath{{Path: "ctx", Kind: runtime.PartString}}}
+	itemLookupLen  = &runtime.Lookup[Item]{Name: "len", Unique: true, Parts: 1, Fields: []string{"len"}, Keys: itemLenKeys, Paths: []runtime.LookupPath{{Path: "len", Kind: runtime.PartInt}}}
 )
 
 // itemDesc describes Item to the store adapters: the same layout on every

@@ -11,17 +11,18 @@ import (
 
 // BadgeMongoRepository is BadgeRepository on MongoDB. Each Badge block is one
 // document of collection "Badge" with the block key as _id and one top-level
-// field per entry (code). Its index tables are the collections "Badge__code",
-// kept right by the lookup protocol of runtime/mongostore (hidden fields _seq
-// and _inc).
+// field per entry (code). Lookups are native indexes of the collection,
+// created by EnsureIndexes: code {code: 1} unique. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones.
 type BadgeMongoRepository struct {
 	badgeRepo
 	store *mongostore.Store[Badge, string]
 }
 
 // NewBadgeMongoRepository returns the Badge repository over db's collections.
-func NewBadgeMongoRepository(db *mongo.Database) *BadgeMongoRepository {
-	s := mongostore.Open(db, badgeDesc)
+func NewBadgeMongoRepository(db *mongo.Database, opts ...mongostore.Option) *BadgeMongoRepository {
+	s := mongostore.Open(db, badgeDesc, opts...)
 	return &BadgeMongoRepository{badgeRepo{runtime.NewRepo(badgeDesc, s)}, s}
 }
 

@@ -104,7 +104,7 @@ var (
 
 // The lookups of Badge.
 var (
-	badgeLookupCode = &runtime.Lookup[Badge]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: badgeCodeKeys}
+	badgeLookupCode = &runtime.Lookup[Badge]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: badgeCodeKeys, IndexZero: true, Paths: []runtime.LookupPath{{Path: "code", Kind: runtime.PartString}}}
 )
 
 // badgeDesc describes Badge to the store adapters: the same layout on every

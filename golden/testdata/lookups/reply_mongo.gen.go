@@ -11,18 +11,19 @@ import (
 
 // ReplyMongoRepository is ReplyRepository on MongoDB. Each Reply block is one
 // document of collection "Reply" with the block key as _id and one top-level
-// field per entry (author, body). Its index tables are the collections
-// "Reply__author", kept right by the lookup protocol of runtime/mongostore
-// (hidden fields _seq and _inc). Block keys are allocated from counters in the
-// collection "noam_counters".
+// field per entry (author, body). Lookups are native indexes of the
+// collection, created by EnsureIndexes: author {author: 1, _id: 1}. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones. Block keys are allocated from
+// counters in the collection "noam_counters".
 type ReplyMongoRepository struct {
 	replyRepo
 	store *mongostore.Store[Reply, ReplyKey]
 }
 
 // NewReplyMongoRepository returns the Reply repository over db's collections.
-func NewReplyMongoRepository(db *mongo.Database) *ReplyMongoRepository {
-	s := mongostore.Open(db, replyDesc)
+func NewReplyMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ReplyMongoRepository {
+	s := mongostore.Open(db, replyDesc, opts...)
 	return &ReplyMongoRepository{replyRepo{runtime.NewRepo(replyDesc, s)}, s}
 }
 

@@ -142,7 +142,7 @@ var (
 
 // The lookups of Reply.
 var (
-	replyLookupAuthor = &runtime.Lookup[Reply]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: replyAuthorKeys}
+	replyLookupAuthor = &runtime.Lookup[Reply]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: replyAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
 )
 
 // replyDesc describes Reply to the store adapters: the same layout on every

@@ -11,18 +11,21 @@ import (
 
 // ShopMongoRepository is ShopRepository on MongoDB. Each Shop block is one
 // document of collection "Shop" with the block key as _id and one top-level
-// field per entry (email, region, rank, labels, codes, address, notes). Its
-// index tables are the collections "Shop__email", "Shop__regionRank",
-// "Shop__labels", "Shop__codes", "Shop__addressCity", kept right by the lookup
-// protocol of runtime/mongostore (hidden fields _seq and _inc).
+// field per entry (email, region, rank, labels, codes, address, notes).
+// Lookups are native indexes of the collection, created by EnsureIndexes:
+// email {email: 1} unique, zero values left out, regionRank {region: 1, rank:
+// 1, _id: 1}, labels {labels: 1, _id: 1}, codes {codes: 1} unique, zero values
+// left out, addressCity {address.city: 1, _id: 1}. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones.
 type ShopMongoRepository struct {
 	shopRepo
 	store *mongostore.Store[Shop, string]
 }
 
 // NewShopMongoRepository returns the Shop repository over db's collections.
-func NewShopMongoRepository(db *mongo.Database) *ShopMongoRepository {
-	s := mongostore.Open(db, shopDesc)
+func NewShopMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ShopMongoRepository {
+	s := mongostore.Open(db, shopDesc, opts...)
 	return &ShopMongoRepository{shopRepo{runtime.NewRepo(shopDesc, s)}, s}
 }
 

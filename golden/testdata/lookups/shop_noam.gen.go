@@ -251,11 +251,11 @@ var (
 
 // The lookups of Shop.
 var (
-	shopLookupEmail       = &runtime.Lookup[Shop]{Name: "email", Unique: true, Parts: 1, Fields: []string{"email"}, Keys: shopEmailKeys}
-	shopLookupRegionRank  = &runtime.Lookup[Shop]{Name: "regionRank", Parts: 2, Fields: []string{"region", "rank"}, Keys: shopRegionRankKeys}
-	shopLookupLabels      = &runtime.Lookup[Shop]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: shopLabelsKeys}
-	shopLookupCodes       = &runtime.Lookup[Shop]{Name: "codes", Unique: true, Parts: 1, Fields: []string{"codes"}, Keys: shopCodesKeys}
-	shopLookupAddressCity = &runtime.Lookup[Shop]{Name: "addressCity", Parts: 1, Fields: []string{"address"}, Keys: shopAddressCityKeys}
+	shopLookupEmail       = &runtime.Lookup[Shop]{Name: "email", Unique: true, Parts: 1, Fields: []string{"email"}, Keys: shopEmailKeys, Paths: []runtime.LookupPath{{Path: "email", Kind: runtime.PartString}}}
+	shopLookupRegionRank  = &runtime.Lookup[Shop]{Name: "regionRank", Parts: 2, Fields: []string{"region", "rank"}, Keys: shopRegionRankKeys, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "rank", Kind: runtime.PartUint}}}
+	shopLookupLabels      = &runtime.Lookup[Shop]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: shopLabelsKeys, Paths: []runtime.LookupPath{{Path: "labels", Kind: runtime.PartString, Multi: true}}}
+	shopLookupCodes       = &runtime.Lookup[Shop]{Name: "codes", Unique: true, Parts: 1, Fields: []string{"codes"}, Keys: shopCodesKeys, Paths: []runtime.LookupPath{{Path: "codes", Kind: runtime.PartInt, Multi: true}}}
+	shopLookupAddressCity = &runtime.Lookup[Shop]{Name: "addressCity", Parts: 1, Fields: []string{"address"}, Keys: shopAddressCityKeys, Paths: []runtime.LookupPath{{Path: "address.city", Kind: runtime.PartString}}}
 )
 
 // shopDesc describes Shop to the store adapters: the same layout on every

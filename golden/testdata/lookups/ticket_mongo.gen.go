@@ -13,10 +13,11 @@ import (
 // one document of collection "Ticket" with the block key as _id and one
 // top-level field per entry (owner, events[i], version). Partitioned fields
 // are arrays written element by element ($push, $set of one index), their
-// lengths kept in _len. Its index tables are the collections "Ticket__owner",
-// "Ticket__eventsKind", kept right by the lookup protocol of
-// runtime/mongostore (hidden fields _seq and _inc). Block keys are allocated
-// from counters in the collection "noam_counters".
+// lengths kept in _len. Lookups are native indexes of the collection, created
+// by EnsureIndexes: owner {owner: 1, _id: 1}, eventsKind {events.kind: 1, _id:
+// 1}. Options: mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones. Block keys are allocated from
+// counters in the collection "noam_counters".
 type TicketMongoRepository struct {
 	ticketRepo
 	store *mongostore.Store[Ticket, TicketID]
@@ -24,8 +25,8 @@ type TicketMongoRepository struct {
 
 // NewTicketMongoRepository returns the Ticket repository over db's
 // collections.
-func NewTicketMongoRepository(db *mongo.Database) *TicketMongoRepository {
-	s := mongostore.Open(db, ticketDesc)
+func NewTicketMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TicketMongoRepository {
+	s := mongostore.Open(db, ticketDesc, opts...)
 	return &TicketMongoRepository{ticketRepo{runtime.NewRepo(ticketDesc, s)}, s}
 }
 

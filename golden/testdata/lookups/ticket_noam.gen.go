@@ -172,8 +172,8 @@ var (
 
 // The lookups of Ticket.
 var (
-	ticketLookupOwner      = &runtime.Lookup[Ticket]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: ticketOwnerKeys}
-	ticketLookupEventsKind = &runtime.Lookup[Ticket]{Name: "eventsKind", Parts: 1, Fields: []string{"events"}, Keys: ticketEventsKindKeys}
+	ticketLookupOwner      = &runtime.Lookup[Ticket]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: ticketOwnerKeys, Paths: []runtime.LookupPath{{Path: "owner", Kind: runtime.PartString}}}
+	ticketLookupEventsKind = &runtime.Lookup[Ticket]{Name: "eventsKind", Parts: 1, Fields: []string{"events"}, Keys: ticketEventsKindKeys, Paths: []runtime.LookupPath{{Path: "events.kind", Kind: runtime.PartString, Multi: true}}}
 )
 
 // ticketDesc describes Ticket to the store adapters: the same layout on every

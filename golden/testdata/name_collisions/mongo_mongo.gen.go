@@ -18,8 +18,8 @@ type MongoMongoRepository struct {
 }
 
 // NewMongoMongoRepository returns the Mongo repository over db's collections.
-func NewMongoMongoRepository(db *mongo.Database) *MongoMongoRepository {
-	s := mongostore.Open(db, mongoDesc)
+func NewMongoMongoRepository(db *mongo.Database, opts ...mongostore.Option) *MongoMongoRepository {
+	s := mongostore.Open(db, mongoDesc, opts...)
 	return &MongoMongoRepository{mongoRepo{runtime.NewRepo(mongoDesc, s)}, s}
 }
 

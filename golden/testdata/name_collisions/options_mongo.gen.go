@@ -19,8 +19,8 @@ type OptionsMongoRepository struct {
 
 // NewOptionsMongoRepository returns the Options repository over db's
 // collections.
-func NewOptionsMongoRepository(db *mongo.Database) *OptionsMongoRepository {
-	s := mongostore.Open(db, optionsDesc)
+func NewOptionsMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OptionsMongoRepository {
+	s := mongostore.Open(db, optionsDesc, opts...)
 	return &OptionsMongoRepository{optionsRepo{runtime.NewRepo(optionsDesc, s)}, s}
 }
 

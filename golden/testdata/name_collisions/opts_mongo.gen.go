@@ -18,8 +18,8 @@ type OptsMongoRepository struct {
 }
 
 // NewOptsMongoRepository returns the Opts repository over db's collections.
-func NewOptsMongoRepository(db *mongo.Database) *OptsMongoRepository {
-	s := mongostore.Open(db, optsDesc)
+func NewOptsMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OptsMongoRepository {
+	s := mongostore.Open(db, optsDesc, opts...)
 	return &OptsMongoRepository{optsRepo{runtime.NewRepo(optsDesc, s)}, s}
 }
 

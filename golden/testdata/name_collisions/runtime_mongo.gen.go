@@ -19,8 +19,8 @@ type RuntimeMongoRepository struct {
 
 // NewRuntimeMongoRepository returns the Runtime repository over db's
 // collections.
-func NewRuntimeMongoRepository(db *mongo.Database) *RuntimeMongoRepository {
-	s := mongostore.Open(db, runtimeDesc)
+func NewRuntimeMongoRepository(db *mongo.Database, opts ...mongostore.Option) *RuntimeMongoRepository {
+	s := mongostore.Open(db, runtimeDesc, opts...)
 	return &RuntimeMongoRepository{runtimeRepo{runtime.NewRepo(runtimeDesc, s)}, s}
 }
 

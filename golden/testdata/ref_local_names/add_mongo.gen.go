@@ -18,8 +18,8 @@ type AddMongoRepository struct {
 }
 
 // NewAddMongoRepository returns the Add repository over db's collections.
-func NewAddMongoRepository(db *mongo.Database) *AddMongoRepository {
-	s := mongostore.Open(db, addDesc)
+func NewAddMongoRepository(db *mongo.Database, opts ...mongostore.Option) *AddMongoRepository {
+	s := mongostore.Open(db, addDesc, opts...)
 	return &AddMongoRepository{addRepo{runtime.NewRepo(addDesc, s)}, s}
 }
 

@@ -18,8 +18,8 @@ type KMongoRepository struct {
 }
 
 // NewKMongoRepository returns the K repository over db's collections.
-func NewKMongoRepository(db *mongo.Database) *KMongoRepository {
-	s := mongostore.Open(db, kDesc)
+func NewKMongoRepository(db *mongo.Database, opts ...mongostore.Option) *KMongoRepository {
+	s := mongostore.Open(db, kDesc, opts...)
 	return &KMongoRepository{kRepo{runtime.NewRepo(kDesc, s)}, s}
 }
 

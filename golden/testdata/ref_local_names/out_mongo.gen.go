@@ -18,8 +18,8 @@ type OutMongoRepository struct {
 }
 
 // NewOutMongoRepository returns the Out repository over db's collections.
-func NewOutMongoRepository(db *mongo.Database) *OutMongoRepository {
-	s := mongostore.Open(db, outDesc)
+func NewOutMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OutMongoRepository {
+	s := mongostore.Open(db, outDesc, opts...)
 	return &OutMongoRepository{outRepo{runtime.NewRepo(outDesc, s)}, s}
 }
 

@@ -18,8 +18,8 @@ type OwnerMongoRepository struct {
 }
 
 // NewOwnerMongoRepository returns the Owner repository over db's collections.
-func NewOwnerMongoRepository(db *mongo.Database) *OwnerMongoRepository {
-	s := mongostore.Open(db, ownerDesc)
+func NewOwnerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OwnerMongoRepository {
+	s := mongostore.Open(db, ownerDesc, opts...)
 	return &OwnerMongoRepository{ownerRepo{runtime.NewRepo(ownerDesc, s)}, s}
 }
 

@@ -18,8 +18,8 @@ type SeenMongoRepository struct {
 }
 
 // NewSeenMongoRepository returns the Seen repository over db's collections.
-func NewSeenMongoRepository(db *mongo.Database) *SeenMongoRepository {
-	s := mongostore.Open(db, seenDesc)
+func NewSeenMongoRepository(db *mongo.Database, opts ...mongostore.Option) *SeenMongoRepository {
+	s := mongostore.Open(db, seenDesc, opts...)
 	return &SeenMongoRepository{seenRepo{runtime.NewRepo(seenDesc, s)}, s}
 }
 

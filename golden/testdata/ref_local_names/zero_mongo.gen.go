@@ -18,8 +18,8 @@ type ZeroMongoRepository struct {
 }
 
 // NewZeroMongoRepository returns the Zero repository over db's collections.
-func NewZeroMongoRepository(db *mongo.Database) *ZeroMongoRepository {
-	s := mongostore.Open(db, zeroDesc)
+func NewZeroMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ZeroMongoRepository {
+	s := mongostore.Open(db, zeroDesc, opts...)
 	return &ZeroMongoRepository{zeroRepo{runtime.NewRepo(zeroDesc, s)}, s}
 }
 

@@ -18,8 +18,8 @@ type TeamMongoRepository struct {
 }
 
 // NewTeamMongoRepository returns the Team repository over db's collections.
-func NewTeamMongoRepository(db *mongo.Database) *TeamMongoRepository {
-	s := mongostore.Open(db, teamDesc)
+func NewTeamMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TeamMongoRepository {
+	s := mongostore.Open(db, teamDesc, opts...)
 	return &TeamMongoRepository{teamRepo{runtime.NewRepo(teamDesc, s)}, s}
 }
 

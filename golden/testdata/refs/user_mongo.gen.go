@@ -18,8 +18,8 @@ type UserMongoRepository struct {
 }
 
 // NewUserMongoRepository returns the User repository over db's collections.
-func NewUserMongoRepository(db *mongo.Database) *UserMongoRepository {
-	s := mongostore.Open(db, userDesc)
+func NewUserMongoRepository(db *mongo.Database, opts ...mongostore.Option) *UserMongoRepository {
+	s := mongostore.Open(db, userDesc, opts...)
 	return &UserMongoRepository{userRepo{runtime.NewRepo(userDesc, s)}, s}
 }
 

@@ -19,8 +19,8 @@ type AccountMongoRepository struct {
 
 // NewAccountMongoRepository returns the Account repository over db's
 // collections.
-func NewAccountMongoRepository(db *mongo.Database) *AccountMongoRepository {
-	s := mongostore.Open(db, accountDesc)
+func NewAccountMongoRepository(db *mongo.Database, opts ...mongostore.Option) *AccountMongoRepository {
+	s := mongostore.Open(db, accountDesc, opts...)
 	return &AccountMongoRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
 }
 

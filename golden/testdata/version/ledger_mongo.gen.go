@@ -21,8 +21,8 @@ type LedgerMongoRepository struct {
 
 // NewLedgerMongoRepository returns the Ledger repository over db's
 // collections.
-func NewLedgerMongoRepository(db *mongo.Database) *LedgerMongoRepository {
-	s := mongostore.Open(db, ledgerDesc)
+func NewLedgerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *LedgerMongoRepository {
+	s := mongostore.Open(db, ledgerDesc, opts...)
 	return &LedgerMongoRepository{ledgerRepo{runtime.NewRepo(ledgerDesc, s)}, s}
 }
 

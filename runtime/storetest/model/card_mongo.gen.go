@@ -11,17 +11,18 @@ import (
 
 // CardMongoRepository is CardRepository on MongoDB. Each Card block is one
 // document of collection "Card" with the block key as _id and one top-level
-// field per entry (title, labels, props, parent). Its index tables are the
-// collections "Card__labels", kept right by the lookup protocol of
-// runtime/mongostore (hidden fields _seq and _inc).
+// field per entry (title, labels, props, parent). Lookups are native indexes
+// of the collection, created by EnsureIndexes: labels {labels: 1, _id: 1}.
+// Options: mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones.
 type CardMongoRepository struct {
 	cardRepo
 	store *mongostore.Store[Card, int32]
 }
 
 // NewCardMongoRepository returns the Card repository over db's collections.
-func NewCardMongoRepository(db *mongo.Database) *CardMongoRepository {
-	s := mongostore.Open(db, cardDesc)
+func NewCardMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CardMongoRepository {
+	s := mongostore.Open(db, cardDesc, opts...)
 	return &CardMongoRepository{cardRepo{runtime.NewRepo(cardDesc, s)}, s}
 }
 

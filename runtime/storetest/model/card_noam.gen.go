@@ -118,7 +118,7 @@ var (
 
 // The lookups of Card.
 var (
-	cardLookupLabels = &runtime.Lookup[Card]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: cardLabelsKeys}
+	cardLookupLabels = &runtime.Lookup[Card]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: cardLabelsKeys, Paths: []runtime.LookupPath{{Path: "labels", Kind: runtime.PartString, Multi: true}}}
 )
 
 // cardDesc describes Card to the store adapters: the same layout on every

@@ -13,10 +13,11 @@ import (
 // is one document of collection "Journal" with the block key as _id and one
 // top-level field per entry (owner, title, opened, lines[i], version).
 // Partitioned fields are arrays written element by element ($push, $set of one
-// index), their lengths kept in _len. Its index tables are the collections
-// "Journal__owner", "Journal__linesKind", kept right by the lookup protocol of
-// runtime/mongostore (hidden fields _seq and _inc). Block keys are allocated
-// from counters in the collection "noam_counters".
+// index), their lengths kept in _len. Lookups are native indexes of the
+// collection, created by EnsureIndexes: owner {owner: 1, _id: 1}, linesKind
+// {lines.kind: 1, _id: 1}. Options: mongostore.IndexTables() keeps every
+// lookup in an index table, mongostore.UniqueTables() the unique ones. Block
+// keys are allocated from counters in the collection "noam_counters".
 type JournalMongoRepository struct {
 	journalRepo
 	store *mongostore.Store[Journal, JournalID]
@@ -24,8 +25,8 @@ type JournalMongoRepository struct {
 
 // NewJournalMongoRepository returns the Journal repository over db's
 // collections.
-func NewJournalMongoRepository(db *mongo.Database) *JournalMongoRepository {
-	s := mongostore.Open(db, journalDesc)
+func NewJournalMongoRepository(db *mongo.Database, opts ...mongostore.Option) *JournalMongoRepository {
+	s := mongostore.Open(db, journalDesc, opts...)
 	return &JournalMongoRepository{journalRepo{runtime.NewRepo(journalDesc, s)}, s}
 }
 

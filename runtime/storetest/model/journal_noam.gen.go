@@ -184,8 +184,8 @@ var (
 
 // The lookups of Journal.
 var (
-	journalLookupOwner     = &runtime.Lookup[Journal]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: journalOwnerKeys}
-	journalLookupLinesKind = &runtime.Lookup[Journal]{Name: "linesKind", Parts: 1, Fields: []string{"lines"}, Keys: journalLinesKindKeys}
+	journalLookupOwner     = &runtime.Lookup[Journal]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: journalOwnerKeys, Paths: []runtime.LookupPath{{Path: "owner", Kind: runtime.PartString}}}
+	journalLookupLinesKind = &runtime.Lookup[Journal]{Name: "linesKind", Parts: 1, Fields: []string{"lines"}, Keys: journalLinesKindKeys, Paths: []runtime.LookupPath{{Path: "lines.kind", Kind: runtime.PartString, Multi: true}}}
 )
 
 // journalDesc describes Journal to the store adapters: the same layout on

@@ -13,18 +13,20 @@ import (
 // document of collection "matches" with the block key as _id and one top-level
 // field per entry (code, region, level, tags, venue, start, meta, rounds[i],
 // version). Partitioned fields are arrays written element by element ($push,
-// $set of one index), their lengths kept in _len. Its index tables are the
-// collections "matches__code", "matches__regionLevel", "matches__tags",
-// "matches__venueCity", "matches__roundsSerial", kept right by the lookup
-// protocol of runtime/mongostore (hidden fields _seq and _inc).
+// $set of one index), their lengths kept in _len. Lookups are native indexes
+// of the collection, created by EnsureIndexes: code {code: 1} unique, zero
+// values left out, regionLevel {region: 1, level: 1, _id: 1}, tags {tags: 1,
+// _id: 1}, venueCity {venue.city: 1, _id: 1}, roundsSerial {rounds.serial: 1}
+// unique, zero values left out. Options: mongostore.IndexTables() keeps every
+// lookup in an index table, mongostore.UniqueTables() the unique ones.
 type MatchMongoRepository struct {
 	matchRepo
 	store *mongostore.Store[Match, string]
 }
 
 // NewMatchMongoRepository returns the Match repository over db's collections.
-func NewMatchMongoRepository(db *mongo.Database) *MatchMongoRepository {
-	s := mongostore.Open(db, matchDesc)
+func NewMatchMongoRepository(db *mongo.Database, opts ...mongostore.Option) *MatchMongoRepository {
+	s := mongostore.Open(db, matchDesc, opts...)
 	return &MatchMongoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
 }
 

@@ -309,11 +309,11 @@ var (
 
 // The lookups of Match.
 var (
-	matchLookupCode         = &runtime.Lookup[Match]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: matchCodeKeys}
-	matchLookupRegionLevel  = &runtime.Lookup[Match]{Name: "regionLevel", Parts: 2, Fields: []string{"region", "level"}, Keys: matchRegionLevelKeys}
-	matchLookupTags         = &runtime.Lookup[Match]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: matchTagsKeys}
-	matchLookupVenueCity    = &runtime.Lookup[Match]{Name: "venueCity", Parts: 1, Fields: []string{"venue"}, Keys: matchVenueCityKeys}
-	matchLookupRoundsSerial = &runtime.Lookup[Match]{Name: "roundsSerial", Unique: true, Parts: 1, Fields: []string{"rounds"}, Keys: matchRoundsSerialKeys}
+	matchLookupCode         = &runtime.Lookup[Match]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: matchCodeKeys, Paths: []runtime.LookupPath{{Path: "code", Kind: runtime.PartString}}}
+	matchLookupRegionLevel  = &runtime.Lookup[Match]{Name: "regionLevel", Parts: 2, Fields: []string{"region", "level"}, Keys: matchRegionLevelKeys, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "level", Kind: runtime.PartInt}}}
+	matchLookupTags         = &runtime.Lookup[Match]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: matchTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
+	matchLookupVenueCity    = &runtime.Lookup[Match]{Name: "venueCity", Parts: 1, Fields: []string{"venue"}, Keys: matchVenueCityKeys, Paths: []runtime.LookupPath{{Path: "venue.city", Kind: runtime.PartString}}}
+	matchLookupRoundsSerial = &runtime.Lookup[Match]{Name: "roundsSerial", Unique: true, Parts: 1, Fields: []string{"rounds"}, Keys: matchRoundsSerialKeys, Paths: []runtime.LookupPath{{Path: "rounds.serial", Kind: runtime.PartString, Multi: true}}}
 )
 
 // matchDesc describes Match to the store adapters: the same layout on every
