@@ -119,6 +119,10 @@ func moreMethods(a *model.Aggregate) []Method {
 	}
 	for _, l := range a.Lookups {
 		order := partPaths(l) + ", block key"
+		via := "the lookup " + LookupName(a, l) + " (a native secondary index on MongoDB, an index table on the other stores)"
+		if l.Table {
+			via = "the index table " + LookupName(a, l)
+		}
 		if len(l.Parts) == 1 {
 			p := l.Parts[0]
 			what := "whose " + p.Path + " is v"
@@ -126,11 +130,11 @@ func moreMethods(a *model.Aggregate) []Method {
 				what = "that hold v in " + p.Path
 			}
 			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
-				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order, through the index table %s. A cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, LookupName(a, l)),
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order, through %s. A cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, via),
 				Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		} else {
 			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
-				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates selected by q, in (%s) order, through the index table %s. Conditions that do not select one key range fail with runtime.ErrBadQuery; a cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, order, LookupName(a, l)),
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates selected by q, in (%s) order, through %s. Conditions that do not select one key range fail with runtime.ErrBadQuery; a cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, order, via),
 				Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		}
 		if l.Unique {
@@ -159,7 +163,7 @@ func moreMethods(a *model.Aggregate) []Method {
 	}
 	if len(a.Lookups) > 0 {
 		ms = append(ms, Method{Kind: MRepair, Name: "Repair",
-			Doc:    fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository.", a.Name),
+			Doc:    fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository. Native indexes (MongoDB lookups without the table option) are kept by the server and need no repair: the report says so.", a.Name),
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{RT("RepairReport"), jen.Error()}})
 	}
 	ms = append(ms, Method{Kind: MEnsure, Name: "EnsureIndexes",

@@ -57,14 +57,16 @@ type PlayerRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
 
 	// ListByGame reads one page of the Player aggregates that hold v in
-	// games[].game, in block-key order, through the index table Player.game. A
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// games[].game, in block-key order, through the lookup Player.game (a native
+	// secondary index on MongoDB, an index table on the other stores). A cursor
+	// not made by this query fails with runtime.ErrBadCursor.
 	ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
 
 	// Repair rebuilds the index tables of Player from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Player repository stores into (collections or
@@ -274,7 +276,8 @@ func (r playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Play
 }
 
 // ListByGame reads one page of the Player aggregates that hold v in
-// games[].game, in block-key order, through the index table Player.game.
+// games[].game, in block-key order, through the lookup Player.game (a native
+// secondary index on MongoDB, an index table on the other stores).
 func (r playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByGame", playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

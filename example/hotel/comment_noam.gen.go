@@ -53,8 +53,9 @@ type CommentRepository interface {
 	GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error)
 
 	// ListByAuthor reads one page of the Comment aggregates whose author is v, in
-	// block-key order, through the index table Comment.author. A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Comment.author (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
 	// ListByPost reads one page of the Comment aggregates with the given post, in
@@ -66,7 +67,8 @@ type CommentRepository interface {
 	// Repair rebuilds the index tables of Comment from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Comment repository stores into (collections
@@ -233,7 +235,8 @@ func (r commentRepo) GetMany(ctx context.Context, ids []CommentKey) (map[Comment
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
-// block-key order, through the index table Comment.author.
+// block-key order, through the lookup Comment.author (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

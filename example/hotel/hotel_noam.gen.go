@@ -65,8 +65,9 @@ type HotelRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error)
 
 	// ListByName reads one page of the Hotel aggregates whose name is v, in
-	// block-key order, through the index table Hotel.name. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Hotel.name (a native secondary index on
+	// MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// GetByName reads the Hotel aggregate that holds the given name, which is
@@ -76,25 +77,29 @@ type HotelRepository interface {
 	GetByName(ctx context.Context, name string) (*Hotel, error)
 
 	// ListByCityStars reads one page of the Hotel aggregates selected by q, in
-	// (city, stars, block key) order, through the index table Hotel.cityStars.
-	// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// (city, stars, block key) order, through the lookup Hotel.cityStars (a native
+	// secondary index on MongoDB, an index table on the other stores). Conditions
+	// that do not select one key range fail with runtime.ErrBadQuery; a cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
-	// block-key order, through the index table Hotel.tags. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Hotel.tags (a native secondary index on
+	// MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
-	// v, in block-key order, through the index table Hotel.addressZip. A cursor
+	// v, in block-key order, through the lookup Hotel.addressZip (a native
+	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// Repair rebuilds the index tables of Hotel from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Hotel repository stores into (collections or
@@ -334,7 +339,8 @@ func (r hotelRepo) GetMany(ctx context.Context, ids []string) (map[string]*Hotel
 }
 
 // ListByName reads one page of the Hotel aggregates whose name is v, in
-// block-key order, through the index table Hotel.name.
+// block-key order, through the lookup Hotel.name (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r hotelRepo) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByName", hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -347,19 +353,22 @@ func (r hotelRepo) GetByName(ctx context.Context, name string) (*Hotel, error) {
 }
 
 // ListByCityStars reads one page of the Hotel aggregates selected by q, in
-// (city, stars, block key) order, through the index table Hotel.cityStars.
+// (city, stars, block key) order, through the lookup Hotel.cityStars (a native
+// secondary index on MongoDB, an index table on the other stores).
 func (r hotelRepo) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByCityStars", hotelLookupCityStars, hotelCityStarsRange(q), req)
 }
 
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
-// block-key order, through the index table Hotel.tags.
+// block-key order, through the lookup Hotel.tags (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r hotelRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByTags", hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
-// v, in block-key order, through the index table Hotel.addressZip.
+// v, in block-key order, through the lookup Hotel.addressZip (a native
+// secondary index on MongoDB, an index table on the other stores).
 func (r hotelRepo) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByAddressZip", hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -52,14 +52,16 @@ type PostRepository interface {
 	GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error)
 
 	// ListByAuthor reads one page of the Post aggregates whose author is v, in
-	// block-key order, through the index table Post.author. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Post.author (a native secondary index on
+	// MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error)
 
 	// Repair rebuilds the index tables of Post from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Post repository stores into (collections or
@@ -199,7 +201,8 @@ func (r postRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, er
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
-// block-key order, through the index table Post.author.
+// block-key order, through the lookup Post.author (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r postRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", postLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -57,9 +57,10 @@ type ItemRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Item, error)
 
 	// ListByKind reads one page of the Item aggregates selected by q, in (type, r,
-	// block key) order, through the index table Item.kind. Conditions that do not
-	// select one key range fail with runtime.ErrBadQuery; a cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block key) order, through the lookup Item.kind (a native secondary index on
+	// MongoDB, an index table on the other stores). Conditions that do not select
+	// one key range fail with runtime.ErrBadQuery; a cursor not made by this query
+	// fails with runtime.ErrBadCursor.
 	ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// GetByKind reads the Item aggregate that holds the given type, r, which is
@@ -69,8 +70,9 @@ type ItemRepository interface {
 	GetByKind(ctx context.Context, typeValue string, rValue int) (*Item, error)
 
 	// ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
-	// order, through the index table Item.ctx. A cursor not made by this query
-	// fails with runtime.ErrBadCursor.
+	// order, through the lookup Item.ctx (a native secondary index on MongoDB, an
+	// index table on the other stores). A cursor not made by this query fails with
+	// runtime.ErrBadCursor.
 	ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// GetByCtx reads the Item aggregate that holds the given ctx, which is unique:
@@ -80,8 +82,9 @@ type ItemRepository interface {
 	GetByCtx(ctx context.Context, ctxValue string) (*Item, error)
 
 	// ListByLen reads one page of the Item aggregates whose len is v, in block-key
-	// order, through the index table Item.len. A cursor not made by this query
-	// fails with runtime.ErrBadCursor.
+	// order, through the lookup Item.len (a native secondary index on MongoDB, an
+	// index table on the other stores). A cursor not made by this query fails with
+	// runtime.ErrBadCursor.
 	ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// GetByLen reads the Item aggregate that holds the given len, which is unique:
@@ -93,7 +96,8 @@ type ItemRepository interface {
 	// Repair rebuilds the index tables of Item from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Item repository stores into (collections or
@@ -299,7 +303,8 @@ func (r itemRepo) GetMany(ctx context.Context, ids []string) (map[string]*Item, 
 }
 
 // ListByKind reads one page of the Item aggregates selected by q, in (type, r,
-// block key) order, through the index table Item.kind.
+// block key) order, through the lookup Item.kind (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r itemRepo) ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByKind", itemLookupKind, itemKindRange(q), req)
 }
@@ -312,7 +317,8 @@ func (r itemRepo) GetByKind(ctx context.Context, typeValue string, rValue int) (
 }
 
 // ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
-// order, through the index table Item.ctx.
+// order, through the lookup Item.ctx (a native secondary index on MongoDB, an
+// index table on the other stores).
 func (r itemRepo) ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByCtx", itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -325,7 +331,8 @@ func (r itemRepo) GetByCtx(ctx context.Context, ctxValue string) (*Item, error) 
 }
 
 // ListByLen reads one page of the Item aggregates whose len is v, in block-key
-// order, through the index table Item.len.
+// order, through the lookup Item.len (a native secondary index on MongoDB, an
+// index table on the other stores).
 func (r itemRepo) ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByLen", itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)), req)
 }

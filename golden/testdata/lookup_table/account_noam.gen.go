@@ -76,8 +76,9 @@ type AccountRepository interface {
 	GetByEmail(ctx context.Context, email string) (*Account, error)
 
 	// ListByNick reads one page of the Account aggregates whose nick is v, in
-	// block-key order, through the index table Account.nick. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Account.nick (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// GetByNick reads the Account aggregate that holds the given nick, which is
@@ -93,8 +94,9 @@ type AccountRepository interface {
 	ListByRegionTier(ctx context.Context, q AccountRegionTierQuery, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// ListByTags reads one page of the Account aggregates that hold v in tags[],
-	// in block-key order, through the index table Account.tags. A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// in block-key order, through the lookup Account.tags (a native secondary
+	// index on MongoDB, an index table on the other stores). A cursor not made by
+	// this query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// ListByZone reads one page of the Account aggregates whose zone is v, in
@@ -105,7 +107,8 @@ type AccountRepository interface {
 	// Repair rebuilds the index tables of Account from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Account repository stores into (collections
@@ -369,7 +372,8 @@ func (r accountRepo) GetByEmail(ctx context.Context, email string) (*Account, er
 }
 
 // ListByNick reads one page of the Account aggregates whose nick is v, in
-// block-key order, through the index table Account.nick.
+// block-key order, through the lookup Account.nick (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r accountRepo) ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByNick", accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -388,7 +392,8 @@ func (r accountRepo) ListByRegionTier(ctx context.Context, q AccountRegionTierQu
 }
 
 // ListByTags reads one page of the Account aggregates that hold v in tags[],
-// in block-key order, through the index table Account.tags.
+// in block-key order, through the lookup Account.tags (a native secondary
+// index on MongoDB, an index table on the other stores).
 func (r accountRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByTags", accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

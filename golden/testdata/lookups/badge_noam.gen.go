@@ -45,8 +45,9 @@ type BadgeRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Badge, error)
 
 	// ListByCode reads one page of the Badge aggregates whose code is v, in
-	// block-key order, through the index table Badge.code. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Badge.code (a native secondary index on
+	// MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
 	// GetByCode reads the Badge aggregate that holds the given code, which is
@@ -58,7 +59,8 @@ type BadgeRepository interface {
 	// Repair rebuilds the index tables of Badge from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Badge repository stores into (collections or
@@ -177,7 +179,8 @@ func (r badgeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Badge
 }
 
 // ListByCode reads one page of the Badge aggregates whose code is v, in
-// block-key order, through the index table Badge.code.
+// block-key order, through the lookup Badge.code (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r badgeRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error) {
 	return r.r.ListBy(ctx, "ListByCode", badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -53,8 +53,9 @@ type ReplyRepository interface {
 	GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error)
 
 	// ListByAuthor reads one page of the Reply aggregates whose author is v, in
-	// block-key order, through the index table Reply.author. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Reply.author (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// ListByTicket reads one page of the Reply aggregates with the given ticket,
@@ -66,7 +67,8 @@ type ReplyRepository interface {
 	// Repair rebuilds the index tables of Reply from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Reply repository stores into (collections or
@@ -232,7 +234,8 @@ func (r replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*R
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
-// block-key order, through the index table Reply.author.
+// block-key order, through the lookup Reply.author (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -69,8 +69,9 @@ type ShopRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Shop, error)
 
 	// ListByEmail reads one page of the Shop aggregates whose email is v, in
-	// block-key order, through the index table Shop.email. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Shop.email (a native secondary index on
+	// MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// GetByEmail reads the Shop aggregate that holds the given email, which is
@@ -80,19 +81,22 @@ type ShopRepository interface {
 	GetByEmail(ctx context.Context, email string) (*Shop, error)
 
 	// ListByRegionRank reads one page of the Shop aggregates selected by q, in
-	// (region, rank, block key) order, through the index table Shop.regionRank.
+	// (region, rank, block key) order, through the lookup Shop.regionRank (a
+	// native secondary index on MongoDB, an index table on the other stores).
 	// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
 	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// ListByLabels reads one page of the Shop aggregates that hold v in labels[],
-	// in block-key order, through the index table Shop.labels. A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// in block-key order, through the lookup Shop.labels (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
-	// block-key order, through the index table Shop.codes. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Shop.codes (a native secondary index on
+	// MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// GetByCodes reads the Shop aggregate that holds the given codes[], which is
@@ -102,14 +106,16 @@ type ShopRepository interface {
 	GetByCodes(ctx context.Context, codes int32) (*Shop, error)
 
 	// ListByAddressCity reads one page of the Shop aggregates whose address.city
-	// is v, in block-key order, through the index table Shop.addressCity. A cursor
+	// is v, in block-key order, through the lookup Shop.addressCity (a native
+	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// Repair rebuilds the index tables of Shop from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Shop repository stores into (collections or
@@ -376,7 +382,8 @@ func (r shopRepo) GetMany(ctx context.Context, ids []string) (map[string]*Shop, 
 }
 
 // ListByEmail reads one page of the Shop aggregates whose email is v, in
-// block-key order, through the index table Shop.email.
+// block-key order, through the lookup Shop.email (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r shopRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByEmail", shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -389,19 +396,22 @@ func (r shopRepo) GetByEmail(ctx context.Context, email string) (*Shop, error) {
 }
 
 // ListByRegionRank reads one page of the Shop aggregates selected by q, in
-// (region, rank, block key) order, through the index table Shop.regionRank.
+// (region, rank, block key) order, through the lookup Shop.regionRank (a
+// native secondary index on MongoDB, an index table on the other stores).
 func (r shopRepo) ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByRegionRank", shopLookupRegionRank, shopRegionRankRange(q), req)
 }
 
 // ListByLabels reads one page of the Shop aggregates that hold v in labels[],
-// in block-key order, through the index table Shop.labels.
+// in block-key order, through the lookup Shop.labels (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r shopRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByLabels", shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
-// block-key order, through the index table Shop.codes.
+// block-key order, through the lookup Shop.codes (a native secondary index on
+// MongoDB, an index table on the other stores).
 func (r shopRepo) ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByCodes", shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))), req)
 }
@@ -414,7 +424,8 @@ func (r shopRepo) GetByCodes(ctx context.Context, codes int32) (*Shop, error) {
 }
 
 // ListByAddressCity reads one page of the Shop aggregates whose address.city
-// is v, in block-key order, through the index table Shop.addressCity.
+// is v, in block-key order, through the lookup Shop.addressCity (a native
+// secondary index on MongoDB, an index table on the other stores).
 func (r shopRepo) ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByAddressCity", shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -72,20 +72,22 @@ type TicketRepository interface {
 	GetMany(ctx context.Context, ids []TicketID) (map[TicketID]*Ticket, error)
 
 	// ListByOwner reads one page of the Ticket aggregates whose owner is v, in
-	// block-key order, through the index table Ticket.owner. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Ticket.owner (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
 	// ListByEventsKind reads one page of the Ticket aggregates that hold v in
-	// events[].kind, in block-key order, through the index table
-	// Ticket.eventsKind. A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
+	// native secondary index on MongoDB, an index table on the other stores). A
+	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
 	// Repair rebuilds the index tables of Ticket from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Ticket repository stores into (collections or
@@ -279,14 +281,15 @@ func (r ticketRepo) GetMany(ctx context.Context, ids []TicketID) (map[TicketID]*
 }
 
 // ListByOwner reads one page of the Ticket aggregates whose owner is v, in
-// block-key order, through the index table Ticket.owner.
+// block-key order, through the lookup Ticket.owner (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r ticketRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByOwner", ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByEventsKind reads one page of the Ticket aggregates that hold v in
-// events[].kind, in block-key order, through the index table
-// Ticket.eventsKind.
+// events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
+// native secondary index on MongoDB, an index table on the other stores).
 func (r ticketRepo) ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByEventsKind", ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

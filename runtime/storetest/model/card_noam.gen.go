@@ -36,14 +36,16 @@ type CardRepository interface {
 	GetMany(ctx context.Context, ids []int32) (map[int32]*Card, error)
 
 	// ListByLabels reads one page of the Card aggregates that hold v in labels[],
-	// in block-key order, through the index table Card.labels. A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// in block-key order, through the lookup Card.labels (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error)
 
 	// Repair rebuilds the index tables of Card from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Card repository stores into (collections or
@@ -172,7 +174,8 @@ func (r cardRepo) GetMany(ctx context.Context, ids []int32) (map[int32]*Card, er
 }
 
 // ListByLabels reads one page of the Card aggregates that hold v in labels[],
-// in block-key order, through the index table Card.labels.
+// in block-key order, through the lookup Card.labels (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r cardRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error) {
 	return r.r.ListBy(ctx, "ListByLabels", cardLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -73,19 +73,22 @@ type JournalRepository interface {
 	GetMany(ctx context.Context, ids []JournalID) (map[JournalID]*Journal, error)
 
 	// ListByOwner reads one page of the Journal aggregates whose owner is v, in
-	// block-key order, through the index table Journal.owner. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Journal.owner (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
 	// ListByLinesKind reads one page of the Journal aggregates that hold v in
-	// lines[].kind, in block-key order, through the index table Journal.linesKind.
-	// A cursor not made by this query fails with runtime.ErrBadCursor.
+	// lines[].kind, in block-key order, through the lookup Journal.linesKind (a
+	// native secondary index on MongoDB, an index table on the other stores). A
+	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
 	// Repair rebuilds the index tables of Journal from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Journal repository stores into (collections
@@ -293,13 +296,15 @@ func (r journalRepo) GetMany(ctx context.Context, ids []JournalID) (map[JournalI
 }
 
 // ListByOwner reads one page of the Journal aggregates whose owner is v, in
-// block-key order, through the index table Journal.owner.
+// block-key order, through the lookup Journal.owner (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r journalRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByOwner", journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByLinesKind reads one page of the Journal aggregates that hold v in
-// lines[].kind, in block-key order, through the index table Journal.linesKind.
+// lines[].kind, in block-key order, through the lookup Journal.linesKind (a
+// native secondary index on MongoDB, an index table on the other stores).
 func (r journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByLinesKind", journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -112,8 +112,9 @@ type MatchRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Match, error)
 
 	// ListByCode reads one page of the Match aggregates whose code is v, in
-	// block-key order, through the index table matches.code. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup matches.code (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// GetByCode reads the Match aggregate that holds the given code, which is
@@ -123,26 +124,28 @@ type MatchRepository interface {
 	GetByCode(ctx context.Context, code string) (*Match, error)
 
 	// ListByRegionLevel reads one page of the Match aggregates selected by q, in
-	// (region, level, block key) order, through the index table
-	// matches.regionLevel. Conditions that do not select one key range fail with
-	// runtime.ErrBadQuery; a cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// (region, level, block key) order, through the lookup matches.regionLevel (a
+	// native secondary index on MongoDB, an index table on the other stores).
+	// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
+	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// ListByTags reads one page of the Match aggregates that hold v in tags[], in
-	// block-key order, through the index table matches.tags. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup matches.tags (a native secondary index
+	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// ListByVenueCity reads one page of the Match aggregates whose venue.city is
-	// v, in block-key order, through the index table matches.venueCity. A cursor
+	// v, in block-key order, through the lookup matches.venueCity (a native
+	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// ListByRoundsSerial reads one page of the Match aggregates that hold v in
-	// rounds[].serial, in block-key order, through the index table
-	// matches.roundsSerial. A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
+	// (a native secondary index on MongoDB, an index table on the other stores). A
+	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// GetByRoundsSerial reads the Match aggregate that holds the given
@@ -154,7 +157,8 @@ type MatchRepository interface {
 	// Repair rebuilds the index tables of Match from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository.
+	// bypassed the repository. Native indexes (MongoDB lookups without the table
+	// option) are kept by the server and need no repair: the report says so.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Match repository stores into (collections or
@@ -461,7 +465,8 @@ func (r matchRepo) GetMany(ctx context.Context, ids []string) (map[string]*Match
 }
 
 // ListByCode reads one page of the Match aggregates whose code is v, in
-// block-key order, through the index table matches.code.
+// block-key order, through the lookup matches.code (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByCode", matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -474,27 +479,29 @@ func (r matchRepo) GetByCode(ctx context.Context, code string) (*Match, error) {
 }
 
 // ListByRegionLevel reads one page of the Match aggregates selected by q, in
-// (region, level, block key) order, through the index table
-// matches.regionLevel.
+// (region, level, block key) order, through the lookup matches.regionLevel (a
+// native secondary index on MongoDB, an index table on the other stores).
 func (r matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRegionLevel", matchLookupRegionLevel, matchRegionLevelRange(q), req)
 }
 
 // ListByTags reads one page of the Match aggregates that hold v in tags[], in
-// block-key order, through the index table matches.tags.
+// block-key order, through the lookup matches.tags (a native secondary index
+// on MongoDB, an index table on the other stores).
 func (r matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByTags", matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByVenueCity reads one page of the Match aggregates whose venue.city is
-// v, in block-key order, through the index table matches.venueCity.
+// v, in block-key order, through the lookup matches.venueCity (a native
+// secondary index on MongoDB, an index table on the other stores).
 func (r matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByVenueCity", matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByRoundsSerial reads one page of the Match aggregates that hold v in
-// rounds[].serial, in block-key order, through the index table
-// matches.roundsSerial.
+// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
+// (a native secondary index on MongoDB, an index table on the other stores).
 func (r matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRoundsSerial", matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
