@@ -19,12 +19,10 @@ func JSON(w io.Writer, r *Report) error {
 	return enc.Encode(r)
 }
 
-// storeTitles are the stores' display names in Markdown.
-var storeTitles = map[string]string{"bolt": "bbolt", "mongo": "MongoDB", "redis": "Redis"}
-
+// storeTitle is a store's display name in Markdown (Explainer.Title).
 func storeTitle(s string) string {
-	if t, ok := storeTitles[s]; ok {
-		return t
+	if e, ok := templates.ExplainerOf(s); ok && e.Title != "" {
+		return e.Title
 	}
 	return s
 }

@@ -19,6 +19,8 @@ import (
 
 // Explainer is one store's part of `noamgen explain`.
 type Explainer struct {
+	// Title is the store's name in explain's headings ("MongoDB").
+	Title string
 	// Layout describes how the store holds the blocks of a: the
 	// collections, buckets or tables it uses and their key shapes, with
 	// concrete example keys for block key ex (see ExampleKey).

@@ -23,6 +23,7 @@ import (
 
 func init() {
 	t.RegisterExplain("bolt", t.Explainer{
+		Title:  "bbolt",
 		Layout: layout,
 		Cost:   cost,
 		Conn:   []t.ConnSetting{{Name: "bolt", Env: "NOAM_BOLT_FILE", Usage: "bbolt database `file` to sample (opened read-only)"}},

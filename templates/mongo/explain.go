@@ -28,6 +28,7 @@ import (
 
 func init() {
 	t.RegisterExplain("mongo", t.Explainer{
+		Title:  "MongoDB",
 		Layout: layout,
 		Cost:   cost,
 		Conn: []t.ConnSetting{

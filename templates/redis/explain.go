@@ -28,6 +28,7 @@ import (
 
 func init() {
 	t.RegisterExplain("redis", t.Explainer{
+		Title:  "Redis",
 		Layout: layout,
 		Cost:   cost,
 		Conn:   []t.ConnSetting{{Name: "redis", Env: "NOAM_REDIS_URL", Usage: "Redis `URL` to sample (redis://host:port/db; a cluster node's URL samples the cluster; read-only commands)"}},
