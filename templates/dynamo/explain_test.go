@@ -141,3 +141,56 @@ func TestLayoutIsWhatTheStoreWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestSample reads real items back: sizes per entry class, the partition
+// of the largest block, at most n blocks, nothing written.
+func TestSample(t *testing.T) {
+	srv := dynalitetest.Start(t)
+	c := srv.Client()
+	prefix := srv.Prefix(t)
+	ctx := context.Background()
+	repo := game.NewGameDynamoRepository(c, dynamostore.Options{TablePrefix: prefix})
+	if err := repo.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{1, 5, 40} {
+		g := &game.Game{ID: strconv.Itoa(i), FirstPlayer: "mary", SecondPlayer: "rick"}
+		for range n {
+			g.Rounds = append(g.Rounds, game.Round{Moves: []string{strings.Repeat("m", 100)}})
+		}
+		if err := repo.Create(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := gameSchema(t).Aggregate("Game")
+	ex := explainer(t)
+	conn := map[string]string{"dynamo": srv.Endpoint, "dynamo-prefix": prefix}
+	s, err := ex.Sample(ctx, a, conn, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Blocks != 3 || s.MaxValueBytes != dynamostore.MaxItemBytes {
+		t.Fatalf("sample read %d blocks with limit %d, want 3 and %d", s.Blocks, s.MaxValueBytes, dynamostore.MaxItemBytes)
+	}
+	if len(s.Partitions) == 0 || s.Partitions[0].Elements != 40 || s.Partitions[0].Field != "rounds" {
+		t.Errorf("largest partition %+v, want rounds with 40 elements", s.Partitions)
+	}
+	var elems *templates.EntrySize
+	for i := range s.Entries {
+		if s.Entries[i].Entry == "rounds[]" {
+			elems = &s.Entries[i]
+		}
+	}
+	if elems == nil || elems.Count != 46 || elems.Max < 100 {
+		t.Errorf("rounds[] entries %+v, want 46 elements of at least 100 bytes", elems)
+	}
+	if s, err := ex.Sample(ctx, a, conn, 2); err != nil || s.Blocks != 2 {
+		t.Errorf("a sample of 2 read %v blocks (%v)", s, err)
+	}
+	if s, err := ex.Sample(ctx, a, map[string]string{}, 2); err != nil || s != nil {
+		t.Errorf("without an endpoint the sample is %v, %v; want nothing", s, err)
+	}
+	if _, err := ex.Sample(ctx, a, map[string]string{"dynamo": srv.Endpoint, "dynamo-prefix": "missing_"}, 2); err == nil {
+		t.Error("sampling a table that does not exist succeeded")
+	}
+}
