@@ -14,7 +14,8 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (firstPlayer, secondPlayer, rounds (a list, its length
 // in _len), version), in native attribute values. Partitioned fields are list
-// attributes written element by element (list_append, SET of one index).
+// attributes written element by element (SET of one index; an append is one
+// request that sends only the new element).
 type GameDynamoRepository struct {
 	gameRepo
 	store *dynamostore.Store[Game, string]

@@ -11,8 +11,9 @@
 //     order of composite keys.
 //   - EAO: the root entry is the attribute _root (an M).
 //   - A partitioned field is a list attribute (rounds: L), its length in
-//     the map attribute _len ({rounds: N}): AppendF is one UpdateItem with
-//     list_append that sends only the new element, SetFAt is SET f[i].
+//     the map attribute _len ({rounds: N}): AppendF is one UpdateItem that
+//     sends only the new element (SET f[past the end], which appends) and
+//     whose reply gives its index, SetFAt is SET f[i].
 //   - The version entry is a number attribute; every write that changes a
 //     block bumps and checks it in the write's ConditionExpression, in the
 //     same request: a block write is atomic without transactions.
@@ -85,6 +86,17 @@ func tooLarge(err error) bool {
 	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
 		m := strings.ToLower(ae.ErrorMessage())
 		return strings.Contains(m, "size") && strings.Contains(m, "exceeded")
+	}
+	return false
+}
+
+// invalidPath reports DynamoDB's refusal of an update expression whose
+// document path the item does not have (SET f[i] where f is missing):
+// the request wrote nothing.
+func invalidPath(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
+		return strings.Contains(strings.ToLower(ae.ErrorMessage()), "document path provided in the update expression is invalid")
 	}
 	return false
 }

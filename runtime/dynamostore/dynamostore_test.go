@@ -241,8 +241,8 @@ func testItemShape(t *testing.T, f *fixture) {
 }
 
 // testAppendRequests: AppendRounds sends only the new round, whatever the
-// number of rounds: without lookups on the rounds, a projected read of the
-// count and one UpdateItem with list_append; with them (Match), the
+// number of rounds: without lookups on the rounds, one UpdateItem whose
+// reply gives the new round's index; with them (Match), the
 // protocol's requests, none of which carries an old round either.
 func testAppendRequests(t *testing.T, f *fixture) {
 	games := game.NewGameDynamoRepository(f.c, f.o)
@@ -269,13 +269,48 @@ func testAppendRequests(t *testing.T, f *fixture) {
 			t.Errorf("%s's reply carried an old round (%d bytes)", r.op, len(r.resp))
 		}
 	}
-	if strings.Join(ops, ",") != "GetItem,UpdateItem" {
-		t.Fatalf("AppendRounds sent %v, want a GetItem of the count and one UpdateItem", ops)
+	if strings.Join(ops, ",") != "UpdateItem" {
+		t.Fatalf("AppendRounds sent %v, want one UpdateItem", ops)
 	}
-	up := log[1].body
-	if !bytes.Contains(up, []byte("list_append")) || !bytes.Contains(up, []byte("new-move")) || len(up) > 1024 {
+	up := log[0].body
+	if !bytes.Contains(up, []byte(fmt.Sprintf("[%d]", dynamostore.AppendPast))) || !bytes.Contains(up, []byte("new-move")) || !bytes.Contains(up, []byte("UPDATED_NEW")) || len(up) > 1024 {
 		t.Fatalf("the UpdateItem (%d bytes): %s", len(up), up)
 	}
+	// The index comes from the reply, so concurrent appends do not need
+	// retries: each gets its own index.
+	var wg sync.WaitGroup
+	idx := make([]int, 8)
+	for w := range idx {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			idx[w], err = games.AppendRounds(ctx, "g", game.Round{Moves: []string{fmt.Sprintf("concurrent-%d", w)}})
+			if err != nil {
+				t.Errorf("concurrent AppendRounds: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	log = f.log.take()
+	if len(log) != len(idx) {
+		t.Errorf("%d concurrent appends sent %d requests, want one each", len(idx), len(log))
+	}
+	cg, err := games.Get(ctx, "g")
+	must(t, err)
+	for w, i := range idx {
+		if i < 101 || i >= len(cg.Rounds) || cg.Rounds[i].Moves[0] != fmt.Sprintf("concurrent-%d", w) {
+			t.Errorf("append %d returned index %d, which does not hold its round", w, i)
+		}
+	}
+	if len(cg.Rounds) != 101+len(idx) || cg.Version != 2+int64(len(idx)) {
+		t.Fatalf("after the concurrent appends: %d rounds, version %d", len(cg.Rounds), cg.Version)
+	}
+	// A missing block: the condition fails, the read that follows says
+	// ErrNotFound.
+	_, err = games.AppendRounds(ctx, "nope", game.Round{})
+	wantErr(t, err, runtime.ErrNotFound, "AppendRounds of a missing game")
+	f.log.take()
 	// SetRoundsAt is SET rounds[7], one request.
 	must(t, games.SetRoundsAt(ctx, "g", 7, game.Round{Spell: "haste"}))
 	log = f.log.take()
@@ -284,7 +319,7 @@ func testAppendRequests(t *testing.T, f *fixture) {
 	}
 	got, err := games.Get(ctx, "g")
 	must(t, err)
-	if len(got.Rounds) != 101 || got.Rounds[100].Moves[0] != "new-move" || got.Rounds[7].Spell != "haste" || got.Version != 3 {
+	if len(got.Rounds) != 109 || got.Rounds[100].Moves[0] != "new-move" || got.Rounds[7].Spell != "haste" || got.Version != 11 {
 		t.Fatalf("game after the writes: %d rounds, version %d", len(got.Rounds), got.Version)
 	}
 
@@ -654,6 +689,34 @@ func testAppendOldSchema(t *testing.T, f *fixture) {
 	}
 	_, err = games.AppendRounds(ctx, "gone", game.Round{})
 	wantErr(t, err, runtime.ErrNotFound, "AppendRounds to a missing game")
+
+	// A list longer than dynamostore.AppendPast: SET rounds[AppendPast]
+	// would overwrite an element, so the condition sends the append the
+	// read-first way, and the new round goes at the end.
+	long := make([]types.AttributeValue, dynamostore.AppendPast+2)
+	for i := range long {
+		long[i] = &types.AttributeValueMemberNULL{Value: true}
+	}
+	_, err = f.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.prefix + "Game"), Item: map[string]types.AttributeValue{
+		"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, "long")}, "firstPlayer": &types.AttributeValueMemberS{Value: "bo"},
+		"version": &types.AttributeValueMemberN{Value: "1"}, "rounds": &types.AttributeValueMemberL{Value: long},
+		"_len": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"rounds": &types.AttributeValueMemberN{Value: fmt.Sprint(len(long))}}},
+	}})
+	must(t, err)
+	f.log.take()
+	i, err = games.AppendRounds(ctx, "long", game.Round{Moves: []string{"last"}})
+	must(t, err)
+	if i != len(long) {
+		t.Fatalf("append to a list of %d: index %d", len(long), i)
+	}
+	if ops := f.log.take(); len(ops) != 3 {
+		t.Errorf("append to a long list: %d requests, want 3 (the refused UpdateItem, the count, the list_append)", len(ops))
+	}
+	g, err = games.Get(ctx, "long")
+	must(t, err)
+	if len(g.Rounds) != len(long)+1 || g.Rounds[len(long)].Moves[0] != "last" || g.Rounds[dynamostore.AppendPast].Moves != nil {
+		t.Fatalf("after the append to a long list: %d rounds", len(g.Rounds))
+	}
 	_, err = games.Get(ctx, "gone")
 	wantErr(t, err, runtime.ErrNotFound, "Get after an append to a missing game")
 }

@@ -6,9 +6,9 @@
 // Mapping (NoAM Fig. 5, extensible record stores): one table per
 // collection, one item per block with the block key as the partition key
 // (_id) and one attribute per entry; partitioned fields are list
-// attributes written element by element (list_append, SET f[i]), their
-// lengths in the map attribute _len; the EAO root entry is the attribute
-// _root. Lookups are items of the index table "<collection>__index".
+// attributes written element by element (SET f[i], past the end to
+// append), their lengths in the map attribute _len; the EAO root entry is
+// the attribute _root. Lookups are items of the index table "<collection>__index".
 package dynamo
 
 import (
@@ -61,7 +61,7 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	}
 	more := ""
 	if len(a.Partitions()) > 0 {
-		more += " Partitioned fields are list attributes written element by element (list_append, SET of one index)."
+		more += " Partitioned fields are list attributes written element by element (SET of one index; an append is one request that sends only the new element)."
 	}
 	if len(a.Lookups) > 0 {
 		var names []string

@@ -270,14 +270,19 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 		case t.MAppend:
 			f := m.Field.Key
 			keys = []string{f}
-			c.Ops = append(c.Ops, "GetItem "+tab+" {_id} ProjectionExpression "+dynamostore.LenAttr+"."+f+" (ConsistentRead: the element count n)")
-			w = "UpdateItem " + tab + " {SET " + f + " = list_append(" + f + ", [the new element]), " + dynamostore.LenAttr + "." + f + " = n+1" + bump + "} on condition " + dynamostore.LenAttr + "." + f + " = n (retried when another append came first)"
-			c.RoundTrips = "2"
-			c.Atomic = "the append is one conditional item write; the index returned is n"
+			n := dynamostore.LenAttr + "." + f
+			if hasIndex(a) && indexed(keys...) {
+				// The protocol reads the block first, so it knows n.
+				w = "UpdateItem " + tab + " {SET " + f + " = list_append(" + f + ", [the new element]), " + n + " = n+1" + bump + "} on condition " + n + " = n (retried when another append came first)"
+				break
+			}
+			w = fmt.Sprintf("UpdateItem %s {SET %s[%d] = the new element (past the end: appended), %s = %s+1%s} on condition size(%s) = %s <= %d, ReturnValues UPDATED_NEW (the new %s: the index is one less)", tab, f, dynamostore.AppendPast, n, n, bump, f, n, dynamostore.AppendPast, n)
+			c.RoundTrips = "1"
+			c.Atomic = fmt.Sprintf("one conditional item write; a block written before the partition existed, or with more than %d elements, fails it and is appended to after a read of its count", dynamostore.AppendPast)
 		}
 		if hasIndex(a) && indexed(keys...) {
 			c.Ops = nil
-			protocol(true, strings.Replace(w, "list_append", "list_append", 1))
+			protocol(true, w)
 			if m.Kind == t.MUpdate {
 				c.Atomic += "; an update that changes no indexed entry is one UpdateItem, atomic"
 			}

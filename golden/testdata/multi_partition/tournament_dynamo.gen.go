@@ -14,8 +14,8 @@ import (
 // prefix of dynamostore.Options) with the block key as the partition key _id
 // and one attribute per entry (name, rounds (a list, its length in _len),
 // players (a list, its length in _len)), in native attribute values.
-// Partitioned fields are list attributes written element by element
-// (list_append, SET of one index).
+// Partitioned fields are list attributes written element by element (SET of
+// one index; an append is one request that sends only the new element).
 type TournamentDynamoRepository struct {
 	tournamentRepo
 	store *dynamostore.Store[Tournament, string]
