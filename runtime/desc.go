@@ -50,6 +50,7 @@ type Field[T any] struct {
 	Fields []string
 
 	value  func(*T) any
+	addr   func(*T) any
 	decode func(*T, Decoder) error
 	assign func(*T, any) error
 
@@ -66,6 +67,17 @@ type Field[T any] struct {
 // Value returns the value the accessor stands for in t: the field, the
 // whole slice of a partition, the root value, the version.
 func (f *Field[T]) Value(t *T) any { return f.value(t) }
+
+// Addr returns a pointer to the value the accessor stands for in t (*V for
+// a field of type V, *[]E for a partition), nil for the root entry, which
+// is built from several fields. Unlike Value, it boxes nothing: adapters
+// that encode the value read it through the pointer without allocating.
+func (f *Field[T]) Addr(t *T) any {
+	if f.addr == nil {
+		return nil
+	}
+	return f.addr(t)
+}
 
 // Decode decodes d into t's field (for a partition: the whole slice).
 func (f *Field[T]) Decode(t *T, d Decoder) error {
@@ -118,6 +130,7 @@ func NewField[T, V any](key, name string, ptr func(*T) *V) *Field[T] {
 	return &Field[T]{
 		Key: key, Name: name, Kind: KindField,
 		value:  func(t *T) any { return *ptr(t) },
+		addr:   func(t *T) any { return ptr(t) },
 		decode: func(t *T, d Decoder) error { return d.Decode(ptr(t)) },
 		assign: func(t *T, v any) error { return assignTo(ptr(t), v, key) },
 	}
@@ -162,6 +175,7 @@ func NewPartition[T, E any](key, name string, ptr func(*T) *[]E) *Field[T] {
 	return &Field[T]{
 		Key: key, Name: name, Kind: KindPartition,
 		value: func(t *T) any { return *ptr(t) },
+		addr:  func(t *T) any { return ptr(t) },
 		decode: func(t *T, d Decoder) error {
 			s := ptr(t)
 			if err := d.Decode(s); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"unicode/utf8"
 
@@ -29,6 +30,10 @@ type Store[T any, K comparable] struct {
 	tables   map[string]bool           // names of index-table lookups
 	// noPartial: unique native indexes are made without partial filters.
 	noPartial bool
+	// idAddr and addrs (one per d.Fields) say which values the document
+	// encoder reads through their addresses (see byAddr).
+	idAddr bool
+	addrs  []bool
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -66,6 +71,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 		o(&c)
 	}
 	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial}
+	s.initAddrs()
 	if d.Counter != nil {
 		s.counters = Counters(db)
 	}
@@ -257,6 +263,89 @@ func (s *Store[T, K]) doc(t *T, version int64, stamp Stamp) bson.D {
 	return d
 }
 
+// initAddrs sets idAddr and addrs from the descriptor.
+func (s *Store[T, K]) initAddrs() {
+	s.idAddr = byAddr(reflect.TypeFor[K]())
+	s.addrs = make([]bool, len(s.d.Fields))
+	for i, f := range s.d.Fields {
+		if p := f.Addr(new(T)); p != nil {
+			s.addrs[i] = byAddr(reflect.TypeOf(p).Elem())
+		}
+	}
+}
+
+// appendDoc appends the document of block t with the given version (no
+// stamp) to w: the bytes the driver makes of doc(t, version, Stamp{}).
+func (s *Store[T, K]) appendDoc(w *docBuf, t *T, version int64) error {
+	i := w.start()
+	var err error
+	if s.idAddr {
+		err = w.addr("_id", s.d.ID(t))
+	} else {
+		err = w.value(pathOf("_id"), *s.d.ID(t))
+	}
+	if err != nil {
+		return err
+	}
+	parts := false
+	for j, f := range s.d.Fields {
+		if s.addrs[j] {
+			err = w.addr(f.Key, f.Addr(t))
+		} else {
+			err = w.value(pathOf(f.Key), f.Value(t))
+		}
+		if err != nil {
+			return err
+		}
+		parts = parts || f.Kind == runtime.KindPartition
+	}
+	if s.d.Version != nil {
+		w.int64(pathOf(s.d.Version.Key), version)
+	}
+	if parts {
+		l := w.startDoc(pathOf(LenKey))
+		for _, f := range s.d.Fields {
+			if f.Kind == runtime.KindPartition {
+				w.int(pathOf(f.Key), f.Len(t))
+			}
+		}
+		w.end(l)
+	}
+	w.end(i)
+	return nil
+}
+
+// encodeDoc builds the document of block t with the given version in a
+// buffer from the pool, which the caller releases once the driver call it
+// gives the document to has returned. A document over MaxDocumentBytes
+// fails with runtime.ErrTooLarge.
+func (s *Store[T, K]) encodeDoc(op string, id K, t *T, version int64) (*docBuf, bson.Raw, error) {
+	w := getDocBuf()
+	if err := s.appendDoc(w, t, version); err != nil {
+		w.release()
+		return nil, nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	if n := len(w.b); n > MaxDocumentBytes {
+		w.release()
+		return nil, nil, tooLarge(op, s.d.Aggregate, id, n, nil)
+	}
+	return w, bson.Raw(w.b), nil
+}
+
+// appendID appends element k with block key id.
+func appendID[K any](w *docBuf, k string, id K) error {
+	// The usual key types are appended without boxing id.
+	switch x := any(id).(type) {
+	case string:
+		w.string(pathOf(k), x)
+		return nil
+	case int64:
+		w.int64(pathOf(k), x)
+		return nil
+	}
+	return w.value(pathOf(k), id)
+}
+
 func (s *Store[T, K]) fail(op string, id any, err error) error {
 	return Err(op, s.d.Aggregate, id, err)
 }
@@ -360,20 +449,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 }
 
 func (s *Store[T, K]) create(ctx context.Context, t *T) error {
-	create := func(t *T) error {
-		id := *s.d.ID(t)
-		if err := s.checkNative("Create", id, t); err != nil {
-			return err
-		}
-		doc := s.doc(t, 1, Stamp{})
-		if err := s.checkDoc("Create", id, doc); err != nil {
-			return err
-		}
-		if s.x != nil {
-			return s.x.Create(ctx, "Create", id, t, func(st Stamp) any { return s.doc(t, 1, st) })
-		}
-		return s.insert(ctx, "Create", id, t, doc)
-	}
+	create := func(t *T) error { return s.insertDoc(ctx, "Create", t, 1) }
 	var err error
 	if s.d.Counter != nil {
 		err = s.withCounter(ctx, "Create", t, true, create)
@@ -399,19 +475,7 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 		id := *s.d.ID(t)
 		if _, n := s.counterID(id); n == 0 {
 			// A zero counted number: a new block with an allocated key.
-			put = func(t *T) error {
-				if err := s.checkNative("Put", *s.d.ID(t), t); err != nil {
-					return err
-				}
-				doc := s.doc(t, want+1, Stamp{})
-				if err := s.checkDoc("Put", *s.d.ID(t), doc); err != nil {
-					return err
-				}
-				if s.x != nil {
-					return s.x.Create(ctx, "Put", *s.d.ID(t), t, func(st Stamp) any { return s.doc(t, want+1, st) })
-				}
-				return s.insert(ctx, "Put", *s.d.ID(t), t, doc)
-			}
+			put = func(t *T) error { return s.insertDoc(ctx, "Put", t, want+1) }
 		}
 		if err := s.withCounter(ctx, "Put", t, true, put); err != nil {
 			return err
@@ -423,22 +487,60 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 	return nil
 }
 
+// insertDoc inserts the document of new block t with the given version
+// (through the lookup protocol when there are index tables).
+func (s *Store[T, K]) insertDoc(ctx context.Context, op string, t *T, version int64) error {
+	id := *s.d.ID(t)
+	if err := s.checkNative(op, id, t); err != nil {
+		return err
+	}
+	if s.x != nil {
+		doc := s.doc(t, version, Stamp{})
+		if err := s.checkDoc(op, id, doc); err != nil {
+			return err
+		}
+		return s.x.Create(ctx, op, id, t, func(st Stamp) any { return s.doc(t, version, st) })
+	}
+	w, doc, err := s.encodeDoc(op, id, t, version)
+	if err != nil {
+		return err
+	}
+	defer w.release()
+	return s.insert(ctx, op, id, t, doc)
+}
+
 func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	id := *s.d.ID(t)
 	versioned := s.d.Version != nil
 	if err := s.checkNative("Put", id, t); err != nil {
 		return err
 	}
-	doc := s.doc(t, want+1, Stamp{})
-	if err := s.checkDoc("Put", id, doc); err != nil {
-		return err
-	}
 	if s.x != nil {
+		doc := s.doc(t, want+1, Stamp{})
+		if err := s.checkDoc("Put", id, doc); err != nil {
+			return err
+		}
 		return s.x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
 	}
+	w, doc, err := s.encodeDoc("Put", id, t, want+1)
+	if err != nil {
+		return err
+	}
+	defer w.release()
+	// The filter follows the document in w's buffer.
+	n := len(w.b)
+	f := w.start()
+	if err := appendID(w, "_id", id); err != nil {
+		return runtime.Fail("Put", s.d.Aggregate, id, nil, err)
+	}
+	if versioned && want != 0 {
+		w.int64(pathOf(s.d.Version.Key), want)
+	}
+	w.end(f)
+	filter := bson.Raw(w.b[n:])
 	switch {
 	case !versioned:
-		if _, err := s.coll.ReplaceOne(ctx, ByID(id), doc, options.Replace().SetUpsert(true)); err != nil {
+		if _, err := s.coll.ReplaceOne(ctx, filter, doc, options.Replace().SetUpsert(true)); err != nil {
 			return s.writeErr(ctx, "Put", id, t, false, err)
 		}
 	case want == 0:
@@ -454,7 +556,6 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 	default:
 		// Replace only the version the caller read.
-		filter := bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: want}}
 		res, err := s.coll.ReplaceOne(ctx, filter, doc)
 		if err != nil {
 			return s.writeErr(ctx, "Put", id, t, false, err)
@@ -497,13 +598,15 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 }
 
 func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	if s.x == nil || !s.tableReads(u.Keys()...) {
+		return s.updateOne(ctx, op, id, u)
+	}
+	// Through the lookup protocol: the filter and $set as bson.D.
 	filter := ByID(id)
 	set := make(bson.D, 0, len(u.Changes))
-	var elems []Elem
 	for _, c := range u.Changes {
 		if c.Elem {
 			e := Elem{Field: c.Field.Key, Index: c.Index}
-			elems = append(elems, e)
 			// Only existing elements are replaced: $set would pad the array.
 			filter = append(filter, bson.E{Key: e.Path(), Value: bson.D{{Key: "$exists", Value: true}}})
 			set = append(set, bson.E{Key: e.Path(), Value: c.Value})
@@ -534,42 +637,63 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	if u.IfVersion != 0 && versionKey != "" {
 		filter = append(filter, bson.E{Key: versionKey, Value: u.IfVersion})
 	}
-	if len(set) == 0 {
+	if err := s.checkChanges(op, id, u); err != nil {
+		return err
+	}
+	if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
+		return err
+	}
+	return s.x.Change(ctx, op, id, Change[*T]{
+		Filter: filter, Set: set, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elemsOf(u),
+		Apply: func(t *T) {
+			for _, c := range u.Changes {
+				_ = c.Apply(t) // elements were checked to exist
+			}
+		},
+	})
+}
+
+// elemsOf lists the elements u replaces.
+func elemsOf[T any](u runtime.Update[T]) []Elem {
+	var elems []Elem
+	for _, c := range u.Changes {
+		if c.Elem {
+			elems = append(elems, Elem{Field: c.Field.Key, Index: c.Index})
+		}
+	}
+	return elems
+}
+
+// updateOne is Update when no index table is involved: one updateOne
+// whose filter and update command are built as BSON in a buffer from the
+// pool (see encode.go).
+func (s *Store[T, K]) updateOne(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	w := getDocBuf()
+	defer w.release()
+	versionKey := s.d.VersionKey()
+	nf, empty, err := s.appendUpdate(w, id, u)
+	if err != nil {
+		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	filter, update := bson.Raw(w.b[:nf]), bson.Raw(w.b[nf:])
+	if empty {
 		// Nothing to write: only check that the block exists (at the version).
 		n, err := s.coll.CountDocuments(ctx, filter)
 		if err != nil {
 			return s.fail(op, id, err)
 		}
 		if n == 0 {
-			return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
+			return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elemsOf(u))
 		}
 		return nil
 	}
 	if err := s.checkChanges(op, id, u); err != nil {
 		return err
 	}
-	if s.tableReads(u.Keys()...) {
-		if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
-			return err
-		}
-		return s.x.Change(ctx, op, id, Change[*T]{
-			Filter: filter, Set: set, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elems,
-			Apply: func(t *T) {
-				for _, c := range u.Changes {
-					_ = c.Apply(t) // elements were checked to exist
-				}
-			},
-		})
+	if len(update) > MaxDocumentBytes {
+		return tooLarge(op, s.d.Aggregate, id, len(update), nil)
 	}
-	update := bson.D{{Key: "$set", Value: set}}
-	if inc := s.versionInc(); inc != nil {
-		update = append(update, bson.E{Key: "$inc", Value: inc})
-	}
-	var upd any = update // boxed once, for the check and the driver
-	if !fits(upd) {
-		return checkSize(op, s.d.Aggregate, id, upd)
-	}
-	res, err := s.coll.UpdateOne(ctx, filter, upd)
+	res, err := s.coll.UpdateOne(ctx, filter, update)
 	if err != nil {
 		if isDuplicate(err) {
 			return s.writeErr(ctx, op, id, s.applied(u), false, err)
@@ -577,9 +701,72 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		return s.fail(op, id, err)
 	}
 	if res.MatchedCount == 0 {
-		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elems)
+		return NoMatch(ctx, s.coll, op, s.d.Aggregate, id, versionKey, u.IfVersion, elemsOf(u))
 	}
 	return nil
+}
+
+// appendUpdate appends the filter and the update command of u to w: the
+// bytes the driver makes of the filter {_id, "f.i": {$exists: true} for
+// each element replaced, version} and of {$set: {...}, $inc: {version: 1}}.
+// The update starts at nf; empty says that $set is empty.
+func (s *Store[T, K]) appendUpdate(w *docBuf, id K, u runtime.Update[T]) (int, bool, error) {
+	versionKey := s.d.VersionKey()
+	// The filter: the block, the elements replaced (only existing ones:
+	// $set would pad the array), the version.
+	f := w.start()
+	if err := appendID(w, "_id", id); err != nil {
+		return 0, false, err
+	}
+	for _, c := range u.Changes {
+		if c.Elem {
+			e := w.startDoc(path{key: c.Field.Key, idx: c.Index, at: true})
+			w.bool(pathOf("$exists"), true)
+			w.end(e)
+		}
+	}
+	if u.IfVersion != 0 && versionKey != "" {
+		w.int64(pathOf(versionKey), u.IfVersion)
+	}
+	w.end(f)
+	nf := len(w.b)
+	// The update: $set of the entries, $inc of the version.
+	upd := w.start()
+	set := w.startDoc(pathOf("$set"))
+	nset := len(w.b)
+	for _, c := range u.Changes {
+		var err error
+		switch {
+		case c.Elem:
+			err = w.value(path{key: c.Field.Key, idx: c.Index, at: true}, c.Value)
+		case c.Field.Kind == runtime.KindRoot:
+			// The root entry's fields are top-level fields of the document.
+			var raw []byte
+			if raw, err = bson.Marshal(c.Value); err == nil {
+				err = w.elements(raw)
+			}
+		default:
+			err = w.value(pathOf(c.Field.Key), c.Value)
+			if err == nil && c.Field.Kind == runtime.KindPartition {
+				var t T
+				if err = c.Field.Assign(&t, c.Value); err == nil {
+					w.int(pathOf(LenKey+"."+c.Field.Key), c.Field.Len(&t))
+				}
+			}
+		}
+		if err != nil {
+			return 0, false, err
+		}
+	}
+	empty := len(w.b) == nset
+	w.end(set)
+	if versionKey != "" {
+		inc := w.startDoc(pathOf("$inc"))
+		w.int(pathOf(versionKey), 1)
+		w.end(inc)
+	}
+	w.end(upd)
+	return nf, empty, nil
 }
 
 // checkDoc fails with runtime.ErrTooLarge when doc, the document of a
