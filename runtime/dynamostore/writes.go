@@ -334,6 +334,22 @@ func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64) *updat
 	return w
 }
 
+// noResend makes the SDK's retryer resend a request only after the server
+// answered it (throttling, a 5xx): not after a connection error, when the
+// request may have been applied. For writes that a second send would
+// apply twice.
+func noResend(o *dynamodb.Options) {
+	if o.Retryer != nil {
+		o.Retryer = serverAnswered{o.Retryer}
+	}
+}
+
+type serverAnswered struct{ aws.Retryer }
+
+func (r serverAnswered) IsErrorRetryable(err error) bool {
+	return !ambiguous(err) && r.Retryer.IsErrorRetryable(err)
+}
+
 // AppendPast is the list index Append writes a new element at: SET f[i]
 // with i past the end of the list appends the element (DynamoDB's
 // documented rule). A list longer than AppendPast (possible only with
@@ -376,7 +392,11 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	s.version(w, 0, true)
 	in := w.input(s.table, s.key(id))
 	in.ReturnValues = types.ReturnValueUpdatedNew
-	out, err := s.c.UpdateItem(ctx, in)
+	// Not resent after a lost reply: a second send would append twice.
+	out, err := s.c.UpdateItem(ctx, in, noResend)
+	if err != nil && ambiguous(err) {
+		return 0, runtime.FailAt(op, s.d.Aggregate, id, "(outcome unknown: the append may have been applied; its index cannot be read back)", nil, err)
+	}
 	if err == nil {
 		if m, ok := out.Attributes[LenAttr].(*types.AttributeValueMemberM); ok {
 			if n, err := intOf(m.Value[f.Key]); err == nil && n > 0 {
