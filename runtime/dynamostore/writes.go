@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,12 +56,27 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
 	})
 	if condFailed(err) {
+		if s.holds(ctx, id, item) {
+			return nil
+		}
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
 	}
 	if err != nil {
 		return wrap(op, s.d.Aggregate, id, err)
 	}
 	return nil
+}
+
+// holds reports whether block id is item, attribute for attribute: after
+// a conditional PutItem failed its condition, the SDK may have resent it
+// after a lost reply, the first send having been applied; the write is
+// then done, not refused. (A concurrent writer of the very same item is
+// indistinguishable, and harmless.)
+func (s *Store[T, K]) holds(ctx context.Context, id K, item map[string]types.AttributeValue) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	got, err := s.getItem(ctx, id, "", nil)
+	return err == nil && got != nil && reflect.DeepEqual(got, item)
 }
 
 // Put replaces block t whole, checking the version it holds.
@@ -105,6 +121,9 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	}
 	_, err = s.c.PutItem(ctx, in)
 	if condFailed(err) {
+		if s.holds(ctx, id, item) {
+			return nil
+		}
 		return s.versionConflict(ctx, op, id, want)
 	}
 	if err != nil {
