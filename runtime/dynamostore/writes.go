@@ -3,8 +3,10 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -50,13 +52,14 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	if err := s.checkSize(op, id, item); err != nil {
 		return err
 	}
+	var sent sends
 	_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
-	})
+	}, sent.count)
 	if condFailed(err) {
-		if s.holds(ctx, id, item) {
+		if sent.resent() && s.holds(ctx, id, item) {
 			return nil
 		}
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
@@ -67,11 +70,34 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	return nil
 }
 
+// sends counts the HTTP requests of one SDK call: more than one means
+// that the SDK's retryer resent it.
+type sends struct{ n atomic.Int32 }
+
+// count is the call option that counts.
+func (c *sends) count(o *dynamodb.Options) {
+	if o.HTTPClient != nil {
+		o.HTTPClient = countingClient{o.HTTPClient, c}
+	}
+}
+
+func (c *sends) resent() bool { return c.n.Load() > 1 }
+
+type countingClient struct {
+	next dynamodb.HTTPClient
+	c    *sends
+}
+
+func (d countingClient) Do(r *http.Request) (*http.Response, error) {
+	d.c.n.Add(1)
+	return d.next.Do(r)
+}
+
 // holds reports whether block id is item, attribute for attribute: after
-// a conditional PutItem failed its condition, the SDK may have resent it
-// after a lost reply, the first send having been applied; the write is
-// then done, not refused. (A concurrent writer of the very same item is
-// indistinguishable, and harmless.)
+// a conditional PutItem that the SDK resent failed its condition, the
+// first send may have been applied (its reply lost); the write is then
+// done, not refused. (A concurrent writer of the very same item in that
+// window is indistinguishable, and harmless.)
 func (s *Store[T, K]) holds(ctx context.Context, id K, item map[string]types.AttributeValue) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
 	defer cancel()
@@ -119,9 +145,10 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
 	}
-	_, err = s.c.PutItem(ctx, in)
+	var sent sends
+	_, err = s.c.PutItem(ctx, in, sent.count)
 	if condFailed(err) {
-		if s.holds(ctx, id, item) {
+		if sent.resent() && s.holds(ctx, id, item) {
 			return nil
 		}
 		return s.versionConflict(ctx, op, id, want)

@@ -57,7 +57,7 @@ func init() {
 // block.
 func reserved(key string) string {
 	switch {
-	case key == "_seq" || key == "_inc":
+	case key == "_seq" || key == "_inc" || key == "_w":
 		return "Redis block hashes use the hidden field " + key + " themselves"
 	case strings.ContainsAny(key, "[]"):
 		return "Redis block hashes name partition elements key[i]"
