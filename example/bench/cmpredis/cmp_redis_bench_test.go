@@ -90,5 +90,6 @@ func TestCmpRedisBaseline(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmpbench.Check(t, im, testGames, testHotels)
+		cmpbench.CheckErrors(t, im)
 	}
 }
