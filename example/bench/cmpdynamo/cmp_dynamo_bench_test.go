@@ -2,9 +2,14 @@ package cmpdynamo_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/noamgen/noamgen/example/bench"
@@ -27,7 +32,42 @@ import (
 //
 // or STORES=dynamo scripts/bench-compare.sh.
 
-func TestMain(m *testing.M) { dynalitetest.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if srv := server.Load(); srv != nil && os.Getenv(dynalitetest.EnvEndpoint) != "" {
+		// Tables on an external endpoint outlive the process.
+		if err := dropTables(srv.Client(), *prefix.Load()); err != nil {
+			fmt.Fprintln(os.Stderr, "dropping the benchmark tables:", err)
+		}
+	}
+	dynalitetest.Stop()
+	os.Exit(code)
+}
+
+// dropTables deletes the tables whose names start with p.
+func dropTables(c *dynamodb.Client, p string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in := &dynamodb.ListTablesInput{ExclusiveStartTableName: aws.String(p)}
+	for {
+		out, err := c.ListTables(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, name := range out.TableNames {
+			if !strings.HasPrefix(name, p) {
+				return nil
+			}
+			if _, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+				return err
+			}
+		}
+		if out.LastEvaluatedTableName == nil {
+			return nil
+		}
+		in.ExclusiveStartTableName = out.LastEvaluatedTableName
+	}
+}
 
 // openDynamoImpls returns the generated and the hand-written repositories
 // over new tables under prefix.
@@ -77,10 +117,9 @@ var dynamoSuite = cmpbench.NewSuite("dynamo", func() ([]cmpbench.Impl, error) {
 func suite(b *testing.B) *cmpbench.Suite {
 	if server.Load() == nil {
 		srv := dynalitetest.Shared(b)
-		// On NOAM_DYNAMO_ENDPOINT the tables are dropped when the first
-		// benchmark ends: run the benchmarks against dynalite, or keep
-		// the tables by hand.
-		p := srv.Prefix(b)
+		// A prefix of this process (not srv.Prefix(b), whose tables on
+		// an external endpoint go when b ends): TestMain drops them.
+		p := fmt.Sprintf("cmp%x_", time.Now().UnixNano()&0xffffffffff)
 		prefix.Store(&p)
 		server.CompareAndSwap(nil, srv)
 	}
