@@ -12,8 +12,9 @@
 // composite lookup, a page of 20) and SetCity (a setter of an indexed
 // field); and Get and Put of the versioned EAO game. Each store's test
 // file builds the repositories and calls the Suite's methods from its
-// Benchmark functions: the bbolt ones are in package bench, the MongoDB
-// ones in the integration module (integration/bench).
+// Benchmark functions: the bbolt ones are in package bench, the Redis ones
+// in example/bench/cmpredis, the DynamoDB ones in example/bench/cmpdynamo,
+// the MongoDB ones in the integration module (integration/bench).
 //
 // The data is loaded once per process and per implementation; benchmarks
 // that change it put it back (untimed) when they end.
