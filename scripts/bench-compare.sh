@@ -78,6 +78,10 @@ if [[ " $STORES " == *" dynamo "* && -z "${NOAM_DYNAMO_ENDPOINT:-}" ]]; then
 	node -e "const s = require('$dynalite_mod')({createTableMs: 0, deleteTableMs: 0, updateTableMs: 0}); s.listen(0, '127.0.0.1', () => console.log(s.address().port))" >"$OUT/dynalite.port" 2>"$OUT/dynalite.log" &
 	dynalite_pid=$!
 	for _ in $(seq 300); do [ -s "$OUT/dynalite.port" ] && break; sleep 0.1; done
+	if [ ! -s "$OUT/dynalite.port" ]; then
+		echo "bench-compare: dynalite did not start (node on the PATH?): $(cat "$OUT/dynalite.log")" >&2
+		exit 1
+	fi
 	NOAM_DYNAMO_ENDPOINT=http://127.0.0.1:$(head -1 "$OUT/dynalite.port")
 	export NOAM_DYNAMO_ENDPOINT
 	echo "== dynalite in its own process at $NOAM_DYNAMO_ENDPOINT" >&2

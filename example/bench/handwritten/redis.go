@@ -2,6 +2,7 @@ package handwritten
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -317,7 +318,7 @@ return 1
 // Get reads aggregate id: one HGET.
 func (s *RedisBlobs[T]) Get(ctx context.Context, id string) (*T, error) {
 	data, err := s.C.HGet(ctx, s.Prefix+id, "doc").Bytes()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("get %s: %w", id, runtime.ErrNotFound)
 	}
 	if err != nil {
