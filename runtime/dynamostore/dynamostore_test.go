@@ -880,6 +880,28 @@ func testLostReply(t *testing.T, f *fixture) {
 		t.Fatalf("Game Put with a lost reply (fault %v, %d PutItem requests): %v, version %d", done, n, err, lg.Version)
 	}
 
+	// A setter and an Update with IfVersion of a versioned block: the
+	// resend fails on the update's token, which the block holds, and the
+	// update is done once (the version moves by one, no ErrConflict).
+	hook, hit = once("UpdateItem", f.prefix+"Game", true)
+	f.log.fault = hook
+	err = games.SetSecondPlayer(ctx, "lg", "cy")
+	f.log.fault = nil
+	if done, n := hit(); !done || n != 2 || err != nil {
+		t.Fatalf("SetSecondPlayer with a lost reply (fault %v, %d requests): %v", done, n, err)
+	}
+	hook, hit = once("UpdateItem", f.prefix+"Game", true)
+	f.log.fault = hook
+	dee := "dee"
+	err = games.Update(ctx, "lg", game.GameUpdate{IfVersion: 3, FirstPlayer: &dee})
+	f.log.fault = nil
+	if done, n := hit(); !done || n != 2 || err != nil {
+		t.Fatalf("Update with IfVersion and a lost reply (fault %v, %d requests): %v", done, n, err)
+	}
+	if g, err := games.Get(ctx, "lg"); err != nil || g.Version != 4 || g.FirstPlayer != "dee" || g.SecondPlayer != "cy" {
+		t.Fatalf("after the resent updates: %+v, %v", g, err)
+	}
+
 	// The one-request append is not resent by the SDK (a second send
 	// would append twice): a lost reply is an error saying the outcome is
 	// unknown, and the round is there once; a dropped request is the same

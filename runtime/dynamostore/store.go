@@ -217,7 +217,7 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	for k, av := range item {
 		dec.av = av
 		switch k {
-		case IDAttr, LenAttr, SeqAttr, IncAttr:
+		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr:
 			continue
 		case RootAttr:
 			if s.d.Root != nil {

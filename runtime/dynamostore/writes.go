@@ -2,6 +2,8 @@ package dynamostore
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -91,6 +93,26 @@ type countingClient struct {
 func (d countingClient) Do(r *http.Request) (*http.Response, error) {
 	d.c.n.Add(1)
 	return d.next.Do(r)
+}
+
+// token returns a fresh random write token.
+func token() string {
+	var b [12]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// wrote reports whether block id holds write token tok.
+func (s *Store[T, K]) wrote(ctx context.Context, id K, tok string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(WriteAttr), e)
+	if err != nil || item == nil {
+		return false
+	}
+	v, ok := item[WriteAttr].(*types.AttributeValueMemberS)
+	return ok && v.Value == tok
 }
 
 // holds reports whether block id is item, attribute for attribute: after
@@ -292,16 +314,30 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	if err != nil {
 		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 	}
+	// A versioned block records the update's token: a resend of an
+	// update already applied fails on it (instead of moving the version
+	// twice, or failing its version check), and is then recognized.
+	var tok string
+	if s.d.Version != nil {
+		tok = token()
+		wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
+		w.set = append(w.set, wn+" = "+tv)
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
+	}
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
-		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
+		var sent sends
+		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)), sent.count)
 		if err == nil {
 			return nil
 		}
 		if !condFailed(err) {
 			return wrap(op, s.d.Aggregate, id, err)
+		}
+		if tok != "" && sent.resent() && s.wrote(ctx, id, tok) {
+			return nil
 		}
 		if err := s.diagnose(ctx, op, id, u); err != nil {
 			return err
