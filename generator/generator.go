@@ -91,6 +91,7 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 			}
 		}
 	}
+	clashes = append(clashes, checkStoreNames(s, sel)...)
 	clashes = append(clashes, checkTopLevel(s)...)
 	if len(clashes) > 0 {
 		clashes.Sort()
@@ -269,6 +270,60 @@ func groupImports(src []byte) []byte {
 	out = append(out, src[:start]...)
 	out = append(out, block...)
 	return append(out, src[start+end:]...)
+}
+
+// checkStoreNames reports, for each chosen store, collection names the
+// store cannot use and two things the store would give one name (an
+// aggregate's collection and another's index table, or a name the store
+// keeps for itself): the store would mix their data.
+func checkStoreNames(s *model.Schema, sel []templates.Store) parser.ErrorList {
+	var errs parser.ErrorList
+	for _, st := range sel {
+		if st.Collection != nil {
+			for _, a := range s.Aggregates {
+				if why := st.Collection(a.Collection); why != "" {
+					errs = append(errs, parser.Error{Pos: a.Pos, Msg: fmt.Sprintf("collection name %q of %s %s", a.Collection, a.Name, why)})
+				}
+			}
+		}
+		seen := map[string]string{}
+		claim := func(n templates.Name) {
+			if prev, ok := seen[n.Name]; ok {
+				errs = append(errs, parser.Error{Pos: n.Pos, Msg: fmt.Sprintf("%s is named %q, like %s; give it another name (collection=NAME on the aggregate marker, or lookup=NAME)", n.What, n.Name, prev)})
+				return
+			}
+			seen[n.Name] = n.What
+		}
+		for _, n := range st.Own {
+			claim(n)
+		}
+		for _, a := range s.Aggregates {
+			claim(templates.Name{Name: a.Collection, What: "the collection of aggregate " + a.Name, Pos: a.Pos})
+		}
+		if st.Names != nil {
+			for _, a := range s.Aggregates {
+				for _, n := range st.Names(a) {
+					claim(n)
+				}
+			}
+		}
+	}
+	// Two stores may find the same clash (a collection named like a
+	// counters collection both keep).
+	return dedupe(errs)
+}
+
+func dedupe(errs parser.ErrorList) parser.ErrorList {
+	var out parser.ErrorList
+	seen := map[string]bool{}
+	for _, e := range errs {
+		k := e.Pos.String() + "\x00" + e.Msg
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // checkTopLevel reports top-level names that the generated files would

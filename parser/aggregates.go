@@ -435,43 +435,17 @@ func (p *loader) checkRefs(s *model.Schema) {
 	}
 }
 
-// Names the stores give to an index table (templates.LookupName for bbolt
-// buckets, runtime/mongostore.TableName for MongoDB collections), and the
-// names they keep for themselves.
-func boltIndexName(collection, lookup string) string  { return collection + "." + lookup }
-func mongoIndexName(collection, lookup string) string { return collection + "__" + lookup }
-
-var reservedCollections = map[string]string{
-	"noam.counters": "the bbolt bucket of enumerable-key counters",
-	"noam_counters": "the MongoDB collection of enumerable-key counters",
-}
-
-// checkCollections makes sure that no two aggregates share a collection,
-// and that no collection is named like another aggregate's index table or
-// like a collection a store keeps for itself: a store would mix their data.
+// checkCollections makes sure that no two aggregates share a collection:
+// every store would mix their data. The names each store derives from a
+// collection (index tables, buckets) and the names it keeps for itself are
+// checked by the generator for the stores chosen (templates.Store.Names).
 func (p *loader) checkCollections(s *model.Schema) {
-	type owner struct{ what string }
-	seen := map[string]owner{}
-	for name, what := range reservedCollections {
-		seen[name] = owner{what}
-	}
-	claim := func(name, what string, pos token.Position) {
-		if prev, ok := seen[name]; ok {
-			p.errorAt(pos, "%s is named %q, like %s; give it another name (collection=NAME on the aggregate marker, or lookup=NAME)", what, name, prev.what)
-			return
-		}
-		seen[name] = owner{what}
-	}
+	seen := map[string]*model.Aggregate{}
 	for _, a := range s.Aggregates {
-		if strings.ContainsAny(a.Collection, "$\x00") || strings.HasPrefix(a.Collection, "system.") {
-			p.errorAt(a.Pos, "collection name %q of %s is not a valid MongoDB collection name (no $, no system. prefix)", a.Collection, a.Name)
+		if prev, ok := seen[a.Collection]; ok {
+			p.errorAt(a.Pos, "the collection of aggregate %s is named %q, like the collection of aggregate %s; give it another name (collection=NAME on the aggregate marker, or lookup=NAME)", a.Name, a.Collection, prev.Name)
+			continue
 		}
-		claim(a.Collection, "the collection of aggregate "+a.Name, a.Pos)
-	}
-	for _, a := range s.Aggregates {
-		for _, l := range a.Lookups {
-			claim(boltIndexName(a.Collection, l.Name), fmt.Sprintf("the bbolt index bucket of lookup %s of %s", l.Name, a.Name), l.Pos)
-			claim(mongoIndexName(a.Collection, l.Name), fmt.Sprintf("the MongoDB index collection of lookup %s of %s", l.Name, a.Name), l.Pos)
-		}
+		seen[a.Collection] = a
 	}
 }

@@ -6,6 +6,7 @@ package templates
 
 import (
 	"fmt"
+	"go/token"
 	"go/types"
 	"sort"
 	"strings"
@@ -38,6 +39,27 @@ type Store struct {
 	// given key ("" when it can), so that the generator refuses it with a
 	// positioned error instead of writing code that fails at run time.
 	Reserved func(key string) string
+	// Collection says why the store cannot name a collection name, as the
+	// end of a sentence after `collection name "x" of T` ("" when it
+	// can). Optional.
+	Collection func(name string) string
+	// Names lists what the store names after aggregate a besides its
+	// collection (index tables, buckets, key prefixes), so that the
+	// generator refuses a schema in which two things would share a name
+	// in the store. Optional.
+	Names func(a *model.Aggregate) []Name
+	// Own lists the names the store keeps for itself whatever the schema
+	// (e.g. the collection of counters).
+	Own []Name
+}
+
+// Name is a name a store gives to something it stores: What says what
+// ("the bbolt index bucket of lookup email of Member"), Pos where the
+// schema asks for it (zero for Store.Own).
+type Name struct {
+	Name string
+	What string
+	Pos  token.Position
 }
 
 var registry = map[string]Store{}

@@ -110,5 +110,6 @@ func TestCmpBoltBaseline(t *testing.T) {
 	for _, im := range impls {
 		must(t, cmpbench.Load(im, testGames, testHotels))
 		cmpbench.Check(t, im, testGames, testHotels)
+		cmpbench.CheckErrors(t, im)
 	}
 }

@@ -40,7 +40,7 @@ func TestRedisClusterSuite(t *testing.T) {
 
 // TestRedisHashLayout checks the hash of a game (NoAM Fig. 4 on Redis):
 // one hash named Game:{2345}, one field per entry, BSON values, the count
-// and the version in decimal, the hidden write sequence.
+// and the version in decimal, the hidden write sequence and write token.
 func TestRedisHashLayout(t *testing.T) {
 	c := redistest.Server(t)
 	games := game.NewGameRedisRepository(c)
@@ -59,7 +59,7 @@ func TestRedisHashLayout(t *testing.T) {
 		fields = append(fields, f)
 	}
 	slices.Sort(fields)
-	if want := []string{"_seq", "firstPlayer", "rounds", "rounds[0]", "rounds[1]", "rounds[2]", "secondPlayer", "version"}; !slices.Equal(fields, want) {
+	if want := []string{"_seq", "_w", "firstPlayer", "rounds", "rounds[0]", "rounds[1]", "rounds[2]", "secondPlayer", "version"}; !slices.Equal(fields, want) {
 		t.Fatalf("fields %q, want %q", fields, want)
 	}
 	var first string

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -48,6 +49,55 @@ func Start(t testing.TB) *Server {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		return &Server{Endpoint: ep, external: true}
 	}
+	s, stop := launch(t)
+	t.Cleanup(stop)
+	return s
+}
+
+var (
+	sharedMu   sync.Mutex
+	shared     *Server
+	sharedStop func()
+)
+
+// Shared returns a server that lives until Stop (call Main from
+// TestMain): for benchmarks that load their data once per process. It
+// starts dynalite on first use (or uses NOAM_DYNAMO_ENDPOINT), skipping t
+// like Start.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		return &Server{Endpoint: ep, external: true}
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil {
+		shared, sharedStop = launch(t)
+	}
+	return shared
+}
+
+// Stop stops the server Shared started, if any.
+func Stop() {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedStop != nil {
+		sharedStop()
+	}
+	shared, sharedStop = nil, nil
+}
+
+// Main runs the tests and stops the server Shared started.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// launch starts dynalite and returns it with the function that stops it
+// (t fails or skips if it cannot; a half-started server is stopped).
+func launch(t testing.TB) (*Server, func()) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skipf("DynamoDB tests need node (for dynalite) or %s: %v", EnvEndpoint, err)
@@ -77,7 +127,12 @@ func Start(t testing.TB) *Server {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	}
-	t.Cleanup(stop)
+	started := false
+	defer func() {
+		if !started {
+			stop()
+		}
+	}()
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -108,7 +163,8 @@ func Start(t testing.TB) *Server {
 		_, err := c.ListTables(ctx, &dynamodb.ListTablesInput{})
 		cancel()
 		if err == nil {
-			return s
+			started = true
+			return s, stop
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("dynalite does not answer: %v", err)

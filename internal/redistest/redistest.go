@@ -6,7 +6,9 @@
 //
 // NOAM_REDIS_URL points the single-node tests at another server instead
 // (redis://host:port/db), and NOAM_REDIS_CLUSTER (host:port,host:port,...)
-// the cluster tests at another cluster: the tests flush them.
+// the cluster tests at another cluster: the tests flush them, so they
+// refuse one that holds keys when a test process first connects (and
+// flush it when the process ends).
 //
 // Without redis-server on the PATH (Debian package redis-server), the tests
 // that need a server are skipped with that reason.
@@ -41,7 +43,20 @@ var (
 	single   *redis.Client
 	cluster  *redis.ClusterClient
 	startErr = map[string]error{}
+	// externalSingle and externalCluster: the servers come from
+	// NOAM_REDIS_URL and NOAM_REDIS_CLUSTER.
+	externalSingle, externalCluster bool
 )
+
+// notEmpty is the refusal to flush a server that holds keys: the tests
+// flush the server they are given, so it must be one for tests (empty at
+// the start of a test process; the tests leave it empty).
+func notEmpty(env, where string, keys int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", env, where, err)
+	}
+	return fmt.Errorf("%s %s holds %d keys: the tests flush the server they use, so they only start on an empty one (a database for tests; flush it yourself if it is one)", env, where, keys)
+}
 
 // Main runs the tests and stops the servers they started.
 func Main(m *testing.M) {
@@ -50,15 +65,23 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop stops every server this package started and removes their files.
+// Stop stops every server this package started and removes their files;
+// the servers of NOAM_REDIS_URL and NOAM_REDIS_CLUSTER are flushed, so
+// that the next test process finds them empty.
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
 	if single != nil {
+		if externalSingle {
+			_ = single.FlushDB(bg).Err()
+		}
 		single.Close()
 		single = nil
 	}
 	if cluster != nil {
+		if externalCluster {
+			_ = cluster.ForEachMaster(bg, func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() })
+		}
 		cluster.Close()
 		cluster = nil
 	}
@@ -143,6 +166,11 @@ func startSingle(t testing.TB) (*redis.Client, error) {
 		if err := c.Ping(bg).Err(); err != nil {
 			return nil, fmt.Errorf("NOAM_REDIS_URL %s: %w", url, err)
 		}
+		if n, err := c.DBSize(bg).Result(); err != nil || n > 0 {
+			c.Close()
+			return nil, notEmpty("NOAM_REDIS_URL", url, n, err)
+		}
+		externalSingle = true
 		return c, nil
 	}
 	bin := need(t, "redis-server")
@@ -163,6 +191,17 @@ func startCluster(t testing.TB) (*redis.ClusterClient, error) {
 		if err := c.Ping(bg).Err(); err != nil {
 			return nil, fmt.Errorf("NOAM_REDIS_CLUSTER %s: %w", addrs, err)
 		}
+		var total atomic.Int64
+		err := c.ForEachMaster(bg, func(ctx context.Context, m *redis.Client) error {
+			n, err := m.DBSize(ctx).Result()
+			total.Add(n)
+			return err
+		})
+		if err != nil || total.Load() > 0 {
+			c.Close()
+			return nil, notEmpty("NOAM_REDIS_CLUSTER", addrs, total.Load(), err)
+		}
+		externalCluster = true
 		return c, nil
 	}
 	bin := need(t, "redis-server")

@@ -16,7 +16,9 @@
 //     whose reply gives its index, SetFAt is SET f[i].
 //   - The version entry is a number attribute; every write that changes a
 //     block bumps and checks it in the write's ConditionExpression, in the
-//     same request: a block write is atomic without transactions.
+//     same request: a block write is atomic without transactions. An
+//     update of a versioned block also writes a token (_w), so that a
+//     request the SDK resends after a lost reply is not applied twice.
 //   - Lookups live in one index table per collection, "<collection>__index",
 //     with the lookup's name as the partition key (p, S) and the index key
 //     (k, B: the value for a unique lookup, the value followed by the block
@@ -62,6 +64,10 @@ const (
 	LenAttr  = "_len"
 	SeqAttr  = "_seq"
 	IncAttr  = "_inc"
+	// WriteAttr holds the token of the last update of a versioned block,
+	// so that an update the SDK resent after a lost reply is recognized
+	// as applied, not applied twice.
+	WriteAttr = "_w"
 )
 
 // MaxItemBytes is DynamoDB's item size limit.
@@ -78,6 +84,20 @@ type Options struct {
 	// TablePrefix is put before every table name ("prod_" makes
 	// "prod_Game", "prod_Game__index", "prod_noam_counters").
 	TablePrefix string
+}
+
+// CheckTableName says why DynamoDB refuses the table name t ("" when it
+// takes it): 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'.
+func CheckTableName(t string) string {
+	if len(t) < 3 || len(t) > 255 {
+		return fmt.Sprintf("DynamoDB table names have 3 to 255 characters, this one %d", len(t))
+	}
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Sprintf("DynamoDB table names hold only a-z, A-Z, 0-9, '_', '-' and '.', not %q", r)
+		}
+	}
+	return ""
 }
 
 // tooLarge reports DynamoDB's refusal of an item over 400 KB.

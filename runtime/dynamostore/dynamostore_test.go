@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +54,15 @@ type logger struct {
 	log []request
 	// before, when set, runs before a request is sent.
 	before func(op string, body []byte)
+	// fault, when set, decides per request whether to inject a fault: a
+	// lost reply (the request is served, the client gets a connection
+	// reset) or a request that never reaches the server.
+	fault func(op string, body []byte) (lose, drop bool)
 }
+
+// errReset is the injected network fault, the error a dropped connection
+// gives (the SDK's retryer treats it as retryable, as it would a real one).
+var errReset = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 
 func (l *logger) Do(req *http.Request) (*http.Response, error) {
 	var body []byte
@@ -63,7 +73,19 @@ func (l *logger) Do(req *http.Request) (*http.Response, error) {
 	if l.before != nil {
 		l.before(strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810."), body)
 	}
+	var lose, drop bool
+	if l.fault != nil {
+		lose, drop = l.fault(strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810."), body)
+	}
+	if drop {
+		return nil, errReset
+	}
 	resp, err := http.DefaultClient.Do(req)
+	if lose && err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, errReset
+	}
 	var out []byte
 	if err == nil {
 		out, _ = io.ReadAll(resp.Body)
@@ -165,6 +187,7 @@ func TestStore(t *testing.T) {
 		{"CounterOverflow", testCounterOverflow},
 		{"PutSeesAConcurrentUnindexedWrite", testPutRace},
 		{"AppendToABlockWithoutThePartition", testAppendOldSchema},
+		{"LostReply", testLostReply},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, sv)) })
 	}
@@ -752,5 +775,153 @@ func testPutRace(t *testing.T, f *fixture) {
 	must(t, err)
 	if rep.Added != 0 || rep.Removed != 0 {
 		t.Fatalf("Repair after the race: %v", rep)
+	}
+}
+
+// once returns a fault hook that injects one fault (lost reply or dropped
+// request) into the first request of kind op on table, and counts the
+// requests of that kind.
+func once(op, table string, lose bool) (hook func(string, []byte) (bool, bool), hit func() (bool, int)) {
+	var mu sync.Mutex
+	done, n := false, 0
+	hook = func(o string, body []byte) (bool, bool) {
+		if o != op || !bytes.Contains(body, []byte(`"TableName":"`+table+`"`)) {
+			return false, false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if done {
+			return false, false
+		}
+		done = true
+		return lose, !lose
+	}
+	return hook, func() (bool, int) { mu.Lock(); defer mu.Unlock(); return done, n }
+}
+
+// testLostReply: faults on the block write of a protocol write, with the
+// SDK's own retries in play. A lost reply (the write was applied) ends in
+// success, whatever the SDK's retry of the conditional request answers,
+// and the lookups are right; a request that never arrived is retried and
+// applied once; a Create whose reply is lost is not reported as
+// ErrDuplicate of itself. Repair finds nothing to fix afterwards.
+func testLostReply(t *testing.T, f *fixture) {
+	ms := f.matches(t)
+	table := f.prefix + "matches"
+	must(t, ms.Create(ctx, &model.Match{ID: "m", Code: "a"}))
+	check := func(what, code string, version int64) {
+		t.Helper()
+		got, err := ms.GetByCode(ctx, code)
+		if err != nil || got.ID != "m" || got.Version != version {
+			t.Fatalf("%s: GetByCode(%q) = %+v, %v", what, code, got, err)
+		}
+		rep, err := ms.Repair(ctx)
+		must(t, err)
+		if rep.Added+rep.Removed+len(rep.Conflicts) != 0 {
+			t.Fatalf("%s: Repair fixed %+v", what, rep)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		lose bool
+	}{{"lost reply", true}, {"dropped request", false}} {
+		hook, hit := once("UpdateItem", table, c.lose)
+		f.log.fault = hook
+		before, err := ms.Get(ctx, "m")
+		must(t, err)
+		code := "c-" + strings.ReplaceAll(c.name, " ", "-")
+		err = ms.SetCode(ctx, "m", code)
+		f.log.fault = nil
+		done, n := hit()
+		if !done {
+			t.Fatalf("%s: no fault injected", c.name)
+		}
+		if err != nil {
+			t.Fatalf("%s: SetCode: %v (%d UpdateItem requests)", c.name, err, n)
+		}
+		check(c.name, code, before.Version+1)
+		if _, err := ms.GetByCode(ctx, before.Code); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("%s: the old code still finds the match: %v", c.name, err)
+		}
+	}
+	// Create with a lost reply.
+	hook, hit := once("PutItem", table, true)
+	f.log.fault = hook
+	err := ms.Create(ctx, &model.Match{ID: "n", Code: "new"})
+	f.log.fault = nil
+	if done, n := hit(); !done || err != nil {
+		t.Fatalf("Create with a lost reply (%d PutItem requests): %v", n, err)
+	}
+	got, err := ms.GetByCode(ctx, "new")
+	if err != nil || got.ID != "n" {
+		t.Fatalf("after Create with a lost reply: %+v, %v", got, err)
+	}
+
+	// Create and a versioned Put of an aggregate without lookups: the
+	// SDK's resend after a lost reply fails its condition, and the block,
+	// the item written, says the write is done.
+	games := game.NewGameDynamoRepository(f.c, f.o)
+	must(t, games.EnsureIndexes(ctx))
+	hook, hit = once("PutItem", f.prefix+"Game", true)
+	f.log.fault = hook
+	lg := &game.Game{ID: "lg", FirstPlayer: "ann", Rounds: []game.Round{{Moves: []string{"e4"}, Spell: "haste"}}}
+	err = games.Create(ctx, lg)
+	f.log.fault = nil
+	if done, n := hit(); !done || n != 2 || err != nil {
+		t.Fatalf("Game Create with a lost reply (fault %v, %d PutItem requests): %v", done, n, err)
+	}
+	hook, hit = once("PutItem", f.prefix+"Game", true)
+	f.log.fault = hook
+	lg.SecondPlayer = "bo"
+	err = games.Put(ctx, lg)
+	f.log.fault = nil
+	if done, n := hit(); !done || n != 2 || err != nil || lg.Version != 2 {
+		t.Fatalf("Game Put with a lost reply (fault %v, %d PutItem requests): %v, version %d", done, n, err, lg.Version)
+	}
+
+	// A setter and an Update with IfVersion of a versioned block: the
+	// resend fails on the update's token, which the block holds, and the
+	// update is done once (the version moves by one, no ErrConflict).
+	hook, hit = once("UpdateItem", f.prefix+"Game", true)
+	f.log.fault = hook
+	err = games.SetSecondPlayer(ctx, "lg", "cy")
+	f.log.fault = nil
+	if done, n := hit(); !done || n != 2 || err != nil {
+		t.Fatalf("SetSecondPlayer with a lost reply (fault %v, %d requests): %v", done, n, err)
+	}
+	hook, hit = once("UpdateItem", f.prefix+"Game", true)
+	f.log.fault = hook
+	dee := "dee"
+	err = games.Update(ctx, "lg", game.GameUpdate{IfVersion: 3, FirstPlayer: &dee})
+	f.log.fault = nil
+	if done, n := hit(); !done || n != 2 || err != nil {
+		t.Fatalf("Update with IfVersion and a lost reply (fault %v, %d requests): %v", done, n, err)
+	}
+	if g, err := games.Get(ctx, "lg"); err != nil || g.Version != 4 || g.FirstPlayer != "dee" || g.SecondPlayer != "cy" {
+		t.Fatalf("after the resent updates: %+v, %v", g, err)
+	}
+
+	// The one-request append is not resent by the SDK (a second send
+	// would append twice): a lost reply is an error saying the outcome is
+	// unknown, and the round is there once; a dropped request is the same
+	// error, and no round was added.
+	must(t, games.Create(ctx, &game.Game{ID: "g", FirstPlayer: "ann"}))
+	for i, lose := range []bool{true, false} {
+		hook, hit := once("UpdateItem", f.prefix+"Game", lose)
+		f.log.fault = hook
+		_, err := games.AppendRounds(ctx, "g", game.Round{Spell: fmt.Sprint("r", i)})
+		f.log.fault = nil
+		if done, n := hit(); !done || n != 1 {
+			t.Fatalf("append (lost reply %v): fault %v, %d requests, want 1", lose, done, n)
+		}
+		if err == nil || !strings.Contains(err.Error(), "outcome unknown") {
+			t.Fatalf("append (lost reply %v): %v, want an outcome-unknown error", lose, err)
+		}
+	}
+	g, err := games.Get(ctx, "g")
+	must(t, err)
+	if len(g.Rounds) != 1 || g.Rounds[0].Spell != "r0" || g.Version != 2 {
+		t.Fatalf("after a lost and a dropped append: %+v", g)
 	}
 }

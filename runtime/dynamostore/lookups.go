@@ -50,8 +50,12 @@ func stale(s int64) bool { return time.Now().UnixNano()-s > StaleAfter.Nanosecon
 // stamp is the lookup protocol's state in a block's item.
 type stamp struct{ seq, inc int64 }
 
-// nextSeq is the write sequence of a write over sequence old.
-func nextSeq(old int64) int64 { return max(old+1, time.Now().UnixNano()) }
+// nextSeq is the write sequence of a write over sequence old: later than
+// old and about the time in nanoseconds, plus up to a millisecond of
+// jitter so that two writers over one state (clocks behind old, or one
+// instant) pick the same sequence with a chance of about one in a
+// million: applied tells a write from another by it.
+func nextSeq(old int64) int64 { return max(old, time.Now().UnixNano()) + 1 + rand.Int64N(1<<20) }
 
 func newInc() int64 {
 	for {
@@ -239,6 +243,16 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 		}
 	}
 	ok, err := write()
+	if err == nil && !ok {
+		// The condition failed. The SDK may have resent the request
+		// after a lost reply (its retryer resends on a connection
+		// reset): then the first send was applied, and undoing its
+		// index items would leave the block unfindable. The block
+		// tells.
+		if done, rerr := s.applied(ctx, id, inc, seq); rerr == nil && done {
+			ok = true
+		}
+	}
 	if err != nil && ambiguous(err) {
 		// The request may have been applied: read the block back, with a
 		// fresh context, to see whether it carries this write's stamp.

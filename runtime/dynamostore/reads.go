@@ -427,7 +427,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	var out []string
 	for k, av := range item {
 		switch k {
-		case IDAttr, SeqAttr, IncAttr:
+		case IDAttr, SeqAttr, IncAttr, WriteAttr:
 		case RootAttr:
 			out = append(out, "")
 		case LenAttr:

@@ -79,6 +79,11 @@ func (s *Store[T, K]) Caps() runtime.Caps {
 // Ensure creates the tables (on-demand billing) and waits until they are
 // active; tables that exist are left as they are.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	for _, t := range []string{s.table, s.index, s.counters} {
+		if why := CheckTableName(t); t != "" && why != "" {
+			return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(table %q: %s; choose a longer collection=NAME or set Options.TablePrefix)", t, why), runtime.ErrInvalid, nil)
+		}
+	}
 	err := createTable(ctx, s.c, s.table, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: s.kind.attrType()})
 	if err == nil && s.index != "" {
 		err = createTable(ctx, s.c, s.index,
@@ -212,7 +217,7 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	for k, av := range item {
 		dec.av = av
 		switch k {
-		case IDAttr, LenAttr, SeqAttr, IncAttr:
+		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr:
 			continue
 		case RootAttr:
 			if s.d.Root != nil {

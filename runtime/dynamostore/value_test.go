@@ -1,13 +1,18 @@
 package dynamostore
 
 import (
+	"context"
+	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 type inner struct {
@@ -70,6 +75,27 @@ func TestValueShape(t *testing.T) {
 		av, _ := Encode(f)
 		if m, ok := av.(*types.AttributeValueMemberM); !ok || m.Value[rawKey] == nil {
 			t.Fatalf("%v is no N value, but stored as %#v", f, av)
+		}
+	}
+}
+
+// TestEnsureRefusesBadTableNames: a collection DynamoDB cannot name a
+// table after (here shorter than 3 characters, which the generator lets
+// through because a table-name prefix may lengthen it) fails
+// EnsureIndexes with ErrInvalid before any request; with a prefix it is a
+// valid name.
+func TestEnsureRefusesBadTableNames(t *testing.T) {
+	d := &runtime.Desc[struct{}, string]{Aggregate: "K", Collection: "K"}
+	err := Open[struct{}, string](nil, d).Ensure(context.Background())
+	if !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), `table "K"`) || !strings.Contains(err.Error(), "TablePrefix") {
+		t.Fatalf("Ensure of table K: %v", err)
+	}
+	if s := Open[struct{}, string](nil, d, Options{TablePrefix: "app_"}); CheckTableName(s.Table()) != "" {
+		t.Fatalf("table %q refused: %s", s.Table(), CheckTableName(s.Table()))
+	}
+	for name, ok := range map[string]bool{"Game": true, "Game__index": true, "a.b-c_d": true, "ab": false, "sessions:v2": false, strings.Repeat("x", 256): false} {
+		if got := CheckTableName(name) == ""; got != ok {
+			t.Errorf("CheckTableName(%.20q) accepts: %v, want %v", name, got, ok)
 		}
 	}
 }

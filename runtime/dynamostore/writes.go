@@ -2,8 +2,13 @@ package dynamostore
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"net/http"
+	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -49,18 +54,77 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	if err := s.checkSize(op, id, item); err != nil {
 		return err
 	}
+	var sent sends
 	_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
-	})
+	}, sent.count)
 	if condFailed(err) {
+		if sent.resent() && s.holds(ctx, id, item) {
+			return nil
+		}
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
 	}
 	if err != nil {
 		return wrap(op, s.d.Aggregate, id, err)
 	}
 	return nil
+}
+
+// sends counts the HTTP requests of one SDK call: more than one means
+// that the SDK's retryer resent it.
+type sends struct{ n atomic.Int32 }
+
+// count is the call option that counts.
+func (c *sends) count(o *dynamodb.Options) {
+	if o.HTTPClient != nil {
+		o.HTTPClient = countingClient{o.HTTPClient, c}
+	}
+}
+
+func (c *sends) resent() bool { return c.n.Load() > 1 }
+
+type countingClient struct {
+	next dynamodb.HTTPClient
+	c    *sends
+}
+
+func (d countingClient) Do(r *http.Request) (*http.Response, error) {
+	d.c.n.Add(1)
+	return d.next.Do(r)
+}
+
+// token returns a fresh random write token.
+func token() string {
+	var b [12]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// wrote reports whether block id holds write token tok.
+func (s *Store[T, K]) wrote(ctx context.Context, id K, tok string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(WriteAttr), e)
+	if err != nil || item == nil {
+		return false
+	}
+	v, ok := item[WriteAttr].(*types.AttributeValueMemberS)
+	return ok && v.Value == tok
+}
+
+// holds reports whether block id is item, attribute for attribute: after
+// a conditional PutItem that the SDK resent failed its condition, the
+// first send may have been applied (its reply lost); the write is then
+// done, not refused. (A concurrent writer of the very same item in that
+// window is indistinguishable, and harmless.)
+func (s *Store[T, K]) holds(ctx context.Context, id K, item map[string]types.AttributeValue) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	got, err := s.getItem(ctx, id, "", nil)
+	return err == nil && got != nil && reflect.DeepEqual(got, item)
 }
 
 // Put replaces block t whole, checking the version it holds.
@@ -103,8 +167,12 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
 	}
-	_, err = s.c.PutItem(ctx, in)
+	var sent sends
+	_, err = s.c.PutItem(ctx, in, sent.count)
 	if condFailed(err) {
+		if sent.resent() && s.holds(ctx, id, item) {
+			return nil
+		}
 		return s.versionConflict(ctx, op, id, want)
 	}
 	if err != nil {
@@ -246,16 +314,30 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	if err != nil {
 		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 	}
+	// A versioned block records the update's token: a resend of an
+	// update already applied fails on it (instead of moving the version
+	// twice, or failing its version check), and is then recognized.
+	var tok string
+	if s.d.Version != nil {
+		tok = token()
+		wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
+		w.set = append(w.set, wn+" = "+tv)
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
+	}
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
-		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
+		var sent sends
+		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)), sent.count)
 		if err == nil {
 			return nil
 		}
 		if !condFailed(err) {
 			return wrap(op, s.d.Aggregate, id, err)
+		}
+		if tok != "" && sent.resent() && s.wrote(ctx, id, tok) {
+			return nil
 		}
 		if err := s.diagnose(ctx, op, id, u); err != nil {
 			return err
@@ -334,6 +416,22 @@ func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64) *updat
 	return w
 }
 
+// noResend makes the SDK's retryer resend a request only after the server
+// answered it (throttling, a 5xx): not after a connection error, when the
+// request may have been applied. For writes that a second send would
+// apply twice.
+func noResend(o *dynamodb.Options) {
+	if o.Retryer != nil {
+		o.Retryer = serverAnswered{o.Retryer}
+	}
+}
+
+type serverAnswered struct{ aws.Retryer }
+
+func (r serverAnswered) IsErrorRetryable(err error) bool {
+	return !ambiguous(err) && r.Retryer.IsErrorRetryable(err)
+}
+
 // AppendPast is the list index Append writes a new element at: SET f[i]
 // with i past the end of the list appends the element (DynamoDB's
 // documented rule). A list longer than AppendPast (possible only with
@@ -376,7 +474,11 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	s.version(w, 0, true)
 	in := w.input(s.table, s.key(id))
 	in.ReturnValues = types.ReturnValueUpdatedNew
-	out, err := s.c.UpdateItem(ctx, in)
+	// Not resent after a lost reply: a second send would append twice.
+	out, err := s.c.UpdateItem(ctx, in, noResend)
+	if err != nil && ambiguous(err) {
+		return 0, runtime.FailAt(op, s.d.Aggregate, id, "(outcome unknown: the append may have been applied; its index cannot be read back)", nil, err)
+	}
 	if err == nil {
 		if m, ok := out.Attributes[LenAttr].(*types.AttributeValueMemberM); ok {
 			if n, err := intOf(m.Value[f.Key]); err == nil && n > 0 {

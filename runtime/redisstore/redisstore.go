@@ -11,7 +11,9 @@
 // integers, so that scripts can bump them with HINCRBY. Two hidden fields
 // keep the bookkeeping of the writes: _seq (the write sequence, which
 // conditional writes compare) and, for aggregates with lookups, _inc (the
-// block's incarnation, drawn when it is created).
+// block's incarnation, drawn when it is created); a third, _w, holds the
+// token of the last write, so that a write go-redis resends after a lost
+// reply is not applied twice.
 //
 // Every write is one run of one Lua script (EVALSHA, see script.go), which
 // checks its conditions and then changes the block, so a block's write is
@@ -57,8 +59,9 @@ const maxAttempts = 64
 
 // Hidden hash fields.
 const (
-	seqField = "_seq"
-	incField = "_inc"
+	seqField  = "_seq"
+	incField  = "_inc"
+	onceField = "_w" // the token and result of the last run (prog.once)
 )
 
 // Store is the Redis adapter for aggregate class T with block keys K.

@@ -1,11 +1,14 @@
 package redisstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -379,4 +382,195 @@ func TestLostReply(t *testing.T) {
 		}
 		clean(t, "the retry", plain.Repair)
 	})
+}
+
+// resend is a hook that sends the first script run whose arguments hold
+// marker twice, as go-redis does when a reply is lost (it resends a
+// command after io.EOF or a read timeout): the server runs it, then runs
+// it again, and the client sees the second reply.
+type resend struct {
+	marker string
+	mu     sync.Mutex
+	done   bool
+}
+
+func (r *resend) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *resend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		hit := false
+		if cmd.Name() == "evalsha" {
+			for _, a := range cmd.Args() {
+				if s, ok := a.(string); ok && strings.Contains(s, r.marker) {
+					hit = true
+				}
+			}
+		}
+		r.mu.Lock()
+		hit = hit && !r.done
+		if hit {
+			r.done = true
+		}
+		r.mu.Unlock()
+		if hit {
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+			cmd.SetErr(nil)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (r *resend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestResentWrite: a write whose script run is resent (the first run
+// applied, its reply lost) is applied once and answers as the first run
+// did: a Create does not fail with ErrDuplicate of itself, a setter moves
+// the version by one, an append adds one element and returns its index;
+// the lookups stay right. On a node and on a cluster.
+func TestResentWrite(t *testing.T) {
+	modes(t, func(t *testing.T, shared redis.UniversalClient) {
+		open := func(marker string) (model.MatchRepository, *resend, func()) {
+			var c redis.UniversalClient
+			if cc, ok := shared.(*redis.ClusterClient); ok {
+				c = redis.NewClusterClient(cc.Options())
+			} else {
+				c = redis.NewClient(shared.(*redis.Client).Options())
+			}
+			r := &resend{marker: marker}
+			c.AddHook(r)
+			return model.NewMatchRedisRepository(c), r, func() { c.Close() }
+		}
+		plain := model.NewMatchRedisRepository(shared)
+		ms, r, done := open("create-marker")
+		err := ms.Create(bg, &model.Match{ID: "r", Code: "create-marker", Rounds: []model.Round{{Serial: "s0"}}})
+		done()
+		if !r.done || err != nil {
+			t.Fatalf("resent Create (resent: %v): %v", r.done, err)
+		}
+		ms, r, done = open("set-marker")
+		err = ms.SetCode(bg, "r", "set-marker")
+		done()
+		if !r.done || err != nil {
+			t.Fatalf("resent SetCode (resent: %v): %v", r.done, err)
+		}
+		ms, r, done = open("append-marker")
+		i, err := ms.AppendRounds(bg, "r", model.Round{Serial: "append-marker"})
+		done()
+		if !r.done || err != nil || i != 1 {
+			t.Fatalf("resent AppendRounds (resent: %v): index %d, %v", r.done, i, err)
+		}
+		got, err := plain.GetByCode(bg, "set-marker")
+		must(t, err)
+		if got.ID != "r" || got.Version != 3 || len(got.Rounds) != 2 || got.Rounds[1].Serial != "append-marker" {
+			t.Fatalf("after the resent writes: version %d, %d rounds: %+v", got.Version, len(got.Rounds), got)
+		}
+		if _, err := plain.GetByCode(bg, "create-marker"); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("GetByCode of the old code: %v", err)
+		}
+		clean(t, "resent writes", plain.Repair)
+	})
+}
+
+// dropProxy forwards TCP connections to a Redis server and, once armed,
+// closes the client's connection instead of forwarding the reply to the
+// first request holding marker: the server ran the command, the client
+// sees io.EOF.
+type dropProxy struct {
+	ln      net.Listener
+	target  string
+	marker  []byte
+	armed   atomic.Bool
+	dropped atomic.Int32
+}
+
+func newDropProxy(t *testing.T, target, marker string) *dropProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	p := &dropProxy{ln: ln, target: target, marker: []byte(marker)}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *dropProxy) serve(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	var dropNext atomic.Bool
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				if bytes.Contains(buf[:n], p.marker) && p.armed.CompareAndSwap(true, false) {
+					dropNext.Store(true)
+				}
+				if _, werr := s.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		s.Close()
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := s.Read(buf)
+		if n > 0 {
+			if dropNext.Load() {
+				p.dropped.Add(1)
+				break
+			}
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	c.Close()
+	s.Close()
+}
+
+// TestGoRedisResendsAfterALostReply: go-redis, with its default options,
+// resends a script run whose connection closed before the reply (the
+// server had run it); the write is applied once all the same.
+func TestGoRedisResendsAfterALostReply(t *testing.T) {
+	srv := redistest.Server(t)
+	p := newDropProxy(t, srv.Options().Addr, "lost-reply-marker")
+	opts := *srv.Options()
+	opts.Addr = p.ln.Addr().String()
+	c := redis.NewClient(&opts)
+	defer c.Close()
+	games := model.NewMatchRedisRepository(c)
+	must(t, games.Create(bg, &model.Match{ID: "p", Code: "p0"})) // loads the script
+	p.armed.Store(true)
+	i, err := games.AppendRounds(bg, "p", model.Round{Serial: "lost-reply-marker"})
+	if p.dropped.Load() != 1 {
+		t.Fatalf("no reply dropped (%d)", p.dropped.Load())
+	}
+	if err != nil || i != 0 {
+		t.Fatalf("AppendRounds with a lost reply: index %d, %v", i, err)
+	}
+	got, err := model.NewMatchRedisRepository(srv).Get(bg, "p")
+	must(t, err)
+	if len(got.Rounds) != 1 || got.Version != 2 {
+		t.Fatalf("after a lost reply: %d rounds, version %d", len(got.Rounds), got.Version)
+	}
+	clean(t, "a lost reply", model.NewMatchRedisRepository(srv).Repair)
 }

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -25,7 +27,7 @@ import (
 // Returns {"ok", result} (result: the index an append wrote, else 0) or
 // {"fail", reason, detail, op number}.
 const vmSource = `
-local arity = {exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
+local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
   hdelif=3, stamp=2, irem=8, iadd=8, hswap=4, raise=2}
 local function key(i) return KEYS[tonumber(i)] end
@@ -58,7 +60,16 @@ for n = 1, nchecks + nchanges do
 end
 for n = 1, nchecks do
   local name, a = ops[n][1], ops[n][2]
-  if name == 'exists' then
+  if name == 'once' then
+    -- a resend of a run already applied (go-redis resends a command
+    -- after a connection error or a read timeout): answer as the first
+    -- run did, change nothing.
+    local w = redis.call('HGET', key(a[1]), '_w')
+    if w then
+      local tok, res = w:match('^(%S+) (%S+)$')
+      if tok == a[2] then return {'ok', tonumber(res), {}} end
+    end
+  elseif name == 'exists' then
     if redis.call('EXISTS', key(a[1])) == 0 then return {'fail', 'missing', '', n} end
   elseif name == 'absent' then
     if redis.call('EXISTS', key(a[1])) == 1 then return {'fail', 'exists', '', n} end
@@ -160,6 +171,9 @@ for n = nchecks + 1, nchecks + nchanges do
   elseif name == 'raise' then
     local c = redis.call('GET', key(a[1])) or '0'
     if c:sub(1, 1) == '-' or less(c, a[2]) then redis.call('SET', key(a[1]), a[2]) end
+  elseif name == 'mark' then
+    -- the run's token and result, for once.
+    redis.call('HSET', key(a[1]), '_w', a[2] .. ' ' .. result)
   end
 end
 return {'ok', result, created}
@@ -177,6 +191,11 @@ type prog struct {
 	nchange int
 	// notes say what each check is about, for errors.
 	notes []string
+	// once is the KEYS index of the block the run writes, when a resend
+	// of the run must not apply it twice ("" for none: a run that deletes
+	// the block, or changes no block): the run then checks and records a
+	// token of its own in the block's hidden field _w.
+	once string
 }
 
 // k returns the KEYS index of key name, adding it.
@@ -230,12 +249,15 @@ func (p *prog) merge(q *prog) {
 	p.notes = append(p.notes, q.notes...)
 	p.changes = append(p.changes, remap(q.changes)...)
 	p.nchange += q.nchange
+	if q.once != "" {
+		p.once = p.k(q.keys[mustAtoi(q.once)-1])
+	}
 }
 
 func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 
 // arity mirrors the script's table.
-var arity = map[string]int{"exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
+var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
 	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
 	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "hswap": 4, "raise": 2}
 
@@ -282,13 +304,27 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 	if p.empty() {
 		return 0, nil, nil
 	}
-	args := make([]any, 0, 2+len(p.checks)+len(p.changes))
-	args = append(args, p.nchecks, p.nchange)
-	for _, a := range p.checks {
-		args = append(args, a)
-	}
-	for _, a := range p.changes {
-		args = append(args, a)
+	args := make([]any, 0, 8+len(p.checks)+len(p.changes))
+	notes := p.notes
+	if p.once != "" {
+		tok := token()
+		args = append(args, p.nchecks+1, p.nchange+1, "once", p.once, tok)
+		notes = append([]string{""}, notes...)
+		for _, a := range p.checks {
+			args = append(args, a)
+		}
+		for _, a := range p.changes {
+			args = append(args, a)
+		}
+		args = append(args, "mark", p.once, tok)
+	} else {
+		args = append(args, p.nchecks, p.nchange)
+		for _, a := range p.checks {
+			args = append(args, a)
+		}
+		for _, a := range p.changes {
+			args = append(args, a)
+		}
 	}
 	res, err := vm.Run(ctx, c, p.keys, args...).Slice()
 	if err != nil {
@@ -324,10 +360,17 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 		n, _ := res[3].(int64)
 		f.op = int(n)
 	}
-	if f.op >= 1 && f.op <= len(p.notes) {
-		f.note = p.notes[f.op-1]
+	if f.op >= 1 && f.op <= len(notes) {
+		f.note = notes[f.op-1]
 	}
 	return 0, nil, f
+}
+
+// token returns a fresh random run token.
+func token() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // failed returns the failure of err with the given reason, if it is one.

@@ -179,6 +179,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 func (s *Store[T, K]) blockProg(bk []byte, w *write[K], fields []string, cond string) *prog {
 	p := &prog{}
 	b := p.k(s.blockKey(bk))
+	p.once = b
 	if cond == "absent" {
 		p.check("absent", "absent", b)
 	} else {
@@ -261,6 +262,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 func (s *Store[T, K]) replaceProg(bk []byte, w *write[K], fields []string) *prog {
 	p := &prog{}
 	b := p.k(s.blockKey(bk))
+	p.once = b
 	p.change("del", b)
 	for i := 0; i < len(fields); i += 2 {
 		p.change("hset", b, fields[i], fields[i+1])
@@ -366,6 +368,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
 		p := &prog{}
 		b := p.k(s.blockKey(bk))
+		p.once = b
 		p.check("", "exists", b)
 		if u.IfVersion != 0 && s.d.Version != nil {
 			p.check(fmt.Sprintf("expected %d", u.IfVersion), "ver", b, s.d.Version.Key, strconv.FormatInt(u.IfVersion, 10))
@@ -425,6 +428,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
 		p := &prog{}
 		b := p.k(s.blockKey(bk))
+		p.once = b
 		p.check("", "exists", b)
 		if len(ls) > 0 {
 			// Only the incarnation is read: the new element's values are
@@ -736,7 +740,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	}
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if k != seqField && k != incField {
+		if k != seqField && k != incField && k != onceField {
 			out = append(out, k)
 		}
 	}

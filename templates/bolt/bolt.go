@@ -20,6 +20,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/boltstore"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -36,6 +37,14 @@ func init() {
 		Generate: generate,
 		// Entry keys are codec components: every key is allowed.
 		Reserved: func(string) string { return "" },
+		Names: func(a *model.Aggregate) []t.Name {
+			var out []t.Name
+			for _, l := range a.Lookups {
+				out = append(out, t.Name{Name: t.LookupName(a, l), What: fmt.Sprintf("the bbolt index bucket of lookup %s of %s", l.Name, a.Name), Pos: l.Pos})
+			}
+			return out
+		},
+		Own: []t.Name{{Name: boltstore.CountersBucket, What: "the bbolt bucket of enumerable-key counters"}},
 	})
 }
 

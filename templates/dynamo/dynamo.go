@@ -18,6 +18,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -33,13 +34,26 @@ func init() {
 		Imports:  map[string]string{dynamoPkg: "dynamodb", storePkg: "dynamostore"},
 		Generate: generate,
 		Reserved: reserved,
+		// The index table's name is the longest; names under 3
+		// characters are refused by EnsureIndexes, as a table-name
+		// prefix (dynamostore.Options) may lengthen them.
+		Collection: func(name string) string {
+			if why := dynamostore.CheckTableName("noam" + dynamostore.IndexTable(name)); why != "" {
+				return "is not a valid DynamoDB table name (" + why + ")"
+			}
+			return ""
+		},
+		Names: func(a *model.Aggregate) []t.Name {
+			return []t.Name{{Name: dynamostore.IndexTable(a.Collection), What: "the DynamoDB index table of aggregate " + a.Name, Pos: a.Pos}}
+		},
+		Own: []t.Name{{Name: dynamostore.CountersTable, What: "the DynamoDB table of enumerable-key counters"}},
 	})
 }
 
 // reserved says why a top-level entry key cannot be an attribute name.
 func reserved(key string) string {
 	switch key {
-	case "_id", "_root", "_len", "_seq", "_inc":
+	case "_id", "_root", "_len", "_seq", "_inc", "_w":
 		return "DynamoDB items of noamgen use the attribute " + key + " themselves"
 	}
 	return ""

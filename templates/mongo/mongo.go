@@ -16,6 +16,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -31,6 +32,21 @@ func init() {
 		Imports:  map[string]string{mongoPkg: "mongo", storePkg: "mongostore"},
 		Generate: generate,
 		Reserved: reserved,
+		Collection: func(name string) string {
+			if strings.ContainsAny(name, "$\x00") || strings.HasPrefix(name, "system.") {
+				return "is not a valid MongoDB collection name (no $, no system. prefix)"
+			}
+			return ""
+		},
+		// Every lookup may be kept in a table (IndexTables at run time).
+		Names: func(a *model.Aggregate) []t.Name {
+			var out []t.Name
+			for _, l := range a.Lookups {
+				out = append(out, t.Name{Name: mongostore.TableName(a.Collection, l.Name), What: fmt.Sprintf("the MongoDB index collection of lookup %s of %s", l.Name, a.Name), Pos: l.Pos})
+			}
+			return out
+		},
+		Own: []t.Name{{Name: mongostore.CountersCollection, What: "the MongoDB collection of enumerable-key counters"}},
 	})
 }
 

@@ -41,8 +41,9 @@ const exampleElems = 2
 
 // Hidden hash fields of runtime/redisstore.
 const (
-	seqField = "_seq"
-	incField = "_inc"
+	seqField  = "_seq"
+	incField  = "_inc"
+	onceField = "_w"
 )
 
 // keyText renders key parts as runtime/redisstore names them inside a
@@ -115,6 +116,7 @@ func layout(a *model.Aggregate) t.Physical {
 	if len(a.Lookups) > 0 {
 		value += ", _inc"
 	}
+	value += ", _w"
 	p.Containers = append(p.Containers, t.Container{
 		Kind: "hash", Name: a.Collection + ":{<block key>}", Role: "blocks (one hash each)",
 		Key: "entry key, f[i] for an element", Value: value, Example: block,
@@ -213,6 +215,7 @@ func exampleBlock(a *model.Aggregate) []t.Stored {
 		out = append(out, t.Stored{Key: incField, Value: "the block's incarnation, drawn at creation (the lookup protocol)"})
 	}
 	out = append(out, t.Stored{Key: seqField, Value: "the write sequence, 20 decimal digits (conditional writes compare it)"})
+	out = append(out, t.Stored{Key: onceField, Value: "the last write's token and result (a script run go-redis resends after a lost reply is not applied twice)"})
 	return out
 }
 
@@ -642,7 +645,7 @@ func sample(ctx context.Context, a *model.Aggregate, conn map[string]string, n i
 			size := len(f) + len(v)
 			total += size
 			switch {
-			case f == seqField || f == incField:
+			case f == seqField || f == incField || f == onceField:
 			case strings.HasSuffix(f, "]") && strings.Contains(f, "["):
 				name := f[:strings.IndexByte(f, '[')]
 				acc.Entry(name+"[]", size)

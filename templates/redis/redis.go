@@ -34,6 +34,22 @@ func init() {
 		Imports:  map[string]string{redisPkg: "redis", storePkg: "redisstore"},
 		Generate: generate,
 		Reserved: reserved,
+		// Block keys are collection:{key}, the listing collection:blocks,
+		// counters collection:counter[:{scope}], lookups {collection.name}:
+		// a collection name with ':', '{' or '}' could name another's keys.
+		Collection: func(name string) string {
+			if strings.ContainsAny(name, ":{}") {
+				return "cannot name Redis keys: it contains ':', '{' or '}', which noamgen's keys use as separators and hash tags"
+			}
+			return ""
+		},
+		Names: func(a *model.Aggregate) []t.Name {
+			var out []t.Name
+			for _, l := range a.Lookups {
+				out = append(out, t.Name{Name: "{" + a.Collection + "." + l.Name + "}", What: fmt.Sprintf("the Redis index key of lookup %s of %s", l.Name, a.Name), Pos: l.Pos})
+			}
+			return out
+		},
 	})
 }
 
@@ -41,7 +57,7 @@ func init() {
 // block.
 func reserved(key string) string {
 	switch {
-	case key == "_seq" || key == "_inc":
+	case key == "_seq" || key == "_inc" || key == "_w":
 		return "Redis block hashes use the hidden field " + key + " themselves"
 	case strings.ContainsAny(key, "[]"):
 		return "Redis block hashes name partition elements key[i]"

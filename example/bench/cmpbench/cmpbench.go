@@ -12,8 +12,9 @@
 // composite lookup, a page of 20) and SetCity (a setter of an indexed
 // field); and Get and Put of the versioned EAO game. Each store's test
 // file builds the repositories and calls the Suite's methods from its
-// Benchmark functions: the bbolt ones are in package bench, the MongoDB
-// ones in the integration module (integration/bench).
+// Benchmark functions: the bbolt ones are in package bench, the Redis ones
+// in example/bench/cmpredis, the DynamoDB ones in example/bench/cmpdynamo,
+// the MongoDB ones in the integration module (integration/bench).
 //
 // The data is loaded once per process and per implementation; benchmarks
 // that change it put it back (untimed) when they end.
@@ -95,6 +96,10 @@ type Impl struct {
 	Games  Games
 	Hotels Hotels
 	EAO    Blobs[bench.VersionedEAOGame]
+	// UnorderedList is set when List pages in the store's own order
+	// (DynamoDB's Scan) rather than by id: Check then only checks that
+	// every game comes once.
+	UnorderedList bool
 }
 
 // Suite runs the benchmarks of one store.
@@ -518,12 +523,18 @@ func Check(t *testing.T, im Impl, games, hotels int) {
 	g.FirstPlayer, g.SecondPlayer, g.Rounds[5] = "mary", "rick", NewGame(7).Rounds[5]
 	must(im.Games.Put(ctx, g))
 	var seen int
+	listed := map[string]bool{}
 	cursor := ""
 	for {
 		page, err := im.Games.List(ctx, runtime.PageRequest{Limit: ListLimit, Cursor: cursor})
 		must(err)
 		for _, g := range page.Items {
-			if g.ID != GameID(seen) {
+			if im.UnorderedList {
+				if listed[g.ID] || len(g.Rounds) != GameRounds {
+					t.Fatalf("%s: List item %d is %s again, or has %d rounds", im.Name, seen, g.ID, len(g.Rounds))
+				}
+				listed[g.ID] = true
+			} else if g.ID != GameID(seen) {
 				t.Fatalf("%s: List item %d is %s", im.Name, seen, g.ID)
 			}
 			seen++
@@ -587,3 +598,65 @@ func Check(t *testing.T, im Impl, games, hotels int) {
 		must(im.EAO.Put(ctx, e))
 	}
 }
+
+// CheckErrors checks that the failing calls of im fail with the error
+// values of package runtime (and change nothing): a missing game or
+// hotel is runtime.ErrNotFound, an existing id or a name in use
+// runtime.ErrDuplicate, a stale version runtime.ErrConflict, a round past
+// the end runtime.ErrNotFound. im must be loaded as for Check.
+func CheckErrors(t *testing.T, im Impl) {
+	t.Helper()
+	want := func(what string, err, kind error) {
+		t.Helper()
+		if !errors.Is(err, kind) {
+			t.Errorf("%s: %s: %v, want %v", im.Name, what, err, kind)
+		}
+	}
+	const missing = "no-such-game"
+	_, err := im.Games.Get(ctx, missing)
+	want("Get of a missing game", err, runtime.ErrNotFound)
+	want("Create of an existing game", im.Games.Create(ctx, NewGame(1)), runtime.ErrDuplicate)
+	want("SetSecondPlayer of a missing game", im.Games.SetSecondPlayer(ctx, missing, "x"), runtime.ErrNotFound)
+	_, err = im.Games.AppendRounds(ctx, missing, game.Round{})
+	want("AppendRounds of a missing game", err, runtime.ErrNotFound)
+	p := "x"
+	want("Update of a missing game", im.Games.Update(ctx, missing, game.GameUpdate{SecondPlayer: &p}), runtime.ErrNotFound)
+	want("Update of a missing round", im.Games.Update(ctx, GameID(1), game.GameUpdate{SecondPlayer: &p, RoundsAt: map[int]game.Round{GameRounds: {}}}), runtime.ErrNotFound)
+	want("Update at a stale version", im.Games.Update(ctx, GameID(1), game.GameUpdate{SecondPlayer: &p, IfVersion: 99}), runtime.ErrConflict)
+	g, err := im.Games.Get(ctx, GameID(1))
+	if err != nil {
+		t.Fatalf("%s: %v", im.Name, err)
+	}
+	if g.Version != 1 || g.SecondPlayer != "rick" {
+		t.Errorf("%s: the failed updates changed game 1: version %d, second player %q", im.Name, g.Version, g.SecondPlayer)
+	}
+	g.Version = 0
+	want("Put of an existing game at version 0", im.Games.Put(ctx, g), runtime.ErrConflict)
+
+	_, err = im.Hotels.GetByName(ctx, "no such hotel")
+	want("GetByName of a missing name", err, runtime.ErrNotFound)
+	dup := NewHotel(0)
+	dup.ID = "hotel-dup"
+	want("Create of a hotel with a name in use", im.Hotels.Create(ctx, dup), runtime.ErrDuplicate)
+	want("Create of an existing hotel", im.Hotels.Create(ctx, NewHotel(1)), runtime.ErrDuplicate)
+	want("SetCity of a missing hotel", im.Hotels.SetCity(ctx, "no-such-hotel", "x"), runtime.ErrNotFound)
+	if h, err := im.Hotels.GetByName(ctx, HotelName(0)); err != nil || h.ID != NewHotel(0).ID {
+		t.Errorf("%s: GetByName after the refused duplicate: %v, %v", im.Name, h, err)
+	}
+	if page, err := im.Hotels.ListByCityStars(ctx, City(1), 0, runtime.PageRequest{Limit: MaxListCheck}); err != nil {
+		t.Errorf("%s: %v", im.Name, err)
+	} else {
+		for _, h := range page.Items {
+			if h.ID == dup.ID {
+				t.Errorf("%s: the refused duplicate is listed", im.Name)
+			}
+		}
+	}
+	if im.EAO != nil {
+		_, err := im.EAO.Get(ctx, missing)
+		want("EAO Get of a missing game", err, runtime.ErrNotFound)
+	}
+}
+
+// MaxListCheck is the page size CheckErrors lists a city with.
+const MaxListCheck = 100

@@ -7,7 +7,12 @@
 // bumps the version in the same transaction, and a lookup is an index
 // bucket kept in the same transaction. On MongoDB (mongo.go) an aggregate
 // is one document, with the same round trips as the generated code and
-// native indexes for lookups.
+// native indexes for lookups. On a single Redis node (redis.go) an
+// aggregate is a hash, every write one Lua script written for it, lookups
+// sorted sets changed in the same script. On DynamoDB (dynamo.go) an
+// aggregate is one item (attributevalue), every write one conditional
+// request, lookups items of an index table kept by the generated store's
+// protocol without transactions.
 //
 // Listing cursors are the plain last key (not signed, unlike the
 // generated ones).

@@ -1,0 +1,161 @@
+package cmpdynamo_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/noamgen/noamgen/example/bench"
+	"github.com/noamgen/noamgen/example/bench/cmpbench"
+	"github.com/noamgen/noamgen/example/bench/handwritten"
+	"github.com/noamgen/noamgen/example/game"
+	"github.com/noamgen/noamgen/example/hotel"
+	"github.com/noamgen/noamgen/internal/dynalitetest"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+)
+
+// Generated vs hand-written on DynamoDB (dynalite, or the endpoint at
+// NOAM_DYNAMO_ENDPOINT): both implementations on the same server and
+// client, in tables of their own (prefixes "<run>gen_" and "<run>hand_").
+// dynalite takes about 0.6 ms a request and rewrites the whole item on
+// every write, so run few iterations:
+//
+//	go test ./example/bench/cmpdynamo -run '^$' -bench Cmp -benchtime 200x -count 6 > dynamo.txt
+//	benchstat -col /impl dynamo.txt
+//
+// or STORES=dynamo scripts/bench-compare.sh.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if srv := server.Load(); srv != nil && os.Getenv(dynalitetest.EnvEndpoint) != "" {
+		// Tables on an external endpoint outlive the process.
+		if err := dropTables(srv.Client(), *prefix.Load()); err != nil {
+			fmt.Fprintln(os.Stderr, "dropping the benchmark tables:", err)
+		}
+	}
+	dynalitetest.Stop()
+	os.Exit(code)
+}
+
+// dropTables deletes the tables whose names start with p.
+func dropTables(c *dynamodb.Client, p string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in := &dynamodb.ListTablesInput{ExclusiveStartTableName: aws.String(p)}
+	for {
+		out, err := c.ListTables(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, name := range out.TableNames {
+			if !strings.HasPrefix(name, p) {
+				return nil
+			}
+			if _, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+				return err
+			}
+		}
+		if out.LastEvaluatedTableName == nil {
+			return nil
+		}
+		in.ExclusiveStartTableName = out.LastEvaluatedTableName
+	}
+}
+
+// openDynamoImpls returns the generated and the hand-written repositories
+// over new tables under prefix.
+func openDynamoImpls(c *dynamodb.Client, prefix string) ([]cmpbench.Impl, error) {
+	ctx := context.Background()
+	o := dynamostore.Options{TablePrefix: prefix + "gen_"}
+	games := game.NewGameDynamoRepository(c, o)
+	hotels := hotel.NewHotelDynamoRepository(c, o)
+	eao := bench.NewVersionedEAOGameDynamoRepository(c, o)
+	for _, ensure := range []func(context.Context) error{games.EnsureIndexes, hotels.EnsureIndexes, eao.EnsureIndexes} {
+		if err := ensure(ctx); err != nil {
+			return nil, err
+		}
+	}
+	handGames, err := handwritten.NewGameDynamo(ctx, c, prefix+"hand_Game")
+	if err != nil {
+		return nil, err
+	}
+	handHotels, err := handwritten.NewHotelDynamo(ctx, c, prefix+"hand_Hotel")
+	if err != nil {
+		return nil, err
+	}
+	handEAO := &handwritten.DynamoBlobs[bench.VersionedEAOGame]{
+		C: c, Table: prefix + "hand_VersionedEAOGame", KeyAttr: "ID", VersionAttr: "Version",
+		ID:      func(g *bench.VersionedEAOGame) string { return g.ID },
+		Version: func(g *bench.VersionedEAOGame) *int64 { return &g.Version },
+	}
+	if err := handEAO.Ensure(ctx); err != nil {
+		return nil, err
+	}
+	return []cmpbench.Impl{
+		{Name: "gen", Games: games, Hotels: cmpbench.GenHotels{HotelRepository: hotels}, EAO: eao, UnorderedList: true},
+		{Name: "hand", Games: handGames, Hotels: handHotels, EAO: handEAO, UnorderedList: true},
+	}, nil
+}
+
+// server and prefix are set by the first benchmark.
+var (
+	server atomic.Pointer[dynalitetest.Server]
+	prefix atomic.Pointer[string]
+)
+
+var dynamoSuite = cmpbench.NewSuite("dynamo", func() ([]cmpbench.Impl, error) {
+	return openDynamoImpls(server.Load().Client(), *prefix.Load())
+})
+
+func suite(b *testing.B) *cmpbench.Suite {
+	if server.Load() == nil {
+		srv := dynalitetest.Shared(b)
+		// A prefix of this process (not srv.Prefix(b), whose tables on
+		// an external endpoint go when b ends): TestMain drops them.
+		p := fmt.Sprintf("cmp%x_", time.Now().UnixNano()&0xffffffffff)
+		prefix.Store(&p)
+		server.CompareAndSwap(nil, srv)
+	}
+	return dynamoSuite
+}
+
+func BenchmarkCmpGet(b *testing.B)             { suite(b).Get(b) }
+func BenchmarkCmpPut(b *testing.B)             { suite(b).Put(b) }
+func BenchmarkCmpSetSecondPlayer(b *testing.B) { suite(b).SetSecondPlayer(b) }
+func BenchmarkCmpAppendRounds(b *testing.B)    { suite(b).AppendRounds(b) }
+func BenchmarkCmpUpdate2(b *testing.B)         { suite(b).Update2(b) }
+func BenchmarkCmpList50(b *testing.B)          { suite(b).List50(b) }
+func BenchmarkCmpGetByName(b *testing.B)       { suite(b).GetByName(b) }
+func BenchmarkCmpListByCityStars(b *testing.B) { suite(b).ListByCityStars(b) }
+func BenchmarkCmpSetCity(b *testing.B)         { suite(b).SetCity(b) }
+func BenchmarkCmpGetEAO(b *testing.B)          { suite(b).GetEAO(b) }
+func BenchmarkCmpPutEAO(b *testing.B)          { suite(b).PutEAO(b) }
+func BenchmarkCmpPutChanged(b *testing.B)      { suite(b).PutChanged(b) }
+func BenchmarkCmpPutChangedEAO(b *testing.B)   { suite(b).PutChangedEAO(b) }
+
+// testGames and testHotels size the data of the baseline checks.
+const testGames, testHotels = 120, 100
+
+// TestCmpDynamoBaseline checks that the hand-written baseline and the
+// generated code do the same thing on the benchmark data (no timings).
+func TestCmpDynamoBaseline(t *testing.T) {
+	srv := dynalitetest.Start(t)
+	impls, err := openDynamoImpls(srv.Client(), srv.Prefix(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range impls {
+		if err := cmpbench.Load(im, testGames, testHotels); err != nil {
+			t.Fatal(err)
+		}
+		cmpbench.Check(t, im, testGames, testHotels)
+		cmpbench.CheckErrors(t, im)
+	}
+}
