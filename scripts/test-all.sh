@@ -30,6 +30,11 @@ go mod download
 
 echo "== dynalite (the DynamoDB test server, npm, into tools/dynalite)"
 if [ ! -x tools/dynalite/node_modules/.bin/dynalite ]; then
+	if ! command -v npm >/dev/null 2>&1; then
+		sudo=""
+		if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+		$sudo apt-get update && $sudo apt-get install -y nodejs npm || true
+	fi
 	if command -v npm >/dev/null 2>&1; then
 		npm ci --prefix tools/dynalite --no-audit --no-fund
 	else
