@@ -400,8 +400,11 @@ func (r *resend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		hit := false
 		if cmd.Name() == "evalsha" {
 			for _, a := range cmd.Args() {
-				if s, ok := a.(string); ok && strings.Contains(s, r.marker) {
-					hit = true
+				switch v := a.(type) {
+				case string:
+					hit = hit || strings.Contains(v, r.marker)
+				case []byte:
+					hit = hit || bytes.Contains(v, []byte(r.marker))
 				}
 			}
 		}

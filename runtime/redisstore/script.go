@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,9 +21,11 @@ import (
 // names keys of one hash slot, and a write is several runs in the order of
 // the lookup protocol (see lookups.go).
 //
-// ARGV: the number of checks, the number of changes, then the operations,
-// each its name followed by its arguments (a fixed number per name, see
-// arity). Key arguments are 1-based indexes into KEYS.
+// ARGV[1] packs the arguments (each as its length in decimal, ':', its
+// bytes; one argument instead of many saves the client an allocation per
+// argument): the number of checks, the number of changes, then the
+// operations, each its name followed by its arguments (a fixed number per
+// name, see arity). Key arguments are 1-based indexes into KEYS.
 //
 // Returns {"ok", result} (result: the index an append wrote, else 0) or
 // {"fail", reason, detail, op number}.
@@ -49,12 +52,19 @@ local function less(a, b)
   if #a ~= #b then return #a < #b end
   return a < b
 end
-local nchecks, nchanges = tonumber(ARGV[1]), tonumber(ARGV[2])
+local A, packed, pos = {}, ARGV[1], 1
+while pos <= #packed do
+  local c = string.find(packed, ':', pos, true)
+  local n = tonumber(string.sub(packed, pos, c - 1))
+  A[#A + 1] = string.sub(packed, c + 1, c + n)
+  pos = c + n + 1
+end
+local nchecks, nchanges = tonumber(A[1]), tonumber(A[2])
 local ops, p = {}, 3
 for n = 1, nchecks + nchanges do
-  local name = ARGV[p]
+  local name = A[p]
   local a = {}
-  for j = 1, arity[name] do a[j] = ARGV[p + j] end
+  for j = 1, arity[name] do a[j] = A[p + j] end
   ops[n] = {name, a}
   p = p + 1 + arity[name]
 end
@@ -184,7 +194,6 @@ var vm = redis.NewScript(vmSource)
 // prog is one run of the script under construction.
 type prog struct {
 	keys    []string
-	idx     map[string]string
 	checks  []string
 	nchecks int
 	changes []string
@@ -196,25 +205,51 @@ type prog struct {
 	// the block, or changes no block): the run then checks and records a
 	// token of its own in the block's hidden field _w.
 	once string
+	// Room for a small run's lists, so that building one allocates once.
+	keysBuf    [4]string
+	checksBuf  [8]string
+	changesBuf [24]string
+	notesBuf   [4]string
 }
 
 // k returns the KEYS index of key name, adding it.
 func (p *prog) k(name string) string {
-	if i, ok := p.idx[name]; ok {
-		return i
+	// A run names a handful of keys: a scan beats a map.
+	for i, k := range p.keys {
+		if k == name {
+			return keyIndex(i + 1)
+		}
 	}
-	if p.idx == nil {
-		p.idx = map[string]string{}
+	if p.keys == nil {
+		p.keys = p.keysBuf[:0]
 	}
 	p.keys = append(p.keys, name)
-	i := strconv.Itoa(len(p.keys))
-	p.idx[name] = i
-	return i
+	return keyIndex(len(p.keys))
+}
+
+// keyIndexes are the KEYS indexes as the script reads them, "1" to "64",
+// made once.
+var keyIndexes = func() []string {
+	out := make([]string, 65)
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
+func keyIndex(i int) string {
+	if i < len(keyIndexes) {
+		return keyIndexes[i]
+	}
+	return strconv.Itoa(i)
 }
 
 // check adds a check: op and its arguments, keys already as indexes;
 // note says what it is about (for errors).
 func (p *prog) check(note, op string, args ...string) {
+	if p.checks == nil {
+		p.checks, p.notes = p.checksBuf[:0], p.notesBuf[:0]
+	}
 	p.checks = append(append(p.checks, op), args...)
 	p.nchecks++
 	p.notes = append(p.notes, note)
@@ -222,6 +257,9 @@ func (p *prog) check(note, op string, args ...string) {
 
 // change adds a change.
 func (p *prog) change(op string, args ...string) {
+	if p.changes == nil {
+		p.changes = p.changesBuf[:0]
+	}
 	p.changes = append(append(p.changes, op), args...)
 	p.nchange++
 }
@@ -304,29 +342,29 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 	if p.empty() {
 		return 0, nil, nil
 	}
-	args := make([]any, 0, 8+len(p.checks)+len(p.changes))
+	bp := packPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 1<<20 {
+			packPool.Put(bp)
+		}
+	}()
+	b := (*bp)[:0]
 	notes := p.notes
 	if p.once != "" {
 		tok := token()
-		args = append(args, p.nchecks+1, p.nchange+1, "once", p.once, tok)
+		b = packInt(b, p.nchecks+1)
+		b = packInt(b, p.nchange+1)
+		b = pack(pack(pack(b, "once"), p.once), tok)
 		notes = append([]string{""}, notes...)
-		for _, a := range p.checks {
-			args = append(args, a)
-		}
-		for _, a := range p.changes {
-			args = append(args, a)
-		}
-		args = append(args, "mark", p.once, tok)
+		b = packAll(packAll(b, p.checks), p.changes)
+		b = pack(pack(pack(b, "mark"), p.once), tok)
 	} else {
-		args = append(args, p.nchecks, p.nchange)
-		for _, a := range p.checks {
-			args = append(args, a)
-		}
-		for _, a := range p.changes {
-			args = append(args, a)
-		}
+		b = packInt(b, p.nchecks)
+		b = packInt(b, p.nchange)
+		b = packAll(packAll(b, p.checks), p.changes)
 	}
-	res, err := vm.Run(ctx, c, p.keys, args...).Slice()
+	*bp = b
+	res, err := vm.Run(ctx, c, p.keys, b).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -364,6 +402,29 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 		f.note = notes[f.op-1]
 	}
 	return 0, nil, f
+}
+
+// packPool holds the buffers runAdds packs a run's arguments into.
+var packPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// pack appends argument s to b as the script reads it: its length in
+// decimal, ':', its bytes.
+func pack(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+func packInt(b []byte, n int) []byte {
+	var d [20]byte
+	return pack(b, string(strconv.AppendInt(d[:0], int64(n), 10)))
+}
+
+func packAll(b []byte, args []string) []byte {
+	for _, a := range args {
+		b = pack(b, a)
+	}
+	return b
 }
 
 // token returns a fresh random run token.
