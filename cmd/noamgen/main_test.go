@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // inDir runs the command in a copy of a small package inside the module.
@@ -271,5 +274,43 @@ func TestGuardCatchesTagChanges(t *testing.T) {
 	out, err := build()
 	if err == nil || !strings.Contains(out, "p_noam.gen.go") {
 		t.Fatalf("the package still builds after a tag change without regenerating (err %v):\n%s", err, out)
+	}
+}
+
+// TestVersionGuard: generated code that names another contract version
+// than the runtime's range does not compile, and the error names
+// EnforceVersion (protobuf-go's protoimpl.EnforceVersion idea): generated
+// code and runtime cannot silently mismatch.
+func TestVersionGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a generated package")
+	}
+	src := "package p\n\ntype P struct {\n\t_    struct{} `noam:\"aggregate\"`\n\tID   string   `noam:\"id\"`\n\tName string\n}\n"
+	dir := tempPackage(t, src)
+	if code, _, errs := runIn(t, dir, nil, "-store", "bolt"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	gen := filepath.Join(dir, "p_noam.gen.go")
+	b, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := fmt.Sprintf("runtime.EnforceVersion(%d - runtime.MinGenVersion)", runtime.MaxGenVersion)
+	if !bytes.Contains(b, []byte(cur)) {
+		t.Fatalf("%s has no version guard %q", gen, cur)
+	}
+	for _, v := range []int{runtime.MinGenVersion - 1, runtime.MaxGenVersion + 1} {
+		old := fmt.Sprintf("EnforceVersion(%d - runtime.MinGenVersion)", runtime.MaxGenVersion)
+		other := bytes.ReplaceAll(b, []byte(old), []byte(fmt.Sprintf("EnforceVersion(%d - runtime.MinGenVersion)", v)))
+		other = bytes.ReplaceAll(other, []byte(fmt.Sprintf("MaxGenVersion - %d)", runtime.MaxGenVersion)), []byte(fmt.Sprintf("MaxGenVersion - %d)", v)))
+		if err := os.WriteFile(gen, other, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("go", "vet", ".")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "EnforceVersion") {
+			t.Fatalf("generated code of contract version %d builds against runtime %d..%d (err %v):\n%s", v, runtime.MinGenVersion, runtime.MaxGenVersion, err, out)
+		}
 	}
 }
