@@ -34,7 +34,7 @@ func Encode(v any) ([]byte, error) {
 		return appendBool(make([]byte, 0, 2), x), nil
 	}
 	e := getEncoder()
-	t, data, err := e.encode(v)
+	t, data, err := e.Encode(v)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 		return appendBool(dst, x), nil
 	}
 	e := getEncoder()
-	t, data, err := e.encode(v)
+	t, data, err := e.Encode(v)
 	if err != nil {
 		return dst, err
 	}
@@ -78,41 +78,57 @@ func appendBool(dst []byte, b bool) []byte {
 	return append(dst, byte(bson.TypeBoolean), 0)
 }
 
-// encoder writes one-element documents {"": v} with a value writer and a
-// bson.Encoder that are reused, and cuts the value out of them: the
-// element's value is what bson.MarshalValue returns.
-type encoder struct {
+// ValueEncoder encodes single values with the driver's BSON encoder: it
+// writes one-element documents {"": v} with a value writer and a
+// bson.Encoder that are reused, and cuts the value out of them (the
+// element's value is what bson.MarshalValue returns). Encode and Append
+// use a pool of them; runtime/mongostore keeps its own, which encodes nil
+// slices as empty arrays, as its collections do.
+type ValueEncoder struct {
 	doc []byte
 	vw  bson.ValueWriter
 	enc *bson.Encoder
 }
 
+// NewValueEncoder returns an encoder; with nilSliceAsEmpty, nil slices
+// encode as empty arrays (bson.Encoder.NilSliceAsEmpty) rather than null.
+func NewValueEncoder(nilSliceAsEmpty bool) *ValueEncoder {
+	e := &ValueEncoder{doc: make([]byte, 0, 512)}
+	e.vw = bson.NewDocumentWriter(e)
+	e.enc = bson.NewEncoder(nil)
+	if nilSliceAsEmpty {
+		e.enc.NilSliceAsEmpty()
+	}
+	return e
+}
+
 // Write receives the document when the value writer flushes it.
-func (e *encoder) Write(p []byte) (int, error) {
+func (e *ValueEncoder) Write(p []byte) (int, error) {
 	e.doc = append(e.doc, p...)
 	return len(p), nil
 }
 
-var encoders = sync.Pool{New: func() any {
-	e := &encoder{doc: make([]byte, 0, 512)}
-	e.vw = bson.NewDocumentWriter(e)
-	e.enc = bson.NewEncoder(nil)
-	return e
-}}
+// Large reports whether e's buffer grew past 1 MiB: a huge value's buffer
+// should not stay pinned in a pool.
+func (e *ValueEncoder) Large() bool { return cap(e.doc) > 1<<20 }
 
-func getEncoder() *encoder { return encoders.Get().(*encoder) }
+var encoders = sync.Pool{New: func() any { return NewValueEncoder(false) }}
 
-// putEncoder returns e to the pool, unless its buffer grew large (a huge
-// value should not stay pinned). An encoder whose encoding failed is not
-// returned: its value writer may be in the middle of a document.
-func putEncoder(e *encoder) {
-	if cap(e.doc) <= 1<<20 {
+func getEncoder() *ValueEncoder { return encoders.Get().(*ValueEncoder) }
+
+// putEncoder returns e to the pool, unless its buffer grew large. An
+// encoder whose encoding failed is not returned: its value writer may be
+// in the middle of a document.
+func putEncoder(e *ValueEncoder) {
+	if !e.Large() {
 		encoders.Put(e)
 	}
 }
 
-// encode encodes v; the bytes are valid until e is used again.
-func (e *encoder) encode(v any) (bson.Type, []byte, error) {
+// Encode encodes v: its BSON type and bytes, valid until e is used again.
+// After an error e must not be used again (its value writer may be in the
+// middle of a document).
+func (e *ValueEncoder) Encode(v any) (bson.Type, []byte, error) {
 	e.doc = e.doc[:0]
 	dw, err := e.vw.WriteDocument()
 	if err != nil {

@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"sync"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // The documents of whole-block writes (Put, Create) and the filters and
@@ -28,7 +29,7 @@ const maxPooled = 1 << 20
 // docBuf is a buffer in which documents are built.
 type docBuf struct {
 	b   []byte
-	val *valEncoder // nil until a value needs the driver's encoder
+	val *bsonval.ValueEncoder // nil until a value needs the driver's encoder
 }
 
 var docBufs = sync.Pool{New: func() any { return &docBuf{b: make([]byte, 0, 1024)} }}
@@ -169,16 +170,16 @@ func (w *docBuf) addr(k string, p any) error {
 func (w *docBuf) encoded(p path, v any) error {
 	e := w.val
 	if e == nil {
-		e = newValEncoder()
+		e = bsonval.NewValueEncoder(true) // as Collection's collections encode
 	}
 	w.val = nil // not reused if the encoding fails half-way
-	t, data, err := e.encode(v)
+	t, data, err := e.Encode(v)
 	if err != nil {
 		return err
 	}
 	w.header(bsoncore.Type(t), p)
 	w.b = append(w.b, data...)
-	if cap(e.doc) <= maxPooled {
+	if !e.Large() {
 		w.val = e
 	}
 	return nil
@@ -191,53 +192,6 @@ func (w *docBuf) elements(doc []byte) error {
 	}
 	w.b = append(w.b, doc[4:len(doc)-1]...)
 	return nil
-}
-
-// valEncoder writes one-element documents {"": v} with a value writer and a
-// bson.Encoder that are reused, and cuts the value out of them.
-type valEncoder struct {
-	doc []byte
-	vw  bson.ValueWriter
-	enc *bson.Encoder
-}
-
-func newValEncoder() *valEncoder {
-	e := &valEncoder{doc: make([]byte, 0, 512)}
-	e.vw = bson.NewDocumentWriter(e)
-	e.enc = bson.NewEncoder(nil)
-	e.enc.NilSliceAsEmpty()
-	return e
-}
-
-// Write receives the document when the value writer flushes it.
-func (e *valEncoder) Write(p []byte) (int, error) {
-	e.doc = append(e.doc, p...)
-	return len(p), nil
-}
-
-// encode encodes v; the bytes are valid until e is used again.
-func (e *valEncoder) encode(v any) (bson.Type, []byte, error) {
-	e.doc = e.doc[:0]
-	dw, err := e.vw.WriteDocument()
-	if err != nil {
-		return 0, nil, err
-	}
-	ev, err := dw.WriteDocumentElement("")
-	if err != nil {
-		return 0, nil, err
-	}
-	e.enc.Reset(ev)
-	if err := e.enc.Encode(v); err != nil {
-		return 0, nil, err
-	}
-	if err := dw.WriteDocumentEnd(); err != nil {
-		return 0, nil, err
-	}
-	// int32 length, type byte, empty name (one 0), the value, 0.
-	if len(e.doc) < 7 {
-		return 0, nil, fmt.Errorf("short document %x", e.doc)
-	}
-	return bson.Type(e.doc[4]), e.doc[6 : len(e.doc)-1], nil
 }
 
 // byAddr reports whether values of type t encode the same through a
