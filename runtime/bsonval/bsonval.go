@@ -175,8 +175,18 @@ func Decode(data []byte, v any) error {
 			return nil
 		}
 	}
-	// Everything else, and malformed values (for the driver's error).
-	return bson.UnmarshalValue(t, data[1:], v)
+	return DecodeValue(t, data[1:], v)
+}
+
+// DecodeValue decodes the bytes data of a BSON value of type t into v, a
+// pointer, as bson.UnmarshalValue does: with the fast decoder (fast.go)
+// when it reads v's type and the value, with the driver otherwise
+// (everything else, and malformed values, for the driver's error).
+func DecodeValue(t bson.Type, data []byte, v any) error {
+	if decodeFast(t, data, v) {
+		return nil
+	}
+	return bson.UnmarshalValue(t, data, v)
 }
 
 // readString reads a well-formed BSON string value (int32 length with the

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // Values are native DynamoDB attribute values, so that an item reads
@@ -207,7 +209,7 @@ func Decode(av types.AttributeValue, v any) error {
 	if err != nil {
 		return err
 	}
-	return bson.UnmarshalValue(bson.Type(b.Type), b.Data, v)
+	return bsonval.DecodeValue(bson.Type(b.Type), b.Data, v)
 }
 
 // decoder is the runtime.Decoder of one attribute value.

@@ -1,0 +1,409 @@
+package bsonval
+
+import (
+	"encoding/binary"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// The fast decoder reads the values entries mostly hold (structs of
+// strings, numbers, booleans, and slices and structs of those, such as a
+// game's rounds) straight from their BSON bytes, where the driver's codec
+// goes through its value reader and boxes every value it decodes: about
+// three allocations per string where one is needed.
+//
+// It is a shortcut, never a second codec. A plan is built only for types
+// whose every part the driver decodes by kind alone (no Unmarshaler, no
+// type of the driver's own or of the standard library the driver treats
+// specially, no inline, pointer, map, interface or array); it decodes only
+// well-formed values of exactly the BSON types the driver maps without
+// conversion choices, and only into a zero value (an empty slice for a
+// slice). Anything else, a malformed value included, makes it give up
+// before the driver decodes the value from the start: the result, the
+// error and what the target holds are the driver's. FuzzFastAgreesWithDriver
+// checks that whatever the fast decoder accepts, the driver decodes to the
+// same value.
+
+// planKind is what a plan decodes into.
+type planKind uint8
+
+const (
+	planString planKind = iota + 1
+	planBool
+	planInt   // int, int8 ... int64
+	planUint  // uint, uint8 ... uint64, uintptr
+	planFloat // float64
+	planFloat32
+	planSlice
+	planStruct
+)
+
+// plan decodes one BSON value into a Go value of one type.
+type plan struct {
+	kind   planKind
+	bits   int   // size of an int, uint or float kind in bits
+	elem   *plan // planSlice: the element's plan
+	typ    reflect.Type
+	fields []fieldPlan // planStruct: the decoded fields, in declaration order
+}
+
+// fieldPlan is one field of a struct plan: its BSON key and its index.
+type fieldPlan struct {
+	name  string
+	index int
+	plan  *plan
+}
+
+// plans caches a *plan, or nil for an unsupported type, per reflect.Type.
+var plans sync.Map
+
+// planOf returns the plan of type t, or nil when t is not one the fast
+// decoder reads.
+func planOf(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	p := buildPlan(t, map[reflect.Type]bool{})
+	plans.Store(t, p)
+	return p
+}
+
+var (
+	tUnmarshaler      = reflect.TypeFor[bson.Unmarshaler]()
+	tValueUnmarshaler = reflect.TypeFor[bson.ValueUnmarshaler]()
+	// Packages whose types the driver's default registry decodes by type,
+	// not by kind (bson.DateTime is an int64, json.Number a string).
+	specialPkgs = map[string]bool{
+		reflect.TypeFor[bson.D]().PkgPath(): true,
+		"time":                              true, "net/url": true, "encoding/json": true, "reflect": true,
+	}
+)
+
+// buildPlan builds the plan of t; seen holds the struct types being built,
+// so that a recursive type (which needs a pointer, unsupported anyway)
+// ends.
+func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
+	if specialPkgs[t.PkgPath()] || t.Implements(tUnmarshaler) || t.Implements(tValueUnmarshaler) ||
+		reflect.PointerTo(t).Implements(tUnmarshaler) || reflect.PointerTo(t).Implements(tValueUnmarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return &plan{kind: planString, typ: t}
+	case reflect.Bool:
+		return &plan{kind: planBool, typ: t}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return &plan{kind: planInt, typ: t, bits: t.Bits()}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return &plan{kind: planUint, typ: t, bits: t.Bits()}
+	case reflect.Float64:
+		return &plan{kind: planFloat, typ: t, bits: 64}
+	case reflect.Float32:
+		return &plan{kind: planFloat32, typ: t, bits: 32}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte: the driver reads it from a binary value
+		}
+		elem := buildPlan(t.Elem(), seen)
+		if elem == nil {
+			return nil
+		}
+		return &plan{kind: planSlice, typ: t, elem: elem}
+	case reflect.Struct:
+		if seen[t] {
+			return nil
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		p := &plan{kind: planStruct, typ: t}
+		names := map[string]bool{}
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue // the driver ignores unexported fields
+			}
+			if sf.Anonymous {
+				return nil
+			}
+			name, skip, ok := structKey(sf)
+			if !ok {
+				return nil
+			}
+			if skip {
+				continue
+			}
+			if names[name] {
+				return nil // the driver refuses duplicated keys
+			}
+			names[name] = true
+			fp := buildPlan(sf.Type, seen)
+			if fp == nil {
+				return nil
+			}
+			p.fields = append(p.fields, fieldPlan{name: name, index: i, plan: fp})
+		}
+		return p
+	}
+	return nil
+}
+
+// structKey returns the BSON key of struct field sf as the driver's default
+// struct tag parser makes it, whether the field is skipped, and false for
+// an inline field (not supported).
+func structKey(sf reflect.StructField) (name string, skip, ok bool) {
+	name = strings.ToLower(sf.Name)
+	tag, found := sf.Tag.Lookup("bson")
+	if !found && !strings.Contains(string(sf.Tag), ":") && len(sf.Tag) > 0 {
+		tag = string(sf.Tag)
+	}
+	if tag == "-" {
+		return "", true, true
+	}
+	for i, opt := range strings.Split(tag, ",") {
+		if i == 0 && opt != "" {
+			name = opt
+		}
+		if opt == "inline" {
+			return "", false, false
+		}
+	}
+	return name, false, true
+}
+
+// decodeFast decodes value data of BSON type t into v, a pointer, and
+// reports whether it did. When it did not, v is as it was.
+func decodeFast(t bson.Type, data []byte, v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	p := planOf(rv.Type().Elem())
+	if p == nil {
+		return false
+	}
+	target := rv.Elem()
+	if p.kind == planSlice {
+		if target.Len() != 0 {
+			return false
+		}
+		wasNil := target.IsNil()
+		if p.decode(t, data, target) {
+			return true
+		}
+		if wasNil {
+			target.SetZero()
+		} else {
+			target.SetLen(0)
+		}
+		return false
+	}
+	if !target.IsZero() {
+		return false
+	}
+	if p.decode(t, data, target) {
+		return true
+	}
+	target.SetZero()
+	return false
+}
+
+// decode decodes value b of BSON type t, exactly the value's bytes, into v.
+func (p *plan) decode(t bson.Type, b []byte, v reflect.Value) bool {
+	if t == bson.TypeNull && p.kind != planStruct {
+		// The driver sets every kind but a struct to its zero value.
+		if len(b) != 0 {
+			return false
+		}
+		v.SetZero()
+		return true
+	}
+	switch p.kind {
+	case planString:
+		s, ok := readString(t, b)
+		if !ok {
+			return false
+		}
+		v.SetString(s)
+		return true
+	case planBool:
+		if t != bson.TypeBoolean || len(b) != 1 || b[0] > 1 {
+			return false
+		}
+		v.SetBool(b[0] == 1)
+		return true
+	case planInt:
+		n, ok := readInt(t, b)
+		if !ok || (p.bits < 64 && (n < -1<<(p.bits-1) || n >= 1<<(p.bits-1))) {
+			return false
+		}
+		v.SetInt(n)
+		return true
+	case planUint:
+		n, ok := readInt(t, b)
+		if !ok || n < 0 || (p.bits < 64 && n >= 1<<p.bits) {
+			return false
+		}
+		v.SetUint(uint64(n))
+		return true
+	case planFloat, planFloat32:
+		if t != bson.TypeDouble || len(b) != 8 {
+			return false
+		}
+		f := math.Float64frombits(binary.LittleEndian.Uint64(b))
+		if p.kind == planFloat32 && float64(float32(f)) != f {
+			return false // the driver refuses a lossy float32 (and NaN)
+		}
+		v.SetFloat(f)
+		return true
+	case planSlice:
+		return p.decodeSlice(t, b, v)
+	case planStruct:
+		return p.decodeStruct(t, b, v)
+	}
+	return false
+}
+
+// readInt reads a BSON int32 or int64.
+func readInt(t bson.Type, b []byte) (int64, bool) {
+	switch {
+	case t == bson.TypeInt32 && len(b) == 4:
+		return int64(int32(binary.LittleEndian.Uint32(b))), true
+	case t == bson.TypeInt64 && len(b) == 8:
+		return int64(binary.LittleEndian.Uint64(b)), true
+	}
+	return 0, false
+}
+
+// decodeSlice decodes a BSON array into slice v, reusing its backing array
+// as the driver does; a nil slice becomes a new one, also for no elements.
+func (p *plan) decodeSlice(t bson.Type, b []byte, v reflect.Value) bool {
+	if t != bson.TypeArray {
+		return false
+	}
+	n := 0
+	if !elements(b, func(bson.Type, []byte, []byte) bool { n++; return true }) {
+		return false
+	}
+	if v.IsNil() || v.Cap() < n {
+		v.Set(reflect.MakeSlice(p.typ, n, n))
+	} else {
+		v.SetLen(n)
+	}
+	i := 0
+	return elements(b, func(et bson.Type, _, val []byte) bool {
+		e := v.Index(i)
+		e.SetZero()
+		i++
+		return p.elem.decode(et, val, e)
+	})
+}
+
+// decodeStruct decodes a BSON document into struct v field by field, as
+// the driver does: fields the document does not hold are left alone. A key
+// that is not exactly a field's gives up (the driver may match it
+// ignoring case).
+func (p *plan) decodeStruct(t bson.Type, b []byte, v reflect.Value) bool {
+	if t != bson.TypeEmbeddedDocument {
+		return false
+	}
+	next := 0 // documents mostly hold the fields in declaration order
+	return elements(b, func(et bson.Type, name, val []byte) bool {
+		f := -1
+		if next < len(p.fields) && p.fields[next].name == string(name) {
+			f = next
+		} else {
+			for i := range p.fields {
+				if p.fields[i].name == string(name) {
+					f = i
+					break
+				}
+			}
+		}
+		if f < 0 {
+			return false
+		}
+		next = f + 1
+		fp := &p.fields[f]
+		return fp.plan.decode(et, val, v.Field(fp.index))
+	})
+}
+
+// elements calls fn with the type, key and value bytes of every element of
+// document (or array) doc, and reports whether doc is well-formed, its
+// values of types whose length it knows, and every fn call returned true.
+func elements(doc []byte, fn func(t bson.Type, name, val []byte) bool) bool {
+	if len(doc) < 5 || int(binary.LittleEndian.Uint32(doc)) != len(doc) || doc[len(doc)-1] != 0 {
+		return false
+	}
+	rest := doc[4 : len(doc)-1]
+	for len(rest) > 0 {
+		t := bson.Type(rest[0])
+		end := -1
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == 0 {
+				end = i
+				break
+			}
+		}
+		if end < 0 {
+			return false
+		}
+		name, after := rest[1:end], rest[end+1:]
+		n, ok := valueLen(t, after)
+		if !ok {
+			return false
+		}
+		if !fn(t, name, after[:n]) {
+			return false
+		}
+		rest = after[n:]
+	}
+	return true
+}
+
+// valueLen returns the length of the value of BSON type t at the start of
+// b, for the types the plans read (others give up).
+func valueLen(t bson.Type, b []byte) (int, bool) {
+	n := 0
+	switch t {
+	case bson.TypeNull:
+		return 0, true
+	case bson.TypeBoolean:
+		n = 1
+	case bson.TypeInt32:
+		n = 4
+	case bson.TypeInt64, bson.TypeDouble:
+		n = 8
+	case bson.TypeString:
+		if len(b) < 4 {
+			return 0, false
+		}
+		l := int64(int32(binary.LittleEndian.Uint32(b)))
+		if l < 1 {
+			return 0, false
+		}
+		n = 4 + int(l)
+		if int64(n) != 4+l {
+			return 0, false
+		}
+	case bson.TypeEmbeddedDocument, bson.TypeArray:
+		if len(b) < 4 {
+			return 0, false
+		}
+		l := int64(int32(binary.LittleEndian.Uint32(b)))
+		if l < 5 {
+			return 0, false
+		}
+		n = int(l)
+	default:
+		return 0, false
+	}
+	if n > len(b) {
+		return 0, false
+	}
+	return n, true
+}
