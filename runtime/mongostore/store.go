@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // Store is the MongoDB adapter of the store contract (runtime.Store) for
@@ -167,9 +168,10 @@ func (s *Store[T, K]) Caps() runtime.Caps {
 type rawDecoder struct{ v bson.RawValue }
 
 // Decode decodes the field into v. Strings, booleans and integers stored
-// with their own BSON type are read directly; everything else (and every
-// conversion) goes through the driver's decoder, which allocates a reader
-// per call.
+// with their own BSON type are read directly; everything else goes through
+// bsonval.DecodeValue: its fast decoder for the values it reads, the
+// driver's decoder (which allocates a reader per call) for the rest and for
+// every conversion.
 func (d *rawDecoder) Decode(v any) error {
 	switch p := v.(type) {
 	case *string:
@@ -202,7 +204,7 @@ func (d *rawDecoder) Decode(v any) error {
 			return nil
 		}
 	}
-	return d.v.Unmarshal(v)
+	return bsonval.DecodeValue(d.v.Type, d.v.Value, v)
 }
 
 // decode turns a document into an aggregate through the descriptor's
