@@ -85,15 +85,16 @@ func appendBool(dst []byte, b bool) []byte {
 // use a pool of them; runtime/mongostore keeps its own, which encodes nil
 // slices as empty arrays, as its collections do.
 type ValueEncoder struct {
-	doc []byte
-	vw  bson.ValueWriter
-	enc *bson.Encoder
+	doc        []byte
+	vw         bson.ValueWriter
+	enc        *bson.Encoder
+	nilAsEmpty bool
 }
 
 // NewValueEncoder returns an encoder; with nilSliceAsEmpty, nil slices
 // encode as empty arrays (bson.Encoder.NilSliceAsEmpty) rather than null.
 func NewValueEncoder(nilSliceAsEmpty bool) *ValueEncoder {
-	e := &ValueEncoder{doc: make([]byte, 0, 512)}
+	e := &ValueEncoder{doc: make([]byte, 0, 512), nilAsEmpty: nilSliceAsEmpty}
 	e.vw = bson.NewDocumentWriter(e)
 	e.enc = bson.NewEncoder(nil)
 	if nilSliceAsEmpty {
@@ -130,6 +131,12 @@ func putEncoder(e *ValueEncoder) {
 // middle of a document).
 func (e *ValueEncoder) Encode(v any) (bson.Type, []byte, error) {
 	e.doc = e.doc[:0]
+	// The fast encoder (fast.go) writes the same bytes without the
+	// driver's value writer, for the types it has a plan for.
+	if out, t, ok := appendFast(e.doc, v, e.nilAsEmpty); ok {
+		e.doc = out
+		return t, out, nil
+	}
 	dw, err := e.vw.WriteDocument()
 	if err != nil {
 		return 0, nil, err
@@ -155,7 +162,7 @@ func (e *ValueEncoder) Encode(v any) (bson.Type, []byte, error) {
 // Decode decodes a value made by Encode into v, a pointer.
 func Decode(data []byte, v any) error {
 	if len(data) == 0 {
-		return errors.New("empty value")
+		return fmt.Errorf("%w: empty value", ErrMalformed)
 	}
 	t := bson.Type(data[0])
 	switch p := v.(type) {
@@ -186,8 +193,16 @@ func DecodeValue(t bson.Type, data []byte, v any) error {
 	if decodeFast(t, data, v) {
 		return nil
 	}
+	if !wellFormed(t, data) {
+		return fmt.Errorf("%w: %d bytes of a %s value", ErrMalformed, len(data), t)
+	}
 	return bson.UnmarshalValue(t, data, v)
 }
+
+// ErrMalformed is the error of decoding bytes that are not one well-formed
+// BSON value (a stored value cut short or overwritten): they never reach
+// the driver's decoder, which can loop forever on some of them.
+var ErrMalformed = errors.New("bsonval: malformed BSON value")
 
 // readString reads a well-formed BSON string value (int32 length with the
 // terminating 0, the bytes, 0).

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -51,11 +52,14 @@ type plan struct {
 	fields []fieldPlan // planStruct: the decoded fields, in declaration order
 }
 
-// fieldPlan is one field of a struct plan: its BSON key and its index.
+// fieldPlan is one field of a struct plan: its BSON key, its index, and
+// its tag's options that encoding follows.
 type fieldPlan struct {
-	name  string
-	index int
-	plan  *plan
+	name      string
+	index     int
+	plan      *plan
+	omitEmpty bool
+	minSize   bool
 }
 
 // plans caches a *plan, or nil for an unsupported type, per reflect.Type.
@@ -75,6 +79,9 @@ func planOf(t reflect.Type) *plan {
 var (
 	tUnmarshaler      = reflect.TypeFor[bson.Unmarshaler]()
 	tValueUnmarshaler = reflect.TypeFor[bson.ValueUnmarshaler]()
+	tMarshaler        = reflect.TypeFor[bson.Marshaler]()
+	tValueMarshaler   = reflect.TypeFor[bson.ValueMarshaler]()
+	tZeroer           = reflect.TypeFor[bson.Zeroer]()
 	// Packages whose types the driver's default registry decodes by type,
 	// not by kind (bson.DateTime is an int64, json.Number a string).
 	specialPkgs = map[string]bool{
@@ -87,9 +94,13 @@ var (
 // so that a recursive type (which needs a pointer, unsupported anyway)
 // ends.
 func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
-	if specialPkgs[t.PkgPath()] || t.Implements(tUnmarshaler) || t.Implements(tValueUnmarshaler) ||
-		reflect.PointerTo(t).Implements(tUnmarshaler) || reflect.PointerTo(t).Implements(tValueUnmarshaler) {
+	if specialPkgs[t.PkgPath()] {
 		return nil
+	}
+	for _, i := range []reflect.Type{tUnmarshaler, tValueUnmarshaler, tMarshaler, tValueMarshaler, tZeroer} {
+		if t.Implements(i) || reflect.PointerTo(t).Implements(i) {
+			return nil
+		}
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -129,8 +140,8 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
 			if sf.Anonymous {
 				return nil
 			}
-			name, skip, ok := structKey(sf)
-			if !ok {
+			name, opts, skip, ok := structKey(sf)
+			if !ok || strings.IndexByte(name, 0) >= 0 {
 				return nil
 			}
 			if skip {
@@ -144,7 +155,8 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
 			if fp == nil {
 				return nil
 			}
-			p.fields = append(p.fields, fieldPlan{name: name, index: i, plan: fp})
+			p.fields = append(p.fields, fieldPlan{name: name, index: i, plan: fp,
+				omitEmpty: opts["omitempty"], minSize: opts["minsize"]})
 		}
 		return p
 	}
@@ -152,26 +164,28 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
 }
 
 // structKey returns the BSON key of struct field sf as the driver's default
-// struct tag parser makes it, whether the field is skipped, and false for
-// an inline field (not supported).
-func structKey(sf reflect.StructField) (name string, skip, ok bool) {
+// struct tag parser makes it, the tag's options, whether the field is
+// skipped, and false for an inline field (not supported).
+func structKey(sf reflect.StructField) (name string, opts map[string]bool, skip, ok bool) {
 	name = strings.ToLower(sf.Name)
 	tag, found := sf.Tag.Lookup("bson")
 	if !found && !strings.Contains(string(sf.Tag), ":") && len(sf.Tag) > 0 {
 		tag = string(sf.Tag)
 	}
 	if tag == "-" {
-		return "", true, true
+		return "", nil, true, true
 	}
+	opts = map[string]bool{}
 	for i, opt := range strings.Split(tag, ",") {
 		if i == 0 && opt != "" {
 			name = opt
 		}
 		if opt == "inline" {
-			return "", false, false
+			return "", nil, false, false
 		}
+		opts[opt] = true
 	}
-	return name, false, true
+	return name, opts, false, true
 }
 
 // decodeFast decodes value data of BSON type t into v, a pointer, and
@@ -399,6 +413,233 @@ func valueLen(t bson.Type, b []byte) (int, bool) {
 			return 0, false
 		}
 		n = int(l)
+	default:
+		return 0, false
+	}
+	if n > len(b) {
+		return 0, false
+	}
+	return n, true
+}
+
+// appendFast appends the bytes of v's BSON value (without the type byte) to
+// dst as the driver's encoder makes them, and returns the value's type; ok
+// is false when v's type has no plan or the driver would refuse v (a uint
+// over the int64 range), and dst is then unchanged. nilAsEmpty is the
+// encoder's NilSliceAsEmpty.
+func appendFast(dst []byte, v any, nilAsEmpty bool) (out []byte, t bson.Type, ok bool) {
+	if v == nil {
+		return dst, 0, false
+	}
+	p := planOf(reflect.TypeOf(v))
+	if p == nil {
+		return dst, 0, false
+	}
+	out, t, ok = p.encode(dst, reflect.ValueOf(v), false, nilAsEmpty)
+	if !ok {
+		return dst, 0, false
+	}
+	return out, t, true
+}
+
+// encode appends the value bytes of v; minSize is the driver's minsize
+// option, which a field's tag sets for everything under the field.
+func (p *plan) encode(dst []byte, v reflect.Value, minSize, nilAsEmpty bool) ([]byte, bson.Type, bool) {
+	switch p.kind {
+	case planString:
+		s := v.String()
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s)+1))
+		return append(append(dst, s...), 0), bson.TypeString, true
+	case planBool:
+		if v.Bool() {
+			return append(dst, 1), bson.TypeBoolean, true
+		}
+		return append(dst, 0), bson.TypeBoolean, true
+	case planInt:
+		n := v.Int()
+		// int8 to int32 are int32s; an int is one when it fits; an int64
+		// with minsize.
+		if p.bits <= 32 || ((v.Kind() == reflect.Int || minSize) && n >= math.MinInt32 && n <= math.MaxInt32) {
+			return binary.LittleEndian.AppendUint32(dst, uint32(int32(n))), bson.TypeInt32, true
+		}
+		return binary.LittleEndian.AppendUint64(dst, uint64(n)), bson.TypeInt64, true
+	case planUint:
+		n := v.Uint()
+		if p.bits <= 16 || (minSize && n <= math.MaxInt32) {
+			return binary.LittleEndian.AppendUint32(dst, uint32(n)), bson.TypeInt32, true
+		}
+		if n > math.MaxInt64 {
+			return dst, 0, false // the driver's error
+		}
+		return binary.LittleEndian.AppendUint64(dst, n), bson.TypeInt64, true
+	case planFloat, planFloat32:
+		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v.Float())), bson.TypeDouble, true
+	case planSlice:
+		if v.IsNil() && !nilAsEmpty {
+			return dst, bson.TypeNull, true
+		}
+		start := len(dst)
+		dst = append(dst, 0, 0, 0, 0)
+		for i := range v.Len() {
+			at := len(dst)
+			dst = append(dst, 0)
+			dst = append(strconv.AppendInt(dst, int64(i), 10), 0)
+			var t bson.Type
+			var ok bool
+			if dst, t, ok = p.elem.encode(dst, v.Index(i), minSize, nilAsEmpty); !ok {
+				return dst, 0, false
+			}
+			dst[at] = byte(t)
+		}
+		dst = append(dst, 0)
+		binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+		return dst, bson.TypeArray, true
+	case planStruct:
+		start := len(dst)
+		dst = append(dst, 0, 0, 0, 0)
+		for i := range p.fields {
+			f := &p.fields[i]
+			fv := v.Field(f.index)
+			if f.omitEmpty && isEmpty(f.plan, fv) {
+				continue
+			}
+			at := len(dst)
+			dst = append(append(append(dst, 0), f.name...), 0)
+			var t bson.Type
+			var ok bool
+			if dst, t, ok = f.plan.encode(dst, fv, minSize || f.minSize, nilAsEmpty); !ok {
+				return dst, 0, false
+			}
+			dst[at] = byte(t)
+		}
+		dst = append(dst, 0)
+		binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+		return dst, bson.TypeEmbeddedDocument, true
+	}
+	return dst, 0, false
+}
+
+// isEmpty is the driver's omitempty test for the kinds plans hold: no
+// struct is empty (without the encoder's OmitZeroStruct).
+func isEmpty(p *plan, v reflect.Value) bool {
+	switch p.kind {
+	case planString, planSlice:
+		return v.Len() == 0
+	case planStruct:
+		return false
+	}
+	return v.IsZero()
+}
+
+// wellFormed reports whether data is exactly one well-formed BSON value of
+// type t: every length inside it is consistent, every string and key
+// terminated, every type known. The driver's decoder is given only such
+// values: on some malformed ones (a string of negative length under a key
+// the target does not have) it loops forever.
+func wellFormed(t bson.Type, data []byte) bool {
+	n, ok := fullLen(t, data, 0)
+	return ok && n == len(data)
+}
+
+// maxDepth bounds the nesting wellFormed follows, as MongoDB's does (100).
+const maxDepth = 200
+
+// fullLen returns the length of the well-formed value of type t at the
+// start of b, checking documents, arrays and code with scope inside.
+func fullLen(t bson.Type, b []byte, depth int) (int, bool) {
+	if depth > maxDepth {
+		return 0, false
+	}
+	length := func() (int, bool) { // an int32 length, not negative
+		if len(b) < 4 {
+			return 0, false
+		}
+		l := int32(binary.LittleEndian.Uint32(b))
+		return int(l), l >= 0
+	}
+	cstring := func(from int) (int, bool) { // the end of a cstring, after its 0
+		for i := from; i < len(b); i++ {
+			if b[i] == 0 {
+				return i + 1, true
+			}
+		}
+		return 0, false
+	}
+	str := func(from int) (int, bool) { // a string at b[from:]: its end
+		if len(b)-from < 5 {
+			return 0, false
+		}
+		l := int64(int32(binary.LittleEndian.Uint32(b[from:])))
+		if l < 1 || int64(len(b)-from-4) < l || b[from+4+int(l)-1] != 0 {
+			return 0, false
+		}
+		return from + 4 + int(l), true
+	}
+	var n int
+	switch t {
+	case bson.TypeNull, bson.TypeUndefined, bson.TypeMinKey, bson.TypeMaxKey:
+		return 0, true
+	case bson.TypeBoolean:
+		n = 1
+	case bson.TypeInt32:
+		n = 4
+	case bson.TypeInt64, bson.TypeDouble, bson.TypeDateTime, bson.TypeTimestamp:
+		n = 8
+	case bson.TypeObjectID:
+		n = 12
+	case bson.TypeDecimal128:
+		n = 16
+	case bson.TypeString, bson.TypeJavaScript, bson.TypeSymbol:
+		return str(0)
+	case bson.TypeBinary:
+		l, ok := length()
+		if !ok {
+			return 0, false
+		}
+		n = 5 + l
+	case bson.TypeRegex:
+		end, ok := cstring(0)
+		if !ok {
+			return 0, false
+		}
+		return cstring(end)
+	case bson.TypeDBPointer:
+		end, ok := str(0)
+		if !ok || len(b)-end < 12 {
+			return 0, false
+		}
+		return end + 12, true
+	case bson.TypeEmbeddedDocument, bson.TypeArray:
+		l, ok := length()
+		if !ok || l < 5 || l > len(b) || b[l-1] != 0 {
+			return 0, false
+		}
+		for at := 4; at < l-1; {
+			end, ok := cstring(at + 1)
+			if !ok || end >= l {
+				return 0, false
+			}
+			vl, ok := fullLen(bson.Type(b[at]), b[end:l-1], depth+1)
+			if !ok {
+				return 0, false
+			}
+			at = end + vl
+		}
+		return l, true
+	case bson.TypeCodeWithScope:
+		l, ok := length()
+		if !ok || l < 14 || l > len(b) {
+			return 0, false
+		}
+		end, ok := str(4)
+		if !ok || end > l {
+			return 0, false
+		}
+		dl, ok := fullLen(bson.TypeEmbeddedDocument, b[end:l], depth+1)
+		if !ok || end+dl != l {
+			return 0, false
+		}
+		return l, true
 	default:
 		return 0, false
 	}

@@ -1,9 +1,12 @@
 package bsonval
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -303,4 +306,235 @@ func FuzzFastAgreesWithDriver(f *testing.F) {
 			t.Fatalf("fast decoded\n%s\nthe driver\n%s", got, want)
 		}
 	})
+}
+
+// omits has omitempty and minsize on every kind the fast encoder writes.
+type omits struct {
+	S    string    `bson:"s,omitempty"`
+	B    bool      `bson:"b,omitempty"`
+	I    int       `bson:"i,omitempty"`
+	I64  int64     `bson:"i64,omitempty"`
+	Min  int64     `bson:"min,minsize"`
+	MinU uint64    `bson:"minu,minsize"`
+	U32  uint32    `bson:"u32,omitempty"`
+	F    float64   `bson:"f,omitempty"`
+	L    []string  `bson:"l,omitempty"`
+	In   inner     `bson:"in,omitempty"`
+	Deep minSized  `bson:"deep,minsize"`
+	Ks   []kinds   `bson:"ks"`
+	Fs   []float32 `bson:"fs"`
+}
+
+// minSized is written under a minsize field: its int64 and uints become
+// int32s where they fit.
+type minSized struct {
+	N  int64   `bson:"n"`
+	U  uint    `bson:"u"`
+	Ns []int64 `bson:"ns"`
+}
+
+// randomValue fills a value of one of the encoder's test types.
+func randomValue(r *rand.Rand) any {
+	str := func() string {
+		b := make([]byte, r.IntN(6))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		return string(b)
+	}
+	strs := func() []string {
+		switch r.IntN(3) {
+		case 0:
+			return nil
+		case 1:
+			return []string{}
+		}
+		return []string{str(), str()}
+	}
+	num := func() int64 {
+		switch r.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return r.Int64N(1<<31) - 1<<30
+		case 2:
+			return math.MaxInt32 + r.Int64N(2)
+		}
+		return int64(r.Uint64())
+	}
+	k := kinds{
+		S: str(), Named: named(str()), B: r.IntN(2) == 0,
+		I: int(num()), I8: int8(num()), I16: int16(num()), I32: int32(num()), I64: num(),
+		U: uint(num()) >> 1, U8: uint8(num()), U16: uint16(num()), U32: uint32(num()), U64: uint64(num()) >> 1,
+		F: float64(num()) / 3, F32: float32(num()), NoTag: num(),
+		In: inner{A: str(), B: strs()}, Strs: strs(), Empty: strs(), NilSlice: strs(),
+	}
+	if r.IntN(2) == 0 {
+		k.Ins = []inner{{A: str(), B: strs()}}
+		k.Nested = [][]int32{{int32(num())}, nil}
+	}
+	o := omits{
+		S: str(), B: r.IntN(2) == 0, I: int(num()), I64: num(), Min: num(), MinU: uint64(num()) >> 1,
+		U32: uint32(num()), F: float64(num()), L: strs(), In: inner{B: strs()},
+		Deep: minSized{N: num(), U: uint(num()) >> 1, Ns: []int64{num(), num()}},
+	}
+	if r.IntN(3) == 0 {
+		o.F = math.Copysign(0, -1) // not empty: the driver's IsZero
+	}
+	if r.IntN(2) == 0 {
+		o.Ks = []kinds{k}
+		o.Fs = []float32{float32(num()), 0}
+	}
+	switch r.IntN(4) {
+	case 0:
+		return k
+	case 1:
+		return []round{{Moves: strs(), Comments: strs(), Spell: str()}}
+	case 2:
+		return strs()
+	}
+	return o
+}
+
+// driverBytes is what the driver's encoder writes for v.
+func driverBytes(t *testing.T, v any, nilAsEmpty bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	vw := bson.NewDocumentWriter(&buf)
+	enc := bson.NewEncoder(vw)
+	if nilAsEmpty {
+		enc.NilSliceAsEmpty()
+	}
+	if err := enc.Encode(bson.D{{Key: "v", Value: v}}); err != nil {
+		t.Fatalf("driver: %v", err)
+	}
+	doc := bson.Raw(buf.Bytes())
+	rv := doc.Lookup("v")
+	return append([]byte{byte(rv.Type)}, rv.Value...)
+}
+
+// The fast encoder writes exactly the driver's bytes, with and without
+// NilSliceAsEmpty, for random values of every kind and tag option.
+func TestFastEncodesLikeTheDriver(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		v := randomValue(r)
+		for _, nilAsEmpty := range []bool{false, true} {
+			out, typ, ok := appendFast(nil, v, nilAsEmpty)
+			if !ok {
+				t.Fatalf("%T: the fast encoder gave up", v)
+			}
+			got := append([]byte{byte(typ)}, out...)
+			if want := driverBytes(t, v, nilAsEmpty); !bytes.Equal(got, want) {
+				t.Fatalf("%#v (nilAsEmpty %v):\nfast   %x\ndriver %x", v, nilAsEmpty, got, want)
+			}
+		}
+	}
+	// A uint over the int64 range is the driver's error.
+	if _, _, ok := appendFast(nil, kinds{U64: math.MaxUint64}, false); ok {
+		t.Error("the fast encoder wrote a uint64 over the int64 range")
+	}
+	if _, err := Encode(kinds{U64: math.MaxUint64}); err == nil {
+		t.Error("Encode of a uint64 over the int64 range succeeded")
+	}
+}
+
+// FuzzFastEncodeAgrees: any value the driver decodes from the fuzzed bytes
+// encodes to the same bytes on both encoders.
+func FuzzFastEncodeAgrees(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20 {
+		typ, data, _ := bson.MarshalValue(randomValue(r))
+		f.Add(byte(typ), data)
+	}
+	types := []reflect.Type{reflect.TypeFor[kinds](), reflect.TypeFor[omits](), reflect.TypeFor[[]round]()}
+	f.Fuzz(func(t *testing.T, typ byte, data []byte) {
+		for _, rt := range types {
+			p := reflect.New(rt)
+			// DecodeValue: the driver alone may loop forever on malformed
+			// input (TestMalformedDoesNotHang).
+			if DecodeValue(bson.Type(typ), data, p.Interface()) != nil {
+				continue
+			}
+			v := p.Elem().Interface()
+			for _, nilAsEmpty := range []bool{false, true} {
+				out, et, ok := appendFast(nil, v, nilAsEmpty)
+				if !ok {
+					if _, _, err := bson.MarshalValue(v); err == nil && !nilAsEmpty {
+						t.Fatalf("%#v: the fast encoder gave up where the driver encodes", v)
+					}
+					continue
+				}
+				if want := driverBytes(t, v, nilAsEmpty); !bytes.Equal(append([]byte{byte(et)}, out...), want) {
+					t.Fatalf("%#v (nilAsEmpty %v):\nfast   %x\ndriver %x", v, nilAsEmpty, out, want)
+				}
+			}
+		}
+	})
+}
+
+// Encoding a round allocates nothing but the output.
+func TestFastEncodeAllocations(t *testing.T) {
+	var v any = round{Moves: []string{"a", "b"}, Comments: []string{"c"}, Spell: "e"}
+	dst := make([]byte, 0, 512)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if dst, err = Append(dst[:0], v); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("encoding a round: %v allocations, want 0", allocs)
+	}
+}
+
+// The driver's decoder loops forever on a document holding, under a key the
+// target does not have, a string of negative length (it skips the value
+// backwards); the fuzzer found it. Decode refuses malformed values before
+// they reach the driver. Without that check this test hangs.
+func TestMalformedDoesNotHang(t *testing.T) {
+	// Found by FuzzFastEncodeAgrees: key "\x10" holds a string of length
+	// -18, and the driver skips back into the document again and again.
+	doc := []byte("\xf6\x00\x00\x00\x02s\x00\x04\x00\x00\x00\xa5\xbc2\x00\x02\x10\x00\xee\xff\xff\xff\x10\x00\x87\xfc\xff\xff\x10\x00\xff\xff\xff\x7f\x12i64\x00\xff\xff\xff\x7f\x00\x00\x00\x00\x12u\x00\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\xff\x00\x00\x00\x10\x00\x7f\xef\x00\x00\x12u32\x00\x95\x98\xae\x1c\x00\x00\x00\x00\x12u64\x00\x00\x00\x00@\x00\x00\x00\x00\x01f\x00UUUE\xf1\xc7{\xc1\x01f32\x00\x00\x00\x00\x00\x00\x00ptyE")
+	done := make(chan error, 1)
+	go func() {
+		var k kinds
+		done <- Decode(append([]byte{byte(bson.TypeEmbeddedDocument)}, doc...), &k)
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("Decode = %v, want ErrMalformed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Decode of a malformed document did not return")
+	}
+}
+
+// wellFormed accepts every value the driver writes and refuses every cut
+// or overlong one.
+func TestWellFormed(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	vals := append(values(), bson.Regex{Pattern: "a", Options: "i"}, bson.Binary{Subtype: 2, Data: []byte{1}},
+		bson.CodeWithScope{Code: "x", Scope: bson.D{{Key: "a", Value: 1}}}, bson.DBPointer{DB: "d"},
+		bson.Symbol("s"), bson.JavaScript("j"), bson.MinKey{}, bson.MaxKey{}, bson.Undefined{},
+		bson.Timestamp{T: 1}, bson.NewObjectID(), bson.NewDecimal128(1, 2), bson.DateTime(3))
+	for range 200 {
+		vals = append(vals, randomValue(r))
+	}
+	for _, v := range vals {
+		typ, data, err := bson.MarshalValue(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !wellFormed(typ, data) {
+			t.Errorf("%T %x: not well-formed", v, data)
+		}
+		if len(data) > 0 && wellFormed(typ, data[:len(data)-1]) {
+			t.Errorf("%T: a cut value is well-formed", v)
+		}
+		if wellFormed(typ, append(data[:len(data):len(data)], 0)) {
+			t.Errorf("%T: an overlong value is well-formed", v)
+		}
+	}
 }
