@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
 // Every write is one run of this script (EVALSHA, loaded once per server
@@ -351,7 +351,7 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 	b := (*bp)[:0]
 	notes := p.notes
 	if p.once != "" {
-		tok := token()
+		tok := token.New()
 		b = packInt(b, p.nchecks+1)
 		b = packInt(b, p.nchange+1)
 		b = pack(pack(pack(b, "once"), p.once), tok)
@@ -425,13 +425,6 @@ func packAll(b []byte, args []string) []byte {
 		b = pack(b, a)
 	}
 	return b
-}
-
-// token returns a fresh random run token.
-func token() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // failed returns the failure of err with the given reason, if it is one.
