@@ -415,9 +415,13 @@ func pack(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// packInt appends n in decimal as pack appends its decimal string.
 func packInt(b []byte, n int) []byte {
 	var d [20]byte
-	return pack(b, string(strconv.AppendInt(d[:0], int64(n), 10)))
+	digits := strconv.AppendInt(d[:0], int64(n), 10)
+	b = strconv.AppendInt(b, int64(len(digits)), 10)
+	b = append(b, ':')
+	return append(b, digits...)
 }
 
 func packAll(b []byte, args []string) []byte {
