@@ -308,8 +308,10 @@ func checkStoreNames(s *model.Schema, sel []templates.Store) parser.ErrorList {
 			}
 		}
 	}
-	// Two stores may find the same clash (a collection named like a
-	// counters collection both keep).
+	// Every message but one names its store: two aggregates sharing a
+	// collection are reported by every chosen store in the same words.
+	// parser.Load refuses such a schema already, but Generate may be given
+	// one built otherwise; report the clash once.
 	return dedupe(errs)
 }
 

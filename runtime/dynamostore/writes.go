@@ -2,8 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -15,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
 // maxAttempts bounds the attempts of one write that keeps losing races
@@ -93,13 +92,6 @@ type countingClient struct {
 func (d countingClient) Do(r *http.Request) (*http.Response, error) {
 	d.c.n.Add(1)
 	return d.next.Do(r)
-}
-
-// token returns a fresh random write token.
-func token() string {
-	var b [12]byte
-	_, _ = crand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // wrote reports whether block id holds write token tok.
@@ -319,7 +311,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	// twice, or failing its version check), and is then recognized.
 	var tok string
 	if s.d.Version != nil {
-		tok = token()
+		tok = token.New()
 		wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
 		w.set = append(w.set, wn+" = "+tv)
 		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))

@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
 // Every write is one run of this script (EVALSHA, loaded once per server
@@ -351,7 +351,7 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 	b := (*bp)[:0]
 	notes := p.notes
 	if p.once != "" {
-		tok := token()
+		tok := token.New()
 		b = packInt(b, p.nchecks+1)
 		b = packInt(b, p.nchange+1)
 		b = pack(pack(pack(b, "once"), p.once), tok)
@@ -415,9 +415,13 @@ func pack(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// packInt appends n in decimal as pack appends its decimal string.
 func packInt(b []byte, n int) []byte {
 	var d [20]byte
-	return pack(b, string(strconv.AppendInt(d[:0], int64(n), 10)))
+	digits := strconv.AppendInt(d[:0], int64(n), 10)
+	b = strconv.AppendInt(b, int64(len(digits)), 10)
+	b = append(b, ':')
+	return append(b, digits...)
 }
 
 func packAll(b []byte, args []string) []byte {
@@ -425,13 +429,6 @@ func packAll(b []byte, args []string) []byte {
 		b = pack(b, a)
 	}
 	return b
-}
-
-// token returns a fresh random run token.
-func token() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // failed returns the failure of err with the given reason, if it is one.
