@@ -34,11 +34,12 @@ func init() {
 		Imports:  map[string]string{dynamoPkg: "dynamodb", storePkg: "dynamostore"},
 		Generate: generate,
 		Reserved: reserved,
-		// The index table's name is the longest; names under 3
-		// characters are refused by EnsureIndexes, as a table-name
-		// prefix (dynamostore.Options) may lengthen them.
+		// The index table's name is the longest (its "__index" suffix
+		// also makes it long enough); a collection's own table name
+		// under 3 characters is refused by EnsureIndexes, as a
+		// table-name prefix (dynamostore.Options) may lengthen it.
 		Collection: func(name string) string {
-			if why := dynamostore.CheckTableName("noam" + dynamostore.IndexTable(name)); why != "" {
+			if why := dynamostore.CheckTableName(dynamostore.IndexTable(name)); why != "" {
 				return "is not a valid DynamoDB table name (" + why + ")"
 			}
 			return ""
