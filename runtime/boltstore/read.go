@@ -14,9 +14,9 @@ import (
 // Reading a whole block decodes the elements of a partition together: the
 // stored element values (each a BSON type byte and value) are laid out as
 // one BSON array, and the partition's slice is decoded from it in one pass
-// of the driver's decoder, as a hand-written program decodes a document
-// holding the slice. Decoding element by element sets up a decoder per
-// element (12 for a game of 12 rounds). The stored bytes are the same
+// (of bsonval's fast decoder, or of the driver's), as a hand-written
+// program decodes a document holding the slice. Decoding element by
+// element sets up a decoder per element (12 for a game of 12 rounds). The stored bytes are the same
 // either way; only the reading differs.
 
 // elems gathers the elements of one partition as a BSON array value.

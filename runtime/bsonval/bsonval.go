@@ -9,7 +9,12 @@
 // grows a new buffer for every value, then copies the result twice), and
 // strings, int64s and booleans, the types of counts, versions and most
 // top-level fields, without reflection; Decode reads those three directly
-// too.
+// too. Values of structs, slices, strings, numbers and booleans (a game's
+// rounds) go through the fast codec of fast.go, which writes and reads the
+// driver's bytes without its value reader and writer; every other type,
+// and every value that needs one of the driver's conversions, goes through
+// the driver. Bytes that are not one well-formed BSON value are refused
+// with ErrMalformed and never reach the driver's decoder.
 package bsonval
 
 import (
