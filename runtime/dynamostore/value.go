@@ -42,11 +42,11 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Encode returns v as a DynamoDB attribute value.
 func Encode(v any) (types.AttributeValue, error) {
-	t, data, err := bson.MarshalValue(v)
+	b, err := bsonval.Encode(v) // bson.MarshalValue's bytes, after the type byte
 	if err != nil {
 		return nil, err
 	}
-	return fromBSON(bsoncore.Value{Type: bsoncore.Type(t), Data: data})
+	return fromBSON(bsoncore.Value{Type: bsoncore.Type(b[0]), Data: b[1:]})
 }
 
 func fromBSON(v bsoncore.Value) (types.AttributeValue, error) {
@@ -122,94 +122,107 @@ func raw(v bsoncore.Value) types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{rawKey: &types.AttributeValueMemberB{Value: b}}}
 }
 
-// toBSON converts an attribute value back to a BSON value.
-func toBSON(av types.AttributeValue) (bsoncore.Value, error) {
+// appendBSON appends the bytes of attribute value av converted back to a
+// BSON value to dst, and returns the value's type. The whole value is
+// built in dst (a game's rounds are one buffer, not one per string).
+func appendBSON(dst []byte, av types.AttributeValue) ([]byte, bsoncore.Type, error) {
 	switch a := av.(type) {
 	case *types.AttributeValueMemberS:
-		return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, a.Value)}, nil
+		return bsoncore.AppendString(dst, a.Value), bsoncore.TypeString, nil
 	case *types.AttributeValueMemberN:
-		return number(a.Value)
+		return appendNumber(dst, a.Value)
 	case *types.AttributeValueMemberBOOL:
-		return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, a.Value)}, nil
+		return bsoncore.AppendBoolean(dst, a.Value), bsoncore.TypeBoolean, nil
 	case *types.AttributeValueMemberNULL:
-		return bsoncore.Value{Type: bsoncore.TypeNull}, nil
+		return dst, bsoncore.TypeNull, nil
 	case *types.AttributeValueMemberB:
-		return bsoncore.Value{Type: bsoncore.TypeBinary, Data: bsoncore.AppendBinary(nil, 0, a.Value)}, nil
+		return bsoncore.AppendBinary(dst, 0, a.Value), bsoncore.TypeBinary, nil
 	case *types.AttributeValueMemberM:
 		if r, ok := a.Value[rawKey].(*types.AttributeValueMemberB); ok && len(a.Value) == 1 && len(r.Value) > 0 {
-			return bsoncore.Value{Type: bsoncore.Type(r.Value[0]), Data: r.Value[1:]}, nil
+			return append(dst, r.Value[1:]...), bsoncore.Type(r.Value[0]), nil
 		}
-		keys := make([]string, 0, len(a.Value))
+		var buf [16]string
+		keys := buf[:0]
 		for k := range a.Value {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		idx, doc := bsoncore.AppendDocumentStart(nil)
+		idx, dst := bsoncore.AppendDocumentStart(dst)
 		for _, k := range keys {
-			v, err := toBSON(a.Value[k])
-			if err != nil {
-				return bsoncore.Value{}, fmt.Errorf("%s: %w", k, err)
+			at := len(dst)
+			dst = append(append(append(dst, 0), k...), 0)
+			var t bsoncore.Type
+			var err error
+			if dst, t, err = appendBSON(dst, a.Value[k]); err != nil {
+				return dst, 0, fmt.Errorf("%s: %w", k, err)
 			}
-			doc = bsoncore.AppendValueElement(doc, k, v)
+			dst[at] = byte(t)
 		}
-		doc, _ = bsoncore.AppendDocumentEnd(doc, idx)
-		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, nil
+		dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+		return dst, bsoncore.TypeEmbeddedDocument, nil
 	case *types.AttributeValueMemberL:
-		return array(len(a.Value), func(i int) (bsoncore.Value, error) { return toBSON(a.Value[i]) })
+		return appendArray(dst, len(a.Value), func(dst []byte, i int) ([]byte, bsoncore.Type, error) {
+			return appendBSON(dst, a.Value[i])
+		})
 	case *types.AttributeValueMemberSS:
-		return array(len(a.Value), func(i int) (bsoncore.Value, error) {
-			return toBSON(&types.AttributeValueMemberS{Value: a.Value[i]})
+		return appendArray(dst, len(a.Value), func(dst []byte, i int) ([]byte, bsoncore.Type, error) {
+			return bsoncore.AppendString(dst, a.Value[i]), bsoncore.TypeString, nil
 		})
 	case *types.AttributeValueMemberNS:
-		return array(len(a.Value), func(i int) (bsoncore.Value, error) { return number(a.Value[i]) })
+		return appendArray(dst, len(a.Value), func(dst []byte, i int) ([]byte, bsoncore.Type, error) {
+			return appendNumber(dst, a.Value[i])
+		})
 	case *types.AttributeValueMemberBS:
-		return array(len(a.Value), func(i int) (bsoncore.Value, error) {
-			return toBSON(&types.AttributeValueMemberB{Value: a.Value[i]})
+		return appendArray(dst, len(a.Value), func(dst []byte, i int) ([]byte, bsoncore.Type, error) {
+			return bsoncore.AppendBinary(dst, 0, a.Value[i]), bsoncore.TypeBinary, nil
 		})
 	case nil:
-		return bsoncore.Value{}, errors.New("no value")
+		return dst, 0, errors.New("no value")
 	}
-	return bsoncore.Value{}, fmt.Errorf("unsupported attribute value %T", av)
+	return dst, 0, fmt.Errorf("unsupported attribute value %T", av)
 }
 
-func array(n int, at func(int) (bsoncore.Value, error)) (bsoncore.Value, error) {
-	idx, arr := bsoncore.AppendArrayStart(nil)
+func appendArray(dst []byte, n int, at func([]byte, int) ([]byte, bsoncore.Type, error)) ([]byte, bsoncore.Type, error) {
+	idx, dst := bsoncore.AppendArrayStart(dst)
 	for i := range n {
-		v, err := at(i)
-		if err != nil {
-			return bsoncore.Value{}, fmt.Errorf("[%d]: %w", i, err)
+		at0 := len(dst)
+		dst = append(strconv.AppendInt(append(dst, 0), int64(i), 10), 0)
+		var t bsoncore.Type
+		var err error
+		if dst, t, err = at(dst, i); err != nil {
+			return dst, 0, fmt.Errorf("[%d]: %w", i, err)
 		}
-		arr = bsoncore.AppendValueElement(arr, strconv.Itoa(i), v)
+		dst[at0] = byte(t)
 	}
-	arr, _ = bsoncore.AppendArrayEnd(arr, idx)
-	return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr}, nil
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst, bsoncore.TypeArray, nil
 }
 
-// number is an integer (int64) when it has no fraction and fits, a
-// double otherwise.
-func number(s string) (bsoncore.Value, error) {
+// appendNumber appends an integer (int64) when s has no fraction and
+// fits, a double otherwise.
+func appendNumber(dst []byte, s string) ([]byte, bsoncore.Type, error) {
 	if !strings.ContainsAny(s, ".eE") {
 		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}, nil
+			return bsoncore.AppendInt64(dst, n), bsoncore.TypeInt64, nil
 		}
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return bsoncore.Value{}, fmt.Errorf("number %q: %w", s, err)
+		return dst, 0, fmt.Errorf("number %q: %w", s, err)
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, int64(f))}, nil
+		return bsoncore.AppendInt64(dst, int64(f)), bsoncore.TypeInt64, nil
 	}
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}, nil
+	return bsoncore.AppendDouble(dst, f), bsoncore.TypeDouble, nil
 }
 
 // Decode decodes attribute value av into v, a pointer.
 func Decode(av types.AttributeValue, v any) error {
-	b, err := toBSON(av)
+	b, t, err := appendBSON(nil, av)
 	if err != nil {
 		return err
 	}
-	return bsonval.DecodeValue(bson.Type(b.Type), b.Data, v)
+	return bsonval.DecodeValue(bson.Type(t), b, v)
 }
 
 // decoder is the runtime.Decoder of one attribute value.

@@ -99,3 +99,35 @@ func TestEnsureRefusesBadTableNames(t *testing.T) {
 		}
 	}
 }
+
+type round struct {
+	Moves    []string `bson:"moves"`
+	Comments []string `bson:"comments,omitempty"`
+	Actions  []string `bson:"actions,omitempty"`
+	Spell    string   `bson:"spell,omitempty"`
+}
+
+// Decoding converts the attribute value into one BSON buffer and decodes
+// it on bsonval's fast path: a round costs its strings and slices and a
+// few buffer growths, not an allocation per converted value.
+func TestDecodeAllocations(t *testing.T) {
+	v := []round{{Moves: []string{"a", "b"}, Comments: []string{"c"}, Actions: []string{"d"}, Spell: "e"}}
+	av, err := Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []round
+	allocs := testing.AllocsPerRun(100, func() {
+		got = nil
+		if err := Decode(av, &got); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !reflect.DeepEqual(got, v) {
+		t.Fatalf("got %#v", got)
+	}
+	// 5 strings, 4 slices, the buffer and its growths.
+	if allocs > 14 {
+		t.Errorf("decoding a round: %v allocations, want at most 14", allocs)
+	}
+}
