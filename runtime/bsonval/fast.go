@@ -541,8 +541,9 @@ func wellFormed(t bson.Type, data []byte) bool {
 	return ok && n == len(data)
 }
 
-// maxDepth bounds the nesting wellFormed follows, as MongoDB's does (100).
-const maxDepth = 200
+// maxDepth bounds the nesting wellFormed follows (MongoDB allows 100
+// levels; the driver writes deeper values, and this reads them back).
+const maxDepth = 1000
 
 // fullLen returns the length of the well-formed value of type t at the
 // start of b, checking documents, arrays and code with scope inside.

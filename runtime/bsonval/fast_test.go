@@ -522,6 +522,11 @@ func TestWellFormed(t *testing.T) {
 	for range 200 {
 		vals = append(vals, randomValue(r))
 	}
+	var deep any = "bottom" // deeper than MongoDB allows, as the driver writes it
+	for range 300 {
+		deep = bson.A{deep}
+	}
+	vals = append(vals, deep)
 	for _, v := range vals {
 		typ, data, err := bson.MarshalValue(v)
 		if err != nil {
