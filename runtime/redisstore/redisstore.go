@@ -29,6 +29,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -282,6 +283,54 @@ func (s *Store[T, K]) read(ctx context.Context, op string, id K) (state[T], erro
 	st.found, st.seq, st.inc, st.h = true, h[seqField], h[incField], h
 	st.t, err = s.decode(id, h)
 	if err != nil {
+		return st, s.fail(op, id, nil, err)
+	}
+	return st, nil
+}
+
+// readFor reads what an update of entries keys needs to move the entries
+// of lookups ls: only those entries, the lookups' fields, the version and
+// the stamps (one HMGET), unless one of them is a partition or the
+// aggregate is EAO, whose entries are read whole (HGETALL). The stamp the
+// write then checks makes the partial read as safe as the whole one.
+func (s *Store[T, K]) readFor(ctx context.Context, op string, id K, ls []*runtime.Lookup[T], keys []string) (state[T], error) {
+	if s.d.EAO {
+		return s.read(ctx, op, id)
+	}
+	fields := []string{seqField, incField}
+	if s.d.Version != nil {
+		fields = append(fields, s.d.Version.Key)
+	}
+	need := slices.Clone(keys)
+	for _, l := range ls {
+		need = append(need, l.Fields...)
+	}
+	for _, k := range need {
+		f := s.d.Field(k)
+		if f == nil || f.Kind == runtime.KindPartition {
+			return s.read(ctx, op, id)
+		}
+		if !slices.Contains(fields, k) {
+			fields = append(fields, k)
+		}
+	}
+	vals, err := s.c.HMGet(ctx, s.BlockKey(id), fields...).Result()
+	if err != nil {
+		return state[T]{}, s.fail(op, id, nil, err)
+	}
+	h := make(map[string]string, len(fields))
+	for i, v := range vals {
+		if v, ok := v.(string); ok {
+			h[fields[i]] = v
+		}
+	}
+	if len(h) == 0 {
+		// Missing, or a block without these entries and stamps: the
+		// whole read decides.
+		return s.read(ctx, op, id)
+	}
+	st := state[T]{found: true, seq: h[seqField], inc: h[incField], h: h}
+	if st.t, err = s.decode(id, h); err != nil {
 		return st, s.fail(op, id, nil, err)
 	}
 	return st, nil

@@ -113,7 +113,9 @@ func TestConflictingUpdates(t *testing.T) {
 // TestOneScriptOnANode: on a single node a write that changes lookup
 // values reads the block once and writes the block, the index tables and
 // the listing in one script run; on a cluster the index tables are
-// separate runs (claim, block, removal of the old values).
+// separate runs (claim, block, removal of the old values). The read is
+// an HMGET of the entries the lookups need (no round, no venue), and an
+// update of a partition's element reads the whole block.
 func TestOneScriptOnANode(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
 		var c redis.UniversalClient
@@ -128,19 +130,38 @@ func TestOneScriptOnANode(t *testing.T) {
 		must(t, matches.EnsureIndexes(bg))
 		var mu sync.Mutex
 		var names []string
+		var read []any
 		c.AddHook(hook{func(cmd redis.Cmder) {
 			mu.Lock()
 			names = append(names, cmd.Name())
+			if cmd.Name() == "hmget" {
+				read = cmd.Args()[2:]
+			}
 			mu.Unlock()
 		}})
 		must(t, matches.SetCode(bg, "m", "b"))
-		want := []string{"hgetall", "evalsha"}
+		want := []string{"hmget", "evalsha"}
 		if _, cluster := c.(*redis.ClusterClient); cluster {
 			// claim "b", the block, remove "a"
-			want = []string{"hgetall", "evalsha", "evalsha", "evalsha"}
+			want = []string{"hmget", "evalsha", "evalsha", "evalsha"}
 		}
 		if fmt.Sprint(names) != fmt.Sprint(want) {
 			t.Fatalf("SetCode sent %v, want %v", names, want)
+		}
+		if got := fmt.Sprint(read); got != "[_seq _inc version code]" {
+			t.Fatalf("SetCode read %s, want the stamps, the version and code", got)
+		}
+		// An update of a lookup field with an element of a partition
+		// needs the partition (the element must exist): the whole block
+		// is read.
+		names = nil
+		code := "c"
+		err := matches.Update(bg, "m", model.MatchUpdate{Code: &code, RoundsAt: map[int]model.Round{0: {}}})
+		if !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("an update of a missing round: %v", err)
+		}
+		if len(names) == 0 || names[0] != "hgetall" {
+			t.Fatalf("an update of the code and a round sent %v, want an HGETALL first", names)
 		}
 		got, err := matches.GetByCode(bg, "b")
 		must(t, err)

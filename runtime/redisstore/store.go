@@ -374,7 +374,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			p.check(fmt.Sprintf("expected %d", u.IfVersion), "ver", b, s.d.Version.Key, strconv.FormatInt(u.IfVersion, 10))
 		}
 		if len(ls) > 0 {
-			st, err := s.read(ctx, op, id)
+			st, err := s.readFor(ctx, op, id, ls, u.Keys())
 			if err != nil {
 				return err
 			}
