@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/noamgen/noamgen/example/game/gametest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // openBolt opens a fresh bbolt file in a temporary directory.
@@ -383,5 +385,52 @@ func TestBoltAllPages(t *testing.T) {
 	must(t, err)
 	if len(page.Items) != 200 || page.Next == "" || page.Items[199].Username != "p199" || page.Items[49].LastName != big {
 		t.Fatalf("List of 200: %d items, next %q", len(page.Items), page.Next)
+	}
+}
+
+// A stored round overwritten with a malformed BSON document (one on which
+// the MongoDB driver's decoder loops forever: a string of negative length
+// under a key Round does not have) makes Get fail with
+// bsonval.ErrMalformed, naming the entry, instead of hanging.
+func TestBoltCorruptValue(t *testing.T) {
+	// Not openBolt: closing the file waits for a read that never ends.
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "noam.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	games := game.NewGameBoltRepository(db)
+	ctx := context.Background()
+	if err := games.Create(ctx, &game.Game{ID: "g", Rounds: []game.Round{{Moves: []string{"a"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	suffix := runtime.AppendInt(runtime.AppendString(nil, "rounds"), 0)
+	// The fuzzer's input of bsonval.TestMalformedDoesNotHang, as a stored
+	// document value.
+	bad := append([]byte{0x03}, "\xf6\x00\x00\x00\x02s\x00\x04\x00\x00\x00\xa5\xbc2\x00\x02\x10\x00\xee\xff\xff\xff\x10\x00\x87\xfc\xff\xff\x10\x00\xff\xff\xff\x7f\x12i64\x00\xff\xff\xff\x7f\x00\x00\x00\x00\x12u\x00\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\xff\x00\x00\x00\x10\x00\x7f\xef\x00\x00\x12u32\x00\x95\x98\xae\x1c\x00\x00\x00\x00\x12u64\x00\x00\x00\x00@\x00\x00\x00\x00\x01f\x00UUUE\xf1\xc7{\xc1\x01f32\x00\x00\x00\x00\x00\x00\x00ptyE"...)
+	err = db.Update(func(tx *bbolt.Tx) error {
+		c := tx.Bucket([]byte("Game")).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if bytes.HasSuffix(k, suffix) {
+				return tx.Bucket([]byte("Game")).Put(bytes.Clone(k), bad)
+			}
+		}
+		return errors.New("no rounds[0] key")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := games.Get(ctx, "g")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		db.Close()
+		if !errors.Is(err, bsonval.ErrMalformed) || !strings.Contains(err.Error(), "rounds[0]") {
+			t.Fatalf("Get of a corrupt round: %v, want bsonval.ErrMalformed naming rounds[0]", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Get of a corrupt round did not return")
 	}
 }
