@@ -86,7 +86,10 @@ var (
 	// not by kind (bson.DateTime is an int64, json.Number a string).
 	specialPkgs = map[string]bool{
 		reflect.TypeFor[bson.D]().PkgPath(): true,
-		"time":                              true, "net/url": true, "encoding/json": true, "reflect": true,
+		"time":                              true,
+		"net/url":                           true,
+		"encoding/json":                     true,
+		"reflect":                           true,
 	}
 )
 
