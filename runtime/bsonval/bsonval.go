@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -48,6 +49,31 @@ func Encode(v any) ([]byte, error) {
 	copy(out[1:], data)
 	putEncoder(e)
 	return out, nil
+}
+
+// EncodeString is Encode for stores that keep strings (Redis): the same
+// bytes, copied once into the string.
+func EncodeString(v any) (string, error) {
+	var buf [64]byte
+	switch x := v.(type) {
+	case string:
+		return string(appendString(buf[:0], x)), nil
+	case int64:
+		return string(AppendInt(buf[:0], x)), nil
+	case bool:
+		return string(appendBool(buf[:0], x)), nil
+	}
+	e := getEncoder()
+	t, data, err := e.Encode(v)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.Grow(1 + len(data))
+	b.WriteByte(byte(t))
+	b.Write(data)
+	putEncoder(e)
+	return b.String(), nil
 }
 
 // Append appends the encoding of v (the bytes Encode returns) to dst.

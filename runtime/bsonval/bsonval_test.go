@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,17 @@ func TestEncodeIsMarshalValue(t *testing.T) {
 			if !bytes.Equal(app[:3], prefix) || !bytes.Equal(app[3:], want) {
 				t.Errorf("Append(%#v) = %x, want pre+%x", v, app, want)
 			}
+		}
+	}
+}
+
+// EncodeString makes Encode's bytes as a string.
+func TestEncodeString(t *testing.T) {
+	for _, v := range append(values(), strings.Repeat("long", 40), int64(7), []round{{Moves: []string{"m"}}}) {
+		want, wantErr := Encode(v)
+		got, err := EncodeString(v)
+		if (err == nil) != (wantErr == nil) || got != string(want) {
+			t.Errorf("EncodeString(%#v) = %x, %v; Encode %x, %v", v, got, err, want, wantErr)
 		}
 	}
 }

@@ -139,14 +139,14 @@ func (d decoder) Decode(v any) error { return bsonval.Decode([]byte(d), v) }
 
 // encode encodes one entry value, refusing values over MaxValueBytes.
 func (s *Store[T, K]) encode(op string, id K, entry string, v any) (string, error) {
-	b, err := bsonval.Encode(v)
+	b, err := bsonval.EncodeString(v)
 	if err != nil {
 		return "", runtime.FailAt(op, s.d.Aggregate, id, "encoding "+entryLabel(entry), nil, err)
 	}
 	if len(b) > maxValue {
 		return "", runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("%s (%d bytes, Redis keeps at most %d in one hash field)", entryLabel(entry), len(b), maxValue), runtime.ErrTooLarge, nil)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 func entryLabel(e string) string {
