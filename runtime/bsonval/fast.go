@@ -305,11 +305,7 @@ func (p *plan) decodeSlice(t bson.Type, b []byte, v reflect.Value) bool {
 	if !elements(b, func(bson.Type, []byte, []byte) bool { n++; return true }) {
 		return false
 	}
-	if v.IsNil() || v.Cap() < n {
-		v.Set(reflect.MakeSlice(p.typ, n, n))
-	} else {
-		v.SetLen(n)
-	}
+	SetLen(v, n)
 	i := 0
 	return elements(b, func(et bson.Type, _, val []byte) bool {
 		e := v.Index(i)
@@ -317,6 +313,22 @@ func (p *plan) decodeSlice(t bson.Type, b []byte, v reflect.Value) bool {
 		i++
 		return p.elem.decode(et, val, e)
 	})
+}
+
+// SetLen makes slice v n long, reusing its backing array when it has room,
+// as the driver does; a nil slice becomes a new one, also for n = 0. (The
+// new array is v.Grow's: reflect.MakeSlice allocates a slice header too.)
+func SetLen(v reflect.Value, n int) {
+	switch {
+	case v.IsNil() && n == 0:
+		v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+	case v.Cap() < n:
+		v.SetLen(0)
+		v.Grow(n)
+		v.SetLen(n)
+	default:
+		v.SetLen(n)
+	}
 }
 
 // decodeStruct decodes a BSON document into struct v field by field, as
@@ -651,4 +663,55 @@ func fullLen(t bson.Type, b []byte, depth int) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// Plan is the fast codec's view of a Go type, for a store whose values are
+// not BSON but follow the same rules (runtime/dynamostore decodes its
+// attribute values with it): which kind of value it is, its struct fields
+// by BSON key, its element. A type without a plan is one the driver must
+// handle.
+type Plan struct{ p *plan }
+
+// PlanKind is what a Plan decodes into.
+type PlanKind uint8
+
+// The kinds of plans.
+const (
+	PlanString  = PlanKind(planString)
+	PlanBool    = PlanKind(planBool)
+	PlanInt     = PlanKind(planInt)
+	PlanUint    = PlanKind(planUint)
+	PlanFloat   = PlanKind(planFloat)
+	PlanFloat32 = PlanKind(planFloat32)
+	PlanSlice   = PlanKind(planSlice)
+	PlanStruct  = PlanKind(planStruct)
+)
+
+// PlanOf returns the plan of type t, and false when t has none.
+func PlanOf(t reflect.Type) (Plan, bool) {
+	p := planOf(t)
+	return Plan{p}, p != nil
+}
+
+// Kind is the plan's kind.
+func (p Plan) Kind() PlanKind { return PlanKind(p.p.kind) }
+
+// Bits is the size of an int, uint or float kind in bits.
+func (p Plan) Bits() int { return p.p.bits }
+
+// Type is the Go type.
+func (p Plan) Type() reflect.Type { return p.p.typ }
+
+// Elem is a slice's element plan.
+func (p Plan) Elem() Plan { return Plan{p.p.elem} }
+
+// Field returns the index of the struct field with BSON key name (exactly)
+// and its plan, or false.
+func (p Plan) Field(name string) (int, Plan, bool) {
+	for i := range p.p.fields {
+		if f := &p.p.fields[i]; f.name == name {
+			return f.index, Plan{f.plan}, true
+		}
+	}
+	return 0, Plan{}, false
 }

@@ -26,7 +26,8 @@ import (
 // of 1e-130 to 1e126, ObjectIDs, decimals, ...) and maps with an empty key
 // (DynamoDB refuses empty attribute names) are kept as
 // M {"$bson": B(type byte + BSON bytes)}. Decoding goes back to BSON and
-// through the BSON decoder into the Go value.
+// through the BSON decoder into the Go value, except where decodeAV
+// (fastdecode.go) reads the attribute values straight into it.
 
 // rawKey marks a value kept as raw BSON.
 const rawKey = "$bson"
@@ -218,6 +219,9 @@ func appendNumber(dst []byte, s string) ([]byte, bsoncore.Type, error) {
 
 // Decode decodes attribute value av into v, a pointer.
 func Decode(av types.AttributeValue, v any) error {
+	if decodeAV(av, v) {
+		return nil
+	}
 	b, t, err := appendBSON(nil, av)
 	if err != nil {
 		return err

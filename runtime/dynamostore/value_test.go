@@ -107,9 +107,10 @@ type round struct {
 	Spell    string   `bson:"spell,omitempty"`
 }
 
-// Decoding converts the attribute value into one BSON buffer and decodes
-// it on bsonval's fast path: a round costs its strings and slices and a
-// few buffer growths, not an allocation per converted value.
+// Decoding reads the attribute values straight into the Go value
+// (decodeAV): a round costs its slices, its strings are the attribute
+// values'. (The way through BSON made 28 allocations, 13 with one
+// buffer.)
 func TestDecodeAllocations(t *testing.T) {
 	v := []round{{Moves: []string{"a", "b"}, Comments: []string{"c"}, Actions: []string{"d"}, Spell: "e"}}
 	av, err := Encode(v)
@@ -126,8 +127,8 @@ func TestDecodeAllocations(t *testing.T) {
 	if !reflect.DeepEqual(got, v) {
 		t.Fatalf("got %#v", got)
 	}
-	// 5 strings, 4 slices, the buffer and its growths.
-	if allocs > 14 {
-		t.Errorf("decoding a round: %v allocations, want at most 14", allocs)
+	// 4 slices.
+	if allocs > 4 {
+		t.Errorf("decoding a round: %v allocations, want at most 4", allocs)
 	}
 }
