@@ -715,3 +715,18 @@ func (p Plan) Field(name string) (int, Plan, bool) {
 	}
 	return 0, Plan{}, false
 }
+
+// NumFields is the number of a struct plan's encoded fields.
+func (p Plan) NumFields() int { return len(p.p.fields) }
+
+// FieldAt returns the i-th encoded field of a struct plan, in the driver's
+// order: its BSON key, its index in the struct, its plan, and whether its
+// tag has omitempty.
+func (p Plan) FieldAt(i int) (name string, index int, fp Plan, omitEmpty bool) {
+	f := &p.p.fields[i]
+	return f.name, f.index, Plan{f.plan}, f.omitEmpty
+}
+
+// Empty reports whether v, of p's type, is empty for omitempty, as the
+// driver decides.
+func (p Plan) Empty(v reflect.Value) bool { return isEmpty(p.p, v) }

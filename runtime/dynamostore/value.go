@@ -43,6 +43,9 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Encode returns v as a DynamoDB attribute value.
 func Encode(v any) (types.AttributeValue, error) {
+	if av, ok := encodeAV(v); ok {
+		return av, nil
+	}
 	b, err := bsonval.Encode(v) // bson.MarshalValue's bytes, after the type byte
 	if err != nil {
 		return nil, err

@@ -2,12 +2,14 @@ package dynamostore
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
@@ -169,5 +171,92 @@ func TestDecodeAVReadsEncodedValues(t *testing.T) {
 		if !reflect.DeepEqual(p.Elem().Interface(), v) {
 			t.Fatalf("decodeAV: %#v, want %#v", p.Elem().Interface(), v)
 		}
+	}
+}
+
+// throughBSONAV is Encode's way without encodeAV.
+func throughBSONAV(v any) (types.AttributeValue, error) {
+	b, err := bsonval.Encode(v)
+	if err != nil {
+		return nil, err
+	}
+	return fromBSON(bsoncore.Value{Type: bsoncore.Type(b[0]), Data: b[1:]})
+}
+
+// randomGo makes a random value of type t, with the numbers that are
+// special to attribute values (NaN, infinities, out of N's range, -0,
+// uints over the int64 range) and nil, empty and full slices.
+func randomGo(r *rand.Rand, t reflect.Type, depth int) reflect.Value {
+	v := reflect.New(t).Elem()
+	floats := []float64{0, math.Copysign(0, -1), 1.5, -2, 1e-200, 1e200, math.NaN(), math.Inf(1), 3.4e38, 0.1}
+	switch t.Kind() {
+	case reflect.String:
+		v.SetString([]string{"", "a", "$bson", "ü"}[r.IntN(4)])
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(r.Uint64()) >> (64 - t.Bits()))
+	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(r.Uint64() >> (64 - t.Bits()) >> uint(r.IntN(2)))
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(floats[r.IntN(len(floats))])
+	case reflect.Slice:
+		if r.IntN(3) == 0 || depth > 3 {
+			if r.IntN(2) == 0 {
+				v.Set(reflect.MakeSlice(t, 0, 0))
+			}
+			return v
+		}
+		n := 1 + r.IntN(3)
+		v.Set(reflect.MakeSlice(t, n, n))
+		for i := range n {
+			v.Index(i).Set(randomGo(r, t.Elem(), depth+1))
+		}
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() && r.IntN(4) != 0 {
+				v.Field(i).Set(randomGo(r, t.Field(i).Type, depth+1))
+			}
+		}
+	}
+	return v
+}
+
+// rawOnly is a struct whose one field is named like a raw BSON value.
+type rawOnly struct {
+	X string `bson:"$bson"`
+}
+
+// encodeAV makes exactly the attribute value the way through BSON makes,
+// for random values; it gives up only where that way errs or keeps raw
+// BSON, and the way through BSON then decides.
+func TestEncodeAVAgreesWithBSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	encoded := 0
+	for range 20000 {
+		for _, typ := range []reflect.Type{reflect.TypeFor[avKinds](), reflect.TypeFor[[]round](), reflect.TypeFor[rawOnly](), reflect.TypeFor[[]float32]()} {
+			v := randomGo(r, typ, 0).Interface()
+			want, wantErr := throughBSONAV(v)
+			got, ok := encodeAV(v)
+			if !ok {
+				continue
+			}
+			encoded++
+			if wantErr != nil {
+				t.Fatalf("encodeAV encoded %#v, which the way through BSON refuses: %v", v, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%#v:\nencodeAV %#v\nBSON     %#v", v, got, want)
+			}
+		}
+	}
+	if encoded < 40000 {
+		t.Fatalf("encodeAV encoded only %d of 80,000 values", encoded)
+	}
+	if _, ok := encodeAV(rawOnly{X: "x"}); ok {
+		t.Error("encodeAV encoded a struct whose one key is $bson")
+	}
+	if av, err := Encode(rawOnly{X: "x"}); err != nil || av.(*types.AttributeValueMemberM).Value[rawKey] == nil {
+		t.Errorf("Encode of a struct whose one key is $bson: %#v, %v, want raw BSON", av, err)
 	}
 }
