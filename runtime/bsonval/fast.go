@@ -194,6 +194,15 @@ func structKey(sf reflect.StructField) (name string, opts map[string]bool, skip,
 // decodeFast decodes value data of BSON type t into v, a pointer, and
 // reports whether it did. When it did not, v is as it was.
 func decodeFast(t bson.Type, data []byte, v any) bool {
+	return DecodeInto(v, func(p Plan, target reflect.Value) bool { return p.p.decode(t, data, target) })
+}
+
+// DecodeInto runs decode with the plan of v's type and the value v points
+// to, when v is a non-nil pointer to a type with a plan and that value is
+// zero (an empty slice for a slice: the driver merges into anything else),
+// and reports whether decode did. When it did not, the value is set back
+// as it was.
+func DecodeInto(v any, decode func(Plan, reflect.Value) bool) bool {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return false
@@ -208,7 +217,7 @@ func decodeFast(t bson.Type, data []byte, v any) bool {
 			return false
 		}
 		wasNil := target.IsNil()
-		if p.decode(t, data, target) {
+		if decode(Plan{p}, target) {
 			return true
 		}
 		if wasNil {
@@ -221,7 +230,7 @@ func decodeFast(t bson.Type, data []byte, v any) bool {
 	if !target.IsZero() {
 		return false
 	}
-	if p.decode(t, data, target) {
+	if decode(Plan{p}, target) {
 		return true
 	}
 	target.SetZero()

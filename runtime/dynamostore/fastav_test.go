@@ -34,22 +34,6 @@ type avKinds struct {
 	Ins   []round `bson:"ins"`
 }
 
-// avInts is avKinds without floats.
-type avInts struct {
-	S     string   `bson:"s"`
-	Named avNamed  `bson:"named"`
-	B     bool     `bson:"b"`
-	I     int      `bson:"i"`
-	I8    int8     `bson:"i8"`
-	I64   int64    `bson:"i64,omitempty"`
-	U     uint     `bson:"u"`
-	U16   uint16   `bson:"u16"`
-	Strs  []string `bson:"strs"`
-	Ints  [][]int32
-	In    round   `bson:"in"`
-	Ins   []round `bson:"ins"`
-}
-
 // throughBSON is Decode's way without decodeAV.
 func throughBSON(av types.AttributeValue, v any) error {
 	b, t, err := appendBSON(nil, av)
@@ -152,12 +136,12 @@ func TestDecodeAVAgreesWithBSON(t *testing.T) {
 	}
 }
 
-// Values written by Encode decode on the fast way (no float here: an
-// integral float is an N without a fraction, which goes through BSON).
+// Values written by Encode decode on the fast way (floats with a fraction:
+// an integral float is an N without one, which goes through BSON).
 func TestDecodeAVReadsEncodedValues(t *testing.T) {
 	for _, v := range []any{
 		[]round{{Moves: []string{"a", ""}, Comments: []string{"c"}, Spell: "s"}, {}},
-		avInts{S: "s", Named: "n", B: true, I: -1 << 40, I8: -128, I64: 7, U: 1 << 40, U16: 65535,
+		avKinds{S: "s", Named: "n", B: true, I: -1 << 40, I8: -128, I64: 7, U: 1 << 40, U16: 65535, F: 1.5, F32: 0.25,
 			Strs: []string{"x"}, Ints: [][]int32{{1}, nil, {}}, In: round{Moves: []string{"m"}}, Ins: []round{{Spell: "z"}}},
 	} {
 		av, err := Encode(v)

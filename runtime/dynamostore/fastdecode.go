@@ -21,38 +21,7 @@ import (
 // int, an integer into a float, null into a struct, sets, binary, raw
 // BSON) go the way through BSON.
 func decodeAV(av types.AttributeValue, v any) bool {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false
-	}
-	p, ok := bsonval.PlanOf(rv.Type().Elem())
-	if !ok {
-		return false
-	}
-	target := rv.Elem()
-	if p.Kind() == bsonval.PlanSlice {
-		if target.Len() != 0 {
-			return false
-		}
-		wasNil := target.IsNil()
-		if avInto(p, av, target) {
-			return true
-		}
-		if wasNil {
-			target.SetZero()
-		} else {
-			target.SetLen(0)
-		}
-		return false
-	}
-	if !target.IsZero() {
-		return false
-	}
-	if avInto(p, av, target) {
-		return true
-	}
-	target.SetZero()
-	return false
+	return bsonval.DecodeInto(v, func(p bsonval.Plan, target reflect.Value) bool { return avInto(p, av, target) })
 }
 
 // avInto decodes av into v following plan p (see decodeAV).
