@@ -480,6 +480,26 @@ func (s *Suite) PutChangedEAO(b *testing.B) {
 	})
 }
 
+// BaselineGames and BaselineHotels size the data of CheckBaseline.
+const BaselineGames, BaselineHotels = 120, 100
+
+// CheckBaseline loads each implementation with the baseline data, then
+// checks its results (Check) and, with errs, its error values
+// (CheckErrors): the hand-written baseline must do what the generated code
+// does. Tests, not timings.
+func CheckBaseline(t *testing.T, impls []Impl, errs bool) {
+	t.Helper()
+	for _, im := range impls {
+		if err := Load(im, BaselineGames, BaselineHotels); err != nil {
+			t.Fatalf("%s: loading: %v", im.Name, err)
+		}
+		Check(t, im, BaselineGames, BaselineHotels)
+		if errs {
+			CheckErrors(t, im)
+		}
+	}
+}
+
 // Check runs every operation of im once and checks the results: the
 // baseline must do what the generated code does (tests, not timings).
 // im must be loaded with Load(im, games, hotels), games > 7 and hotels >

@@ -75,9 +75,6 @@ func BenchmarkCmpPutEAO(b *testing.B)          { suite(b).PutEAO(b) }
 func BenchmarkCmpPutChanged(b *testing.B)      { suite(b).PutChanged(b) }
 func BenchmarkCmpPutChangedEAO(b *testing.B)   { suite(b).PutChangedEAO(b) }
 
-// testGames and testHotels size the data of the baseline checks.
-const testGames, testHotels = 120, 100
-
 // TestCmpRedisBaseline checks that the hand-written baseline and the
 // generated code do the same thing on the benchmark data (no timings).
 func TestCmpRedisBaseline(t *testing.T) {
@@ -85,11 +82,5 @@ func TestCmpRedisBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, im := range impls {
-		if err := cmpbench.Load(im, testGames, testHotels); err != nil {
-			t.Fatal(err)
-		}
-		cmpbench.Check(t, im, testGames, testHotels)
-		cmpbench.CheckErrors(t, im)
-	}
+	cmpbench.CheckBaseline(t, impls, true)
 }
