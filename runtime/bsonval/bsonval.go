@@ -195,32 +195,33 @@ func Decode(data []byte, v any) error {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty value", ErrMalformed)
 	}
-	t := bson.Type(data[0])
+	return DecodeValue(bson.Type(data[0]), data[1:], v)
+}
+
+// DecodeValue decodes the bytes data of a BSON value of type t into v, a
+// pointer, as bson.UnmarshalValue does: strings, int64s and booleans of
+// their own type directly, other values with the fast decoder (fast.go)
+// when it reads v's type and the value, with the driver otherwise
+// (everything else, and every conversion). Bytes that are not one
+// well-formed value fail with ErrMalformed.
+func DecodeValue(t bson.Type, data []byte, v any) error {
 	switch p := v.(type) {
 	case *string:
-		if s, ok := readString(t, data[1:]); ok {
+		if s, ok := readString(t, data); ok {
 			*p = s
 			return nil
 		}
 	case *int64:
-		if t == bson.TypeInt64 && len(data) == 9 {
-			*p = int64(binary.LittleEndian.Uint64(data[1:]))
+		if t == bson.TypeInt64 && len(data) == 8 {
+			*p = int64(binary.LittleEndian.Uint64(data))
 			return nil
 		}
 	case *bool:
-		if t == bson.TypeBoolean && len(data) == 2 && data[1] <= 1 {
-			*p = data[1] == 1
+		if t == bson.TypeBoolean && len(data) == 1 && data[0] <= 1 {
+			*p = data[0] == 1
 			return nil
 		}
 	}
-	return DecodeValue(t, data[1:], v)
-}
-
-// DecodeValue decodes the bytes data of a BSON value of type t into v, a
-// pointer, as bson.UnmarshalValue does: with the fast decoder (fast.go)
-// when it reads v's type and the value, with the driver otherwise
-// (everything else, and malformed values, for the driver's error).
-func DecodeValue(t bson.Type, data []byte, v any) error {
 	if decodeFast(t, data, v) {
 		return nil
 	}

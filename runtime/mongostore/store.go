@@ -167,43 +167,10 @@ func (s *Store[T, K]) Caps() runtime.Caps {
 // rawDecoder decodes one document field; one is reused per document.
 type rawDecoder struct{ v bson.RawValue }
 
-// Decode decodes the field into v. Strings, booleans and integers stored
-// with their own BSON type are read directly; everything else goes through
-// bsonval.DecodeValue: its fast decoder for the values it reads, the
-// driver's decoder (which allocates a reader per call) for the rest and for
-// every conversion.
+// Decode decodes the field into v with bsonval.DecodeValue (its direct
+// reads of strings, int64s and booleans, its fast decoder, or the
+// driver's, which allocates a reader per call).
 func (d *rawDecoder) Decode(v any) error {
-	switch p := v.(type) {
-	case *string:
-		if s, ok := d.v.StringValueOK(); ok {
-			*p = s
-			return nil
-		}
-	case *bool:
-		if b, ok := d.v.BooleanOK(); ok {
-			*p = b
-			return nil
-		}
-	case *int64:
-		if n, ok := d.v.Int64OK(); ok {
-			*p = n
-			return nil
-		}
-	case *int:
-		if n, ok := d.v.Int64OK(); ok && int64(int(n)) == n {
-			*p = int(n)
-			return nil
-		}
-		if n, ok := d.v.Int32OK(); ok {
-			*p = int(n)
-			return nil
-		}
-	case *float64:
-		if f, ok := d.v.DoubleOK(); ok {
-			*p = f
-			return nil
-		}
-	}
 	return bsonval.DecodeValue(d.v.Type, d.v.Value, v)
 }
 
