@@ -36,6 +36,18 @@ var (
 	// the store accepts (Caps.MaxValueBytes: MongoDB's 16 MiB document,
 	// DynamoDB's 400 KB item). Nothing is written.
 	ErrTooLarge = errors.New("too large")
+	// ErrUnknownOutcome: the store did not say whether the write was
+	// applied (its reply was lost, the deadline passed while the command
+	// was in flight, or a cluster redirect was left after the client's
+	// retries once the command may have run). Read the block to find out,
+	// or retry the write; the lookups stay right either way (reads verify,
+	// Repair removes what a failed attempt left).
+	ErrUnknownOutcome = errors.New("outcome unknown")
+	// ErrUnavailable: the store refused the request before applying it (a
+	// cluster slot moving or without a master, a server that is down) and
+	// the client's retries did not get through. Nothing was written:
+	// retry later.
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // Error is the error type of generated repositories.
