@@ -173,12 +173,26 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 		return 0, s.taken(w, f)
 	}
 	if err != nil && !isFailure(err) {
-		if s.applied(ctx, w) {
-			return 0, nil // the reply was lost, the write is done
-		}
-		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the write may have been applied)", nil, err)
+		return 0, s.unclear(ctx, w, err, "(outcome unknown: the write may have been applied)")
 	}
 	return n, err
+}
+
+// unclear is the error of a block run that failed without a reply of the
+// script's checks: runtime.ErrUnavailable when the cluster refused it
+// before any change, runtime.ErrUnknownOutcome (with detail) when it may
+// have been applied, nil when reading the block back shows it was.
+func (s *Store[T, K]) unclear(ctx context.Context, w *write[K], err error, detail string) error {
+	if unavailable(err) {
+		return runtime.FailAt(w.op, s.d.Aggregate, w.id, "(refused before any change: the slot is moving or has no master; retry later)", runtime.ErrUnavailable, err)
+	}
+	if se, ok := err.(*scriptError); ok && se.wrote {
+		return runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the script run failed after a first change)", runtime.ErrUnknownOutcome, err)
+	}
+	if s.applied(ctx, w) {
+		return nil // the reply was lost, the write is done
+	}
+	return runtime.FailAt(w.op, s.d.Aggregate, w.id, detail, runtime.ErrUnknownOutcome, err)
 }
 
 func isFailure(err error) bool {
@@ -301,12 +315,15 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 			undo()
 			return 0, err
 		}
-		if s.applied(ctx, w) {
-			n = 0 // the reply was lost, the write is done
-		} else {
-			// The outcome is unknown: the entries stay for reads to verify.
-			return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)", nil, err)
+		if unavailable(err) {
+			// Refused before any change: the write did not happen.
+			undo()
 		}
+		// On an unknown outcome the entries stay for reads to verify.
+		if err := s.unclear(ctx, w, err, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)"); err != nil {
+			return 0, err
+		}
+		n = 0 // the reply was lost, the write is done
 	}
 	// 3. the listing and the counter; 4. the old entries. The write is
 	// done: what follows is best effort (reads verify, Repair fixes).

@@ -114,7 +114,12 @@ func (s *Store[T, K]) LookupKey(name string) string {
 	return ""
 }
 
+// fail builds the error of op; a store failure that is a cluster's
+// refusal before any change (unavailable) is runtime.ErrUnavailable.
 func (s *Store[T, K]) fail(op string, id any, kind, cause error) error {
+	if kind == nil && unavailable(cause) {
+		kind = runtime.ErrUnavailable
+	}
 	return runtime.Fail(op, s.d.Aggregate, id, kind, cause)
 }
 

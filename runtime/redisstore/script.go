@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -27,12 +28,24 @@ import (
 // operations, each its name followed by its arguments (a fixed number per
 // name, see arity). Key arguments are 1-based indexes into KEYS.
 //
-// Returns {"ok", result} (result: the index an append wrote, else 0) or
-// {"fail", reason, detail, op number}.
+// Returns {"ok", result} (result: the index an append wrote, else 0),
+// {"fail", reason, detail, op number}, or {"err", message, wrote} for an
+// error Redis raised inside the run (wrote: 1 if the run had changed
+// something before it, else 0).
+//
+// A run must never leave a key half-written: every check comes before the
+// first change, and no change touches a key after the run may have
+// emptied it. That matters on a cluster whose slot is migrating: the node
+// serves a key of the slot only while it still holds it, inside a script
+// too, so a run that emptied a key (DEL, the last HDEL or ZREM) and wrote
+// it again failed midway ("Script attempted to access a non local key")
+// with the DEL applied. A whole-block write therefore writes the new
+// fields first and then removes the stale ones (prune); reads and
+// removals of a key the run may have emptied see it as missing.
 const vmSource = `
 local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
-  hdelif=3, stamp=2, irem=8, iadd=8, hswap=4, raise=2}
+  hdelif=3, stamp=2, irem=8, iadd=8, hswap=4, raise=2, prune=1}
 local function key(i) return KEYS[tonumber(i)] end
 -- dec increments a non-negative decimal string (numbers beyond 2^53 stay exact).
 local function inc(s)
@@ -52,6 +65,40 @@ local function less(a, b)
   if #a ~= #b then return #a < #b end
   return a < b
 end
+-- wrote: the run has changed something; emptied: keys the run deleted
+-- from (maybe emptied them); written: the fields each key got from hset
+-- and stamp (prune keeps them).
+local wrote, emptied, written = false, {}, {}
+-- call runs a read, or a removal, of key k. In a slot that is migrating
+-- away Redis refuses a missing key, inside a script too ("non local key"):
+-- a key this run emptied itself then reads as missing, and removals from
+-- it do nothing, instead of failing the run midway.
+local function call(cmd, k, ...)
+  if emptied[k] then
+    local r = redis.pcall(cmd, k, ...)
+    if type(r) ~= 'table' or not r.err then return r end
+    if string.find(r.err, 'non local key', 1, true) then return false end
+  end
+  return redis.call(cmd, k, ...)
+end
+-- set writes key k (a run never writes a key after emptying it: new
+-- fields are written first, stale ones removed after).
+local function set(cmd, k, ...)
+  local r = redis.call(cmd, k, ...)
+  wrote = true
+  return r
+end
+local function note(k, f)
+  written[k] = written[k] or {}
+  written[k][f] = true
+end
+-- remove removes from key k.
+local function remove(cmd, k, ...)
+  local r = call(cmd, k, ...)
+  wrote, emptied[k] = true, true
+  return r
+end
+local function body()
 local A, packed, pos = {}, ARGV[1], 1
 while pos <= #packed do
   local c = string.find(packed, ':', pos, true)
@@ -111,39 +158,51 @@ end
 local result, created = 0, {}
 for n = nchecks + 1, nchecks + nchanges do
   local name, a = ops[n][1], ops[n][2]
+  local k = key(a[1])
   if name == 'del' then
-    redis.call('DEL', key(a[1]))
+    remove('DEL', k)
   elseif name == 'hset' then
-    redis.call('HSET', key(a[1]), a[2], a[3])
+    set('HSET', k, a[2], a[3])
+    note(k, a[2])
   elseif name == 'hdel' then
-    redis.call('HDEL', key(a[1]), a[2])
+    remove('HDEL', k, a[2])
   elseif name == 'hincr' then
-    redis.call('HINCRBY', key(a[1]), a[2], a[3])
+    set('HINCRBY', k, a[2], a[3])
   elseif name == 'clear' then
-    local c = tonumber(redis.call('HGET', key(a[1]), a[2]) or '0')
-    for i = 0, c - 1 do redis.call('HDEL', key(a[1]), a[2] .. '[' .. i .. ']') end
-    redis.call('HDEL', key(a[1]), a[2])
+    -- (the block keeps its other fields and _seq: never emptied)
+    local c = tonumber(call('HGET', k, a[2]) or '0')
+    for i = 0, c - 1 do remove('HDEL', k, a[2] .. '[' .. i .. ']') end
+    remove('HDEL', k, a[2])
   elseif name == 'append' then
-    local c = redis.call('HINCRBY', key(a[1]), a[2], 1)
-    redis.call('HSET', key(a[1]), a[2] .. '[' .. (c - 1) .. ']', a[3])
+    local c = set('HINCRBY', k, a[2], 1)
+    set('HSET', k, a[2] .. '[' .. (c - 1) .. ']', a[3])
     result = c - 1
+  elseif name == 'prune' then
+    -- removes the fields of k this run did not write (after writing the
+    -- new ones: a whole-block write never empties the block).
+    local keep, stale = written[k] or {}, {}
+    for _, f in ipairs(call('HKEYS', k) or {}) do
+      if not keep[f] then stale[#stale + 1] = f end
+    end
+    for i = 1, #stale, 1000 do remove('HDEL', k, unpack(stale, i, math.min(i + 999, #stale))) end
   elseif name == 'zadd' then
-    redis.call('ZADD', key(a[1]), 0, a[2])
+    set('ZADD', k, 0, a[2])
   elseif name == 'zrem' then
-    redis.call('ZREM', key(a[1]), a[2])
+    remove('ZREM', k, a[2])
   elseif name == 'hdelif' then
-    if redis.call('HGET', key(a[1]), a[2]) == a[3] then redis.call('HDEL', key(a[1]), a[2]) end
+    if call('HGET', k, a[2]) == a[3] then remove('HDEL', k, a[2]) end
   elseif name == 'stamp' then
     -- the write sequence: the given one, or one above the stored one.
-    local s = redis.call('HGET', key(a[1]), '_seq') or ''
+    local s = call('HGET', k, '_seq') or ''
     if less(s, a[2]) then s = a[2] else s = inc(s) end
-    redis.call('HSET', key(a[1]), '_seq', s)
+    set('HSET', k, '_seq', s)
+    note(k, '_seq')
   elseif name == 'irem' then
     -- index table zset, meta hash, claim hash (0: none), member, claim
     -- field, owner, incarnation, sequence: remove the entry if the meta
     -- says it is of that incarnation, written before that sequence (or,
     -- with sequence prefixed by '=', exactly at it).
-    local m = redis.call('HGET', key(a[2]), a[4])
+    local m = call('HGET', key(a[2]), a[4])
     local ok = false
     if m then
       local mi, ms = m:match('^(%S+) (%S+)$')
@@ -152,10 +211,10 @@ for n = nchecks + 1, nchecks + nchanges do
       end
     end
     if ok then
-      redis.call('ZREM', key(a[1]), a[4])
-      redis.call('HDEL', key(a[2]), a[4])
-      if a[3] ~= '0' and redis.call('HGET', key(a[3]), a[5]) == a[6] then
-        redis.call('HDEL', key(a[3]), a[5])
+      remove('ZREM', k, a[4])
+      remove('HDEL', key(a[2]), a[4])
+      if a[3] ~= '0' and call('HGET', key(a[3]), a[5]) == a[6] then
+        remove('HDEL', key(a[3]), a[5])
       end
     end
   elseif name == 'iadd' then
@@ -164,8 +223,8 @@ for n = nchecks + 1, nchecks + nchanges do
     -- this write's incarnation and the larger sequence. Reports 1 for a
     -- new entry, the meta it replaced for an entry of another incarnation
     -- (so that a failed write can undo what it did), else 0.
-    local isnew = redis.call('ZADD', key(a[1]), 0, a[4])
-    local m = redis.call('HGET', key(a[2]), a[4])
+    local isnew = set('ZADD', k, 0, a[4])
+    local m = call('HGET', key(a[2]), a[4])
     local s = a[8]
     local prev = 0
     if m then
@@ -173,20 +232,28 @@ for n = nchecks + 1, nchecks + nchanges do
       if mi == a[7] and ms and less(s, ms) then s = ms end
       if mi ~= a[7] then prev = m end
     end
-    redis.call('HSET', key(a[2]), a[4], a[7] .. ' ' .. s)
-    if a[3] ~= '0' then redis.call('HSET', key(a[3]), a[5], a[6]) end
+    set('HSET', key(a[2]), a[4], a[7] .. ' ' .. s)
+    if a[3] ~= '0' then set('HSET', key(a[3]), a[5], a[6]) end
     if isnew == 1 then created[#created + 1] = 1 else created[#created + 1] = prev end
   elseif name == 'hswap' then
-    if redis.call('HGET', key(a[1]), a[2]) == a[3] then redis.call('HSET', key(a[1]), a[2], a[4]) end
+    if call('HGET', k, a[2]) == a[3] then set('HSET', k, a[2], a[4]) end
   elseif name == 'raise' then
-    local c = redis.call('GET', key(a[1])) or '0'
-    if c:sub(1, 1) == '-' or less(c, a[2]) then redis.call('SET', key(a[1]), a[2]) end
+    local c = call('GET', k) or '0'
+    if c:sub(1, 1) == '-' or less(c, a[2]) then set('SET', k, a[2]) end
   elseif name == 'mark' then
     -- the run's token and result, for once.
-    redis.call('HSET', key(a[1]), '_w', a[2] .. ' ' .. result)
+    set('HSET', k, '_w', a[2] .. ' ' .. result)
   end
 end
 return {'ok', result, created}
+end
+-- An error inside the run (a key of a slot that moved, the cluster down, a
+-- key of another type) is caught, so that the reply says whether the run
+-- had changed anything before it.
+local ok, res = pcall(body)
+if ok then return res end
+if type(res) == 'table' then res = res.err end
+return {'err', tostring(res), wrote and 1 or 0}
 `
 
 var vm = redis.NewScript(vmSource)
@@ -297,7 +364,7 @@ func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 // arity mirrors the script's table.
 var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
 	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
-	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "hswap": 4, "raise": 2}
+	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "hswap": 4, "raise": 2, "prune": 1}
 
 // keyArg reports whether argument j of op is a key index.
 func keyArg(op string, j int) bool {
@@ -364,14 +431,42 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 		b = packAll(packAll(b, p.checks), p.changes)
 	}
 	*bp = b
-	res, err := vm.Run(ctx, c, p.keys, b).Slice()
+	var n int64
+	var created []addResult
+	var err error
+	for attempt := 0; ; attempt++ {
+		n, created, err = runOnce(ctx, c, p.keys, b, notes)
+		if err == nil || !unavailable(err) || attempt >= len(runRetryBackoff) {
+			return n, created, err
+		}
+		// Refused before any change (a slot moving, a cluster without a
+		// master for it, after go-redis's own redirects): run it again
+		// after a pause, if the context allows.
+		t := time.NewTimer(runRetryBackoff[attempt])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return n, created, err
+		case <-t.C:
+		}
+	}
+}
+
+// runRetryBackoff are the pauses before the runs a script run refused
+// before any change gets again (after go-redis's own retries).
+var runRetryBackoff = []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}
+
+// runOnce runs the packed script once and reads its reply.
+func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, b []byte, notes []string) (int64, []addResult, error) {
+	res, err := vm.Run(ctx, c, keys, b).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
 	if len(res) < 2 {
 		return 0, nil, fmt.Errorf("redisstore: unexpected script reply %v", res)
 	}
-	if res[0] == "ok" {
+	switch res[0] {
+	case "ok":
 		n, _ := res[1].(int64)
 		var created []addResult
 		if len(res) > 2 {
@@ -388,6 +483,14 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 			}
 		}
 		return n, created, nil
+	case "err":
+		e := &scriptError{}
+		e.msg, _ = res[1].(string)
+		if len(res) > 2 {
+			w, _ := res[2].(int64)
+			e.wrote = w == 1
+		}
+		return 0, nil, e
 	}
 	f := &failure{}
 	f.reason, _ = res[1].(string)
@@ -402,6 +505,45 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 		f.note = notes[f.op-1]
 	}
 	return 0, nil, f
+}
+
+// scriptError is an error Redis raised inside a run, which the script
+// caught: wrote says whether the run had changed something before it.
+type scriptError struct {
+	msg   string
+	wrote bool
+}
+
+func (e *scriptError) Error() string {
+	if e.wrote {
+		return e.msg + " (the script run had changed keys before this error)"
+	}
+	return e.msg + " (the script run changed nothing)"
+}
+
+// unavailable reports whether err is a refusal of a cluster that provably
+// changed nothing: a redirect or an unstable slot the client's retries
+// did not get past (ASK, MOVED, TRYAGAIN, CLUSTERDOWN: Redis answers them
+// before running the command), or a script run that met a key served
+// elsewhere, or a cluster down, before its first change.
+func unavailable(err error) bool {
+	var se *scriptError
+	if errors.As(err, &se) {
+		return !se.wrote && (strings.Contains(se.msg, "non local key") || strings.Contains(se.msg, "cluster is down") || refusal(se.msg))
+	}
+	var re redis.Error
+	return errors.As(err, &re) && refusal(re.Error())
+}
+
+// refusal reports whether a Redis error reply is a cluster's refusal to
+// run a command here now.
+func refusal(msg string) bool {
+	for _, p := range []string{"ASK ", "MOVED ", "TRYAGAIN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // packPool holds the buffers runAdds packs a run's arguments into.

@@ -185,15 +185,24 @@ func (s *Store[T, K]) blockProg(bk []byte, w *write[K], fields []string, cond st
 	} else {
 		p.check("", "seq", b, cond)
 	}
-	p.change("del", b)
+	replace(p, b, fields, w)
+	return p
+}
+
+// replace adds the changes that make hash b hold exactly fields, the
+// incarnation (if any) and the write sequence of w: the new fields are
+// written first and the stale ones removed after (prune), so that the
+// hash is never empty midway (a slot migrating away refuses a key that
+// is gone, inside a script too: a DEL and then HSETs lost the block).
+func replace[K any](p *prog, b string, fields []string, w *write[K]) {
 	for i := 0; i < len(fields); i += 2 {
 		p.change("hset", b, fields[i], fields[i+1])
 	}
 	if w.inc != "" {
 		p.change("hset", b, incField, w.inc)
 	}
-	p.change("stamp", b, pad(w.seq))
-	return p
+	p.change("hset", b, seqField, pad(w.seq))
+	p.change("prune", b)
 }
 
 // Put replaces block t whole, checking the version it holds.
@@ -263,11 +272,7 @@ func (s *Store[T, K]) replaceProg(bk []byte, w *write[K], fields []string) *prog
 	p := &prog{}
 	b := p.k(s.blockKey(bk))
 	p.once = b
-	p.change("del", b)
-	for i := 0; i < len(fields); i += 2 {
-		p.change("hset", b, fields[i], fields[i+1])
-	}
-	p.change("stamp", b, pad(w.seq))
+	replace(p, b, fields, w)
 	return p
 }
 
