@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -736,4 +737,79 @@ func prefixed(p string, vs []string) []string {
 		out[i] = p + v
 	}
 	return out
+}
+
+// tryAgain is a cluster's TRYAGAIN reply, as a hook injects it.
+type tryAgain struct{}
+
+func (tryAgain) Error() string {
+	return "TRYAGAIN Multiple keys request during rehashing of slot (injected)"
+}
+func (tryAgain) RedisError() {}
+
+// refuse is a hook that answers every script run naming key with
+// TRYAGAIN, without sending it.
+type refuse struct {
+	key  string
+	hits atomic.Int32
+}
+
+func (f *refuse) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *refuse) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if cmd.Name() == "evalsha" && len(args) > 3 {
+			n, _ := args[2].(int)
+			for _, k := range args[3:min(len(args), 3+n)] {
+				if k == f.key {
+					f.hits.Add(1)
+					cmd.SetErr(tryAgain{})
+					return tryAgain{}
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (f *refuse) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestRefusedBlockRunUndoes: a write whose block run the cluster keeps
+// refusing (TRYAGAIN, injected) is run again a few times, then fails with
+// runtime.ErrUnavailable; on a cluster the claim and entries its earlier
+// runs added are undone, so nothing is left for Repair.
+func TestRefusedBlockRunUndoes(t *testing.T) {
+	modes(t, func(t *testing.T, shared redis.UniversalClient) {
+		var c redis.UniversalClient
+		if cc, ok := shared.(*redis.ClusterClient); ok {
+			c = redis.NewClusterClient(cc.Options())
+		} else {
+			c = redis.NewClient(shared.(*redis.Client).Options())
+		}
+		defer c.Close()
+		plain := model.NewMatchRedisRepository(shared)
+		must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a", Tags: []string{"x"}}))
+		f := &refuse{key: "matches:{m}"}
+		c.AddHook(f)
+		matches := model.NewMatchRedisRepository(c)
+		tags := []string{"y"}
+		code := "b"
+		err := matches.Update(bg, "m", model.MatchUpdate{Code: &code, Tags: &tags})
+		if !errors.Is(err, runtime.ErrUnavailable) {
+			t.Fatalf("Update whose block run is refused: %v, want ErrUnavailable", err)
+		}
+		if n := f.hits.Load(); n < 2 {
+			t.Fatalf("the refused run was sent %d times, want it run again", n)
+		}
+		m, err := plain.Get(bg, "m")
+		must(t, err)
+		if m.Code != "a" || !slices.Equal(m.Tags, []string{"x"}) || m.Version != 1 {
+			t.Fatalf("the refused Update changed the block: %+v", m)
+		}
+		if _, err := plain.GetByCode(bg, "b"); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("GetByCode(b) after the refused Update: %v", err)
+		}
+		clean(t, "a refused Update", plain.Repair)
+	})
 }
