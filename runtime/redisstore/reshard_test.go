@@ -678,32 +678,25 @@ func TestReshardUnderLoad(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// unique checks that get(v) finds exactly the holder of unique v.
+	unique := func(name, v string, exp []string, get func(context.Context, string) (*model.Match, error)) {
+		m, err := get(bg, v)
+		var got []string
+		if err == nil {
+			got = []string{m.ID}
+		} else if !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("%s(%s): %v", name, v, err)
+		}
+		if !slices.Equal(got, exp) {
+			t.Errorf("%s(%s) = %v, held by %v", name, v, got, exp)
+		}
+	}
 	for v := range used {
 		switch {
 		case strings.HasPrefix(v, "code-") || strings.HasPrefix(v, "shared-"):
-			exp := holding(func(s matchState) bool { return s.code == v })
-			m, err := matches.GetByCode(bg, v)
-			var got []string
-			if err == nil {
-				got = []string{m.ID}
-			} else if !errors.Is(err, runtime.ErrNotFound) {
-				t.Fatalf("GetByCode(%s): %v", v, err)
-			}
-			if !slices.Equal(got, exp) {
-				t.Errorf("GetByCode(%s) = %v, held by %v", v, got, exp)
-			}
+			unique("GetByCode", v, holding(func(s matchState) bool { return s.code == v }), matches.GetByCode)
 		case strings.HasPrefix(v, "serial-"):
-			exp := holding(func(s matchState) bool { return slices.Contains(s.serials, v) })
-			m, err := matches.GetByRoundsSerial(bg, v)
-			var got []string
-			if err == nil {
-				got = []string{m.ID}
-			} else if !errors.Is(err, runtime.ErrNotFound) {
-				t.Fatalf("GetByRoundsSerial(%s): %v", v, err)
-			}
-			if !slices.Equal(got, exp) {
-				t.Errorf("GetByRoundsSerial(%s) = %v, held by %v", v, got, exp)
-			}
+			unique("GetByRoundsSerial", v, holding(func(s matchState) bool { return slices.Contains(s.serials, v) }), matches.GetByRoundsSerial)
 		default: // a tag
 			exp := holding(func(s matchState) bool { return slices.Contains(s.tags, v) })
 			page, err := matches.ListByTags(bg, v, runtime.PageRequest{Limit: 1000})
