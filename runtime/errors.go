@@ -119,24 +119,8 @@ func CheckUTF8(op, agg string, id any, values ...string) error {
 // key (a block key or a lookup value made by the key codec) is not valid
 // UTF-8; what names the key in the error (e.g. "lookup Hotel.name").
 func CheckKey(op, agg string, id any, what string, key []byte) error {
-	r := NewKeyReader(key)
-	for !r.Done() {
-		if len(r.Rest()) > 0 && r.Rest()[0] == tagString {
-			s, err := r.String()
-			if err != nil {
-				return nil // not a tuple of this codec: nothing to say
-			}
-			if !utf8.ValidString(s) {
-				return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+q", what, s), ErrInvalidValue, errors.New("not valid UTF-8"))
-			}
-			continue
-		}
-		if _, err := r.Int(); err == nil {
-			continue
-		}
-		if _, err := r.Uint(); err != nil {
-			return nil
-		}
+	if s, bad := invalidString(key); bad {
+		return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+q", what, s), ErrInvalidValue, errors.New("not valid UTF-8"))
 	}
 	return nil
 }
