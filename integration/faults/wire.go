@@ -56,6 +56,7 @@ type Wire struct {
 	target   int32 // request id of command k, while its fault is pending
 	fired    bool
 	names    []string
+	colls    []string // the collection each command names, "" if none
 	release  chan struct{}
 	stalled  chan struct{}
 	released bool
@@ -78,7 +79,7 @@ func (w *Wire) Arm(k int, mode Mode, match func(*event.CommandStartedEvent) bool
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.armed, w.n, w.k, w.mode, w.match, w.cancel = true, 0, k, mode, match, cancel
-	w.target, w.fired, w.names = 0, false, nil
+	w.target, w.fired, w.names, w.colls = 0, false, nil, nil
 	w.release, w.stalled, w.released = make(chan struct{}), make(chan struct{}), false
 }
 
@@ -89,6 +90,14 @@ func (w *Wire) Disarm() (names []string, fired bool) {
 	defer w.mu.Unlock()
 	w.armed, w.target = false, 0
 	return w.names, w.fired
+}
+
+// Collections returns the collection each command seen since Arm names
+// ("" for a command without one), in the order of the names Disarm returns.
+func (w *Wire) Collections() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.colls
 }
 
 // Stalled is closed once a Stall fault holds its command.
@@ -116,6 +125,8 @@ func (w *Wire) started(_ context.Context, e *event.CommandStartedEvent) {
 	}
 	w.n++
 	w.names = append(w.names, e.CommandName)
+	coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+	w.colls = append(w.colls, coll)
 	hit := w.mode != None && !w.fired && w.target == 0
 	if w.match != nil {
 		hit = hit && w.match(e)
