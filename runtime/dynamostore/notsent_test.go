@@ -1,0 +1,149 @@
+package dynamostore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
+)
+
+// onTable reports whether a logged request body names table.
+func onTable(body []byte, table string) bool {
+	return bytes.Contains(body, []byte(`"TableName":"`+table+`"`))
+}
+
+// addsBeforeBlockWrite counts the index PutItem requests of log sent
+// before its first write of the block table (0 if there is none).
+func addsBeforeBlockWrite(log []request, index, blocks string) (int, bool) {
+	n := 0
+	for _, r := range log {
+		switch {
+		case r.op == "PutItem" && onTable(r.body, index):
+			n++
+		case (r.op == "PutItem" || r.op == "UpdateItem" || r.op == "DeleteItem") && onTable(r.body, blocks):
+			return n, true
+		}
+	}
+	return n, false
+}
+
+// scan reads every item of a table.
+func (f *fixture) scan(t *testing.T, table string) []map[string]types.AttributeValue {
+	t.Helper()
+	out, err := f.plain.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	must(t, err)
+	return out.Items
+}
+
+// testCancelBeforeBlockWrite: a protocol write whose context is cancelled
+// once its index items were added, before its block request is sent,
+// never sends that request and so is definitely not applied: it removes
+// its items before returning (both tables exactly as before, Repair finds
+// nothing) and fails with the context's error, not an unknown outcome.
+func testCancelBeforeBlockWrite(t *testing.T, f *fixture) {
+	ms := f.matches(t)
+	index, blocks := f.prefix+dynamostore.IndexTable("matches"), f.prefix+"matches"
+	for _, id := range []string{"dry", "m"} {
+		must(t, ms.Create(ctx, &model.Match{ID: id, Code: "code-" + id, Region: "north", Level: 1, Tags: []string{"x"}, Venue: model.Venue{City: "Rome"}}))
+	}
+	code := func(s string) *string { return &s }
+	for _, w := range []struct {
+		name string
+		run  func(ctx context.Context, id string) error
+	}{
+		{"Create", func(ctx context.Context, id string) error {
+			return ms.Create(ctx, &model.Match{ID: "new-" + id, Code: "new-" + id, Region: "south", Tags: []string{"y", "z"}, Venue: model.Venue{City: "Oslo"}})
+		}},
+		{"Update", func(ctx context.Context, id string) error {
+			return ms.Update(ctx, id, model.MatchUpdate{Code: code("upd-" + id), Tags: &[]string{"x", "w-" + id}})
+		}},
+		{"Put", func(ctx context.Context, id string) error {
+			m, err := ms.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			m.Code, m.Region, m.Venue.City = "put-"+id, "west", "Bonn"
+			return ms.Put(ctx, m)
+		}},
+	} {
+		// A dry run on another block counts the index items added
+		// before the block write.
+		f.log.take()
+		must(t, w.run(ctx, "dry"))
+		n, ok := addsBeforeBlockWrite(f.log.take(), index, blocks)
+		if !ok || n == 0 {
+			t.Fatalf("%s: the dry run wrote no index item before the block (%d, %v)", w.name, n, ok)
+		}
+		beforeIndex, beforeBlocks := f.scan(t, index), f.scan(t, blocks)
+		c, cancel := context.WithCancel(ctx)
+		seen := 0
+		f.log.after = func(op string, body []byte) {
+			if op == "PutItem" && onTable(body, index) {
+				if seen++; seen == n {
+					cancel()
+				}
+			}
+		}
+		err := w.run(c, "m")
+		f.log.after = nil
+		cancel()
+		log := f.log.take()
+		if seen < n {
+			t.Fatalf("%s: %d index items added, want %d", w.name, seen, n)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: error %v, want one wrapping context.Canceled", w.name, err)
+		}
+		var re *runtime.Error
+		if !errors.As(err, &re) || errors.Is(err, runtime.ErrUnknownOutcome) || strings.Contains(err.Error(), "outcome unknown") {
+			t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied", w.name, err)
+		}
+		for _, r := range log {
+			if r.op != "GetItem" && r.op != "Query" && onTable(r.body, blocks) {
+				t.Fatalf("%s: %s of the block table sent after the cancel", w.name, r.op)
+			}
+		}
+		if got := f.scan(t, index); !sameItems(got, beforeIndex) {
+			t.Fatalf("%s: the index table changed: %d items before, %d after", w.name, len(beforeIndex), len(got))
+		}
+		if got := f.scan(t, blocks); !sameItems(got, beforeBlocks) {
+			t.Fatalf("%s: the block table changed", w.name)
+		}
+		rep, err := ms.Repair(ctx)
+		must(t, err)
+		if rep.Added+rep.Removed+len(rep.Conflicts) != 0 {
+			t.Fatalf("%s: Repair after the cancelled write fixed %+v", w.name, rep)
+		}
+	}
+}
+
+// sameItems compares two scans, in any order.
+func sameItems(a, b []map[string]types.AttributeValue) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+	for _, x := range a {
+		found := false
+		for j, y := range b {
+			if !used[j] && reflect.DeepEqual(x, y) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
