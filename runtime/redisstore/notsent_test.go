@@ -1,0 +1,189 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
+)
+
+// scriptKeys returns the keys a script run (EVALSHA, EVAL) names, nil for
+// any other command.
+func scriptKeys(cmd redis.Cmder) []string {
+	args := cmd.Args()
+	if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 3 {
+		return nil
+	}
+	n, _ := args[2].(int)
+	keys := []string{}
+	for _, k := range args[3:min(len(args), 3+n)] {
+		keys = append(keys, fmt.Sprint(k))
+	}
+	return keys
+}
+
+// cancelBefore counts the script runs that succeed before the first run
+// naming block (a write's claims and index entries on a cluster), and
+// cancels the write's context once want of them have succeeded (want 0:
+// only count).
+type cancelBefore struct {
+	mu     sync.Mutex
+	block  string
+	want   int
+	cancel context.CancelFunc
+	n      int  // successful runs before the block's
+	ran    bool // a run naming block was sent
+}
+
+func (h *cancelBefore) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *cancelBefore) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		keys := scriptKeys(cmd)
+		h.mu.Lock()
+		isBlock := slices.Contains(keys, h.block)
+		h.ran = h.ran || isBlock
+		h.mu.Unlock()
+		err := next(ctx, cmd)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if keys != nil && err == nil && !h.ran {
+			if h.n++; h.n == h.want {
+				h.cancel()
+			}
+		}
+		return err
+	}
+}
+func (h *cancelBefore) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// dumpCluster reads every key of every master with its value.
+func dumpCluster(t *testing.T, c *redis.ClusterClient) map[string]any {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]any{}
+	err := c.ForEachMaster(bg, func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, "*").Result()
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			var v any
+			switch typ := m.Type(ctx, k).Val(); typ {
+			case "hash":
+				v, err = m.HGetAll(ctx, k).Result()
+			case "zset":
+				v, err = m.ZRangeWithScores(ctx, k, 0, -1).Result()
+			case "string":
+				v, err = m.Get(ctx, k).Result()
+			case "set":
+				var ms []string
+				ms, err = m.SMembers(ctx, k).Result()
+				slices.Sort(ms)
+				v = ms
+			default:
+				v = typ
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out[k] = v
+			mu.Unlock()
+		}
+		return nil
+	})
+	must(t, err)
+	return out
+}
+
+// TestCancelBeforeBlockScript: on a cluster, a write whose context is
+// cancelled once its claims and index entries were added, before its block
+// script is sent, never sends that script and so is definitely not
+// applied: it removes its entries before returning (every key of the
+// cluster exactly as before, Repair finds nothing) and fails with the
+// context's error, not an unknown outcome.
+func TestCancelBeforeBlockScript(t *testing.T) {
+	shared := redistest.Cluster(t)
+	c := redis.NewClusterClient(shared.Options())
+	defer c.Close()
+	h := &cancelBefore{}
+	c.AddHook(h)
+	matches := model.NewMatchRedisRepository(c)
+	plain := model.NewMatchRedisRepository(shared)
+	for _, id := range []string{"dry", "m"} {
+		must(t, plain.Create(bg, &model.Match{ID: id, Code: "code-" + id, Region: "north", Level: 1, Tags: []string{"x"}, Venue: model.Venue{City: "Rome"}}))
+	}
+	for _, w := range []struct {
+		name  string
+		block func(id string) string
+		run   func(ctx context.Context, id string) error
+	}{
+		{"Create", func(id string) string { return "matches:{new-" + id + "}" }, func(ctx context.Context, id string) error {
+			return matches.Create(ctx, &model.Match{ID: "new-" + id, Code: "new-" + id, Region: "south", Tags: []string{"y", "z"}, Venue: model.Venue{City: "Oslo"}})
+		}},
+		{"Update", func(id string) string { return "matches:{" + id + "}" }, func(ctx context.Context, id string) error {
+			code := "upd-" + id
+			return matches.Update(ctx, id, model.MatchUpdate{Code: &code, Tags: &[]string{"x", "w-" + id}})
+		}},
+		{"Put", func(id string) string { return "matches:{" + id + "}" }, func(ctx context.Context, id string) error {
+			m, err := matches.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			m.Code, m.Region, m.Venue.City = "put-"+id, "west", "Bonn"
+			return matches.Put(ctx, m)
+		}},
+	} {
+		// A dry run on another block counts the script runs before the
+		// block's.
+		h.mu.Lock()
+		h.block, h.want, h.n, h.ran = w.block("dry"), 0, 0, false
+		h.mu.Unlock()
+		must(t, w.run(bg, "dry"))
+		h.mu.Lock()
+		adds := h.n
+		h.mu.Unlock()
+		if adds == 0 {
+			t.Fatalf("%s: the dry run ran no script before the block's", w.name)
+		}
+		before := dumpCluster(t, shared)
+		ctx, cancel := context.WithCancel(bg)
+		h.mu.Lock()
+		h.block, h.want, h.n, h.ran, h.cancel = w.block("m"), adds, 0, false, cancel
+		h.mu.Unlock()
+		err := w.run(ctx, "m")
+		cancel()
+		h.mu.Lock()
+		n, ran := h.n, h.ran
+		h.mu.Unlock()
+		if n < adds {
+			t.Fatalf("%s: %d script runs before the block's, want %d", w.name, n, adds)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: error %v, want one wrapping context.Canceled", w.name, err)
+		}
+		var re *runtime.Error
+		if !errors.As(err, &re) || errors.Is(err, runtime.ErrUnknownOutcome) || strings.Contains(err.Error(), "outcome unknown") {
+			t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied", w.name, err)
+		}
+		if ran {
+			t.Fatalf("%s: the block script was sent after the cancel", w.name)
+		}
+		if after := dumpCluster(t, shared); !reflect.DeepEqual(after, before) {
+			t.Fatalf("%s: the cancelled write changed the cluster:\nbefore %v\nafter  %v", w.name, before, after)
+		}
+		clean(t, w.name+" cancelled before its block script", plain.Repair)
+	}
+}
