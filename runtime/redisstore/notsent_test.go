@@ -43,6 +43,9 @@ type cancelBefore struct {
 	cancel context.CancelFunc
 	n      int  // successful runs before the block's
 	ran    bool // a run naming block was sent
+	// refuse, when set, fails every script run after the cancel without
+	// sending it (the undo cannot reach the server).
+	refuse bool
 }
 
 func (h *cancelBefore) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -52,7 +55,12 @@ func (h *cancelBefore) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		h.mu.Lock()
 		isBlock := slices.Contains(keys, h.block)
 		h.ran = h.ran || isBlock
+		refused := h.refuse && keys != nil && h.want > 0 && h.n >= h.want
 		h.mu.Unlock()
+		if refused {
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
 		err := next(ctx, cmd)
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -185,5 +193,39 @@ func TestCancelBeforeBlockScript(t *testing.T) {
 			t.Fatalf("%s: the cancelled write changed the cluster:\nbefore %v\nafter  %v", w.name, before, after)
 		}
 		clean(t, w.name+" cancelled before its block script", plain.Repair)
+	}
+
+	// An undo that cannot reach the server leaves the entries to Repair
+	// and says so; the error is still the context's.
+	code := "refused"
+	run := func(ctx context.Context, id string) error {
+		return matches.Update(ctx, id, model.MatchUpdate{Code: &code})
+	}
+	before := dumpCluster(t, shared)
+	ctx, cancel := context.WithCancel(bg)
+	h.mu.Lock()
+	h.block, h.want, h.n, h.ran, h.cancel, h.refuse = "matches:{m}", 1, 0, false, cancel, true
+	h.mu.Unlock()
+	err := run(ctx, "m")
+	cancel()
+	h.mu.Lock()
+	h.refuse = false
+	h.mu.Unlock()
+	if !errors.Is(err, context.Canceled) || errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "Repair") || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("an Update whose undo failed: %v, want the context's error saying the entries stay for Repair", err)
+	}
+	if reflect.DeepEqual(dumpCluster(t, shared), before) {
+		t.Fatal("the undo was refused, but the claim is gone")
+	}
+	if _, err := plain.GetByCode(bg, code); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("GetByCode of the claim left behind: %v, want ErrNotFound (reads verify)", err)
+	}
+	rep, err := plain.Repair(bg)
+	must(t, err)
+	if rep.Removed == 0 {
+		t.Fatalf("Repair after the refused undo removed nothing: %v", rep)
+	}
+	if after := dumpCluster(t, shared); !reflect.DeepEqual(after, before) {
+		t.Fatalf("after Repair the cluster differs from before the write:\nbefore %v\nafter  %v", before, after)
 	}
 }
