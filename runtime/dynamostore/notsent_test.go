@@ -14,7 +14,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
-	"github.com/noamgen/noamgen/runtime/storetest/model"
+	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
 // onTable reports whether a logged request body names table.
@@ -54,35 +54,16 @@ func testCancelBeforeBlockWrite(t *testing.T, f *fixture) {
 	ms := f.matches(t)
 	index, blocks := f.prefix+dynamostore.IndexTable("matches"), f.prefix+"matches"
 	for _, id := range []string{"dry", "m"} {
-		must(t, ms.Create(ctx, &model.Match{ID: id, Code: "code-" + id, Region: "north", Level: 1, Tags: []string{"x"}, Venue: model.Venue{City: "Rome"}}))
+		must(t, ms.Create(ctx, storetest.StartMatch(id)))
 	}
-	code := func(s string) *string { return &s }
-	for _, w := range []struct {
-		name string
-		run  func(ctx context.Context, id string) error
-	}{
-		{"Create", func(ctx context.Context, id string) error {
-			return ms.Create(ctx, &model.Match{ID: "new-" + id, Code: "new-" + id, Region: "south", Tags: []string{"y", "z"}, Venue: model.Venue{City: "Oslo"}})
-		}},
-		{"Update", func(ctx context.Context, id string) error {
-			return ms.Update(ctx, id, model.MatchUpdate{Code: code("upd-" + id), Tags: &[]string{"x", "w-" + id}})
-		}},
-		{"Put", func(ctx context.Context, id string) error {
-			m, err := ms.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			m.Code, m.Region, m.Venue.City = "put-"+id, "west", "Bonn"
-			return ms.Put(ctx, m)
-		}},
-	} {
+	for _, w := range storetest.MatchWrites() {
 		// A dry run on another block counts the index items added
 		// before the block write.
 		f.log.take()
-		must(t, w.run(ctx, "dry"))
+		must(t, w.Run(ctx, ms, "dry"))
 		n, ok := addsBeforeBlockWrite(f.log.take(), index, blocks)
 		if !ok || n == 0 {
-			t.Fatalf("%s: the dry run wrote no index item before the block (%d, %v)", w.name, n, ok)
+			t.Fatalf("%s: the dry run wrote no index item before the block (%d, %v)", w.Name, n, ok)
 		}
 		beforeIndex, beforeBlocks := f.scan(t, index), f.scan(t, blocks)
 		c, cancel := context.WithCancel(ctx)
@@ -94,35 +75,35 @@ func testCancelBeforeBlockWrite(t *testing.T, f *fixture) {
 				}
 			}
 		}
-		err := w.run(c, "m")
+		err := w.Run(c, ms, "m")
 		f.log.after = nil
 		cancel()
 		log := f.log.take()
 		if seen < n {
-			t.Fatalf("%s: %d index items added, want %d", w.name, seen, n)
+			t.Fatalf("%s: %d index items added, want %d", w.Name, seen, n)
 		}
 		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("%s: error %v, want one wrapping context.Canceled", w.name, err)
+			t.Fatalf("%s: error %v, want one wrapping context.Canceled", w.Name, err)
 		}
 		var re *runtime.Error
 		if !errors.As(err, &re) || errors.Is(err, runtime.ErrUnknownOutcome) || strings.Contains(err.Error(), "outcome unknown") {
-			t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied", w.name, err)
+			t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied", w.Name, err)
 		}
 		for _, r := range log {
 			if r.op != "GetItem" && r.op != "Query" && onTable(r.body, blocks) {
-				t.Fatalf("%s: %s of the block table sent after the cancel", w.name, r.op)
+				t.Fatalf("%s: %s of the block table sent after the cancel", w.Name, r.op)
 			}
 		}
 		if got := f.scan(t, index); !sameItems(got, beforeIndex) {
-			t.Fatalf("%s: the index table changed: %d items before, %d after", w.name, len(beforeIndex), len(got))
+			t.Fatalf("%s: the index table changed: %d items before, %d after", w.Name, len(beforeIndex), len(got))
 		}
 		if got := f.scan(t, blocks); !sameItems(got, beforeBlocks) {
-			t.Fatalf("%s: the block table changed", w.name)
+			t.Fatalf("%s: the block table changed", w.Name)
 		}
 		rep, err := ms.Repair(ctx)
 		must(t, err)
 		if rep.Added+rep.Removed+len(rep.Conflicts) != 0 {
-			t.Fatalf("%s: Repair after the cancelled write fixed %+v", w.name, rep)
+			t.Fatalf("%s: Repair after the cancelled write fixed %+v", w.Name, rep)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -131,68 +132,49 @@ func TestCancelBeforeBlockScript(t *testing.T) {
 	matches := model.NewMatchRedisRepository(c)
 	plain := model.NewMatchRedisRepository(shared)
 	for _, id := range []string{"dry", "m"} {
-		must(t, plain.Create(bg, &model.Match{ID: id, Code: "code-" + id, Region: "north", Level: 1, Tags: []string{"x"}, Venue: model.Venue{City: "Rome"}}))
+		must(t, plain.Create(bg, storetest.StartMatch(id)))
 	}
-	for _, w := range []struct {
-		name  string
-		block func(id string) string
-		run   func(ctx context.Context, id string) error
-	}{
-		{"Create", func(id string) string { return "matches:{new-" + id + "}" }, func(ctx context.Context, id string) error {
-			return matches.Create(ctx, &model.Match{ID: "new-" + id, Code: "new-" + id, Region: "south", Tags: []string{"y", "z"}, Venue: model.Venue{City: "Oslo"}})
-		}},
-		{"Update", func(id string) string { return "matches:{" + id + "}" }, func(ctx context.Context, id string) error {
-			code := "upd-" + id
-			return matches.Update(ctx, id, model.MatchUpdate{Code: &code, Tags: &[]string{"x", "w-" + id}})
-		}},
-		{"Put", func(id string) string { return "matches:{" + id + "}" }, func(ctx context.Context, id string) error {
-			m, err := matches.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			m.Code, m.Region, m.Venue.City = "put-"+id, "west", "Bonn"
-			return matches.Put(ctx, m)
-		}},
-	} {
+	blockKey := func(id string) string { return "matches:{" + id + "}" }
+	for _, w := range storetest.MatchWrites() {
 		// A dry run on another block counts the script runs before the
 		// block's.
 		h.mu.Lock()
-		h.block, h.want, h.n, h.ran = w.block("dry"), 0, 0, false
+		h.block, h.want, h.n, h.ran = blockKey(w.Block("dry")), 0, 0, false
 		h.mu.Unlock()
-		must(t, w.run(bg, "dry"))
+		must(t, w.Run(bg, matches, "dry"))
 		h.mu.Lock()
 		adds := h.n
 		h.mu.Unlock()
 		if adds == 0 {
-			t.Fatalf("%s: the dry run ran no script before the block's", w.name)
+			t.Fatalf("%s: the dry run ran no script before the block's", w.Name)
 		}
 		before := dumpCluster(t, shared)
 		ctx, cancel := context.WithCancel(bg)
 		h.mu.Lock()
-		h.block, h.want, h.n, h.ran, h.cancel = w.block("m"), adds, 0, false, cancel
+		h.block, h.want, h.n, h.ran, h.cancel = blockKey(w.Block("m")), adds, 0, false, cancel
 		h.mu.Unlock()
-		err := w.run(ctx, "m")
+		err := w.Run(ctx, matches, "m")
 		cancel()
 		h.mu.Lock()
 		n, ran := h.n, h.ran
 		h.mu.Unlock()
 		if n < adds {
-			t.Fatalf("%s: %d script runs before the block's, want %d", w.name, n, adds)
+			t.Fatalf("%s: %d script runs before the block's, want %d", w.Name, n, adds)
 		}
 		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("%s: error %v, want one wrapping context.Canceled", w.name, err)
+			t.Fatalf("%s: error %v, want one wrapping context.Canceled", w.Name, err)
 		}
 		var re *runtime.Error
 		if !errors.As(err, &re) || errors.Is(err, runtime.ErrUnknownOutcome) || strings.Contains(err.Error(), "outcome unknown") {
-			t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied", w.name, err)
+			t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied", w.Name, err)
 		}
 		if ran {
-			t.Fatalf("%s: the block script was sent after the cancel", w.name)
+			t.Fatalf("%s: the block script was sent after the cancel", w.Name)
 		}
 		if after := dumpCluster(t, shared); !reflect.DeepEqual(after, before) {
-			t.Fatalf("%s: the cancelled write changed the cluster:\nbefore %v\nafter  %v", w.name, before, after)
+			t.Fatalf("%s: the cancelled write changed the cluster:\nbefore %v\nafter  %v", w.Name, before, after)
 		}
-		clean(t, w.name+" cancelled before its block script", plain.Repair)
+		clean(t, w.Name+" cancelled before its block script", plain.Repair)
 	}
 
 	// An undo that cannot reach the server leaves the entries to Repair
