@@ -2,7 +2,11 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"testing"
 
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -42,5 +46,19 @@ func MatchWrites() []MatchWrite {
 			m.Code, m.Region, m.Venue.City = "put-"+id, "west", "Bonn"
 			return r.Put(ctx, m)
 		}},
+	}
+}
+
+// CheckNotSent fails t unless err is the error of a write that never sent
+// its block write because its context was cancelled: a *runtime.Error
+// wrapping context.Canceled, not an unknown outcome (runtime.NotSent).
+func CheckNotSent(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%s: error %v, want one wrapping context.Canceled", what, err)
+	}
+	var re *runtime.Error
+	if !errors.As(err, &re) || errors.Is(err, runtime.ErrUnknownOutcome) || strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("%s: error %v: want a *runtime.Error that says the write was not applied, not an unknown outcome", what, err)
 	}
 }
