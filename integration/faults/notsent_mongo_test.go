@@ -123,6 +123,37 @@ func TestMongoCancelBeforeDocument(t *testing.T) {
 			if st := checkInvariants(t, "after the write", r, op); !reflect.DeepEqual(st, op.new) {
 				t.Fatalf("after the write the state is %v", show(st))
 			}
+
+			// An undo that cannot reach the server: the error is still
+			// the context's and says the entries stay for Repair; reads
+			// skip them, Repair removes them.
+			n++
+			db, r = fixture(t, client, n)
+			before = dump(t, db)
+			ctx, cancel = context.WithCancel(bg)
+			defer cancel()
+			w.Arm(k-1, CancelAndCut, nil, cancel)
+			err = op.run(ctx, r)
+			names, fired = w.Disarm()
+			if !fired || documentCommand(names, w.Collections()) != 0 {
+				t.Fatalf("cut undo: fault %v, commands %v", fired, names)
+			}
+			storetest.CheckNotSent(t, op.name+" whose undo was cut", err)
+			if !strings.Contains(err.Error(), "Repair") {
+				t.Fatalf("the undo was cut, but the error does not say the entries stay for Repair: %v", err)
+			}
+			if reflect.DeepEqual(dump(t, db), before) {
+				t.Fatal("the undo was cut, but the index tables are as before")
+			}
+			checkInvariants(t, "after the cut undo", r, writeOp{old: op.old, new: op.old})
+			rep, err = r.Repair(bg)
+			must(t, err)
+			if rep.Removed == 0 || rep.Added != 0 {
+				t.Fatalf("Repair after the cut undo: %v, want the entries left removed", rep)
+			}
+			if after := dump(t, db); !reflect.DeepEqual(after, before) {
+				t.Fatalf("after Repair the database differs from before the write:\nbefore %v\nafter  %v", before, after)
+			}
 		})
 	}
 }
