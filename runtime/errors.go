@@ -115,28 +115,28 @@ func CheckUTF8(op, agg string, id any, values ...string) error {
 	return nil
 }
 
+// NotSent is the error of a write of the lookup protocol (index entries
+// first, then the block) whose context was done after its entries were
+// added but before the block write was sent: nothing of the block was
+// written. undoErr is what removing those entries (with a short budget of
+// their own) failed with: nil when they are gone, so that the failed write
+// changed nothing; otherwise they stay for Repair (reads skip them) and the
+// error says so. The error wraps ctxErr (context.Canceled or
+// context.DeadlineExceeded), not ErrUnknownOutcome: the outcome is known.
+func NotSent(op, agg string, id any, ctxErr, undoErr error) error {
+	detail := "(context done before the block write was sent: nothing written)"
+	if undoErr != nil {
+		detail = fmt.Sprintf("(context done before the block write was sent: the block is unchanged, but removing the lookup entries added before failed (%v); they stay until Repair, reads skip them)", undoErr)
+	}
+	return FailAt(op, agg, id, detail, nil, ctxErr)
+}
+
 // CheckKey fails with ErrInvalidValue if a string component of the encoded
 // key (a block key or a lookup value made by the key codec) is not valid
 // UTF-8; what names the key in the error (e.g. "lookup Hotel.name").
 func CheckKey(op, agg string, id any, what string, key []byte) error {
-	r := NewKeyReader(key)
-	for !r.Done() {
-		if len(r.Rest()) > 0 && r.Rest()[0] == tagString {
-			s, err := r.String()
-			if err != nil {
-				return nil // not a tuple of this codec: nothing to say
-			}
-			if !utf8.ValidString(s) {
-				return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+q", what, s), ErrInvalidValue, errors.New("not valid UTF-8"))
-			}
-			continue
-		}
-		if _, err := r.Int(); err == nil {
-			continue
-		}
-		if _, err := r.Uint(); err != nil {
-			return nil
-		}
+	if s, bad := invalidString(key); bad {
+		return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+q", what, s), ErrInvalidValue, errors.New("not valid UTF-8"))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrBadQuery: a lookup query's conditions do not select one key range
@@ -90,12 +91,54 @@ type KeyRange struct {
 	ranged bool // a range condition was applied
 	done   bool // a condition after the range, only Any allowed
 	err    error
+	// invalid is the first encoded value of the range that holds a string
+	// that is not valid UTF-8 (no stored value can match it): reads refuse
+	// the query with ErrInvalidValue (Repo.ListBy).
+	invalid []byte
 }
 
 // NewKeyRange starts a range that selects every key with the given prefix
 // (e.g. nothing for a whole lookup).
 func NewKeyRange(prefix []byte) *KeyRange {
-	return &KeyRange{From: append([]byte(nil), prefix...), To: TupleEnd(prefix)}
+	r := &KeyRange{From: append([]byte(nil), prefix...), To: TupleEnd(prefix)}
+	r.check(r.From)
+	return r
+}
+
+// check records key (a tuple made by the key codec) if a string in it is
+// not valid UTF-8 and no other value was recorded before.
+func (r *KeyRange) check(key []byte) {
+	if r.invalid == nil {
+		if _, bad := invalidString(key); bad {
+			r.invalid = key
+		}
+	}
+}
+
+// invalidString returns the first string component of key (a tuple made by
+// the key codec) that is not valid UTF-8; a key that is not such a tuple
+// has none.
+func invalidString(key []byte) (string, bool) {
+	r := NewKeyReader(key)
+	for !r.Done() {
+		if len(r.Rest()) > 0 && r.Rest()[0] == tagString {
+			s, err := r.String()
+			if err != nil {
+				return "", false // not a tuple of this codec: nothing to say
+			}
+			if !utf8.ValidString(s) {
+				return s, true
+			}
+			continue
+		}
+		if _, err := r.Int(); err == nil {
+			continue
+		}
+		if _, err := r.Uint(); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // Narrow applies the condition c on the next part of the key, whose values
@@ -116,6 +159,7 @@ func Narrow[T KeyValue](r *KeyRange, name string, c Cond[T], enc func([]byte, T)
 	}
 	if c.op == condEq {
 		key := enc(append([]byte(nil), r.From...), c.lo)
+		r.check(key)
 		r.From, r.To = key, TupleEnd(key)
 		return r
 	}
@@ -123,6 +167,7 @@ func Narrow[T KeyValue](r *KeyRange, name string, c Cond[T], enc func([]byte, T)
 	from, to := append([]byte(nil), prefix...), TupleEnd(prefix)
 	if c.hasLo {
 		k := enc(append([]byte(nil), prefix...), c.lo)
+		r.check(k)
 		if c.loIn {
 			from = k
 		} else {
@@ -131,6 +176,7 @@ func Narrow[T KeyValue](r *KeyRange, name string, c Cond[T], enc func([]byte, T)
 	}
 	if c.hasHi {
 		k := enc(append([]byte(nil), prefix...), c.hi)
+		r.check(k)
 		if c.hiIn {
 			to = TupleEnd(k)
 		} else {

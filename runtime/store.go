@@ -194,6 +194,9 @@ func (r Repo[T, K]) Ensure(ctx context.Context) error { return r.S.Ensure(ctx) }
 
 // GetBy reads the aggregate holding value (encoded) of unique lookup l.
 func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error) {
+	if err := CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, value); err != nil {
+		return nil, err
+	}
 	return r.S.GetBy(ctx, op, l, value)
 }
 
@@ -240,6 +243,9 @@ func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (Page[*T], error) {
 	if err := rng.Err(); err != nil {
 		return Page[*T]{}, Fail(op, r.D.Aggregate, nil, nil, err)
+	}
+	if rng.invalid != nil {
+		return Page[*T]{}, CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, rng.invalid)
 	}
 	query := rng.Query(r.D.Aggregate + "." + l.Name)
 	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {

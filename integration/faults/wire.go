@@ -38,10 +38,14 @@ const (
 	CancelInFlight
 	// Stall holds command k before sending it until Release is called.
 	Stall
+	// CancelAndCut is CancelAfter that also crashes every command sent
+	// after the cancel (the clean-up of the write cannot reach the
+	// server).
+	CancelAndCut
 )
 
 func (m Mode) String() string {
-	return [...]string{"none", "crash", "lost-reply", "cancel-after", "cancel-in-flight", "stall"}[m]
+	return [...]string{"none", "crash", "lost-reply", "cancel-after", "cancel-in-flight", "stall", "cancel-and-cut"}[m]
 }
 
 // Wire is the hook: install it with Options, then Arm it around one
@@ -56,9 +60,11 @@ type Wire struct {
 	target   int32 // request id of command k, while its fault is pending
 	fired    bool
 	names    []string
+	colls    []string // the collection each command names, "" if none
 	release  chan struct{}
 	stalled  chan struct{}
 	released bool
+	cut      bool // CancelAndCut has cancelled: crash every command
 }
 
 // Options returns client options that install w (and disable the driver's
@@ -78,8 +84,8 @@ func (w *Wire) Arm(k int, mode Mode, match func(*event.CommandStartedEvent) bool
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.armed, w.n, w.k, w.mode, w.match, w.cancel = true, 0, k, mode, match, cancel
-	w.target, w.fired, w.names = 0, false, nil
-	w.release, w.stalled, w.released = make(chan struct{}), make(chan struct{}), false
+	w.target, w.fired, w.names, w.colls = 0, false, nil, nil
+	w.release, w.stalled, w.released, w.cut = make(chan struct{}), make(chan struct{}), false, false
 }
 
 // Disarm stops counting and returns the names of the commands seen and
@@ -87,8 +93,16 @@ func (w *Wire) Arm(k int, mode Mode, match func(*event.CommandStartedEvent) bool
 func (w *Wire) Disarm() (names []string, fired bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.armed, w.target = false, 0
+	w.armed, w.target, w.cut = false, 0, false
 	return w.names, w.fired
+}
+
+// Collections returns the collection each command seen since Arm names
+// ("" for a command without one), in the order of the names Disarm returns.
+func (w *Wire) Collections() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.colls
 }
 
 // Stalled is closed once a Stall fault holds its command.
@@ -116,6 +130,8 @@ func (w *Wire) started(_ context.Context, e *event.CommandStartedEvent) {
 	}
 	w.n++
 	w.names = append(w.names, e.CommandName)
+	coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+	w.colls = append(w.colls, coll)
 	hit := w.mode != None && !w.fired && w.target == 0
 	if w.match != nil {
 		hit = hit && w.match(e)
@@ -124,7 +140,7 @@ func (w *Wire) started(_ context.Context, e *event.CommandStartedEvent) {
 	}
 	if hit {
 		w.target = int32(e.RequestID)
-		if w.mode == CancelAfter {
+		if w.mode == CancelAfter || w.mode == CancelAndCut {
 			w.fired = true
 		}
 	}
@@ -133,8 +149,9 @@ func (w *Wire) started(_ context.Context, e *event.CommandStartedEvent) {
 func (w *Wire) succeeded(_ context.Context, e *event.CommandSucceededEvent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.armed && w.mode == CancelAfter && w.target != 0 && int32(e.RequestID) == w.target {
+	if w.armed && (w.mode == CancelAfter || w.mode == CancelAndCut) && w.target != 0 && int32(e.RequestID) == w.target {
 		w.target = 0
+		w.cut = w.mode == CancelAndCut
 		w.cancel()
 	}
 }
@@ -165,12 +182,17 @@ func (c *conn) Write(b []byte) (int, error) {
 		id := int32(binary.LittleEndian.Uint32(b[4:8]))
 		w := c.w
 		w.mu.Lock()
-		hit := w.target != 0 && id == w.target && w.mode != CancelAfter
+		hit := w.target != 0 && id == w.target && w.mode != CancelAfter && w.mode != CancelAndCut
 		mode, release, stalled := w.mode, w.release, w.stalled
 		if hit {
 			w.target, w.fired = 0, true
 		}
+		cut := w.cut
 		w.mu.Unlock()
+		if cut {
+			c.Conn.Close()
+			return 0, errCrash
+		}
 		if hit {
 			switch mode {
 			case Crash:

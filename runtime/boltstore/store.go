@@ -244,8 +244,13 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			}
 		}
 		if ls := s.d.LookupsOf(u.Keys()...); len(ls) > 0 {
-			if err := s.reindex(blk, ls, func(nw *T) error {
+			if err := s.reindex(blk, ls, func(nw *T, read []string) error {
 				for _, c := range u.Changes {
+					if !writesAny(c, read) {
+						// Not read for the lookups (a partition no lookup
+						// reads is not in nw): the loop below writes it.
+						continue
+					}
 					if err := c.Apply(nw); err != nil {
 						return s.changeErr(blk, c, err)
 					}
@@ -310,9 +315,18 @@ func (s *Store[T, K]) replaceElems(blk *Block, c runtime.Change[T]) {
 	s.putElems(blk, c.Field, t)
 }
 
-// reindex reads the fields lookups ls read, applies change to a copy and
-// moves the index entries of ls from the old values to the new ones.
-func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(*T) error) error {
+// writesAny reports whether change c writes one of the top-level fields.
+func writesAny[T any](c runtime.Change[T], fields []string) bool {
+	if c.Field.Kind == runtime.KindRoot {
+		return slices.ContainsFunc(c.Field.Fields, func(f string) bool { return slices.Contains(fields, f) })
+	}
+	return slices.Contains(fields, c.Field.Key)
+}
+
+// reindex reads the fields lookups ls read, applies change to a copy
+// holding only those fields (it gets their keys) and moves the index
+// entries of ls from the old values to the new ones.
+func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(nw *T, read []string) error) error {
 	var fields []string
 	for _, l := range ls {
 		for _, f := range l.Fields {
@@ -337,7 +351,7 @@ func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(*
 			}
 		}
 	}
-	if err := change(&nw); err != nil {
+	if err := change(&nw, fields); err != nil {
 		return err
 	}
 	s.index(blk, old, &nw, ls)
@@ -353,7 +367,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 			return blk.Fail(runtime.ErrNotFound)
 		}
 		if ls := s.d.LookupsOf(f.Key); len(ls) > 0 {
-			if err := s.reindex(blk, ls, func(nw *T) error { return f.AppendValue(nw, elem) }); err != nil {
+			if err := s.reindex(blk, ls, func(nw *T, _ []string) error { return f.AppendValue(nw, elem) }); err != nil {
 				return err
 			}
 		}

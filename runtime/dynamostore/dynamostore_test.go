@@ -58,6 +58,8 @@ type logger struct {
 	// lost reply (the request is served, the client gets a connection
 	// reset) or a request that never reaches the server.
 	fault func(op string, body []byte) (lose, drop bool)
+	// after, when set, runs once a request has been answered.
+	after func(op string, body []byte)
 }
 
 // errReset is the injected network fault, the error a dropped connection
@@ -96,6 +98,9 @@ func (l *logger) Do(req *http.Request) (*http.Response, error) {
 	l.mu.Lock()
 	l.log = append(l.log, request{op: op, body: body, resp: out})
 	l.mu.Unlock()
+	if l.after != nil && err == nil {
+		l.after(op, body)
+	}
 	return resp, err
 }
 
@@ -188,6 +193,7 @@ func TestStore(t *testing.T) {
 		{"PutSeesAConcurrentUnindexedWrite", testPutRace},
 		{"AppendToABlockWithoutThePartition", testAppendOldSchema},
 		{"LostReply", testLostReply},
+		{"CancelBeforeBlockWrite", testCancelBeforeBlockWrite},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, sv)) })
 	}

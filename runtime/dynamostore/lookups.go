@@ -242,6 +242,11 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		// The block request is never sent: the write definitely failed,
+		// so its index items go.
+		return false, runtime.NotSent(op, s.d.Aggregate, id, err, s.undo(ctx, a))
+	}
 	ok, err := write()
 	if err == nil && !ok {
 		// The condition failed. The SDK may have resent the request
@@ -357,31 +362,44 @@ func (s *Store[T, K]) removeEntry(ctx context.Context, i int, k string, id K, in
 	})
 }
 
+// undoTimeout bounds the undo of a failed attempt (a fresh context: the
+// caller's may be done); what it cannot finish is left to Repair.
+var undoTimeout = 2 * time.Second
+
 // undo removes the items attempt a created and puts back those it
-// overwrote, unless a later write has taken them over since.
-func (s *Store[T, K]) undo(ctx context.Context, a *attempt) {
-	ctx = context.WithoutCancel(ctx)
+// overwrote, unless a later write has taken them over since. It returns
+// the first request error (what it could not undo stays for Repair).
+func (s *Store[T, K]) undo(ctx context.Context, a *attempt) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	var first error
+	keep := func(_ any, err error) {
+		if err != nil && !condFailed(err) && first == nil {
+			first = err
+		}
+	}
 	mine := map[string]types.AttributeValue{":w": num(a.w)}
 	for i, keys := range a.created {
 		for _, k := range keys {
-			_, _ = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			keep(s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 				TableName: aws.String(s.index), Key: s.indexKey(i, k),
 				ConditionExpression:       aws.String("#w = :w"),
 				ExpressionAttributeNames:  map[string]string{"#w": "w"},
 				ExpressionAttributeValues: mine,
-			})
+			}))
 		}
 	}
 	for _, olds := range a.touched {
 		for _, old := range olds {
-			_, _ = s.c.PutItem(ctx, &dynamodb.PutItemInput{
+			keep(s.c.PutItem(ctx, &dynamodb.PutItemInput{
 				TableName: aws.String(s.index), Item: old,
 				ConditionExpression:       aws.String("#w = :w"),
 				ExpressionAttributeNames:  map[string]string{"#w": "w"},
 				ExpressionAttributeValues: mine,
-			})
+			}))
 		}
 	}
+	return first
 }
 
 // add writes index item k of block id (incarnation inc) for lookup i,

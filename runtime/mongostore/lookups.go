@@ -399,6 +399,13 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		// The document command is never sent (checked here rather than
+		// trusted to the driver: on a retry it can return a context
+		// error from before its second send after a first send): the
+		// write definitely failed, so its entries go.
+		return false, runtime.NotSent(op, x.Agg, id, err, x.undo(ctx, id, a))
+	}
 	ok, err := write(seq)
 	if err != nil && ambiguous(err) {
 		done, rerr := x.applied(ctx, id, inc, seq)
@@ -472,15 +479,27 @@ func (x *Indexed[K, D, T]) stillOwned(ctx context.Context, op string, id K, inc,
 	return nil
 }
 
+// undoTimeout bounds the undo of a failed attempt (a fresh context: the
+// caller's may be done); what it cannot finish is left to Repair.
+var undoTimeout = 2 * time.Second
+
 // undo removes the entries attempt a created and puts back those it
 // changed, unless a later write has touched them since. An entry of block
 // id goes back with the block's current incarnation: the one it had may
-// belong to another failed attempt.
-func (x *Indexed[K, D, T]) undo(ctx context.Context, id K, a *attempt[K]) {
-	ctx = context.WithoutCancel(ctx)
+// belong to another failed attempt. It returns the first command error
+// (what it could not undo stays for Repair).
+func (x *Indexed[K, D, T]) undo(ctx context.Context, id K, a *attempt[K]) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	var first error
+	keep := func(_ any, err error) {
+		if first == nil {
+			first = err
+		}
+	}
 	for i, keys := range a.created {
 		for _, run := range batches(keys) {
-			_, _ = x.tables[i].DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: run}}}, {Key: "w", Value: a.w}})
+			keep(x.tables[i].DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: run}}}, {Key: "w", Value: a.w}}))
 		}
 	}
 	cur, known := int64(0), false
@@ -497,9 +516,10 @@ func (x *Indexed[K, D, T]) undo(ctx context.Context, id K, a *attempt[K]) {
 					e.Inc = cur
 				}
 			}
-			_, _ = x.tables[i].UpdateOne(ctx, bson.D{{Key: "_id", Value: e.Key}, {Key: "w", Value: a.w}}, restore(&e))
+			keep(x.tables[i].UpdateOne(ctx, bson.D{{Key: "_id", Value: e.Key}, {Key: "w", Value: a.w}}, restore(&e)))
 		}
 	}
+	return first
 }
 
 // add writes the index entry k of block id (incarnation inc) for lookup

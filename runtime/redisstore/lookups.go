@@ -203,6 +203,11 @@ func isFailure(err error) bool {
 // readBackTimeout bounds the read that decides a lost reply.
 var readBackTimeout = 10 * time.Second
 
+// undoTimeout bounds the undo of a failed write's entries (a fresh
+// context: the caller's may be done); what it cannot finish is left to
+// Repair.
+var undoTimeout = 2 * time.Second
+
 // applied reads block w back after a lost reply (a network error or a
 // context cancelled while the script was in flight) and reports whether
 // the write is known to be done: the block carries the write's sequence,
@@ -254,8 +259,12 @@ func record(mine []added, i int, v []byte, r addResult) []added {
 
 func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, error) {
 	var mine []added
-	undo := func() {
-		ctx := context.WithoutCancel(ctx)
+	// undo returns the first error (what it could not undo, within
+	// undoTimeout, stays for Repair).
+	undo := func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		defer cancel()
+		var first error
 		for i := range s.d.Lookups {
 			p := &prog{}
 			lk := s.lookupKeys(i)
@@ -269,8 +278,11 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 					p.change("hswap", p.k(lk.meta), member(a.v, w.bk), w.inc+" "+pad(w.seq), a.prev)
 				}
 			}
-			_, _ = p.run(ctx, s.c)
+			if _, err := p.run(ctx, s.c); err != nil && first == nil {
+				first = err
+			}
 		}
+		return first
 	}
 	// 1. claims, then the other new entries.
 	for i, l := range s.d.Lookups {
@@ -307,7 +319,11 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 			return 0, s.fail(w.op, w.id, nil, err)
 		}
 	}
-	// 2. the block.
+	// 2. the block. A context done now means the block script is never
+	// sent: the write definitely failed, so its entries go.
+	if err := ctx.Err(); err != nil {
+		return 0, runtime.NotSent(w.op, s.d.Aggregate, w.id, err, undo())
+	}
 	n, err := w.block.run(ctx, s.c)
 	if err != nil {
 		var f *failure

@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
 	all = append(all, concurrentTests...)
+	all = append(all, regressionTests...)
 	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
 			if st.concurrent && !h.Concurrent {
@@ -114,7 +115,7 @@ func Run(t *testing.T, h Harness) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

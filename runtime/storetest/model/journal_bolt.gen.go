@@ -13,11 +13,12 @@ import (
 // key-value mapping. Bucket "Journal" holds one key-value pair per entry,
 // keyed by the block key (the major key) and the entry key (the minor key), so
 // that each Journal block is one contiguous key range: its marker, which holds
-// the root entry, then the entries lines (the element count), lines[i],
-// version. Every method is one bbolt transaction. Its index tables are the
-// buckets "Journal.owner", "Journal.linesKind", written in the transaction of
-// every write that changes their values. Block keys are allocated from
-// counters in the bucket "noam.counters".
+// the root entry, then the entries lines (the element count), lines[i], notes
+// (the element count), notes[i], version. Every method is one bbolt
+// transaction. Its index tables are the buckets "Journal.owner",
+// "Journal.linesKind", written in the transaction of every write that changes
+// their values. Block keys are allocated from counters in the bucket
+// "noam.counters".
 type JournalBoltRepository struct {
 	journalRepo
 	store *boltstore.Store[Journal, JournalID]

@@ -11,13 +11,13 @@ import (
 
 // JournalMongoRepository is JournalRepository on MongoDB. Each Journal block
 // is one document of collection "Journal" with the block key as _id and one
-// top-level field per entry (owner, title, opened, lines[i], version).
-// Partitioned fields are arrays written element by element ($push, $set of one
-// index), their lengths kept in _len. Lookups are native indexes of the
-// collection, created by EnsureIndexes: owner {owner: 1, _id: 1}, linesKind
-// {lines.kind: 1, _id: 1}. Options: mongostore.IndexTables() keeps every
-// lookup in an index table, mongostore.UniqueTables() the unique ones. Block
-// keys are allocated from counters in the collection "noam_counters".
+// top-level field per entry (owner, title, opened, lines[i], notes[i],
+// version). Partitioned fields are arrays written element by element ($push,
+// $set of one index), their lengths kept in _len. Lookups are native indexes
+// of the collection, created by EnsureIndexes: owner {owner: 1, _id: 1},
+// linesKind {lines.kind: 1, _id: 1}. Options: mongostore.IndexTables() keeps
+// every lookup in an index table, mongostore.UniqueTables() the unique ones.
+// Block keys are allocated from counters in the collection "noam_counters".
 type JournalMongoRepository struct {
 	journalRepo
 	store *mongostore.Store[Journal, JournalID]

@@ -14,8 +14,8 @@ import (
 )
 
 // JournalRepository reads and writes Journal aggregates: collection "Journal",
-// strategy eao, block key ID, entries ε (the root entry), lines[i], version.
-// Implementations: JournalBoltRepository, JournalDynamoRepository,
+// strategy eao, block key ID, entries ε (the root entry), lines[i], notes[i],
+// version. Implementations: JournalBoltRepository, JournalDynamoRepository,
 // JournalMongoRepository, JournalRedisRepository.
 type JournalRepository interface {
 	// Get reads the Journal block with key id in one round trip. It fails with
@@ -59,6 +59,25 @@ type JournalRepository interface {
 	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
 	// made by this method for this block.
 	ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error)
+
+	// AppendNotes adds e as the last element of notes and returns its index: one
+	// new entry notes[i] is written, the other elements are not sent. The version
+	// entry is bumped by every write, so that a concurrent Put holding the old
+	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
+	// the block does not exist.
+	AppendNotes(ctx context.Context, id JournalID, e string) (int, error)
+
+	// SetNotesAt replaces the entry notes[i] and nothing else. The version entry
+	// is bumped by every write, so that a concurrent Put holding the old version
+	// fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if the
+	// block or the element does not exist.
+	SetNotesAt(ctx context.Context, id JournalID, i int, e string) error
+
+	// ListNotes reads one page of the elements of notes in index order, without
+	// reading the rest of the block. It fails with runtime.ErrNotFound if the
+	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
+	// made by this method for this block.
+	ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
 	// entries u leaves nil are not written. The version entry is bumped by every
@@ -116,6 +135,9 @@ type JournalUpdate struct {
 	// LinesAt replaces elements of lines by index (entries lines[i]); every index
 	// must exist.
 	LinesAt map[int]Line
+	// NotesAt replaces elements of notes by index (entries notes[i]); every index
+	// must exist.
+	NotesAt map[int]string
 	// IfVersion, when not 0, makes the update apply only while the stored version
 	// equals it; otherwise Update fails with runtime.ErrConflict and changes
 	// nothing.
@@ -166,7 +188,7 @@ var journalEntryRoot = runtime.NewRoot([]string{"owner", "title", "opened"}, fun
 })
 
 // The entries of a Journal block (NoAM layout: ε (the root entry), lines[i],
-// version), one accessor each.
+// notes[i], version), one accessor each.
 var (
 	journalEntryOwner = runtime.NewField("owner", "Owner", func(journal *Journal) *string {
 		return &journal.Owner
@@ -179,6 +201,9 @@ var (
 	})
 	journalEntryLines = runtime.NewPartition("lines", "Lines", func(journal *Journal) *[]Line {
 		return &journal.Lines
+	})
+	journalEntryNotes = runtime.NewPartition("notes", "Notes", func(journal *Journal) *[]string {
+		return &journal.Notes
 	})
 	journalEntryVersion = runtime.NewVersion("version", "Version", func(journal *Journal) *int64 {
 		return &journal.Version
@@ -201,7 +226,7 @@ var journalDesc = (&runtime.Desc[Journal, JournalID]{
 	},
 	EAO:     true,
 	Root:    journalEntryRoot,
-	Fields:  []*runtime.Field[Journal]{journalEntryOwner, journalEntryTitle, journalEntryOpened, journalEntryLines},
+	Fields:  []*runtime.Field[Journal]{journalEntryOwner, journalEntryTitle, journalEntryOpened, journalEntryLines, journalEntryNotes},
 	Version: journalEntryVersion,
 	Lookups: []*runtime.Lookup[Journal]{journalLookupOwner, journalLookupLinesKind},
 	Counter: &runtime.Counter[JournalID]{
@@ -229,6 +254,11 @@ func journalChanges(u JournalUpdate) runtime.Update[Journal] {
 	if len(u.LinesAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.LinesAt)) {
 			c.Changes = append(c.Changes, runtime.SetAt(journalEntryLines, i, u.LinesAt[i]))
+		}
+	}
+	if len(u.NotesAt) > 0 {
+		for _, i := range slices.Sorted(maps.Keys(u.NotesAt)) {
+			c.Changes = append(c.Changes, runtime.SetAt(journalEntryNotes, i, u.NotesAt[i]))
 		}
 	}
 	return c
@@ -281,6 +311,23 @@ func (r journalRepo) SetLinesAt(ctx context.Context, id JournalID, i int, e Line
 // reading the rest of the block.
 func (r journalRepo) ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error) {
 	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, journalEntryLines, req)
+}
+
+// AppendNotes adds e as the last element of notes and returns its index: one
+// new entry notes[i] is written, the other elements are not sent.
+func (r journalRepo) AppendNotes(ctx context.Context, id JournalID, e string) (int, error) {
+	return r.r.Append(ctx, "AppendNotes", id, journalEntryNotes, e)
+}
+
+// SetNotesAt replaces the entry notes[i] and nothing else.
+func (r journalRepo) SetNotesAt(ctx context.Context, id JournalID, i int, e string) error {
+	return r.r.Set(ctx, "SetNotesAt", id, runtime.SetAt(journalEntryNotes, i, e))
+}
+
+// ListNotes reads one page of the elements of notes in index order, without
+// reading the rest of the block.
+func (r journalRepo) ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error) {
+	return runtime.ListElems[string](ctx, r.r, "ListNotes", id, journalEntryNotes, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
@@ -338,13 +385,14 @@ func (r journalRepo) All(ctx context.Context) iter.Seq2[*Journal, error] {
 // Run go generate again.
 func _() {
 	var _ struct {
-		_       struct{}  `noam:"aggregate,strategy=eao,partition=lines"`
+		_       struct{}  `noam:"aggregate,strategy=eao,partition=lines,partition=notes"`
 		ID      JournalID `noam:"id,counter"`
 		Owner   string    `noam:"lookup"`
 		Title   string
 		Opened  time.Time
 		Lines   []Line
-		Version int64 `noam:"version"`
+		Notes   []string `bson:"notes"`
+		Version int64    `noam:"version"`
 	} = Journal{}
 	var _ = runtime.EnforceVersion(2 - runtime.MinGenVersion)
 	var _ = runtime.EnforceVersion(runtime.MaxGenVersion - 2)

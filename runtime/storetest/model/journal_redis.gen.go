@@ -12,14 +12,15 @@ import (
 // JournalRedisRepository is JournalRepository on Redis, after the NoAM
 // key-value mapping. Each Journal block is one hash named "Journal:{<block
 // key>}" with one field per entry ("" (the root entry), lines (the element
-// count), lines[i], version) and the hidden fields _seq and _inc (the write
-// sequence and the block's incarnation); the sorted set "Journal:blocks" lists
-// the blocks in key order. Every write is one Lua script run, atomic on the
-// node that owns the block's hash slot. Its index tables are the sorted sets
-// "{Journal.owner}", "{Journal.linesKind}" (members: the encoded value and
-// block key), changed in the script of the block's write on a single node and
-// by the lookup protocol of runtime/redisstore on a cluster. Block keys are
-// allocated with INCR on "Journal:counter" (one counter per scope).
+// count), lines[i], notes (the element count), notes[i], version) and the
+// hidden fields _seq and _inc (the write sequence and the block's
+// incarnation); the sorted set "Journal:blocks" lists the blocks in key order.
+// Every write is one Lua script run, atomic on the node that owns the block's
+// hash slot. Its index tables are the sorted sets "{Journal.owner}",
+// "{Journal.linesKind}" (members: the encoded value and block key), changed in
+// the script of the block's write on a single node and by the lookup protocol
+// of runtime/redisstore on a cluster. Block keys are allocated with INCR on
+// "Journal:counter" (one counter per scope).
 type JournalRedisRepository struct {
 	journalRepo
 	store *redisstore.Store[Journal, JournalID]

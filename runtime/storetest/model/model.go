@@ -10,12 +10,14 @@
 //     bson entry keys.
 //   - Journal: strategy eao with a partition (the paper's ROUNDS layout),
 //     a version, a scalar counter id of a named integer type, a lookup on
-//     the root entry and one on the partition's elements.
+//     the root entry and one on the partition's elements, and a second
+//     partition (notes) that no lookup reads.
 //   - Card: strategy eao without a version, an integer id (negative ids
 //     too), a lookup on slice elements inside the root entry, pointers and
 //     maps of slices in values.
 //   - Reply: strategy etf without a version, a composite id (string, int)
-//     whose last part a scoped counter numbers (ListByThread).
+//     whose last part a scoped counter numbers (ListByThread), a lookup
+//     and a partition (edits) that no lookup reads.
 package model
 
 import "time"
@@ -67,13 +69,14 @@ type JournalID int64
 // Journal is an EAO aggregate with a partition (ROUNDS), a version and a
 // counted id.
 type Journal struct {
-	_       struct{}  `noam:"aggregate,strategy=eao,partition=lines"`
+	_       struct{}  `noam:"aggregate,strategy=eao,partition=lines,partition=notes"`
 	ID      JournalID `noam:"id,counter"`
 	Owner   string    `noam:"lookup"`
 	Title   string
 	Opened  time.Time
 	Lines   []Line
-	Version int64 `noam:"version"`
+	Notes   []string `bson:"notes"` // a partition no lookup reads
+	Version int64    `noam:"version"`
 }
 
 // Line is one element of a journal's lines.
@@ -107,9 +110,10 @@ type ReplyKey struct {
 // Reply is an ETF aggregate without a version, numbered per thread by a
 // scoped counter.
 type Reply struct {
-	_      struct{} `noam:"aggregate"`
+	_      struct{} `noam:"aggregate,partition=edits"`
 	Key    ReplyKey `noam:"id,counter"`
 	Author string   `noam:"lookup"`
 	Body   string
 	Posted time.Time
+	Edits  []string `bson:"edits"` // a partition no lookup reads
 }

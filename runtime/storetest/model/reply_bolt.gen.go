@@ -13,10 +13,11 @@ import (
 // mapping. Bucket "Reply" holds one key-value pair per entry, keyed by the
 // block key (the major key) and the entry key (the minor key), so that each
 // Reply block is one contiguous key range: its marker (the block prefix alone,
-// with an empty value), then the entries author, body, posted. Every method is
-// one bbolt transaction. Its index tables are the buckets "Reply.author",
-// written in the transaction of every write that changes their values. Block
-// keys are allocated from counters in the bucket "noam.counters".
+// with an empty value), then the entries author, body, posted, edits (the
+// element count), edits[i]. Every method is one bbolt transaction. Its index
+// tables are the buckets "Reply.author", written in the transaction of every
+// write that changes their values. Block keys are allocated from counters in
+// the bucket "noam.counters".
 type ReplyBoltRepository struct {
 	replyRepo
 	store *boltstore.Store[Reply, ReplyKey]

@@ -12,13 +12,15 @@ import (
 // ReplyDynamoRepository is ReplyRepository on Amazon DynamoDB. Each Reply
 // block is one item of table "Reply" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
-// attribute per entry (author, body, posted), in native attribute values. Its
-// lookups ("author") are items of the index table "Reply__index" (partition
-// key p: the lookup's name, sort key k: the value), kept right by the lookup
-// protocol of runtime/dynamostore (hidden attributes _seq and _inc). Block
-// keys are allocated from counters in the table "noam_counters". The blocks of
-// one counter scope are listed through the items "noam:scope" of
-// "Reply__index".
+// attribute per entry (author, body, posted, edits (a list, its length in
+// _len)), in native attribute values. Partitioned fields are list attributes
+// written element by element (SET of one index; an append is one request that
+// sends only the new element). Its lookups ("author") are items of the index
+// table "Reply__index" (partition key p: the lookup's name, sort key k: the
+// value), kept right by the lookup protocol of runtime/dynamostore (hidden
+// attributes _seq and _inc). Block keys are allocated from counters in the
+// table "noam_counters". The blocks of one counter scope are listed through
+// the items "noam:scope" of "Reply__index".
 type ReplyDynamoRepository struct {
 	replyRepo
 	store *dynamostore.Store[Reply, ReplyKey]

@@ -11,11 +11,13 @@ import (
 
 // ReplyMongoRepository is ReplyRepository on MongoDB. Each Reply block is one
 // document of collection "Reply" with the block key as _id and one top-level
-// field per entry (author, body, posted). Lookups are native indexes of the
-// collection, created by EnsureIndexes: author {author: 1, _id: 1}. Options:
-// mongostore.IndexTables() keeps every lookup in an index table,
-// mongostore.UniqueTables() the unique ones. Block keys are allocated from
-// counters in the collection "noam_counters".
+// field per entry (author, body, posted, edits[i]). Partitioned fields are
+// arrays written element by element ($push, $set of one index), their lengths
+// kept in _len. Lookups are native indexes of the collection, created by
+// EnsureIndexes: author {author: 1, _id: 1}. Options: mongostore.IndexTables()
+// keeps every lookup in an index table, mongostore.UniqueTables() the unique
+// ones. Block keys are allocated from counters in the collection
+// "noam_counters".
 type ReplyMongoRepository struct {
 	replyRepo
 	store *mongostore.Store[Reply, ReplyKey]

@@ -6,15 +6,17 @@ package model
 import (
 	"context"
 	"iter"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
 )
 
 // ReplyRepository reads and writes Reply aggregates: collection "Reply",
-// strategy etf, block key Key, entries author, body, posted. Implementations:
-// ReplyBoltRepository, ReplyDynamoRepository, ReplyMongoRepository,
-// ReplyRedisRepository.
+// strategy etf, block key Key, entries author, body, posted, edits[i].
+// Implementations: ReplyBoltRepository, ReplyDynamoRepository,
+// ReplyMongoRepository, ReplyRedisRepository.
 type ReplyRepository interface {
 	// Get reads the Reply block with key id in one round trip. It fails with
 	// runtime.ErrNotFound if there is none.
@@ -46,6 +48,21 @@ type ReplyRepository interface {
 	// SetPosted writes the posted entry of block id and nothing else. It fails
 	// with runtime.ErrNotFound if the block does not exist.
 	SetPosted(ctx context.Context, id ReplyKey, v time.Time) error
+
+	// AppendEdits adds e as the last element of edits and returns its index: one
+	// new entry edits[i] is written, the other elements are not sent. It fails
+	// with runtime.ErrNotFound if the block does not exist.
+	AppendEdits(ctx context.Context, id ReplyKey, e string) (int, error)
+
+	// SetEditsAt replaces the entry edits[i] and nothing else. It fails with
+	// runtime.ErrNotFound if the block or the element does not exist.
+	SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error
+
+	// ListEdits reads one page of the elements of edits in index order, without
+	// reading the rest of the block. It fails with runtime.ErrNotFound if the
+	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
+	// made by this method for this block.
+	ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
 	// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
@@ -101,6 +118,9 @@ type ReplyUpdate struct {
 	Body *string
 	// Posted, when set, writes the posted entry.
 	Posted *time.Time
+	// EditsAt replaces elements of edits by index (entries edits[i]); every index
+	// must exist.
+	EditsAt map[int]string
 }
 
 // appendReplyKey appends id to b with the order-preserving key codec, part by part.
@@ -139,8 +159,8 @@ func replyAuthorKeys(reply *Reply) [][]byte {
 	return keys
 }
 
-// The entries of a Reply block (NoAM layout: author, body, posted), one
-// accessor each.
+// The entries of a Reply block (NoAM layout: author, body, posted, edits[i]),
+// one accessor each.
 var (
 	replyEntryAuthor = runtime.NewField("author", "Author", func(reply *Reply) *string {
 		return &reply.Author
@@ -150,6 +170,9 @@ var (
 	})
 	replyEntryPosted = runtime.NewField("posted", "Posted", func(reply *Reply) *time.Time {
 		return &reply.Posted
+	})
+	replyEntryEdits = runtime.NewPartition("edits", "Edits", func(reply *Reply) *[]string {
+		return &reply.Edits
 	})
 )
 
@@ -166,7 +189,7 @@ var replyDesc = (&runtime.Desc[Reply, ReplyKey]{
 	ID: func(reply *Reply) *ReplyKey {
 		return &reply.Key
 	},
-	Fields:  []*runtime.Field[Reply]{replyEntryAuthor, replyEntryBody, replyEntryPosted},
+	Fields:  []*runtime.Field[Reply]{replyEntryAuthor, replyEntryBody, replyEntryPosted, replyEntryEdits},
 	Lookups: []*runtime.Lookup[Reply]{replyLookupAuthor},
 	Counter: &runtime.Counter[ReplyKey]{
 		Split: func(id ReplyKey) ([]byte, int64) {
@@ -191,6 +214,11 @@ func replyChanges(u ReplyUpdate) runtime.Update[Reply] {
 	}
 	if u.Posted != nil {
 		c.Changes = append(c.Changes, runtime.Set(replyEntryPosted, *u.Posted))
+	}
+	if len(u.EditsAt) > 0 {
+		for _, i := range slices.Sorted(maps.Keys(u.EditsAt)) {
+			c.Changes = append(c.Changes, runtime.SetAt(replyEntryEdits, i, u.EditsAt[i]))
+		}
 	}
 	return c
 }
@@ -238,6 +266,23 @@ func (r replyRepo) SetBody(ctx context.Context, id ReplyKey, v string) error {
 // SetPosted writes the posted entry of block id and nothing else.
 func (r replyRepo) SetPosted(ctx context.Context, id ReplyKey, v time.Time) error {
 	return r.r.Set(ctx, "SetPosted", id, runtime.Set(replyEntryPosted, v))
+}
+
+// AppendEdits adds e as the last element of edits and returns its index: one
+// new entry edits[i] is written, the other elements are not sent.
+func (r replyRepo) AppendEdits(ctx context.Context, id ReplyKey, e string) (int, error) {
+	return r.r.Append(ctx, "AppendEdits", id, replyEntryEdits, e)
+}
+
+// SetEditsAt replaces the entry edits[i] and nothing else.
+func (r replyRepo) SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error {
+	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(replyEntryEdits, i, e))
+}
+
+// ListEdits reads one page of the elements of edits in index order, without
+// reading the rest of the block.
+func (r replyRepo) ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error) {
+	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, replyEntryEdits, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
@@ -294,11 +339,12 @@ func (r replyRepo) All(ctx context.Context) iter.Seq2[*Reply, error] {
 // Run go generate again.
 func _() {
 	var _ struct {
-		_      struct{} `noam:"aggregate"`
+		_      struct{} `noam:"aggregate,partition=edits"`
 		Key    ReplyKey `noam:"id,counter"`
 		Author string   `noam:"lookup"`
 		Body   string
 		Posted time.Time
+		Edits  []string `bson:"edits"`
 	} = Reply{}
 	var _ = runtime.EnforceVersion(2 - runtime.MinGenVersion)
 	var _ = runtime.EnforceVersion(runtime.MaxGenVersion - 2)

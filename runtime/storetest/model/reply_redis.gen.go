@@ -11,14 +11,15 @@ import (
 
 // ReplyRedisRepository is ReplyRepository on Redis, after the NoAM key-value
 // mapping. Each Reply block is one hash named "Reply:{<block key>}" with one
-// field per entry (author, body, posted) and the hidden fields _seq and _inc
-// (the write sequence and the block's incarnation); the sorted set
-// "Reply:blocks" lists the blocks in key order. Every write is one Lua script
-// run, atomic on the node that owns the block's hash slot. Its index tables
-// are the sorted sets "{Reply.author}" (members: the encoded value and block
-// key), changed in the script of the block's write on a single node and by the
-// lookup protocol of runtime/redisstore on a cluster. Block keys are allocated
-// with INCR on "Reply:counter" (one counter per scope).
+// field per entry (author, body, posted, edits (the element count), edits[i])
+// and the hidden fields _seq and _inc (the write sequence and the block's
+// incarnation); the sorted set "Reply:blocks" lists the blocks in key order.
+// Every write is one Lua script run, atomic on the node that owns the block's
+// hash slot. Its index tables are the sorted sets "{Reply.author}" (members:
+// the encoded value and block key), changed in the script of the block's write
+// on a single node and by the lookup protocol of runtime/redisstore on a
+// cluster. Block keys are allocated with INCR on "Reply:counter" (one counter
+// per scope).
 type ReplyRedisRepository struct {
 	replyRepo
 	store *redisstore.Store[Reply, ReplyKey]
