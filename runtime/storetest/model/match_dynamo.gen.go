@@ -14,22 +14,22 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (code, region, level, tags, venue, start, meta, rounds
 // (a list, its length in _len), version), in native attribute values.
-// Partitioned fields are list attributes written element by element
-// (list_append, SET of one index). Its lookups ("code", "regionLevel", "tags",
-// "venueCity", "roundsSerial") are items of the index table "matches__index"
-// (partition key p: the lookup's name, sort key k: the value), kept right by
-// the lookup protocol of runtime/dynamostore (hidden attributes _seq and
-// _inc).
+// Partitioned fields are list attributes written element by element (SET of
+// one index; an append is one request that sends only the new element). Its
+// lookups ("code", "regionLevel", "tags", "venueCity", "roundsSerial") are
+// items of the index table "matches__index" (partition key p: the lookup's
+// name, sort key k: the value), kept right by the lookup protocol of
+// runtime/dynamostore (hidden attributes _seq and _inc).
 type MatchDynamoRepository struct {
-	matchRepo
+	_matchRepo
 	store *dynamostore.Store[Match, string]
 }
 
 // NewMatchDynamoRepository returns the Match repository over client's tables
 // (EnsureIndexes creates them).
 func NewMatchDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *MatchDynamoRepository {
-	s := dynamostore.Open(client, matchDesc, opts...)
-	return &MatchDynamoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := dynamostore.Open(client, _matchDesc, opts...)
+	return &MatchDynamoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.
