@@ -66,8 +66,11 @@ type Aggregate struct {
 	Collection string         // collection name, e.g. "Game"
 	Strategy   Strategy       // EAO or ETF
 	Pos        token.Position // position of the type name
-	File       string         // file declaring the type
-	StructType types.Type     // the named struct type
+	// CollectionPos is the position of the marker tag that names the
+	// collection (collection=NAME); not valid when the type name does.
+	CollectionPos token.Position
+	File          string     // file declaring the type
+	StructType    types.Type // the named struct type
 
 	// Fields are the persisted top-level fields in declaration order,
 	// including the id and version fields. Skipped fields are not listed.
@@ -157,7 +160,13 @@ func (a *Aggregate) Scope() []KeyPart {
 type Lookup struct {
 	// Name is the lookup's name, e.g. "city" or "cityStars"; method names
 	// are built from it (ListByCityStars).
-	Name   string
+	Name string
+	// Title is the exported form of the name in method and type names
+	// (GetBySKU, ListByAddressZip, HotelCityStarsQuery): the Go field
+	// path, with its initialisms, for a lookup named after its field;
+	// the name with its first letter upper-cased for a lookup given a
+	// name (lookup=cityStars). Name, not Title, names what is stored.
+	Title  string
 	Unique bool
 	Parts  []LookupPart
 	Pos    token.Position

@@ -48,7 +48,7 @@ func (p *loader) schema() *model.Schema {
 				if st, ok := ts.Type.(*ast.StructType); ok {
 					d := structDecl{spec: ts, st: st, file: p.pkg.Fset.Position(f.Pos()).Filename}
 					for _, fld := range st.Fields.List {
-						d.tags = append(d.tags, p.fieldTag(fld))
+						d.tags = append(d.tags, p.fieldTag(ts.Name.Name, fld))
 						p.anonymousTags(fld.Type)
 					}
 					decls = append(decls, d)
@@ -94,7 +94,7 @@ func (p *loader) anonymousTags(t ast.Expr) {
 // fieldTag returns a field's parsed noam tag, or nil when it has none. A
 // malformed struct tag and the noam tag's own problems are reported at the
 // tag.
-func (p *loader) fieldTag(f *ast.Field) *tagSpec {
+func (p *loader) fieldTag(structName string, f *ast.Field) *tagSpec {
 	raw := rawTag(f)
 	if !strings.Contains(raw, "noam:") {
 		return nil
@@ -109,6 +109,10 @@ func (p *loader) fieldTag(f *ast.Field) *tagSpec {
 	}
 	t, errs := parseTag(v)
 	for _, e := range errs {
+		if t.counter && !t.id && len(f.Names) > 0 && strings.HasPrefix(e, counterNeedsID) {
+			// Name the field: the tag alone does not say which one.
+			e = counterNeedsID + " on " + structName + "." + f.Names[0].Name + e[len(counterNeedsID):]
+		}
 		p.errorf(f.Tag.Pos(), "%s", e)
 	}
 	return &t
@@ -153,7 +157,7 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 		}
 	}
 	if mt.collection != "" {
-		a.Collection = mt.collection
+		a.Collection, a.CollectionPos = mt.collection, p.position(mf.Tag.Pos())
 	}
 	if mt.strategy == "eao" {
 		a.Strategy = model.EAO
@@ -443,7 +447,11 @@ func (p *loader) checkCollections(s *model.Schema) {
 	seen := map[string]*model.Aggregate{}
 	for _, a := range s.Aggregates {
 		if prev, ok := seen[a.Collection]; ok {
-			p.errorAt(a.Pos, "the collection of aggregate %s is named %q, like the collection of aggregate %s; give it another name (collection=NAME on the aggregate marker, or lookup=NAME)", a.Name, a.Collection, prev.Name)
+			pos := a.Pos
+			if a.CollectionPos.IsValid() {
+				pos = a.CollectionPos // the marker tag that names the collection
+			}
+			p.errorAt(pos, "the collection of aggregate %s is named %q, like the collection of aggregate %s; give it another name (collection=NAME on the aggregate marker)", a.Name, a.Collection, prev.Name)
 			continue
 		}
 		seen[a.Collection] = a

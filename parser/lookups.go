@@ -126,9 +126,9 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 	byName := map[string]*model.Lookup{}
 	first := map[string]lookupSpec{}
 	for _, sp := range specs {
-		name := sp.name
+		name, title := sp.name, exported(sp.name)
 		if !sp.named {
-			name = camel(sp.path)
+			name, title = camel(sp.path), goTitle(sp.goPath)
 		}
 		if !isKeyType(sp.typ) {
 			p.errorf(sp.pos, "lookup on %s.%s (type %s): lookup values must be strings or integers", a.Name, strings.ReplaceAll(sp.goPath, "[]", ""), p.typeString(sp.typ))
@@ -136,7 +136,7 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 		}
 		l := byName[name]
 		if l == nil {
-			l = &model.Lookup{Name: name, Pos: p.position(sp.pos), Unique: sp.unique, IndexZero: sp.zeros, Table: sp.table}
+			l = &model.Lookup{Name: name, Title: title, Pos: p.position(sp.pos), Unique: sp.unique, IndexZero: sp.zeros, Table: sp.table}
 			byName[name] = l
 			first[name] = sp
 			a.Lookups = append(a.Lookups, l)
@@ -162,7 +162,31 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 			Path: sp.path, GoPath: sp.goPath, Name: exported(camel(sp.goPath)), Type: sp.typ, Field: sp.field, Multi: sp.multi,
 		})
 	}
+	titles := map[string]*model.Lookup{}
 	for _, l := range a.Lookups {
+		if prev := titles[l.Title]; prev != nil {
+			methods := "ListBy" + l.Title
+			if prev.Unique || l.Unique {
+				methods += ", GetBy" + l.Title
+			}
+			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookups %s and %s of %s would both generate %s; name one of them (lookup=NAME)", prev.Name, l.Name, a.Name, methods)})
+		}
+		titles[l.Title] = l
+		if len(l.Parts) > 1 {
+			// The query type has a field per part and a method per part
+			// and condition (StarsGte): neither may shadow the other.
+			fields := map[string]bool{}
+			for _, pt := range l.Parts {
+				fields[pt.Name] = true
+			}
+			for _, pt := range l.Parts {
+				for _, op := range []string{"Eq", "Gt", "Gte", "Lt", "Lte", "Between"} {
+					if fields[pt.Name+op] {
+						p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has parts %s and %s: the query's method %s%s would clash with the field %s%s; rename one of the fields", l.Name, a.Name, pt.Name, pt.Name+op, pt.Name, op, pt.Name, op)})
+					}
+				}
+			}
+		}
 		if len(l.Parts) > 1 && l.Multi() {
 			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has several parts and one of them is inside a slice; a composite lookup needs one value per part", l.Name, a.Name)})
 		}

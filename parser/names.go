@@ -26,6 +26,18 @@ func camel(path string) string {
 	return out.String()
 }
 
+// goTitle is the exported name of a Go selector path from the aggregate,
+// its steps joined as written (Address.Zip -> AddressZip, SKU -> SKU,
+// Games[].Game -> GamesGame): lookup methods follow the Go field names,
+// initialisms included, as setters do.
+func goTitle(goPath string) string {
+	var out strings.Builder
+	for _, step := range strings.FieldsFunc(goPath, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
+		out.WriteString(exported(step))
+	}
+	return out.String()
+}
+
 func exported(s string) string {
 	if s == "" {
 		return s

@@ -53,6 +53,9 @@ var optionValue = map[string]string{
 	"lookup": "optional",
 }
 
+// counterNeedsID starts the message for a counter option without id.
+const counterNeedsID = "option counter needs id"
+
 // parseTag parses the value of a noam tag (what is between the quotes of
 // noam:"..."). It returns the spec and the problems found, as messages
 // that name the tag. It never panics, whatever value is given.
@@ -171,7 +174,7 @@ func parseTag(value string) (tagSpec, []string) {
 		errorf("option zeros needs unique in noam tag %s: only unique lookups leave zero values out; write `noam:\"lookup,unique,zeros\"`", t.text)
 	}
 	if t.counter && !t.id {
-		errorf("option counter needs id in noam tag %s: the counter allocates the block key; tag the id field `noam:\"id,counter\"`", t.text)
+		errorf(counterNeedsID+" in noam tag %s: the counter allocates the block key; tag the id field `noam:\"id,counter\"`", t.text)
 	}
 	return t, errs
 }

@@ -84,6 +84,19 @@ type Caps struct {
 	MaxValueBytes int
 }
 
+// The two version values with a meaning of their own. Both are 0, the zero
+// value, and they read differently on purpose: a Put of an aggregate whose
+// version is NotStored creates it (it fails with ErrConflict if the block
+// exists), while an Update whose IfVersion is AnyVersion applies whatever the
+// stored version. Generated code and its comments name them.
+const (
+	// NotStored is the version of an aggregate that has not been stored
+	// yet: Put creates the block and fails with ErrConflict if it exists.
+	NotStored int64 = 0
+	// AnyVersion, as TUpdate.IfVersion, makes an Update unconditional.
+	AnyVersion int64 = 0
+)
+
 // Repo is what generated repositories hold: the descriptor and the store
 // adapter. Its methods add what is the same on every store (argument
 // checks, cursors and pages) and delegate the rest.

@@ -54,14 +54,26 @@ echo "== go vet"
 go vet ./...
 (cd integration && go vet ./...)
 
+# Every go test goes through internal/testsummary: it prints what a plain
+# go test prints, then the skipped tests grouped by reason; at the end (also
+# after a failure) one summary says which store suites were skipped and why.
+skips=$(mktemp)
+go build -o "$skips.bin" ./internal/testsummary
+trap '"$skips.bin" -report "$skips"; rm -f "$skips" "$skips.bin"' EXIT
+gotest() {
+	local run="$1"
+	shift
+	go test -json "$@" 2>&1 | "$skips.bin" -run "$run" -log "$skips"
+}
+
 echo "== go test (main module)"
-go test -count=1 ./...
+gotest "main module" -count=1 ./...
 
 echo "== go test -race (main module)"
-go test -count=1 -race ./...
+gotest "main module -race" -count=1 -race ./...
 
 echo "== go test (integration module: MongoDB wire protocol)"
-(cd integration && go test -count=1 ./...)
+(cd integration && gotest "integration module" -count=1 ./...)
 
 echo "== go test -race (integration concurrency tests)"
-(cd integration && go test -count=1 -race -run 'Race|Concurr' ./...)
+(cd integration && gotest "integration module -race" -count=1 -race -run 'Race|Concurr' ./...)

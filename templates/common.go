@@ -98,10 +98,10 @@ func Methods(a *model.Aggregate) []Method {
 	ms = append(ms, moreMethods(a)...)
 	ms = append(ms,
 		Method{Kind: MList, Name: "List",
-			Doc:    fmt.Sprintf("List reads one page of %s aggregates in block-key order. Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
+			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others, such as DynamoDB). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
 			Params: []jen.Code{Ctx(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}},
 		Method{Kind: MAll, Name: "All",
-			Doc:    fmt.Sprintf("All iterates over every %s aggregate in block-key order. Iteration stops at the first error, which is yielded with a nil aggregate.", a.Name),
+			Doc:    fmt.Sprintf("All iterates over every %s aggregate, in the order of List. Iteration stops at the first error, which is yielded with a nil aggregate.", a.Name),
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Qual(IterPkg, "Seq2").Types(ptr(), jen.Error())}},
 	)
 	return ms
@@ -129,8 +129,12 @@ func moreMethods(a *model.Aggregate) []Method {
 			if p.Multi {
 				what = "that hold v in " + p.Path
 			}
+			unique := ""
+			if l.Unique {
+				unique = fmt.Sprintf(" %s is unique, so the page holds at most one aggregate: %s reads the same in one call, failing with runtime.ErrNotFound where this returns an empty page; %s is there so that every lookup can be listed alike.", p.Path, GetBy(l), ListBy(l))
+			}
 			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
-				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order, through %s. A cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, via),
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order, through %s.%s A cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, via, unique),
 				Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		} else {
 			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
@@ -196,7 +200,7 @@ func putDoc(a *model.Aggregate) string {
 	if a.Version == nil {
 		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name) + counterDoc(a, "Put")
 	}
-	return fmt.Sprintf("Put creates the %s block or replaces it whole, with optimistic concurrency on %s: when %s.%s is 0 the block must not exist yet; otherwise the stored %s must equal %s.%s. Either way a mismatch fails with runtime.ErrConflict and changes nothing. On success the stored %s is one more than before and %s.%s is set to it.",
+	return fmt.Sprintf("Put creates the %s block or replaces it whole, with optimistic concurrency on %s: when %s.%s is runtime.NotStored (0, the zero value) the block must not exist yet; otherwise the stored %s must equal %s.%s. Either way a mismatch fails with runtime.ErrConflict and changes nothing. On success the stored %s is one more than before and %s.%s is set to it.",
 		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + counterDoc(a, "Put")
 }
 
@@ -236,7 +240,7 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 			fields = append(fields, Doc("%s replaces elements of %s by index (entries %s[i]); every index must exist.", AtField(fl), fl.Key, fl.Key).Id(AtField(fl)).Map(jen.Int()).Add(Type(fl.Elem)))
 		}
 		if a.Version != nil {
-			fields = append(fields, Doc("IfVersion, when not 0, makes the update apply only while the stored %s equals it; otherwise Update fails with runtime.ErrConflict and changes nothing.", a.Version.Key).Id("IfVersion").Int64())
+			fields = append(fields, Doc("IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update apply only while the stored %s equals it; otherwise Update fails with runtime.ErrConflict and changes nothing. (Put reads a 0 version differently: as runtime.NotStored, a block that must not exist yet.)", a.Version.Key).Id("IfVersion").Int64())
 		}
 		f.Add(doc).Type().Id(Update(a)).Struct(fields...)
 		f.Line()

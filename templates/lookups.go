@@ -12,8 +12,14 @@ import (
 
 // Names of lookup-related declarations.
 
-// LookupTitle is the exported form of a lookup's name (cityStars -> CityStars).
-func LookupTitle(l *model.Lookup) string { return strings.ToUpper(l.Name[:1]) + l.Name[1:] }
+// LookupTitle is the exported form of a lookup's name in method and type
+// names (cityStars -> CityStars, a lookup on field SKU -> SKU).
+func LookupTitle(l *model.Lookup) string {
+	if l.Title != "" {
+		return l.Title
+	}
+	return strings.ToUpper(l.Name[:1]) + l.Name[1:]
+}
 
 // ListBy and GetBy name the lookup methods.
 func ListBy(l *model.Lookup) string { return "ListBy" + LookupTitle(l) }
@@ -27,12 +33,12 @@ func LookupQuery(a *model.Aggregate, l *model.Lookup) string {
 // LookupKeys names the generated function returning an aggregate's encoded
 // lookup values (without the block key) for lookup l.
 func LookupKeys(a *model.Aggregate, l *model.Lookup) string {
-	return LowerFirst(a.Name) + LookupTitle(l) + "Keys"
+	return Private(a, LookupTitle(l)+"Keys")
 }
 
 // LookupRange names the generated function turning a lookup query into a key range.
 func LookupRange(a *model.Aggregate, l *model.Lookup) string {
-	return LowerFirst(a.Name) + LookupTitle(l) + "Range"
+	return Private(a, LookupTitle(l)+"Range")
 }
 
 // LookupName is the qualified name of a lookup, used for cursors and by
@@ -232,9 +238,10 @@ func lookupDecls(f *jen.File, s *model.Schema, a *model.Aggregate) {
 			for _, p := range l.Parts {
 				fields = append(fields, Doc("%s is the condition on %s.", p.Name, p.Path).Id(p.Name).Add(RT("Cond")).Types(Type(p.Type)))
 			}
-			f.Add(Doc("%s selects %s aggregates by lookup %s (%s, in this order): Eq conditions on a leading run of parts, then at most one range condition; the zero condition matches anything. Results come in (%s, block key) order.",
-				LookupQuery(a, l), a.Name, l.Name, partPaths(l), partPaths(l))).Type().Id(LookupQuery(a, l)).Struct(fields...)
+			f.Add(Doc("%s selects %s aggregates by lookup %s (%s, in this order): Eq conditions on a leading run of parts, then at most one range condition; the zero condition matches anything. Results come in (%s, block key) order. Set the fields (%s) or chain the methods (%s), which take each part's own type, so that a constant converts.",
+				LookupQuery(a, l), a.Name, l.Name, partPaths(l), partPaths(l), exampleLiteral(a, l), exampleChain(a, l))).Type().Id(LookupQuery(a, l)).Struct(fields...)
 			f.Line()
+			queryMethods(f, a, l)
 			rng := jen.Id("r").Op(":=").Add(RT("NewKeyRange")).Call(jen.Nil())
 			stmts := []jen.Code{rng}
 			for _, p := range l.Parts {
@@ -355,4 +362,45 @@ func lookupPaths(l *model.Lookup) []jen.Code {
 		paths = append(paths, jen.Values(vals...))
 	}
 	return append(items, jen.Id("Paths").Op(":").Index().Add(RT("LookupPath")).Values(paths...))
+}
+
+// condOps are the condition constructors of runtime (Eq, Gt, ...), with
+// what each matches, for the query methods generated per part.
+var condOps = []struct{ name, doc string }{
+	{"Eq", "== v"}, {"Gt", "> v"}, {"Gte", ">= v"}, {"Lt", "< v"}, {"Lte", "<= v"}, {"Between", "in [lo, hi)"},
+}
+
+// queryMethods writes, for each part of composite lookup l, one method per
+// condition constructor on the query type (StarsGte(4)): the parameter has
+// the part's type, so an untyped constant converts to it, where
+// runtime.Gte(4) would be a Cond[int] whatever the part's type.
+func queryMethods(f *jen.File, a *model.Aggregate, l *model.Lookup) {
+	q := LookupQuery(a, l)
+	for _, p := range l.Parts {
+		for _, op := range condOps {
+			name := p.Name + op.name
+			params := []jen.Code{jen.Id("v").Add(Type(p.Type))}
+			args := []jen.Code{jen.Id("v")}
+			if op.name == "Between" {
+				params = []jen.Code{jen.List(jen.Id("lo"), jen.Id("hi")).Add(Type(p.Type))}
+				args = []jen.Code{jen.Id("lo"), jen.Id("hi")}
+			}
+			f.Add(Doc("%s returns q with the condition %s %s.", name, p.Path, op.doc)).
+				Func().Params(jen.Id("q").Id(q)).Id(name).Params(params...).Id(q).Block(
+				jen.Id("q").Dot(p.Name).Op("=").Add(RT(op.name)).Call(args...),
+				jen.Return(jen.Id("q")),
+			)
+			f.Line()
+		}
+	}
+}
+
+// exampleLiteral and exampleChain spell a query on the first two parts of
+// l for its doc comment.
+func exampleLiteral(a *model.Aggregate, l *model.Lookup) string {
+	return fmt.Sprintf("%s{%s: runtime.Eq(x)}", LookupQuery(a, l), l.Parts[0].Name)
+}
+
+func exampleChain(a *model.Aggregate, l *model.Lookup) string {
+	return fmt.Sprintf("%s{}.%sEq(x).%sGte(y)", LookupQuery(a, l), l.Parts[0].Name, l.Parts[1].Name)
 }

@@ -14,36 +14,36 @@ import (
 // This file renders the store-independent half of an aggregate's
 // repository: its descriptor (runtime.Desc, built from typed accessors of
 // its entries) and the implementation of the repository interface on any
-// store adapter (the unexported <agg>Repo type), whose methods are typed
+// store adapter (the unexported _<agg>Repo type), whose methods are typed
 // one-line calls into runtime.Repo. Store templates only add a constructor
 // that opens their adapter with the descriptor.
 
 // Names of the descriptor declarations.
 
-// DescVar names the descriptor variable: gameDesc.
-func DescVar(a *model.Aggregate) string { return LowerFirst(a.Name) + "Desc" }
+// DescVar names the descriptor variable: _gameDesc.
+func DescVar(a *model.Aggregate) string { return Private(a, "Desc") }
 
-// RepoImpl names the store-independent implementation: gameRepo.
-func RepoImpl(a *model.Aggregate) string { return LowerFirst(a.Name) + "Repo" }
+// RepoImpl names the store-independent implementation: _gameRepo.
+func RepoImpl(a *model.Aggregate) string { return Private(a, "Repo") }
 
-// EntryVar names the accessor of a field: gameEntryFirstPlayer.
+// EntryVar names the accessor of a field: _gameEntryFirstPlayer.
 func EntryVar(a *model.Aggregate, f *model.Field) string {
-	return LowerFirst(a.Name) + "Entry" + f.GoName
+	return Private(a, "Entry"+f.GoName)
 }
 
 // RootType names the root entry's value type of an EAO aggregate.
-func RootType(a *model.Aggregate) string { return LowerFirst(a.Name) + "Root" }
+func RootType(a *model.Aggregate) string { return Private(a, "Root") }
 
 // RootVar names the root entry's accessor.
-func RootVar(a *model.Aggregate) string { return LowerFirst(a.Name) + "EntryRoot" }
+func RootVar(a *model.Aggregate) string { return Private(a, "EntryRoot") }
 
-// LookupVar names a lookup's descriptor: hotelLookupCityStars.
+// LookupVar names a lookup's descriptor: _hotelLookupCityStars.
 func LookupVar(a *model.Aggregate, l *model.Lookup) string {
-	return LowerFirst(a.Name) + "Lookup" + LookupTitle(l)
+	return Private(a, "Lookup"+LookupTitle(l))
 }
 
 // ChangesFunc names the function turning a TUpdate into runtime.Update.
-func ChangesFunc(a *model.Aggregate) string { return LowerFirst(a.Name) + "Changes" }
+func ChangesFunc(a *model.Aggregate) string { return Private(a, "Changes") }
 
 // GeneratedNames lists every top-level name the store-independent file of a
 // declares, for collision checks.

@@ -111,9 +111,12 @@ func ParamName(name string) string {
 	return v
 }
 
-// Unexported is a package-private name derived from the aggregate, e.g.
-// Unexported(a, "Doc") == "gameDoc".
-func Unexported(a *model.Aggregate, suffix string) string { return LowerFirst(a.Name) + suffix }
+// Private names a package-level declaration that generated code makes for
+// aggregate a and that users never call: Private(a, "Desc") == "_gameDesc".
+// Every such name starts with an underscore (as stringer's _Day_name does),
+// so that the names a package's own files (its tests included) declare,
+// such as gameRepo or gameKeys, never clash with generated ones.
+func Private(a *model.Aggregate, suffix string) string { return "_" + LowerFirst(a.Name) + suffix }
 
 // Setter, Append, SetAt and ListElems name the entry-level methods.
 func Setter(f *model.Field) string    { return "Set" + f.GoName }
@@ -126,16 +129,13 @@ func AtField(f *model.Field) string { return f.GoName + "At" }
 
 // KeyAppender names the generated function that appends a block key to a
 // byte slice with the order-preserving key codec.
-func KeyAppender(a *model.Aggregate) string { return "append" + a.Name + "Key" }
+func KeyAppender(a *model.Aggregate) string { return "_append" + a.Name + "Key" }
 
 // KeyReader names the generated function that reads a block key back.
-func KeyReader(a *model.Aggregate) string { return "read" + a.Name + "Key" }
+func KeyReader(a *model.Aggregate) string { return "_read" + a.Name + "Key" }
 
 // KeyCodecVar names the generated runtime.KeyCodec variable of an aggregate.
-func KeyCodecVar(a *model.Aggregate) string { return LowerFirst(a.Name) + "Keys" }
-
-// ListQuery names the constant that identifies List cursors.
-func ListQuery(a *model.Aggregate) string { return LowerFirst(a.Name) + "ListQuery" }
+func KeyCodecVar(a *model.Aggregate) string { return Private(a, "Keys") }
 
 // IDType renders the block key type.
 func IDType(a *model.Aggregate) jen.Code { return Type(a.ID.Type) }

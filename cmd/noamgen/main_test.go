@@ -218,14 +218,15 @@ func TestHelp(t *testing.T) {
 // positioned error naming both, and nothing is written; a store's reserved
 // entry key is refused only for that store.
 func TestGeneratedNamesTaken(t *testing.T) {
-	dir := tempPackage(t, player+"\nfunc playerKeys() {}\n")
-	if err := os.WriteFile(filepath.Join(dir, "helper_test.go"), []byte("package p\n\nvar playerDesc = 1\n"), 0o644); err != nil {
+	dir := tempPackage(t, player+"\nfunc _playerKeys() {}\n\ntype PlayerRepository struct{}\n")
+	if err := os.WriteFile(filepath.Join(dir, "helper_test.go"), []byte("package p\n\nvar _playerDesc = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs := runIn(t, dir, nil, "-store", "bolt")
 	for _, want := range []string{
-		"input.go:9:6: playerKeys is declared here, but noamgen generates playerKeys for aggregate Player (input.go:3:6)",
-		"helper_test.go:3:5: playerDesc is declared here, but noamgen generates playerDesc for aggregate Player (input.go:3:6)",
+		"input.go:9:6: _playerKeys is declared here, but noamgen generates _playerKeys for aggregate Player (input.go:3:6)",
+		"input.go:11:6: PlayerRepository is declared here, but noamgen generates PlayerRepository for aggregate Player (input.go:3:6)",
+		"helper_test.go:3:5: _playerDesc is declared here, but noamgen generates _playerDesc for aggregate Player (input.go:3:6)",
 	} {
 		if code != 1 || !strings.Contains(errs, want) {
 			t.Fatalf("exit %d, stderr %q, want it to contain %q", code, errs, want)
@@ -244,6 +245,30 @@ func TestGeneratedNamesTaken(t *testing.T) {
 	want := `input.go:6:2: entry key "_len" of P.Len cannot be stored with -store mongo`
 	if code != 1 || !strings.HasPrefix(errs, want) {
 		t.Fatalf("mongo: exit %d, stderr %q, want %q", code, errs, want)
+	}
+}
+
+// TestUserNamesFree: the unexported names a user naturally writes next to
+// an aggregate (a repository interface for tests, a keys helper, an entry
+// constant) are not noamgen's: every package-level name it generates and
+// users do not call starts with an underscore, so such a package generates
+// and builds.
+func TestUserNamesFree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a generated package")
+	}
+	dir := tempPackage(t, player+"\nfunc playerKeys() []string { return nil }\n\nvar playerDesc, playerEntryAge = 1, 2\n")
+	helper := "package p\n\nimport \"context\"\n\ntype playerRepo interface {\n\tGet(ctx context.Context, id string) (*Player, error)\n}\n\nvar _ playerRepo = PlayerRepository(nil)\n\nfunc playerChanges() {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "helper_test.go"), []byte(helper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runIn(t, dir, nil, "-store", "bolt,mongo,redis,dynamo"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	cmd := exec.Command("go", "vet", ".")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the package with the user's names does not build: %v\n%s", err, out)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // that each BlocksGame block is one contiguous key range: its marker, which
 // holds the root entry. Every method is one bbolt transaction.
 type BlocksGameBoltRepository struct {
-	blocksGameRepo
+	_blocksGameRepo
 	store *boltstore.Store[BlocksGame, string]
 }
 
@@ -23,8 +23,8 @@ type BlocksGameBoltRepository struct {
 // first write creates the buckets it uses (EnsureIndexes creates them up
 // front).
 func NewBlocksGameBoltRepository(db *bbolt.DB) *BlocksGameBoltRepository {
-	s := boltstore.Open(db, blocksGameDesc)
-	return &BlocksGameBoltRepository{blocksGameRepo{runtime.NewRepo(blocksGameDesc, s)}, s}
+	s := boltstore.Open(db, _blocksGameDesc)
+	return &BlocksGameBoltRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s)}, s}
 }
 
 // DB returns the underlying database.

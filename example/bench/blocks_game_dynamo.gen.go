@@ -15,15 +15,15 @@ import (
 // and one attribute per entry (_root (the root entry)), in native attribute
 // values.
 type BlocksGameDynamoRepository struct {
-	blocksGameRepo
+	_blocksGameRepo
 	store *dynamostore.Store[BlocksGame, string]
 }
 
 // NewBlocksGameDynamoRepository returns the BlocksGame repository over
 // client's tables (EnsureIndexes creates them).
 func NewBlocksGameDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *BlocksGameDynamoRepository {
-	s := dynamostore.Open(client, blocksGameDesc, opts...)
-	return &BlocksGameDynamoRepository{blocksGameRepo{runtime.NewRepo(blocksGameDesc, s)}, s}
+	s := dynamostore.Open(client, _blocksGameDesc, opts...)
+	return &BlocksGameDynamoRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,15 +13,15 @@ import (
 // BlocksGame block is one document of collection "BlocksGame" with the block
 // key as _id and one top-level field per entry (firstPlayer, secondPlayer).
 type BlocksGameMongoRepository struct {
-	blocksGameRepo
+	_blocksGameRepo
 	store *mongostore.Store[BlocksGame, string]
 }
 
 // NewBlocksGameMongoRepository returns the BlocksGame repository over db's
 // collections.
 func NewBlocksGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *BlocksGameMongoRepository {
-	s := mongostore.Open(db, blocksGameDesc, opts...)
-	return &BlocksGameMongoRepository{blocksGameRepo{runtime.NewRepo(blocksGameDesc, s)}, s}
+	s := mongostore.Open(db, _blocksGameDesc, opts...)
+	return &BlocksGameMongoRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

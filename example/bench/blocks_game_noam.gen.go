@@ -40,34 +40,37 @@ type BlocksGameRepository interface {
 	// on, if they do not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of BlocksGame aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of BlocksGame aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*BlocksGame], error)
 
-	// All iterates over every BlocksGame aggregate in block-key order. Iteration
-	// stops at the first error, which is yielded with a nil aggregate.
+	// All iterates over every BlocksGame aggregate, in the order of List.
+	// Iteration stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*BlocksGame, error]
 }
 
-// blocksGameKeys encodes BlocksGame block keys, order-preserving, for cursors and key-value stores.
-var blocksGameKeys = runtime.StringKeys[string]()
+// _blocksGameKeys encodes BlocksGame block keys, order-preserving, for cursors and key-value stores.
+var _blocksGameKeys = runtime.StringKeys[string]()
 
-// blocksGameRoot is the value of the root entry of a BlocksGame block
+// _blocksGameRoot is the value of the root entry of a BlocksGame block
 // (strategy eao): every field but the id, the version and the partitioned
 // ones.
-type blocksGameRoot struct {
+type _blocksGameRoot struct {
 	FirstPlayer  string `bson:"firstPlayer"`
 	SecondPlayer string `bson:"secondPlayer"`
 }
 
-// blocksGameEntryRoot is the root entry ε of a BlocksGame block.
-var blocksGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, func(blocksGame *BlocksGame) blocksGameRoot {
-	return blocksGameRoot{
+// _blocksGameEntryRoot is the root entry ε of a BlocksGame block.
+var _blocksGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, func(blocksGame *BlocksGame) _blocksGameRoot {
+	return _blocksGameRoot{
 		FirstPlayer:  blocksGame.FirstPlayer,
 		SecondPlayer: blocksGame.SecondPlayer,
 	}
-}, func(blocksGame *BlocksGame, root blocksGameRoot) {
+}, func(blocksGame *BlocksGame, root _blocksGameRoot) {
 	blocksGame.FirstPlayer = root.FirstPlayer
 	blocksGame.SecondPlayer = root.SecondPlayer
 })
@@ -75,77 +78,80 @@ var blocksGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"
 // The entries of a BlocksGame block (NoAM layout: ε (the root entry)), one
 // accessor each.
 var (
-	blocksGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(blocksGame *BlocksGame) *string {
+	_blocksGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(blocksGame *BlocksGame) *string {
 		return &blocksGame.FirstPlayer
 	})
-	blocksGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(blocksGame *BlocksGame) *string {
+	_blocksGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(blocksGame *BlocksGame) *string {
 		return &blocksGame.SecondPlayer
 	})
 )
 
-// blocksGameDesc describes BlocksGame to the store adapters: the same layout
+// _blocksGameDesc describes BlocksGame to the store adapters: the same layout
 // on every store.
-var blocksGameDesc = (&runtime.Desc[BlocksGame, string]{
+var _blocksGameDesc = (&runtime.Desc[BlocksGame, string]{
 	Aggregate: "BlocksGame",
-	Keys:      blocksGameKeys,
+	Keys:      _blocksGameKeys,
 	ID: func(blocksGame *BlocksGame) *string {
 		return &blocksGame.ID
 	},
 	EAO:    true,
-	Root:   blocksGameEntryRoot,
-	Fields: []*runtime.Field[BlocksGame]{blocksGameEntryFirstPlayer, blocksGameEntrySecondPlayer},
+	Root:   _blocksGameEntryRoot,
+	Fields: []*runtime.Field[BlocksGame]{_blocksGameEntryFirstPlayer, _blocksGameEntrySecondPlayer},
 }).Init()
 
-// blocksGameRepo implements BlocksGameRepository on any store adapter: each
+// _blocksGameRepo implements BlocksGameRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. BlocksGameBoltRepository, BlocksGameDynamoRepository,
 // BlocksGameMongoRepository, BlocksGameRedisRepository embed it.
-type blocksGameRepo struct {
+type _blocksGameRepo struct {
 	r runtime.Repo[BlocksGame, string]
 }
 
-var _ BlocksGameRepository = blocksGameRepo{}
+var _ BlocksGameRepository = _blocksGameRepo{}
 
 // Get reads the BlocksGame block with key id in one round trip.
-func (r blocksGameRepo) Get(ctx context.Context, id string) (*BlocksGame, error) {
+func (r _blocksGameRepo) Get(ctx context.Context, id string) (*BlocksGame, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new BlocksGame block.
-func (r blocksGameRepo) Create(ctx context.Context, blocksGame *BlocksGame) error {
+func (r _blocksGameRepo) Create(ctx context.Context, blocksGame *BlocksGame) error {
 	return r.r.Create(ctx, blocksGame)
 }
 
 // Put creates the BlocksGame block or replaces it whole.
-func (r blocksGameRepo) Put(ctx context.Context, blocksGame *BlocksGame) error {
+func (r _blocksGameRepo) Put(ctx context.Context, blocksGame *BlocksGame) error {
 	return r.r.Put(ctx, blocksGame)
 }
 
 // Delete removes the BlocksGame block with key id and all its entries.
-func (r blocksGameRepo) Delete(ctx context.Context, id string) error {
+func (r _blocksGameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the BlocksGame blocks with the given keys in one round trip
 // (an application-side join: see the *BlocksGameRefs functions).
-func (r blocksGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*BlocksGame, error) {
+func (r _blocksGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*BlocksGame, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the BlocksGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet.
-func (r blocksGameRepo) EnsureIndexes(ctx context.Context) error {
+func (r _blocksGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of BlocksGame aggregates in block-key order.
-func (r blocksGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*BlocksGame], error) {
+// List reads one page of BlocksGame aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _blocksGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*BlocksGame], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every BlocksGame aggregate in block-key order.
-func (r blocksGameRepo) All(ctx context.Context) iter.Seq2[*BlocksGame, error] {
+// All iterates over every BlocksGame aggregate, in the order of List.
+func (r _blocksGameRepo) All(ctx context.Context) iter.Seq2[*BlocksGame, error] {
 	return r.r.All(ctx)
 }
 

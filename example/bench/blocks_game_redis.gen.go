@@ -16,15 +16,15 @@ import (
 // "BlocksGame:blocks" lists the blocks in key order. Every write is one Lua
 // script run, atomic on the node that owns the block's hash slot.
 type BlocksGameRedisRepository struct {
-	blocksGameRepo
+	_blocksGameRepo
 	store *redisstore.Store[BlocksGame, string]
 }
 
 // NewBlocksGameRedisRepository returns the BlocksGame repository over rdb, a
 // single-node or a cluster client.
 func NewBlocksGameRedisRepository(rdb redis.UniversalClient) *BlocksGameRedisRepository {
-	s := redisstore.Open(rdb, blocksGameDesc)
-	return &BlocksGameRedisRepository{blocksGameRepo{runtime.NewRepo(blocksGameDesc, s)}, s}
+	s := redisstore.Open(rdb, _blocksGameDesc)
+	return &BlocksGameRedisRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,15 +16,15 @@ import (
 // prefix alone, with an empty value), then the entries n, version. Every
 // method is one bbolt transaction.
 type CounterBoltRepository struct {
-	counterRepo
+	_counterRepo
 	store *boltstore.Store[Counter, string]
 }
 
 // NewCounterBoltRepository returns the Counter repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewCounterBoltRepository(db *bbolt.DB) *CounterBoltRepository {
-	s := boltstore.Open(db, counterDesc)
-	return &CounterBoltRepository{counterRepo{runtime.NewRepo(counterDesc, s)}, s}
+	s := boltstore.Open(db, _counterDesc)
+	return &CounterBoltRepository{_counterRepo{runtime.NewRepo(_counterDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -13,15 +13,15 @@ import (
 // is one document of collection "Counter" with the block key as _id and one
 // top-level field per entry (n, version).
 type CounterMongoRepository struct {
-	counterRepo
+	_counterRepo
 	store *mongostore.Store[Counter, string]
 }
 
 // NewCounterMongoRepository returns the Counter repository over db's
 // collections.
 func NewCounterMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CounterMongoRepository {
-	s := mongostore.Open(db, counterDesc, opts...)
-	return &CounterMongoRepository{counterRepo{runtime.NewRepo(counterDesc, s)}, s}
+	s := mongostore.Open(db, _counterDesc, opts...)
+	return &CounterMongoRepository{_counterRepo{runtime.NewRepo(_counterDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

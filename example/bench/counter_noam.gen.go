@@ -25,10 +25,11 @@ type CounterRepository interface {
 	Create(ctx context.Context, counter *Counter) error
 
 	// Put creates the Counter block or replaces it whole, with optimistic
-	// concurrency on version: when counter.Version is 0 the block must not exist
-	// yet; otherwise the stored version must equal counter.Version. Either way a
-	// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-	// stored version is one more than before and counter.Version is set to it.
+	// concurrency on version: when counter.Version is runtime.NotStored (0, the
+	// zero value) the block must not exist yet; otherwise the stored version must
+	// equal counter.Version. Either way a mismatch fails with runtime.ErrConflict
+	// and changes nothing. On success the stored version is one more than before
+	// and counter.Version is set to it.
 	Put(ctx context.Context, counter *Counter) error
 
 	// Delete removes the Counter block with key id and all its entries. It fails
@@ -58,12 +59,15 @@ type CounterRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Counter aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Counter aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error)
 
-	// All iterates over every Counter aggregate in block-key order. Iteration
+	// All iterates over every Counter aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Counter, error]
 }
@@ -74,111 +78,116 @@ type CounterRepository interface {
 type CounterUpdate struct {
 	// N, when set, writes the n entry.
 	N *int
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// counterKeys encodes Counter block keys, order-preserving, for cursors and key-value stores.
-var counterKeys = runtime.StringKeys[string]()
+// _counterKeys encodes Counter block keys, order-preserving, for cursors and key-value stores.
+var _counterKeys = runtime.StringKeys[string]()
 
 // The entries of a Counter block (NoAM layout: n, version), one accessor each.
 var (
-	counterEntryN = runtime.NewField("n", "N", func(counter *Counter) *int {
+	_counterEntryN = runtime.NewField("n", "N", func(counter *Counter) *int {
 		return &counter.N
 	})
-	counterEntryVersion = runtime.NewVersion("version", "Version", func(counter *Counter) *int64 {
+	_counterEntryVersion = runtime.NewVersion("version", "Version", func(counter *Counter) *int64 {
 		return &counter.Version
 	})
 )
 
-// counterDesc describes Counter to the store adapters: the same layout on
+// _counterDesc describes Counter to the store adapters: the same layout on
 // every store.
-var counterDesc = (&runtime.Desc[Counter, string]{
+var _counterDesc = (&runtime.Desc[Counter, string]{
 	Aggregate: "Counter",
-	Keys:      counterKeys,
+	Keys:      _counterKeys,
 	ID: func(counter *Counter) *string {
 		return &counter.ID
 	},
-	Fields:  []*runtime.Field[Counter]{counterEntryN},
-	Version: counterEntryVersion,
+	Fields:  []*runtime.Field[Counter]{_counterEntryN},
+	Version: _counterEntryVersion,
 }).Init()
 
-// counterChanges turns u into the entry changes it stands for (elements in
+// _counterChanges turns u into the entry changes it stands for (elements in
 // index order).
-func counterChanges(u CounterUpdate) runtime.Update[Counter] {
+func _counterChanges(u CounterUpdate) runtime.Update[Counter] {
 	var c runtime.Update[Counter]
 	c.IfVersion = u.IfVersion
 	if u.N != nil {
-		c.Changes = append(c.Changes, runtime.Set(counterEntryN, *u.N))
+		c.Changes = append(c.Changes, runtime.Set(_counterEntryN, *u.N))
 	}
 	return c
 }
 
-// counterRepo implements CounterRepository on any store adapter: each method
+// _counterRepo implements CounterRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. CounterBoltRepository, CounterDynamoRepository,
 // CounterMongoRepository, CounterRedisRepository embed it.
-type counterRepo struct {
+type _counterRepo struct {
 	r runtime.Repo[Counter, string]
 }
 
-var _ CounterRepository = counterRepo{}
+var _ CounterRepository = _counterRepo{}
 
 // Get reads the Counter block with key id in one round trip.
-func (r counterRepo) Get(ctx context.Context, id string) (*Counter, error) {
+func (r _counterRepo) Get(ctx context.Context, id string) (*Counter, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Counter block.
-func (r counterRepo) Create(ctx context.Context, counter *Counter) error {
+func (r _counterRepo) Create(ctx context.Context, counter *Counter) error {
 	return r.r.Create(ctx, counter)
 }
 
 // Put creates the Counter block or replaces it whole, with optimistic
-// concurrency on version: when counter.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal counter.Version.
-func (r counterRepo) Put(ctx context.Context, counter *Counter) error {
+// concurrency on version: when counter.Version is runtime.NotStored (0, the
+// zero value) the block must not exist yet; otherwise the stored version must
+// equal counter.Version.
+func (r _counterRepo) Put(ctx context.Context, counter *Counter) error {
 	return r.r.Put(ctx, counter)
 }
 
 // Delete removes the Counter block with key id and all its entries.
-func (r counterRepo) Delete(ctx context.Context, id string) error {
+func (r _counterRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetN writes the n entry of block id and nothing else.
-func (r counterRepo) SetN(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetN", id, runtime.Set(counterEntryN, v))
+func (r _counterRepo) SetN(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetN", id, runtime.Set(_counterEntryN, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r counterRepo) Update(ctx context.Context, id string, u CounterUpdate) error {
-	return r.r.Update(ctx, "Update", id, counterChanges(u))
+func (r _counterRepo) Update(ctx context.Context, id string, u CounterUpdate) error {
+	return r.r.Update(ctx, "Update", id, _counterChanges(u))
 }
 
 // GetMany reads the Counter blocks with the given keys in one round trip (an
 // application-side join: see the *CounterRefs functions).
-func (r counterRepo) GetMany(ctx context.Context, ids []string) (map[string]*Counter, error) {
+func (r _counterRepo) GetMany(ctx context.Context, ids []string) (map[string]*Counter, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r counterRepo) EnsureIndexes(ctx context.Context) error {
+func (r _counterRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Counter aggregates in block-key order.
-func (r counterRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error) {
+// List reads one page of Counter aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _counterRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Counter aggregate in block-key order.
-func (r counterRepo) All(ctx context.Context) iter.Seq2[*Counter, error] {
+// All iterates over every Counter aggregate, in the order of List.
+func (r _counterRepo) All(ctx context.Context) iter.Seq2[*Counter, error] {
 	return r.r.All(ctx)
 }
 

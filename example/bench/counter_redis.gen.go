@@ -16,15 +16,15 @@ import (
 // order. Every write is one Lua script run, atomic on the node that owns the
 // block's hash slot.
 type CounterRedisRepository struct {
-	counterRepo
+	_counterRepo
 	store *redisstore.Store[Counter, string]
 }
 
 // NewCounterRedisRepository returns the Counter repository over rdb, a
 // single-node or a cluster client.
 func NewCounterRedisRepository(rdb redis.UniversalClient) *CounterRedisRepository {
-	s := redisstore.Open(rdb, counterDesc)
-	return &CounterRedisRepository{counterRepo{runtime.NewRepo(counterDesc, s)}, s}
+	s := redisstore.Open(rdb, _counterDesc)
+	return &CounterRedisRepository{_counterRepo{runtime.NewRepo(_counterDesc, s)}, s}
 }
 
 // Client returns the underlying client.

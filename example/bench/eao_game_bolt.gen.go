@@ -15,15 +15,15 @@ import (
 // that each EAOGame block is one contiguous key range: its marker, which holds
 // the root entry. Every method is one bbolt transaction.
 type EAOGameBoltRepository struct {
-	eaoGameRepo
+	_eaoGameRepo
 	store *boltstore.Store[EAOGame, string]
 }
 
 // NewEAOGameBoltRepository returns the EAOGame repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewEAOGameBoltRepository(db *bbolt.DB) *EAOGameBoltRepository {
-	s := boltstore.Open(db, eaoGameDesc)
-	return &EAOGameBoltRepository{eaoGameRepo{runtime.NewRepo(eaoGameDesc, s)}, s}
+	s := boltstore.Open(db, _eaoGameDesc)
+	return &EAOGameBoltRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s)}, s}
 }
 
 // DB returns the underlying database.

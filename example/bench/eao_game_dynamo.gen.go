@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (_root (the root entry)), in native attribute values.
 type EAOGameDynamoRepository struct {
-	eaoGameRepo
+	_eaoGameRepo
 	store *dynamostore.Store[EAOGame, string]
 }
 
 // NewEAOGameDynamoRepository returns the EAOGame repository over client's
 // tables (EnsureIndexes creates them).
 func NewEAOGameDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *EAOGameDynamoRepository {
-	s := dynamostore.Open(client, eaoGameDesc, opts...)
-	return &EAOGameDynamoRepository{eaoGameRepo{runtime.NewRepo(eaoGameDesc, s)}, s}
+	s := dynamostore.Open(client, _eaoGameDesc, opts...)
+	return &EAOGameDynamoRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

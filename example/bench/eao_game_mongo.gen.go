@@ -13,15 +13,15 @@ import (
 // is one document of collection "EAOGame" with the block key as _id and one
 // top-level field per entry (firstPlayer, secondPlayer, rounds).
 type EAOGameMongoRepository struct {
-	eaoGameRepo
+	_eaoGameRepo
 	store *mongostore.Store[EAOGame, string]
 }
 
 // NewEAOGameMongoRepository returns the EAOGame repository over db's
 // collections.
 func NewEAOGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *EAOGameMongoRepository {
-	s := mongostore.Open(db, eaoGameDesc, opts...)
-	return &EAOGameMongoRepository{eaoGameRepo{runtime.NewRepo(eaoGameDesc, s)}, s}
+	s := mongostore.Open(db, _eaoGameDesc, opts...)
+	return &EAOGameMongoRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -40,35 +40,38 @@ type EAOGameRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of EAOGame aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of EAOGame aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*EAOGame], error)
 
-	// All iterates over every EAOGame aggregate in block-key order. Iteration
+	// All iterates over every EAOGame aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*EAOGame, error]
 }
 
-// eaoGameKeys encodes EAOGame block keys, order-preserving, for cursors and key-value stores.
-var eaoGameKeys = runtime.StringKeys[string]()
+// _eaoGameKeys encodes EAOGame block keys, order-preserving, for cursors and key-value stores.
+var _eaoGameKeys = runtime.StringKeys[string]()
 
-// eaoGameRoot is the value of the root entry of a EAOGame block (strategy
+// _eaoGameRoot is the value of the root entry of a EAOGame block (strategy
 // eao): every field but the id, the version and the partitioned ones.
-type eaoGameRoot struct {
+type _eaoGameRoot struct {
 	FirstPlayer  string  `bson:"firstPlayer"`
 	SecondPlayer string  `bson:"secondPlayer"`
 	Rounds       []Round `bson:"rounds"`
 }
 
-// eaoGameEntryRoot is the root entry ε of a EAOGame block.
-var eaoGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer", "rounds"}, func(eaoGame *EAOGame) eaoGameRoot {
-	return eaoGameRoot{
+// _eaoGameEntryRoot is the root entry ε of a EAOGame block.
+var _eaoGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer", "rounds"}, func(eaoGame *EAOGame) _eaoGameRoot {
+	return _eaoGameRoot{
 		FirstPlayer:  eaoGame.FirstPlayer,
 		SecondPlayer: eaoGame.SecondPlayer,
 		Rounds:       eaoGame.Rounds,
 	}
-}, func(eaoGame *EAOGame, root eaoGameRoot) {
+}, func(eaoGame *EAOGame, root _eaoGameRoot) {
 	eaoGame.FirstPlayer = root.FirstPlayer
 	eaoGame.SecondPlayer = root.SecondPlayer
 	eaoGame.Rounds = root.Rounds
@@ -77,80 +80,83 @@ var eaoGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer", "
 // The entries of a EAOGame block (NoAM layout: ε (the root entry)), one
 // accessor each.
 var (
-	eaoGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(eaoGame *EAOGame) *string {
+	_eaoGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(eaoGame *EAOGame) *string {
 		return &eaoGame.FirstPlayer
 	})
-	eaoGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(eaoGame *EAOGame) *string {
+	_eaoGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(eaoGame *EAOGame) *string {
 		return &eaoGame.SecondPlayer
 	})
-	eaoGameEntryRounds = runtime.NewField("rounds", "Rounds", func(eaoGame *EAOGame) *[]Round {
+	_eaoGameEntryRounds = runtime.NewField("rounds", "Rounds", func(eaoGame *EAOGame) *[]Round {
 		return &eaoGame.Rounds
 	})
 )
 
-// eaoGameDesc describes EAOGame to the store adapters: the same layout on
+// _eaoGameDesc describes EAOGame to the store adapters: the same layout on
 // every store.
-var eaoGameDesc = (&runtime.Desc[EAOGame, string]{
+var _eaoGameDesc = (&runtime.Desc[EAOGame, string]{
 	Aggregate: "EAOGame",
-	Keys:      eaoGameKeys,
+	Keys:      _eaoGameKeys,
 	ID: func(eaoGame *EAOGame) *string {
 		return &eaoGame.ID
 	},
 	EAO:    true,
-	Root:   eaoGameEntryRoot,
-	Fields: []*runtime.Field[EAOGame]{eaoGameEntryFirstPlayer, eaoGameEntrySecondPlayer, eaoGameEntryRounds},
+	Root:   _eaoGameEntryRoot,
+	Fields: []*runtime.Field[EAOGame]{_eaoGameEntryFirstPlayer, _eaoGameEntrySecondPlayer, _eaoGameEntryRounds},
 }).Init()
 
-// eaoGameRepo implements EAOGameRepository on any store adapter: each method
+// _eaoGameRepo implements EAOGameRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. EAOGameBoltRepository, EAOGameDynamoRepository,
 // EAOGameMongoRepository, EAOGameRedisRepository embed it.
-type eaoGameRepo struct {
+type _eaoGameRepo struct {
 	r runtime.Repo[EAOGame, string]
 }
 
-var _ EAOGameRepository = eaoGameRepo{}
+var _ EAOGameRepository = _eaoGameRepo{}
 
 // Get reads the EAOGame block with key id in one round trip.
-func (r eaoGameRepo) Get(ctx context.Context, id string) (*EAOGame, error) {
+func (r _eaoGameRepo) Get(ctx context.Context, id string) (*EAOGame, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new EAOGame block.
-func (r eaoGameRepo) Create(ctx context.Context, eaoGame *EAOGame) error {
+func (r _eaoGameRepo) Create(ctx context.Context, eaoGame *EAOGame) error {
 	return r.r.Create(ctx, eaoGame)
 }
 
 // Put creates the EAOGame block or replaces it whole.
-func (r eaoGameRepo) Put(ctx context.Context, eaoGame *EAOGame) error {
+func (r _eaoGameRepo) Put(ctx context.Context, eaoGame *EAOGame) error {
 	return r.r.Put(ctx, eaoGame)
 }
 
 // Delete removes the EAOGame block with key id and all its entries.
-func (r eaoGameRepo) Delete(ctx context.Context, id string) error {
+func (r _eaoGameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the EAOGame blocks with the given keys in one round trip (an
 // application-side join: see the *EAOGameRefs functions).
-func (r eaoGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
+func (r _eaoGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*EAOGame, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the EAOGame repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r eaoGameRepo) EnsureIndexes(ctx context.Context) error {
+func (r _eaoGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of EAOGame aggregates in block-key order.
-func (r eaoGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*EAOGame], error) {
+// List reads one page of EAOGame aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _eaoGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*EAOGame], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every EAOGame aggregate in block-key order.
-func (r eaoGameRepo) All(ctx context.Context) iter.Seq2[*EAOGame, error] {
+// All iterates over every EAOGame aggregate, in the order of List.
+func (r _eaoGameRepo) All(ctx context.Context) iter.Seq2[*EAOGame, error] {
 	return r.r.All(ctx)
 }
 

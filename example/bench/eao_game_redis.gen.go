@@ -16,15 +16,15 @@ import (
 // in key order. Every write is one Lua script run, atomic on the node that
 // owns the block's hash slot.
 type EAOGameRedisRepository struct {
-	eaoGameRepo
+	_eaoGameRepo
 	store *redisstore.Store[EAOGame, string]
 }
 
 // NewEAOGameRedisRepository returns the EAOGame repository over rdb, a
 // single-node or a cluster client.
 func NewEAOGameRedisRepository(rdb redis.UniversalClient) *EAOGameRedisRepository {
-	s := redisstore.Open(rdb, eaoGameDesc)
-	return &EAOGameRedisRepository{eaoGameRepo{runtime.NewRepo(eaoGameDesc, s)}, s}
+	s := redisstore.Open(rdb, _eaoGameDesc)
+	return &EAOGameRedisRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,7 +16,7 @@ import (
 // holds the root entry. Every method is one bbolt transaction. Block keys are
 // allocated from counters in the bucket "noam.counters".
 type GameRoundBoltRepository struct {
-	gameRoundRepo
+	_gameRoundRepo
 	store *boltstore.Store[GameRound, GameRoundKey]
 }
 
@@ -24,8 +24,8 @@ type GameRoundBoltRepository struct {
 // first write creates the buckets it uses (EnsureIndexes creates them up
 // front).
 func NewGameRoundBoltRepository(db *bbolt.DB) *GameRoundBoltRepository {
-	s := boltstore.Open(db, gameRoundDesc)
-	return &GameRoundBoltRepository{gameRoundRepo{runtime.NewRepo(gameRoundDesc, s)}, s}
+	s := boltstore.Open(db, _gameRoundDesc)
+	return &GameRoundBoltRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s)}, s}
 }
 
 // DB returns the underlying database.

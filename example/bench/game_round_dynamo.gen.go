@@ -17,15 +17,15 @@ import (
 // The blocks of one counter scope are listed through the items "noam:scope" of
 // "GameRound__index".
 type GameRoundDynamoRepository struct {
-	gameRoundRepo
+	_gameRoundRepo
 	store *dynamostore.Store[GameRound, GameRoundKey]
 }
 
 // NewGameRoundDynamoRepository returns the GameRound repository over client's
 // tables (EnsureIndexes creates them).
 func NewGameRoundDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *GameRoundDynamoRepository {
-	s := dynamostore.Open(client, gameRoundDesc, opts...)
-	return &GameRoundDynamoRepository{gameRoundRepo{runtime.NewRepo(gameRoundDesc, s)}, s}
+	s := dynamostore.Open(client, _gameRoundDesc, opts...)
+	return &GameRoundDynamoRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

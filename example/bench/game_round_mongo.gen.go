@@ -14,15 +14,15 @@ import (
 // and one top-level field per entry (round). Block keys are allocated from
 // counters in the collection "noam_counters".
 type GameRoundMongoRepository struct {
-	gameRoundRepo
+	_gameRoundRepo
 	store *mongostore.Store[GameRound, GameRoundKey]
 }
 
 // NewGameRoundMongoRepository returns the GameRound repository over db's
 // collections.
 func NewGameRoundMongoRepository(db *mongo.Database, opts ...mongostore.Option) *GameRoundMongoRepository {
-	s := mongostore.Open(db, gameRoundDesc, opts...)
-	return &GameRoundMongoRepository{gameRoundRepo{runtime.NewRepo(gameRoundDesc, s)}, s}
+	s := mongostore.Open(db, _gameRoundDesc, opts...)
+	return &GameRoundMongoRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -50,23 +50,26 @@ type GameRoundRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of GameRound aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of GameRound aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*GameRound], error)
 
-	// All iterates over every GameRound aggregate in block-key order. Iteration
+	// All iterates over every GameRound aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*GameRound, error]
 }
 
-// appendGameRoundKey appends id to b with the order-preserving key codec, part by part.
-func appendGameRoundKey(b []byte, id GameRoundKey) []byte {
+// _appendGameRoundKey appends id to b with the order-preserving key codec, part by part.
+func _appendGameRoundKey(b []byte, id GameRoundKey) []byte {
 	return runtime.AppendInt(runtime.AppendString(b, id.Game), id.Seq)
 }
 
-// readGameRoundKey reads a block key written by appendGameRoundKey.
-func readGameRoundKey(r *runtime.KeyReader) (GameRoundKey, error) {
+// _readGameRoundKey reads a block key written by _appendGameRoundKey.
+func _readGameRoundKey(r *runtime.KeyReader) (GameRoundKey, error) {
 	var id GameRoundKey
 	{
 		v, err := r.String()
@@ -85,43 +88,43 @@ func readGameRoundKey(r *runtime.KeyReader) (GameRoundKey, error) {
 	return id, nil
 }
 
-// gameRoundKeys encodes GameRound block keys for cursors and key-value stores.
-var gameRoundKeys = runtime.KeyCodec[GameRoundKey]{Append: appendGameRoundKey, Read: readGameRoundKey}
+// _gameRoundKeys encodes GameRound block keys for cursors and key-value stores.
+var _gameRoundKeys = runtime.KeyCodec[GameRoundKey]{Append: _appendGameRoundKey, Read: _readGameRoundKey}
 
-// gameRoundRoot is the value of the root entry of a GameRound block (strategy
+// _gameRoundRoot is the value of the root entry of a GameRound block (strategy
 // eao): every field but the id, the version and the partitioned ones.
-type gameRoundRoot struct {
+type _gameRoundRoot struct {
 	Round Round `bson:"round"`
 }
 
-// gameRoundEntryRoot is the root entry ε of a GameRound block.
-var gameRoundEntryRoot = runtime.NewRoot([]string{"round"}, func(gameRound *GameRound) gameRoundRoot {
-	return gameRoundRoot{
+// _gameRoundEntryRoot is the root entry ε of a GameRound block.
+var _gameRoundEntryRoot = runtime.NewRoot([]string{"round"}, func(gameRound *GameRound) _gameRoundRoot {
+	return _gameRoundRoot{
 		Round: gameRound.Round,
 	}
-}, func(gameRound *GameRound, root gameRoundRoot) {
+}, func(gameRound *GameRound, root _gameRoundRoot) {
 	gameRound.Round = root.Round
 })
 
 // The entries of a GameRound block (NoAM layout: ε (the root entry)), one
 // accessor each.
 var (
-	gameRoundEntryRound = runtime.NewField("round", "Round", func(gameRound *GameRound) *Round {
+	_gameRoundEntryRound = runtime.NewField("round", "Round", func(gameRound *GameRound) *Round {
 		return &gameRound.Round
 	})
 )
 
-// gameRoundDesc describes GameRound to the store adapters: the same layout on
+// _gameRoundDesc describes GameRound to the store adapters: the same layout on
 // every store.
-var gameRoundDesc = (&runtime.Desc[GameRound, GameRoundKey]{
+var _gameRoundDesc = (&runtime.Desc[GameRound, GameRoundKey]{
 	Aggregate: "GameRound",
-	Keys:      gameRoundKeys,
+	Keys:      _gameRoundKeys,
 	ID: func(gameRound *GameRound) *GameRoundKey {
 		return &gameRound.Key
 	},
 	EAO:    true,
-	Root:   gameRoundEntryRoot,
-	Fields: []*runtime.Field[GameRound]{gameRoundEntryRound},
+	Root:   _gameRoundEntryRoot,
+	Fields: []*runtime.Field[GameRound]{_gameRoundEntryRound},
 	Counter: &runtime.Counter[GameRoundKey]{
 		Split: func(id GameRoundKey) ([]byte, int64) {
 			return runtime.AppendString(nil, id.Game), id.Seq
@@ -133,62 +136,65 @@ var gameRoundDesc = (&runtime.Desc[GameRound, GameRoundKey]{
 	},
 }).Init()
 
-// gameRoundRepo implements GameRoundRepository on any store adapter: each
+// _gameRoundRepo implements GameRoundRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. GameRoundBoltRepository, GameRoundDynamoRepository,
 // GameRoundMongoRepository, GameRoundRedisRepository embed it.
-type gameRoundRepo struct {
+type _gameRoundRepo struct {
 	r runtime.Repo[GameRound, GameRoundKey]
 }
 
-var _ GameRoundRepository = gameRoundRepo{}
+var _ GameRoundRepository = _gameRoundRepo{}
 
 // Get reads the GameRound block with key id in one round trip.
-func (r gameRoundRepo) Get(ctx context.Context, id GameRoundKey) (*GameRound, error) {
+func (r _gameRoundRepo) Get(ctx context.Context, id GameRoundKey) (*GameRound, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new GameRound block.
-func (r gameRoundRepo) Create(ctx context.Context, gameRound *GameRound) error {
+func (r _gameRoundRepo) Create(ctx context.Context, gameRound *GameRound) error {
 	return r.r.Create(ctx, gameRound)
 }
 
 // Put creates the GameRound block or replaces it whole.
-func (r gameRoundRepo) Put(ctx context.Context, gameRound *GameRound) error {
+func (r _gameRoundRepo) Put(ctx context.Context, gameRound *GameRound) error {
 	return r.r.Put(ctx, gameRound)
 }
 
 // Delete removes the GameRound block with key id and all its entries.
-func (r gameRoundRepo) Delete(ctx context.Context, id GameRoundKey) error {
+func (r _gameRoundRepo) Delete(ctx context.Context, id GameRoundKey) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the GameRound blocks with the given keys in one round trip (an
 // application-side join: see the *GameRoundRefs functions).
-func (r gameRoundRepo) GetMany(ctx context.Context, ids []GameRoundKey) (map[GameRoundKey]*GameRound, error) {
+func (r _gameRoundRepo) GetMany(ctx context.Context, ids []GameRoundKey) (map[GameRoundKey]*GameRound, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByGame reads one page of the GameRound aggregates with the given game,
 // in seq order.
-func (r gameRoundRepo) ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
+func (r _gameRoundRepo) ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
 	return r.r.ListScope(ctx, "ListByGame", GameRoundKey{Game: game}, req)
 }
 
 // EnsureIndexes creates what the GameRound repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r gameRoundRepo) EnsureIndexes(ctx context.Context) error {
+func (r _gameRoundRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of GameRound aggregates in block-key order.
-func (r gameRoundRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
+// List reads one page of GameRound aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _gameRoundRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every GameRound aggregate in block-key order.
-func (r gameRoundRepo) All(ctx context.Context) iter.Seq2[*GameRound, error] {
+// All iterates over every GameRound aggregate, in the order of List.
+func (r _gameRoundRepo) All(ctx context.Context) iter.Seq2[*GameRound, error] {
 	return r.r.All(ctx)
 }
 

@@ -17,15 +17,15 @@ import (
 // that owns the block's hash slot. Block keys are allocated with INCR on
 // "GameRound:counter" (one counter per scope).
 type GameRoundRedisRepository struct {
-	gameRoundRepo
+	_gameRoundRepo
 	store *redisstore.Store[GameRound, GameRoundKey]
 }
 
 // NewGameRoundRedisRepository returns the GameRound repository over rdb, a
 // single-node or a cluster client.
 func NewGameRoundRedisRepository(rdb redis.UniversalClient) *GameRoundRedisRepository {
-	s := redisstore.Open(rdb, gameRoundDesc)
-	return &GameRoundRedisRepository{gameRoundRepo{runtime.NewRepo(gameRoundDesc, s)}, s}
+	s := redisstore.Open(rdb, _gameRoundDesc)
+	return &GameRoundRedisRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s)}, s}
 }
 
 // Client returns the underlying client.

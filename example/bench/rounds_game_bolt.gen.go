@@ -16,7 +16,7 @@ import (
 // holds the root entry, then the entries rounds (the element count),
 // rounds[i]. Every method is one bbolt transaction.
 type RoundsGameBoltRepository struct {
-	roundsGameRepo
+	_roundsGameRepo
 	store *boltstore.Store[RoundsGame, string]
 }
 
@@ -24,8 +24,8 @@ type RoundsGameBoltRepository struct {
 // first write creates the buckets it uses (EnsureIndexes creates them up
 // front).
 func NewRoundsGameBoltRepository(db *bbolt.DB) *RoundsGameBoltRepository {
-	s := boltstore.Open(db, roundsGameDesc)
-	return &RoundsGameBoltRepository{roundsGameRepo{runtime.NewRepo(roundsGameDesc, s)}, s}
+	s := boltstore.Open(db, _roundsGameDesc)
+	return &RoundsGameBoltRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -17,15 +17,15 @@ import (
 // attributes written element by element (SET of one index; an append is one
 // request that sends only the new element).
 type RoundsGameDynamoRepository struct {
-	roundsGameRepo
+	_roundsGameRepo
 	store *dynamostore.Store[RoundsGame, string]
 }
 
 // NewRoundsGameDynamoRepository returns the RoundsGame repository over
 // client's tables (EnsureIndexes creates them).
 func NewRoundsGameDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *RoundsGameDynamoRepository {
-	s := dynamostore.Open(client, roundsGameDesc, opts...)
-	return &RoundsGameDynamoRepository{roundsGameRepo{runtime.NewRepo(roundsGameDesc, s)}, s}
+	s := dynamostore.Open(client, _roundsGameDesc, opts...)
+	return &RoundsGameDynamoRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -15,15 +15,15 @@ import (
 // rounds[i]). Partitioned fields are arrays written element by element ($push,
 // $set of one index), their lengths kept in _len.
 type RoundsGameMongoRepository struct {
-	roundsGameRepo
+	_roundsGameRepo
 	store *mongostore.Store[RoundsGame, string]
 }
 
 // NewRoundsGameMongoRepository returns the RoundsGame repository over db's
 // collections.
 func NewRoundsGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *RoundsGameMongoRepository {
-	s := mongostore.Open(db, roundsGameDesc, opts...)
-	return &RoundsGameMongoRepository{roundsGameRepo{runtime.NewRepo(roundsGameDesc, s)}, s}
+	s := mongostore.Open(db, _roundsGameDesc, opts...)
+	return &RoundsGameMongoRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -63,13 +63,16 @@ type RoundsGameRepository interface {
 	// on, if they do not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of RoundsGame aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of RoundsGame aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*RoundsGame], error)
 
-	// All iterates over every RoundsGame aggregate in block-key order. Iteration
-	// stops at the first error, which is yielded with a nil aggregate.
+	// All iterates over every RoundsGame aggregate, in the order of List.
+	// Iteration stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*RoundsGame, error]
 }
 
@@ -85,24 +88,24 @@ type RoundsGameUpdate struct {
 	RoundsAt map[int]Round
 }
 
-// roundsGameKeys encodes RoundsGame block keys, order-preserving, for cursors and key-value stores.
-var roundsGameKeys = runtime.StringKeys[string]()
+// _roundsGameKeys encodes RoundsGame block keys, order-preserving, for cursors and key-value stores.
+var _roundsGameKeys = runtime.StringKeys[string]()
 
-// roundsGameRoot is the value of the root entry of a RoundsGame block
+// _roundsGameRoot is the value of the root entry of a RoundsGame block
 // (strategy eao): every field but the id, the version and the partitioned
 // ones.
-type roundsGameRoot struct {
+type _roundsGameRoot struct {
 	FirstPlayer  string `bson:"firstPlayer"`
 	SecondPlayer string `bson:"secondPlayer"`
 }
 
-// roundsGameEntryRoot is the root entry ε of a RoundsGame block.
-var roundsGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, func(roundsGame *RoundsGame) roundsGameRoot {
-	return roundsGameRoot{
+// _roundsGameEntryRoot is the root entry ε of a RoundsGame block.
+var _roundsGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, func(roundsGame *RoundsGame) _roundsGameRoot {
+	return _roundsGameRoot{
 		FirstPlayer:  roundsGame.FirstPlayer,
 		SecondPlayer: roundsGame.SecondPlayer,
 	}
-}, func(roundsGame *RoundsGame, root roundsGameRoot) {
+}, func(roundsGame *RoundsGame, root _roundsGameRoot) {
 	roundsGame.FirstPlayer = root.FirstPlayer
 	roundsGame.SecondPlayer = root.SecondPlayer
 })
@@ -110,121 +113,124 @@ var roundsGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"
 // The entries of a RoundsGame block (NoAM layout: ε (the root entry),
 // rounds[i]), one accessor each.
 var (
-	roundsGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(roundsGame *RoundsGame) *string {
+	_roundsGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(roundsGame *RoundsGame) *string {
 		return &roundsGame.FirstPlayer
 	})
-	roundsGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(roundsGame *RoundsGame) *string {
+	_roundsGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(roundsGame *RoundsGame) *string {
 		return &roundsGame.SecondPlayer
 	})
-	roundsGameEntryRounds = runtime.NewPartition("rounds", "Rounds", func(roundsGame *RoundsGame) *[]Round {
+	_roundsGameEntryRounds = runtime.NewPartition("rounds", "Rounds", func(roundsGame *RoundsGame) *[]Round {
 		return &roundsGame.Rounds
 	})
 )
 
-// roundsGameDesc describes RoundsGame to the store adapters: the same layout
+// _roundsGameDesc describes RoundsGame to the store adapters: the same layout
 // on every store.
-var roundsGameDesc = (&runtime.Desc[RoundsGame, string]{
+var _roundsGameDesc = (&runtime.Desc[RoundsGame, string]{
 	Aggregate: "RoundsGame",
-	Keys:      roundsGameKeys,
+	Keys:      _roundsGameKeys,
 	ID: func(roundsGame *RoundsGame) *string {
 		return &roundsGame.ID
 	},
 	EAO:    true,
-	Root:   roundsGameEntryRoot,
-	Fields: []*runtime.Field[RoundsGame]{roundsGameEntryFirstPlayer, roundsGameEntrySecondPlayer, roundsGameEntryRounds},
+	Root:   _roundsGameEntryRoot,
+	Fields: []*runtime.Field[RoundsGame]{_roundsGameEntryFirstPlayer, _roundsGameEntrySecondPlayer, _roundsGameEntryRounds},
 }).Init()
 
-// roundsGameChanges turns u into the entry changes it stands for (elements in
+// _roundsGameChanges turns u into the entry changes it stands for (elements in
 // index order).
-func roundsGameChanges(u RoundsGameUpdate) runtime.Update[RoundsGame] {
+func _roundsGameChanges(u RoundsGameUpdate) runtime.Update[RoundsGame] {
 	var c runtime.Update[RoundsGame]
 	if u.Root != nil {
-		c.Changes = append(c.Changes, runtime.Set(roundsGameEntryRoot, roundsGameRoot{
+		c.Changes = append(c.Changes, runtime.Set(_roundsGameEntryRoot, _roundsGameRoot{
 			FirstPlayer:  u.Root.FirstPlayer,
 			SecondPlayer: u.Root.SecondPlayer,
 		}))
 	}
 	if len(u.RoundsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.RoundsAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(roundsGameEntryRounds, i, u.RoundsAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_roundsGameEntryRounds, i, u.RoundsAt[i]))
 		}
 	}
 	return c
 }
 
-// roundsGameRepo implements RoundsGameRepository on any store adapter: each
+// _roundsGameRepo implements RoundsGameRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. RoundsGameBoltRepository, RoundsGameDynamoRepository,
 // RoundsGameMongoRepository, RoundsGameRedisRepository embed it.
-type roundsGameRepo struct {
+type _roundsGameRepo struct {
 	r runtime.Repo[RoundsGame, string]
 }
 
-var _ RoundsGameRepository = roundsGameRepo{}
+var _ RoundsGameRepository = _roundsGameRepo{}
 
 // Get reads the RoundsGame block with key id in one round trip.
-func (r roundsGameRepo) Get(ctx context.Context, id string) (*RoundsGame, error) {
+func (r _roundsGameRepo) Get(ctx context.Context, id string) (*RoundsGame, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new RoundsGame block.
-func (r roundsGameRepo) Create(ctx context.Context, roundsGame *RoundsGame) error {
+func (r _roundsGameRepo) Create(ctx context.Context, roundsGame *RoundsGame) error {
 	return r.r.Create(ctx, roundsGame)
 }
 
 // Put creates the RoundsGame block or replaces it whole.
-func (r roundsGameRepo) Put(ctx context.Context, roundsGame *RoundsGame) error {
+func (r _roundsGameRepo) Put(ctx context.Context, roundsGame *RoundsGame) error {
 	return r.r.Put(ctx, roundsGame)
 }
 
 // Delete removes the RoundsGame block with key id and all its entries.
-func (r roundsGameRepo) Delete(ctx context.Context, id string) error {
+func (r _roundsGameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
 // new entry rounds[i] is written, the other elements are not sent.
-func (r roundsGameRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
-	return r.r.Append(ctx, "AppendRounds", id, roundsGameEntryRounds, e)
+func (r _roundsGameRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
+	return r.r.Append(ctx, "AppendRounds", id, _roundsGameEntryRounds, e)
 }
 
 // SetRoundsAt replaces the entry rounds[i] and nothing else.
-func (r roundsGameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
-	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(roundsGameEntryRounds, i, e))
+func (r _roundsGameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
+	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_roundsGameEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
 // reading the rest of the block.
-func (r roundsGameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
-	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, roundsGameEntryRounds, req)
+func (r _roundsGameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
+	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _roundsGameEntryRounds, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r roundsGameRepo) Update(ctx context.Context, id string, u RoundsGameUpdate) error {
-	return r.r.Update(ctx, "Update", id, roundsGameChanges(u))
+func (r _roundsGameRepo) Update(ctx context.Context, id string, u RoundsGameUpdate) error {
+	return r.r.Update(ctx, "Update", id, _roundsGameChanges(u))
 }
 
 // GetMany reads the RoundsGame blocks with the given keys in one round trip
 // (an application-side join: see the *RoundsGameRefs functions).
-func (r roundsGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*RoundsGame, error) {
+func (r _roundsGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*RoundsGame, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the RoundsGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet.
-func (r roundsGameRepo) EnsureIndexes(ctx context.Context) error {
+func (r _roundsGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of RoundsGame aggregates in block-key order.
-func (r roundsGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*RoundsGame], error) {
+// List reads one page of RoundsGame aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _roundsGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*RoundsGame], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every RoundsGame aggregate in block-key order.
-func (r roundsGameRepo) All(ctx context.Context) iter.Seq2[*RoundsGame, error] {
+// All iterates over every RoundsGame aggregate, in the order of List.
+func (r _roundsGameRepo) All(ctx context.Context) iter.Seq2[*RoundsGame, error] {
 	return r.r.All(ctx)
 }
 

@@ -17,15 +17,15 @@ import (
 // Every write is one Lua script run, atomic on the node that owns the block's
 // hash slot.
 type RoundsGameRedisRepository struct {
-	roundsGameRepo
+	_roundsGameRepo
 	store *redisstore.Store[RoundsGame, string]
 }
 
 // NewRoundsGameRedisRepository returns the RoundsGame repository over rdb, a
 // single-node or a cluster client.
 func NewRoundsGameRedisRepository(rdb redis.UniversalClient) *RoundsGameRedisRepository {
-	s := redisstore.Open(rdb, roundsGameDesc)
-	return &RoundsGameRedisRepository{roundsGameRepo{runtime.NewRepo(roundsGameDesc, s)}, s}
+	s := redisstore.Open(rdb, _roundsGameDesc)
+	return &RoundsGameRedisRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s)}, s}
 }
 
 // Client returns the underlying client.

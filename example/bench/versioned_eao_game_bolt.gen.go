@@ -16,7 +16,7 @@ import (
 // range: its marker, which holds the root entry, then the entries version.
 // Every method is one bbolt transaction.
 type VersionedEAOGameBoltRepository struct {
-	versionedEAOGameRepo
+	_versionedEAOGameRepo
 	store *boltstore.Store[VersionedEAOGame, string]
 }
 
@@ -24,8 +24,8 @@ type VersionedEAOGameBoltRepository struct {
 // over db; the first write creates the buckets it uses (EnsureIndexes creates
 // them up front).
 func NewVersionedEAOGameBoltRepository(db *bbolt.DB) *VersionedEAOGameBoltRepository {
-	s := boltstore.Open(db, versionedEAOGameDesc)
-	return &VersionedEAOGameBoltRepository{versionedEAOGameRepo{runtime.NewRepo(versionedEAOGameDesc, s)}, s}
+	s := boltstore.Open(db, _versionedEAOGameDesc)
+	return &VersionedEAOGameBoltRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s)}, s}
 }
 
 // DB returns the underlying database.

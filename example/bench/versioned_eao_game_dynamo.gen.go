@@ -15,15 +15,15 @@ import (
 // the block key as the partition key _id and one attribute per entry (_root
 // (the root entry), version), in native attribute values.
 type VersionedEAOGameDynamoRepository struct {
-	versionedEAOGameRepo
+	_versionedEAOGameRepo
 	store *dynamostore.Store[VersionedEAOGame, string]
 }
 
 // NewVersionedEAOGameDynamoRepository returns the VersionedEAOGame repository
 // over client's tables (EnsureIndexes creates them).
 func NewVersionedEAOGameDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *VersionedEAOGameDynamoRepository {
-	s := dynamostore.Open(client, versionedEAOGameDesc, opts...)
-	return &VersionedEAOGameDynamoRepository{versionedEAOGameRepo{runtime.NewRepo(versionedEAOGameDesc, s)}, s}
+	s := dynamostore.Open(client, _versionedEAOGameDesc, opts...)
+	return &VersionedEAOGameDynamoRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

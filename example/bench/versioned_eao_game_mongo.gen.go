@@ -14,15 +14,15 @@ import (
 // with the block key as _id and one top-level field per entry (firstPlayer,
 // secondPlayer, rounds, version).
 type VersionedEAOGameMongoRepository struct {
-	versionedEAOGameRepo
+	_versionedEAOGameRepo
 	store *mongostore.Store[VersionedEAOGame, string]
 }
 
 // NewVersionedEAOGameMongoRepository returns the VersionedEAOGame repository
 // over db's collections.
 func NewVersionedEAOGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *VersionedEAOGameMongoRepository {
-	s := mongostore.Open(db, versionedEAOGameDesc, opts...)
-	return &VersionedEAOGameMongoRepository{versionedEAOGameRepo{runtime.NewRepo(versionedEAOGameDesc, s)}, s}
+	s := mongostore.Open(db, _versionedEAOGameDesc, opts...)
+	return &VersionedEAOGameMongoRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -26,11 +26,11 @@ type VersionedEAOGameRepository interface {
 	Create(ctx context.Context, versionedEAOGame *VersionedEAOGame) error
 
 	// Put creates the VersionedEAOGame block or replaces it whole, with optimistic
-	// concurrency on version: when versionedEAOGame.Version is 0 the block must
-	// not exist yet; otherwise the stored version must equal
-	// versionedEAOGame.Version. Either way a mismatch fails with
-	// runtime.ErrConflict and changes nothing. On success the stored version is
-	// one more than before and versionedEAOGame.Version is set to it.
+	// concurrency on version: when versionedEAOGame.Version is runtime.NotStored
+	// (0, the zero value) the block must not exist yet; otherwise the stored
+	// version must equal versionedEAOGame.Version. Either way a mismatch fails
+	// with runtime.ErrConflict and changes nothing. On success the stored version
+	// is one more than before and versionedEAOGame.Version is set to it.
 	Put(ctx context.Context, versionedEAOGame *VersionedEAOGame) error
 
 	// Delete removes the VersionedEAOGame block with key id and all its entries.
@@ -47,37 +47,39 @@ type VersionedEAOGameRepository interface {
 	// on, if they do not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of VersionedEAOGame aggregates in block-key order. Pass
-	// the returned Next as req.Cursor to read the following page; Next is empty
-	// after the last page. A cursor not made by List fails with
+	// List reads one page of VersionedEAOGame aggregates, in the store's listing
+	// order (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*VersionedEAOGame], error)
 
-	// All iterates over every VersionedEAOGame aggregate in block-key order.
+	// All iterates over every VersionedEAOGame aggregate, in the order of List.
 	// Iteration stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*VersionedEAOGame, error]
 }
 
-// versionedEAOGameKeys encodes VersionedEAOGame block keys, order-preserving, for cursors and key-value stores.
-var versionedEAOGameKeys = runtime.StringKeys[string]()
+// _versionedEAOGameKeys encodes VersionedEAOGame block keys, order-preserving, for cursors and key-value stores.
+var _versionedEAOGameKeys = runtime.StringKeys[string]()
 
-// versionedEAOGameRoot is the value of the root entry of a VersionedEAOGame
+// _versionedEAOGameRoot is the value of the root entry of a VersionedEAOGame
 // block (strategy eao): every field but the id, the version and the
 // partitioned ones.
-type versionedEAOGameRoot struct {
+type _versionedEAOGameRoot struct {
 	FirstPlayer  string  `bson:"firstPlayer"`
 	SecondPlayer string  `bson:"secondPlayer"`
 	Rounds       []Round `bson:"rounds"`
 }
 
-// versionedEAOGameEntryRoot is the root entry ε of a VersionedEAOGame block.
-var versionedEAOGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer", "rounds"}, func(versionedEAOGame *VersionedEAOGame) versionedEAOGameRoot {
-	return versionedEAOGameRoot{
+// _versionedEAOGameEntryRoot is the root entry ε of a VersionedEAOGame block.
+var _versionedEAOGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer", "rounds"}, func(versionedEAOGame *VersionedEAOGame) _versionedEAOGameRoot {
+	return _versionedEAOGameRoot{
 		FirstPlayer:  versionedEAOGame.FirstPlayer,
 		SecondPlayer: versionedEAOGame.SecondPlayer,
 		Rounds:       versionedEAOGame.Rounds,
 	}
-}, func(versionedEAOGame *VersionedEAOGame, root versionedEAOGameRoot) {
+}, func(versionedEAOGame *VersionedEAOGame, root _versionedEAOGameRoot) {
 	versionedEAOGame.FirstPlayer = root.FirstPlayer
 	versionedEAOGame.SecondPlayer = root.SecondPlayer
 	versionedEAOGame.Rounds = root.Rounds
@@ -86,88 +88,91 @@ var versionedEAOGameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondP
 // The entries of a VersionedEAOGame block (NoAM layout: ε (the root entry),
 // version), one accessor each.
 var (
-	versionedEAOGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(versionedEAOGame *VersionedEAOGame) *string {
+	_versionedEAOGameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(versionedEAOGame *VersionedEAOGame) *string {
 		return &versionedEAOGame.FirstPlayer
 	})
-	versionedEAOGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(versionedEAOGame *VersionedEAOGame) *string {
+	_versionedEAOGameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(versionedEAOGame *VersionedEAOGame) *string {
 		return &versionedEAOGame.SecondPlayer
 	})
-	versionedEAOGameEntryRounds = runtime.NewField("rounds", "Rounds", func(versionedEAOGame *VersionedEAOGame) *[]Round {
+	_versionedEAOGameEntryRounds = runtime.NewField("rounds", "Rounds", func(versionedEAOGame *VersionedEAOGame) *[]Round {
 		return &versionedEAOGame.Rounds
 	})
-	versionedEAOGameEntryVersion = runtime.NewVersion("version", "Version", func(versionedEAOGame *VersionedEAOGame) *int64 {
+	_versionedEAOGameEntryVersion = runtime.NewVersion("version", "Version", func(versionedEAOGame *VersionedEAOGame) *int64 {
 		return &versionedEAOGame.Version
 	})
 )
 
-// versionedEAOGameDesc describes VersionedEAOGame to the store adapters: the
+// _versionedEAOGameDesc describes VersionedEAOGame to the store adapters: the
 // same layout on every store.
-var versionedEAOGameDesc = (&runtime.Desc[VersionedEAOGame, string]{
+var _versionedEAOGameDesc = (&runtime.Desc[VersionedEAOGame, string]{
 	Aggregate: "VersionedEAOGame",
-	Keys:      versionedEAOGameKeys,
+	Keys:      _versionedEAOGameKeys,
 	ID: func(versionedEAOGame *VersionedEAOGame) *string {
 		return &versionedEAOGame.ID
 	},
 	EAO:     true,
-	Root:    versionedEAOGameEntryRoot,
-	Fields:  []*runtime.Field[VersionedEAOGame]{versionedEAOGameEntryFirstPlayer, versionedEAOGameEntrySecondPlayer, versionedEAOGameEntryRounds},
-	Version: versionedEAOGameEntryVersion,
+	Root:    _versionedEAOGameEntryRoot,
+	Fields:  []*runtime.Field[VersionedEAOGame]{_versionedEAOGameEntryFirstPlayer, _versionedEAOGameEntrySecondPlayer, _versionedEAOGameEntryRounds},
+	Version: _versionedEAOGameEntryVersion,
 }).Init()
 
-// versionedEAOGameRepo implements VersionedEAOGameRepository on any store
+// _versionedEAOGameRepo implements VersionedEAOGameRepository on any store
 // adapter: each method is a typed call into runtime.Repo, which holds the
 // descriptor and the adapter. VersionedEAOGameBoltRepository,
 // VersionedEAOGameDynamoRepository, VersionedEAOGameMongoRepository,
 // VersionedEAOGameRedisRepository embed it.
-type versionedEAOGameRepo struct {
+type _versionedEAOGameRepo struct {
 	r runtime.Repo[VersionedEAOGame, string]
 }
 
-var _ VersionedEAOGameRepository = versionedEAOGameRepo{}
+var _ VersionedEAOGameRepository = _versionedEAOGameRepo{}
 
 // Get reads the VersionedEAOGame block with key id in one round trip.
-func (r versionedEAOGameRepo) Get(ctx context.Context, id string) (*VersionedEAOGame, error) {
+func (r _versionedEAOGameRepo) Get(ctx context.Context, id string) (*VersionedEAOGame, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new VersionedEAOGame block.
-func (r versionedEAOGameRepo) Create(ctx context.Context, versionedEAOGame *VersionedEAOGame) error {
+func (r _versionedEAOGameRepo) Create(ctx context.Context, versionedEAOGame *VersionedEAOGame) error {
 	return r.r.Create(ctx, versionedEAOGame)
 }
 
 // Put creates the VersionedEAOGame block or replaces it whole, with optimistic
-// concurrency on version: when versionedEAOGame.Version is 0 the block must
-// not exist yet; otherwise the stored version must equal
-// versionedEAOGame.Version.
-func (r versionedEAOGameRepo) Put(ctx context.Context, versionedEAOGame *VersionedEAOGame) error {
+// concurrency on version: when versionedEAOGame.Version is runtime.NotStored
+// (0, the zero value) the block must not exist yet; otherwise the stored
+// version must equal versionedEAOGame.Version.
+func (r _versionedEAOGameRepo) Put(ctx context.Context, versionedEAOGame *VersionedEAOGame) error {
 	return r.r.Put(ctx, versionedEAOGame)
 }
 
 // Delete removes the VersionedEAOGame block with key id and all its entries.
-func (r versionedEAOGameRepo) Delete(ctx context.Context, id string) error {
+func (r _versionedEAOGameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the VersionedEAOGame blocks with the given keys in one round
 // trip (an application-side join: see the *VersionedEAOGameRefs functions).
-func (r versionedEAOGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*VersionedEAOGame, error) {
+func (r _versionedEAOGameRepo) GetMany(ctx context.Context, ids []string) (map[string]*VersionedEAOGame, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the VersionedEAOGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet.
-func (r versionedEAOGameRepo) EnsureIndexes(ctx context.Context) error {
+func (r _versionedEAOGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of VersionedEAOGame aggregates in block-key order.
-func (r versionedEAOGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*VersionedEAOGame], error) {
+// List reads one page of VersionedEAOGame aggregates, in the store's listing
+// order (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _versionedEAOGameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*VersionedEAOGame], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every VersionedEAOGame aggregate in block-key order.
-func (r versionedEAOGameRepo) All(ctx context.Context) iter.Seq2[*VersionedEAOGame, error] {
+// All iterates over every VersionedEAOGame aggregate, in the order of List.
+func (r _versionedEAOGameRepo) All(ctx context.Context) iter.Seq2[*VersionedEAOGame, error] {
 	return r.r.All(ctx)
 }
 

@@ -17,15 +17,15 @@ import (
 // write is one Lua script run, atomic on the node that owns the block's hash
 // slot.
 type VersionedEAOGameRedisRepository struct {
-	versionedEAOGameRepo
+	_versionedEAOGameRepo
 	store *redisstore.Store[VersionedEAOGame, string]
 }
 
 // NewVersionedEAOGameRedisRepository returns the VersionedEAOGame repository
 // over rdb, a single-node or a cluster client.
 func NewVersionedEAOGameRedisRepository(rdb redis.UniversalClient) *VersionedEAOGameRedisRepository {
-	s := redisstore.Open(rdb, versionedEAOGameDesc)
-	return &VersionedEAOGameRedisRepository{versionedEAOGameRepo{runtime.NewRepo(versionedEAOGameDesc, s)}, s}
+	s := redisstore.Open(rdb, _versionedEAOGameDesc)
+	return &VersionedEAOGameRedisRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s)}, s}
 }
 
 // Client returns the underlying client.

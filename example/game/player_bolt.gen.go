@@ -18,15 +18,15 @@ import (
 // buckets "Player.game", written in the transaction of every write that
 // changes their values.
 type PlayerBoltRepository struct {
-	playerRepo
+	_playerRepo
 	store *boltstore.Store[Player, string]
 }
 
 // NewPlayerBoltRepository returns the Player repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewPlayerBoltRepository(db *bbolt.DB) *PlayerBoltRepository {
-	s := boltstore.Open(db, playerDesc)
-	return &PlayerBoltRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := boltstore.Open(db, _playerDesc)
+	return &PlayerBoltRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // DB returns the underlying database.

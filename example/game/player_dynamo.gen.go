@@ -18,15 +18,15 @@ import (
 // the lookup protocol of runtime/dynamostore (hidden attributes _seq and
 // _inc).
 type PlayerDynamoRepository struct {
-	playerRepo
+	_playerRepo
 	store *dynamostore.Store[Player, string]
 }
 
 // NewPlayerDynamoRepository returns the Player repository over client's tables
 // (EnsureIndexes creates them).
 func NewPlayerDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *PlayerDynamoRepository {
-	s := dynamostore.Open(client, playerDesc, opts...)
-	return &PlayerDynamoRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := dynamostore.Open(client, _playerDesc, opts...)
+	return &PlayerDynamoRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -16,15 +16,15 @@ import (
 // {games.game: 1, _id: 1}. Options: mongostore.IndexTables() keeps every
 // lookup in an index table, mongostore.UniqueTables() the unique ones.
 type PlayerMongoRepository struct {
-	playerRepo
+	_playerRepo
 	store *mongostore.Store[Player, string]
 }
 
 // NewPlayerMongoRepository returns the Player repository over db's
 // collections.
 func NewPlayerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *PlayerMongoRepository {
-	s := mongostore.Open(db, playerDesc, opts...)
-	return &PlayerMongoRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := mongostore.Open(db, _playerDesc, opts...)
+	return &PlayerMongoRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -74,13 +74,16 @@ type PlayerRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Player aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Player aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error)
 
-	// All iterates over every Player aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Player aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Player, error]
 }
 
@@ -98,13 +101,13 @@ type PlayerUpdate struct {
 	Games *[]GameRef
 }
 
-// playerKeys encodes Player block keys, order-preserving, for cursors and key-value stores.
-var playerKeys = runtime.StringKeys[string]()
+// _playerKeys encodes Player block keys, order-preserving, for cursors and key-value stores.
+var _playerKeys = runtime.StringKeys[string]()
 
-// playerGameKeys returns the values of lookup Player.game held by player, each
-// encoded with the key codec (without the block key), sorted and without
+// _playerGameKeys returns the values of lookup Player.game held by player,
+// each encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func playerGameKeys(player *Player) [][]byte {
+func _playerGameKeys(player *Player) [][]byte {
 	var keys [][]byte
 	for _, x0 := range player.Games {
 		keys = append(keys, runtime.AppendString(nil, x0.Game))
@@ -163,145 +166,148 @@ func PlayerPlayerRefs(players ...*Player) []string {
 // The entries of a Player block (NoAM layout: firstName, lastName, score,
 // games), one accessor each.
 var (
-	playerEntryFirstName = runtime.NewField("firstName", "FirstName", func(player *Player) *string {
+	_playerEntryFirstName = runtime.NewField("firstName", "FirstName", func(player *Player) *string {
 		return &player.FirstName
 	})
-	playerEntryLastName = runtime.NewField("lastName", "LastName", func(player *Player) *string {
+	_playerEntryLastName = runtime.NewField("lastName", "LastName", func(player *Player) *string {
 		return &player.LastName
 	})
-	playerEntryScore = runtime.NewField("score", "Score", func(player *Player) *int {
+	_playerEntryScore = runtime.NewField("score", "Score", func(player *Player) *int {
 		return &player.Score
 	})
-	playerEntryGames = runtime.NewField("games", "Games", func(player *Player) *[]GameRef {
+	_playerEntryGames = runtime.NewField("games", "Games", func(player *Player) *[]GameRef {
 		return &player.Games
 	})
 )
 
 // The lookups of Player.
 var (
-	playerLookupGame = &runtime.Lookup[Player]{Name: "game", Parts: 1, Fields: []string{"games"}, Keys: playerGameKeys, Paths: []runtime.LookupPath{{Path: "games.game", Kind: runtime.PartString, Multi: true}}}
+	_playerLookupGame = &runtime.Lookup[Player]{Name: "game", Parts: 1, Fields: []string{"games"}, Keys: _playerGameKeys, Paths: []runtime.LookupPath{{Path: "games.game", Kind: runtime.PartString, Multi: true}}}
 )
 
-// playerDesc describes Player to the store adapters: the same layout on every
+// _playerDesc describes Player to the store adapters: the same layout on every
 // store.
-var playerDesc = (&runtime.Desc[Player, string]{
+var _playerDesc = (&runtime.Desc[Player, string]{
 	Aggregate: "Player",
-	Keys:      playerKeys,
+	Keys:      _playerKeys,
 	ID: func(player *Player) *string {
 		return &player.Username
 	},
-	Fields:  []*runtime.Field[Player]{playerEntryFirstName, playerEntryLastName, playerEntryScore, playerEntryGames},
-	Lookups: []*runtime.Lookup[Player]{playerLookupGame},
+	Fields:  []*runtime.Field[Player]{_playerEntryFirstName, _playerEntryLastName, _playerEntryScore, _playerEntryGames},
+	Lookups: []*runtime.Lookup[Player]{_playerLookupGame},
 }).Init()
 
-// playerChanges turns u into the entry changes it stands for (elements in
+// _playerChanges turns u into the entry changes it stands for (elements in
 // index order).
-func playerChanges(u PlayerUpdate) runtime.Update[Player] {
+func _playerChanges(u PlayerUpdate) runtime.Update[Player] {
 	var c runtime.Update[Player]
 	if u.FirstName != nil {
-		c.Changes = append(c.Changes, runtime.Set(playerEntryFirstName, *u.FirstName))
+		c.Changes = append(c.Changes, runtime.Set(_playerEntryFirstName, *u.FirstName))
 	}
 	if u.LastName != nil {
-		c.Changes = append(c.Changes, runtime.Set(playerEntryLastName, *u.LastName))
+		c.Changes = append(c.Changes, runtime.Set(_playerEntryLastName, *u.LastName))
 	}
 	if u.Score != nil {
-		c.Changes = append(c.Changes, runtime.Set(playerEntryScore, *u.Score))
+		c.Changes = append(c.Changes, runtime.Set(_playerEntryScore, *u.Score))
 	}
 	if u.Games != nil {
-		c.Changes = append(c.Changes, runtime.Set(playerEntryGames, *u.Games))
+		c.Changes = append(c.Changes, runtime.Set(_playerEntryGames, *u.Games))
 	}
 	return c
 }
 
-// playerRepo implements PlayerRepository on any store adapter: each method is
+// _playerRepo implements PlayerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
 // PlayerBoltRepository, PlayerDynamoRepository, PlayerMongoRepository,
 // PlayerRedisRepository embed it.
-type playerRepo struct {
+type _playerRepo struct {
 	r runtime.Repo[Player, string]
 }
 
-var _ PlayerRepository = playerRepo{}
+var _ PlayerRepository = _playerRepo{}
 
 // Get reads the Player block with key id in one round trip.
-func (r playerRepo) Get(ctx context.Context, id string) (*Player, error) {
+func (r _playerRepo) Get(ctx context.Context, id string) (*Player, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Player block.
-func (r playerRepo) Create(ctx context.Context, player *Player) error {
+func (r _playerRepo) Create(ctx context.Context, player *Player) error {
 	return r.r.Create(ctx, player)
 }
 
 // Put creates the Player block or replaces it whole.
-func (r playerRepo) Put(ctx context.Context, player *Player) error {
+func (r _playerRepo) Put(ctx context.Context, player *Player) error {
 	return r.r.Put(ctx, player)
 }
 
 // Delete removes the Player block with key id and all its entries.
-func (r playerRepo) Delete(ctx context.Context, id string) error {
+func (r _playerRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetFirstName writes the firstName entry of block id and nothing else.
-func (r playerRepo) SetFirstName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetFirstName", id, runtime.Set(playerEntryFirstName, v))
+func (r _playerRepo) SetFirstName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetFirstName", id, runtime.Set(_playerEntryFirstName, v))
 }
 
 // SetLastName writes the lastName entry of block id and nothing else.
-func (r playerRepo) SetLastName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetLastName", id, runtime.Set(playerEntryLastName, v))
+func (r _playerRepo) SetLastName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetLastName", id, runtime.Set(_playerEntryLastName, v))
 }
 
 // SetScore writes the score entry of block id and nothing else.
-func (r playerRepo) SetScore(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetScore", id, runtime.Set(playerEntryScore, v))
+func (r _playerRepo) SetScore(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetScore", id, runtime.Set(_playerEntryScore, v))
 }
 
 // SetGames writes the games entry of block id and nothing else.
-func (r playerRepo) SetGames(ctx context.Context, id string, v []GameRef) error {
-	return r.r.Set(ctx, "SetGames", id, runtime.Set(playerEntryGames, v))
+func (r _playerRepo) SetGames(ctx context.Context, id string, v []GameRef) error {
+	return r.r.Set(ctx, "SetGames", id, runtime.Set(_playerEntryGames, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r playerRepo) Update(ctx context.Context, id string, u PlayerUpdate) error {
-	return r.r.Update(ctx, "Update", id, playerChanges(u))
+func (r _playerRepo) Update(ctx context.Context, id string, u PlayerUpdate) error {
+	return r.r.Update(ctx, "Update", id, _playerChanges(u))
 }
 
 // GetMany reads the Player blocks with the given keys in one round trip (an
 // application-side join: see the *PlayerRefs functions).
-func (r playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
+func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByGame reads one page of the Player aggregates that hold v in
 // games[].game, in block-key order, through the lookup Player.game (a native
 // secondary index on MongoDB, an index table on the other stores).
-func (r playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
-	return r.r.ListBy(ctx, "ListByGame", playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
+	return r.r.ListBy(ctx, "ListByGame", _playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Player from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r playerRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _playerRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r playerRepo) EnsureIndexes(ctx context.Context) error {
+func (r _playerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Player aggregates in block-key order.
-func (r playerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error) {
+// List reads one page of Player aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _playerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Player aggregate in block-key order.
-func (r playerRepo) All(ctx context.Context) iter.Seq2[*Player, error] {
+// All iterates over every Player aggregate, in the order of List.
+func (r _playerRepo) All(ctx context.Context) iter.Seq2[*Player, error] {
 	return r.r.All(ctx)
 }
 

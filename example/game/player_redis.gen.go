@@ -19,15 +19,15 @@ import (
 // block key), changed in the script of the block's write on a single node and
 // by the lookup protocol of runtime/redisstore on a cluster.
 type PlayerRedisRepository struct {
-	playerRepo
+	_playerRepo
 	store *redisstore.Store[Player, string]
 }
 
 // NewPlayerRedisRepository returns the Player repository over rdb, a
 // single-node or a cluster client.
 func NewPlayerRedisRepository(rdb redis.UniversalClient) *PlayerRedisRepository {
-	s := redisstore.Open(rdb, playerDesc)
-	return &PlayerRedisRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := redisstore.Open(rdb, _playerDesc)
+	return &PlayerRedisRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // Client returns the underlying client.

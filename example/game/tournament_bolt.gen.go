@@ -15,7 +15,7 @@ import (
 // that each Tournament block is one contiguous key range: its marker, which
 // holds the root entry. Every method is one bbolt transaction.
 type TournamentBoltRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *boltstore.Store[Tournament, int64]
 }
 
@@ -23,8 +23,8 @@ type TournamentBoltRepository struct {
 // first write creates the buckets it uses (EnsureIndexes creates them up
 // front).
 func NewTournamentBoltRepository(db *bbolt.DB) *TournamentBoltRepository {
-	s := boltstore.Open(db, tournamentDesc)
-	return &TournamentBoltRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := boltstore.Open(db, _tournamentDesc)
+	return &TournamentBoltRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -15,15 +15,15 @@ import (
 // and one attribute per entry (_root (the root entry)), in native attribute
 // values.
 type TournamentDynamoRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *dynamostore.Store[Tournament, int64]
 }
 
 // NewTournamentDynamoRepository returns the Tournament repository over
 // client's tables (EnsureIndexes creates them).
 func NewTournamentDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *TournamentDynamoRepository {
-	s := dynamostore.Open(client, tournamentDesc, opts...)
-	return &TournamentDynamoRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := dynamostore.Open(client, _tournamentDesc, opts...)
+	return &TournamentDynamoRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,15 +13,15 @@ import (
 // Tournament block is one document of collection "Tournament" with the block
 // key as _id and one top-level field per entry (name, games).
 type TournamentMongoRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *mongostore.Store[Tournament, int64]
 }
 
 // NewTournamentMongoRepository returns the Tournament repository over db's
 // collections.
 func NewTournamentMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TournamentMongoRepository {
-	s := mongostore.Open(db, tournamentDesc, opts...)
-	return &TournamentMongoRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := mongostore.Open(db, _tournamentDesc, opts...)
+	return &TournamentMongoRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -40,18 +40,21 @@ type TournamentRepository interface {
 	// on, if they do not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Tournament aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Tournament aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error)
 
-	// All iterates over every Tournament aggregate in block-key order. Iteration
-	// stops at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Tournament aggregate, in the order of List.
+	// Iteration stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Tournament, error]
 }
 
-// tournamentKeys encodes Tournament block keys, order-preserving, for cursors and key-value stores.
-var tournamentKeys = runtime.IntKeys[int64]()
+// _tournamentKeys encodes Tournament block keys, order-preserving, for cursors and key-value stores.
+var _tournamentKeys = runtime.IntKeys[int64]()
 
 // TournamentGameRefs collects the distinct Game keys that Tournament
 // aggregates reference, in first-seen order, skipping zero keys: pass them to
@@ -77,21 +80,21 @@ func TournamentGameRefs(tournaments ...*Tournament) []string {
 	return out
 }
 
-// tournamentRoot is the value of the root entry of a Tournament block
+// _tournamentRoot is the value of the root entry of a Tournament block
 // (strategy eao): every field but the id, the version and the partitioned
 // ones.
-type tournamentRoot struct {
+type _tournamentRoot struct {
 	Name  string   `bson:"name"`
 	Games []string `bson:"games"`
 }
 
-// tournamentEntryRoot is the root entry ε of a Tournament block.
-var tournamentEntryRoot = runtime.NewRoot([]string{"name", "games"}, func(tournament *Tournament) tournamentRoot {
-	return tournamentRoot{
+// _tournamentEntryRoot is the root entry ε of a Tournament block.
+var _tournamentEntryRoot = runtime.NewRoot([]string{"name", "games"}, func(tournament *Tournament) _tournamentRoot {
+	return _tournamentRoot{
 		Name:  tournament.Name,
 		Games: tournament.Games,
 	}
-}, func(tournament *Tournament, root tournamentRoot) {
+}, func(tournament *Tournament, root _tournamentRoot) {
 	tournament.Name = root.Name
 	tournament.Games = root.Games
 })
@@ -99,77 +102,80 @@ var tournamentEntryRoot = runtime.NewRoot([]string{"name", "games"}, func(tourna
 // The entries of a Tournament block (NoAM layout: ε (the root entry)), one
 // accessor each.
 var (
-	tournamentEntryName = runtime.NewField("name", "Name", func(tournament *Tournament) *string {
+	_tournamentEntryName = runtime.NewField("name", "Name", func(tournament *Tournament) *string {
 		return &tournament.Name
 	})
-	tournamentEntryGames = runtime.NewField("games", "Games", func(tournament *Tournament) *[]string {
+	_tournamentEntryGames = runtime.NewField("games", "Games", func(tournament *Tournament) *[]string {
 		return &tournament.Games
 	})
 )
 
-// tournamentDesc describes Tournament to the store adapters: the same layout
+// _tournamentDesc describes Tournament to the store adapters: the same layout
 // on every store.
-var tournamentDesc = (&runtime.Desc[Tournament, int64]{
+var _tournamentDesc = (&runtime.Desc[Tournament, int64]{
 	Aggregate: "Tournament",
-	Keys:      tournamentKeys,
+	Keys:      _tournamentKeys,
 	ID: func(tournament *Tournament) *int64 {
 		return &tournament.ID
 	},
 	EAO:    true,
-	Root:   tournamentEntryRoot,
-	Fields: []*runtime.Field[Tournament]{tournamentEntryName, tournamentEntryGames},
+	Root:   _tournamentEntryRoot,
+	Fields: []*runtime.Field[Tournament]{_tournamentEntryName, _tournamentEntryGames},
 }).Init()
 
-// tournamentRepo implements TournamentRepository on any store adapter: each
+// _tournamentRepo implements TournamentRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. TournamentBoltRepository, TournamentDynamoRepository,
 // TournamentMongoRepository, TournamentRedisRepository embed it.
-type tournamentRepo struct {
+type _tournamentRepo struct {
 	r runtime.Repo[Tournament, int64]
 }
 
-var _ TournamentRepository = tournamentRepo{}
+var _ TournamentRepository = _tournamentRepo{}
 
 // Get reads the Tournament block with key id in one round trip.
-func (r tournamentRepo) Get(ctx context.Context, id int64) (*Tournament, error) {
+func (r _tournamentRepo) Get(ctx context.Context, id int64) (*Tournament, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Tournament block.
-func (r tournamentRepo) Create(ctx context.Context, tournament *Tournament) error {
+func (r _tournamentRepo) Create(ctx context.Context, tournament *Tournament) error {
 	return r.r.Create(ctx, tournament)
 }
 
 // Put creates the Tournament block or replaces it whole.
-func (r tournamentRepo) Put(ctx context.Context, tournament *Tournament) error {
+func (r _tournamentRepo) Put(ctx context.Context, tournament *Tournament) error {
 	return r.r.Put(ctx, tournament)
 }
 
 // Delete removes the Tournament block with key id and all its entries.
-func (r tournamentRepo) Delete(ctx context.Context, id int64) error {
+func (r _tournamentRepo) Delete(ctx context.Context, id int64) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Tournament blocks with the given keys in one round trip
 // (an application-side join: see the *TournamentRefs functions).
-func (r tournamentRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error) {
+func (r _tournamentRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Tournament repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet.
-func (r tournamentRepo) EnsureIndexes(ctx context.Context) error {
+func (r _tournamentRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Tournament aggregates in block-key order.
-func (r tournamentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error) {
+// List reads one page of Tournament aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _tournamentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Tournament aggregate in block-key order.
-func (r tournamentRepo) All(ctx context.Context) iter.Seq2[*Tournament, error] {
+// All iterates over every Tournament aggregate, in the order of List.
+func (r _tournamentRepo) All(ctx context.Context) iter.Seq2[*Tournament, error] {
 	return r.r.All(ctx)
 }
 

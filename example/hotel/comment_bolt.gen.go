@@ -19,15 +19,15 @@ import (
 // their values. Block keys are allocated from counters in the bucket
 // "noam.counters".
 type CommentBoltRepository struct {
-	commentRepo
+	_commentRepo
 	store *boltstore.Store[Comment, CommentKey]
 }
 
 // NewCommentBoltRepository returns the Comment repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewCommentBoltRepository(db *bbolt.DB) *CommentBoltRepository {
-	s := boltstore.Open(db, commentDesc)
-	return &CommentBoltRepository{commentRepo{runtime.NewRepo(commentDesc, s)}, s}
+	s := boltstore.Open(db, _commentDesc)
+	return &CommentBoltRepository{_commentRepo{runtime.NewRepo(_commentDesc, s)}, s}
 }
 
 // DB returns the underlying database.

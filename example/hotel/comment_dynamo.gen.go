@@ -19,15 +19,15 @@ import (
 // allocated from counters in the table "noam_counters". The blocks of one
 // counter scope are listed through the items "noam:scope" of "Comment__index".
 type CommentDynamoRepository struct {
-	commentRepo
+	_commentRepo
 	store *dynamostore.Store[Comment, CommentKey]
 }
 
 // NewCommentDynamoRepository returns the Comment repository over client's
 // tables (EnsureIndexes creates them).
 func NewCommentDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *CommentDynamoRepository {
-	s := dynamostore.Open(client, commentDesc, opts...)
-	return &CommentDynamoRepository{commentRepo{runtime.NewRepo(commentDesc, s)}, s}
+	s := dynamostore.Open(client, _commentDesc, opts...)
+	return &CommentDynamoRepository{_commentRepo{runtime.NewRepo(_commentDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -17,15 +17,15 @@ import (
 // mongostore.UniqueTables() the unique ones. Block keys are allocated from
 // counters in the collection "noam_counters".
 type CommentMongoRepository struct {
-	commentRepo
+	_commentRepo
 	store *mongostore.Store[Comment, CommentKey]
 }
 
 // NewCommentMongoRepository returns the Comment repository over db's
 // collections.
 func NewCommentMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CommentMongoRepository {
-	s := mongostore.Open(db, commentDesc, opts...)
-	return &CommentMongoRepository{commentRepo{runtime.NewRepo(commentDesc, s)}, s}
+	s := mongostore.Open(db, _commentDesc, opts...)
+	return &CommentMongoRepository{_commentRepo{runtime.NewRepo(_commentDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

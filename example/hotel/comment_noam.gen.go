@@ -76,12 +76,15 @@ type CommentRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Comment aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Comment aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
-	// All iterates over every Comment aggregate in block-key order. Iteration
+	// All iterates over every Comment aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Comment, error]
 }
@@ -96,13 +99,13 @@ type CommentUpdate struct {
 	Text *string
 }
 
-// appendCommentKey appends id to b with the order-preserving key codec, part by part.
-func appendCommentKey(b []byte, id CommentKey) []byte {
+// _appendCommentKey appends id to b with the order-preserving key codec, part by part.
+func _appendCommentKey(b []byte, id CommentKey) []byte {
 	return runtime.AppendInt(runtime.AppendInt(b, id.Post), id.Seq)
 }
 
-// readCommentKey reads a block key written by appendCommentKey.
-func readCommentKey(r *runtime.KeyReader) (CommentKey, error) {
+// _readCommentKey reads a block key written by _appendCommentKey.
+func _readCommentKey(r *runtime.KeyReader) (CommentKey, error) {
 	var id CommentKey
 	{
 		v, err := r.Int()
@@ -121,12 +124,12 @@ func readCommentKey(r *runtime.KeyReader) (CommentKey, error) {
 	return id, nil
 }
 
-// commentKeys encodes Comment block keys for cursors and key-value stores.
-var commentKeys = runtime.KeyCodec[CommentKey]{Append: appendCommentKey, Read: readCommentKey}
+// _commentKeys encodes Comment block keys for cursors and key-value stores.
+var _commentKeys = runtime.KeyCodec[CommentKey]{Append: _appendCommentKey, Read: _readCommentKey}
 
-// commentAuthorKeys returns the values of lookup Comment.author held by
+// _commentAuthorKeys returns the values of lookup Comment.author held by
 // comment, each encoded with the key codec (without the block key).
-func commentAuthorKeys(comment *Comment) [][]byte {
+func _commentAuthorKeys(comment *Comment) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, comment.Author))
 	return keys
@@ -135,29 +138,29 @@ func commentAuthorKeys(comment *Comment) [][]byte {
 // The entries of a Comment block (NoAM layout: author, text), one accessor
 // each.
 var (
-	commentEntryAuthor = runtime.NewField("author", "Author", func(comment *Comment) *string {
+	_commentEntryAuthor = runtime.NewField("author", "Author", func(comment *Comment) *string {
 		return &comment.Author
 	})
-	commentEntryText = runtime.NewField("text", "Text", func(comment *Comment) *string {
+	_commentEntryText = runtime.NewField("text", "Text", func(comment *Comment) *string {
 		return &comment.Text
 	})
 )
 
 // The lookups of Comment.
 var (
-	commentLookupAuthor = &runtime.Lookup[Comment]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: commentAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
+	_commentLookupAuthor = &runtime.Lookup[Comment]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: _commentAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
 )
 
-// commentDesc describes Comment to the store adapters: the same layout on
+// _commentDesc describes Comment to the store adapters: the same layout on
 // every store.
-var commentDesc = (&runtime.Desc[Comment, CommentKey]{
+var _commentDesc = (&runtime.Desc[Comment, CommentKey]{
 	Aggregate: "Comment",
-	Keys:      commentKeys,
+	Keys:      _commentKeys,
 	ID: func(comment *Comment) *CommentKey {
 		return &comment.Key
 	},
-	Fields:  []*runtime.Field[Comment]{commentEntryAuthor, commentEntryText},
-	Lookups: []*runtime.Lookup[Comment]{commentLookupAuthor},
+	Fields:  []*runtime.Field[Comment]{_commentEntryAuthor, _commentEntryText},
+	Lookups: []*runtime.Lookup[Comment]{_commentLookupAuthor},
 	Counter: &runtime.Counter[CommentKey]{
 		Split: func(id CommentKey) ([]byte, int64) {
 			return runtime.AppendInt(nil, id.Post), id.Seq
@@ -169,104 +172,107 @@ var commentDesc = (&runtime.Desc[Comment, CommentKey]{
 	},
 }).Init()
 
-// commentChanges turns u into the entry changes it stands for (elements in
+// _commentChanges turns u into the entry changes it stands for (elements in
 // index order).
-func commentChanges(u CommentUpdate) runtime.Update[Comment] {
+func _commentChanges(u CommentUpdate) runtime.Update[Comment] {
 	var c runtime.Update[Comment]
 	if u.Author != nil {
-		c.Changes = append(c.Changes, runtime.Set(commentEntryAuthor, *u.Author))
+		c.Changes = append(c.Changes, runtime.Set(_commentEntryAuthor, *u.Author))
 	}
 	if u.Text != nil {
-		c.Changes = append(c.Changes, runtime.Set(commentEntryText, *u.Text))
+		c.Changes = append(c.Changes, runtime.Set(_commentEntryText, *u.Text))
 	}
 	return c
 }
 
-// commentRepo implements CommentRepository on any store adapter: each method
+// _commentRepo implements CommentRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. CommentBoltRepository, CommentDynamoRepository,
 // CommentMongoRepository, CommentRedisRepository embed it.
-type commentRepo struct {
+type _commentRepo struct {
 	r runtime.Repo[Comment, CommentKey]
 }
 
-var _ CommentRepository = commentRepo{}
+var _ CommentRepository = _commentRepo{}
 
 // Get reads the Comment block with key id in one round trip.
-func (r commentRepo) Get(ctx context.Context, id CommentKey) (*Comment, error) {
+func (r _commentRepo) Get(ctx context.Context, id CommentKey) (*Comment, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Comment block.
-func (r commentRepo) Create(ctx context.Context, comment *Comment) error {
+func (r _commentRepo) Create(ctx context.Context, comment *Comment) error {
 	return r.r.Create(ctx, comment)
 }
 
 // Put creates the Comment block or replaces it whole.
-func (r commentRepo) Put(ctx context.Context, comment *Comment) error {
+func (r _commentRepo) Put(ctx context.Context, comment *Comment) error {
 	return r.r.Put(ctx, comment)
 }
 
 // Delete removes the Comment block with key id and all its entries.
-func (r commentRepo) Delete(ctx context.Context, id CommentKey) error {
+func (r _commentRepo) Delete(ctx context.Context, id CommentKey) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetAuthor writes the author entry of block id and nothing else.
-func (r commentRepo) SetAuthor(ctx context.Context, id CommentKey, v string) error {
-	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(commentEntryAuthor, v))
+func (r _commentRepo) SetAuthor(ctx context.Context, id CommentKey, v string) error {
+	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(_commentEntryAuthor, v))
 }
 
 // SetText writes the text entry of block id and nothing else.
-func (r commentRepo) SetText(ctx context.Context, id CommentKey, v string) error {
-	return r.r.Set(ctx, "SetText", id, runtime.Set(commentEntryText, v))
+func (r _commentRepo) SetText(ctx context.Context, id CommentKey, v string) error {
+	return r.r.Set(ctx, "SetText", id, runtime.Set(_commentEntryText, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r commentRepo) Update(ctx context.Context, id CommentKey, u CommentUpdate) error {
-	return r.r.Update(ctx, "Update", id, commentChanges(u))
+func (r _commentRepo) Update(ctx context.Context, id CommentKey, u CommentUpdate) error {
+	return r.r.Update(ctx, "Update", id, _commentChanges(u))
 }
 
 // GetMany reads the Comment blocks with the given keys in one round trip (an
 // application-side join: see the *CommentRefs functions).
-func (r commentRepo) GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error) {
+func (r _commentRepo) GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
 // block-key order, through the lookup Comment.author (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
-	return r.r.ListBy(ctx, "ListByAuthor", commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
+	return r.r.ListBy(ctx, "ListByAuthor", _commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByPost reads one page of the Comment aggregates with the given post, in
 // seq order.
-func (r commentRepo) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
+func (r _commentRepo) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListScope(ctx, "ListByPost", CommentKey{Post: post}, req)
 }
 
 // Repair rebuilds the index tables of Comment from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r commentRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _commentRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Comment repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r commentRepo) EnsureIndexes(ctx context.Context) error {
+func (r _commentRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Comment aggregates in block-key order.
-func (r commentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Comment], error) {
+// List reads one page of Comment aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _commentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Comment aggregate in block-key order.
-func (r commentRepo) All(ctx context.Context) iter.Seq2[*Comment, error] {
+// All iterates over every Comment aggregate, in the order of List.
+func (r _commentRepo) All(ctx context.Context) iter.Seq2[*Comment, error] {
 	return r.r.All(ctx)
 }
 

@@ -20,15 +20,15 @@ import (
 // and by the lookup protocol of runtime/redisstore on a cluster. Block keys
 // are allocated with INCR on "Comment:counter" (one counter per scope).
 type CommentRedisRepository struct {
-	commentRepo
+	_commentRepo
 	store *redisstore.Store[Comment, CommentKey]
 }
 
 // NewCommentRedisRepository returns the Comment repository over rdb, a
 // single-node or a cluster client.
 func NewCommentRedisRepository(rdb redis.UniversalClient) *CommentRedisRepository {
-	s := redisstore.Open(rdb, commentDesc)
-	return &CommentRedisRepository{commentRepo{runtime.NewRepo(commentDesc, s)}, s}
+	s := redisstore.Open(rdb, _commentDesc)
+	return &CommentRedisRepository{_commentRepo{runtime.NewRepo(_commentDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -18,15 +18,15 @@ import (
 // buckets "Hotel.name", "Hotel.cityStars", "Hotel.tags", "Hotel.addressZip",
 // written in the transaction of every write that changes their values.
 type HotelBoltRepository struct {
-	hotelRepo
+	_hotelRepo
 	store *boltstore.Store[Hotel, string]
 }
 
 // NewHotelBoltRepository returns the Hotel repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewHotelBoltRepository(db *bbolt.DB) *HotelBoltRepository {
-	s := boltstore.Open(db, hotelDesc)
-	return &HotelBoltRepository{hotelRepo{runtime.NewRepo(hotelDesc, s)}, s}
+	s := boltstore.Open(db, _hotelDesc)
+	return &HotelBoltRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s)}, s}
 }
 
 // DB returns the underlying database.

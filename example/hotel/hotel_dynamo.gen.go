@@ -18,15 +18,15 @@ import (
 // name, sort key k: the value), kept right by the lookup protocol of
 // runtime/dynamostore (hidden attributes _seq and _inc).
 type HotelDynamoRepository struct {
-	hotelRepo
+	_hotelRepo
 	store *dynamostore.Store[Hotel, string]
 }
 
 // NewHotelDynamoRepository returns the Hotel repository over client's tables
 // (EnsureIndexes creates them).
 func NewHotelDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *HotelDynamoRepository {
-	s := dynamostore.Open(client, hotelDesc, opts...)
-	return &HotelDynamoRepository{hotelRepo{runtime.NewRepo(hotelDesc, s)}, s}
+	s := dynamostore.Open(client, _hotelDesc, opts...)
+	return &HotelDynamoRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

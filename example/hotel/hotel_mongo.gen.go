@@ -18,14 +18,14 @@ import (
 // mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
 type HotelMongoRepository struct {
-	hotelRepo
+	_hotelRepo
 	store *mongostore.Store[Hotel, string]
 }
 
 // NewHotelMongoRepository returns the Hotel repository over db's collections.
 func NewHotelMongoRepository(db *mongo.Database, opts ...mongostore.Option) *HotelMongoRepository {
-	s := mongostore.Open(db, hotelDesc, opts...)
-	return &HotelMongoRepository{hotelRepo{runtime.NewRepo(hotelDesc, s)}, s}
+	s := mongostore.Open(db, _hotelDesc, opts...)
+	return &HotelMongoRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

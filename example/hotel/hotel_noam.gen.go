@@ -66,7 +66,10 @@ type HotelRepository interface {
 
 	// ListByName reads one page of the Hotel aggregates whose name is v, in
 	// block-key order, through the lookup Hotel.name (a native secondary index on
-	// MongoDB, an index table on the other stores). A cursor not made by this
+	// MongoDB, an index table on the other stores). name is unique, so the page
+	// holds at most one aggregate: GetByName reads the same in one call, failing
+	// with runtime.ErrNotFound where this returns an empty page; ListByName is
+	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
@@ -107,13 +110,16 @@ type HotelRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Hotel aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Hotel aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
-	// All iterates over every Hotel aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Hotel aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Hotel, error]
 }
 
@@ -135,12 +141,12 @@ type HotelUpdate struct {
 	Rooms *[]Room
 }
 
-// hotelKeys encodes Hotel block keys, order-preserving, for cursors and key-value stores.
-var hotelKeys = runtime.StringKeys[string]()
+// _hotelKeys encodes Hotel block keys, order-preserving, for cursors and key-value stores.
+var _hotelKeys = runtime.StringKeys[string]()
 
-// hotelNameKeys returns the values of lookup Hotel.name held by hotel, each
+// _hotelNameKeys returns the values of lookup Hotel.name held by hotel, each
 // encoded with the key codec (without the block key).
-func hotelNameKeys(hotel *Hotel) [][]byte {
+func _hotelNameKeys(hotel *Hotel) [][]byte {
 	var keys [][]byte
 	if hotel.Name != "" {
 		keys = append(keys, runtime.AppendString(nil, hotel.Name))
@@ -148,9 +154,9 @@ func hotelNameKeys(hotel *Hotel) [][]byte {
 	return keys
 }
 
-// hotelCityStarsKeys returns the values of lookup Hotel.cityStars held by
+// _hotelCityStarsKeys returns the values of lookup Hotel.cityStars held by
 // hotel, each encoded with the key codec (without the block key).
-func hotelCityStarsKeys(hotel *Hotel) [][]byte {
+func _hotelCityStarsKeys(hotel *Hotel) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendInt(runtime.AppendString(nil, hotel.City), int64(hotel.Stars)))
 	return keys
@@ -159,7 +165,10 @@ func hotelCityStarsKeys(hotel *Hotel) [][]byte {
 // HotelCityStarsQuery selects Hotel aggregates by lookup cityStars (city,
 // stars, in this order): Eq conditions on a leading run of parts, then at most
 // one range condition; the zero condition matches anything. Results come in
-// (city, stars, block key) order.
+// (city, stars, block key) order. Set the fields (HotelCityStarsQuery{City:
+// runtime.Eq(x)}) or chain the methods
+// (HotelCityStarsQuery{}.CityEq(x).StarsGte(y)), which take each part's own
+// type, so that a constant converts.
 type HotelCityStarsQuery struct {
 	// City is the condition on city.
 	City runtime.Cond[string]
@@ -167,8 +176,80 @@ type HotelCityStarsQuery struct {
 	Stars runtime.Cond[int]
 }
 
-// hotelCityStarsRange is the key range selected by q.
-func hotelCityStarsRange(q HotelCityStarsQuery) *runtime.KeyRange {
+// CityEq returns q with the condition city == v.
+func (q HotelCityStarsQuery) CityEq(v string) HotelCityStarsQuery {
+	q.City = runtime.Eq(v)
+	return q
+}
+
+// CityGt returns q with the condition city > v.
+func (q HotelCityStarsQuery) CityGt(v string) HotelCityStarsQuery {
+	q.City = runtime.Gt(v)
+	return q
+}
+
+// CityGte returns q with the condition city >= v.
+func (q HotelCityStarsQuery) CityGte(v string) HotelCityStarsQuery {
+	q.City = runtime.Gte(v)
+	return q
+}
+
+// CityLt returns q with the condition city < v.
+func (q HotelCityStarsQuery) CityLt(v string) HotelCityStarsQuery {
+	q.City = runtime.Lt(v)
+	return q
+}
+
+// CityLte returns q with the condition city <= v.
+func (q HotelCityStarsQuery) CityLte(v string) HotelCityStarsQuery {
+	q.City = runtime.Lte(v)
+	return q
+}
+
+// CityBetween returns q with the condition city in [lo, hi).
+func (q HotelCityStarsQuery) CityBetween(lo, hi string) HotelCityStarsQuery {
+	q.City = runtime.Between(lo, hi)
+	return q
+}
+
+// StarsEq returns q with the condition stars == v.
+func (q HotelCityStarsQuery) StarsEq(v int) HotelCityStarsQuery {
+	q.Stars = runtime.Eq(v)
+	return q
+}
+
+// StarsGt returns q with the condition stars > v.
+func (q HotelCityStarsQuery) StarsGt(v int) HotelCityStarsQuery {
+	q.Stars = runtime.Gt(v)
+	return q
+}
+
+// StarsGte returns q with the condition stars >= v.
+func (q HotelCityStarsQuery) StarsGte(v int) HotelCityStarsQuery {
+	q.Stars = runtime.Gte(v)
+	return q
+}
+
+// StarsLt returns q with the condition stars < v.
+func (q HotelCityStarsQuery) StarsLt(v int) HotelCityStarsQuery {
+	q.Stars = runtime.Lt(v)
+	return q
+}
+
+// StarsLte returns q with the condition stars <= v.
+func (q HotelCityStarsQuery) StarsLte(v int) HotelCityStarsQuery {
+	q.Stars = runtime.Lte(v)
+	return q
+}
+
+// StarsBetween returns q with the condition stars in [lo, hi).
+func (q HotelCityStarsQuery) StarsBetween(lo, hi int) HotelCityStarsQuery {
+	q.Stars = runtime.Between(lo, hi)
+	return q
+}
+
+// _hotelCityStarsRange is the key range selected by q.
+func _hotelCityStarsRange(q HotelCityStarsQuery) *runtime.KeyRange {
 	r := runtime.NewKeyRange(nil)
 	r = runtime.Narrow(r, "city", q.City, func(b []byte, v string) []byte {
 		return runtime.AppendString(b, v)
@@ -179,10 +260,10 @@ func hotelCityStarsRange(q HotelCityStarsQuery) *runtime.KeyRange {
 	return r
 }
 
-// hotelTagsKeys returns the values of lookup Hotel.tags held by hotel, each
+// _hotelTagsKeys returns the values of lookup Hotel.tags held by hotel, each
 // encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func hotelTagsKeys(hotel *Hotel) [][]byte {
+func _hotelTagsKeys(hotel *Hotel) [][]byte {
 	var keys [][]byte
 	for _, x0 := range hotel.Tags {
 		keys = append(keys, runtime.AppendString(nil, x0))
@@ -190,9 +271,9 @@ func hotelTagsKeys(hotel *Hotel) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// hotelAddressZipKeys returns the values of lookup Hotel.addressZip held by
+// _hotelAddressZipKeys returns the values of lookup Hotel.addressZip held by
 // hotel, each encoded with the key codec (without the block key).
-func hotelAddressZipKeys(hotel *Hotel) [][]byte {
+func _hotelAddressZipKeys(hotel *Hotel) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, hotel.Address.Zip))
 	return keys
@@ -201,198 +282,201 @@ func hotelAddressZipKeys(hotel *Hotel) [][]byte {
 // The entries of a Hotel block (NoAM layout: name, city, stars, tags, address,
 // rooms), one accessor each.
 var (
-	hotelEntryName = runtime.NewField("name", "Name", func(hotel *Hotel) *string {
+	_hotelEntryName = runtime.NewField("name", "Name", func(hotel *Hotel) *string {
 		return &hotel.Name
 	})
-	hotelEntryCity = runtime.NewField("city", "City", func(hotel *Hotel) *string {
+	_hotelEntryCity = runtime.NewField("city", "City", func(hotel *Hotel) *string {
 		return &hotel.City
 	})
-	hotelEntryStars = runtime.NewField("stars", "Stars", func(hotel *Hotel) *int {
+	_hotelEntryStars = runtime.NewField("stars", "Stars", func(hotel *Hotel) *int {
 		return &hotel.Stars
 	})
-	hotelEntryTags = runtime.NewField("tags", "Tags", func(hotel *Hotel) *[]string {
+	_hotelEntryTags = runtime.NewField("tags", "Tags", func(hotel *Hotel) *[]string {
 		return &hotel.Tags
 	})
-	hotelEntryAddress = runtime.NewField("address", "Address", func(hotel *Hotel) *Address {
+	_hotelEntryAddress = runtime.NewField("address", "Address", func(hotel *Hotel) *Address {
 		return &hotel.Address
 	})
-	hotelEntryRooms = runtime.NewField("rooms", "Rooms", func(hotel *Hotel) *[]Room {
+	_hotelEntryRooms = runtime.NewField("rooms", "Rooms", func(hotel *Hotel) *[]Room {
 		return &hotel.Rooms
 	})
 )
 
 // The lookups of Hotel.
 var (
-	hotelLookupName       = &runtime.Lookup[Hotel]{Name: "name", Unique: true, Parts: 1, Fields: []string{"name"}, Keys: hotelNameKeys, Paths: []runtime.LookupPath{{Path: "name", Kind: runtime.PartString}}}
-	hotelLookupCityStars  = &runtime.Lookup[Hotel]{Name: "cityStars", Parts: 2, Fields: []string{"city", "stars"}, Keys: hotelCityStarsKeys, Paths: []runtime.LookupPath{{Path: "city", Kind: runtime.PartString}, {Path: "stars", Kind: runtime.PartInt}}}
-	hotelLookupTags       = &runtime.Lookup[Hotel]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: hotelTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
-	hotelLookupAddressZip = &runtime.Lookup[Hotel]{Name: "addressZip", Parts: 1, Fields: []string{"address"}, Keys: hotelAddressZipKeys, Paths: []runtime.LookupPath{{Path: "address.zip", Kind: runtime.PartString}}}
+	_hotelLookupName       = &runtime.Lookup[Hotel]{Name: "name", Unique: true, Parts: 1, Fields: []string{"name"}, Keys: _hotelNameKeys, Paths: []runtime.LookupPath{{Path: "name", Kind: runtime.PartString}}}
+	_hotelLookupCityStars  = &runtime.Lookup[Hotel]{Name: "cityStars", Parts: 2, Fields: []string{"city", "stars"}, Keys: _hotelCityStarsKeys, Paths: []runtime.LookupPath{{Path: "city", Kind: runtime.PartString}, {Path: "stars", Kind: runtime.PartInt}}}
+	_hotelLookupTags       = &runtime.Lookup[Hotel]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: _hotelTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
+	_hotelLookupAddressZip = &runtime.Lookup[Hotel]{Name: "addressZip", Parts: 1, Fields: []string{"address"}, Keys: _hotelAddressZipKeys, Paths: []runtime.LookupPath{{Path: "address.zip", Kind: runtime.PartString}}}
 )
 
-// hotelDesc describes Hotel to the store adapters: the same layout on every
+// _hotelDesc describes Hotel to the store adapters: the same layout on every
 // store.
-var hotelDesc = (&runtime.Desc[Hotel, string]{
+var _hotelDesc = (&runtime.Desc[Hotel, string]{
 	Aggregate: "Hotel",
-	Keys:      hotelKeys,
+	Keys:      _hotelKeys,
 	ID: func(hotel *Hotel) *string {
 		return &hotel.ID
 	},
-	Fields:  []*runtime.Field[Hotel]{hotelEntryName, hotelEntryCity, hotelEntryStars, hotelEntryTags, hotelEntryAddress, hotelEntryRooms},
-	Lookups: []*runtime.Lookup[Hotel]{hotelLookupName, hotelLookupCityStars, hotelLookupTags, hotelLookupAddressZip},
+	Fields:  []*runtime.Field[Hotel]{_hotelEntryName, _hotelEntryCity, _hotelEntryStars, _hotelEntryTags, _hotelEntryAddress, _hotelEntryRooms},
+	Lookups: []*runtime.Lookup[Hotel]{_hotelLookupName, _hotelLookupCityStars, _hotelLookupTags, _hotelLookupAddressZip},
 }).Init()
 
-// hotelChanges turns u into the entry changes it stands for (elements in index
-// order).
-func hotelChanges(u HotelUpdate) runtime.Update[Hotel] {
+// _hotelChanges turns u into the entry changes it stands for (elements in
+// index order).
+func _hotelChanges(u HotelUpdate) runtime.Update[Hotel] {
 	var c runtime.Update[Hotel]
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(hotelEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_hotelEntryName, *u.Name))
 	}
 	if u.City != nil {
-		c.Changes = append(c.Changes, runtime.Set(hotelEntryCity, *u.City))
+		c.Changes = append(c.Changes, runtime.Set(_hotelEntryCity, *u.City))
 	}
 	if u.Stars != nil {
-		c.Changes = append(c.Changes, runtime.Set(hotelEntryStars, *u.Stars))
+		c.Changes = append(c.Changes, runtime.Set(_hotelEntryStars, *u.Stars))
 	}
 	if u.Tags != nil {
-		c.Changes = append(c.Changes, runtime.Set(hotelEntryTags, *u.Tags))
+		c.Changes = append(c.Changes, runtime.Set(_hotelEntryTags, *u.Tags))
 	}
 	if u.Address != nil {
-		c.Changes = append(c.Changes, runtime.Set(hotelEntryAddress, *u.Address))
+		c.Changes = append(c.Changes, runtime.Set(_hotelEntryAddress, *u.Address))
 	}
 	if u.Rooms != nil {
-		c.Changes = append(c.Changes, runtime.Set(hotelEntryRooms, *u.Rooms))
+		c.Changes = append(c.Changes, runtime.Set(_hotelEntryRooms, *u.Rooms))
 	}
 	return c
 }
 
-// hotelRepo implements HotelRepository on any store adapter: each method is a
+// _hotelRepo implements HotelRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // HotelBoltRepository, HotelDynamoRepository, HotelMongoRepository,
 // HotelRedisRepository embed it.
-type hotelRepo struct {
+type _hotelRepo struct {
 	r runtime.Repo[Hotel, string]
 }
 
-var _ HotelRepository = hotelRepo{}
+var _ HotelRepository = _hotelRepo{}
 
 // Get reads the Hotel block with key id in one round trip.
-func (r hotelRepo) Get(ctx context.Context, id string) (*Hotel, error) {
+func (r _hotelRepo) Get(ctx context.Context, id string) (*Hotel, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Hotel block.
-func (r hotelRepo) Create(ctx context.Context, hotel *Hotel) error {
+func (r _hotelRepo) Create(ctx context.Context, hotel *Hotel) error {
 	return r.r.Create(ctx, hotel)
 }
 
 // Put creates the Hotel block or replaces it whole.
-func (r hotelRepo) Put(ctx context.Context, hotel *Hotel) error {
+func (r _hotelRepo) Put(ctx context.Context, hotel *Hotel) error {
 	return r.r.Put(ctx, hotel)
 }
 
 // Delete removes the Hotel block with key id and all its entries.
-func (r hotelRepo) Delete(ctx context.Context, id string) error {
+func (r _hotelRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r hotelRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(hotelEntryName, v))
+func (r _hotelRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_hotelEntryName, v))
 }
 
 // SetCity writes the city entry of block id and nothing else.
-func (r hotelRepo) SetCity(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetCity", id, runtime.Set(hotelEntryCity, v))
+func (r _hotelRepo) SetCity(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetCity", id, runtime.Set(_hotelEntryCity, v))
 }
 
 // SetStars writes the stars entry of block id and nothing else.
-func (r hotelRepo) SetStars(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetStars", id, runtime.Set(hotelEntryStars, v))
+func (r _hotelRepo) SetStars(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetStars", id, runtime.Set(_hotelEntryStars, v))
 }
 
 // SetTags writes the tags entry of block id and nothing else.
-func (r hotelRepo) SetTags(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetTags", id, runtime.Set(hotelEntryTags, v))
+func (r _hotelRepo) SetTags(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetTags", id, runtime.Set(_hotelEntryTags, v))
 }
 
 // SetAddress writes the address entry of block id and nothing else.
-func (r hotelRepo) SetAddress(ctx context.Context, id string, v Address) error {
-	return r.r.Set(ctx, "SetAddress", id, runtime.Set(hotelEntryAddress, v))
+func (r _hotelRepo) SetAddress(ctx context.Context, id string, v Address) error {
+	return r.r.Set(ctx, "SetAddress", id, runtime.Set(_hotelEntryAddress, v))
 }
 
 // SetRooms writes the rooms entry of block id and nothing else.
-func (r hotelRepo) SetRooms(ctx context.Context, id string, v []Room) error {
-	return r.r.Set(ctx, "SetRooms", id, runtime.Set(hotelEntryRooms, v))
+func (r _hotelRepo) SetRooms(ctx context.Context, id string, v []Room) error {
+	return r.r.Set(ctx, "SetRooms", id, runtime.Set(_hotelEntryRooms, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r hotelRepo) Update(ctx context.Context, id string, u HotelUpdate) error {
-	return r.r.Update(ctx, "Update", id, hotelChanges(u))
+func (r _hotelRepo) Update(ctx context.Context, id string, u HotelUpdate) error {
+	return r.r.Update(ctx, "Update", id, _hotelChanges(u))
 }
 
 // GetMany reads the Hotel blocks with the given keys in one round trip (an
 // application-side join: see the *HotelRefs functions).
-func (r hotelRepo) GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error) {
+func (r _hotelRepo) GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByName reads one page of the Hotel aggregates whose name is v, in
 // block-key order, through the lookup Hotel.name (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r hotelRepo) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	return r.r.ListBy(ctx, "ListByName", hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _hotelRepo) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
+	return r.r.ListBy(ctx, "ListByName", _hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByName reads the Hotel aggregate that holds the given name, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r hotelRepo) GetByName(ctx context.Context, name string) (*Hotel, error) {
-	return r.r.GetBy(ctx, "GetByName", hotelLookupName, runtime.AppendString(nil, name))
+func (r _hotelRepo) GetByName(ctx context.Context, name string) (*Hotel, error) {
+	return r.r.GetBy(ctx, "GetByName", _hotelLookupName, runtime.AppendString(nil, name))
 }
 
 // ListByCityStars reads one page of the Hotel aggregates selected by q, in
 // (city, stars, block key) order, through the lookup Hotel.cityStars (a native
 // secondary index on MongoDB, an index table on the other stores).
-func (r hotelRepo) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	return r.r.ListBy(ctx, "ListByCityStars", hotelLookupCityStars, hotelCityStarsRange(q), req)
+func (r _hotelRepo) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
+	return r.r.ListBy(ctx, "ListByCityStars", _hotelLookupCityStars, _hotelCityStarsRange(q), req)
 }
 
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
 // block-key order, through the lookup Hotel.tags (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r hotelRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	return r.r.ListBy(ctx, "ListByTags", hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _hotelRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
+	return r.r.ListBy(ctx, "ListByTags", _hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
 // v, in block-key order, through the lookup Hotel.addressZip (a native
 // secondary index on MongoDB, an index table on the other stores).
-func (r hotelRepo) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
-	return r.r.ListBy(ctx, "ListByAddressZip", hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _hotelRepo) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
+	return r.r.ListBy(ctx, "ListByAddressZip", _hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Hotel from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r hotelRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _hotelRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Hotel repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r hotelRepo) EnsureIndexes(ctx context.Context) error {
+func (r _hotelRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Hotel aggregates in block-key order.
-func (r hotelRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
+// List reads one page of Hotel aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _hotelRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Hotel aggregate in block-key order.
-func (r hotelRepo) All(ctx context.Context) iter.Seq2[*Hotel, error] {
+// All iterates over every Hotel aggregate, in the order of List.
+func (r _hotelRepo) All(ctx context.Context) iter.Seq2[*Hotel, error] {
 	return r.r.All(ctx)
 }
 

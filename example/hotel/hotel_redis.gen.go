@@ -20,15 +20,15 @@ import (
 // key), changed in the script of the block's write on a single node and by the
 // lookup protocol of runtime/redisstore on a cluster.
 type HotelRedisRepository struct {
-	hotelRepo
+	_hotelRepo
 	store *redisstore.Store[Hotel, string]
 }
 
 // NewHotelRedisRepository returns the Hotel repository over rdb, a single-node
 // or a cluster client.
 func NewHotelRedisRepository(rdb redis.UniversalClient) *HotelRedisRepository {
-	s := redisstore.Open(rdb, hotelDesc)
-	return &HotelRedisRepository{hotelRepo{runtime.NewRepo(hotelDesc, s)}, s}
+	s := redisstore.Open(rdb, _hotelDesc)
+	return &HotelRedisRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -18,15 +18,15 @@ import (
 // in the transaction of every write that changes their values. Block keys are
 // allocated from counters in the bucket "noam.counters".
 type PostBoltRepository struct {
-	postRepo
+	_postRepo
 	store *boltstore.Store[Post, int64]
 }
 
 // NewPostBoltRepository returns the Post repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewPostBoltRepository(db *bbolt.DB) *PostBoltRepository {
-	s := boltstore.Open(db, postDesc)
-	return &PostBoltRepository{postRepo{runtime.NewRepo(postDesc, s)}, s}
+	s := boltstore.Open(db, _postDesc)
+	return &PostBoltRepository{_postRepo{runtime.NewRepo(_postDesc, s)}, s}
 }
 
 // DB returns the underlying database.

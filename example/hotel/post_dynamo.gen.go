@@ -18,15 +18,15 @@ import (
 // runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
 // allocated from counters in the table "noam_counters".
 type PostDynamoRepository struct {
-	postRepo
+	_postRepo
 	store *dynamostore.Store[Post, int64]
 }
 
 // NewPostDynamoRepository returns the Post repository over client's tables
 // (EnsureIndexes creates them).
 func NewPostDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *PostDynamoRepository {
-	s := dynamostore.Open(client, postDesc, opts...)
-	return &PostDynamoRepository{postRepo{runtime.NewRepo(postDesc, s)}, s}
+	s := dynamostore.Open(client, _postDesc, opts...)
+	return &PostDynamoRepository{_postRepo{runtime.NewRepo(_postDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -17,14 +17,14 @@ import (
 // mongostore.UniqueTables() the unique ones. Block keys are allocated from
 // counters in the collection "noam_counters".
 type PostMongoRepository struct {
-	postRepo
+	_postRepo
 	store *mongostore.Store[Post, int64]
 }
 
 // NewPostMongoRepository returns the Post repository over db's collections.
 func NewPostMongoRepository(db *mongo.Database, opts ...mongostore.Option) *PostMongoRepository {
-	s := mongostore.Open(db, postDesc, opts...)
-	return &PostMongoRepository{postRepo{runtime.NewRepo(postDesc, s)}, s}
+	s := mongostore.Open(db, _postDesc, opts...)
+	return &PostMongoRepository{_postRepo{runtime.NewRepo(_postDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -69,13 +69,16 @@ type PostRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Post aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Post aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Post], error)
 
-	// All iterates over every Post aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Post aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Post, error]
 }
 
@@ -89,12 +92,12 @@ type PostUpdate struct {
 	Author *string
 }
 
-// postKeys encodes Post block keys, order-preserving, for cursors and key-value stores.
-var postKeys = runtime.IntKeys[int64]()
+// _postKeys encodes Post block keys, order-preserving, for cursors and key-value stores.
+var _postKeys = runtime.IntKeys[int64]()
 
-// postAuthorKeys returns the values of lookup Post.author held by post, each
+// _postAuthorKeys returns the values of lookup Post.author held by post, each
 // encoded with the key codec (without the block key).
-func postAuthorKeys(post *Post) [][]byte {
+func _postAuthorKeys(post *Post) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, post.Author))
 	return keys
@@ -102,29 +105,29 @@ func postAuthorKeys(post *Post) [][]byte {
 
 // The entries of a Post block (NoAM layout: title, author), one accessor each.
 var (
-	postEntryTitle = runtime.NewField("title", "Title", func(post *Post) *string {
+	_postEntryTitle = runtime.NewField("title", "Title", func(post *Post) *string {
 		return &post.Title
 	})
-	postEntryAuthor = runtime.NewField("author", "Author", func(post *Post) *string {
+	_postEntryAuthor = runtime.NewField("author", "Author", func(post *Post) *string {
 		return &post.Author
 	})
 )
 
 // The lookups of Post.
 var (
-	postLookupAuthor = &runtime.Lookup[Post]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: postAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
+	_postLookupAuthor = &runtime.Lookup[Post]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: _postAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
 )
 
-// postDesc describes Post to the store adapters: the same layout on every
+// _postDesc describes Post to the store adapters: the same layout on every
 // store.
-var postDesc = (&runtime.Desc[Post, int64]{
+var _postDesc = (&runtime.Desc[Post, int64]{
 	Aggregate: "Post",
-	Keys:      postKeys,
+	Keys:      _postKeys,
 	ID: func(post *Post) *int64 {
 		return &post.ID
 	},
-	Fields:  []*runtime.Field[Post]{postEntryTitle, postEntryAuthor},
-	Lookups: []*runtime.Lookup[Post]{postLookupAuthor},
+	Fields:  []*runtime.Field[Post]{_postEntryTitle, _postEntryAuthor},
+	Lookups: []*runtime.Lookup[Post]{_postLookupAuthor},
 	Counter: &runtime.Counter[int64]{
 		Split: func(id int64) ([]byte, int64) {
 			return nil, id
@@ -135,98 +138,101 @@ var postDesc = (&runtime.Desc[Post, int64]{
 	},
 }).Init()
 
-// postChanges turns u into the entry changes it stands for (elements in index
+// _postChanges turns u into the entry changes it stands for (elements in index
 // order).
-func postChanges(u PostUpdate) runtime.Update[Post] {
+func _postChanges(u PostUpdate) runtime.Update[Post] {
 	var c runtime.Update[Post]
 	if u.Title != nil {
-		c.Changes = append(c.Changes, runtime.Set(postEntryTitle, *u.Title))
+		c.Changes = append(c.Changes, runtime.Set(_postEntryTitle, *u.Title))
 	}
 	if u.Author != nil {
-		c.Changes = append(c.Changes, runtime.Set(postEntryAuthor, *u.Author))
+		c.Changes = append(c.Changes, runtime.Set(_postEntryAuthor, *u.Author))
 	}
 	return c
 }
 
-// postRepo implements PostRepository on any store adapter: each method is a
+// _postRepo implements PostRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // PostBoltRepository, PostDynamoRepository, PostMongoRepository,
 // PostRedisRepository embed it.
-type postRepo struct {
+type _postRepo struct {
 	r runtime.Repo[Post, int64]
 }
 
-var _ PostRepository = postRepo{}
+var _ PostRepository = _postRepo{}
 
 // Get reads the Post block with key id in one round trip.
-func (r postRepo) Get(ctx context.Context, id int64) (*Post, error) {
+func (r _postRepo) Get(ctx context.Context, id int64) (*Post, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Post block.
-func (r postRepo) Create(ctx context.Context, post *Post) error {
+func (r _postRepo) Create(ctx context.Context, post *Post) error {
 	return r.r.Create(ctx, post)
 }
 
 // Put creates the Post block or replaces it whole.
-func (r postRepo) Put(ctx context.Context, post *Post) error {
+func (r _postRepo) Put(ctx context.Context, post *Post) error {
 	return r.r.Put(ctx, post)
 }
 
 // Delete removes the Post block with key id and all its entries.
-func (r postRepo) Delete(ctx context.Context, id int64) error {
+func (r _postRepo) Delete(ctx context.Context, id int64) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetTitle writes the title entry of block id and nothing else.
-func (r postRepo) SetTitle(ctx context.Context, id int64, v string) error {
-	return r.r.Set(ctx, "SetTitle", id, runtime.Set(postEntryTitle, v))
+func (r _postRepo) SetTitle(ctx context.Context, id int64, v string) error {
+	return r.r.Set(ctx, "SetTitle", id, runtime.Set(_postEntryTitle, v))
 }
 
 // SetAuthor writes the author entry of block id and nothing else.
-func (r postRepo) SetAuthor(ctx context.Context, id int64, v string) error {
-	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(postEntryAuthor, v))
+func (r _postRepo) SetAuthor(ctx context.Context, id int64, v string) error {
+	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(_postEntryAuthor, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r postRepo) Update(ctx context.Context, id int64, u PostUpdate) error {
-	return r.r.Update(ctx, "Update", id, postChanges(u))
+func (r _postRepo) Update(ctx context.Context, id int64, u PostUpdate) error {
+	return r.r.Update(ctx, "Update", id, _postChanges(u))
 }
 
 // GetMany reads the Post blocks with the given keys in one round trip (an
 // application-side join: see the *PostRefs functions).
-func (r postRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error) {
+func (r _postRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
 // block-key order, through the lookup Post.author (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r postRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
-	return r.r.ListBy(ctx, "ListByAuthor", postLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _postRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
+	return r.r.ListBy(ctx, "ListByAuthor", _postLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Post from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r postRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _postRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Post repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r postRepo) EnsureIndexes(ctx context.Context) error {
+func (r _postRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Post aggregates in block-key order.
-func (r postRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Post], error) {
+// List reads one page of Post aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _postRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Post], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Post aggregate in block-key order.
-func (r postRepo) All(ctx context.Context) iter.Seq2[*Post, error] {
+// All iterates over every Post aggregate, in the order of List.
+func (r _postRepo) All(ctx context.Context) iter.Seq2[*Post, error] {
 	return r.r.All(ctx)
 }
 

@@ -20,15 +20,15 @@ import (
 // of runtime/redisstore on a cluster. Block keys are allocated with INCR on
 // "Post:counter" (one counter per scope).
 type PostRedisRepository struct {
-	postRepo
+	_postRepo
 	store *redisstore.Store[Post, int64]
 }
 
 // NewPostRedisRepository returns the Post repository over rdb, a single-node
 // or a cluster client.
 func NewPostRedisRepository(rdb redis.UniversalClient) *PostRedisRepository {
-	s := redisstore.Open(rdb, postDesc)
-	return &PostRedisRepository{postRepo{runtime.NewRepo(postDesc, s)}, s}
+	s := redisstore.Open(rdb, _postDesc)
+	return &PostRedisRepository{_postRepo{runtime.NewRepo(_postDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -61,7 +61,7 @@ type Store struct {
 	// scope, that declare what Open uses.
 	Setup string
 	// Open is a Go expression of the store adapter with %[1]s standing for
-	// the descriptor variable (gameDesc).
+	// the descriptor variable (_gameDesc).
 	Open string
 }
 

@@ -169,7 +169,7 @@ func run(ctx context.Context, r repos) error {
 	err = r.games.Create(ctx, &game.Game{ID: "2345"})
 	step("Create 2345 again: %v (duplicate: %v)", err, errors.Is(err, runtime.ErrDuplicate))
 	err = r.games.SetRoundsAt(ctx, "2345", 99, game.Round{})
-	step("SetRoundsAt(99): %v", err)
+	step("SetRoundsAt(99): %v (not found: %v)", err, errors.Is(err, runtime.ErrNotFound))
 	fmt.Println("done")
 	return nil
 }

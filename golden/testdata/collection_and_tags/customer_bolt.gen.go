@@ -16,15 +16,15 @@ import (
 // prefix alone, with an empty value), then the entries full_name, email,
 // urlPath, httpCode, plain. Every method is one bbolt transaction.
 type CustomerBoltRepository struct {
-	customerRepo
+	_customerRepo
 	store *boltstore.Store[Customer, string]
 }
 
 // NewCustomerBoltRepository returns the Customer repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewCustomerBoltRepository(db *bbolt.DB) *CustomerBoltRepository {
-	s := boltstore.Open(db, customerDesc)
-	return &CustomerBoltRepository{customerRepo{runtime.NewRepo(customerDesc, s)}, s}
+	s := boltstore.Open(db, _customerDesc)
+	return &CustomerBoltRepository{_customerRepo{runtime.NewRepo(_customerDesc, s)}, s}
 }
 
 // DB returns the underlying database.

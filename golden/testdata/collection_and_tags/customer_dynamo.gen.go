@@ -15,15 +15,15 @@ import (
 // attribute per entry (full_name, email, urlPath, httpCode, plain), in native
 // attribute values.
 type CustomerDynamoRepository struct {
-	customerRepo
+	_customerRepo
 	store *dynamostore.Store[Customer, string]
 }
 
 // NewCustomerDynamoRepository returns the Customer repository over client's
 // tables (EnsureIndexes creates them).
 func NewCustomerDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *CustomerDynamoRepository {
-	s := dynamostore.Open(client, customerDesc, opts...)
-	return &CustomerDynamoRepository{customerRepo{runtime.NewRepo(customerDesc, s)}, s}
+	s := dynamostore.Open(client, _customerDesc, opts...)
+	return &CustomerDynamoRepository{_customerRepo{runtime.NewRepo(_customerDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

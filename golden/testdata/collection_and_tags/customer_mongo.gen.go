@@ -14,15 +14,15 @@ import (
 // and one top-level field per entry (full_name, email, urlPath, httpCode,
 // plain).
 type CustomerMongoRepository struct {
-	customerRepo
+	_customerRepo
 	store *mongostore.Store[Customer, string]
 }
 
 // NewCustomerMongoRepository returns the Customer repository over db's
 // collections.
 func NewCustomerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CustomerMongoRepository {
-	s := mongostore.Open(db, customerDesc, opts...)
-	return &CustomerMongoRepository{customerRepo{runtime.NewRepo(customerDesc, s)}, s}
+	s := mongostore.Open(db, _customerDesc, opts...)
+	return &CustomerMongoRepository{_customerRepo{runtime.NewRepo(_customerDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -65,12 +65,15 @@ type CustomerRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Customer aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Customer aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Customer], error)
 
-	// All iterates over every Customer aggregate in block-key order. Iteration
+	// All iterates over every Customer aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Customer, error]
 }
@@ -91,144 +94,147 @@ type CustomerUpdate struct {
 	Plain *string
 }
 
-// customerKeys encodes Customer block keys, order-preserving, for cursors and key-value stores.
-var customerKeys = runtime.StringKeys[string]()
+// _customerKeys encodes Customer block keys, order-preserving, for cursors and key-value stores.
+var _customerKeys = runtime.StringKeys[string]()
 
 // The entries of a Customer block (NoAM layout: full_name, email, urlPath,
 // httpCode, plain), one accessor each.
 var (
-	customerEntryFullName = runtime.NewField("full_name", "FullName", func(customer *Customer) *string {
+	_customerEntryFullName = runtime.NewField("full_name", "FullName", func(customer *Customer) *string {
 		return &customer.FullName
 	})
-	customerEntryEmail = runtime.NewField("email", "Email", func(customer *Customer) *string {
+	_customerEntryEmail = runtime.NewField("email", "Email", func(customer *Customer) *string {
 		return &customer.Email
 	})
-	customerEntryURLPath = runtime.NewField("urlPath", "URLPath", func(customer *Customer) *string {
+	_customerEntryURLPath = runtime.NewField("urlPath", "URLPath", func(customer *Customer) *string {
 		return &customer.URLPath
 	})
-	customerEntryHTTPCode = runtime.NewField("httpCode", "HTTPCode", func(customer *Customer) *int {
+	_customerEntryHTTPCode = runtime.NewField("httpCode", "HTTPCode", func(customer *Customer) *int {
 		return &customer.HTTPCode
 	})
-	customerEntryPlain = runtime.NewField("plain", "Plain", func(customer *Customer) *string {
+	_customerEntryPlain = runtime.NewField("plain", "Plain", func(customer *Customer) *string {
 		return &customer.Plain
 	})
 )
 
-// customerDesc describes Customer to the store adapters: the same layout on
+// _customerDesc describes Customer to the store adapters: the same layout on
 // every store.
-var customerDesc = (&runtime.Desc[Customer, string]{
+var _customerDesc = (&runtime.Desc[Customer, string]{
 	Aggregate:  "Customer",
 	Collection: "customers",
-	Keys:       customerKeys,
+	Keys:       _customerKeys,
 	ID: func(customer *Customer) *string {
 		return &customer.ID
 	},
-	Fields: []*runtime.Field[Customer]{customerEntryFullName, customerEntryEmail, customerEntryURLPath, customerEntryHTTPCode, customerEntryPlain},
+	Fields: []*runtime.Field[Customer]{_customerEntryFullName, _customerEntryEmail, _customerEntryURLPath, _customerEntryHTTPCode, _customerEntryPlain},
 }).Init()
 
-// customerChanges turns u into the entry changes it stands for (elements in
+// _customerChanges turns u into the entry changes it stands for (elements in
 // index order).
-func customerChanges(u CustomerUpdate) runtime.Update[Customer] {
+func _customerChanges(u CustomerUpdate) runtime.Update[Customer] {
 	var c runtime.Update[Customer]
 	if u.FullName != nil {
-		c.Changes = append(c.Changes, runtime.Set(customerEntryFullName, *u.FullName))
+		c.Changes = append(c.Changes, runtime.Set(_customerEntryFullName, *u.FullName))
 	}
 	if u.Email != nil {
-		c.Changes = append(c.Changes, runtime.Set(customerEntryEmail, *u.Email))
+		c.Changes = append(c.Changes, runtime.Set(_customerEntryEmail, *u.Email))
 	}
 	if u.URLPath != nil {
-		c.Changes = append(c.Changes, runtime.Set(customerEntryURLPath, *u.URLPath))
+		c.Changes = append(c.Changes, runtime.Set(_customerEntryURLPath, *u.URLPath))
 	}
 	if u.HTTPCode != nil {
-		c.Changes = append(c.Changes, runtime.Set(customerEntryHTTPCode, *u.HTTPCode))
+		c.Changes = append(c.Changes, runtime.Set(_customerEntryHTTPCode, *u.HTTPCode))
 	}
 	if u.Plain != nil {
-		c.Changes = append(c.Changes, runtime.Set(customerEntryPlain, *u.Plain))
+		c.Changes = append(c.Changes, runtime.Set(_customerEntryPlain, *u.Plain))
 	}
 	return c
 }
 
-// customerRepo implements CustomerRepository on any store adapter: each method
-// is a typed call into runtime.Repo, which holds the descriptor and the
+// _customerRepo implements CustomerRepository on any store adapter: each
+// method is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. CustomerBoltRepository, CustomerDynamoRepository,
 // CustomerMongoRepository, CustomerRedisRepository embed it.
-type customerRepo struct {
+type _customerRepo struct {
 	r runtime.Repo[Customer, string]
 }
 
-var _ CustomerRepository = customerRepo{}
+var _ CustomerRepository = _customerRepo{}
 
 // Get reads the Customer block with key id in one round trip.
-func (r customerRepo) Get(ctx context.Context, id string) (*Customer, error) {
+func (r _customerRepo) Get(ctx context.Context, id string) (*Customer, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Customer block.
-func (r customerRepo) Create(ctx context.Context, customer *Customer) error {
+func (r _customerRepo) Create(ctx context.Context, customer *Customer) error {
 	return r.r.Create(ctx, customer)
 }
 
 // Put creates the Customer block or replaces it whole.
-func (r customerRepo) Put(ctx context.Context, customer *Customer) error {
+func (r _customerRepo) Put(ctx context.Context, customer *Customer) error {
 	return r.r.Put(ctx, customer)
 }
 
 // Delete removes the Customer block with key id and all its entries.
-func (r customerRepo) Delete(ctx context.Context, id string) error {
+func (r _customerRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetFullName writes the full_name entry of block id and nothing else.
-func (r customerRepo) SetFullName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetFullName", id, runtime.Set(customerEntryFullName, v))
+func (r _customerRepo) SetFullName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetFullName", id, runtime.Set(_customerEntryFullName, v))
 }
 
 // SetEmail writes the email entry of block id and nothing else.
-func (r customerRepo) SetEmail(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetEmail", id, runtime.Set(customerEntryEmail, v))
+func (r _customerRepo) SetEmail(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetEmail", id, runtime.Set(_customerEntryEmail, v))
 }
 
 // SetURLPath writes the urlPath entry of block id and nothing else.
-func (r customerRepo) SetURLPath(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetURLPath", id, runtime.Set(customerEntryURLPath, v))
+func (r _customerRepo) SetURLPath(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetURLPath", id, runtime.Set(_customerEntryURLPath, v))
 }
 
 // SetHTTPCode writes the httpCode entry of block id and nothing else.
-func (r customerRepo) SetHTTPCode(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetHTTPCode", id, runtime.Set(customerEntryHTTPCode, v))
+func (r _customerRepo) SetHTTPCode(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetHTTPCode", id, runtime.Set(_customerEntryHTTPCode, v))
 }
 
 // SetPlain writes the plain entry of block id and nothing else.
-func (r customerRepo) SetPlain(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetPlain", id, runtime.Set(customerEntryPlain, v))
+func (r _customerRepo) SetPlain(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetPlain", id, runtime.Set(_customerEntryPlain, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r customerRepo) Update(ctx context.Context, id string, u CustomerUpdate) error {
-	return r.r.Update(ctx, "Update", id, customerChanges(u))
+func (r _customerRepo) Update(ctx context.Context, id string, u CustomerUpdate) error {
+	return r.r.Update(ctx, "Update", id, _customerChanges(u))
 }
 
 // GetMany reads the Customer blocks with the given keys in one round trip (an
 // application-side join: see the *CustomerRefs functions).
-func (r customerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Customer, error) {
+func (r _customerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Customer, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Customer repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r customerRepo) EnsureIndexes(ctx context.Context) error {
+func (r _customerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Customer aggregates in block-key order.
-func (r customerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Customer], error) {
+// List reads one page of Customer aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _customerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Customer], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Customer aggregate in block-key order.
-func (r customerRepo) All(ctx context.Context) iter.Seq2[*Customer, error] {
+// All iterates over every Customer aggregate, in the order of List.
+func (r _customerRepo) All(ctx context.Context) iter.Seq2[*Customer, error] {
 	return r.r.All(ctx)
 }
 

@@ -16,15 +16,15 @@ import (
 // "customers:blocks" lists the blocks in key order. Every write is one Lua
 // script run, atomic on the node that owns the block's hash slot.
 type CustomerRedisRepository struct {
-	customerRepo
+	_customerRepo
 	store *redisstore.Store[Customer, string]
 }
 
 // NewCustomerRedisRepository returns the Customer repository over rdb, a
 // single-node or a cluster client.
 func NewCustomerRedisRepository(rdb redis.UniversalClient) *CustomerRedisRepository {
-	s := redisstore.Open(rdb, customerDesc)
-	return &CustomerRedisRepository{customerRepo{runtime.NewRepo(customerDesc, s)}, s}
+	s := redisstore.Open(rdb, _customerDesc)
+	return &CustomerRedisRepository{_customerRepo{runtime.NewRepo(_customerDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -15,15 +15,15 @@ import (
 // Player block is one contiguous key range: its marker, which holds the root
 // entry. Every method is one bbolt transaction.
 type PlayerBoltRepository struct {
-	playerRepo
+	_playerRepo
 	store *boltstore.Store[Player, string]
 }
 
 // NewPlayerBoltRepository returns the Player repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewPlayerBoltRepository(db *bbolt.DB) *PlayerBoltRepository {
-	s := boltstore.Open(db, playerDesc)
-	return &PlayerBoltRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := boltstore.Open(db, _playerDesc)
+	return &PlayerBoltRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (_root (the root entry)), in native attribute values.
 type PlayerDynamoRepository struct {
-	playerRepo
+	_playerRepo
 	store *dynamostore.Store[Player, string]
 }
 
 // NewPlayerDynamoRepository returns the Player repository over client's tables
 // (EnsureIndexes creates them).
 func NewPlayerDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *PlayerDynamoRepository {
-	s := dynamostore.Open(client, playerDesc, opts...)
-	return &PlayerDynamoRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := dynamostore.Open(client, _playerDesc, opts...)
+	return &PlayerDynamoRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,15 +13,15 @@ import (
 // one document of collection "Player" with the block key as _id and one
 // top-level field per entry (firstName, lastName, score).
 type PlayerMongoRepository struct {
-	playerRepo
+	_playerRepo
 	store *mongostore.Store[Player, string]
 }
 
 // NewPlayerMongoRepository returns the Player repository over db's
 // collections.
 func NewPlayerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *PlayerMongoRepository {
-	s := mongostore.Open(db, playerDesc, opts...)
-	return &PlayerMongoRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := mongostore.Open(db, _playerDesc, opts...)
+	return &PlayerMongoRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

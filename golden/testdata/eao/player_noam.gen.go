@@ -40,35 +40,38 @@ type PlayerRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Player aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Player aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error)
 
-	// All iterates over every Player aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Player aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Player, error]
 }
 
-// playerKeys encodes Player block keys, order-preserving, for cursors and key-value stores.
-var playerKeys = runtime.StringKeys[string]()
+// _playerKeys encodes Player block keys, order-preserving, for cursors and key-value stores.
+var _playerKeys = runtime.StringKeys[string]()
 
-// playerRoot is the value of the root entry of a Player block (strategy eao):
+// _playerRoot is the value of the root entry of a Player block (strategy eao):
 // every field but the id, the version and the partitioned ones.
-type playerRoot struct {
+type _playerRoot struct {
 	FirstName string `bson:"firstName"`
 	LastName  string `bson:"lastName"`
 	Score     int    `bson:"score"`
 }
 
-// playerEntryRoot is the root entry ε of a Player block.
-var playerEntryRoot = runtime.NewRoot([]string{"firstName", "lastName", "score"}, func(player *Player) playerRoot {
-	return playerRoot{
+// _playerEntryRoot is the root entry ε of a Player block.
+var _playerEntryRoot = runtime.NewRoot([]string{"firstName", "lastName", "score"}, func(player *Player) _playerRoot {
+	return _playerRoot{
 		FirstName: player.FirstName,
 		LastName:  player.LastName,
 		Score:     player.Score,
 	}
-}, func(player *Player, root playerRoot) {
+}, func(player *Player, root _playerRoot) {
 	player.FirstName = root.FirstName
 	player.LastName = root.LastName
 	player.Score = root.Score
@@ -77,80 +80,83 @@ var playerEntryRoot = runtime.NewRoot([]string{"firstName", "lastName", "score"}
 // The entries of a Player block (NoAM layout: ε (the root entry)), one
 // accessor each.
 var (
-	playerEntryFirstName = runtime.NewField("firstName", "FirstName", func(player *Player) *string {
+	_playerEntryFirstName = runtime.NewField("firstName", "FirstName", func(player *Player) *string {
 		return &player.FirstName
 	})
-	playerEntryLastName = runtime.NewField("lastName", "LastName", func(player *Player) *string {
+	_playerEntryLastName = runtime.NewField("lastName", "LastName", func(player *Player) *string {
 		return &player.LastName
 	})
-	playerEntryScore = runtime.NewField("score", "Score", func(player *Player) *int {
+	_playerEntryScore = runtime.NewField("score", "Score", func(player *Player) *int {
 		return &player.Score
 	})
 )
 
-// playerDesc describes Player to the store adapters: the same layout on every
+// _playerDesc describes Player to the store adapters: the same layout on every
 // store.
-var playerDesc = (&runtime.Desc[Player, string]{
+var _playerDesc = (&runtime.Desc[Player, string]{
 	Aggregate: "Player",
-	Keys:      playerKeys,
+	Keys:      _playerKeys,
 	ID: func(player *Player) *string {
 		return &player.Username
 	},
 	EAO:    true,
-	Root:   playerEntryRoot,
-	Fields: []*runtime.Field[Player]{playerEntryFirstName, playerEntryLastName, playerEntryScore},
+	Root:   _playerEntryRoot,
+	Fields: []*runtime.Field[Player]{_playerEntryFirstName, _playerEntryLastName, _playerEntryScore},
 }).Init()
 
-// playerRepo implements PlayerRepository on any store adapter: each method is
+// _playerRepo implements PlayerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
 // PlayerBoltRepository, PlayerDynamoRepository, PlayerMongoRepository,
 // PlayerRedisRepository embed it.
-type playerRepo struct {
+type _playerRepo struct {
 	r runtime.Repo[Player, string]
 }
 
-var _ PlayerRepository = playerRepo{}
+var _ PlayerRepository = _playerRepo{}
 
 // Get reads the Player block with key id in one round trip.
-func (r playerRepo) Get(ctx context.Context, id string) (*Player, error) {
+func (r _playerRepo) Get(ctx context.Context, id string) (*Player, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Player block.
-func (r playerRepo) Create(ctx context.Context, player *Player) error {
+func (r _playerRepo) Create(ctx context.Context, player *Player) error {
 	return r.r.Create(ctx, player)
 }
 
 // Put creates the Player block or replaces it whole.
-func (r playerRepo) Put(ctx context.Context, player *Player) error {
+func (r _playerRepo) Put(ctx context.Context, player *Player) error {
 	return r.r.Put(ctx, player)
 }
 
 // Delete removes the Player block with key id and all its entries.
-func (r playerRepo) Delete(ctx context.Context, id string) error {
+func (r _playerRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Player blocks with the given keys in one round trip (an
 // application-side join: see the *PlayerRefs functions).
-func (r playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
+func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r playerRepo) EnsureIndexes(ctx context.Context) error {
+func (r _playerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Player aggregates in block-key order.
-func (r playerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error) {
+// List reads one page of Player aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _playerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Player aggregate in block-key order.
-func (r playerRepo) All(ctx context.Context) iter.Seq2[*Player, error] {
+// All iterates over every Player aggregate, in the order of List.
+func (r _playerRepo) All(ctx context.Context) iter.Seq2[*Player, error] {
 	return r.r.All(ctx)
 }
 

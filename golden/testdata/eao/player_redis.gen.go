@@ -16,15 +16,15 @@ import (
 // Every write is one Lua script run, atomic on the node that owns the block's
 // hash slot.
 type PlayerRedisRepository struct {
-	playerRepo
+	_playerRepo
 	store *redisstore.Store[Player, string]
 }
 
 // NewPlayerRedisRepository returns the Player repository over rdb, a
 // single-node or a cluster client.
 func NewPlayerRedisRepository(rdb redis.UniversalClient) *PlayerRedisRepository {
-	s := redisstore.Open(rdb, playerDesc)
-	return &PlayerRedisRepository{playerRepo{runtime.NewRepo(playerDesc, s)}, s}
+	s := redisstore.Open(rdb, _playerDesc)
+	return &PlayerRedisRepository{_playerRepo{runtime.NewRepo(_playerDesc, s)}, s}
 }
 
 // Client returns the underlying client.

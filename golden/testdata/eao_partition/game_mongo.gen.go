@@ -15,14 +15,14 @@ import (
 // are arrays written element by element ($push, $set of one index), their
 // lengths kept in _len.
 type GameMongoRepository struct {
-	gameRepo
+	_gameRepo
 	store *mongostore.Store[Game, string]
 }
 
 // NewGameMongoRepository returns the Game repository over db's collections.
 func NewGameMongoRepository(db *mongo.Database, opts ...mongostore.Option) *GameMongoRepository {
-	s := mongostore.Open(db, gameDesc, opts...)
-	return &GameMongoRepository{gameRepo{runtime.NewRepo(gameDesc, s)}, s}
+	s := mongostore.Open(db, _gameDesc, opts...)
+	return &GameMongoRepository{_gameRepo{runtime.NewRepo(_gameDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -62,13 +62,16 @@ type GameRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Game aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Game aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Game], error)
 
-	// All iterates over every Game aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Game aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Game, error]
 }
 
@@ -84,23 +87,23 @@ type GameUpdate struct {
 	RoundsAt map[int]Round
 }
 
-// gameKeys encodes Game block keys, order-preserving, for cursors and key-value stores.
-var gameKeys = runtime.StringKeys[string]()
+// _gameKeys encodes Game block keys, order-preserving, for cursors and key-value stores.
+var _gameKeys = runtime.StringKeys[string]()
 
-// gameRoot is the value of the root entry of a Game block (strategy eao):
+// _gameRoot is the value of the root entry of a Game block (strategy eao):
 // every field but the id, the version and the partitioned ones.
-type gameRoot struct {
+type _gameRoot struct {
 	FirstPlayer  string `bson:"firstPlayer"`
 	SecondPlayer string `bson:"secondPlayer"`
 }
 
-// gameEntryRoot is the root entry ε of a Game block.
-var gameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, func(game *Game) gameRoot {
-	return gameRoot{
+// _gameEntryRoot is the root entry ε of a Game block.
+var _gameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, func(game *Game) _gameRoot {
+	return _gameRoot{
 		FirstPlayer:  game.FirstPlayer,
 		SecondPlayer: game.SecondPlayer,
 	}
-}, func(game *Game, root gameRoot) {
+}, func(game *Game, root _gameRoot) {
 	game.FirstPlayer = root.FirstPlayer
 	game.SecondPlayer = root.SecondPlayer
 })
@@ -108,121 +111,124 @@ var gameEntryRoot = runtime.NewRoot([]string{"firstPlayer", "secondPlayer"}, fun
 // The entries of a Game block (NoAM layout: ε (the root entry), rounds[i]),
 // one accessor each.
 var (
-	gameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(game *Game) *string {
+	_gameEntryFirstPlayer = runtime.NewField("firstPlayer", "FirstPlayer", func(game *Game) *string {
 		return &game.FirstPlayer
 	})
-	gameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(game *Game) *string {
+	_gameEntrySecondPlayer = runtime.NewField("secondPlayer", "SecondPlayer", func(game *Game) *string {
 		return &game.SecondPlayer
 	})
-	gameEntryRounds = runtime.NewPartition("rounds", "Rounds", func(game *Game) *[]Round {
+	_gameEntryRounds = runtime.NewPartition("rounds", "Rounds", func(game *Game) *[]Round {
 		return &game.Rounds
 	})
 )
 
-// gameDesc describes Game to the store adapters: the same layout on every
+// _gameDesc describes Game to the store adapters: the same layout on every
 // store.
-var gameDesc = (&runtime.Desc[Game, string]{
+var _gameDesc = (&runtime.Desc[Game, string]{
 	Aggregate: "Game",
-	Keys:      gameKeys,
+	Keys:      _gameKeys,
 	ID: func(game *Game) *string {
 		return &game.ID
 	},
 	EAO:    true,
-	Root:   gameEntryRoot,
-	Fields: []*runtime.Field[Game]{gameEntryFirstPlayer, gameEntrySecondPlayer, gameEntryRounds},
+	Root:   _gameEntryRoot,
+	Fields: []*runtime.Field[Game]{_gameEntryFirstPlayer, _gameEntrySecondPlayer, _gameEntryRounds},
 }).Init()
 
-// gameChanges turns u into the entry changes it stands for (elements in index
+// _gameChanges turns u into the entry changes it stands for (elements in index
 // order).
-func gameChanges(u GameUpdate) runtime.Update[Game] {
+func _gameChanges(u GameUpdate) runtime.Update[Game] {
 	var c runtime.Update[Game]
 	if u.Root != nil {
-		c.Changes = append(c.Changes, runtime.Set(gameEntryRoot, gameRoot{
+		c.Changes = append(c.Changes, runtime.Set(_gameEntryRoot, _gameRoot{
 			FirstPlayer:  u.Root.FirstPlayer,
 			SecondPlayer: u.Root.SecondPlayer,
 		}))
 	}
 	if len(u.RoundsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.RoundsAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(gameEntryRounds, i, u.RoundsAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_gameEntryRounds, i, u.RoundsAt[i]))
 		}
 	}
 	return c
 }
 
-// gameRepo implements GameRepository on any store adapter: each method is a
+// _gameRepo implements GameRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // GameBoltRepository, GameDynamoRepository, GameMongoRepository,
 // GameRedisRepository embed it.
-type gameRepo struct {
+type _gameRepo struct {
 	r runtime.Repo[Game, string]
 }
 
-var _ GameRepository = gameRepo{}
+var _ GameRepository = _gameRepo{}
 
 // Get reads the Game block with key id in one round trip.
-func (r gameRepo) Get(ctx context.Context, id string) (*Game, error) {
+func (r _gameRepo) Get(ctx context.Context, id string) (*Game, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Game block.
-func (r gameRepo) Create(ctx context.Context, game *Game) error {
+func (r _gameRepo) Create(ctx context.Context, game *Game) error {
 	return r.r.Create(ctx, game)
 }
 
 // Put creates the Game block or replaces it whole.
-func (r gameRepo) Put(ctx context.Context, game *Game) error {
+func (r _gameRepo) Put(ctx context.Context, game *Game) error {
 	return r.r.Put(ctx, game)
 }
 
 // Delete removes the Game block with key id and all its entries.
-func (r gameRepo) Delete(ctx context.Context, id string) error {
+func (r _gameRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
 // new entry rounds[i] is written, the other elements are not sent.
-func (r gameRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
-	return r.r.Append(ctx, "AppendRounds", id, gameEntryRounds, e)
+func (r _gameRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
+	return r.r.Append(ctx, "AppendRounds", id, _gameEntryRounds, e)
 }
 
 // SetRoundsAt replaces the entry rounds[i] and nothing else.
-func (r gameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
-	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(gameEntryRounds, i, e))
+func (r _gameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
+	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_gameEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
 // reading the rest of the block.
-func (r gameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
-	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, gameEntryRounds, req)
+func (r _gameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
+	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _gameEntryRounds, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r gameRepo) Update(ctx context.Context, id string, u GameUpdate) error {
-	return r.r.Update(ctx, "Update", id, gameChanges(u))
+func (r _gameRepo) Update(ctx context.Context, id string, u GameUpdate) error {
+	return r.r.Update(ctx, "Update", id, _gameChanges(u))
 }
 
 // GetMany reads the Game blocks with the given keys in one round trip (an
 // application-side join: see the *GameRefs functions).
-func (r gameRepo) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
+func (r _gameRepo) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Game repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r gameRepo) EnsureIndexes(ctx context.Context) error {
+func (r _gameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Game aggregates in block-key order.
-func (r gameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Game], error) {
+// List reads one page of Game aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _gameRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Game], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Game aggregate in block-key order.
-func (r gameRepo) All(ctx context.Context) iter.Seq2[*Game, error] {
+// All iterates over every Game aggregate, in the order of List.
+func (r _gameRepo) All(ctx context.Context) iter.Seq2[*Game, error] {
 	return r.r.All(ctx)
 }
 

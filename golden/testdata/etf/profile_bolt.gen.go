@@ -17,15 +17,15 @@ import (
 // active, home, tags, scores, joined, nickname, avatar, past, extra, fixed.
 // Every method is one bbolt transaction.
 type ProfileBoltRepository struct {
-	profileRepo
+	_profileRepo
 	store *boltstore.Store[Profile, string]
 }
 
 // NewProfileBoltRepository returns the Profile repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewProfileBoltRepository(db *bbolt.DB) *ProfileBoltRepository {
-	s := boltstore.Open(db, profileDesc)
-	return &ProfileBoltRepository{profileRepo{runtime.NewRepo(profileDesc, s)}, s}
+	s := boltstore.Open(db, _profileDesc)
+	return &ProfileBoltRepository{_profileRepo{runtime.NewRepo(_profileDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -15,15 +15,15 @@ import (
 // attribute per entry (name, age, ratio, active, home, tags, scores, joined,
 // nickname, avatar, past, extra, fixed), in native attribute values.
 type ProfileDynamoRepository struct {
-	profileRepo
+	_profileRepo
 	store *dynamostore.Store[Profile, string]
 }
 
 // NewProfileDynamoRepository returns the Profile repository over client's
 // tables (EnsureIndexes creates them).
 func NewProfileDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *ProfileDynamoRepository {
-	s := dynamostore.Open(client, profileDesc, opts...)
-	return &ProfileDynamoRepository{profileRepo{runtime.NewRepo(profileDesc, s)}, s}
+	s := dynamostore.Open(client, _profileDesc, opts...)
+	return &ProfileDynamoRepository{_profileRepo{runtime.NewRepo(_profileDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

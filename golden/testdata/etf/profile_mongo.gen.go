@@ -14,15 +14,15 @@ import (
 // top-level field per entry (name, age, ratio, active, home, tags, scores,
 // joined, nickname, avatar, past, extra, fixed).
 type ProfileMongoRepository struct {
-	profileRepo
+	_profileRepo
 	store *mongostore.Store[Profile, string]
 }
 
 // NewProfileMongoRepository returns the Profile repository over db's
 // collections.
 func NewProfileMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ProfileMongoRepository {
-	s := mongostore.Open(db, profileDesc, opts...)
-	return &ProfileMongoRepository{profileRepo{runtime.NewRepo(profileDesc, s)}, s}
+	s := mongostore.Open(db, _profileDesc, opts...)
+	return &ProfileMongoRepository{_profileRepo{runtime.NewRepo(_profileDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

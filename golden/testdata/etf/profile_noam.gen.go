@@ -99,12 +99,15 @@ type ProfileRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Profile aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Profile aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Profile], error)
 
-	// All iterates over every Profile aggregate in block-key order. Iteration
+	// All iterates over every Profile aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Profile, error]
 }
@@ -141,232 +144,235 @@ type ProfileUpdate struct {
 	Fixed *[3]int
 }
 
-// profileKeys encodes Profile block keys, order-preserving, for cursors and key-value stores.
-var profileKeys = runtime.StringKeys[string]()
+// _profileKeys encodes Profile block keys, order-preserving, for cursors and key-value stores.
+var _profileKeys = runtime.StringKeys[string]()
 
 // The entries of a Profile block (NoAM layout: name, age, ratio, active, home,
 // tags, scores, joined, nickname, avatar, past, extra, fixed), one accessor
 // each.
 var (
-	profileEntryName = runtime.NewField("name", "Name", func(profile *Profile) *string {
+	_profileEntryName = runtime.NewField("name", "Name", func(profile *Profile) *string {
 		return &profile.Name
 	})
-	profileEntryAge = runtime.NewField("age", "Age", func(profile *Profile) *int {
+	_profileEntryAge = runtime.NewField("age", "Age", func(profile *Profile) *int {
 		return &profile.Age
 	})
-	profileEntryRatio = runtime.NewField("ratio", "Ratio", func(profile *Profile) *float64 {
+	_profileEntryRatio = runtime.NewField("ratio", "Ratio", func(profile *Profile) *float64 {
 		return &profile.Ratio
 	})
-	profileEntryActive = runtime.NewField("active", "Active", func(profile *Profile) *bool {
+	_profileEntryActive = runtime.NewField("active", "Active", func(profile *Profile) *bool {
 		return &profile.Active
 	})
-	profileEntryHome = runtime.NewField("home", "Home", func(profile *Profile) *Address {
+	_profileEntryHome = runtime.NewField("home", "Home", func(profile *Profile) *Address {
 		return &profile.Home
 	})
-	profileEntryTags = runtime.NewField("tags", "Tags", func(profile *Profile) *[]string {
+	_profileEntryTags = runtime.NewField("tags", "Tags", func(profile *Profile) *[]string {
 		return &profile.Tags
 	})
-	profileEntryScores = runtime.NewField("scores", "Scores", func(profile *Profile) *map[string]int {
+	_profileEntryScores = runtime.NewField("scores", "Scores", func(profile *Profile) *map[string]int {
 		return &profile.Scores
 	})
-	profileEntryJoined = runtime.NewField("joined", "Joined", func(profile *Profile) *time.Time {
+	_profileEntryJoined = runtime.NewField("joined", "Joined", func(profile *Profile) *time.Time {
 		return &profile.Joined
 	})
-	profileEntryNickname = runtime.NewField("nickname", "Nickname", func(profile *Profile) **string {
+	_profileEntryNickname = runtime.NewField("nickname", "Nickname", func(profile *Profile) **string {
 		return &profile.Nickname
 	})
-	profileEntryAvatar = runtime.NewField("avatar", "Avatar", func(profile *Profile) *[]byte {
+	_profileEntryAvatar = runtime.NewField("avatar", "Avatar", func(profile *Profile) *[]byte {
 		return &profile.Avatar
 	})
-	profileEntryPast = runtime.NewField("past", "Past", func(profile *Profile) *[]Address {
+	_profileEntryPast = runtime.NewField("past", "Past", func(profile *Profile) *[]Address {
 		return &profile.Past
 	})
-	profileEntryExtra = runtime.NewField("extra", "Extra", func(profile *Profile) *map[string]any {
+	_profileEntryExtra = runtime.NewField("extra", "Extra", func(profile *Profile) *map[string]any {
 		return &profile.Extra
 	})
-	profileEntryFixed = runtime.NewField("fixed", "Fixed", func(profile *Profile) *[3]int {
+	_profileEntryFixed = runtime.NewField("fixed", "Fixed", func(profile *Profile) *[3]int {
 		return &profile.Fixed
 	})
 )
 
-// profileDesc describes Profile to the store adapters: the same layout on
+// _profileDesc describes Profile to the store adapters: the same layout on
 // every store.
-var profileDesc = (&runtime.Desc[Profile, string]{
+var _profileDesc = (&runtime.Desc[Profile, string]{
 	Aggregate: "Profile",
-	Keys:      profileKeys,
+	Keys:      _profileKeys,
 	ID: func(profile *Profile) *string {
 		return &profile.ID
 	},
-	Fields: []*runtime.Field[Profile]{profileEntryName, profileEntryAge, profileEntryRatio, profileEntryActive, profileEntryHome, profileEntryTags, profileEntryScores, profileEntryJoined, profileEntryNickname, profileEntryAvatar, profileEntryPast, profileEntryExtra, profileEntryFixed},
+	Fields: []*runtime.Field[Profile]{_profileEntryName, _profileEntryAge, _profileEntryRatio, _profileEntryActive, _profileEntryHome, _profileEntryTags, _profileEntryScores, _profileEntryJoined, _profileEntryNickname, _profileEntryAvatar, _profileEntryPast, _profileEntryExtra, _profileEntryFixed},
 }).Init()
 
-// profileChanges turns u into the entry changes it stands for (elements in
+// _profileChanges turns u into the entry changes it stands for (elements in
 // index order).
-func profileChanges(u ProfileUpdate) runtime.Update[Profile] {
+func _profileChanges(u ProfileUpdate) runtime.Update[Profile] {
 	var c runtime.Update[Profile]
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryName, *u.Name))
 	}
 	if u.Age != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryAge, *u.Age))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryAge, *u.Age))
 	}
 	if u.Ratio != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryRatio, *u.Ratio))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryRatio, *u.Ratio))
 	}
 	if u.Active != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryActive, *u.Active))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryActive, *u.Active))
 	}
 	if u.Home != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryHome, *u.Home))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryHome, *u.Home))
 	}
 	if u.Tags != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryTags, *u.Tags))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryTags, *u.Tags))
 	}
 	if u.Scores != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryScores, *u.Scores))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryScores, *u.Scores))
 	}
 	if u.Joined != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryJoined, *u.Joined))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryJoined, *u.Joined))
 	}
 	if u.Nickname != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryNickname, *u.Nickname))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryNickname, *u.Nickname))
 	}
 	if u.Avatar != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryAvatar, *u.Avatar))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryAvatar, *u.Avatar))
 	}
 	if u.Past != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryPast, *u.Past))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryPast, *u.Past))
 	}
 	if u.Extra != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryExtra, *u.Extra))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryExtra, *u.Extra))
 	}
 	if u.Fixed != nil {
-		c.Changes = append(c.Changes, runtime.Set(profileEntryFixed, *u.Fixed))
+		c.Changes = append(c.Changes, runtime.Set(_profileEntryFixed, *u.Fixed))
 	}
 	return c
 }
 
-// profileRepo implements ProfileRepository on any store adapter: each method
+// _profileRepo implements ProfileRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. ProfileBoltRepository, ProfileDynamoRepository,
 // ProfileMongoRepository, ProfileRedisRepository embed it.
-type profileRepo struct {
+type _profileRepo struct {
 	r runtime.Repo[Profile, string]
 }
 
-var _ ProfileRepository = profileRepo{}
+var _ ProfileRepository = _profileRepo{}
 
 // Get reads the Profile block with key id in one round trip.
-func (r profileRepo) Get(ctx context.Context, id string) (*Profile, error) {
+func (r _profileRepo) Get(ctx context.Context, id string) (*Profile, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Profile block.
-func (r profileRepo) Create(ctx context.Context, profile *Profile) error {
+func (r _profileRepo) Create(ctx context.Context, profile *Profile) error {
 	return r.r.Create(ctx, profile)
 }
 
 // Put creates the Profile block or replaces it whole.
-func (r profileRepo) Put(ctx context.Context, profile *Profile) error {
+func (r _profileRepo) Put(ctx context.Context, profile *Profile) error {
 	return r.r.Put(ctx, profile)
 }
 
 // Delete removes the Profile block with key id and all its entries.
-func (r profileRepo) Delete(ctx context.Context, id string) error {
+func (r _profileRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r profileRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(profileEntryName, v))
+func (r _profileRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_profileEntryName, v))
 }
 
 // SetAge writes the age entry of block id and nothing else.
-func (r profileRepo) SetAge(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetAge", id, runtime.Set(profileEntryAge, v))
+func (r _profileRepo) SetAge(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetAge", id, runtime.Set(_profileEntryAge, v))
 }
 
 // SetRatio writes the ratio entry of block id and nothing else.
-func (r profileRepo) SetRatio(ctx context.Context, id string, v float64) error {
-	return r.r.Set(ctx, "SetRatio", id, runtime.Set(profileEntryRatio, v))
+func (r _profileRepo) SetRatio(ctx context.Context, id string, v float64) error {
+	return r.r.Set(ctx, "SetRatio", id, runtime.Set(_profileEntryRatio, v))
 }
 
 // SetActive writes the active entry of block id and nothing else.
-func (r profileRepo) SetActive(ctx context.Context, id string, v bool) error {
-	return r.r.Set(ctx, "SetActive", id, runtime.Set(profileEntryActive, v))
+func (r _profileRepo) SetActive(ctx context.Context, id string, v bool) error {
+	return r.r.Set(ctx, "SetActive", id, runtime.Set(_profileEntryActive, v))
 }
 
 // SetHome writes the home entry of block id and nothing else.
-func (r profileRepo) SetHome(ctx context.Context, id string, v Address) error {
-	return r.r.Set(ctx, "SetHome", id, runtime.Set(profileEntryHome, v))
+func (r _profileRepo) SetHome(ctx context.Context, id string, v Address) error {
+	return r.r.Set(ctx, "SetHome", id, runtime.Set(_profileEntryHome, v))
 }
 
 // SetTags writes the tags entry of block id and nothing else.
-func (r profileRepo) SetTags(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetTags", id, runtime.Set(profileEntryTags, v))
+func (r _profileRepo) SetTags(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetTags", id, runtime.Set(_profileEntryTags, v))
 }
 
 // SetScores writes the scores entry of block id and nothing else.
-func (r profileRepo) SetScores(ctx context.Context, id string, v map[string]int) error {
-	return r.r.Set(ctx, "SetScores", id, runtime.Set(profileEntryScores, v))
+func (r _profileRepo) SetScores(ctx context.Context, id string, v map[string]int) error {
+	return r.r.Set(ctx, "SetScores", id, runtime.Set(_profileEntryScores, v))
 }
 
 // SetJoined writes the joined entry of block id and nothing else.
-func (r profileRepo) SetJoined(ctx context.Context, id string, v time.Time) error {
-	return r.r.Set(ctx, "SetJoined", id, runtime.Set(profileEntryJoined, v))
+func (r _profileRepo) SetJoined(ctx context.Context, id string, v time.Time) error {
+	return r.r.Set(ctx, "SetJoined", id, runtime.Set(_profileEntryJoined, v))
 }
 
 // SetNickname writes the nickname entry of block id and nothing else.
-func (r profileRepo) SetNickname(ctx context.Context, id string, v *string) error {
-	return r.r.Set(ctx, "SetNickname", id, runtime.Set(profileEntryNickname, v))
+func (r _profileRepo) SetNickname(ctx context.Context, id string, v *string) error {
+	return r.r.Set(ctx, "SetNickname", id, runtime.Set(_profileEntryNickname, v))
 }
 
 // SetAvatar writes the avatar entry of block id and nothing else.
-func (r profileRepo) SetAvatar(ctx context.Context, id string, v []byte) error {
-	return r.r.Set(ctx, "SetAvatar", id, runtime.Set(profileEntryAvatar, v))
+func (r _profileRepo) SetAvatar(ctx context.Context, id string, v []byte) error {
+	return r.r.Set(ctx, "SetAvatar", id, runtime.Set(_profileEntryAvatar, v))
 }
 
 // SetPast writes the past entry of block id and nothing else.
-func (r profileRepo) SetPast(ctx context.Context, id string, v []Address) error {
-	return r.r.Set(ctx, "SetPast", id, runtime.Set(profileEntryPast, v))
+func (r _profileRepo) SetPast(ctx context.Context, id string, v []Address) error {
+	return r.r.Set(ctx, "SetPast", id, runtime.Set(_profileEntryPast, v))
 }
 
 // SetExtra writes the extra entry of block id and nothing else.
-func (r profileRepo) SetExtra(ctx context.Context, id string, v map[string]any) error {
-	return r.r.Set(ctx, "SetExtra", id, runtime.Set(profileEntryExtra, v))
+func (r _profileRepo) SetExtra(ctx context.Context, id string, v map[string]any) error {
+	return r.r.Set(ctx, "SetExtra", id, runtime.Set(_profileEntryExtra, v))
 }
 
 // SetFixed writes the fixed entry of block id and nothing else.
-func (r profileRepo) SetFixed(ctx context.Context, id string, v [3]int) error {
-	return r.r.Set(ctx, "SetFixed", id, runtime.Set(profileEntryFixed, v))
+func (r _profileRepo) SetFixed(ctx context.Context, id string, v [3]int) error {
+	return r.r.Set(ctx, "SetFixed", id, runtime.Set(_profileEntryFixed, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r profileRepo) Update(ctx context.Context, id string, u ProfileUpdate) error {
-	return r.r.Update(ctx, "Update", id, profileChanges(u))
+func (r _profileRepo) Update(ctx context.Context, id string, u ProfileUpdate) error {
+	return r.r.Update(ctx, "Update", id, _profileChanges(u))
 }
 
 // GetMany reads the Profile blocks with the given keys in one round trip (an
 // application-side join: see the *ProfileRefs functions).
-func (r profileRepo) GetMany(ctx context.Context, ids []string) (map[string]*Profile, error) {
+func (r _profileRepo) GetMany(ctx context.Context, ids []string) (map[string]*Profile, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Profile repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r profileRepo) EnsureIndexes(ctx context.Context) error {
+func (r _profileRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Profile aggregates in block-key order.
-func (r profileRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Profile], error) {
+// List reads one page of Profile aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _profileRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Profile], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Profile aggregate in block-key order.
-func (r profileRepo) All(ctx context.Context) iter.Seq2[*Profile, error] {
+// All iterates over every Profile aggregate, in the order of List.
+func (r _profileRepo) All(ctx context.Context) iter.Seq2[*Profile, error] {
 	return r.r.All(ctx)
 }
 

@@ -17,15 +17,15 @@ import (
 // in key order. Every write is one Lua script run, atomic on the node that
 // owns the block's hash slot.
 type ProfileRedisRepository struct {
-	profileRepo
+	_profileRepo
 	store *redisstore.Store[Profile, string]
 }
 
 // NewProfileRedisRepository returns the Profile repository over rdb, a
 // single-node or a cluster client.
 func NewProfileRedisRepository(rdb redis.UniversalClient) *ProfileRedisRepository {
-	s := redisstore.Open(rdb, profileDesc)
-	return &ProfileRedisRepository{profileRepo{runtime.NewRepo(profileDesc, s)}, s}
+	s := redisstore.Open(rdb, _profileDesc)
+	return &ProfileRedisRepository{_profileRepo{runtime.NewRepo(_profileDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (count), in native attribute values.
 type CounterDynamoRepository struct {
-	counterRepo
+	_counterRepo
 	store *dynamostore.Store[Counter, int64]
 }
 
 // NewCounterDynamoRepository returns the Counter repository over client's
 // tables (EnsureIndexes creates them).
 func NewCounterDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *CounterDynamoRepository {
-	s := dynamostore.Open(client, counterDesc, opts...)
-	return &CounterDynamoRepository{counterRepo{runtime.NewRepo(counterDesc, s)}, s}
+	s := dynamostore.Open(client, _counterDesc, opts...)
+	return &CounterDynamoRepository{_counterRepo{runtime.NewRepo(_counterDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -49,12 +49,15 @@ type CounterRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Counter aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Counter aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error)
 
-	// All iterates over every Counter aggregate in block-key order. Iteration
+	// All iterates over every Counter aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Counter, error]
 }
@@ -67,98 +70,101 @@ type CounterUpdate struct {
 	Count *int
 }
 
-// counterKeys encodes Counter block keys, order-preserving, for cursors and key-value stores.
-var counterKeys = runtime.IntKeys[int64]()
+// _counterKeys encodes Counter block keys, order-preserving, for cursors and key-value stores.
+var _counterKeys = runtime.IntKeys[int64]()
 
 // The entries of a Counter block (NoAM layout: count), one accessor each.
 var (
-	counterEntryCount = runtime.NewField("count", "Count", func(counter *Counter) *int {
+	_counterEntryCount = runtime.NewField("count", "Count", func(counter *Counter) *int {
 		return &counter.Count
 	})
 )
 
-// counterDesc describes Counter to the store adapters: the same layout on
+// _counterDesc describes Counter to the store adapters: the same layout on
 // every store.
-var counterDesc = (&runtime.Desc[Counter, int64]{
+var _counterDesc = (&runtime.Desc[Counter, int64]{
 	Aggregate: "Counter",
-	Keys:      counterKeys,
+	Keys:      _counterKeys,
 	ID: func(counter *Counter) *int64 {
 		return &counter.ID
 	},
-	Fields: []*runtime.Field[Counter]{counterEntryCount},
+	Fields: []*runtime.Field[Counter]{_counterEntryCount},
 }).Init()
 
-// counterChanges turns u into the entry changes it stands for (elements in
+// _counterChanges turns u into the entry changes it stands for (elements in
 // index order).
-func counterChanges(u CounterUpdate) runtime.Update[Counter] {
+func _counterChanges(u CounterUpdate) runtime.Update[Counter] {
 	var c runtime.Update[Counter]
 	if u.Count != nil {
-		c.Changes = append(c.Changes, runtime.Set(counterEntryCount, *u.Count))
+		c.Changes = append(c.Changes, runtime.Set(_counterEntryCount, *u.Count))
 	}
 	return c
 }
 
-// counterRepo implements CounterRepository on any store adapter: each method
+// _counterRepo implements CounterRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. CounterBoltRepository, CounterDynamoRepository,
 // CounterMongoRepository, CounterRedisRepository embed it.
-type counterRepo struct {
+type _counterRepo struct {
 	r runtime.Repo[Counter, int64]
 }
 
-var _ CounterRepository = counterRepo{}
+var _ CounterRepository = _counterRepo{}
 
 // Get reads the Counter block with key id in one round trip.
-func (r counterRepo) Get(ctx context.Context, id int64) (*Counter, error) {
+func (r _counterRepo) Get(ctx context.Context, id int64) (*Counter, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Counter block.
-func (r counterRepo) Create(ctx context.Context, counter *Counter) error {
+func (r _counterRepo) Create(ctx context.Context, counter *Counter) error {
 	return r.r.Create(ctx, counter)
 }
 
 // Put creates the Counter block or replaces it whole.
-func (r counterRepo) Put(ctx context.Context, counter *Counter) error {
+func (r _counterRepo) Put(ctx context.Context, counter *Counter) error {
 	return r.r.Put(ctx, counter)
 }
 
 // Delete removes the Counter block with key id and all its entries.
-func (r counterRepo) Delete(ctx context.Context, id int64) error {
+func (r _counterRepo) Delete(ctx context.Context, id int64) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetCount writes the count entry of block id and nothing else.
-func (r counterRepo) SetCount(ctx context.Context, id int64, v int) error {
-	return r.r.Set(ctx, "SetCount", id, runtime.Set(counterEntryCount, v))
+func (r _counterRepo) SetCount(ctx context.Context, id int64, v int) error {
+	return r.r.Set(ctx, "SetCount", id, runtime.Set(_counterEntryCount, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r counterRepo) Update(ctx context.Context, id int64, u CounterUpdate) error {
-	return r.r.Update(ctx, "Update", id, counterChanges(u))
+func (r _counterRepo) Update(ctx context.Context, id int64, u CounterUpdate) error {
+	return r.r.Update(ctx, "Update", id, _counterChanges(u))
 }
 
 // GetMany reads the Counter blocks with the given keys in one round trip (an
 // application-side join: see the *CounterRefs functions).
-func (r counterRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error) {
+func (r _counterRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r counterRepo) EnsureIndexes(ctx context.Context) error {
+func (r _counterRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Counter aggregates in block-key order.
-func (r counterRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error) {
+// List reads one page of Counter aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _counterRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Counter], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Counter aggregate in block-key order.
-func (r counterRepo) All(ctx context.Context) iter.Seq2[*Counter, error] {
+// All iterates over every Counter aggregate, in the order of List.
+func (r _counterRepo) All(ctx context.Context) iter.Seq2[*Counter, error] {
 	return r.r.All(ctx)
 }
 

@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries title. Every method is one bbolt
 // transaction.
 type MatchBoltRepository struct {
-	matchRepo
+	_matchRepo
 	store *boltstore.Store[Match, GameID]
 }
 
 // NewMatchBoltRepository returns the Match repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewMatchBoltRepository(db *bbolt.DB) *MatchBoltRepository {
-	s := boltstore.Open(db, matchDesc)
-	return &MatchBoltRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := boltstore.Open(db, _matchDesc)
+	return &MatchBoltRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // DB returns the underlying database.

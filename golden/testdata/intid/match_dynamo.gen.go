@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (title), in native attribute values.
 type MatchDynamoRepository struct {
-	matchRepo
+	_matchRepo
 	store *dynamostore.Store[Match, GameID]
 }
 
 // NewMatchDynamoRepository returns the Match repository over client's tables
 // (EnsureIndexes creates them).
 func NewMatchDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *MatchDynamoRepository {
-	s := dynamostore.Open(client, matchDesc, opts...)
-	return &MatchDynamoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := dynamostore.Open(client, _matchDesc, opts...)
+	return &MatchDynamoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

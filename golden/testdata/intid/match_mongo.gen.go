@@ -13,14 +13,14 @@ import (
 // document of collection "Match" with the block key as _id and one top-level
 // field per entry (title).
 type MatchMongoRepository struct {
-	matchRepo
+	_matchRepo
 	store *mongostore.Store[Match, GameID]
 }
 
 // NewMatchMongoRepository returns the Match repository over db's collections.
 func NewMatchMongoRepository(db *mongo.Database, opts ...mongostore.Option) *MatchMongoRepository {
-	s := mongostore.Open(db, matchDesc, opts...)
-	return &MatchMongoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := mongostore.Open(db, _matchDesc, opts...)
+	return &MatchMongoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

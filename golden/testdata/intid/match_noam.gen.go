@@ -49,13 +49,16 @@ type MatchRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Match aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Match aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error)
 
-	// All iterates over every Match aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Match aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Match, error]
 }
 
@@ -67,98 +70,101 @@ type MatchUpdate struct {
 	Title *string
 }
 
-// matchKeys encodes Match block keys, order-preserving, for cursors and key-value stores.
-var matchKeys = runtime.StringKeys[GameID]()
+// _matchKeys encodes Match block keys, order-preserving, for cursors and key-value stores.
+var _matchKeys = runtime.StringKeys[GameID]()
 
 // The entries of a Match block (NoAM layout: title), one accessor each.
 var (
-	matchEntryTitle = runtime.NewField("title", "Title", func(match *Match) *string {
+	_matchEntryTitle = runtime.NewField("title", "Title", func(match *Match) *string {
 		return &match.Title
 	})
 )
 
-// matchDesc describes Match to the store adapters: the same layout on every
+// _matchDesc describes Match to the store adapters: the same layout on every
 // store.
-var matchDesc = (&runtime.Desc[Match, GameID]{
+var _matchDesc = (&runtime.Desc[Match, GameID]{
 	Aggregate: "Match",
-	Keys:      matchKeys,
+	Keys:      _matchKeys,
 	ID: func(match *Match) *GameID {
 		return &match.ID
 	},
-	Fields: []*runtime.Field[Match]{matchEntryTitle},
+	Fields: []*runtime.Field[Match]{_matchEntryTitle},
 }).Init()
 
-// matchChanges turns u into the entry changes it stands for (elements in index
-// order).
-func matchChanges(u MatchUpdate) runtime.Update[Match] {
+// _matchChanges turns u into the entry changes it stands for (elements in
+// index order).
+func _matchChanges(u MatchUpdate) runtime.Update[Match] {
 	var c runtime.Update[Match]
 	if u.Title != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryTitle, *u.Title))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryTitle, *u.Title))
 	}
 	return c
 }
 
-// matchRepo implements MatchRepository on any store adapter: each method is a
+// _matchRepo implements MatchRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // MatchBoltRepository, MatchDynamoRepository, MatchMongoRepository,
 // MatchRedisRepository embed it.
-type matchRepo struct {
+type _matchRepo struct {
 	r runtime.Repo[Match, GameID]
 }
 
-var _ MatchRepository = matchRepo{}
+var _ MatchRepository = _matchRepo{}
 
 // Get reads the Match block with key id in one round trip.
-func (r matchRepo) Get(ctx context.Context, id GameID) (*Match, error) {
+func (r _matchRepo) Get(ctx context.Context, id GameID) (*Match, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Match block.
-func (r matchRepo) Create(ctx context.Context, match *Match) error {
+func (r _matchRepo) Create(ctx context.Context, match *Match) error {
 	return r.r.Create(ctx, match)
 }
 
 // Put creates the Match block or replaces it whole.
-func (r matchRepo) Put(ctx context.Context, match *Match) error {
+func (r _matchRepo) Put(ctx context.Context, match *Match) error {
 	return r.r.Put(ctx, match)
 }
 
 // Delete removes the Match block with key id and all its entries.
-func (r matchRepo) Delete(ctx context.Context, id GameID) error {
+func (r _matchRepo) Delete(ctx context.Context, id GameID) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetTitle writes the title entry of block id and nothing else.
-func (r matchRepo) SetTitle(ctx context.Context, id GameID, v string) error {
-	return r.r.Set(ctx, "SetTitle", id, runtime.Set(matchEntryTitle, v))
+func (r _matchRepo) SetTitle(ctx context.Context, id GameID, v string) error {
+	return r.r.Set(ctx, "SetTitle", id, runtime.Set(_matchEntryTitle, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r matchRepo) Update(ctx context.Context, id GameID, u MatchUpdate) error {
-	return r.r.Update(ctx, "Update", id, matchChanges(u))
+func (r _matchRepo) Update(ctx context.Context, id GameID, u MatchUpdate) error {
+	return r.r.Update(ctx, "Update", id, _matchChanges(u))
 }
 
 // GetMany reads the Match blocks with the given keys in one round trip (an
 // application-side join: see the *MatchRefs functions).
-func (r matchRepo) GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error) {
+func (r _matchRepo) GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Match repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r matchRepo) EnsureIndexes(ctx context.Context) error {
+func (r _matchRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Match aggregates in block-key order.
-func (r matchRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error) {
+// List reads one page of Match aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _matchRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Match aggregate in block-key order.
-func (r matchRepo) All(ctx context.Context) iter.Seq2[*Match, error] {
+// All iterates over every Match aggregate, in the order of List.
+func (r _matchRepo) All(ctx context.Context) iter.Seq2[*Match, error] {
 	return r.r.All(ctx)
 }
 

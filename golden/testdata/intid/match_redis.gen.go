@@ -15,15 +15,15 @@ import (
 // sorted set "Match:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot.
 type MatchRedisRepository struct {
-	matchRepo
+	_matchRepo
 	store *redisstore.Store[Match, GameID]
 }
 
 // NewMatchRedisRepository returns the Match repository over rdb, a single-node
 // or a cluster client.
 func NewMatchRedisRepository(rdb redis.UniversalClient) *MatchRedisRepository {
-	s := redisstore.Open(rdb, matchDesc)
-	return &MatchRedisRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := redisstore.Open(rdb, _matchDesc)
+	return &MatchRedisRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -15,15 +15,15 @@ import (
 // Shard block is one contiguous key range: its marker, which holds the root
 // entry. Every method is one bbolt transaction.
 type ShardBoltRepository struct {
-	shardRepo
+	_shardRepo
 	store *boltstore.Store[Shard, uint32]
 }
 
 // NewShardBoltRepository returns the Shard repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewShardBoltRepository(db *bbolt.DB) *ShardBoltRepository {
-	s := boltstore.Open(db, shardDesc)
-	return &ShardBoltRepository{shardRepo{runtime.NewRepo(shardDesc, s)}, s}
+	s := boltstore.Open(db, _shardDesc)
+	return &ShardBoltRepository{_shardRepo{runtime.NewRepo(_shardDesc, s)}, s}
 }
 
 // DB returns the underlying database.

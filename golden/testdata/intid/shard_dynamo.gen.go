@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (_root (the root entry)), in native attribute values.
 type ShardDynamoRepository struct {
-	shardRepo
+	_shardRepo
 	store *dynamostore.Store[Shard, uint32]
 }
 
 // NewShardDynamoRepository returns the Shard repository over client's tables
 // (EnsureIndexes creates them).
 func NewShardDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *ShardDynamoRepository {
-	s := dynamostore.Open(client, shardDesc, opts...)
-	return &ShardDynamoRepository{shardRepo{runtime.NewRepo(shardDesc, s)}, s}
+	s := dynamostore.Open(client, _shardDesc, opts...)
+	return &ShardDynamoRepository{_shardRepo{runtime.NewRepo(_shardDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

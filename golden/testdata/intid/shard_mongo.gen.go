@@ -13,14 +13,14 @@ import (
 // document of collection "Shard" with the block key as _id and one top-level
 // field per entry (host).
 type ShardMongoRepository struct {
-	shardRepo
+	_shardRepo
 	store *mongostore.Store[Shard, uint32]
 }
 
 // NewShardMongoRepository returns the Shard repository over db's collections.
 func NewShardMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ShardMongoRepository {
-	s := mongostore.Open(db, shardDesc, opts...)
-	return &ShardMongoRepository{shardRepo{runtime.NewRepo(shardDesc, s)}, s}
+	s := mongostore.Open(db, _shardDesc, opts...)
+	return &ShardMongoRepository{_shardRepo{runtime.NewRepo(_shardDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -40,105 +40,111 @@ type ShardRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Shard aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Shard aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shard], error)
 
-	// All iterates over every Shard aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Shard aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Shard, error]
 }
 
-// shardKeys encodes Shard block keys, order-preserving, for cursors and key-value stores.
-var shardKeys = runtime.UintKeys[uint32]()
+// _shardKeys encodes Shard block keys, order-preserving, for cursors and key-value stores.
+var _shardKeys = runtime.UintKeys[uint32]()
 
-// shardRoot is the value of the root entry of a Shard block (strategy eao):
+// _shardRoot is the value of the root entry of a Shard block (strategy eao):
 // every field but the id, the version and the partitioned ones.
-type shardRoot struct {
+type _shardRoot struct {
 	Host string `bson:"host"`
 }
 
-// shardEntryRoot is the root entry ε of a Shard block.
-var shardEntryRoot = runtime.NewRoot([]string{"host"}, func(shard *Shard) shardRoot {
-	return shardRoot{
+// _shardEntryRoot is the root entry ε of a Shard block.
+var _shardEntryRoot = runtime.NewRoot([]string{"host"}, func(shard *Shard) _shardRoot {
+	return _shardRoot{
 		Host: shard.Host,
 	}
-}, func(shard *Shard, root shardRoot) {
+}, func(shard *Shard, root _shardRoot) {
 	shard.Host = root.Host
 })
 
 // The entries of a Shard block (NoAM layout: ε (the root entry)), one
 // accessor each.
 var (
-	shardEntryHost = runtime.NewField("host", "Host", func(shard *Shard) *string {
+	_shardEntryHost = runtime.NewField("host", "Host", func(shard *Shard) *string {
 		return &shard.Host
 	})
 )
 
-// shardDesc describes Shard to the store adapters: the same layout on every
+// _shardDesc describes Shard to the store adapters: the same layout on every
 // store.
-var shardDesc = (&runtime.Desc[Shard, uint32]{
+var _shardDesc = (&runtime.Desc[Shard, uint32]{
 	Aggregate: "Shard",
-	Keys:      shardKeys,
+	Keys:      _shardKeys,
 	ID: func(shard *Shard) *uint32 {
 		return &shard.Num
 	},
 	EAO:    true,
-	Root:   shardEntryRoot,
-	Fields: []*runtime.Field[Shard]{shardEntryHost},
+	Root:   _shardEntryRoot,
+	Fields: []*runtime.Field[Shard]{_shardEntryHost},
 }).Init()
 
-// shardRepo implements ShardRepository on any store adapter: each method is a
+// _shardRepo implements ShardRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // ShardBoltRepository, ShardDynamoRepository, ShardMongoRepository,
 // ShardRedisRepository embed it.
-type shardRepo struct {
+type _shardRepo struct {
 	r runtime.Repo[Shard, uint32]
 }
 
-var _ ShardRepository = shardRepo{}
+var _ ShardRepository = _shardRepo{}
 
 // Get reads the Shard block with key id in one round trip.
-func (r shardRepo) Get(ctx context.Context, id uint32) (*Shard, error) {
+func (r _shardRepo) Get(ctx context.Context, id uint32) (*Shard, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Shard block.
-func (r shardRepo) Create(ctx context.Context, shard *Shard) error {
+func (r _shardRepo) Create(ctx context.Context, shard *Shard) error {
 	return r.r.Create(ctx, shard)
 }
 
 // Put creates the Shard block or replaces it whole.
-func (r shardRepo) Put(ctx context.Context, shard *Shard) error {
+func (r _shardRepo) Put(ctx context.Context, shard *Shard) error {
 	return r.r.Put(ctx, shard)
 }
 
 // Delete removes the Shard block with key id and all its entries.
-func (r shardRepo) Delete(ctx context.Context, id uint32) error {
+func (r _shardRepo) Delete(ctx context.Context, id uint32) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Shard blocks with the given keys in one round trip (an
 // application-side join: see the *ShardRefs functions).
-func (r shardRepo) GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error) {
+func (r _shardRepo) GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Shard repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r shardRepo) EnsureIndexes(ctx context.Context) error {
+func (r _shardRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Shard aggregates in block-key order.
-func (r shardRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shard], error) {
+// List reads one page of Shard aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _shardRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shard], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Shard aggregate in block-key order.
-func (r shardRepo) All(ctx context.Context) iter.Seq2[*Shard, error] {
+// All iterates over every Shard aggregate, in the order of List.
+func (r _shardRepo) All(ctx context.Context) iter.Seq2[*Shard, error] {
 	return r.r.All(ctx)
 }
 

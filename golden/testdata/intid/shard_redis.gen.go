@@ -16,15 +16,15 @@ import (
 // Every write is one Lua script run, atomic on the node that owns the block's
 // hash slot.
 type ShardRedisRepository struct {
-	shardRepo
+	_shardRepo
 	store *redisstore.Store[Shard, uint32]
 }
 
 // NewShardRedisRepository returns the Shard repository over rdb, a single-node
 // or a cluster client.
 func NewShardRedisRepository(rdb redis.UniversalClient) *ShardRedisRepository {
-	s := redisstore.Open(rdb, shardDesc)
-	return &ShardRedisRepository{shardRepo{runtime.NewRepo(shardDesc, s)}, s}
+	s := redisstore.Open(rdb, _shardDesc)
+	return &ShardRedisRepository{_shardRepo{runtime.NewRepo(_shardDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,15 +16,15 @@ import (
 // with an empty value). Every method is one bbolt transaction. Block keys are
 // allocated from counters in the bucket "noam.counters".
 type EntryBoltRepository struct {
-	entryRepo
+	_entryRepo
 	store *boltstore.Store[Entry, EntryKey]
 }
 
 // NewEntryBoltRepository returns the Entry repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewEntryBoltRepository(db *bbolt.DB) *EntryBoltRepository {
-	s := boltstore.Open(db, entryDesc)
-	return &EntryBoltRepository{entryRepo{runtime.NewRepo(entryDesc, s)}, s}
+	s := boltstore.Open(db, _entryDesc)
+	return &EntryBoltRepository{_entryRepo{runtime.NewRepo(_entryDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -16,15 +16,15 @@ import (
 // from counters in the table "noam_counters". The blocks of one counter scope
 // are listed through the items "noam:scope" of "Entry__index".
 type EntryDynamoRepository struct {
-	entryRepo
+	_entryRepo
 	store *dynamostore.Store[Entry, EntryKey]
 }
 
 // NewEntryDynamoRepository returns the Entry repository over client's tables
 // (EnsureIndexes creates them).
 func NewEntryDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *EntryDynamoRepository {
-	s := dynamostore.Open(client, entryDesc, opts...)
-	return &EntryDynamoRepository{entryRepo{runtime.NewRepo(entryDesc, s)}, s}
+	s := dynamostore.Open(client, _entryDesc, opts...)
+	return &EntryDynamoRepository{_entryRepo{runtime.NewRepo(_entryDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

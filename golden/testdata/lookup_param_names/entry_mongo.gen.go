@@ -14,14 +14,14 @@ import (
 // field per entry (). Block keys are allocated from counters in the collection
 // "noam_counters".
 type EntryMongoRepository struct {
-	entryRepo
+	_entryRepo
 	store *mongostore.Store[Entry, EntryKey]
 }
 
 // NewEntryMongoRepository returns the Entry repository over db's collections.
 func NewEntryMongoRepository(db *mongo.Database, opts ...mongostore.Option) *EntryMongoRepository {
-	s := mongostore.Open(db, entryDesc, opts...)
-	return &EntryMongoRepository{entryRepo{runtime.NewRepo(entryDesc, s)}, s}
+	s := mongostore.Open(db, _entryDesc, opts...)
+	return &EntryMongoRepository{_entryRepo{runtime.NewRepo(_entryDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -49,23 +49,26 @@ type EntryRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Entry aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Entry aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Entry], error)
 
-	// All iterates over every Entry aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Entry aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Entry, error]
 }
 
-// appendEntryKey appends id to b with the order-preserving key codec, part by part.
-func appendEntryKey(b []byte, id EntryKey) []byte {
+// _appendEntryKey appends id to b with the order-preserving key codec, part by part.
+func _appendEntryKey(b []byte, id EntryKey) []byte {
 	return runtime.AppendInt(runtime.AppendInt(b, id.Func), id.N)
 }
 
-// readEntryKey reads a block key written by appendEntryKey.
-func readEntryKey(r *runtime.KeyReader) (EntryKey, error) {
+// _readEntryKey reads a block key written by _appendEntryKey.
+func _readEntryKey(r *runtime.KeyReader) (EntryKey, error) {
 	var id EntryKey
 	{
 		v, err := r.Int()
@@ -84,14 +87,14 @@ func readEntryKey(r *runtime.KeyReader) (EntryKey, error) {
 	return id, nil
 }
 
-// entryKeys encodes Entry block keys for cursors and key-value stores.
-var entryKeys = runtime.KeyCodec[EntryKey]{Append: appendEntryKey, Read: readEntryKey}
+// _entryKeys encodes Entry block keys for cursors and key-value stores.
+var _entryKeys = runtime.KeyCodec[EntryKey]{Append: _appendEntryKey, Read: _readEntryKey}
 
-// entryDesc describes Entry to the store adapters: the same layout on every
+// _entryDesc describes Entry to the store adapters: the same layout on every
 // store.
-var entryDesc = (&runtime.Desc[Entry, EntryKey]{
+var _entryDesc = (&runtime.Desc[Entry, EntryKey]{
 	Aggregate: "Entry",
-	Keys:      entryKeys,
+	Keys:      _entryKeys,
 	ID: func(entry *Entry) *EntryKey {
 		return &entry.Key
 	},
@@ -106,62 +109,65 @@ var entryDesc = (&runtime.Desc[Entry, EntryKey]{
 	},
 }).Init()
 
-// entryRepo implements EntryRepository on any store adapter: each method is a
+// _entryRepo implements EntryRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // EntryBoltRepository, EntryDynamoRepository, EntryMongoRepository,
 // EntryRedisRepository embed it.
-type entryRepo struct {
+type _entryRepo struct {
 	r runtime.Repo[Entry, EntryKey]
 }
 
-var _ EntryRepository = entryRepo{}
+var _ EntryRepository = _entryRepo{}
 
 // Get reads the Entry block with key id in one round trip.
-func (r entryRepo) Get(ctx context.Context, id EntryKey) (*Entry, error) {
+func (r _entryRepo) Get(ctx context.Context, id EntryKey) (*Entry, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Entry block.
-func (r entryRepo) Create(ctx context.Context, entry *Entry) error {
+func (r _entryRepo) Create(ctx context.Context, entry *Entry) error {
 	return r.r.Create(ctx, entry)
 }
 
 // Put creates the Entry block or replaces it whole.
-func (r entryRepo) Put(ctx context.Context, entry *Entry) error {
+func (r _entryRepo) Put(ctx context.Context, entry *Entry) error {
 	return r.r.Put(ctx, entry)
 }
 
 // Delete removes the Entry block with key id and all its entries.
-func (r entryRepo) Delete(ctx context.Context, id EntryKey) error {
+func (r _entryRepo) Delete(ctx context.Context, id EntryKey) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Entry blocks with the given keys in one round trip (an
 // application-side join: see the *EntryRefs functions).
-func (r entryRepo) GetMany(ctx context.Context, ids []EntryKey) (map[EntryKey]*Entry, error) {
+func (r _entryRepo) GetMany(ctx context.Context, ids []EntryKey) (map[EntryKey]*Entry, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByFunc reads one page of the Entry aggregates with the given func, in n
 // order.
-func (r entryRepo) ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error) {
+func (r _entryRepo) ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error) {
 	return r.r.ListScope(ctx, "ListByFunc", EntryKey{Func: funcValue}, req)
 }
 
 // EnsureIndexes creates what the Entry repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r entryRepo) EnsureIndexes(ctx context.Context) error {
+func (r _entryRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Entry aggregates in block-key order.
-func (r entryRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Entry], error) {
+// List reads one page of Entry aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _entryRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Entry], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Entry aggregate in block-key order.
-func (r entryRepo) All(ctx context.Context) iter.Seq2[*Entry, error] {
+// All iterates over every Entry aggregate, in the order of List.
+func (r _entryRepo) All(ctx context.Context) iter.Seq2[*Entry, error] {
 	return r.r.All(ctx)
 }
 

@@ -16,15 +16,15 @@ import (
 // Lua script run, atomic on the node that owns the block's hash slot. Block
 // keys are allocated with INCR on "Entry:counter" (one counter per scope).
 type EntryRedisRepository struct {
-	entryRepo
+	_entryRepo
 	store *redisstore.Store[Entry, EntryKey]
 }
 
 // NewEntryRedisRepository returns the Entry repository over rdb, a single-node
 // or a cluster client.
 func NewEntryRedisRepository(rdb redis.UniversalClient) *EntryRedisRepository {
-	s := redisstore.Open(rdb, entryDesc)
-	return &EntryRedisRepository{entryRepo{runtime.NewRepo(entryDesc, s)}, s}
+	s := redisstore.Open(rdb, _entryDesc)
+	return &EntryRedisRepository{_entryRepo{runtime.NewRepo(_entryDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -18,15 +18,15 @@ import (
 // "Item.ctx", "Item.len", written in the transaction of every write that
 // changes their values.
 type ItemBoltRepository struct {
-	itemRepo
+	_itemRepo
 	store *boltstore.Store[Item, string]
 }
 
 // NewItemBoltRepository returns the Item repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewItemBoltRepository(db *bbolt.DB) *ItemBoltRepository {
-	s := boltstore.Open(db, itemDesc)
-	return &ItemBoltRepository{itemRepo{runtime.NewRepo(itemDesc, s)}, s}
+	s := boltstore.Open(db, _itemDesc)
+	return &ItemBoltRepository{_itemRepo{runtime.NewRepo(_itemDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -18,15 +18,15 @@ import (
 // the lookup protocol of runtime/dynamostore (hidden attributes _seq and
 // _inc).
 type ItemDynamoRepository struct {
-	itemRepo
+	_itemRepo
 	store *dynamostore.Store[Item, string]
 }
 
 // NewItemDynamoRepository returns the Item repository over client's tables
 // (EnsureIndexes creates them).
 func NewItemDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *ItemDynamoRepository {
-	s := dynamostore.Open(client, itemDesc, opts...)
-	return &ItemDynamoRepository{itemRepo{runtime.NewRepo(itemDesc, s)}, s}
+	s := dynamostore.Open(client, _itemDesc, opts...)
+	return &ItemDynamoRepository{_itemRepo{runtime.NewRepo(_itemDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -17,14 +17,14 @@ import (
 // unique, zero values left out. Options: mongostore.IndexTables() keeps every
 // lookup in an index table, mongostore.UniqueTables() the unique ones.
 type ItemMongoRepository struct {
-	itemRepo
+	_itemRepo
 	store *mongostore.Store[Item, string]
 }
 
 // NewItemMongoRepository returns the Item repository over db's collections.
 func NewItemMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ItemMongoRepository {
-	s := mongostore.Open(db, itemDesc, opts...)
-	return &ItemMongoRepository{itemRepo{runtime.NewRepo(itemDesc, s)}, s}
+	s := mongostore.Open(db, _itemDesc, opts...)
+	return &ItemMongoRepository{_itemRepo{runtime.NewRepo(_itemDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -71,8 +71,11 @@ type ItemRepository interface {
 
 	// ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
 	// order, through the lookup Item.ctx (a native secondary index on MongoDB, an
-	// index table on the other stores). A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// index table on the other stores). ctx is unique, so the page holds at most
+	// one aggregate: GetByCtx reads the same in one call, failing with
+	// runtime.ErrNotFound where this returns an empty page; ListByCtx is there so
+	// that every lookup can be listed alike. A cursor not made by this query fails
+	// with runtime.ErrBadCursor.
 	ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// GetByCtx reads the Item aggregate that holds the given ctx, which is unique:
@@ -83,8 +86,11 @@ type ItemRepository interface {
 
 	// ListByLen reads one page of the Item aggregates whose len is v, in block-key
 	// order, through the lookup Item.len (a native secondary index on MongoDB, an
-	// index table on the other stores). A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// index table on the other stores). len is unique, so the page holds at most
+	// one aggregate: GetByLen reads the same in one call, failing with
+	// runtime.ErrNotFound where this returns an empty page; ListByLen is there so
+	// that every lookup can be listed alike. A cursor not made by this query fails
+	// with runtime.ErrBadCursor.
 	ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// GetByLen reads the Item aggregate that holds the given len, which is unique:
@@ -105,13 +111,16 @@ type ItemRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Item aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Item aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Item], error)
 
-	// All iterates over every Item aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Item aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Item, error]
 }
 
@@ -129,12 +138,12 @@ type ItemUpdate struct {
 	Len *int64
 }
 
-// itemKeys encodes Item block keys, order-preserving, for cursors and key-value stores.
-var itemKeys = runtime.StringKeys[string]()
+// _itemKeys encodes Item block keys, order-preserving, for cursors and key-value stores.
+var _itemKeys = runtime.StringKeys[string]()
 
-// itemKindKeys returns the values of lookup Item.kind held by item, each
+// _itemKindKeys returns the values of lookup Item.kind held by item, each
 // encoded with the key codec (without the block key).
-func itemKindKeys(item *Item) [][]byte {
+func _itemKindKeys(item *Item) [][]byte {
 	var keys [][]byte
 	if item.Type != "" && item.R != 0 {
 		keys = append(keys, runtime.AppendInt(runtime.AppendString(nil, item.Type), int64(item.R)))
@@ -145,7 +154,9 @@ func itemKindKeys(item *Item) [][]byte {
 // ItemKindQuery selects Item aggregates by lookup kind (type, r, in this
 // order): Eq conditions on a leading run of parts, then at most one range
 // condition; the zero condition matches anything. Results come in (type, r,
-// block key) order.
+// block key) order. Set the fields (ItemKindQuery{Type: runtime.Eq(x)}) or
+// chain the methods (ItemKindQuery{}.TypeEq(x).RGte(y)), which take each
+// part's own type, so that a constant converts.
 type ItemKindQuery struct {
 	// Type is the condition on type.
 	Type runtime.Cond[string]
@@ -153,8 +164,80 @@ type ItemKindQuery struct {
 	R runtime.Cond[int]
 }
 
-// itemKindRange is the key range selected by q.
-func itemKindRange(q ItemKindQuery) *runtime.KeyRange {
+// TypeEq returns q with the condition type == v.
+func (q ItemKindQuery) TypeEq(v string) ItemKindQuery {
+	q.Type = runtime.Eq(v)
+	return q
+}
+
+// TypeGt returns q with the condition type > v.
+func (q ItemKindQuery) TypeGt(v string) ItemKindQuery {
+	q.Type = runtime.Gt(v)
+	return q
+}
+
+// TypeGte returns q with the condition type >= v.
+func (q ItemKindQuery) TypeGte(v string) ItemKindQuery {
+	q.Type = runtime.Gte(v)
+	return q
+}
+
+// TypeLt returns q with the condition type < v.
+func (q ItemKindQuery) TypeLt(v string) ItemKindQuery {
+	q.Type = runtime.Lt(v)
+	return q
+}
+
+// TypeLte returns q with the condition type <= v.
+func (q ItemKindQuery) TypeLte(v string) ItemKindQuery {
+	q.Type = runtime.Lte(v)
+	return q
+}
+
+// TypeBetween returns q with the condition type in [lo, hi).
+func (q ItemKindQuery) TypeBetween(lo, hi string) ItemKindQuery {
+	q.Type = runtime.Between(lo, hi)
+	return q
+}
+
+// REq returns q with the condition r == v.
+func (q ItemKindQuery) REq(v int) ItemKindQuery {
+	q.R = runtime.Eq(v)
+	return q
+}
+
+// RGt returns q with the condition r > v.
+func (q ItemKindQuery) RGt(v int) ItemKindQuery {
+	q.R = runtime.Gt(v)
+	return q
+}
+
+// RGte returns q with the condition r >= v.
+func (q ItemKindQuery) RGte(v int) ItemKindQuery {
+	q.R = runtime.Gte(v)
+	return q
+}
+
+// RLt returns q with the condition r < v.
+func (q ItemKindQuery) RLt(v int) ItemKindQuery {
+	q.R = runtime.Lt(v)
+	return q
+}
+
+// RLte returns q with the condition r <= v.
+func (q ItemKindQuery) RLte(v int) ItemKindQuery {
+	q.R = runtime.Lte(v)
+	return q
+}
+
+// RBetween returns q with the condition r in [lo, hi).
+func (q ItemKindQuery) RBetween(lo, hi int) ItemKindQuery {
+	q.R = runtime.Between(lo, hi)
+	return q
+}
+
+// _itemKindRange is the key range selected by q.
+func _itemKindRange(q ItemKindQuery) *runtime.KeyRange {
 	r := runtime.NewKeyRange(nil)
 	r = runtime.Narrow(r, "type", q.Type, func(b []byte, v string) []byte {
 		return runtime.AppendString(b, v)
@@ -165,9 +248,9 @@ func itemKindRange(q ItemKindQuery) *runtime.KeyRange {
 	return r
 }
 
-// itemCtxKeys returns the values of lookup Item.ctx held by item, each encoded
-// with the key codec (without the block key).
-func itemCtxKeys(item *Item) [][]byte {
+// _itemCtxKeys returns the values of lookup Item.ctx held by item, each
+// encoded with the key codec (without the block key).
+func _itemCtxKeys(item *Item) [][]byte {
 	var keys [][]byte
 	if item.Ctx != "" {
 		keys = append(keys, runtime.AppendString(nil, item.Ctx))
@@ -175,9 +258,9 @@ func itemCtxKeys(item *Item) [][]byte {
 	return keys
 }
 
-// itemLenKeys returns the values of lookup Item.len held by item, each encoded
-// with the key codec (without the block key).
-func itemLenKeys(item *Item) [][]byte {
+// _itemLenKeys returns the values of lookup Item.len held by item, each
+// encoded with the key codec (without the block key).
+func _itemLenKeys(item *Item) [][]byte {
 	var keys [][]byte
 	if item.Len != 0 {
 		keys = append(keys, runtime.AppendInt(nil, item.Len))
@@ -188,182 +271,185 @@ func itemLenKeys(item *Item) [][]byte {
 // The entries of a Item block (NoAM layout: type, r, ctx, len), one accessor
 // each.
 var (
-	itemEntryType = runtime.NewField("type", "Type", func(item *Item) *string {
+	_itemEntryType = runtime.NewField("type", "Type", func(item *Item) *string {
 		return &item.Type
 	})
-	itemEntryR = runtime.NewField("r", "R", func(item *Item) *int {
+	_itemEntryR = runtime.NewField("r", "R", func(item *Item) *int {
 		return &item.R
 	})
-	itemEntryCtx = runtime.NewField("ctx", "Ctx", func(item *Item) *string {
+	_itemEntryCtx = runtime.NewField("ctx", "Ctx", func(item *Item) *string {
 		return &item.Ctx
 	})
-	itemEntryLen = runtime.NewField("len", "Len", func(item *Item) *int64 {
+	_itemEntryLen = runtime.NewField("len", "Len", func(item *Item) *int64 {
 		return &item.Len
 	})
 )
 
 // The lookups of Item.
 var (
-	itemLookupKind = &runtime.Lookup[Item]{Name: "kind", Unique: true, Parts: 2, Fields: []string{"type", "r"}, Keys: itemKindKeys, Paths: []runtime.LookupPath{{Path: "type", Kind: runtime.PartString}, {Path: "r", Kind: runtime.PartInt}}}
-	itemLookupCtx  = &runtime.Lookup[Item]{Name: "ctx", Unique: true, Parts: 1, Fields: []string{"ctx"}, Keys: itemCtxKeys, Paths: []runtime.LookupPath{{Path: "ctx", Kind: runtime.PartString}}}
-	itemLookupLen  = &runtime.Lookup[Item]{Name: "len", Unique: true, Parts: 1, Fields: []string{"len"}, Keys: itemLenKeys, Paths: []runtime.LookupPath{{Path: "len", Kind: runtime.PartInt}}}
+	_itemLookupKind = &runtime.Lookup[Item]{Name: "kind", Unique: true, Parts: 2, Fields: []string{"type", "r"}, Keys: _itemKindKeys, Paths: []runtime.LookupPath{{Path: "type", Kind: runtime.PartString}, {Path: "r", Kind: runtime.PartInt}}}
+	_itemLookupCtx  = &runtime.Lookup[Item]{Name: "ctx", Unique: true, Parts: 1, Fields: []string{"ctx"}, Keys: _itemCtxKeys, Paths: []runtime.LookupPath{{Path: "ctx", Kind: runtime.PartString}}}
+	_itemLookupLen  = &runtime.Lookup[Item]{Name: "len", Unique: true, Parts: 1, Fields: []string{"len"}, Keys: _itemLenKeys, Paths: []runtime.LookupPath{{Path: "len", Kind: runtime.PartInt}}}
 )
 
-// itemDesc describes Item to the store adapters: the same layout on every
+// _itemDesc describes Item to the store adapters: the same layout on every
 // store.
-var itemDesc = (&runtime.Desc[Item, string]{
+var _itemDesc = (&runtime.Desc[Item, string]{
 	Aggregate: "Item",
-	Keys:      itemKeys,
+	Keys:      _itemKeys,
 	ID: func(item *Item) *string {
 		return &item.ID
 	},
-	Fields:  []*runtime.Field[Item]{itemEntryType, itemEntryR, itemEntryCtx, itemEntryLen},
-	Lookups: []*runtime.Lookup[Item]{itemLookupKind, itemLookupCtx, itemLookupLen},
+	Fields:  []*runtime.Field[Item]{_itemEntryType, _itemEntryR, _itemEntryCtx, _itemEntryLen},
+	Lookups: []*runtime.Lookup[Item]{_itemLookupKind, _itemLookupCtx, _itemLookupLen},
 }).Init()
 
-// itemChanges turns u into the entry changes it stands for (elements in index
+// _itemChanges turns u into the entry changes it stands for (elements in index
 // order).
-func itemChanges(u ItemUpdate) runtime.Update[Item] {
+func _itemChanges(u ItemUpdate) runtime.Update[Item] {
 	var c runtime.Update[Item]
 	if u.Type != nil {
-		c.Changes = append(c.Changes, runtime.Set(itemEntryType, *u.Type))
+		c.Changes = append(c.Changes, runtime.Set(_itemEntryType, *u.Type))
 	}
 	if u.R != nil {
-		c.Changes = append(c.Changes, runtime.Set(itemEntryR, *u.R))
+		c.Changes = append(c.Changes, runtime.Set(_itemEntryR, *u.R))
 	}
 	if u.Ctx != nil {
-		c.Changes = append(c.Changes, runtime.Set(itemEntryCtx, *u.Ctx))
+		c.Changes = append(c.Changes, runtime.Set(_itemEntryCtx, *u.Ctx))
 	}
 	if u.Len != nil {
-		c.Changes = append(c.Changes, runtime.Set(itemEntryLen, *u.Len))
+		c.Changes = append(c.Changes, runtime.Set(_itemEntryLen, *u.Len))
 	}
 	return c
 }
 
-// itemRepo implements ItemRepository on any store adapter: each method is a
+// _itemRepo implements ItemRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // ItemBoltRepository, ItemDynamoRepository, ItemMongoRepository,
 // ItemRedisRepository embed it.
-type itemRepo struct {
+type _itemRepo struct {
 	r runtime.Repo[Item, string]
 }
 
-var _ ItemRepository = itemRepo{}
+var _ ItemRepository = _itemRepo{}
 
 // Get reads the Item block with key id in one round trip.
-func (r itemRepo) Get(ctx context.Context, id string) (*Item, error) {
+func (r _itemRepo) Get(ctx context.Context, id string) (*Item, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Item block.
-func (r itemRepo) Create(ctx context.Context, item *Item) error {
+func (r _itemRepo) Create(ctx context.Context, item *Item) error {
 	return r.r.Create(ctx, item)
 }
 
 // Put creates the Item block or replaces it whole.
-func (r itemRepo) Put(ctx context.Context, item *Item) error {
+func (r _itemRepo) Put(ctx context.Context, item *Item) error {
 	return r.r.Put(ctx, item)
 }
 
 // Delete removes the Item block with key id and all its entries.
-func (r itemRepo) Delete(ctx context.Context, id string) error {
+func (r _itemRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetType writes the type entry of block id and nothing else.
-func (r itemRepo) SetType(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetType", id, runtime.Set(itemEntryType, v))
+func (r _itemRepo) SetType(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetType", id, runtime.Set(_itemEntryType, v))
 }
 
 // SetR writes the r entry of block id and nothing else.
-func (r itemRepo) SetR(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetR", id, runtime.Set(itemEntryR, v))
+func (r _itemRepo) SetR(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetR", id, runtime.Set(_itemEntryR, v))
 }
 
 // SetCtx writes the ctx entry of block id and nothing else.
-func (r itemRepo) SetCtx(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetCtx", id, runtime.Set(itemEntryCtx, v))
+func (r _itemRepo) SetCtx(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetCtx", id, runtime.Set(_itemEntryCtx, v))
 }
 
 // SetLen writes the len entry of block id and nothing else.
-func (r itemRepo) SetLen(ctx context.Context, id string, v int64) error {
-	return r.r.Set(ctx, "SetLen", id, runtime.Set(itemEntryLen, v))
+func (r _itemRepo) SetLen(ctx context.Context, id string, v int64) error {
+	return r.r.Set(ctx, "SetLen", id, runtime.Set(_itemEntryLen, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r itemRepo) Update(ctx context.Context, id string, u ItemUpdate) error {
-	return r.r.Update(ctx, "Update", id, itemChanges(u))
+func (r _itemRepo) Update(ctx context.Context, id string, u ItemUpdate) error {
+	return r.r.Update(ctx, "Update", id, _itemChanges(u))
 }
 
 // GetMany reads the Item blocks with the given keys in one round trip (an
 // application-side join: see the *ItemRefs functions).
-func (r itemRepo) GetMany(ctx context.Context, ids []string) (map[string]*Item, error) {
+func (r _itemRepo) GetMany(ctx context.Context, ids []string) (map[string]*Item, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByKind reads one page of the Item aggregates selected by q, in (type, r,
 // block key) order, through the lookup Item.kind (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r itemRepo) ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error) {
-	return r.r.ListBy(ctx, "ListByKind", itemLookupKind, itemKindRange(q), req)
+func (r _itemRepo) ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error) {
+	return r.r.ListBy(ctx, "ListByKind", _itemLookupKind, _itemKindRange(q), req)
 }
 
 // GetByKind reads the Item aggregate that holds the given type, r, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r itemRepo) GetByKind(ctx context.Context, typeValue string, rValue int) (*Item, error) {
-	return r.r.GetBy(ctx, "GetByKind", itemLookupKind, runtime.AppendInt(runtime.AppendString(nil, typeValue), int64(rValue)))
+func (r _itemRepo) GetByKind(ctx context.Context, typeValue string, rValue int) (*Item, error) {
+	return r.r.GetBy(ctx, "GetByKind", _itemLookupKind, runtime.AppendInt(runtime.AppendString(nil, typeValue), int64(rValue)))
 }
 
 // ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
 // order, through the lookup Item.ctx (a native secondary index on MongoDB, an
 // index table on the other stores).
-func (r itemRepo) ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error) {
-	return r.r.ListBy(ctx, "ListByCtx", itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _itemRepo) ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error) {
+	return r.r.ListBy(ctx, "ListByCtx", _itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByCtx reads the Item aggregate that holds the given ctx, which is unique:
 // a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r itemRepo) GetByCtx(ctx context.Context, ctxValue string) (*Item, error) {
-	return r.r.GetBy(ctx, "GetByCtx", itemLookupCtx, runtime.AppendString(nil, ctxValue))
+func (r _itemRepo) GetByCtx(ctx context.Context, ctxValue string) (*Item, error) {
+	return r.r.GetBy(ctx, "GetByCtx", _itemLookupCtx, runtime.AppendString(nil, ctxValue))
 }
 
 // ListByLen reads one page of the Item aggregates whose len is v, in block-key
 // order, through the lookup Item.len (a native secondary index on MongoDB, an
 // index table on the other stores).
-func (r itemRepo) ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error) {
-	return r.r.ListBy(ctx, "ListByLen", itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)), req)
+func (r _itemRepo) ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error) {
+	return r.r.ListBy(ctx, "ListByLen", _itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)), req)
 }
 
 // GetByLen reads the Item aggregate that holds the given len, which is unique:
 // a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r itemRepo) GetByLen(ctx context.Context, lenValue int64) (*Item, error) {
-	return r.r.GetBy(ctx, "GetByLen", itemLookupLen, runtime.AppendInt(nil, lenValue))
+func (r _itemRepo) GetByLen(ctx context.Context, lenValue int64) (*Item, error) {
+	return r.r.GetBy(ctx, "GetByLen", _itemLookupLen, runtime.AppendInt(nil, lenValue))
 }
 
 // Repair rebuilds the index tables of Item from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r itemRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _itemRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Item repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r itemRepo) EnsureIndexes(ctx context.Context) error {
+func (r _itemRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Item aggregates in block-key order.
-func (r itemRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Item], error) {
+// List reads one page of Item aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _itemRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Item aggregate in block-key order.
-func (r itemRepo) All(ctx context.Context) iter.Seq2[*Item, error] {
+// All iterates over every Item aggregate, in the order of List.
+func (r _itemRepo) All(ctx context.Context) iter.Seq2[*Item, error] {
 	return r.r.All(ctx)
 }
 

@@ -19,15 +19,15 @@ import (
 // and block key), changed in the script of the block's write on a single node
 // and by the lookup protocol of runtime/redisstore on a cluster.
 type ItemRedisRepository struct {
-	itemRepo
+	_itemRepo
 	store *redisstore.Store[Item, string]
 }
 
 // NewItemRedisRepository returns the Item repository over rdb, a single-node
 // or a cluster client.
 func NewItemRedisRepository(rdb redis.UniversalClient) *ItemRedisRepository {
-	s := redisstore.Open(rdb, itemDesc)
-	return &ItemRedisRepository{itemRepo{runtime.NewRepo(itemDesc, s)}, s}
+	s := redisstore.Open(rdb, _itemDesc)
+	return &ItemRedisRepository{_itemRepo{runtime.NewRepo(_itemDesc, s)}, s}
 }
 
 // Client returns the underlying client.

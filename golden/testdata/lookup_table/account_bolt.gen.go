@@ -19,15 +19,15 @@ import (
 // "Account.tags", "Account.zone", written in the transaction of every write
 // that changes their values.
 type AccountBoltRepository struct {
-	accountRepo
+	_accountRepo
 	store *boltstore.Store[Account, string]
 }
 
 // NewAccountBoltRepository returns the Account repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewAccountBoltRepository(db *bbolt.DB) *AccountBoltRepository {
-	s := boltstore.Open(db, accountDesc)
-	return &AccountBoltRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := boltstore.Open(db, _accountDesc)
+	return &AccountBoltRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // DB returns the underlying database.

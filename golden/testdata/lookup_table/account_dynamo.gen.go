@@ -18,15 +18,15 @@ import (
 // lookup's name, sort key k: the value), kept right by the lookup protocol of
 // runtime/dynamostore (hidden attributes _seq and _inc).
 type AccountDynamoRepository struct {
-	accountRepo
+	_accountRepo
 	store *dynamostore.Store[Account, string]
 }
 
 // NewAccountDynamoRepository returns the Account repository over client's
 // tables (EnsureIndexes creates them).
 func NewAccountDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *AccountDynamoRepository {
-	s := dynamostore.Open(client, accountDesc, opts...)
-	return &AccountDynamoRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := dynamostore.Open(client, _accountDesc, opts...)
+	return &AccountDynamoRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

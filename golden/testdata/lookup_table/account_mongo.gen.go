@@ -19,15 +19,15 @@ import (
 // (hidden fields _seq and _inc). Options: mongostore.IndexTables() keeps every
 // lookup in an index table, mongostore.UniqueTables() the unique ones.
 type AccountMongoRepository struct {
-	accountRepo
+	_accountRepo
 	store *mongostore.Store[Account, string]
 }
 
 // NewAccountMongoRepository returns the Account repository over db's
 // collections.
 func NewAccountMongoRepository(db *mongo.Database, opts ...mongostore.Option) *AccountMongoRepository {
-	s := mongostore.Open(db, accountDesc, opts...)
-	return &AccountMongoRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := mongostore.Open(db, _accountDesc, opts...)
+	return &AccountMongoRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -65,8 +65,11 @@ type AccountRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Account, error)
 
 	// ListByEmail reads one page of the Account aggregates whose email is v, in
-	// block-key order, through the index table Account.email. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order, through the index table Account.email. email is unique, so
+	// the page holds at most one aggregate: GetByEmail reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByEmail is there so that every lookup can be listed alike. A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// GetByEmail reads the Account aggregate that holds the given email, which is
@@ -77,7 +80,10 @@ type AccountRepository interface {
 
 	// ListByNick reads one page of the Account aggregates whose nick is v, in
 	// block-key order, through the lookup Account.nick (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// on MongoDB, an index table on the other stores). nick is unique, so the page
+	// holds at most one aggregate: GetByNick reads the same in one call, failing
+	// with runtime.ErrNotFound where this returns an empty page; ListByNick is
+	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
@@ -116,12 +122,15 @@ type AccountRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Account aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Account aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error)
 
-	// All iterates over every Account aggregate in block-key order. Iteration
+	// All iterates over every Account aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Account, error]
 }
@@ -144,12 +153,12 @@ type AccountUpdate struct {
 	Zone *string
 }
 
-// accountKeys encodes Account block keys, order-preserving, for cursors and key-value stores.
-var accountKeys = runtime.StringKeys[string]()
+// _accountKeys encodes Account block keys, order-preserving, for cursors and key-value stores.
+var _accountKeys = runtime.StringKeys[string]()
 
-// accountEmailKeys returns the values of lookup Account.email held by account,
-// each encoded with the key codec (without the block key).
-func accountEmailKeys(account *Account) [][]byte {
+// _accountEmailKeys returns the values of lookup Account.email held by
+// account, each encoded with the key codec (without the block key).
+func _accountEmailKeys(account *Account) [][]byte {
 	var keys [][]byte
 	if account.Email != "" {
 		keys = append(keys, runtime.AppendString(nil, account.Email))
@@ -157,9 +166,9 @@ func accountEmailKeys(account *Account) [][]byte {
 	return keys
 }
 
-// accountNickKeys returns the values of lookup Account.nick held by account,
+// _accountNickKeys returns the values of lookup Account.nick held by account,
 // each encoded with the key codec (without the block key).
-func accountNickKeys(account *Account) [][]byte {
+func _accountNickKeys(account *Account) [][]byte {
 	var keys [][]byte
 	if account.Nick != "" {
 		keys = append(keys, runtime.AppendString(nil, account.Nick))
@@ -167,9 +176,9 @@ func accountNickKeys(account *Account) [][]byte {
 	return keys
 }
 
-// accountRegionTierKeys returns the values of lookup Account.regionTier held
+// _accountRegionTierKeys returns the values of lookup Account.regionTier held
 // by account, each encoded with the key codec (without the block key).
-func accountRegionTierKeys(account *Account) [][]byte {
+func _accountRegionTierKeys(account *Account) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendInt(runtime.AppendString(nil, account.Region), int64(account.Tier)))
 	return keys
@@ -178,7 +187,10 @@ func accountRegionTierKeys(account *Account) [][]byte {
 // AccountRegionTierQuery selects Account aggregates by lookup regionTier
 // (region, tier, in this order): Eq conditions on a leading run of parts, then
 // at most one range condition; the zero condition matches anything. Results
-// come in (region, tier, block key) order.
+// come in (region, tier, block key) order. Set the fields
+// (AccountRegionTierQuery{Region: runtime.Eq(x)}) or chain the methods
+// (AccountRegionTierQuery{}.RegionEq(x).TierGte(y)), which take each part's
+// own type, so that a constant converts.
 type AccountRegionTierQuery struct {
 	// Region is the condition on region.
 	Region runtime.Cond[string]
@@ -186,8 +198,80 @@ type AccountRegionTierQuery struct {
 	Tier runtime.Cond[int]
 }
 
-// accountRegionTierRange is the key range selected by q.
-func accountRegionTierRange(q AccountRegionTierQuery) *runtime.KeyRange {
+// RegionEq returns q with the condition region == v.
+func (q AccountRegionTierQuery) RegionEq(v string) AccountRegionTierQuery {
+	q.Region = runtime.Eq(v)
+	return q
+}
+
+// RegionGt returns q with the condition region > v.
+func (q AccountRegionTierQuery) RegionGt(v string) AccountRegionTierQuery {
+	q.Region = runtime.Gt(v)
+	return q
+}
+
+// RegionGte returns q with the condition region >= v.
+func (q AccountRegionTierQuery) RegionGte(v string) AccountRegionTierQuery {
+	q.Region = runtime.Gte(v)
+	return q
+}
+
+// RegionLt returns q with the condition region < v.
+func (q AccountRegionTierQuery) RegionLt(v string) AccountRegionTierQuery {
+	q.Region = runtime.Lt(v)
+	return q
+}
+
+// RegionLte returns q with the condition region <= v.
+func (q AccountRegionTierQuery) RegionLte(v string) AccountRegionTierQuery {
+	q.Region = runtime.Lte(v)
+	return q
+}
+
+// RegionBetween returns q with the condition region in [lo, hi).
+func (q AccountRegionTierQuery) RegionBetween(lo, hi string) AccountRegionTierQuery {
+	q.Region = runtime.Between(lo, hi)
+	return q
+}
+
+// TierEq returns q with the condition tier == v.
+func (q AccountRegionTierQuery) TierEq(v int) AccountRegionTierQuery {
+	q.Tier = runtime.Eq(v)
+	return q
+}
+
+// TierGt returns q with the condition tier > v.
+func (q AccountRegionTierQuery) TierGt(v int) AccountRegionTierQuery {
+	q.Tier = runtime.Gt(v)
+	return q
+}
+
+// TierGte returns q with the condition tier >= v.
+func (q AccountRegionTierQuery) TierGte(v int) AccountRegionTierQuery {
+	q.Tier = runtime.Gte(v)
+	return q
+}
+
+// TierLt returns q with the condition tier < v.
+func (q AccountRegionTierQuery) TierLt(v int) AccountRegionTierQuery {
+	q.Tier = runtime.Lt(v)
+	return q
+}
+
+// TierLte returns q with the condition tier <= v.
+func (q AccountRegionTierQuery) TierLte(v int) AccountRegionTierQuery {
+	q.Tier = runtime.Lte(v)
+	return q
+}
+
+// TierBetween returns q with the condition tier in [lo, hi).
+func (q AccountRegionTierQuery) TierBetween(lo, hi int) AccountRegionTierQuery {
+	q.Tier = runtime.Between(lo, hi)
+	return q
+}
+
+// _accountRegionTierRange is the key range selected by q.
+func _accountRegionTierRange(q AccountRegionTierQuery) *runtime.KeyRange {
 	r := runtime.NewKeyRange(nil)
 	r = runtime.Narrow(r, "region", q.Region, func(b []byte, v string) []byte {
 		return runtime.AppendString(b, v)
@@ -198,10 +282,10 @@ func accountRegionTierRange(q AccountRegionTierQuery) *runtime.KeyRange {
 	return r
 }
 
-// accountTagsKeys returns the values of lookup Account.tags held by account,
+// _accountTagsKeys returns the values of lookup Account.tags held by account,
 // each encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func accountTagsKeys(account *Account) [][]byte {
+func _accountTagsKeys(account *Account) [][]byte {
 	var keys [][]byte
 	for _, x0 := range account.Tags {
 		keys = append(keys, runtime.AppendString(nil, x0))
@@ -209,9 +293,9 @@ func accountTagsKeys(account *Account) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// accountZoneKeys returns the values of lookup Account.zone held by account,
+// _accountZoneKeys returns the values of lookup Account.zone held by account,
 // each encoded with the key codec (without the block key).
-func accountZoneKeys(account *Account) [][]byte {
+func _accountZoneKeys(account *Account) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, account.Zone))
 	return keys
@@ -220,210 +304,213 @@ func accountZoneKeys(account *Account) [][]byte {
 // The entries of a Account block (NoAM layout: email, nick, region, tier,
 // tags, zone), one accessor each.
 var (
-	accountEntryEmail = runtime.NewField("email", "Email", func(account *Account) *string {
+	_accountEntryEmail = runtime.NewField("email", "Email", func(account *Account) *string {
 		return &account.Email
 	})
-	accountEntryNick = runtime.NewField("nick", "Nick", func(account *Account) *string {
+	_accountEntryNick = runtime.NewField("nick", "Nick", func(account *Account) *string {
 		return &account.Nick
 	})
-	accountEntryRegion = runtime.NewField("region", "Region", func(account *Account) *string {
+	_accountEntryRegion = runtime.NewField("region", "Region", func(account *Account) *string {
 		return &account.Region
 	})
-	accountEntryTier = runtime.NewField("tier", "Tier", func(account *Account) *int {
+	_accountEntryTier = runtime.NewField("tier", "Tier", func(account *Account) *int {
 		return &account.Tier
 	})
-	accountEntryTags = runtime.NewField("tags", "Tags", func(account *Account) *[]string {
+	_accountEntryTags = runtime.NewField("tags", "Tags", func(account *Account) *[]string {
 		return &account.Tags
 	})
-	accountEntryZone = runtime.NewField("zone", "Zone", func(account *Account) *string {
+	_accountEntryZone = runtime.NewField("zone", "Zone", func(account *Account) *string {
 		return &account.Zone
 	})
 )
 
 // The lookups of Account.
 var (
-	accountLookupEmail      = &runtime.Lookup[Account]{Name: "email", Unique: true, Parts: 1, Fields: []string{"email"}, Keys: accountEmailKeys, Table: true, Paths: []runtime.LookupPath{{Path: "email", Kind: runtime.PartString}}}
-	accountLookupNick       = &runtime.Lookup[Account]{Name: "nick", Unique: true, Parts: 1, Fields: []string{"nick"}, Keys: accountNickKeys, Paths: []runtime.LookupPath{{Path: "nick", Kind: runtime.PartString}}}
-	accountLookupRegionTier = &runtime.Lookup[Account]{Name: "regionTier", Parts: 2, Fields: []string{"region", "tier"}, Keys: accountRegionTierKeys, Table: true, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "tier", Kind: runtime.PartInt}}}
-	accountLookupTags       = &runtime.Lookup[Account]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: accountTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
-	accountLookupZone       = &runtime.Lookup[Account]{Name: "zone", Parts: 1, Fields: []string{"zone"}, Keys: accountZoneKeys, Table: true, Paths: []runtime.LookupPath{{Path: "zone", Kind: runtime.PartString}}}
+	_accountLookupEmail      = &runtime.Lookup[Account]{Name: "email", Unique: true, Parts: 1, Fields: []string{"email"}, Keys: _accountEmailKeys, Table: true, Paths: []runtime.LookupPath{{Path: "email", Kind: runtime.PartString}}}
+	_accountLookupNick       = &runtime.Lookup[Account]{Name: "nick", Unique: true, Parts: 1, Fields: []string{"nick"}, Keys: _accountNickKeys, Paths: []runtime.LookupPath{{Path: "nick", Kind: runtime.PartString}}}
+	_accountLookupRegionTier = &runtime.Lookup[Account]{Name: "regionTier", Parts: 2, Fields: []string{"region", "tier"}, Keys: _accountRegionTierKeys, Table: true, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "tier", Kind: runtime.PartInt}}}
+	_accountLookupTags       = &runtime.Lookup[Account]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: _accountTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
+	_accountLookupZone       = &runtime.Lookup[Account]{Name: "zone", Parts: 1, Fields: []string{"zone"}, Keys: _accountZoneKeys, Table: true, Paths: []runtime.LookupPath{{Path: "zone", Kind: runtime.PartString}}}
 )
 
-// accountDesc describes Account to the store adapters: the same layout on
+// _accountDesc describes Account to the store adapters: the same layout on
 // every store.
-var accountDesc = (&runtime.Desc[Account, string]{
+var _accountDesc = (&runtime.Desc[Account, string]{
 	Aggregate: "Account",
-	Keys:      accountKeys,
+	Keys:      _accountKeys,
 	ID: func(account *Account) *string {
 		return &account.ID
 	},
-	Fields:  []*runtime.Field[Account]{accountEntryEmail, accountEntryNick, accountEntryRegion, accountEntryTier, accountEntryTags, accountEntryZone},
-	Lookups: []*runtime.Lookup[Account]{accountLookupEmail, accountLookupNick, accountLookupRegionTier, accountLookupTags, accountLookupZone},
+	Fields:  []*runtime.Field[Account]{_accountEntryEmail, _accountEntryNick, _accountEntryRegion, _accountEntryTier, _accountEntryTags, _accountEntryZone},
+	Lookups: []*runtime.Lookup[Account]{_accountLookupEmail, _accountLookupNick, _accountLookupRegionTier, _accountLookupTags, _accountLookupZone},
 }).Init()
 
-// accountChanges turns u into the entry changes it stands for (elements in
+// _accountChanges turns u into the entry changes it stands for (elements in
 // index order).
-func accountChanges(u AccountUpdate) runtime.Update[Account] {
+func _accountChanges(u AccountUpdate) runtime.Update[Account] {
 	var c runtime.Update[Account]
 	if u.Email != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryEmail, *u.Email))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryEmail, *u.Email))
 	}
 	if u.Nick != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryNick, *u.Nick))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryNick, *u.Nick))
 	}
 	if u.Region != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryRegion, *u.Region))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryRegion, *u.Region))
 	}
 	if u.Tier != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryTier, *u.Tier))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryTier, *u.Tier))
 	}
 	if u.Tags != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryTags, *u.Tags))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryTags, *u.Tags))
 	}
 	if u.Zone != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryZone, *u.Zone))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryZone, *u.Zone))
 	}
 	return c
 }
 
-// accountRepo implements AccountRepository on any store adapter: each method
+// _accountRepo implements AccountRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. AccountBoltRepository, AccountDynamoRepository,
 // AccountMongoRepository, AccountRedisRepository embed it.
-type accountRepo struct {
+type _accountRepo struct {
 	r runtime.Repo[Account, string]
 }
 
-var _ AccountRepository = accountRepo{}
+var _ AccountRepository = _accountRepo{}
 
 // Get reads the Account block with key id in one round trip.
-func (r accountRepo) Get(ctx context.Context, id string) (*Account, error) {
+func (r _accountRepo) Get(ctx context.Context, id string) (*Account, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Account block.
-func (r accountRepo) Create(ctx context.Context, account *Account) error {
+func (r _accountRepo) Create(ctx context.Context, account *Account) error {
 	return r.r.Create(ctx, account)
 }
 
 // Put creates the Account block or replaces it whole.
-func (r accountRepo) Put(ctx context.Context, account *Account) error {
+func (r _accountRepo) Put(ctx context.Context, account *Account) error {
 	return r.r.Put(ctx, account)
 }
 
 // Delete removes the Account block with key id and all its entries.
-func (r accountRepo) Delete(ctx context.Context, id string) error {
+func (r _accountRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetEmail writes the email entry of block id and nothing else.
-func (r accountRepo) SetEmail(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetEmail", id, runtime.Set(accountEntryEmail, v))
+func (r _accountRepo) SetEmail(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetEmail", id, runtime.Set(_accountEntryEmail, v))
 }
 
 // SetNick writes the nick entry of block id and nothing else.
-func (r accountRepo) SetNick(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetNick", id, runtime.Set(accountEntryNick, v))
+func (r _accountRepo) SetNick(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetNick", id, runtime.Set(_accountEntryNick, v))
 }
 
 // SetRegion writes the region entry of block id and nothing else.
-func (r accountRepo) SetRegion(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetRegion", id, runtime.Set(accountEntryRegion, v))
+func (r _accountRepo) SetRegion(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetRegion", id, runtime.Set(_accountEntryRegion, v))
 }
 
 // SetTier writes the tier entry of block id and nothing else.
-func (r accountRepo) SetTier(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetTier", id, runtime.Set(accountEntryTier, v))
+func (r _accountRepo) SetTier(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetTier", id, runtime.Set(_accountEntryTier, v))
 }
 
 // SetTags writes the tags entry of block id and nothing else.
-func (r accountRepo) SetTags(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetTags", id, runtime.Set(accountEntryTags, v))
+func (r _accountRepo) SetTags(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetTags", id, runtime.Set(_accountEntryTags, v))
 }
 
 // SetZone writes the zone entry of block id and nothing else.
-func (r accountRepo) SetZone(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetZone", id, runtime.Set(accountEntryZone, v))
+func (r _accountRepo) SetZone(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetZone", id, runtime.Set(_accountEntryZone, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r accountRepo) Update(ctx context.Context, id string, u AccountUpdate) error {
-	return r.r.Update(ctx, "Update", id, accountChanges(u))
+func (r _accountRepo) Update(ctx context.Context, id string, u AccountUpdate) error {
+	return r.r.Update(ctx, "Update", id, _accountChanges(u))
 }
 
 // GetMany reads the Account blocks with the given keys in one round trip (an
 // application-side join: see the *AccountRefs functions).
-func (r accountRepo) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
+func (r _accountRepo) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByEmail reads one page of the Account aggregates whose email is v, in
 // block-key order, through the index table Account.email.
-func (r accountRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
-	return r.r.ListBy(ctx, "ListByEmail", accountLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _accountRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
+	return r.r.ListBy(ctx, "ListByEmail", _accountLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByEmail reads the Account aggregate that holds the given email, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r accountRepo) GetByEmail(ctx context.Context, email string) (*Account, error) {
-	return r.r.GetBy(ctx, "GetByEmail", accountLookupEmail, runtime.AppendString(nil, email))
+func (r _accountRepo) GetByEmail(ctx context.Context, email string) (*Account, error) {
+	return r.r.GetBy(ctx, "GetByEmail", _accountLookupEmail, runtime.AppendString(nil, email))
 }
 
 // ListByNick reads one page of the Account aggregates whose nick is v, in
 // block-key order, through the lookup Account.nick (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r accountRepo) ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
-	return r.r.ListBy(ctx, "ListByNick", accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _accountRepo) ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
+	return r.r.ListBy(ctx, "ListByNick", _accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByNick reads the Account aggregate that holds the given nick, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r accountRepo) GetByNick(ctx context.Context, nick string) (*Account, error) {
-	return r.r.GetBy(ctx, "GetByNick", accountLookupNick, runtime.AppendString(nil, nick))
+func (r _accountRepo) GetByNick(ctx context.Context, nick string) (*Account, error) {
+	return r.r.GetBy(ctx, "GetByNick", _accountLookupNick, runtime.AppendString(nil, nick))
 }
 
 // ListByRegionTier reads one page of the Account aggregates selected by q, in
 // (region, tier, block key) order, through the index table Account.regionTier.
-func (r accountRepo) ListByRegionTier(ctx context.Context, q AccountRegionTierQuery, req runtime.PageRequest) (runtime.Page[*Account], error) {
-	return r.r.ListBy(ctx, "ListByRegionTier", accountLookupRegionTier, accountRegionTierRange(q), req)
+func (r _accountRepo) ListByRegionTier(ctx context.Context, q AccountRegionTierQuery, req runtime.PageRequest) (runtime.Page[*Account], error) {
+	return r.r.ListBy(ctx, "ListByRegionTier", _accountLookupRegionTier, _accountRegionTierRange(q), req)
 }
 
 // ListByTags reads one page of the Account aggregates that hold v in tags[],
 // in block-key order, through the lookup Account.tags (a native secondary
 // index on MongoDB, an index table on the other stores).
-func (r accountRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
-	return r.r.ListBy(ctx, "ListByTags", accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _accountRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
+	return r.r.ListBy(ctx, "ListByTags", _accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByZone reads one page of the Account aggregates whose zone is v, in
 // block-key order, through the index table Account.zone.
-func (r accountRepo) ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
-	return r.r.ListBy(ctx, "ListByZone", accountLookupZone, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _accountRepo) ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
+	return r.r.ListBy(ctx, "ListByZone", _accountLookupZone, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Account from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r accountRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _accountRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Account repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r accountRepo) EnsureIndexes(ctx context.Context) error {
+func (r _accountRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Account aggregates in block-key order.
-func (r accountRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error) {
+// List reads one page of Account aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _accountRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Account aggregate in block-key order.
-func (r accountRepo) All(ctx context.Context) iter.Seq2[*Account, error] {
+// All iterates over every Account aggregate, in the order of List.
+func (r _accountRepo) All(ctx context.Context) iter.Seq2[*Account, error] {
 	return r.r.All(ctx)
 }
 

@@ -21,15 +21,15 @@ import (
 // block's write on a single node and by the lookup protocol of
 // runtime/redisstore on a cluster.
 type AccountRedisRepository struct {
-	accountRepo
+	_accountRepo
 	store *redisstore.Store[Account, string]
 }
 
 // NewAccountRedisRepository returns the Account repository over rdb, a
 // single-node or a cluster client.
 func NewAccountRedisRepository(rdb redis.UniversalClient) *AccountRedisRepository {
-	s := redisstore.Open(rdb, accountDesc)
-	return &AccountRedisRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := redisstore.Open(rdb, _accountDesc)
+	return &AccountRedisRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -17,15 +17,15 @@ import (
 // transaction. Its index tables are the buckets "Badge.code", written in the
 // transaction of every write that changes their values.
 type BadgeBoltRepository struct {
-	badgeRepo
+	_badgeRepo
 	store *boltstore.Store[Badge, string]
 }
 
 // NewBadgeBoltRepository returns the Badge repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewBadgeBoltRepository(db *bbolt.DB) *BadgeBoltRepository {
-	s := boltstore.Open(db, badgeDesc)
-	return &BadgeBoltRepository{badgeRepo{runtime.NewRepo(badgeDesc, s)}, s}
+	s := boltstore.Open(db, _badgeDesc)
+	return &BadgeBoltRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s)}, s}
 }
 
 // DB returns the underlying database.

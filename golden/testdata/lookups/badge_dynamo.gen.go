@@ -17,15 +17,15 @@ import (
 // name, sort key k: the value), kept right by the lookup protocol of
 // runtime/dynamostore (hidden attributes _seq and _inc).
 type BadgeDynamoRepository struct {
-	badgeRepo
+	_badgeRepo
 	store *dynamostore.Store[Badge, string]
 }
 
 // NewBadgeDynamoRepository returns the Badge repository over client's tables
 // (EnsureIndexes creates them).
 func NewBadgeDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *BadgeDynamoRepository {
-	s := dynamostore.Open(client, badgeDesc, opts...)
-	return &BadgeDynamoRepository{badgeRepo{runtime.NewRepo(badgeDesc, s)}, s}
+	s := dynamostore.Open(client, _badgeDesc, opts...)
+	return &BadgeDynamoRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -16,14 +16,14 @@ import (
 // mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
 type BadgeMongoRepository struct {
-	badgeRepo
+	_badgeRepo
 	store *mongostore.Store[Badge, string]
 }
 
 // NewBadgeMongoRepository returns the Badge repository over db's collections.
 func NewBadgeMongoRepository(db *mongo.Database, opts ...mongostore.Option) *BadgeMongoRepository {
-	s := mongostore.Open(db, badgeDesc, opts...)
-	return &BadgeMongoRepository{badgeRepo{runtime.NewRepo(badgeDesc, s)}, s}
+	s := mongostore.Open(db, _badgeDesc, opts...)
+	return &BadgeMongoRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -46,7 +46,10 @@ type BadgeRepository interface {
 
 	// ListByCode reads one page of the Badge aggregates whose code is v, in
 	// block-key order, through the lookup Badge.code (a native secondary index on
-	// MongoDB, an index table on the other stores). A cursor not made by this
+	// MongoDB, an index table on the other stores). code is unique, so the page
+	// holds at most one aggregate: GetByCode reads the same in one call, failing
+	// with runtime.ErrNotFound where this returns an empty page; ListByCode is
+	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
@@ -68,13 +71,16 @@ type BadgeRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Badge aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Badge aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
-	// All iterates over every Badge aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Badge aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Badge, error]
 }
 
@@ -86,12 +92,12 @@ type BadgeUpdate struct {
 	Code *string
 }
 
-// badgeKeys encodes Badge block keys, order-preserving, for cursors and key-value stores.
-var badgeKeys = runtime.StringKeys[string]()
+// _badgeKeys encodes Badge block keys, order-preserving, for cursors and key-value stores.
+var _badgeKeys = runtime.StringKeys[string]()
 
-// badgeCodeKeys returns the values of lookup Badge.code held by badge, each
+// _badgeCodeKeys returns the values of lookup Badge.code held by badge, each
 // encoded with the key codec (without the block key).
-func badgeCodeKeys(badge *Badge) [][]byte {
+func _badgeCodeKeys(badge *Badge) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, badge.Code))
 	return keys
@@ -99,119 +105,122 @@ func badgeCodeKeys(badge *Badge) [][]byte {
 
 // The entries of a Badge block (NoAM layout: code), one accessor each.
 var (
-	badgeEntryCode = runtime.NewField("code", "Code", func(badge *Badge) *string {
+	_badgeEntryCode = runtime.NewField("code", "Code", func(badge *Badge) *string {
 		return &badge.Code
 	})
 )
 
 // The lookups of Badge.
 var (
-	badgeLookupCode = &runtime.Lookup[Badge]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: badgeCodeKeys, IndexZero: true, Paths: []runtime.LookupPath{{Path: "code", Kind: runtime.PartString}}}
+	_badgeLookupCode = &runtime.Lookup[Badge]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: _badgeCodeKeys, IndexZero: true, Paths: []runtime.LookupPath{{Path: "code", Kind: runtime.PartString}}}
 )
 
-// badgeDesc describes Badge to the store adapters: the same layout on every
+// _badgeDesc describes Badge to the store adapters: the same layout on every
 // store.
-var badgeDesc = (&runtime.Desc[Badge, string]{
+var _badgeDesc = (&runtime.Desc[Badge, string]{
 	Aggregate: "Badge",
-	Keys:      badgeKeys,
+	Keys:      _badgeKeys,
 	ID: func(badge *Badge) *string {
 		return &badge.ID
 	},
-	Fields:  []*runtime.Field[Badge]{badgeEntryCode},
-	Lookups: []*runtime.Lookup[Badge]{badgeLookupCode},
+	Fields:  []*runtime.Field[Badge]{_badgeEntryCode},
+	Lookups: []*runtime.Lookup[Badge]{_badgeLookupCode},
 }).Init()
 
-// badgeChanges turns u into the entry changes it stands for (elements in index
-// order).
-func badgeChanges(u BadgeUpdate) runtime.Update[Badge] {
+// _badgeChanges turns u into the entry changes it stands for (elements in
+// index order).
+func _badgeChanges(u BadgeUpdate) runtime.Update[Badge] {
 	var c runtime.Update[Badge]
 	if u.Code != nil {
-		c.Changes = append(c.Changes, runtime.Set(badgeEntryCode, *u.Code))
+		c.Changes = append(c.Changes, runtime.Set(_badgeEntryCode, *u.Code))
 	}
 	return c
 }
 
-// badgeRepo implements BadgeRepository on any store adapter: each method is a
+// _badgeRepo implements BadgeRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // BadgeBoltRepository, BadgeDynamoRepository, BadgeMongoRepository,
 // BadgeRedisRepository embed it.
-type badgeRepo struct {
+type _badgeRepo struct {
 	r runtime.Repo[Badge, string]
 }
 
-var _ BadgeRepository = badgeRepo{}
+var _ BadgeRepository = _badgeRepo{}
 
 // Get reads the Badge block with key id in one round trip.
-func (r badgeRepo) Get(ctx context.Context, id string) (*Badge, error) {
+func (r _badgeRepo) Get(ctx context.Context, id string) (*Badge, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Badge block.
-func (r badgeRepo) Create(ctx context.Context, badge *Badge) error {
+func (r _badgeRepo) Create(ctx context.Context, badge *Badge) error {
 	return r.r.Create(ctx, badge)
 }
 
 // Put creates the Badge block or replaces it whole.
-func (r badgeRepo) Put(ctx context.Context, badge *Badge) error {
+func (r _badgeRepo) Put(ctx context.Context, badge *Badge) error {
 	return r.r.Put(ctx, badge)
 }
 
 // Delete removes the Badge block with key id and all its entries.
-func (r badgeRepo) Delete(ctx context.Context, id string) error {
+func (r _badgeRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetCode writes the code entry of block id and nothing else.
-func (r badgeRepo) SetCode(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetCode", id, runtime.Set(badgeEntryCode, v))
+func (r _badgeRepo) SetCode(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetCode", id, runtime.Set(_badgeEntryCode, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r badgeRepo) Update(ctx context.Context, id string, u BadgeUpdate) error {
-	return r.r.Update(ctx, "Update", id, badgeChanges(u))
+func (r _badgeRepo) Update(ctx context.Context, id string, u BadgeUpdate) error {
+	return r.r.Update(ctx, "Update", id, _badgeChanges(u))
 }
 
 // GetMany reads the Badge blocks with the given keys in one round trip (an
 // application-side join: see the *BadgeRefs functions).
-func (r badgeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Badge, error) {
+func (r _badgeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Badge, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByCode reads one page of the Badge aggregates whose code is v, in
 // block-key order, through the lookup Badge.code (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r badgeRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error) {
-	return r.r.ListBy(ctx, "ListByCode", badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _badgeRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error) {
+	return r.r.ListBy(ctx, "ListByCode", _badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByCode reads the Badge aggregate that holds the given code, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r badgeRepo) GetByCode(ctx context.Context, code string) (*Badge, error) {
-	return r.r.GetBy(ctx, "GetByCode", badgeLookupCode, runtime.AppendString(nil, code))
+func (r _badgeRepo) GetByCode(ctx context.Context, code string) (*Badge, error) {
+	return r.r.GetBy(ctx, "GetByCode", _badgeLookupCode, runtime.AppendString(nil, code))
 }
 
 // Repair rebuilds the index tables of Badge from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r badgeRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _badgeRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Badge repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r badgeRepo) EnsureIndexes(ctx context.Context) error {
+func (r _badgeRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Badge aggregates in block-key order.
-func (r badgeRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Badge], error) {
+// List reads one page of Badge aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _badgeRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Badge], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Badge aggregate in block-key order.
-func (r badgeRepo) All(ctx context.Context) iter.Seq2[*Badge, error] {
+// All iterates over every Badge aggregate, in the order of List.
+func (r _badgeRepo) All(ctx context.Context) iter.Seq2[*Badge, error] {
 	return r.r.All(ctx)
 }
 

@@ -19,15 +19,15 @@ import (
 // script of the block's write on a single node and by the lookup protocol of
 // runtime/redisstore on a cluster.
 type BadgeRedisRepository struct {
-	badgeRepo
+	_badgeRepo
 	store *redisstore.Store[Badge, string]
 }
 
 // NewBadgeRedisRepository returns the Badge repository over rdb, a single-node
 // or a cluster client.
 func NewBadgeRedisRepository(rdb redis.UniversalClient) *BadgeRedisRepository {
-	s := redisstore.Open(rdb, badgeDesc)
-	return &BadgeRedisRepository{badgeRepo{runtime.NewRepo(badgeDesc, s)}, s}
+	s := redisstore.Open(rdb, _badgeDesc)
+	return &BadgeRedisRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s)}, s}
 }
 
 // Client returns the underlying client.

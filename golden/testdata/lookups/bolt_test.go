@@ -197,6 +197,24 @@ func TestBoltUniqueElements(t *testing.T) {
 	if len(page.Items) != 1 || page.Items[0].ID != "s2" {
 		t.Fatalf("north, rank > 6: %v", page.Items)
 	}
+	// The query's methods take the parts' own types: the constants 6 and
+	// 8 convert to uint16 (runtime.Gt(6) would be a Cond[int]).
+	for _, q := range []ShopRegionRankQuery{
+		ShopRegionRankQuery{}.RegionEq("north").RankGt(6),
+		ShopRegionRankQuery{}.RegionEq("north").RankBetween(7, 8),
+		{Region: runtime.Eq("north"), Rank: runtime.Lte[uint16](7)},
+	} {
+		page, err := shops.ListByRegionRank(ctx, q, runtime.PageRequest{})
+		must(t, err)
+		if len(page.Items) != 1 || page.Items[0].ID != "s2" {
+			t.Fatalf("%+v: %v", q, page.Items)
+		}
+	}
+	page, err = shops.ListByRegionRank(ctx, ShopRegionRankQuery{}.RegionEq("north").RankLt(7), runtime.PageRequest{})
+	must(t, err)
+	if len(page.Items) != 0 {
+		t.Fatalf("north, rank < 7: %v", page.Items)
+	}
 	clean(t, shops.Repair)
 }
 

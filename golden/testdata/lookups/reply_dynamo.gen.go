@@ -19,15 +19,15 @@ import (
 // allocated from counters in the table "noam_counters". The blocks of one
 // counter scope are listed through the items "noam:scope" of "Reply__index".
 type ReplyDynamoRepository struct {
-	replyRepo
+	_replyRepo
 	store *dynamostore.Store[Reply, ReplyKey]
 }
 
 // NewReplyDynamoRepository returns the Reply repository over client's tables
 // (EnsureIndexes creates them).
 func NewReplyDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *ReplyDynamoRepository {
-	s := dynamostore.Open(client, replyDesc, opts...)
-	return &ReplyDynamoRepository{replyRepo{runtime.NewRepo(replyDesc, s)}, s}
+	s := dynamostore.Open(client, _replyDesc, opts...)
+	return &ReplyDynamoRepository{_replyRepo{runtime.NewRepo(_replyDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -20,15 +20,15 @@ import (
 // of runtime/redisstore on a cluster. Block keys are allocated with INCR on
 // "Reply:counter" (one counter per scope).
 type ReplyRedisRepository struct {
-	replyRepo
+	_replyRepo
 	store *redisstore.Store[Reply, ReplyKey]
 }
 
 // NewReplyRedisRepository returns the Reply repository over rdb, a single-node
 // or a cluster client.
 func NewReplyRedisRepository(rdb redis.UniversalClient) *ReplyRedisRepository {
-	s := redisstore.Open(rdb, replyDesc)
-	return &ReplyRedisRepository{replyRepo{runtime.NewRepo(replyDesc, s)}, s}
+	s := redisstore.Open(rdb, _replyDesc)
+	return &ReplyRedisRepository{_replyRepo{runtime.NewRepo(_replyDesc, s)}, s}
 }
 
 // Client returns the underlying client.

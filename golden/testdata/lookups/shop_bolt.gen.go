@@ -19,15 +19,15 @@ import (
 // "Shop.addressCity", written in the transaction of every write that changes
 // their values.
 type ShopBoltRepository struct {
-	shopRepo
+	_shopRepo
 	store *boltstore.Store[Shop, string]
 }
 
 // NewShopBoltRepository returns the Shop repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewShopBoltRepository(db *bbolt.DB) *ShopBoltRepository {
-	s := boltstore.Open(db, shopDesc)
-	return &ShopBoltRepository{shopRepo{runtime.NewRepo(shopDesc, s)}, s}
+	s := boltstore.Open(db, _shopDesc)
+	return &ShopBoltRepository{_shopRepo{runtime.NewRepo(_shopDesc, s)}, s}
 }
 
 // DB returns the underlying database.

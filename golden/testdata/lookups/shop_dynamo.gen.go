@@ -19,15 +19,15 @@ import (
 // the lookup protocol of runtime/dynamostore (hidden attributes _seq and
 // _inc).
 type ShopDynamoRepository struct {
-	shopRepo
+	_shopRepo
 	store *dynamostore.Store[Shop, string]
 }
 
 // NewShopDynamoRepository returns the Shop repository over client's tables
 // (EnsureIndexes creates them).
 func NewShopDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *ShopDynamoRepository {
-	s := dynamostore.Open(client, shopDesc, opts...)
-	return &ShopDynamoRepository{shopRepo{runtime.NewRepo(shopDesc, s)}, s}
+	s := dynamostore.Open(client, _shopDesc, opts...)
+	return &ShopDynamoRepository{_shopRepo{runtime.NewRepo(_shopDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

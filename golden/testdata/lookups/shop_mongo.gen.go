@@ -19,14 +19,14 @@ import (
 // mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
 type ShopMongoRepository struct {
-	shopRepo
+	_shopRepo
 	store *mongostore.Store[Shop, string]
 }
 
 // NewShopMongoRepository returns the Shop repository over db's collections.
 func NewShopMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ShopMongoRepository {
-	s := mongostore.Open(db, shopDesc, opts...)
-	return &ShopMongoRepository{shopRepo{runtime.NewRepo(shopDesc, s)}, s}
+	s := mongostore.Open(db, _shopDesc, opts...)
+	return &ShopMongoRepository{_shopRepo{runtime.NewRepo(_shopDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -70,7 +70,10 @@ type ShopRepository interface {
 
 	// ListByEmail reads one page of the Shop aggregates whose email is v, in
 	// block-key order, through the lookup Shop.email (a native secondary index on
-	// MongoDB, an index table on the other stores). A cursor not made by this
+	// MongoDB, an index table on the other stores). email is unique, so the page
+	// holds at most one aggregate: GetByEmail reads the same in one call, failing
+	// with runtime.ErrNotFound where this returns an empty page; ListByEmail is
+	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
@@ -95,7 +98,10 @@ type ShopRepository interface {
 
 	// ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
 	// block-key order, through the lookup Shop.codes (a native secondary index on
-	// MongoDB, an index table on the other stores). A cursor not made by this
+	// MongoDB, an index table on the other stores). codes[] is unique, so the page
+	// holds at most one aggregate: GetByCodes reads the same in one call, failing
+	// with runtime.ErrNotFound where this returns an empty page; ListByCodes is
+	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
@@ -123,13 +129,16 @@ type ShopRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Shop aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Shop aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
-	// All iterates over every Shop aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Shop aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Shop, error]
 }
 
@@ -153,12 +162,12 @@ type ShopUpdate struct {
 	Notes *string
 }
 
-// shopKeys encodes Shop block keys, order-preserving, for cursors and key-value stores.
-var shopKeys = runtime.StringKeys[string]()
+// _shopKeys encodes Shop block keys, order-preserving, for cursors and key-value stores.
+var _shopKeys = runtime.StringKeys[string]()
 
-// shopEmailKeys returns the values of lookup Shop.email held by shop, each
+// _shopEmailKeys returns the values of lookup Shop.email held by shop, each
 // encoded with the key codec (without the block key).
-func shopEmailKeys(shop *Shop) [][]byte {
+func _shopEmailKeys(shop *Shop) [][]byte {
 	var keys [][]byte
 	if shop.Email != "" {
 		keys = append(keys, runtime.AppendString(nil, shop.Email))
@@ -166,9 +175,9 @@ func shopEmailKeys(shop *Shop) [][]byte {
 	return keys
 }
 
-// shopRegionRankKeys returns the values of lookup Shop.regionRank held by
+// _shopRegionRankKeys returns the values of lookup Shop.regionRank held by
 // shop, each encoded with the key codec (without the block key).
-func shopRegionRankKeys(shop *Shop) [][]byte {
+func _shopRegionRankKeys(shop *Shop) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendUint(runtime.AppendString(nil, shop.Region), uint64(shop.Rank)))
 	return keys
@@ -177,7 +186,10 @@ func shopRegionRankKeys(shop *Shop) [][]byte {
 // ShopRegionRankQuery selects Shop aggregates by lookup regionRank (region,
 // rank, in this order): Eq conditions on a leading run of parts, then at most
 // one range condition; the zero condition matches anything. Results come in
-// (region, rank, block key) order.
+// (region, rank, block key) order. Set the fields (ShopRegionRankQuery{Region:
+// runtime.Eq(x)}) or chain the methods
+// (ShopRegionRankQuery{}.RegionEq(x).RankGte(y)), which take each part's own
+// type, so that a constant converts.
 type ShopRegionRankQuery struct {
 	// Region is the condition on region.
 	Region runtime.Cond[string]
@@ -185,8 +197,80 @@ type ShopRegionRankQuery struct {
 	Rank runtime.Cond[uint16]
 }
 
-// shopRegionRankRange is the key range selected by q.
-func shopRegionRankRange(q ShopRegionRankQuery) *runtime.KeyRange {
+// RegionEq returns q with the condition region == v.
+func (q ShopRegionRankQuery) RegionEq(v string) ShopRegionRankQuery {
+	q.Region = runtime.Eq(v)
+	return q
+}
+
+// RegionGt returns q with the condition region > v.
+func (q ShopRegionRankQuery) RegionGt(v string) ShopRegionRankQuery {
+	q.Region = runtime.Gt(v)
+	return q
+}
+
+// RegionGte returns q with the condition region >= v.
+func (q ShopRegionRankQuery) RegionGte(v string) ShopRegionRankQuery {
+	q.Region = runtime.Gte(v)
+	return q
+}
+
+// RegionLt returns q with the condition region < v.
+func (q ShopRegionRankQuery) RegionLt(v string) ShopRegionRankQuery {
+	q.Region = runtime.Lt(v)
+	return q
+}
+
+// RegionLte returns q with the condition region <= v.
+func (q ShopRegionRankQuery) RegionLte(v string) ShopRegionRankQuery {
+	q.Region = runtime.Lte(v)
+	return q
+}
+
+// RegionBetween returns q with the condition region in [lo, hi).
+func (q ShopRegionRankQuery) RegionBetween(lo, hi string) ShopRegionRankQuery {
+	q.Region = runtime.Between(lo, hi)
+	return q
+}
+
+// RankEq returns q with the condition rank == v.
+func (q ShopRegionRankQuery) RankEq(v uint16) ShopRegionRankQuery {
+	q.Rank = runtime.Eq(v)
+	return q
+}
+
+// RankGt returns q with the condition rank > v.
+func (q ShopRegionRankQuery) RankGt(v uint16) ShopRegionRankQuery {
+	q.Rank = runtime.Gt(v)
+	return q
+}
+
+// RankGte returns q with the condition rank >= v.
+func (q ShopRegionRankQuery) RankGte(v uint16) ShopRegionRankQuery {
+	q.Rank = runtime.Gte(v)
+	return q
+}
+
+// RankLt returns q with the condition rank < v.
+func (q ShopRegionRankQuery) RankLt(v uint16) ShopRegionRankQuery {
+	q.Rank = runtime.Lt(v)
+	return q
+}
+
+// RankLte returns q with the condition rank <= v.
+func (q ShopRegionRankQuery) RankLte(v uint16) ShopRegionRankQuery {
+	q.Rank = runtime.Lte(v)
+	return q
+}
+
+// RankBetween returns q with the condition rank in [lo, hi).
+func (q ShopRegionRankQuery) RankBetween(lo, hi uint16) ShopRegionRankQuery {
+	q.Rank = runtime.Between(lo, hi)
+	return q
+}
+
+// _shopRegionRankRange is the key range selected by q.
+func _shopRegionRankRange(q ShopRegionRankQuery) *runtime.KeyRange {
 	r := runtime.NewKeyRange(nil)
 	r = runtime.Narrow(r, "region", q.Region, func(b []byte, v string) []byte {
 		return runtime.AppendString(b, v)
@@ -197,10 +281,10 @@ func shopRegionRankRange(q ShopRegionRankQuery) *runtime.KeyRange {
 	return r
 }
 
-// shopLabelsKeys returns the values of lookup Shop.labels held by shop, each
+// _shopLabelsKeys returns the values of lookup Shop.labels held by shop, each
 // encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func shopLabelsKeys(shop *Shop) [][]byte {
+func _shopLabelsKeys(shop *Shop) [][]byte {
 	var keys [][]byte
 	for _, x0 := range shop.Labels {
 		keys = append(keys, runtime.AppendString(nil, x0))
@@ -208,10 +292,10 @@ func shopLabelsKeys(shop *Shop) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// shopCodesKeys returns the values of lookup Shop.codes held by shop, each
+// _shopCodesKeys returns the values of lookup Shop.codes held by shop, each
 // encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func shopCodesKeys(shop *Shop) [][]byte {
+func _shopCodesKeys(shop *Shop) [][]byte {
 	var keys [][]byte
 	for _, x0 := range shop.Codes {
 		if x0 != 0 {
@@ -221,9 +305,9 @@ func shopCodesKeys(shop *Shop) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// shopAddressCityKeys returns the values of lookup Shop.addressCity held by
+// _shopAddressCityKeys returns the values of lookup Shop.addressCity held by
 // shop, each encoded with the key codec (without the block key).
-func shopAddressCityKeys(shop *Shop) [][]byte {
+func _shopAddressCityKeys(shop *Shop) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, shop.Address.City))
 	return keys
@@ -232,224 +316,227 @@ func shopAddressCityKeys(shop *Shop) [][]byte {
 // The entries of a Shop block (NoAM layout: email, region, rank, labels,
 // codes, address, notes), one accessor each.
 var (
-	shopEntryEmail = runtime.NewField("email", "Email", func(shop *Shop) *string {
+	_shopEntryEmail = runtime.NewField("email", "Email", func(shop *Shop) *string {
 		return &shop.Email
 	})
-	shopEntryRegion = runtime.NewField("region", "Region", func(shop *Shop) *string {
+	_shopEntryRegion = runtime.NewField("region", "Region", func(shop *Shop) *string {
 		return &shop.Region
 	})
-	shopEntryRank = runtime.NewField("rank", "Rank", func(shop *Shop) *uint16 {
+	_shopEntryRank = runtime.NewField("rank", "Rank", func(shop *Shop) *uint16 {
 		return &shop.Rank
 	})
-	shopEntryLabels = runtime.NewField("labels", "Labels", func(shop *Shop) *[]string {
+	_shopEntryLabels = runtime.NewField("labels", "Labels", func(shop *Shop) *[]string {
 		return &shop.Labels
 	})
-	shopEntryCodes = runtime.NewField("codes", "Codes", func(shop *Shop) *[]int32 {
+	_shopEntryCodes = runtime.NewField("codes", "Codes", func(shop *Shop) *[]int32 {
 		return &shop.Codes
 	})
-	shopEntryAddress = runtime.NewField("address", "Address", func(shop *Shop) *Location {
+	_shopEntryAddress = runtime.NewField("address", "Address", func(shop *Shop) *Location {
 		return &shop.Address
 	})
-	shopEntryNotes = runtime.NewField("notes", "Notes", func(shop *Shop) *string {
+	_shopEntryNotes = runtime.NewField("notes", "Notes", func(shop *Shop) *string {
 		return &shop.Notes
 	})
 )
 
 // The lookups of Shop.
 var (
-	shopLookupEmail       = &runtime.Lookup[Shop]{Name: "email", Unique: true, Parts: 1, Fields: []string{"email"}, Keys: shopEmailKeys, Paths: []runtime.LookupPath{{Path: "email", Kind: runtime.PartString}}}
-	shopLookupRegionRank  = &runtime.Lookup[Shop]{Name: "regionRank", Parts: 2, Fields: []string{"region", "rank"}, Keys: shopRegionRankKeys, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "rank", Kind: runtime.PartUint}}}
-	shopLookupLabels      = &runtime.Lookup[Shop]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: shopLabelsKeys, Paths: []runtime.LookupPath{{Path: "labels", Kind: runtime.PartString, Multi: true}}}
-	shopLookupCodes       = &runtime.Lookup[Shop]{Name: "codes", Unique: true, Parts: 1, Fields: []string{"codes"}, Keys: shopCodesKeys, Paths: []runtime.LookupPath{{Path: "codes", Kind: runtime.PartInt, Multi: true}}}
-	shopLookupAddressCity = &runtime.Lookup[Shop]{Name: "addressCity", Parts: 1, Fields: []string{"address"}, Keys: shopAddressCityKeys, Paths: []runtime.LookupPath{{Path: "address.city", Kind: runtime.PartString}}}
+	_shopLookupEmail       = &runtime.Lookup[Shop]{Name: "email", Unique: true, Parts: 1, Fields: []string{"email"}, Keys: _shopEmailKeys, Paths: []runtime.LookupPath{{Path: "email", Kind: runtime.PartString}}}
+	_shopLookupRegionRank  = &runtime.Lookup[Shop]{Name: "regionRank", Parts: 2, Fields: []string{"region", "rank"}, Keys: _shopRegionRankKeys, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "rank", Kind: runtime.PartUint}}}
+	_shopLookupLabels      = &runtime.Lookup[Shop]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: _shopLabelsKeys, Paths: []runtime.LookupPath{{Path: "labels", Kind: runtime.PartString, Multi: true}}}
+	_shopLookupCodes       = &runtime.Lookup[Shop]{Name: "codes", Unique: true, Parts: 1, Fields: []string{"codes"}, Keys: _shopCodesKeys, Paths: []runtime.LookupPath{{Path: "codes", Kind: runtime.PartInt, Multi: true}}}
+	_shopLookupAddressCity = &runtime.Lookup[Shop]{Name: "addressCity", Parts: 1, Fields: []string{"address"}, Keys: _shopAddressCityKeys, Paths: []runtime.LookupPath{{Path: "address.city", Kind: runtime.PartString}}}
 )
 
-// shopDesc describes Shop to the store adapters: the same layout on every
+// _shopDesc describes Shop to the store adapters: the same layout on every
 // store.
-var shopDesc = (&runtime.Desc[Shop, string]{
+var _shopDesc = (&runtime.Desc[Shop, string]{
 	Aggregate: "Shop",
-	Keys:      shopKeys,
+	Keys:      _shopKeys,
 	ID: func(shop *Shop) *string {
 		return &shop.ID
 	},
-	Fields:  []*runtime.Field[Shop]{shopEntryEmail, shopEntryRegion, shopEntryRank, shopEntryLabels, shopEntryCodes, shopEntryAddress, shopEntryNotes},
-	Lookups: []*runtime.Lookup[Shop]{shopLookupEmail, shopLookupRegionRank, shopLookupLabels, shopLookupCodes, shopLookupAddressCity},
+	Fields:  []*runtime.Field[Shop]{_shopEntryEmail, _shopEntryRegion, _shopEntryRank, _shopEntryLabels, _shopEntryCodes, _shopEntryAddress, _shopEntryNotes},
+	Lookups: []*runtime.Lookup[Shop]{_shopLookupEmail, _shopLookupRegionRank, _shopLookupLabels, _shopLookupCodes, _shopLookupAddressCity},
 }).Init()
 
-// shopChanges turns u into the entry changes it stands for (elements in index
+// _shopChanges turns u into the entry changes it stands for (elements in index
 // order).
-func shopChanges(u ShopUpdate) runtime.Update[Shop] {
+func _shopChanges(u ShopUpdate) runtime.Update[Shop] {
 	var c runtime.Update[Shop]
 	if u.Email != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryEmail, *u.Email))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryEmail, *u.Email))
 	}
 	if u.Region != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryRegion, *u.Region))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryRegion, *u.Region))
 	}
 	if u.Rank != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryRank, *u.Rank))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryRank, *u.Rank))
 	}
 	if u.Labels != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryLabels, *u.Labels))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryLabels, *u.Labels))
 	}
 	if u.Codes != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryCodes, *u.Codes))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryCodes, *u.Codes))
 	}
 	if u.Address != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryAddress, *u.Address))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryAddress, *u.Address))
 	}
 	if u.Notes != nil {
-		c.Changes = append(c.Changes, runtime.Set(shopEntryNotes, *u.Notes))
+		c.Changes = append(c.Changes, runtime.Set(_shopEntryNotes, *u.Notes))
 	}
 	return c
 }
 
-// shopRepo implements ShopRepository on any store adapter: each method is a
+// _shopRepo implements ShopRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // ShopBoltRepository, ShopDynamoRepository, ShopMongoRepository,
 // ShopRedisRepository embed it.
-type shopRepo struct {
+type _shopRepo struct {
 	r runtime.Repo[Shop, string]
 }
 
-var _ ShopRepository = shopRepo{}
+var _ ShopRepository = _shopRepo{}
 
 // Get reads the Shop block with key id in one round trip.
-func (r shopRepo) Get(ctx context.Context, id string) (*Shop, error) {
+func (r _shopRepo) Get(ctx context.Context, id string) (*Shop, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Shop block.
-func (r shopRepo) Create(ctx context.Context, shop *Shop) error {
+func (r _shopRepo) Create(ctx context.Context, shop *Shop) error {
 	return r.r.Create(ctx, shop)
 }
 
 // Put creates the Shop block or replaces it whole.
-func (r shopRepo) Put(ctx context.Context, shop *Shop) error {
+func (r _shopRepo) Put(ctx context.Context, shop *Shop) error {
 	return r.r.Put(ctx, shop)
 }
 
 // Delete removes the Shop block with key id and all its entries.
-func (r shopRepo) Delete(ctx context.Context, id string) error {
+func (r _shopRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetEmail writes the email entry of block id and nothing else.
-func (r shopRepo) SetEmail(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetEmail", id, runtime.Set(shopEntryEmail, v))
+func (r _shopRepo) SetEmail(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetEmail", id, runtime.Set(_shopEntryEmail, v))
 }
 
 // SetRegion writes the region entry of block id and nothing else.
-func (r shopRepo) SetRegion(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetRegion", id, runtime.Set(shopEntryRegion, v))
+func (r _shopRepo) SetRegion(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetRegion", id, runtime.Set(_shopEntryRegion, v))
 }
 
 // SetRank writes the rank entry of block id and nothing else.
-func (r shopRepo) SetRank(ctx context.Context, id string, v uint16) error {
-	return r.r.Set(ctx, "SetRank", id, runtime.Set(shopEntryRank, v))
+func (r _shopRepo) SetRank(ctx context.Context, id string, v uint16) error {
+	return r.r.Set(ctx, "SetRank", id, runtime.Set(_shopEntryRank, v))
 }
 
 // SetLabels writes the labels entry of block id and nothing else.
-func (r shopRepo) SetLabels(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetLabels", id, runtime.Set(shopEntryLabels, v))
+func (r _shopRepo) SetLabels(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetLabels", id, runtime.Set(_shopEntryLabels, v))
 }
 
 // SetCodes writes the codes entry of block id and nothing else.
-func (r shopRepo) SetCodes(ctx context.Context, id string, v []int32) error {
-	return r.r.Set(ctx, "SetCodes", id, runtime.Set(shopEntryCodes, v))
+func (r _shopRepo) SetCodes(ctx context.Context, id string, v []int32) error {
+	return r.r.Set(ctx, "SetCodes", id, runtime.Set(_shopEntryCodes, v))
 }
 
 // SetAddress writes the address entry of block id and nothing else.
-func (r shopRepo) SetAddress(ctx context.Context, id string, v Location) error {
-	return r.r.Set(ctx, "SetAddress", id, runtime.Set(shopEntryAddress, v))
+func (r _shopRepo) SetAddress(ctx context.Context, id string, v Location) error {
+	return r.r.Set(ctx, "SetAddress", id, runtime.Set(_shopEntryAddress, v))
 }
 
 // SetNotes writes the notes entry of block id and nothing else.
-func (r shopRepo) SetNotes(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetNotes", id, runtime.Set(shopEntryNotes, v))
+func (r _shopRepo) SetNotes(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetNotes", id, runtime.Set(_shopEntryNotes, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r shopRepo) Update(ctx context.Context, id string, u ShopUpdate) error {
-	return r.r.Update(ctx, "Update", id, shopChanges(u))
+func (r _shopRepo) Update(ctx context.Context, id string, u ShopUpdate) error {
+	return r.r.Update(ctx, "Update", id, _shopChanges(u))
 }
 
 // GetMany reads the Shop blocks with the given keys in one round trip (an
 // application-side join: see the *ShopRefs functions).
-func (r shopRepo) GetMany(ctx context.Context, ids []string) (map[string]*Shop, error) {
+func (r _shopRepo) GetMany(ctx context.Context, ids []string) (map[string]*Shop, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByEmail reads one page of the Shop aggregates whose email is v, in
 // block-key order, through the lookup Shop.email (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r shopRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
-	return r.r.ListBy(ctx, "ListByEmail", shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _shopRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
+	return r.r.ListBy(ctx, "ListByEmail", _shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByEmail reads the Shop aggregate that holds the given email, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r shopRepo) GetByEmail(ctx context.Context, email string) (*Shop, error) {
-	return r.r.GetBy(ctx, "GetByEmail", shopLookupEmail, runtime.AppendString(nil, email))
+func (r _shopRepo) GetByEmail(ctx context.Context, email string) (*Shop, error) {
+	return r.r.GetBy(ctx, "GetByEmail", _shopLookupEmail, runtime.AppendString(nil, email))
 }
 
 // ListByRegionRank reads one page of the Shop aggregates selected by q, in
 // (region, rank, block key) order, through the lookup Shop.regionRank (a
 // native secondary index on MongoDB, an index table on the other stores).
-func (r shopRepo) ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error) {
-	return r.r.ListBy(ctx, "ListByRegionRank", shopLookupRegionRank, shopRegionRankRange(q), req)
+func (r _shopRepo) ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error) {
+	return r.r.ListBy(ctx, "ListByRegionRank", _shopLookupRegionRank, _shopRegionRankRange(q), req)
 }
 
 // ListByLabels reads one page of the Shop aggregates that hold v in labels[],
 // in block-key order, through the lookup Shop.labels (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r shopRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
-	return r.r.ListBy(ctx, "ListByLabels", shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _shopRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
+	return r.r.ListBy(ctx, "ListByLabels", _shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
 // block-key order, through the lookup Shop.codes (a native secondary index on
 // MongoDB, an index table on the other stores).
-func (r shopRepo) ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error) {
-	return r.r.ListBy(ctx, "ListByCodes", shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))), req)
+func (r _shopRepo) ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error) {
+	return r.r.ListBy(ctx, "ListByCodes", _shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))), req)
 }
 
 // GetByCodes reads the Shop aggregate that holds the given codes[], which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r shopRepo) GetByCodes(ctx context.Context, codes int32) (*Shop, error) {
-	return r.r.GetBy(ctx, "GetByCodes", shopLookupCodes, runtime.AppendInt(nil, int64(codes)))
+func (r _shopRepo) GetByCodes(ctx context.Context, codes int32) (*Shop, error) {
+	return r.r.GetBy(ctx, "GetByCodes", _shopLookupCodes, runtime.AppendInt(nil, int64(codes)))
 }
 
 // ListByAddressCity reads one page of the Shop aggregates whose address.city
 // is v, in block-key order, through the lookup Shop.addressCity (a native
 // secondary index on MongoDB, an index table on the other stores).
-func (r shopRepo) ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
-	return r.r.ListBy(ctx, "ListByAddressCity", shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _shopRepo) ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
+	return r.r.ListBy(ctx, "ListByAddressCity", _shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Shop from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r shopRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _shopRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Shop repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r shopRepo) EnsureIndexes(ctx context.Context) error {
+func (r _shopRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Shop aggregates in block-key order.
-func (r shopRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shop], error) {
+// List reads one page of Shop aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _shopRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Shop aggregate in block-key order.
-func (r shopRepo) All(ctx context.Context) iter.Seq2[*Shop, error] {
+// All iterates over every Shop aggregate, in the order of List.
+func (r _shopRepo) All(ctx context.Context) iter.Seq2[*Shop, error] {
 	return r.r.All(ctx)
 }
 

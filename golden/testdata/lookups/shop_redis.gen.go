@@ -21,15 +21,15 @@ import (
 // block's write on a single node and by the lookup protocol of
 // runtime/redisstore on a cluster.
 type ShopRedisRepository struct {
-	shopRepo
+	_shopRepo
 	store *redisstore.Store[Shop, string]
 }
 
 // NewShopRedisRepository returns the Shop repository over rdb, a single-node
 // or a cluster client.
 func NewShopRedisRepository(rdb redis.UniversalClient) *ShopRedisRepository {
-	s := redisstore.Open(rdb, shopDesc)
-	return &ShopRedisRepository{shopRepo{runtime.NewRepo(shopDesc, s)}, s}
+	s := redisstore.Open(rdb, _shopDesc)
+	return &ShopRedisRepository{_shopRepo{runtime.NewRepo(_shopDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -19,15 +19,15 @@ import (
 // write that changes their values. Block keys are allocated from counters in
 // the bucket "noam.counters".
 type TicketBoltRepository struct {
-	ticketRepo
+	_ticketRepo
 	store *boltstore.Store[Ticket, TicketID]
 }
 
 // NewTicketBoltRepository returns the Ticket repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewTicketBoltRepository(db *bbolt.DB) *TicketBoltRepository {
-	s := boltstore.Open(db, ticketDesc)
-	return &TicketBoltRepository{ticketRepo{runtime.NewRepo(ticketDesc, s)}, s}
+	s := boltstore.Open(db, _ticketDesc)
+	return &TicketBoltRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -21,15 +21,15 @@ import (
 // of runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
 // allocated from counters in the table "noam_counters".
 type TicketDynamoRepository struct {
-	ticketRepo
+	_ticketRepo
 	store *dynamostore.Store[Ticket, TicketID]
 }
 
 // NewTicketDynamoRepository returns the Ticket repository over client's tables
 // (EnsureIndexes creates them).
 func NewTicketDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *TicketDynamoRepository {
-	s := dynamostore.Open(client, ticketDesc, opts...)
-	return &TicketDynamoRepository{ticketRepo{runtime.NewRepo(ticketDesc, s)}, s}
+	s := dynamostore.Open(client, _ticketDesc, opts...)
+	return &TicketDynamoRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -19,15 +19,15 @@ import (
 // mongostore.UniqueTables() the unique ones. Block keys are allocated from
 // counters in the collection "noam_counters".
 type TicketMongoRepository struct {
-	ticketRepo
+	_ticketRepo
 	store *mongostore.Store[Ticket, TicketID]
 }
 
 // NewTicketMongoRepository returns the Ticket repository over db's
 // collections.
 func NewTicketMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TicketMongoRepository {
-	s := mongostore.Open(db, ticketDesc, opts...)
-	return &TicketMongoRepository{ticketRepo{runtime.NewRepo(ticketDesc, s)}, s}
+	s := mongostore.Open(db, _ticketDesc, opts...)
+	return &TicketMongoRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -28,12 +28,12 @@ type TicketRepository interface {
 	Create(ctx context.Context, ticket *Ticket) error
 
 	// Put creates the Ticket block or replaces it whole, with optimistic
-	// concurrency on version: when ticket.Version is 0 the block must not exist
-	// yet; otherwise the stored version must equal ticket.Version. Either way a
-	// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-	// stored version is one more than before and ticket.Version is set to it. When
-	// ticket.ID is 0, Put allocates it from the collection's counter (skipping ids
-	// in use) and sets it.
+	// concurrency on version: when ticket.Version is runtime.NotStored (0, the
+	// zero value) the block must not exist yet; otherwise the stored version must
+	// equal ticket.Version. Either way a mismatch fails with runtime.ErrConflict
+	// and changes nothing. On success the stored version is one more than before
+	// and ticket.Version is set to it. When ticket.ID is 0, Put allocates it from
+	// the collection's counter (skipping ids in use) and sets it.
 	Put(ctx context.Context, ticket *Ticket) error
 
 	// Delete removes the Ticket block with key id and all its entries. It fails
@@ -95,13 +95,16 @@ type TicketRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Ticket aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Ticket aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
-	// All iterates over every Ticket aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Ticket aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Ticket, error]
 }
 
@@ -115,27 +118,28 @@ type TicketUpdate struct {
 	// EventsAt replaces elements of events by index (entries events[i]); every
 	// index must exist.
 	EventsAt map[int]Event
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// ticketKeys encodes Ticket block keys, order-preserving, for cursors and key-value stores.
-var ticketKeys = runtime.UintKeys[TicketID]()
+// _ticketKeys encodes Ticket block keys, order-preserving, for cursors and key-value stores.
+var _ticketKeys = runtime.UintKeys[TicketID]()
 
-// ticketOwnerKeys returns the values of lookup Ticket.owner held by ticket,
+// _ticketOwnerKeys returns the values of lookup Ticket.owner held by ticket,
 // each encoded with the key codec (without the block key).
-func ticketOwnerKeys(ticket *Ticket) [][]byte {
+func _ticketOwnerKeys(ticket *Ticket) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, ticket.Owner))
 	return keys
 }
 
-// ticketEventsKindKeys returns the values of lookup Ticket.eventsKind held by
+// _ticketEventsKindKeys returns the values of lookup Ticket.eventsKind held by
 // ticket, each encoded with the key codec (without the block key), sorted and
 // without duplicates.
-func ticketEventsKindKeys(ticket *Ticket) [][]byte {
+func _ticketEventsKindKeys(ticket *Ticket) [][]byte {
 	var keys [][]byte
 	for _, x0 := range ticket.Events {
 		keys = append(keys, runtime.AppendString(nil, x0.Kind))
@@ -143,54 +147,54 @@ func ticketEventsKindKeys(ticket *Ticket) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// ticketRoot is the value of the root entry of a Ticket block (strategy eao):
+// _ticketRoot is the value of the root entry of a Ticket block (strategy eao):
 // every field but the id, the version and the partitioned ones.
-type ticketRoot struct {
+type _ticketRoot struct {
 	Owner string `bson:"owner"`
 }
 
-// ticketEntryRoot is the root entry ε of a Ticket block.
-var ticketEntryRoot = runtime.NewRoot([]string{"owner"}, func(ticket *Ticket) ticketRoot {
-	return ticketRoot{
+// _ticketEntryRoot is the root entry ε of a Ticket block.
+var _ticketEntryRoot = runtime.NewRoot([]string{"owner"}, func(ticket *Ticket) _ticketRoot {
+	return _ticketRoot{
 		Owner: ticket.Owner,
 	}
-}, func(ticket *Ticket, root ticketRoot) {
+}, func(ticket *Ticket, root _ticketRoot) {
 	ticket.Owner = root.Owner
 })
 
 // The entries of a Ticket block (NoAM layout: ε (the root entry), events[i],
 // version), one accessor each.
 var (
-	ticketEntryOwner = runtime.NewField("owner", "Owner", func(ticket *Ticket) *string {
+	_ticketEntryOwner = runtime.NewField("owner", "Owner", func(ticket *Ticket) *string {
 		return &ticket.Owner
 	})
-	ticketEntryEvents = runtime.NewPartition("events", "Events", func(ticket *Ticket) *[]Event {
+	_ticketEntryEvents = runtime.NewPartition("events", "Events", func(ticket *Ticket) *[]Event {
 		return &ticket.Events
 	})
-	ticketEntryVersion = runtime.NewVersion("version", "Version", func(ticket *Ticket) *int64 {
+	_ticketEntryVersion = runtime.NewVersion("version", "Version", func(ticket *Ticket) *int64 {
 		return &ticket.Version
 	})
 )
 
 // The lookups of Ticket.
 var (
-	ticketLookupOwner      = &runtime.Lookup[Ticket]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: ticketOwnerKeys, Paths: []runtime.LookupPath{{Path: "owner", Kind: runtime.PartString}}}
-	ticketLookupEventsKind = &runtime.Lookup[Ticket]{Name: "eventsKind", Parts: 1, Fields: []string{"events"}, Keys: ticketEventsKindKeys, Paths: []runtime.LookupPath{{Path: "events.kind", Kind: runtime.PartString, Multi: true}}}
+	_ticketLookupOwner      = &runtime.Lookup[Ticket]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: _ticketOwnerKeys, Paths: []runtime.LookupPath{{Path: "owner", Kind: runtime.PartString}}}
+	_ticketLookupEventsKind = &runtime.Lookup[Ticket]{Name: "eventsKind", Parts: 1, Fields: []string{"events"}, Keys: _ticketEventsKindKeys, Paths: []runtime.LookupPath{{Path: "events.kind", Kind: runtime.PartString, Multi: true}}}
 )
 
-// ticketDesc describes Ticket to the store adapters: the same layout on every
+// _ticketDesc describes Ticket to the store adapters: the same layout on every
 // store.
-var ticketDesc = (&runtime.Desc[Ticket, TicketID]{
+var _ticketDesc = (&runtime.Desc[Ticket, TicketID]{
 	Aggregate: "Ticket",
-	Keys:      ticketKeys,
+	Keys:      _ticketKeys,
 	ID: func(ticket *Ticket) *TicketID {
 		return &ticket.ID
 	},
 	EAO:     true,
-	Root:    ticketEntryRoot,
-	Fields:  []*runtime.Field[Ticket]{ticketEntryOwner, ticketEntryEvents},
-	Version: ticketEntryVersion,
-	Lookups: []*runtime.Lookup[Ticket]{ticketLookupOwner, ticketLookupEventsKind},
+	Root:    _ticketEntryRoot,
+	Fields:  []*runtime.Field[Ticket]{_ticketEntryOwner, _ticketEntryEvents},
+	Version: _ticketEntryVersion,
+	Lookups: []*runtime.Lookup[Ticket]{_ticketLookupOwner, _ticketLookupEventsKind},
 	Counter: &runtime.Counter[TicketID]{
 		Split: func(id TicketID) ([]byte, int64) {
 			return nil, int64(id)
@@ -201,119 +205,123 @@ var ticketDesc = (&runtime.Desc[Ticket, TicketID]{
 	},
 }).Init()
 
-// ticketChanges turns u into the entry changes it stands for (elements in
+// _ticketChanges turns u into the entry changes it stands for (elements in
 // index order).
-func ticketChanges(u TicketUpdate) runtime.Update[Ticket] {
+func _ticketChanges(u TicketUpdate) runtime.Update[Ticket] {
 	var c runtime.Update[Ticket]
 	c.IfVersion = u.IfVersion
 	if u.Root != nil {
-		c.Changes = append(c.Changes, runtime.Set(ticketEntryRoot, ticketRoot{
+		c.Changes = append(c.Changes, runtime.Set(_ticketEntryRoot, _ticketRoot{
 			Owner: u.Root.Owner,
 		}))
 	}
 	if len(u.EventsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.EventsAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(ticketEntryEvents, i, u.EventsAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_ticketEntryEvents, i, u.EventsAt[i]))
 		}
 	}
 	return c
 }
 
-// ticketRepo implements TicketRepository on any store adapter: each method is
+// _ticketRepo implements TicketRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
 // TicketBoltRepository, TicketDynamoRepository, TicketMongoRepository,
 // TicketRedisRepository embed it.
-type ticketRepo struct {
+type _ticketRepo struct {
 	r runtime.Repo[Ticket, TicketID]
 }
 
-var _ TicketRepository = ticketRepo{}
+var _ TicketRepository = _ticketRepo{}
 
 // Get reads the Ticket block with key id in one round trip.
-func (r ticketRepo) Get(ctx context.Context, id TicketID) (*Ticket, error) {
+func (r _ticketRepo) Get(ctx context.Context, id TicketID) (*Ticket, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Ticket block.
-func (r ticketRepo) Create(ctx context.Context, ticket *Ticket) error {
+func (r _ticketRepo) Create(ctx context.Context, ticket *Ticket) error {
 	return r.r.Create(ctx, ticket)
 }
 
 // Put creates the Ticket block or replaces it whole, with optimistic
-// concurrency on version: when ticket.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal ticket.Version.
-func (r ticketRepo) Put(ctx context.Context, ticket *Ticket) error {
+// concurrency on version: when ticket.Version is runtime.NotStored (0, the
+// zero value) the block must not exist yet; otherwise the stored version must
+// equal ticket.Version.
+func (r _ticketRepo) Put(ctx context.Context, ticket *Ticket) error {
 	return r.r.Put(ctx, ticket)
 }
 
 // Delete removes the Ticket block with key id and all its entries.
-func (r ticketRepo) Delete(ctx context.Context, id TicketID) error {
+func (r _ticketRepo) Delete(ctx context.Context, id TicketID) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendEvents adds e as the last element of events and returns its index: one
 // new entry events[i] is written, the other elements are not sent.
-func (r ticketRepo) AppendEvents(ctx context.Context, id TicketID, e Event) (int, error) {
-	return r.r.Append(ctx, "AppendEvents", id, ticketEntryEvents, e)
+func (r _ticketRepo) AppendEvents(ctx context.Context, id TicketID, e Event) (int, error) {
+	return r.r.Append(ctx, "AppendEvents", id, _ticketEntryEvents, e)
 }
 
 // SetEventsAt replaces the entry events[i] and nothing else.
-func (r ticketRepo) SetEventsAt(ctx context.Context, id TicketID, i int, e Event) error {
-	return r.r.Set(ctx, "SetEventsAt", id, runtime.SetAt(ticketEntryEvents, i, e))
+func (r _ticketRepo) SetEventsAt(ctx context.Context, id TicketID, i int, e Event) error {
+	return r.r.Set(ctx, "SetEventsAt", id, runtime.SetAt(_ticketEntryEvents, i, e))
 }
 
 // ListEvents reads one page of the elements of events in index order, without
 // reading the rest of the block.
-func (r ticketRepo) ListEvents(ctx context.Context, id TicketID, req runtime.PageRequest) (runtime.Page[Event], error) {
-	return runtime.ListElems[Event](ctx, r.r, "ListEvents", id, ticketEntryEvents, req)
+func (r _ticketRepo) ListEvents(ctx context.Context, id TicketID, req runtime.PageRequest) (runtime.Page[Event], error) {
+	return runtime.ListElems[Event](ctx, r.r, "ListEvents", id, _ticketEntryEvents, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r ticketRepo) Update(ctx context.Context, id TicketID, u TicketUpdate) error {
-	return r.r.Update(ctx, "Update", id, ticketChanges(u))
+func (r _ticketRepo) Update(ctx context.Context, id TicketID, u TicketUpdate) error {
+	return r.r.Update(ctx, "Update", id, _ticketChanges(u))
 }
 
 // GetMany reads the Ticket blocks with the given keys in one round trip (an
 // application-side join: see the *TicketRefs functions).
-func (r ticketRepo) GetMany(ctx context.Context, ids []TicketID) (map[TicketID]*Ticket, error) {
+func (r _ticketRepo) GetMany(ctx context.Context, ids []TicketID) (map[TicketID]*Ticket, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByOwner reads one page of the Ticket aggregates whose owner is v, in
 // block-key order, through the lookup Ticket.owner (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r ticketRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
-	return r.r.ListBy(ctx, "ListByOwner", ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _ticketRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
+	return r.r.ListBy(ctx, "ListByOwner", _ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByEventsKind reads one page of the Ticket aggregates that hold v in
 // events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
 // native secondary index on MongoDB, an index table on the other stores).
-func (r ticketRepo) ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
-	return r.r.ListBy(ctx, "ListByEventsKind", ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _ticketRepo) ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
+	return r.r.ListBy(ctx, "ListByEventsKind", _ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Ticket from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r ticketRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _ticketRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Ticket repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r ticketRepo) EnsureIndexes(ctx context.Context) error {
+func (r _ticketRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Ticket aggregates in block-key order.
-func (r ticketRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
+// List reads one page of Ticket aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _ticketRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Ticket aggregate in block-key order.
-func (r ticketRepo) All(ctx context.Context) iter.Seq2[*Ticket, error] {
+// All iterates over every Ticket aggregate, in the order of List.
+func (r _ticketRepo) All(ctx context.Context) iter.Seq2[*Ticket, error] {
 	return r.r.All(ctx)
 }
 

@@ -21,15 +21,15 @@ import (
 // of runtime/redisstore on a cluster. Block keys are allocated with INCR on
 // "Ticket:counter" (one counter per scope).
 type TicketRedisRepository struct {
-	ticketRepo
+	_ticketRepo
 	store *redisstore.Store[Ticket, TicketID]
 }
 
 // NewTicketRedisRepository returns the Ticket repository over rdb, a
 // single-node or a cluster client.
 func NewTicketRedisRepository(rdb redis.UniversalClient) *TicketRedisRepository {
-	s := redisstore.Open(rdb, ticketDesc)
-	return &TicketRedisRepository{ticketRepo{runtime.NewRepo(ticketDesc, s)}, s}
+	s := redisstore.Open(rdb, _ticketDesc)
+	return &TicketRedisRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -17,7 +17,7 @@ import (
 // element count), rounds[i], players (the element count), players[i]. Every
 // method is one bbolt transaction.
 type TournamentBoltRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *boltstore.Store[Tournament, string]
 }
 
@@ -25,8 +25,8 @@ type TournamentBoltRepository struct {
 // first write creates the buckets it uses (EnsureIndexes creates them up
 // front).
 func NewTournamentBoltRepository(db *bbolt.DB) *TournamentBoltRepository {
-	s := boltstore.Open(db, tournamentDesc)
-	return &TournamentBoltRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := boltstore.Open(db, _tournamentDesc)
+	return &TournamentBoltRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -17,15 +17,15 @@ import (
 // Partitioned fields are list attributes written element by element (SET of
 // one index; an append is one request that sends only the new element).
 type TournamentDynamoRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *dynamostore.Store[Tournament, string]
 }
 
 // NewTournamentDynamoRepository returns the Tournament repository over
 // client's tables (EnsureIndexes creates them).
 func NewTournamentDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *TournamentDynamoRepository {
-	s := dynamostore.Open(client, tournamentDesc, opts...)
-	return &TournamentDynamoRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := dynamostore.Open(client, _tournamentDesc, opts...)
+	return &TournamentDynamoRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -15,15 +15,15 @@ import (
 // Partitioned fields are arrays written element by element ($push, $set of one
 // index), their lengths kept in _len.
 type TournamentMongoRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *mongostore.Store[Tournament, string]
 }
 
 // NewTournamentMongoRepository returns the Tournament repository over db's
 // collections.
 func NewTournamentMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TournamentMongoRepository {
-	s := mongostore.Open(db, tournamentDesc, opts...)
-	return &TournamentMongoRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := mongostore.Open(db, _tournamentDesc, opts...)
+	return &TournamentMongoRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -82,13 +82,16 @@ type TournamentRepository interface {
 	// on, if they do not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Tournament aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Tournament aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error)
 
-	// All iterates over every Tournament aggregate in block-key order. Iteration
-	// stops at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Tournament aggregate, in the order of List.
+	// Iteration stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Tournament, error]
 }
 
@@ -106,149 +109,152 @@ type TournamentUpdate struct {
 	PlayersAt map[int]string
 }
 
-// tournamentKeys encodes Tournament block keys, order-preserving, for cursors and key-value stores.
-var tournamentKeys = runtime.StringKeys[string]()
+// _tournamentKeys encodes Tournament block keys, order-preserving, for cursors and key-value stores.
+var _tournamentKeys = runtime.StringKeys[string]()
 
 // The entries of a Tournament block (NoAM layout: name, rounds[i],
 // players[i]), one accessor each.
 var (
-	tournamentEntryName = runtime.NewField("name", "Name", func(tournament *Tournament) *string {
+	_tournamentEntryName = runtime.NewField("name", "Name", func(tournament *Tournament) *string {
 		return &tournament.Name
 	})
-	tournamentEntryRounds = runtime.NewPartition("rounds", "Rounds", func(tournament *Tournament) *[]Round {
+	_tournamentEntryRounds = runtime.NewPartition("rounds", "Rounds", func(tournament *Tournament) *[]Round {
 		return &tournament.Rounds
 	})
-	tournamentEntryPlayers = runtime.NewPartition("players", "Players", func(tournament *Tournament) *[]string {
+	_tournamentEntryPlayers = runtime.NewPartition("players", "Players", func(tournament *Tournament) *[]string {
 		return &tournament.Players
 	})
 )
 
-// tournamentDesc describes Tournament to the store adapters: the same layout
+// _tournamentDesc describes Tournament to the store adapters: the same layout
 // on every store.
-var tournamentDesc = (&runtime.Desc[Tournament, string]{
+var _tournamentDesc = (&runtime.Desc[Tournament, string]{
 	Aggregate: "Tournament",
-	Keys:      tournamentKeys,
+	Keys:      _tournamentKeys,
 	ID: func(tournament *Tournament) *string {
 		return &tournament.ID
 	},
-	Fields: []*runtime.Field[Tournament]{tournamentEntryName, tournamentEntryRounds, tournamentEntryPlayers},
+	Fields: []*runtime.Field[Tournament]{_tournamentEntryName, _tournamentEntryRounds, _tournamentEntryPlayers},
 }).Init()
 
-// tournamentChanges turns u into the entry changes it stands for (elements in
+// _tournamentChanges turns u into the entry changes it stands for (elements in
 // index order).
-func tournamentChanges(u TournamentUpdate) runtime.Update[Tournament] {
+func _tournamentChanges(u TournamentUpdate) runtime.Update[Tournament] {
 	var c runtime.Update[Tournament]
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(tournamentEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_tournamentEntryName, *u.Name))
 	}
 	if len(u.RoundsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.RoundsAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(tournamentEntryRounds, i, u.RoundsAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_tournamentEntryRounds, i, u.RoundsAt[i]))
 		}
 	}
 	if len(u.PlayersAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.PlayersAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(tournamentEntryPlayers, i, u.PlayersAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_tournamentEntryPlayers, i, u.PlayersAt[i]))
 		}
 	}
 	return c
 }
 
-// tournamentRepo implements TournamentRepository on any store adapter: each
+// _tournamentRepo implements TournamentRepository on any store adapter: each
 // method is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. TournamentBoltRepository, TournamentDynamoRepository,
 // TournamentMongoRepository, TournamentRedisRepository embed it.
-type tournamentRepo struct {
+type _tournamentRepo struct {
 	r runtime.Repo[Tournament, string]
 }
 
-var _ TournamentRepository = tournamentRepo{}
+var _ TournamentRepository = _tournamentRepo{}
 
 // Get reads the Tournament block with key id in one round trip.
-func (r tournamentRepo) Get(ctx context.Context, id string) (*Tournament, error) {
+func (r _tournamentRepo) Get(ctx context.Context, id string) (*Tournament, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Tournament block.
-func (r tournamentRepo) Create(ctx context.Context, tournament *Tournament) error {
+func (r _tournamentRepo) Create(ctx context.Context, tournament *Tournament) error {
 	return r.r.Create(ctx, tournament)
 }
 
 // Put creates the Tournament block or replaces it whole.
-func (r tournamentRepo) Put(ctx context.Context, tournament *Tournament) error {
+func (r _tournamentRepo) Put(ctx context.Context, tournament *Tournament) error {
 	return r.r.Put(ctx, tournament)
 }
 
 // Delete removes the Tournament block with key id and all its entries.
-func (r tournamentRepo) Delete(ctx context.Context, id string) error {
+func (r _tournamentRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r tournamentRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(tournamentEntryName, v))
+func (r _tournamentRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_tournamentEntryName, v))
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
 // new entry rounds[i] is written, the other elements are not sent.
-func (r tournamentRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
-	return r.r.Append(ctx, "AppendRounds", id, tournamentEntryRounds, e)
+func (r _tournamentRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
+	return r.r.Append(ctx, "AppendRounds", id, _tournamentEntryRounds, e)
 }
 
 // SetRoundsAt replaces the entry rounds[i] and nothing else.
-func (r tournamentRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
-	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(tournamentEntryRounds, i, e))
+func (r _tournamentRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
+	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_tournamentEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
 // reading the rest of the block.
-func (r tournamentRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
-	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, tournamentEntryRounds, req)
+func (r _tournamentRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
+	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _tournamentEntryRounds, req)
 }
 
 // AppendPlayers adds e as the last element of players and returns its index:
 // one new entry players[i] is written, the other elements are not sent.
-func (r tournamentRepo) AppendPlayers(ctx context.Context, id string, e string) (int, error) {
-	return r.r.Append(ctx, "AppendPlayers", id, tournamentEntryPlayers, e)
+func (r _tournamentRepo) AppendPlayers(ctx context.Context, id string, e string) (int, error) {
+	return r.r.Append(ctx, "AppendPlayers", id, _tournamentEntryPlayers, e)
 }
 
 // SetPlayersAt replaces the entry players[i] and nothing else.
-func (r tournamentRepo) SetPlayersAt(ctx context.Context, id string, i int, e string) error {
-	return r.r.Set(ctx, "SetPlayersAt", id, runtime.SetAt(tournamentEntryPlayers, i, e))
+func (r _tournamentRepo) SetPlayersAt(ctx context.Context, id string, i int, e string) error {
+	return r.r.Set(ctx, "SetPlayersAt", id, runtime.SetAt(_tournamentEntryPlayers, i, e))
 }
 
 // ListPlayers reads one page of the elements of players in index order,
 // without reading the rest of the block.
-func (r tournamentRepo) ListPlayers(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
-	return runtime.ListElems[string](ctx, r.r, "ListPlayers", id, tournamentEntryPlayers, req)
+func (r _tournamentRepo) ListPlayers(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
+	return runtime.ListElems[string](ctx, r.r, "ListPlayers", id, _tournamentEntryPlayers, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r tournamentRepo) Update(ctx context.Context, id string, u TournamentUpdate) error {
-	return r.r.Update(ctx, "Update", id, tournamentChanges(u))
+func (r _tournamentRepo) Update(ctx context.Context, id string, u TournamentUpdate) error {
+	return r.r.Update(ctx, "Update", id, _tournamentChanges(u))
 }
 
 // GetMany reads the Tournament blocks with the given keys in one round trip
 // (an application-side join: see the *TournamentRefs functions).
-func (r tournamentRepo) GetMany(ctx context.Context, ids []string) (map[string]*Tournament, error) {
+func (r _tournamentRepo) GetMany(ctx context.Context, ids []string) (map[string]*Tournament, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Tournament repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
 // on, if they do not exist yet.
-func (r tournamentRepo) EnsureIndexes(ctx context.Context) error {
+func (r _tournamentRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Tournament aggregates in block-key order.
-func (r tournamentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error) {
+// List reads one page of Tournament aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _tournamentRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tournament], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Tournament aggregate in block-key order.
-func (r tournamentRepo) All(ctx context.Context) iter.Seq2[*Tournament, error] {
+// All iterates over every Tournament aggregate, in the order of List.
+func (r _tournamentRepo) All(ctx context.Context) iter.Seq2[*Tournament, error] {
 	return r.r.All(ctx)
 }
 

@@ -17,15 +17,15 @@ import (
 // lists the blocks in key order. Every write is one Lua script run, atomic on
 // the node that owns the block's hash slot.
 type TournamentRedisRepository struct {
-	tournamentRepo
+	_tournamentRepo
 	store *redisstore.Store[Tournament, string]
 }
 
 // NewTournamentRedisRepository returns the Tournament repository over rdb, a
 // single-node or a cluster client.
 func NewTournamentRedisRepository(rdb redis.UniversalClient) *TournamentRedisRepository {
-	s := redisstore.Open(rdb, tournamentDesc)
-	return &TournamentRedisRepository{tournamentRepo{runtime.NewRepo(tournamentDesc, s)}, s}
+	s := redisstore.Open(rdb, _tournamentDesc)
+	return &TournamentRedisRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries name, version. Every method is one
 // bbolt transaction.
 type MongoBoltRepository struct {
-	mongoRepo
+	_mongoRepo
 	store *boltstore.Store[Mongo, string]
 }
 
 // NewMongoBoltRepository returns the Mongo repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewMongoBoltRepository(db *bbolt.DB) *MongoBoltRepository {
-	s := boltstore.Open(db, mongoDesc)
-	return &MongoBoltRepository{mongoRepo{runtime.NewRepo(mongoDesc, s)}, s}
+	s := boltstore.Open(db, _mongoDesc)
+	return &MongoBoltRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s)}, s}
 }
 
 // DB returns the underlying database.

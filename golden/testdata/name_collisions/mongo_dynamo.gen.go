@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (name, version), in native attribute values.
 type MongoDynamoRepository struct {
-	mongoRepo
+	_mongoRepo
 	store *dynamostore.Store[Mongo, string]
 }
 
 // NewMongoDynamoRepository returns the Mongo repository over client's tables
 // (EnsureIndexes creates them).
 func NewMongoDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *MongoDynamoRepository {
-	s := dynamostore.Open(client, mongoDesc, opts...)
-	return &MongoDynamoRepository{mongoRepo{runtime.NewRepo(mongoDesc, s)}, s}
+	s := dynamostore.Open(client, _mongoDesc, opts...)
+	return &MongoDynamoRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

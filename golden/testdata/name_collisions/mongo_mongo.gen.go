@@ -13,14 +13,14 @@ import (
 // document of collection "Mongo" with the block key as _id and one top-level
 // field per entry (name, version).
 type MongoMongoRepository struct {
-	mongoRepo
+	_mongoRepo
 	store *mongostore.Store[Mongo, string]
 }
 
 // NewMongoMongoRepository returns the Mongo repository over db's collections.
 func NewMongoMongoRepository(db *mongo.Database, opts ...mongostore.Option) *MongoMongoRepository {
-	s := mongostore.Open(db, mongoDesc, opts...)
-	return &MongoMongoRepository{mongoRepo{runtime.NewRepo(mongoDesc, s)}, s}
+	s := mongostore.Open(db, _mongoDesc, opts...)
+	return &MongoMongoRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -25,10 +25,11 @@ type MongoRepository interface {
 	Create(ctx context.Context, mongo *Mongo) error
 
 	// Put creates the Mongo block or replaces it whole, with optimistic
-	// concurrency on version: when mongo.Version is 0 the block must not exist
-	// yet; otherwise the stored version must equal mongo.Version. Either way a
-	// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-	// stored version is one more than before and mongo.Version is set to it.
+	// concurrency on version: when mongo.Version is runtime.NotStored (0, the zero
+	// value) the block must not exist yet; otherwise the stored version must equal
+	// mongo.Version. Either way a mismatch fails with runtime.ErrConflict and
+	// changes nothing. On success the stored version is one more than before and
+	// mongo.Version is set to it.
 	Put(ctx context.Context, mongo *Mongo) error
 
 	// Delete removes the Mongo block with key id and all its entries. It fails
@@ -58,13 +59,16 @@ type MongoRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Mongo aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Mongo aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Mongo], error)
 
-	// All iterates over every Mongo aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Mongo aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Mongo, error]
 }
 
@@ -74,112 +78,117 @@ type MongoRepository interface {
 type MongoUpdate struct {
 	// Name, when set, writes the name entry.
 	Name *string
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// mongoKeys encodes Mongo block keys, order-preserving, for cursors and key-value stores.
-var mongoKeys = runtime.StringKeys[string]()
+// _mongoKeys encodes Mongo block keys, order-preserving, for cursors and key-value stores.
+var _mongoKeys = runtime.StringKeys[string]()
 
 // The entries of a Mongo block (NoAM layout: name, version), one accessor
 // each.
 var (
-	mongoEntryName = runtime.NewField("name", "Name", func(mongo *Mongo) *string {
+	_mongoEntryName = runtime.NewField("name", "Name", func(mongo *Mongo) *string {
 		return &mongo.Name
 	})
-	mongoEntryVersion = runtime.NewVersion("version", "Version", func(mongo *Mongo) *int64 {
+	_mongoEntryVersion = runtime.NewVersion("version", "Version", func(mongo *Mongo) *int64 {
 		return &mongo.Version
 	})
 )
 
-// mongoDesc describes Mongo to the store adapters: the same layout on every
+// _mongoDesc describes Mongo to the store adapters: the same layout on every
 // store.
-var mongoDesc = (&runtime.Desc[Mongo, string]{
+var _mongoDesc = (&runtime.Desc[Mongo, string]{
 	Aggregate: "Mongo",
-	Keys:      mongoKeys,
+	Keys:      _mongoKeys,
 	ID: func(mongo *Mongo) *string {
 		return &mongo.ID
 	},
-	Fields:  []*runtime.Field[Mongo]{mongoEntryName},
-	Version: mongoEntryVersion,
+	Fields:  []*runtime.Field[Mongo]{_mongoEntryName},
+	Version: _mongoEntryVersion,
 }).Init()
 
-// mongoChanges turns u into the entry changes it stands for (elements in index
-// order).
-func mongoChanges(u MongoUpdate) runtime.Update[Mongo] {
+// _mongoChanges turns u into the entry changes it stands for (elements in
+// index order).
+func _mongoChanges(u MongoUpdate) runtime.Update[Mongo] {
 	var c runtime.Update[Mongo]
 	c.IfVersion = u.IfVersion
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(mongoEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_mongoEntryName, *u.Name))
 	}
 	return c
 }
 
-// mongoRepo implements MongoRepository on any store adapter: each method is a
+// _mongoRepo implements MongoRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // MongoBoltRepository, MongoDynamoRepository, MongoMongoRepository,
 // MongoRedisRepository embed it.
-type mongoRepo struct {
+type _mongoRepo struct {
 	r runtime.Repo[Mongo, string]
 }
 
-var _ MongoRepository = mongoRepo{}
+var _ MongoRepository = _mongoRepo{}
 
 // Get reads the Mongo block with key id in one round trip.
-func (r mongoRepo) Get(ctx context.Context, id string) (*Mongo, error) {
+func (r _mongoRepo) Get(ctx context.Context, id string) (*Mongo, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Mongo block.
-func (r mongoRepo) Create(ctx context.Context, mongo *Mongo) error {
+func (r _mongoRepo) Create(ctx context.Context, mongo *Mongo) error {
 	return r.r.Create(ctx, mongo)
 }
 
 // Put creates the Mongo block or replaces it whole, with optimistic
-// concurrency on version: when mongo.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal mongo.Version.
-func (r mongoRepo) Put(ctx context.Context, mongo *Mongo) error {
+// concurrency on version: when mongo.Version is runtime.NotStored (0, the zero
+// value) the block must not exist yet; otherwise the stored version must equal
+// mongo.Version.
+func (r _mongoRepo) Put(ctx context.Context, mongo *Mongo) error {
 	return r.r.Put(ctx, mongo)
 }
 
 // Delete removes the Mongo block with key id and all its entries.
-func (r mongoRepo) Delete(ctx context.Context, id string) error {
+func (r _mongoRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r mongoRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(mongoEntryName, v))
+func (r _mongoRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_mongoEntryName, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r mongoRepo) Update(ctx context.Context, id string, u MongoUpdate) error {
-	return r.r.Update(ctx, "Update", id, mongoChanges(u))
+func (r _mongoRepo) Update(ctx context.Context, id string, u MongoUpdate) error {
+	return r.r.Update(ctx, "Update", id, _mongoChanges(u))
 }
 
 // GetMany reads the Mongo blocks with the given keys in one round trip (an
 // application-side join: see the *MongoRefs functions).
-func (r mongoRepo) GetMany(ctx context.Context, ids []string) (map[string]*Mongo, error) {
+func (r _mongoRepo) GetMany(ctx context.Context, ids []string) (map[string]*Mongo, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Mongo repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r mongoRepo) EnsureIndexes(ctx context.Context) error {
+func (r _mongoRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Mongo aggregates in block-key order.
-func (r mongoRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Mongo], error) {
+// List reads one page of Mongo aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _mongoRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Mongo], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Mongo aggregate in block-key order.
-func (r mongoRepo) All(ctx context.Context) iter.Seq2[*Mongo, error] {
+// All iterates over every Mongo aggregate, in the order of List.
+func (r _mongoRepo) All(ctx context.Context) iter.Seq2[*Mongo, error] {
 	return r.r.All(ctx)
 }
 

@@ -16,15 +16,15 @@ import (
 // Every write is one Lua script run, atomic on the node that owns the block's
 // hash slot.
 type MongoRedisRepository struct {
-	mongoRepo
+	_mongoRepo
 	store *redisstore.Store[Mongo, string]
 }
 
 // NewMongoRedisRepository returns the Mongo repository over rdb, a single-node
 // or a cluster client.
 func NewMongoRedisRepository(rdb redis.UniversalClient) *MongoRedisRepository {
-	s := redisstore.Open(rdb, mongoDesc)
-	return &MongoRedisRepository{mongoRepo{runtime.NewRepo(mongoDesc, s)}, s}
+	s := redisstore.Open(rdb, _mongoDesc)
+	return &MongoRedisRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,15 +16,15 @@ import (
 // prefix alone, with an empty value), then the entries name. Every method is
 // one bbolt transaction.
 type OptionsBoltRepository struct {
-	optionsRepo
+	_optionsRepo
 	store *boltstore.Store[Options, string]
 }
 
 // NewOptionsBoltRepository returns the Options repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewOptionsBoltRepository(db *bbolt.DB) *OptionsBoltRepository {
-	s := boltstore.Open(db, optionsDesc)
-	return &OptionsBoltRepository{optionsRepo{runtime.NewRepo(optionsDesc, s)}, s}
+	s := boltstore.Open(db, _optionsDesc)
+	return &OptionsBoltRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (name), in native attribute values.
 type OptionsDynamoRepository struct {
-	optionsRepo
+	_optionsRepo
 	store *dynamostore.Store[Options, string]
 }
 
 // NewOptionsDynamoRepository returns the Options repository over client's
 // tables (EnsureIndexes creates them).
 func NewOptionsDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *OptionsDynamoRepository {
-	s := dynamostore.Open(client, optionsDesc, opts...)
-	return &OptionsDynamoRepository{optionsRepo{runtime.NewRepo(optionsDesc, s)}, s}
+	s := dynamostore.Open(client, _optionsDesc, opts...)
+	return &OptionsDynamoRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,15 +13,15 @@ import (
 // is one document of collection "Options" with the block key as _id and one
 // top-level field per entry (name).
 type OptionsMongoRepository struct {
-	optionsRepo
+	_optionsRepo
 	store *mongostore.Store[Options, string]
 }
 
 // NewOptionsMongoRepository returns the Options repository over db's
 // collections.
 func NewOptionsMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OptionsMongoRepository {
-	s := mongostore.Open(db, optionsDesc, opts...)
-	return &OptionsMongoRepository{optionsRepo{runtime.NewRepo(optionsDesc, s)}, s}
+	s := mongostore.Open(db, _optionsDesc, opts...)
+	return &OptionsMongoRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

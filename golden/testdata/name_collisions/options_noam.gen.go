@@ -49,12 +49,15 @@ type OptionsRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Options aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Options aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Options], error)
 
-	// All iterates over every Options aggregate in block-key order. Iteration
+	// All iterates over every Options aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Options, error]
 }
@@ -67,98 +70,101 @@ type OptionsUpdate struct {
 	Name *string
 }
 
-// optionsKeys encodes Options block keys, order-preserving, for cursors and key-value stores.
-var optionsKeys = runtime.StringKeys[string]()
+// _optionsKeys encodes Options block keys, order-preserving, for cursors and key-value stores.
+var _optionsKeys = runtime.StringKeys[string]()
 
 // The entries of a Options block (NoAM layout: name), one accessor each.
 var (
-	optionsEntryName = runtime.NewField("name", "Name", func(options *Options) *string {
+	_optionsEntryName = runtime.NewField("name", "Name", func(options *Options) *string {
 		return &options.Name
 	})
 )
 
-// optionsDesc describes Options to the store adapters: the same layout on
+// _optionsDesc describes Options to the store adapters: the same layout on
 // every store.
-var optionsDesc = (&runtime.Desc[Options, string]{
+var _optionsDesc = (&runtime.Desc[Options, string]{
 	Aggregate: "Options",
-	Keys:      optionsKeys,
+	Keys:      _optionsKeys,
 	ID: func(options *Options) *string {
 		return &options.ID
 	},
-	Fields: []*runtime.Field[Options]{optionsEntryName},
+	Fields: []*runtime.Field[Options]{_optionsEntryName},
 }).Init()
 
-// optionsChanges turns u into the entry changes it stands for (elements in
+// _optionsChanges turns u into the entry changes it stands for (elements in
 // index order).
-func optionsChanges(u OptionsUpdate) runtime.Update[Options] {
+func _optionsChanges(u OptionsUpdate) runtime.Update[Options] {
 	var c runtime.Update[Options]
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(optionsEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_optionsEntryName, *u.Name))
 	}
 	return c
 }
 
-// optionsRepo implements OptionsRepository on any store adapter: each method
+// _optionsRepo implements OptionsRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. OptionsBoltRepository, OptionsDynamoRepository,
 // OptionsMongoRepository, OptionsRedisRepository embed it.
-type optionsRepo struct {
+type _optionsRepo struct {
 	r runtime.Repo[Options, string]
 }
 
-var _ OptionsRepository = optionsRepo{}
+var _ OptionsRepository = _optionsRepo{}
 
 // Get reads the Options block with key id in one round trip.
-func (r optionsRepo) Get(ctx context.Context, id string) (*Options, error) {
+func (r _optionsRepo) Get(ctx context.Context, id string) (*Options, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Options block.
-func (r optionsRepo) Create(ctx context.Context, options *Options) error {
+func (r _optionsRepo) Create(ctx context.Context, options *Options) error {
 	return r.r.Create(ctx, options)
 }
 
 // Put creates the Options block or replaces it whole.
-func (r optionsRepo) Put(ctx context.Context, options *Options) error {
+func (r _optionsRepo) Put(ctx context.Context, options *Options) error {
 	return r.r.Put(ctx, options)
 }
 
 // Delete removes the Options block with key id and all its entries.
-func (r optionsRepo) Delete(ctx context.Context, id string) error {
+func (r _optionsRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r optionsRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(optionsEntryName, v))
+func (r _optionsRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_optionsEntryName, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r optionsRepo) Update(ctx context.Context, id string, u OptionsUpdate) error {
-	return r.r.Update(ctx, "Update", id, optionsChanges(u))
+func (r _optionsRepo) Update(ctx context.Context, id string, u OptionsUpdate) error {
+	return r.r.Update(ctx, "Update", id, _optionsChanges(u))
 }
 
 // GetMany reads the Options blocks with the given keys in one round trip (an
 // application-side join: see the *OptionsRefs functions).
-func (r optionsRepo) GetMany(ctx context.Context, ids []string) (map[string]*Options, error) {
+func (r _optionsRepo) GetMany(ctx context.Context, ids []string) (map[string]*Options, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Options repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r optionsRepo) EnsureIndexes(ctx context.Context) error {
+func (r _optionsRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Options aggregates in block-key order.
-func (r optionsRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Options], error) {
+// List reads one page of Options aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _optionsRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Options], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Options aggregate in block-key order.
-func (r optionsRepo) All(ctx context.Context) iter.Seq2[*Options, error] {
+// All iterates over every Options aggregate, in the order of List.
+func (r _optionsRepo) All(ctx context.Context) iter.Seq2[*Options, error] {
 	return r.r.All(ctx)
 }
 

@@ -16,15 +16,15 @@ import (
 // Every write is one Lua script run, atomic on the node that owns the block's
 // hash slot.
 type OptionsRedisRepository struct {
-	optionsRepo
+	_optionsRepo
 	store *redisstore.Store[Options, string]
 }
 
 // NewOptionsRedisRepository returns the Options repository over rdb, a
 // single-node or a cluster client.
 func NewOptionsRedisRepository(rdb redis.UniversalClient) *OptionsRedisRepository {
-	s := redisstore.Open(rdb, optionsDesc)
-	return &OptionsRedisRepository{optionsRepo{runtime.NewRepo(optionsDesc, s)}, s}
+	s := redisstore.Open(rdb, _optionsDesc)
+	return &OptionsRedisRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s)}, s}
 }
 
 // Client returns the underlying client.

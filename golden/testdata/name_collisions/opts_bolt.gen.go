@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries name. Every method is one bbolt
 // transaction.
 type OptsBoltRepository struct {
-	optsRepo
+	_optsRepo
 	store *boltstore.Store[Opts, string]
 }
 
 // NewOptsBoltRepository returns the Opts repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewOptsBoltRepository(db *bbolt.DB) *OptsBoltRepository {
-	s := boltstore.Open(db, optsDesc)
-	return &OptsBoltRepository{optsRepo{runtime.NewRepo(optsDesc, s)}, s}
+	s := boltstore.Open(db, _optsDesc)
+	return &OptsBoltRepository{_optsRepo{runtime.NewRepo(_optsDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (name), in native attribute values.
 type OptsDynamoRepository struct {
-	optsRepo
+	_optsRepo
 	store *dynamostore.Store[Opts, string]
 }
 
 // NewOptsDynamoRepository returns the Opts repository over client's tables
 // (EnsureIndexes creates them).
 func NewOptsDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *OptsDynamoRepository {
-	s := dynamostore.Open(client, optsDesc, opts...)
-	return &OptsDynamoRepository{optsRepo{runtime.NewRepo(optsDesc, s)}, s}
+	s := dynamostore.Open(client, _optsDesc, opts...)
+	return &OptsDynamoRepository{_optsRepo{runtime.NewRepo(_optsDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

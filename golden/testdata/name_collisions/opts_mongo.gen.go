@@ -13,14 +13,14 @@ import (
 // document of collection "Opts" with the block key as _id and one top-level
 // field per entry (name).
 type OptsMongoRepository struct {
-	optsRepo
+	_optsRepo
 	store *mongostore.Store[Opts, string]
 }
 
 // NewOptsMongoRepository returns the Opts repository over db's collections.
 func NewOptsMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OptsMongoRepository {
-	s := mongostore.Open(db, optsDesc, opts...)
-	return &OptsMongoRepository{optsRepo{runtime.NewRepo(optsDesc, s)}, s}
+	s := mongostore.Open(db, _optsDesc, opts...)
+	return &OptsMongoRepository{_optsRepo{runtime.NewRepo(_optsDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

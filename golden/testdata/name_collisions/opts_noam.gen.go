@@ -48,13 +48,16 @@ type OptsRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Opts aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Opts aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Opts], error)
 
-	// All iterates over every Opts aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Opts aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Opts, error]
 }
 
@@ -66,98 +69,101 @@ type OptsUpdate struct {
 	Name *string
 }
 
-// optsKeys encodes Opts block keys, order-preserving, for cursors and key-value stores.
-var optsKeys = runtime.StringKeys[string]()
+// _optsKeys encodes Opts block keys, order-preserving, for cursors and key-value stores.
+var _optsKeys = runtime.StringKeys[string]()
 
 // The entries of a Opts block (NoAM layout: name), one accessor each.
 var (
-	optsEntryName = runtime.NewField("name", "Name", func(opts *Opts) *string {
+	_optsEntryName = runtime.NewField("name", "Name", func(opts *Opts) *string {
 		return &opts.Name
 	})
 )
 
-// optsDesc describes Opts to the store adapters: the same layout on every
+// _optsDesc describes Opts to the store adapters: the same layout on every
 // store.
-var optsDesc = (&runtime.Desc[Opts, string]{
+var _optsDesc = (&runtime.Desc[Opts, string]{
 	Aggregate: "Opts",
-	Keys:      optsKeys,
+	Keys:      _optsKeys,
 	ID: func(opts *Opts) *string {
 		return &opts.ID
 	},
-	Fields: []*runtime.Field[Opts]{optsEntryName},
+	Fields: []*runtime.Field[Opts]{_optsEntryName},
 }).Init()
 
-// optsChanges turns u into the entry changes it stands for (elements in index
+// _optsChanges turns u into the entry changes it stands for (elements in index
 // order).
-func optsChanges(u OptsUpdate) runtime.Update[Opts] {
+func _optsChanges(u OptsUpdate) runtime.Update[Opts] {
 	var c runtime.Update[Opts]
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(optsEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_optsEntryName, *u.Name))
 	}
 	return c
 }
 
-// optsRepo implements OptsRepository on any store adapter: each method is a
+// _optsRepo implements OptsRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // OptsBoltRepository, OptsDynamoRepository, OptsMongoRepository,
 // OptsRedisRepository embed it.
-type optsRepo struct {
+type _optsRepo struct {
 	r runtime.Repo[Opts, string]
 }
 
-var _ OptsRepository = optsRepo{}
+var _ OptsRepository = _optsRepo{}
 
 // Get reads the Opts block with key id in one round trip.
-func (r optsRepo) Get(ctx context.Context, id string) (*Opts, error) {
+func (r _optsRepo) Get(ctx context.Context, id string) (*Opts, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Opts block.
-func (r optsRepo) Create(ctx context.Context, opts *Opts) error {
+func (r _optsRepo) Create(ctx context.Context, opts *Opts) error {
 	return r.r.Create(ctx, opts)
 }
 
 // Put creates the Opts block or replaces it whole.
-func (r optsRepo) Put(ctx context.Context, opts *Opts) error {
+func (r _optsRepo) Put(ctx context.Context, opts *Opts) error {
 	return r.r.Put(ctx, opts)
 }
 
 // Delete removes the Opts block with key id and all its entries.
-func (r optsRepo) Delete(ctx context.Context, id string) error {
+func (r _optsRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r optsRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(optsEntryName, v))
+func (r _optsRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_optsEntryName, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r optsRepo) Update(ctx context.Context, id string, u OptsUpdate) error {
-	return r.r.Update(ctx, "Update", id, optsChanges(u))
+func (r _optsRepo) Update(ctx context.Context, id string, u OptsUpdate) error {
+	return r.r.Update(ctx, "Update", id, _optsChanges(u))
 }
 
 // GetMany reads the Opts blocks with the given keys in one round trip (an
 // application-side join: see the *OptsRefs functions).
-func (r optsRepo) GetMany(ctx context.Context, ids []string) (map[string]*Opts, error) {
+func (r _optsRepo) GetMany(ctx context.Context, ids []string) (map[string]*Opts, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Opts repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r optsRepo) EnsureIndexes(ctx context.Context) error {
+func (r _optsRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Opts aggregates in block-key order.
-func (r optsRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Opts], error) {
+// List reads one page of Opts aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _optsRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Opts], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Opts aggregate in block-key order.
-func (r optsRepo) All(ctx context.Context) iter.Seq2[*Opts, error] {
+// All iterates over every Opts aggregate, in the order of List.
+func (r _optsRepo) All(ctx context.Context) iter.Seq2[*Opts, error] {
 	return r.r.All(ctx)
 }
 

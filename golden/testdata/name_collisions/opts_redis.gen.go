@@ -15,15 +15,15 @@ import (
 // sorted set "Opts:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot.
 type OptsRedisRepository struct {
-	optsRepo
+	_optsRepo
 	store *redisstore.Store[Opts, string]
 }
 
 // NewOptsRedisRepository returns the Opts repository over rdb, a single-node
 // or a cluster client.
 func NewOptsRedisRepository(rdb redis.UniversalClient) *OptsRedisRepository {
-	s := redisstore.Open(rdb, optsDesc)
-	return &OptsRedisRepository{optsRepo{runtime.NewRepo(optsDesc, s)}, s}
+	s := redisstore.Open(rdb, _optsDesc)
+	return &OptsRedisRepository{_optsRepo{runtime.NewRepo(_optsDesc, s)}, s}
 }
 
 // Client returns the underlying client.

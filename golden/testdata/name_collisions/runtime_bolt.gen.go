@@ -16,15 +16,15 @@ import (
 // prefix alone, with an empty value), then the entries name, version. Every
 // method is one bbolt transaction.
 type RuntimeBoltRepository struct {
-	runtimeRepo
+	_runtimeRepo
 	store *boltstore.Store[Runtime, string]
 }
 
 // NewRuntimeBoltRepository returns the Runtime repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewRuntimeBoltRepository(db *bbolt.DB) *RuntimeBoltRepository {
-	s := boltstore.Open(db, runtimeDesc)
-	return &RuntimeBoltRepository{runtimeRepo{runtime.NewRepo(runtimeDesc, s)}, s}
+	s := boltstore.Open(db, _runtimeDesc)
+	return &RuntimeBoltRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s)}, s}
 }
 
 // DB returns the underlying database.

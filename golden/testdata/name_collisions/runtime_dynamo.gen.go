@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (name, version), in native attribute values.
 type RuntimeDynamoRepository struct {
-	runtimeRepo
+	_runtimeRepo
 	store *dynamostore.Store[Runtime, string]
 }
 
 // NewRuntimeDynamoRepository returns the Runtime repository over client's
 // tables (EnsureIndexes creates them).
 func NewRuntimeDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *RuntimeDynamoRepository {
-	s := dynamostore.Open(client, runtimeDesc, opts...)
-	return &RuntimeDynamoRepository{runtimeRepo{runtime.NewRepo(runtimeDesc, s)}, s}
+	s := dynamostore.Open(client, _runtimeDesc, opts...)
+	return &RuntimeDynamoRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

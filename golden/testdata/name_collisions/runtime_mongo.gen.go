@@ -13,15 +13,15 @@ import (
 // is one document of collection "Runtime" with the block key as _id and one
 // top-level field per entry (name, version).
 type RuntimeMongoRepository struct {
-	runtimeRepo
+	_runtimeRepo
 	store *mongostore.Store[Runtime, string]
 }
 
 // NewRuntimeMongoRepository returns the Runtime repository over db's
 // collections.
 func NewRuntimeMongoRepository(db *mongo.Database, opts ...mongostore.Option) *RuntimeMongoRepository {
-	s := mongostore.Open(db, runtimeDesc, opts...)
-	return &RuntimeMongoRepository{runtimeRepo{runtime.NewRepo(runtimeDesc, s)}, s}
+	s := mongostore.Open(db, _runtimeDesc, opts...)
+	return &RuntimeMongoRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

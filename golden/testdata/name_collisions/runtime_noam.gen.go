@@ -25,11 +25,11 @@ type RuntimeRepository interface {
 	Create(ctx context.Context, runtimeValue *Runtime) error
 
 	// Put creates the Runtime block or replaces it whole, with optimistic
-	// concurrency on version: when runtimeValue.Version is 0 the block must not
-	// exist yet; otherwise the stored version must equal runtimeValue.Version.
-	// Either way a mismatch fails with runtime.ErrConflict and changes nothing. On
-	// success the stored version is one more than before and runtimeValue.Version
-	// is set to it.
+	// concurrency on version: when runtimeValue.Version is runtime.NotStored (0,
+	// the zero value) the block must not exist yet; otherwise the stored version
+	// must equal runtimeValue.Version. Either way a mismatch fails with
+	// runtime.ErrConflict and changes nothing. On success the stored version is
+	// one more than before and runtimeValue.Version is set to it.
 	Put(ctx context.Context, runtimeValue *Runtime) error
 
 	// Delete removes the Runtime block with key id and all its entries. It fails
@@ -59,12 +59,15 @@ type RuntimeRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Runtime aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Runtime aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Runtime], error)
 
-	// All iterates over every Runtime aggregate in block-key order. Iteration
+	// All iterates over every Runtime aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Runtime, error]
 }
@@ -75,112 +78,117 @@ type RuntimeRepository interface {
 type RuntimeUpdate struct {
 	// Name, when set, writes the name entry.
 	Name *string
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// runtimeKeys encodes Runtime block keys, order-preserving, for cursors and key-value stores.
-var runtimeKeys = runtime.StringKeys[string]()
+// _runtimeKeys encodes Runtime block keys, order-preserving, for cursors and key-value stores.
+var _runtimeKeys = runtime.StringKeys[string]()
 
 // The entries of a Runtime block (NoAM layout: name, version), one accessor
 // each.
 var (
-	runtimeEntryName = runtime.NewField("name", "Name", func(runtimeValue *Runtime) *string {
+	_runtimeEntryName = runtime.NewField("name", "Name", func(runtimeValue *Runtime) *string {
 		return &runtimeValue.Name
 	})
-	runtimeEntryVersion = runtime.NewVersion("version", "Version", func(runtimeValue *Runtime) *int64 {
+	_runtimeEntryVersion = runtime.NewVersion("version", "Version", func(runtimeValue *Runtime) *int64 {
 		return &runtimeValue.Version
 	})
 )
 
-// runtimeDesc describes Runtime to the store adapters: the same layout on
+// _runtimeDesc describes Runtime to the store adapters: the same layout on
 // every store.
-var runtimeDesc = (&runtime.Desc[Runtime, string]{
+var _runtimeDesc = (&runtime.Desc[Runtime, string]{
 	Aggregate: "Runtime",
-	Keys:      runtimeKeys,
+	Keys:      _runtimeKeys,
 	ID: func(runtimeValue *Runtime) *string {
 		return &runtimeValue.ID
 	},
-	Fields:  []*runtime.Field[Runtime]{runtimeEntryName},
-	Version: runtimeEntryVersion,
+	Fields:  []*runtime.Field[Runtime]{_runtimeEntryName},
+	Version: _runtimeEntryVersion,
 }).Init()
 
-// runtimeChanges turns u into the entry changes it stands for (elements in
+// _runtimeChanges turns u into the entry changes it stands for (elements in
 // index order).
-func runtimeChanges(u RuntimeUpdate) runtime.Update[Runtime] {
+func _runtimeChanges(u RuntimeUpdate) runtime.Update[Runtime] {
 	var c runtime.Update[Runtime]
 	c.IfVersion = u.IfVersion
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(runtimeEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_runtimeEntryName, *u.Name))
 	}
 	return c
 }
 
-// runtimeRepo implements RuntimeRepository on any store adapter: each method
+// _runtimeRepo implements RuntimeRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. RuntimeBoltRepository, RuntimeDynamoRepository,
 // RuntimeMongoRepository, RuntimeRedisRepository embed it.
-type runtimeRepo struct {
+type _runtimeRepo struct {
 	r runtime.Repo[Runtime, string]
 }
 
-var _ RuntimeRepository = runtimeRepo{}
+var _ RuntimeRepository = _runtimeRepo{}
 
 // Get reads the Runtime block with key id in one round trip.
-func (r runtimeRepo) Get(ctx context.Context, id string) (*Runtime, error) {
+func (r _runtimeRepo) Get(ctx context.Context, id string) (*Runtime, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Runtime block.
-func (r runtimeRepo) Create(ctx context.Context, runtimeValue *Runtime) error {
+func (r _runtimeRepo) Create(ctx context.Context, runtimeValue *Runtime) error {
 	return r.r.Create(ctx, runtimeValue)
 }
 
 // Put creates the Runtime block or replaces it whole, with optimistic
-// concurrency on version: when runtimeValue.Version is 0 the block must not
-// exist yet; otherwise the stored version must equal runtimeValue.Version.
-func (r runtimeRepo) Put(ctx context.Context, runtimeValue *Runtime) error {
+// concurrency on version: when runtimeValue.Version is runtime.NotStored (0,
+// the zero value) the block must not exist yet; otherwise the stored version
+// must equal runtimeValue.Version.
+func (r _runtimeRepo) Put(ctx context.Context, runtimeValue *Runtime) error {
 	return r.r.Put(ctx, runtimeValue)
 }
 
 // Delete removes the Runtime block with key id and all its entries.
-func (r runtimeRepo) Delete(ctx context.Context, id string) error {
+func (r _runtimeRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r runtimeRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(runtimeEntryName, v))
+func (r _runtimeRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_runtimeEntryName, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r runtimeRepo) Update(ctx context.Context, id string, u RuntimeUpdate) error {
-	return r.r.Update(ctx, "Update", id, runtimeChanges(u))
+func (r _runtimeRepo) Update(ctx context.Context, id string, u RuntimeUpdate) error {
+	return r.r.Update(ctx, "Update", id, _runtimeChanges(u))
 }
 
 // GetMany reads the Runtime blocks with the given keys in one round trip (an
 // application-side join: see the *RuntimeRefs functions).
-func (r runtimeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Runtime, error) {
+func (r _runtimeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Runtime, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Runtime repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r runtimeRepo) EnsureIndexes(ctx context.Context) error {
+func (r _runtimeRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Runtime aggregates in block-key order.
-func (r runtimeRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Runtime], error) {
+// List reads one page of Runtime aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _runtimeRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Runtime], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Runtime aggregate in block-key order.
-func (r runtimeRepo) All(ctx context.Context) iter.Seq2[*Runtime, error] {
+// All iterates over every Runtime aggregate, in the order of List.
+func (r _runtimeRepo) All(ctx context.Context) iter.Seq2[*Runtime, error] {
 	return r.r.All(ctx)
 }
 

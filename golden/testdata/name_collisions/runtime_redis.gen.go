@@ -16,15 +16,15 @@ import (
 // key order. Every write is one Lua script run, atomic on the node that owns
 // the block's hash slot.
 type RuntimeRedisRepository struct {
-	runtimeRepo
+	_runtimeRepo
 	store *redisstore.Store[Runtime, string]
 }
 
 // NewRuntimeRedisRepository returns the Runtime repository over rdb, a
 // single-node or a cluster client.
 func NewRuntimeRedisRepository(rdb redis.UniversalClient) *RuntimeRedisRepository {
-	s := redisstore.Open(rdb, runtimeDesc)
-	return &RuntimeRedisRepository{runtimeRepo{runtime.NewRepo(runtimeDesc, s)}, s}
+	s := redisstore.Open(rdb, _runtimeDesc)
+	return &RuntimeRedisRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries firstPlayer, secondPlayer, rounds
 // (the element count), rounds[i]. Every method is one bbolt transaction.
 type GameBoltRepository struct {
-	gameRepo
+	_gameRepo
 	store *boltstore.Store[Game, string]
 }
 
 // NewGameBoltRepository returns the Game repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewGameBoltRepository(db *bbolt.DB) *GameBoltRepository {
-	s := boltstore.Open(db, gameDesc)
-	return &GameBoltRepository{gameRepo{runtime.NewRepo(gameDesc, s)}, s}
+	s := boltstore.Open(db, _gameDesc)
+	return &GameBoltRepository{_gameRepo{runtime.NewRepo(_gameDesc, s)}, s}
 }
 
 // DB returns the underlying database.

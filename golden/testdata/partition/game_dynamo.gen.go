@@ -17,15 +17,15 @@ import (
 // attributes written element by element (SET of one index; an append is one
 // request that sends only the new element).
 type GameDynamoRepository struct {
-	gameRepo
+	_gameRepo
 	store *dynamostore.Store[Game, string]
 }
 
 // NewGameDynamoRepository returns the Game repository over client's tables
 // (EnsureIndexes creates them).
 func NewGameDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *GameDynamoRepository {
-	s := dynamostore.Open(client, gameDesc, opts...)
-	return &GameDynamoRepository{gameRepo{runtime.NewRepo(gameDesc, s)}, s}
+	s := dynamostore.Open(client, _gameDesc, opts...)
+	return &GameDynamoRepository{_gameRepo{runtime.NewRepo(_gameDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -16,15 +16,15 @@ import (
 // "Game:blocks" lists the blocks in key order. Every write is one Lua script
 // run, atomic on the node that owns the block's hash slot.
 type GameRedisRepository struct {
-	gameRepo
+	_gameRepo
 	store *redisstore.Store[Game, string]
 }
 
 // NewGameRedisRepository returns the Game repository over rdb, a single-node
 // or a cluster client.
 func NewGameRedisRepository(rdb redis.UniversalClient) *GameRedisRepository {
-	s := redisstore.Open(rdb, gameDesc)
-	return &GameRedisRepository{gameRepo{runtime.NewRepo(gameDesc, s)}, s}
+	s := redisstore.Open(rdb, _gameDesc)
+	return &GameRedisRepository{_gameRepo{runtime.NewRepo(_gameDesc, s)}, s}
 }
 
 // Client returns the underlying client.

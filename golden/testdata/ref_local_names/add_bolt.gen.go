@@ -16,15 +16,15 @@ import (
 // an empty value), then the entries owner. Every method is one bbolt
 // transaction.
 type AddBoltRepository struct {
-	addRepo
+	_addRepo
 	store *boltstore.Store[Add, string]
 }
 
 // NewAddBoltRepository returns the Add repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewAddBoltRepository(db *bbolt.DB) *AddBoltRepository {
-	s := boltstore.Open(db, addDesc)
-	return &AddBoltRepository{addRepo{runtime.NewRepo(addDesc, s)}, s}
+	s := boltstore.Open(db, _addDesc)
+	return &AddBoltRepository{_addRepo{runtime.NewRepo(_addDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // with the block key as the partition key _id and one attribute per entry
 // (owner), in native attribute values.
 type AddDynamoRepository struct {
-	addRepo
+	_addRepo
 	store *dynamostore.Store[Add, string]
 }
 
 // NewAddDynamoRepository returns the Add repository over client's tables
 // (EnsureIndexes creates them).
 func NewAddDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *AddDynamoRepository {
-	s := dynamostore.Open(client, addDesc, opts...)
-	return &AddDynamoRepository{addRepo{runtime.NewRepo(addDesc, s)}, s}
+	s := dynamostore.Open(client, _addDesc, opts...)
+	return &AddDynamoRepository{_addRepo{runtime.NewRepo(_addDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

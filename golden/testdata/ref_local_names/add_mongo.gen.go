@@ -13,14 +13,14 @@ import (
 // document of collection "Add" with the block key as _id and one top-level
 // field per entry (owner).
 type AddMongoRepository struct {
-	addRepo
+	_addRepo
 	store *mongostore.Store[Add, string]
 }
 
 // NewAddMongoRepository returns the Add repository over db's collections.
 func NewAddMongoRepository(db *mongo.Database, opts ...mongostore.Option) *AddMongoRepository {
-	s := mongostore.Open(db, addDesc, opts...)
-	return &AddMongoRepository{addRepo{runtime.NewRepo(addDesc, s)}, s}
+	s := mongostore.Open(db, _addDesc, opts...)
+	return &AddMongoRepository{_addRepo{runtime.NewRepo(_addDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -48,13 +48,16 @@ type AddRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Add aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Add aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Add], error)
 
-	// All iterates over every Add aggregate in block-key order. Iteration stops at
-	// the first error, which is yielded with a nil aggregate.
+	// All iterates over every Add aggregate, in the order of List. Iteration stops
+	// at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Add, error]
 }
 
@@ -66,8 +69,8 @@ type AddUpdate struct {
 	Owner *string
 }
 
-// addKeys encodes Add block keys, order-preserving, for cursors and key-value stores.
-var addKeys = runtime.StringKeys[string]()
+// _addKeys encodes Add block keys, order-preserving, for cursors and key-value stores.
+var _addKeys = runtime.StringKeys[string]()
 
 // AddOwnerRefs collects the distinct Owner keys that Add aggregates reference,
 // in first-seen order, skipping zero keys: pass them to
@@ -93,92 +96,96 @@ func AddOwnerRefs(adds ...*Add) []string {
 
 // The entries of a Add block (NoAM layout: owner), one accessor each.
 var (
-	addEntryOwner = runtime.NewField("owner", "Owner", func(add *Add) *string {
+	_addEntryOwner = runtime.NewField("owner", "Owner", func(add *Add) *string {
 		return &add.Owner
 	})
 )
 
-// addDesc describes Add to the store adapters: the same layout on every store.
-var addDesc = (&runtime.Desc[Add, string]{
+// _addDesc describes Add to the store adapters: the same layout on every
+// store.
+var _addDesc = (&runtime.Desc[Add, string]{
 	Aggregate: "Add",
-	Keys:      addKeys,
+	Keys:      _addKeys,
 	ID: func(add *Add) *string {
 		return &add.ID
 	},
-	Fields: []*runtime.Field[Add]{addEntryOwner},
+	Fields: []*runtime.Field[Add]{_addEntryOwner},
 }).Init()
 
-// addChanges turns u into the entry changes it stands for (elements in index
+// _addChanges turns u into the entry changes it stands for (elements in index
 // order).
-func addChanges(u AddUpdate) runtime.Update[Add] {
+func _addChanges(u AddUpdate) runtime.Update[Add] {
 	var c runtime.Update[Add]
 	if u.Owner != nil {
-		c.Changes = append(c.Changes, runtime.Set(addEntryOwner, *u.Owner))
+		c.Changes = append(c.Changes, runtime.Set(_addEntryOwner, *u.Owner))
 	}
 	return c
 }
 
-// addRepo implements AddRepository on any store adapter: each method is a
+// _addRepo implements AddRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // AddBoltRepository, AddDynamoRepository, AddMongoRepository,
 // AddRedisRepository embed it.
-type addRepo struct {
+type _addRepo struct {
 	r runtime.Repo[Add, string]
 }
 
-var _ AddRepository = addRepo{}
+var _ AddRepository = _addRepo{}
 
 // Get reads the Add block with key id in one round trip.
-func (r addRepo) Get(ctx context.Context, id string) (*Add, error) {
+func (r _addRepo) Get(ctx context.Context, id string) (*Add, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Add block.
-func (r addRepo) Create(ctx context.Context, add *Add) error {
+func (r _addRepo) Create(ctx context.Context, add *Add) error {
 	return r.r.Create(ctx, add)
 }
 
 // Put creates the Add block or replaces it whole.
-func (r addRepo) Put(ctx context.Context, add *Add) error {
+func (r _addRepo) Put(ctx context.Context, add *Add) error {
 	return r.r.Put(ctx, add)
 }
 
 // Delete removes the Add block with key id and all its entries.
-func (r addRepo) Delete(ctx context.Context, id string) error {
+func (r _addRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetOwner writes the owner entry of block id and nothing else.
-func (r addRepo) SetOwner(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetOwner", id, runtime.Set(addEntryOwner, v))
+func (r _addRepo) SetOwner(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetOwner", id, runtime.Set(_addEntryOwner, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r addRepo) Update(ctx context.Context, id string, u AddUpdate) error {
-	return r.r.Update(ctx, "Update", id, addChanges(u))
+func (r _addRepo) Update(ctx context.Context, id string, u AddUpdate) error {
+	return r.r.Update(ctx, "Update", id, _addChanges(u))
 }
 
 // GetMany reads the Add blocks with the given keys in one round trip (an
 // application-side join: see the *AddRefs functions).
-func (r addRepo) GetMany(ctx context.Context, ids []string) (map[string]*Add, error) {
+func (r _addRepo) GetMany(ctx context.Context, ids []string) (map[string]*Add, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Add repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r addRepo) EnsureIndexes(ctx context.Context) error {
+func (r _addRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Add aggregates in block-key order.
-func (r addRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Add], error) {
+// List reads one page of Add aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _addRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Add], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Add aggregate in block-key order.
-func (r addRepo) All(ctx context.Context) iter.Seq2[*Add, error] {
+// All iterates over every Add aggregate, in the order of List.
+func (r _addRepo) All(ctx context.Context) iter.Seq2[*Add, error] {
 	return r.r.All(ctx)
 }
 

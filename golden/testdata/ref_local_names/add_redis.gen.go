@@ -15,15 +15,15 @@ import (
 // set "Add:blocks" lists the blocks in key order. Every write is one Lua
 // script run, atomic on the node that owns the block's hash slot.
 type AddRedisRepository struct {
-	addRepo
+	_addRepo
 	store *redisstore.Store[Add, string]
 }
 
 // NewAddRedisRepository returns the Add repository over rdb, a single-node or
 // a cluster client.
 func NewAddRedisRepository(rdb redis.UniversalClient) *AddRedisRepository {
-	s := redisstore.Open(rdb, addDesc)
-	return &AddRedisRepository{addRepo{runtime.NewRepo(addDesc, s)}, s}
+	s := redisstore.Open(rdb, _addDesc)
+	return &AddRedisRepository{_addRepo{runtime.NewRepo(_addDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -15,15 +15,15 @@ import (
 // contiguous key range: its marker (the block prefix alone, with an empty
 // value), then the entries owner. Every method is one bbolt transaction.
 type KBoltRepository struct {
-	kRepo
+	_kRepo
 	store *boltstore.Store[K, string]
 }
 
 // NewKBoltRepository returns the K repository over db; the first write creates
 // the buckets it uses (EnsureIndexes creates them up front).
 func NewKBoltRepository(db *bbolt.DB) *KBoltRepository {
-	s := boltstore.Open(db, kDesc)
-	return &KBoltRepository{kRepo{runtime.NewRepo(kDesc, s)}, s}
+	s := boltstore.Open(db, _kDesc)
+	return &KBoltRepository{_kRepo{runtime.NewRepo(_kDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // the block key as the partition key _id and one attribute per entry (owner),
 // in native attribute values.
 type KDynamoRepository struct {
-	kRepo
+	_kRepo
 	store *dynamostore.Store[K, string]
 }
 
 // NewKDynamoRepository returns the K repository over client's tables
 // (EnsureIndexes creates them).
 func NewKDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *KDynamoRepository {
-	s := dynamostore.Open(client, kDesc, opts...)
-	return &KDynamoRepository{kRepo{runtime.NewRepo(kDesc, s)}, s}
+	s := dynamostore.Open(client, _kDesc, opts...)
+	return &KDynamoRepository{_kRepo{runtime.NewRepo(_kDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

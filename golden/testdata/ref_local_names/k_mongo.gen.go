@@ -13,14 +13,14 @@ import (
 // collection "K" with the block key as _id and one top-level field per entry
 // (owner).
 type KMongoRepository struct {
-	kRepo
+	_kRepo
 	store *mongostore.Store[K, string]
 }
 
 // NewKMongoRepository returns the K repository over db's collections.
 func NewKMongoRepository(db *mongo.Database, opts ...mongostore.Option) *KMongoRepository {
-	s := mongostore.Open(db, kDesc, opts...)
-	return &KMongoRepository{kRepo{runtime.NewRepo(kDesc, s)}, s}
+	s := mongostore.Open(db, _kDesc, opts...)
+	return &KMongoRepository{_kRepo{runtime.NewRepo(_kDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

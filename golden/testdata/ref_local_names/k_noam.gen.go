@@ -48,13 +48,15 @@ type KRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of K aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of K aggregates, in the store's listing order (block-key
+	// order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any
+	// order, each once, on the others, such as DynamoDB). Pass the returned Next
+	// as req.Cursor to read the following page; Next is empty after the last page.
+	// A cursor not made by List fails with runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*K], error)
 
-	// All iterates over every K aggregate in block-key order. Iteration stops at
-	// the first error, which is yielded with a nil aggregate.
+	// All iterates over every K aggregate, in the order of List. Iteration stops
+	// at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*K, error]
 }
 
@@ -66,8 +68,8 @@ type KUpdate struct {
 	Owner *string
 }
 
-// kKeys encodes K block keys, order-preserving, for cursors and key-value stores.
-var kKeys = runtime.StringKeys[string]()
+// _kKeys encodes K block keys, order-preserving, for cursors and key-value stores.
+var _kKeys = runtime.StringKeys[string]()
 
 // KOwnerRefs collects the distinct Owner keys that K aggregates reference, in
 // first-seen order, skipping zero keys: pass them to OwnerRepository.GetMany
@@ -93,92 +95,94 @@ func KOwnerRefs(ks ...*K) []string {
 
 // The entries of a K block (NoAM layout: owner), one accessor each.
 var (
-	kEntryOwner = runtime.NewField("owner", "Owner", func(k *K) *string {
+	_kEntryOwner = runtime.NewField("owner", "Owner", func(k *K) *string {
 		return &k.Owner
 	})
 )
 
-// kDesc describes K to the store adapters: the same layout on every store.
-var kDesc = (&runtime.Desc[K, string]{
+// _kDesc describes K to the store adapters: the same layout on every store.
+var _kDesc = (&runtime.Desc[K, string]{
 	Aggregate: "K",
-	Keys:      kKeys,
+	Keys:      _kKeys,
 	ID: func(k *K) *string {
 		return &k.ID
 	},
-	Fields: []*runtime.Field[K]{kEntryOwner},
+	Fields: []*runtime.Field[K]{_kEntryOwner},
 }).Init()
 
-// kChanges turns u into the entry changes it stands for (elements in index
+// _kChanges turns u into the entry changes it stands for (elements in index
 // order).
-func kChanges(u KUpdate) runtime.Update[K] {
+func _kChanges(u KUpdate) runtime.Update[K] {
 	var c runtime.Update[K]
 	if u.Owner != nil {
-		c.Changes = append(c.Changes, runtime.Set(kEntryOwner, *u.Owner))
+		c.Changes = append(c.Changes, runtime.Set(_kEntryOwner, *u.Owner))
 	}
 	return c
 }
 
-// kRepo implements KRepository on any store adapter: each method is a typed
+// _kRepo implements KRepository on any store adapter: each method is a typed
 // call into runtime.Repo, which holds the descriptor and the adapter.
 // KBoltRepository, KDynamoRepository, KMongoRepository, KRedisRepository embed
 // it.
-type kRepo struct {
+type _kRepo struct {
 	r runtime.Repo[K, string]
 }
 
-var _ KRepository = kRepo{}
+var _ KRepository = _kRepo{}
 
 // Get reads the K block with key id in one round trip.
-func (r kRepo) Get(ctx context.Context, id string) (*K, error) {
+func (r _kRepo) Get(ctx context.Context, id string) (*K, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new K block.
-func (r kRepo) Create(ctx context.Context, k *K) error {
+func (r _kRepo) Create(ctx context.Context, k *K) error {
 	return r.r.Create(ctx, k)
 }
 
 // Put creates the K block or replaces it whole.
-func (r kRepo) Put(ctx context.Context, k *K) error {
+func (r _kRepo) Put(ctx context.Context, k *K) error {
 	return r.r.Put(ctx, k)
 }
 
 // Delete removes the K block with key id and all its entries.
-func (r kRepo) Delete(ctx context.Context, id string) error {
+func (r _kRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetOwner writes the owner entry of block id and nothing else.
-func (r kRepo) SetOwner(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetOwner", id, runtime.Set(kEntryOwner, v))
+func (r _kRepo) SetOwner(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetOwner", id, runtime.Set(_kEntryOwner, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r kRepo) Update(ctx context.Context, id string, u KUpdate) error {
-	return r.r.Update(ctx, "Update", id, kChanges(u))
+func (r _kRepo) Update(ctx context.Context, id string, u KUpdate) error {
+	return r.r.Update(ctx, "Update", id, _kChanges(u))
 }
 
 // GetMany reads the K blocks with the given keys in one round trip (an
 // application-side join: see the *KRefs functions).
-func (r kRepo) GetMany(ctx context.Context, ids []string) (map[string]*K, error) {
+func (r _kRepo) GetMany(ctx context.Context, ids []string) (map[string]*K, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the K repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r kRepo) EnsureIndexes(ctx context.Context) error {
+func (r _kRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of K aggregates in block-key order.
-func (r kRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*K], error) {
+// List reads one page of K aggregates, in the store's listing order (block-key
+// order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any
+// order, each once, on the others, such as DynamoDB).
+func (r _kRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*K], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every K aggregate in block-key order.
-func (r kRepo) All(ctx context.Context) iter.Seq2[*K, error] {
+// All iterates over every K aggregate, in the order of List.
+func (r _kRepo) All(ctx context.Context) iter.Seq2[*K, error] {
 	return r.r.All(ctx)
 }
 

@@ -15,15 +15,15 @@ import (
 // "K:blocks" lists the blocks in key order. Every write is one Lua script run,
 // atomic on the node that owns the block's hash slot.
 type KRedisRepository struct {
-	kRepo
+	_kRepo
 	store *redisstore.Store[K, string]
 }
 
 // NewKRedisRepository returns the K repository over rdb, a single-node or a
 // cluster client.
 func NewKRedisRepository(rdb redis.UniversalClient) *KRedisRepository {
-	s := redisstore.Open(rdb, kDesc)
-	return &KRedisRepository{kRepo{runtime.NewRepo(kDesc, s)}, s}
+	s := redisstore.Open(rdb, _kDesc)
+	return &KRedisRepository{_kRepo{runtime.NewRepo(_kDesc, s)}, s}
 }
 
 // Client returns the underlying client.

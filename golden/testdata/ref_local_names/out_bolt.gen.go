@@ -16,15 +16,15 @@ import (
 // an empty value), then the entries owner. Every method is one bbolt
 // transaction.
 type OutBoltRepository struct {
-	outRepo
+	_outRepo
 	store *boltstore.Store[Out, string]
 }
 
 // NewOutBoltRepository returns the Out repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewOutBoltRepository(db *bbolt.DB) *OutBoltRepository {
-	s := boltstore.Open(db, outDesc)
-	return &OutBoltRepository{outRepo{runtime.NewRepo(outDesc, s)}, s}
+	s := boltstore.Open(db, _outDesc)
+	return &OutBoltRepository{_outRepo{runtime.NewRepo(_outDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // with the block key as the partition key _id and one attribute per entry
 // (owner), in native attribute values.
 type OutDynamoRepository struct {
-	outRepo
+	_outRepo
 	store *dynamostore.Store[Out, string]
 }
 
 // NewOutDynamoRepository returns the Out repository over client's tables
 // (EnsureIndexes creates them).
 func NewOutDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *OutDynamoRepository {
-	s := dynamostore.Open(client, outDesc, opts...)
-	return &OutDynamoRepository{outRepo{runtime.NewRepo(outDesc, s)}, s}
+	s := dynamostore.Open(client, _outDesc, opts...)
+	return &OutDynamoRepository{_outRepo{runtime.NewRepo(_outDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,14 +13,14 @@ import (
 // document of collection "Out" with the block key as _id and one top-level
 // field per entry (owner).
 type OutMongoRepository struct {
-	outRepo
+	_outRepo
 	store *mongostore.Store[Out, string]
 }
 
 // NewOutMongoRepository returns the Out repository over db's collections.
 func NewOutMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OutMongoRepository {
-	s := mongostore.Open(db, outDesc, opts...)
-	return &OutMongoRepository{outRepo{runtime.NewRepo(outDesc, s)}, s}
+	s := mongostore.Open(db, _outDesc, opts...)
+	return &OutMongoRepository{_outRepo{runtime.NewRepo(_outDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -48,13 +48,16 @@ type OutRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Out aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Out aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Out], error)
 
-	// All iterates over every Out aggregate in block-key order. Iteration stops at
-	// the first error, which is yielded with a nil aggregate.
+	// All iterates over every Out aggregate, in the order of List. Iteration stops
+	// at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Out, error]
 }
 
@@ -66,8 +69,8 @@ type OutUpdate struct {
 	Owner *string
 }
 
-// outKeys encodes Out block keys, order-preserving, for cursors and key-value stores.
-var outKeys = runtime.StringKeys[string]()
+// _outKeys encodes Out block keys, order-preserving, for cursors and key-value stores.
+var _outKeys = runtime.StringKeys[string]()
 
 // OutOwnerRefs collects the distinct Owner keys that Out aggregates reference,
 // in first-seen order, skipping zero keys: pass them to
@@ -93,92 +96,96 @@ func OutOwnerRefs(outs ...*Out) []string {
 
 // The entries of a Out block (NoAM layout: owner), one accessor each.
 var (
-	outEntryOwner = runtime.NewField("owner", "Owner", func(out *Out) *string {
+	_outEntryOwner = runtime.NewField("owner", "Owner", func(out *Out) *string {
 		return &out.Owner
 	})
 )
 
-// outDesc describes Out to the store adapters: the same layout on every store.
-var outDesc = (&runtime.Desc[Out, string]{
+// _outDesc describes Out to the store adapters: the same layout on every
+// store.
+var _outDesc = (&runtime.Desc[Out, string]{
 	Aggregate: "Out",
-	Keys:      outKeys,
+	Keys:      _outKeys,
 	ID: func(out *Out) *string {
 		return &out.ID
 	},
-	Fields: []*runtime.Field[Out]{outEntryOwner},
+	Fields: []*runtime.Field[Out]{_outEntryOwner},
 }).Init()
 
-// outChanges turns u into the entry changes it stands for (elements in index
+// _outChanges turns u into the entry changes it stands for (elements in index
 // order).
-func outChanges(u OutUpdate) runtime.Update[Out] {
+func _outChanges(u OutUpdate) runtime.Update[Out] {
 	var c runtime.Update[Out]
 	if u.Owner != nil {
-		c.Changes = append(c.Changes, runtime.Set(outEntryOwner, *u.Owner))
+		c.Changes = append(c.Changes, runtime.Set(_outEntryOwner, *u.Owner))
 	}
 	return c
 }
 
-// outRepo implements OutRepository on any store adapter: each method is a
+// _outRepo implements OutRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // OutBoltRepository, OutDynamoRepository, OutMongoRepository,
 // OutRedisRepository embed it.
-type outRepo struct {
+type _outRepo struct {
 	r runtime.Repo[Out, string]
 }
 
-var _ OutRepository = outRepo{}
+var _ OutRepository = _outRepo{}
 
 // Get reads the Out block with key id in one round trip.
-func (r outRepo) Get(ctx context.Context, id string) (*Out, error) {
+func (r _outRepo) Get(ctx context.Context, id string) (*Out, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Out block.
-func (r outRepo) Create(ctx context.Context, out *Out) error {
+func (r _outRepo) Create(ctx context.Context, out *Out) error {
 	return r.r.Create(ctx, out)
 }
 
 // Put creates the Out block or replaces it whole.
-func (r outRepo) Put(ctx context.Context, out *Out) error {
+func (r _outRepo) Put(ctx context.Context, out *Out) error {
 	return r.r.Put(ctx, out)
 }
 
 // Delete removes the Out block with key id and all its entries.
-func (r outRepo) Delete(ctx context.Context, id string) error {
+func (r _outRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetOwner writes the owner entry of block id and nothing else.
-func (r outRepo) SetOwner(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetOwner", id, runtime.Set(outEntryOwner, v))
+func (r _outRepo) SetOwner(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetOwner", id, runtime.Set(_outEntryOwner, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r outRepo) Update(ctx context.Context, id string, u OutUpdate) error {
-	return r.r.Update(ctx, "Update", id, outChanges(u))
+func (r _outRepo) Update(ctx context.Context, id string, u OutUpdate) error {
+	return r.r.Update(ctx, "Update", id, _outChanges(u))
 }
 
 // GetMany reads the Out blocks with the given keys in one round trip (an
 // application-side join: see the *OutRefs functions).
-func (r outRepo) GetMany(ctx context.Context, ids []string) (map[string]*Out, error) {
+func (r _outRepo) GetMany(ctx context.Context, ids []string) (map[string]*Out, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Out repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r outRepo) EnsureIndexes(ctx context.Context) error {
+func (r _outRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Out aggregates in block-key order.
-func (r outRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Out], error) {
+// List reads one page of Out aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _outRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Out], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Out aggregate in block-key order.
-func (r outRepo) All(ctx context.Context) iter.Seq2[*Out, error] {
+// All iterates over every Out aggregate, in the order of List.
+func (r _outRepo) All(ctx context.Context) iter.Seq2[*Out, error] {
 	return r.r.All(ctx)
 }
 

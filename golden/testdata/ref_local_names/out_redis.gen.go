@@ -15,15 +15,15 @@ import (
 // set "Out:blocks" lists the blocks in key order. Every write is one Lua
 // script run, atomic on the node that owns the block's hash slot.
 type OutRedisRepository struct {
-	outRepo
+	_outRepo
 	store *redisstore.Store[Out, string]
 }
 
 // NewOutRedisRepository returns the Out repository over rdb, a single-node or
 // a cluster client.
 func NewOutRedisRepository(rdb redis.UniversalClient) *OutRedisRepository {
-	s := redisstore.Open(rdb, outDesc)
-	return &OutRedisRepository{outRepo{runtime.NewRepo(outDesc, s)}, s}
+	s := redisstore.Open(rdb, _outDesc)
+	return &OutRedisRepository{_outRepo{runtime.NewRepo(_outDesc, s)}, s}
 }
 
 // Client returns the underlying client.

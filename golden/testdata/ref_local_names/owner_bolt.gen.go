@@ -15,15 +15,15 @@ import (
 // Owner block is one contiguous key range: its marker (the block prefix alone,
 // with an empty value). Every method is one bbolt transaction.
 type OwnerBoltRepository struct {
-	ownerRepo
+	_ownerRepo
 	store *boltstore.Store[Owner, string]
 }
 
 // NewOwnerBoltRepository returns the Owner repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewOwnerBoltRepository(db *bbolt.DB) *OwnerBoltRepository {
-	s := boltstore.Open(db, ownerDesc)
-	return &OwnerBoltRepository{ownerRepo{runtime.NewRepo(ownerDesc, s)}, s}
+	s := boltstore.Open(db, _ownerDesc)
+	return &OwnerBoltRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (), in native attribute values.
 type OwnerDynamoRepository struct {
-	ownerRepo
+	_ownerRepo
 	store *dynamostore.Store[Owner, string]
 }
 
 // NewOwnerDynamoRepository returns the Owner repository over client's tables
 // (EnsureIndexes creates them).
 func NewOwnerDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *OwnerDynamoRepository {
-	s := dynamostore.Open(client, ownerDesc, opts...)
-	return &OwnerDynamoRepository{ownerRepo{runtime.NewRepo(ownerDesc, s)}, s}
+	s := dynamostore.Open(client, _ownerDesc, opts...)
+	return &OwnerDynamoRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,14 +13,14 @@ import (
 // document of collection "Owner" with the block key as _id and one top-level
 // field per entry ().
 type OwnerMongoRepository struct {
-	ownerRepo
+	_ownerRepo
 	store *mongostore.Store[Owner, string]
 }
 
 // NewOwnerMongoRepository returns the Owner repository over db's collections.
 func NewOwnerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *OwnerMongoRepository {
-	s := mongostore.Open(db, ownerDesc, opts...)
-	return &OwnerMongoRepository{ownerRepo{runtime.NewRepo(ownerDesc, s)}, s}
+	s := mongostore.Open(db, _ownerDesc, opts...)
+	return &OwnerMongoRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

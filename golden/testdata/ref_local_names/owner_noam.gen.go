@@ -39,79 +39,85 @@ type OwnerRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Owner aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Owner aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Owner], error)
 
-	// All iterates over every Owner aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Owner aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Owner, error]
 }
 
-// ownerKeys encodes Owner block keys, order-preserving, for cursors and key-value stores.
-var ownerKeys = runtime.StringKeys[string]()
+// _ownerKeys encodes Owner block keys, order-preserving, for cursors and key-value stores.
+var _ownerKeys = runtime.StringKeys[string]()
 
-// ownerDesc describes Owner to the store adapters: the same layout on every
+// _ownerDesc describes Owner to the store adapters: the same layout on every
 // store.
-var ownerDesc = (&runtime.Desc[Owner, string]{
+var _ownerDesc = (&runtime.Desc[Owner, string]{
 	Aggregate: "Owner",
-	Keys:      ownerKeys,
+	Keys:      _ownerKeys,
 	ID: func(owner *Owner) *string {
 		return &owner.ID
 	},
 }).Init()
 
-// ownerRepo implements OwnerRepository on any store adapter: each method is a
+// _ownerRepo implements OwnerRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // OwnerBoltRepository, OwnerDynamoRepository, OwnerMongoRepository,
 // OwnerRedisRepository embed it.
-type ownerRepo struct {
+type _ownerRepo struct {
 	r runtime.Repo[Owner, string]
 }
 
-var _ OwnerRepository = ownerRepo{}
+var _ OwnerRepository = _ownerRepo{}
 
 // Get reads the Owner block with key id in one round trip.
-func (r ownerRepo) Get(ctx context.Context, id string) (*Owner, error) {
+func (r _ownerRepo) Get(ctx context.Context, id string) (*Owner, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Owner block.
-func (r ownerRepo) Create(ctx context.Context, owner *Owner) error {
+func (r _ownerRepo) Create(ctx context.Context, owner *Owner) error {
 	return r.r.Create(ctx, owner)
 }
 
 // Put creates the Owner block or replaces it whole.
-func (r ownerRepo) Put(ctx context.Context, owner *Owner) error {
+func (r _ownerRepo) Put(ctx context.Context, owner *Owner) error {
 	return r.r.Put(ctx, owner)
 }
 
 // Delete removes the Owner block with key id and all its entries.
-func (r ownerRepo) Delete(ctx context.Context, id string) error {
+func (r _ownerRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Owner blocks with the given keys in one round trip (an
 // application-side join: see the *OwnerRefs functions).
-func (r ownerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Owner, error) {
+func (r _ownerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Owner, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Owner repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r ownerRepo) EnsureIndexes(ctx context.Context) error {
+func (r _ownerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Owner aggregates in block-key order.
-func (r ownerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Owner], error) {
+// List reads one page of Owner aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _ownerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Owner], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Owner aggregate in block-key order.
-func (r ownerRepo) All(ctx context.Context) iter.Seq2[*Owner, error] {
+// All iterates over every Owner aggregate, in the order of List.
+func (r _ownerRepo) All(ctx context.Context) iter.Seq2[*Owner, error] {
 	return r.r.All(ctx)
 }
 

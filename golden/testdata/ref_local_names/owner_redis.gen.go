@@ -15,15 +15,15 @@ import (
 // sorted set "Owner:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot.
 type OwnerRedisRepository struct {
-	ownerRepo
+	_ownerRepo
 	store *redisstore.Store[Owner, string]
 }
 
 // NewOwnerRedisRepository returns the Owner repository over rdb, a single-node
 // or a cluster client.
 func NewOwnerRedisRepository(rdb redis.UniversalClient) *OwnerRedisRepository {
-	s := redisstore.Open(rdb, ownerDesc)
-	return &OwnerRedisRepository{ownerRepo{runtime.NewRepo(ownerDesc, s)}, s}
+	s := redisstore.Open(rdb, _ownerDesc)
+	return &OwnerRedisRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s)}, s}
 }
 
 // Client returns the underlying client.

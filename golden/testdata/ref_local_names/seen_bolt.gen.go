@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries owner. Every method is one bbolt
 // transaction.
 type SeenBoltRepository struct {
-	seenRepo
+	_seenRepo
 	store *boltstore.Store[Seen, string]
 }
 
 // NewSeenBoltRepository returns the Seen repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewSeenBoltRepository(db *bbolt.DB) *SeenBoltRepository {
-	s := boltstore.Open(db, seenDesc)
-	return &SeenBoltRepository{seenRepo{runtime.NewRepo(seenDesc, s)}, s}
+	s := boltstore.Open(db, _seenDesc)
+	return &SeenBoltRepository{_seenRepo{runtime.NewRepo(_seenDesc, s)}, s}
 }
 
 // DB returns the underlying database.

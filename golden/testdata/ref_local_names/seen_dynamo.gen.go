@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (owner), in native attribute values.
 type SeenDynamoRepository struct {
-	seenRepo
+	_seenRepo
 	store *dynamostore.Store[Seen, string]
 }
 
 // NewSeenDynamoRepository returns the Seen repository over client's tables
 // (EnsureIndexes creates them).
 func NewSeenDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *SeenDynamoRepository {
-	s := dynamostore.Open(client, seenDesc, opts...)
-	return &SeenDynamoRepository{seenRepo{runtime.NewRepo(seenDesc, s)}, s}
+	s := dynamostore.Open(client, _seenDesc, opts...)
+	return &SeenDynamoRepository{_seenRepo{runtime.NewRepo(_seenDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

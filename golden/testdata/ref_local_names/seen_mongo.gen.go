@@ -13,14 +13,14 @@ import (
 // document of collection "Seen" with the block key as _id and one top-level
 // field per entry (owner).
 type SeenMongoRepository struct {
-	seenRepo
+	_seenRepo
 	store *mongostore.Store[Seen, string]
 }
 
 // NewSeenMongoRepository returns the Seen repository over db's collections.
 func NewSeenMongoRepository(db *mongo.Database, opts ...mongostore.Option) *SeenMongoRepository {
-	s := mongostore.Open(db, seenDesc, opts...)
-	return &SeenMongoRepository{seenRepo{runtime.NewRepo(seenDesc, s)}, s}
+	s := mongostore.Open(db, _seenDesc, opts...)
+	return &SeenMongoRepository{_seenRepo{runtime.NewRepo(_seenDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -48,13 +48,16 @@ type SeenRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Seen aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Seen aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Seen], error)
 
-	// All iterates over every Seen aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Seen aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Seen, error]
 }
 
@@ -66,8 +69,8 @@ type SeenUpdate struct {
 	Owner *string
 }
 
-// seenKeys encodes Seen block keys, order-preserving, for cursors and key-value stores.
-var seenKeys = runtime.StringKeys[string]()
+// _seenKeys encodes Seen block keys, order-preserving, for cursors and key-value stores.
+var _seenKeys = runtime.StringKeys[string]()
 
 // SeenOwnerRefs collects the distinct Owner keys that Seen aggregates
 // reference, in first-seen order, skipping zero keys: pass them to
@@ -93,93 +96,96 @@ func SeenOwnerRefs(seens ...*Seen) []string {
 
 // The entries of a Seen block (NoAM layout: owner), one accessor each.
 var (
-	seenEntryOwner = runtime.NewField("owner", "Owner", func(seen *Seen) *string {
+	_seenEntryOwner = runtime.NewField("owner", "Owner", func(seen *Seen) *string {
 		return &seen.Owner
 	})
 )
 
-// seenDesc describes Seen to the store adapters: the same layout on every
+// _seenDesc describes Seen to the store adapters: the same layout on every
 // store.
-var seenDesc = (&runtime.Desc[Seen, string]{
+var _seenDesc = (&runtime.Desc[Seen, string]{
 	Aggregate: "Seen",
-	Keys:      seenKeys,
+	Keys:      _seenKeys,
 	ID: func(seen *Seen) *string {
 		return &seen.ID
 	},
-	Fields: []*runtime.Field[Seen]{seenEntryOwner},
+	Fields: []*runtime.Field[Seen]{_seenEntryOwner},
 }).Init()
 
-// seenChanges turns u into the entry changes it stands for (elements in index
+// _seenChanges turns u into the entry changes it stands for (elements in index
 // order).
-func seenChanges(u SeenUpdate) runtime.Update[Seen] {
+func _seenChanges(u SeenUpdate) runtime.Update[Seen] {
 	var c runtime.Update[Seen]
 	if u.Owner != nil {
-		c.Changes = append(c.Changes, runtime.Set(seenEntryOwner, *u.Owner))
+		c.Changes = append(c.Changes, runtime.Set(_seenEntryOwner, *u.Owner))
 	}
 	return c
 }
 
-// seenRepo implements SeenRepository on any store adapter: each method is a
+// _seenRepo implements SeenRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // SeenBoltRepository, SeenDynamoRepository, SeenMongoRepository,
 // SeenRedisRepository embed it.
-type seenRepo struct {
+type _seenRepo struct {
 	r runtime.Repo[Seen, string]
 }
 
-var _ SeenRepository = seenRepo{}
+var _ SeenRepository = _seenRepo{}
 
 // Get reads the Seen block with key id in one round trip.
-func (r seenRepo) Get(ctx context.Context, id string) (*Seen, error) {
+func (r _seenRepo) Get(ctx context.Context, id string) (*Seen, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Seen block.
-func (r seenRepo) Create(ctx context.Context, seen *Seen) error {
+func (r _seenRepo) Create(ctx context.Context, seen *Seen) error {
 	return r.r.Create(ctx, seen)
 }
 
 // Put creates the Seen block or replaces it whole.
-func (r seenRepo) Put(ctx context.Context, seen *Seen) error {
+func (r _seenRepo) Put(ctx context.Context, seen *Seen) error {
 	return r.r.Put(ctx, seen)
 }
 
 // Delete removes the Seen block with key id and all its entries.
-func (r seenRepo) Delete(ctx context.Context, id string) error {
+func (r _seenRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetOwner writes the owner entry of block id and nothing else.
-func (r seenRepo) SetOwner(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetOwner", id, runtime.Set(seenEntryOwner, v))
+func (r _seenRepo) SetOwner(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetOwner", id, runtime.Set(_seenEntryOwner, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r seenRepo) Update(ctx context.Context, id string, u SeenUpdate) error {
-	return r.r.Update(ctx, "Update", id, seenChanges(u))
+func (r _seenRepo) Update(ctx context.Context, id string, u SeenUpdate) error {
+	return r.r.Update(ctx, "Update", id, _seenChanges(u))
 }
 
 // GetMany reads the Seen blocks with the given keys in one round trip (an
 // application-side join: see the *SeenRefs functions).
-func (r seenRepo) GetMany(ctx context.Context, ids []string) (map[string]*Seen, error) {
+func (r _seenRepo) GetMany(ctx context.Context, ids []string) (map[string]*Seen, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Seen repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r seenRepo) EnsureIndexes(ctx context.Context) error {
+func (r _seenRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Seen aggregates in block-key order.
-func (r seenRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Seen], error) {
+// List reads one page of Seen aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _seenRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Seen], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Seen aggregate in block-key order.
-func (r seenRepo) All(ctx context.Context) iter.Seq2[*Seen, error] {
+// All iterates over every Seen aggregate, in the order of List.
+func (r _seenRepo) All(ctx context.Context) iter.Seq2[*Seen, error] {
 	return r.r.All(ctx)
 }
 

@@ -15,15 +15,15 @@ import (
 // sorted set "Seen:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot.
 type SeenRedisRepository struct {
-	seenRepo
+	_seenRepo
 	store *redisstore.Store[Seen, string]
 }
 
 // NewSeenRedisRepository returns the Seen repository over rdb, a single-node
 // or a cluster client.
 func NewSeenRedisRepository(rdb redis.UniversalClient) *SeenRedisRepository {
-	s := redisstore.Open(rdb, seenDesc)
-	return &SeenRedisRepository{seenRepo{runtime.NewRepo(seenDesc, s)}, s}
+	s := redisstore.Open(rdb, _seenDesc)
+	return &SeenRedisRepository{_seenRepo{runtime.NewRepo(_seenDesc, s)}, s}
 }
 
 // Client returns the underlying client.

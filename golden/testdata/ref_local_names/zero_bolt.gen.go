@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries owners. Every method is one bbolt
 // transaction.
 type ZeroBoltRepository struct {
-	zeroRepo
+	_zeroRepo
 	store *boltstore.Store[Zero, string]
 }
 
 // NewZeroBoltRepository returns the Zero repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewZeroBoltRepository(db *bbolt.DB) *ZeroBoltRepository {
-	s := boltstore.Open(db, zeroDesc)
-	return &ZeroBoltRepository{zeroRepo{runtime.NewRepo(zeroDesc, s)}, s}
+	s := boltstore.Open(db, _zeroDesc)
+	return &ZeroBoltRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (owners), in native attribute values.
 type ZeroDynamoRepository struct {
-	zeroRepo
+	_zeroRepo
 	store *dynamostore.Store[Zero, string]
 }
 
 // NewZeroDynamoRepository returns the Zero repository over client's tables
 // (EnsureIndexes creates them).
 func NewZeroDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *ZeroDynamoRepository {
-	s := dynamostore.Open(client, zeroDesc, opts...)
-	return &ZeroDynamoRepository{zeroRepo{runtime.NewRepo(zeroDesc, s)}, s}
+	s := dynamostore.Open(client, _zeroDesc, opts...)
+	return &ZeroDynamoRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,14 +13,14 @@ import (
 // document of collection "Zero" with the block key as _id and one top-level
 // field per entry (owners).
 type ZeroMongoRepository struct {
-	zeroRepo
+	_zeroRepo
 	store *mongostore.Store[Zero, string]
 }
 
 // NewZeroMongoRepository returns the Zero repository over db's collections.
 func NewZeroMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ZeroMongoRepository {
-	s := mongostore.Open(db, zeroDesc, opts...)
-	return &ZeroMongoRepository{zeroRepo{runtime.NewRepo(zeroDesc, s)}, s}
+	s := mongostore.Open(db, _zeroDesc, opts...)
+	return &ZeroMongoRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -48,13 +48,16 @@ type ZeroRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Zero aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Zero aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Zero], error)
 
-	// All iterates over every Zero aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Zero aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Zero, error]
 }
 
@@ -66,8 +69,8 @@ type ZeroUpdate struct {
 	Owners *[]string
 }
 
-// zeroKeys encodes Zero block keys, order-preserving, for cursors and key-value stores.
-var zeroKeys = runtime.StringKeys[string]()
+// _zeroKeys encodes Zero block keys, order-preserving, for cursors and key-value stores.
+var _zeroKeys = runtime.StringKeys[string]()
 
 // ZeroOwnerRefs collects the distinct Owner keys that Zero aggregates
 // reference, in first-seen order, skipping zero keys: pass them to
@@ -95,93 +98,96 @@ func ZeroOwnerRefs(zeros ...*Zero) []string {
 
 // The entries of a Zero block (NoAM layout: owners), one accessor each.
 var (
-	zeroEntryOwners = runtime.NewField("owners", "Owners", func(zero *Zero) *[]string {
+	_zeroEntryOwners = runtime.NewField("owners", "Owners", func(zero *Zero) *[]string {
 		return &zero.Owners
 	})
 )
 
-// zeroDesc describes Zero to the store adapters: the same layout on every
+// _zeroDesc describes Zero to the store adapters: the same layout on every
 // store.
-var zeroDesc = (&runtime.Desc[Zero, string]{
+var _zeroDesc = (&runtime.Desc[Zero, string]{
 	Aggregate: "Zero",
-	Keys:      zeroKeys,
+	Keys:      _zeroKeys,
 	ID: func(zero *Zero) *string {
 		return &zero.ID
 	},
-	Fields: []*runtime.Field[Zero]{zeroEntryOwners},
+	Fields: []*runtime.Field[Zero]{_zeroEntryOwners},
 }).Init()
 
-// zeroChanges turns u into the entry changes it stands for (elements in index
+// _zeroChanges turns u into the entry changes it stands for (elements in index
 // order).
-func zeroChanges(u ZeroUpdate) runtime.Update[Zero] {
+func _zeroChanges(u ZeroUpdate) runtime.Update[Zero] {
 	var c runtime.Update[Zero]
 	if u.Owners != nil {
-		c.Changes = append(c.Changes, runtime.Set(zeroEntryOwners, *u.Owners))
+		c.Changes = append(c.Changes, runtime.Set(_zeroEntryOwners, *u.Owners))
 	}
 	return c
 }
 
-// zeroRepo implements ZeroRepository on any store adapter: each method is a
+// _zeroRepo implements ZeroRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // ZeroBoltRepository, ZeroDynamoRepository, ZeroMongoRepository,
 // ZeroRedisRepository embed it.
-type zeroRepo struct {
+type _zeroRepo struct {
 	r runtime.Repo[Zero, string]
 }
 
-var _ ZeroRepository = zeroRepo{}
+var _ ZeroRepository = _zeroRepo{}
 
 // Get reads the Zero block with key id in one round trip.
-func (r zeroRepo) Get(ctx context.Context, id string) (*Zero, error) {
+func (r _zeroRepo) Get(ctx context.Context, id string) (*Zero, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Zero block.
-func (r zeroRepo) Create(ctx context.Context, zero *Zero) error {
+func (r _zeroRepo) Create(ctx context.Context, zero *Zero) error {
 	return r.r.Create(ctx, zero)
 }
 
 // Put creates the Zero block or replaces it whole.
-func (r zeroRepo) Put(ctx context.Context, zero *Zero) error {
+func (r _zeroRepo) Put(ctx context.Context, zero *Zero) error {
 	return r.r.Put(ctx, zero)
 }
 
 // Delete removes the Zero block with key id and all its entries.
-func (r zeroRepo) Delete(ctx context.Context, id string) error {
+func (r _zeroRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetOwners writes the owners entry of block id and nothing else.
-func (r zeroRepo) SetOwners(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetOwners", id, runtime.Set(zeroEntryOwners, v))
+func (r _zeroRepo) SetOwners(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetOwners", id, runtime.Set(_zeroEntryOwners, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r zeroRepo) Update(ctx context.Context, id string, u ZeroUpdate) error {
-	return r.r.Update(ctx, "Update", id, zeroChanges(u))
+func (r _zeroRepo) Update(ctx context.Context, id string, u ZeroUpdate) error {
+	return r.r.Update(ctx, "Update", id, _zeroChanges(u))
 }
 
 // GetMany reads the Zero blocks with the given keys in one round trip (an
 // application-side join: see the *ZeroRefs functions).
-func (r zeroRepo) GetMany(ctx context.Context, ids []string) (map[string]*Zero, error) {
+func (r _zeroRepo) GetMany(ctx context.Context, ids []string) (map[string]*Zero, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Zero repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r zeroRepo) EnsureIndexes(ctx context.Context) error {
+func (r _zeroRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Zero aggregates in block-key order.
-func (r zeroRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Zero], error) {
+// List reads one page of Zero aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _zeroRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Zero], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Zero aggregate in block-key order.
-func (r zeroRepo) All(ctx context.Context) iter.Seq2[*Zero, error] {
+// All iterates over every Zero aggregate, in the order of List.
+func (r _zeroRepo) All(ctx context.Context) iter.Seq2[*Zero, error] {
 	return r.r.All(ctx)
 }
 

@@ -15,15 +15,15 @@ import (
 // sorted set "Zero:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot.
 type ZeroRedisRepository struct {
-	zeroRepo
+	_zeroRepo
 	store *redisstore.Store[Zero, string]
 }
 
 // NewZeroRedisRepository returns the Zero repository over rdb, a single-node
 // or a cluster client.
 func NewZeroRedisRepository(rdb redis.UniversalClient) *ZeroRedisRepository {
-	s := redisstore.Open(rdb, zeroDesc)
-	return &ZeroRedisRepository{zeroRepo{runtime.NewRepo(zeroDesc, s)}, s}
+	s := redisstore.Open(rdb, _zeroDesc)
+	return &ZeroRedisRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s)}, s}
 }
 
 // Client returns the underlying client.

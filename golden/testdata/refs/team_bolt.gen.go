@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries captain, coach, members, matches,
 // home. Every method is one bbolt transaction.
 type TeamBoltRepository struct {
-	teamRepo
+	_teamRepo
 	store *boltstore.Store[Team, string]
 }
 
 // NewTeamBoltRepository returns the Team repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewTeamBoltRepository(db *bbolt.DB) *TeamBoltRepository {
-	s := boltstore.Open(db, teamDesc)
-	return &TeamBoltRepository{teamRepo{runtime.NewRepo(teamDesc, s)}, s}
+	s := boltstore.Open(db, _teamDesc)
+	return &TeamBoltRepository{_teamRepo{runtime.NewRepo(_teamDesc, s)}, s}
 }
 
 // DB returns the underlying database.

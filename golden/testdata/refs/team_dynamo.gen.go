@@ -15,15 +15,15 @@ import (
 // attribute per entry (captain, coach, members, matches, home), in native
 // attribute values.
 type TeamDynamoRepository struct {
-	teamRepo
+	_teamRepo
 	store *dynamostore.Store[Team, string]
 }
 
 // NewTeamDynamoRepository returns the Team repository over client's tables
 // (EnsureIndexes creates them).
 func NewTeamDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *TeamDynamoRepository {
-	s := dynamostore.Open(client, teamDesc, opts...)
-	return &TeamDynamoRepository{teamRepo{runtime.NewRepo(teamDesc, s)}, s}
+	s := dynamostore.Open(client, _teamDesc, opts...)
+	return &TeamDynamoRepository{_teamRepo{runtime.NewRepo(_teamDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -13,14 +13,14 @@ import (
 // document of collection "Team" with the block key as _id and one top-level
 // field per entry (captain, coach, members, matches, home).
 type TeamMongoRepository struct {
-	teamRepo
+	_teamRepo
 	store *mongostore.Store[Team, string]
 }
 
 // NewTeamMongoRepository returns the Team repository over db's collections.
 func NewTeamMongoRepository(db *mongo.Database, opts ...mongostore.Option) *TeamMongoRepository {
-	s := mongostore.Open(db, teamDesc, opts...)
-	return &TeamMongoRepository{teamRepo{runtime.NewRepo(teamDesc, s)}, s}
+	s := mongostore.Open(db, _teamDesc, opts...)
+	return &TeamMongoRepository{_teamRepo{runtime.NewRepo(_teamDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

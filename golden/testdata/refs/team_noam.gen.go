@@ -65,13 +65,16 @@ type TeamRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Team aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Team aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Team], error)
 
-	// All iterates over every Team aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Team aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Team, error]
 }
 
@@ -91,8 +94,8 @@ type TeamUpdate struct {
 	Home *Venue
 }
 
-// teamKeys encodes Team block keys, order-preserving, for cursors and key-value stores.
-var teamKeys = runtime.StringKeys[string]()
+// _teamKeys encodes Team block keys, order-preserving, for cursors and key-value stores.
+var _teamKeys = runtime.StringKeys[string]()
 
 // TeamUserRefs collects the distinct User keys that Team aggregates reference,
 // in first-seen order, skipping zero keys: pass them to UserRepository.GetMany
@@ -155,137 +158,140 @@ func TeamTeamRefs(teams ...*Team) []string {
 // The entries of a Team block (NoAM layout: captain, coach, members, matches,
 // home), one accessor each.
 var (
-	teamEntryCaptain = runtime.NewField("captain", "Captain", func(team *Team) *string {
+	_teamEntryCaptain = runtime.NewField("captain", "Captain", func(team *Team) *string {
 		return &team.Captain
 	})
-	teamEntryCoach = runtime.NewField("coach", "Coach", func(team *Team) **string {
+	_teamEntryCoach = runtime.NewField("coach", "Coach", func(team *Team) **string {
 		return &team.Coach
 	})
-	teamEntryMembers = runtime.NewField("members", "Members", func(team *Team) *[]string {
+	_teamEntryMembers = runtime.NewField("members", "Members", func(team *Team) *[]string {
 		return &team.Members
 	})
-	teamEntryMatches = runtime.NewField("matches", "Matches", func(team *Team) *[]Match {
+	_teamEntryMatches = runtime.NewField("matches", "Matches", func(team *Team) *[]Match {
 		return &team.Matches
 	})
-	teamEntryHome = runtime.NewField("home", "Home", func(team *Team) *Venue {
+	_teamEntryHome = runtime.NewField("home", "Home", func(team *Team) *Venue {
 		return &team.Home
 	})
 )
 
-// teamDesc describes Team to the store adapters: the same layout on every
+// _teamDesc describes Team to the store adapters: the same layout on every
 // store.
-var teamDesc = (&runtime.Desc[Team, string]{
+var _teamDesc = (&runtime.Desc[Team, string]{
 	Aggregate: "Team",
-	Keys:      teamKeys,
+	Keys:      _teamKeys,
 	ID: func(team *Team) *string {
 		return &team.ID
 	},
-	Fields: []*runtime.Field[Team]{teamEntryCaptain, teamEntryCoach, teamEntryMembers, teamEntryMatches, teamEntryHome},
+	Fields: []*runtime.Field[Team]{_teamEntryCaptain, _teamEntryCoach, _teamEntryMembers, _teamEntryMatches, _teamEntryHome},
 }).Init()
 
-// teamChanges turns u into the entry changes it stands for (elements in index
+// _teamChanges turns u into the entry changes it stands for (elements in index
 // order).
-func teamChanges(u TeamUpdate) runtime.Update[Team] {
+func _teamChanges(u TeamUpdate) runtime.Update[Team] {
 	var c runtime.Update[Team]
 	if u.Captain != nil {
-		c.Changes = append(c.Changes, runtime.Set(teamEntryCaptain, *u.Captain))
+		c.Changes = append(c.Changes, runtime.Set(_teamEntryCaptain, *u.Captain))
 	}
 	if u.Coach != nil {
-		c.Changes = append(c.Changes, runtime.Set(teamEntryCoach, *u.Coach))
+		c.Changes = append(c.Changes, runtime.Set(_teamEntryCoach, *u.Coach))
 	}
 	if u.Members != nil {
-		c.Changes = append(c.Changes, runtime.Set(teamEntryMembers, *u.Members))
+		c.Changes = append(c.Changes, runtime.Set(_teamEntryMembers, *u.Members))
 	}
 	if u.Matches != nil {
-		c.Changes = append(c.Changes, runtime.Set(teamEntryMatches, *u.Matches))
+		c.Changes = append(c.Changes, runtime.Set(_teamEntryMatches, *u.Matches))
 	}
 	if u.Home != nil {
-		c.Changes = append(c.Changes, runtime.Set(teamEntryHome, *u.Home))
+		c.Changes = append(c.Changes, runtime.Set(_teamEntryHome, *u.Home))
 	}
 	return c
 }
 
-// teamRepo implements TeamRepository on any store adapter: each method is a
+// _teamRepo implements TeamRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // TeamBoltRepository, TeamDynamoRepository, TeamMongoRepository,
 // TeamRedisRepository embed it.
-type teamRepo struct {
+type _teamRepo struct {
 	r runtime.Repo[Team, string]
 }
 
-var _ TeamRepository = teamRepo{}
+var _ TeamRepository = _teamRepo{}
 
 // Get reads the Team block with key id in one round trip.
-func (r teamRepo) Get(ctx context.Context, id string) (*Team, error) {
+func (r _teamRepo) Get(ctx context.Context, id string) (*Team, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Team block.
-func (r teamRepo) Create(ctx context.Context, team *Team) error {
+func (r _teamRepo) Create(ctx context.Context, team *Team) error {
 	return r.r.Create(ctx, team)
 }
 
 // Put creates the Team block or replaces it whole.
-func (r teamRepo) Put(ctx context.Context, team *Team) error {
+func (r _teamRepo) Put(ctx context.Context, team *Team) error {
 	return r.r.Put(ctx, team)
 }
 
 // Delete removes the Team block with key id and all its entries.
-func (r teamRepo) Delete(ctx context.Context, id string) error {
+func (r _teamRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetCaptain writes the captain entry of block id and nothing else.
-func (r teamRepo) SetCaptain(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetCaptain", id, runtime.Set(teamEntryCaptain, v))
+func (r _teamRepo) SetCaptain(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetCaptain", id, runtime.Set(_teamEntryCaptain, v))
 }
 
 // SetCoach writes the coach entry of block id and nothing else.
-func (r teamRepo) SetCoach(ctx context.Context, id string, v *string) error {
-	return r.r.Set(ctx, "SetCoach", id, runtime.Set(teamEntryCoach, v))
+func (r _teamRepo) SetCoach(ctx context.Context, id string, v *string) error {
+	return r.r.Set(ctx, "SetCoach", id, runtime.Set(_teamEntryCoach, v))
 }
 
 // SetMembers writes the members entry of block id and nothing else.
-func (r teamRepo) SetMembers(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetMembers", id, runtime.Set(teamEntryMembers, v))
+func (r _teamRepo) SetMembers(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetMembers", id, runtime.Set(_teamEntryMembers, v))
 }
 
 // SetMatches writes the matches entry of block id and nothing else.
-func (r teamRepo) SetMatches(ctx context.Context, id string, v []Match) error {
-	return r.r.Set(ctx, "SetMatches", id, runtime.Set(teamEntryMatches, v))
+func (r _teamRepo) SetMatches(ctx context.Context, id string, v []Match) error {
+	return r.r.Set(ctx, "SetMatches", id, runtime.Set(_teamEntryMatches, v))
 }
 
 // SetHome writes the home entry of block id and nothing else.
-func (r teamRepo) SetHome(ctx context.Context, id string, v Venue) error {
-	return r.r.Set(ctx, "SetHome", id, runtime.Set(teamEntryHome, v))
+func (r _teamRepo) SetHome(ctx context.Context, id string, v Venue) error {
+	return r.r.Set(ctx, "SetHome", id, runtime.Set(_teamEntryHome, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r teamRepo) Update(ctx context.Context, id string, u TeamUpdate) error {
-	return r.r.Update(ctx, "Update", id, teamChanges(u))
+func (r _teamRepo) Update(ctx context.Context, id string, u TeamUpdate) error {
+	return r.r.Update(ctx, "Update", id, _teamChanges(u))
 }
 
 // GetMany reads the Team blocks with the given keys in one round trip (an
 // application-side join: see the *TeamRefs functions).
-func (r teamRepo) GetMany(ctx context.Context, ids []string) (map[string]*Team, error) {
+func (r _teamRepo) GetMany(ctx context.Context, ids []string) (map[string]*Team, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Team repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r teamRepo) EnsureIndexes(ctx context.Context) error {
+func (r _teamRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Team aggregates in block-key order.
-func (r teamRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Team], error) {
+// List reads one page of Team aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _teamRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Team], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Team aggregate in block-key order.
-func (r teamRepo) All(ctx context.Context) iter.Seq2[*Team, error] {
+// All iterates over every Team aggregate, in the order of List.
+func (r _teamRepo) All(ctx context.Context) iter.Seq2[*Team, error] {
 	return r.r.All(ctx)
 }
 

@@ -16,15 +16,15 @@ import (
 // blocks in key order. Every write is one Lua script run, atomic on the node
 // that owns the block's hash slot.
 type TeamRedisRepository struct {
-	teamRepo
+	_teamRepo
 	store *redisstore.Store[Team, string]
 }
 
 // NewTeamRedisRepository returns the Team repository over rdb, a single-node
 // or a cluster client.
 func NewTeamRedisRepository(rdb redis.UniversalClient) *TeamRedisRepository {
-	s := redisstore.Open(rdb, teamDesc)
-	return &TeamRedisRepository{teamRepo{runtime.NewRepo(teamDesc, s)}, s}
+	s := redisstore.Open(rdb, _teamDesc)
+	return &TeamRedisRepository{_teamRepo{runtime.NewRepo(_teamDesc, s)}, s}
 }
 
 // Client returns the underlying client.

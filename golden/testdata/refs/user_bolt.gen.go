@@ -16,15 +16,15 @@ import (
 // with an empty value), then the entries name. Every method is one bbolt
 // transaction.
 type UserBoltRepository struct {
-	userRepo
+	_userRepo
 	store *boltstore.Store[User, string]
 }
 
 // NewUserBoltRepository returns the User repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewUserBoltRepository(db *bbolt.DB) *UserBoltRepository {
-	s := boltstore.Open(db, userDesc)
-	return &UserBoltRepository{userRepo{runtime.NewRepo(userDesc, s)}, s}
+	s := boltstore.Open(db, _userDesc)
+	return &UserBoltRepository{_userRepo{runtime.NewRepo(_userDesc, s)}, s}
 }
 
 // DB returns the underlying database.

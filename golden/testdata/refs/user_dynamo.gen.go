@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (name), in native attribute values.
 type UserDynamoRepository struct {
-	userRepo
+	_userRepo
 	store *dynamostore.Store[User, string]
 }
 
 // NewUserDynamoRepository returns the User repository over client's tables
 // (EnsureIndexes creates them).
 func NewUserDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *UserDynamoRepository {
-	s := dynamostore.Open(client, userDesc, opts...)
-	return &UserDynamoRepository{userRepo{runtime.NewRepo(userDesc, s)}, s}
+	s := dynamostore.Open(client, _userDesc, opts...)
+	return &UserDynamoRepository{_userRepo{runtime.NewRepo(_userDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

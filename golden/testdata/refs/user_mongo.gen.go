@@ -13,14 +13,14 @@ import (
 // document of collection "User" with the block key as _id and one top-level
 // field per entry (name).
 type UserMongoRepository struct {
-	userRepo
+	_userRepo
 	store *mongostore.Store[User, string]
 }
 
 // NewUserMongoRepository returns the User repository over db's collections.
 func NewUserMongoRepository(db *mongo.Database, opts ...mongostore.Option) *UserMongoRepository {
-	s := mongostore.Open(db, userDesc, opts...)
-	return &UserMongoRepository{userRepo{runtime.NewRepo(userDesc, s)}, s}
+	s := mongostore.Open(db, _userDesc, opts...)
+	return &UserMongoRepository{_userRepo{runtime.NewRepo(_userDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

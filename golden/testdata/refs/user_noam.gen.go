@@ -48,13 +48,16 @@ type UserRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of User aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of User aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*User], error)
 
-	// All iterates over every User aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every User aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*User, error]
 }
 
@@ -66,98 +69,101 @@ type UserUpdate struct {
 	Name *string
 }
 
-// userKeys encodes User block keys, order-preserving, for cursors and key-value stores.
-var userKeys = runtime.StringKeys[string]()
+// _userKeys encodes User block keys, order-preserving, for cursors and key-value stores.
+var _userKeys = runtime.StringKeys[string]()
 
 // The entries of a User block (NoAM layout: name), one accessor each.
 var (
-	userEntryName = runtime.NewField("name", "Name", func(user *User) *string {
+	_userEntryName = runtime.NewField("name", "Name", func(user *User) *string {
 		return &user.Name
 	})
 )
 
-// userDesc describes User to the store adapters: the same layout on every
+// _userDesc describes User to the store adapters: the same layout on every
 // store.
-var userDesc = (&runtime.Desc[User, string]{
+var _userDesc = (&runtime.Desc[User, string]{
 	Aggregate: "User",
-	Keys:      userKeys,
+	Keys:      _userKeys,
 	ID: func(user *User) *string {
 		return &user.ID
 	},
-	Fields: []*runtime.Field[User]{userEntryName},
+	Fields: []*runtime.Field[User]{_userEntryName},
 }).Init()
 
-// userChanges turns u into the entry changes it stands for (elements in index
+// _userChanges turns u into the entry changes it stands for (elements in index
 // order).
-func userChanges(u UserUpdate) runtime.Update[User] {
+func _userChanges(u UserUpdate) runtime.Update[User] {
 	var c runtime.Update[User]
 	if u.Name != nil {
-		c.Changes = append(c.Changes, runtime.Set(userEntryName, *u.Name))
+		c.Changes = append(c.Changes, runtime.Set(_userEntryName, *u.Name))
 	}
 	return c
 }
 
-// userRepo implements UserRepository on any store adapter: each method is a
+// _userRepo implements UserRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // UserBoltRepository, UserDynamoRepository, UserMongoRepository,
 // UserRedisRepository embed it.
-type userRepo struct {
+type _userRepo struct {
 	r runtime.Repo[User, string]
 }
 
-var _ UserRepository = userRepo{}
+var _ UserRepository = _userRepo{}
 
 // Get reads the User block with key id in one round trip.
-func (r userRepo) Get(ctx context.Context, id string) (*User, error) {
+func (r _userRepo) Get(ctx context.Context, id string) (*User, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new User block.
-func (r userRepo) Create(ctx context.Context, user *User) error {
+func (r _userRepo) Create(ctx context.Context, user *User) error {
 	return r.r.Create(ctx, user)
 }
 
 // Put creates the User block or replaces it whole.
-func (r userRepo) Put(ctx context.Context, user *User) error {
+func (r _userRepo) Put(ctx context.Context, user *User) error {
 	return r.r.Put(ctx, user)
 }
 
 // Delete removes the User block with key id and all its entries.
-func (r userRepo) Delete(ctx context.Context, id string) error {
+func (r _userRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetName writes the name entry of block id and nothing else.
-func (r userRepo) SetName(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetName", id, runtime.Set(userEntryName, v))
+func (r _userRepo) SetName(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetName", id, runtime.Set(_userEntryName, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r userRepo) Update(ctx context.Context, id string, u UserUpdate) error {
-	return r.r.Update(ctx, "Update", id, userChanges(u))
+func (r _userRepo) Update(ctx context.Context, id string, u UserUpdate) error {
+	return r.r.Update(ctx, "Update", id, _userChanges(u))
 }
 
 // GetMany reads the User blocks with the given keys in one round trip (an
 // application-side join: see the *UserRefs functions).
-func (r userRepo) GetMany(ctx context.Context, ids []string) (map[string]*User, error) {
+func (r _userRepo) GetMany(ctx context.Context, ids []string) (map[string]*User, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the User repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r userRepo) EnsureIndexes(ctx context.Context) error {
+func (r _userRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of User aggregates in block-key order.
-func (r userRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*User], error) {
+// List reads one page of User aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _userRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*User], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every User aggregate in block-key order.
-func (r userRepo) All(ctx context.Context) iter.Seq2[*User, error] {
+// All iterates over every User aggregate, in the order of List.
+func (r _userRepo) All(ctx context.Context) iter.Seq2[*User, error] {
 	return r.r.All(ctx)
 }
 

@@ -15,15 +15,15 @@ import (
 // sorted set "User:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot.
 type UserRedisRepository struct {
-	userRepo
+	_userRepo
 	store *redisstore.Store[User, string]
 }
 
 // NewUserRedisRepository returns the User repository over rdb, a single-node
 // or a cluster client.
 func NewUserRedisRepository(rdb redis.UniversalClient) *UserRedisRepository {
-	s := redisstore.Open(rdb, userDesc)
-	return &UserRedisRepository{userRepo{runtime.NewRepo(userDesc, s)}, s}
+	s := redisstore.Open(rdb, _userDesc)
+	return &UserRedisRepository{_userRepo{runtime.NewRepo(_userDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -14,15 +14,15 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (owner, balance, version), in native attribute values.
 type AccountDynamoRepository struct {
-	accountRepo
+	_accountRepo
 	store *dynamostore.Store[Account, string]
 }
 
 // NewAccountDynamoRepository returns the Account repository over client's
 // tables (EnsureIndexes creates them).
 func NewAccountDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *AccountDynamoRepository {
-	s := dynamostore.Open(client, accountDesc, opts...)
-	return &AccountDynamoRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := dynamostore.Open(client, _accountDesc, opts...)
+	return &AccountDynamoRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

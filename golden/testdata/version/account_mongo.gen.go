@@ -13,15 +13,15 @@ import (
 // is one document of collection "Account" with the block key as _id and one
 // top-level field per entry (owner, balance, version).
 type AccountMongoRepository struct {
-	accountRepo
+	_accountRepo
 	store *mongostore.Store[Account, string]
 }
 
 // NewAccountMongoRepository returns the Account repository over db's
 // collections.
 func NewAccountMongoRepository(db *mongo.Database, opts ...mongostore.Option) *AccountMongoRepository {
-	s := mongostore.Open(db, accountDesc, opts...)
-	return &AccountMongoRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := mongostore.Open(db, _accountDesc, opts...)
+	return &AccountMongoRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -25,10 +25,11 @@ type AccountRepository interface {
 	Create(ctx context.Context, account *Account) error
 
 	// Put creates the Account block or replaces it whole, with optimistic
-	// concurrency on version: when account.Version is 0 the block must not exist
-	// yet; otherwise the stored version must equal account.Version. Either way a
-	// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-	// stored version is one more than before and account.Version is set to it.
+	// concurrency on version: when account.Version is runtime.NotStored (0, the
+	// zero value) the block must not exist yet; otherwise the stored version must
+	// equal account.Version. Either way a mismatch fails with runtime.ErrConflict
+	// and changes nothing. On success the stored version is one more than before
+	// and account.Version is set to it.
 	Put(ctx context.Context, account *Account) error
 
 	// Delete removes the Account block with key id and all its entries. It fails
@@ -64,12 +65,15 @@ type AccountRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Account aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Account aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error)
 
-	// All iterates over every Account aggregate in block-key order. Iteration
+	// All iterates over every Account aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Account, error]
 }
@@ -82,123 +86,128 @@ type AccountUpdate struct {
 	Owner *string
 	// Balance, when set, writes the balance entry.
 	Balance *int64
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// accountKeys encodes Account block keys, order-preserving, for cursors and key-value stores.
-var accountKeys = runtime.StringKeys[string]()
+// _accountKeys encodes Account block keys, order-preserving, for cursors and key-value stores.
+var _accountKeys = runtime.StringKeys[string]()
 
 // The entries of a Account block (NoAM layout: owner, balance, version), one
 // accessor each.
 var (
-	accountEntryOwner = runtime.NewField("owner", "Owner", func(account *Account) *string {
+	_accountEntryOwner = runtime.NewField("owner", "Owner", func(account *Account) *string {
 		return &account.Owner
 	})
-	accountEntryBalance = runtime.NewField("balance", "Balance", func(account *Account) *int64 {
+	_accountEntryBalance = runtime.NewField("balance", "Balance", func(account *Account) *int64 {
 		return &account.Balance
 	})
-	accountEntryVersion = runtime.NewVersion("version", "Version", func(account *Account) *int64 {
+	_accountEntryVersion = runtime.NewVersion("version", "Version", func(account *Account) *int64 {
 		return &account.Version
 	})
 )
 
-// accountDesc describes Account to the store adapters: the same layout on
+// _accountDesc describes Account to the store adapters: the same layout on
 // every store.
-var accountDesc = (&runtime.Desc[Account, string]{
+var _accountDesc = (&runtime.Desc[Account, string]{
 	Aggregate: "Account",
-	Keys:      accountKeys,
+	Keys:      _accountKeys,
 	ID: func(account *Account) *string {
 		return &account.ID
 	},
-	Fields:  []*runtime.Field[Account]{accountEntryOwner, accountEntryBalance},
-	Version: accountEntryVersion,
+	Fields:  []*runtime.Field[Account]{_accountEntryOwner, _accountEntryBalance},
+	Version: _accountEntryVersion,
 }).Init()
 
-// accountChanges turns u into the entry changes it stands for (elements in
+// _accountChanges turns u into the entry changes it stands for (elements in
 // index order).
-func accountChanges(u AccountUpdate) runtime.Update[Account] {
+func _accountChanges(u AccountUpdate) runtime.Update[Account] {
 	var c runtime.Update[Account]
 	c.IfVersion = u.IfVersion
 	if u.Owner != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryOwner, *u.Owner))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryOwner, *u.Owner))
 	}
 	if u.Balance != nil {
-		c.Changes = append(c.Changes, runtime.Set(accountEntryBalance, *u.Balance))
+		c.Changes = append(c.Changes, runtime.Set(_accountEntryBalance, *u.Balance))
 	}
 	return c
 }
 
-// accountRepo implements AccountRepository on any store adapter: each method
+// _accountRepo implements AccountRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. AccountBoltRepository, AccountDynamoRepository,
 // AccountMongoRepository, AccountRedisRepository embed it.
-type accountRepo struct {
+type _accountRepo struct {
 	r runtime.Repo[Account, string]
 }
 
-var _ AccountRepository = accountRepo{}
+var _ AccountRepository = _accountRepo{}
 
 // Get reads the Account block with key id in one round trip.
-func (r accountRepo) Get(ctx context.Context, id string) (*Account, error) {
+func (r _accountRepo) Get(ctx context.Context, id string) (*Account, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Account block.
-func (r accountRepo) Create(ctx context.Context, account *Account) error {
+func (r _accountRepo) Create(ctx context.Context, account *Account) error {
 	return r.r.Create(ctx, account)
 }
 
 // Put creates the Account block or replaces it whole, with optimistic
-// concurrency on version: when account.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal account.Version.
-func (r accountRepo) Put(ctx context.Context, account *Account) error {
+// concurrency on version: when account.Version is runtime.NotStored (0, the
+// zero value) the block must not exist yet; otherwise the stored version must
+// equal account.Version.
+func (r _accountRepo) Put(ctx context.Context, account *Account) error {
 	return r.r.Put(ctx, account)
 }
 
 // Delete removes the Account block with key id and all its entries.
-func (r accountRepo) Delete(ctx context.Context, id string) error {
+func (r _accountRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetOwner writes the owner entry of block id and nothing else.
-func (r accountRepo) SetOwner(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetOwner", id, runtime.Set(accountEntryOwner, v))
+func (r _accountRepo) SetOwner(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetOwner", id, runtime.Set(_accountEntryOwner, v))
 }
 
 // SetBalance writes the balance entry of block id and nothing else.
-func (r accountRepo) SetBalance(ctx context.Context, id string, v int64) error {
-	return r.r.Set(ctx, "SetBalance", id, runtime.Set(accountEntryBalance, v))
+func (r _accountRepo) SetBalance(ctx context.Context, id string, v int64) error {
+	return r.r.Set(ctx, "SetBalance", id, runtime.Set(_accountEntryBalance, v))
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r accountRepo) Update(ctx context.Context, id string, u AccountUpdate) error {
-	return r.r.Update(ctx, "Update", id, accountChanges(u))
+func (r _accountRepo) Update(ctx context.Context, id string, u AccountUpdate) error {
+	return r.r.Update(ctx, "Update", id, _accountChanges(u))
 }
 
 // GetMany reads the Account blocks with the given keys in one round trip (an
 // application-side join: see the *AccountRefs functions).
-func (r accountRepo) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
+func (r _accountRepo) GetMany(ctx context.Context, ids []string) (map[string]*Account, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Account repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r accountRepo) EnsureIndexes(ctx context.Context) error {
+func (r _accountRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Account aggregates in block-key order.
-func (r accountRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error) {
+// List reads one page of Account aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _accountRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Account aggregate in block-key order.
-func (r accountRepo) All(ctx context.Context) iter.Seq2[*Account, error] {
+// All iterates over every Account aggregate, in the order of List.
+func (r _accountRepo) All(ctx context.Context) iter.Seq2[*Account, error] {
 	return r.r.All(ctx)
 }
 

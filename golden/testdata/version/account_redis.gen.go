@@ -16,15 +16,15 @@ import (
 // blocks in key order. Every write is one Lua script run, atomic on the node
 // that owns the block's hash slot.
 type AccountRedisRepository struct {
-	accountRepo
+	_accountRepo
 	store *redisstore.Store[Account, string]
 }
 
 // NewAccountRedisRepository returns the Account repository over rdb, a
 // single-node or a cluster client.
 func NewAccountRedisRepository(rdb redis.UniversalClient) *AccountRedisRepository {
-	s := redisstore.Open(rdb, accountDesc)
-	return &AccountRedisRepository{accountRepo{runtime.NewRepo(accountDesc, s)}, s}
+	s := redisstore.Open(rdb, _accountDesc)
+	return &AccountRedisRepository{_accountRepo{runtime.NewRepo(_accountDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -16,15 +16,15 @@ import (
 // entry, then the entries lines (the element count), lines[i], rev. Every
 // method is one bbolt transaction.
 type LedgerBoltRepository struct {
-	ledgerRepo
+	_ledgerRepo
 	store *boltstore.Store[Ledger, string]
 }
 
 // NewLedgerBoltRepository returns the Ledger repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewLedgerBoltRepository(db *bbolt.DB) *LedgerBoltRepository {
-	s := boltstore.Open(db, ledgerDesc)
-	return &LedgerBoltRepository{ledgerRepo{runtime.NewRepo(ledgerDesc, s)}, s}
+	s := boltstore.Open(db, _ledgerDesc)
+	return &LedgerBoltRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s)}, s}
 }
 
 // DB returns the underlying database.

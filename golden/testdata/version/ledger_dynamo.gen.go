@@ -17,15 +17,15 @@ import (
 // attributes written element by element (SET of one index; an append is one
 // request that sends only the new element).
 type LedgerDynamoRepository struct {
-	ledgerRepo
+	_ledgerRepo
 	store *dynamostore.Store[Ledger, string]
 }
 
 // NewLedgerDynamoRepository returns the Ledger repository over client's tables
 // (EnsureIndexes creates them).
 func NewLedgerDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *LedgerDynamoRepository {
-	s := dynamostore.Open(client, ledgerDesc, opts...)
-	return &LedgerDynamoRepository{ledgerRepo{runtime.NewRepo(ledgerDesc, s)}, s}
+	s := dynamostore.Open(client, _ledgerDesc, opts...)
+	return &LedgerDynamoRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -15,15 +15,15 @@ import (
 // arrays written element by element ($push, $set of one index), their lengths
 // kept in _len.
 type LedgerMongoRepository struct {
-	ledgerRepo
+	_ledgerRepo
 	store *mongostore.Store[Ledger, string]
 }
 
 // NewLedgerMongoRepository returns the Ledger repository over db's
 // collections.
 func NewLedgerMongoRepository(db *mongo.Database, opts ...mongostore.Option) *LedgerMongoRepository {
-	s := mongostore.Open(db, ledgerDesc, opts...)
-	return &LedgerMongoRepository{ledgerRepo{runtime.NewRepo(ledgerDesc, s)}, s}
+	s := mongostore.Open(db, _ledgerDesc, opts...)
+	return &LedgerMongoRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -27,10 +27,11 @@ type LedgerRepository interface {
 	Create(ctx context.Context, ledger *Ledger) error
 
 	// Put creates the Ledger block or replaces it whole, with optimistic
-	// concurrency on rev: when ledger.Rev is 0 the block must not exist yet;
-	// otherwise the stored rev must equal ledger.Rev. Either way a mismatch fails
-	// with runtime.ErrConflict and changes nothing. On success the stored rev is
-	// one more than before and ledger.Rev is set to it.
+	// concurrency on rev: when ledger.Rev is runtime.NotStored (0, the zero value)
+	// the block must not exist yet; otherwise the stored rev must equal
+	// ledger.Rev. Either way a mismatch fails with runtime.ErrConflict and changes
+	// nothing. On success the stored rev is one more than before and ledger.Rev is
+	// set to it.
 	Put(ctx context.Context, ledger *Ledger) error
 
 	// Delete removes the Ledger block with key id and all its entries. It fails
@@ -73,13 +74,16 @@ type LedgerRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Ledger aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Ledger aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ledger], error)
 
-	// All iterates over every Ledger aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Ledger aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Ledger, error]
 }
 
@@ -93,151 +97,156 @@ type LedgerUpdate struct {
 	// LinesAt replaces elements of lines by index (entries lines[i]); every index
 	// must exist.
 	LinesAt map[int]Line
-	// IfVersion, when not 0, makes the update apply only while the stored rev
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored rev equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// ledgerKeys encodes Ledger block keys, order-preserving, for cursors and key-value stores.
-var ledgerKeys = runtime.StringKeys[string]()
+// _ledgerKeys encodes Ledger block keys, order-preserving, for cursors and key-value stores.
+var _ledgerKeys = runtime.StringKeys[string]()
 
-// ledgerRoot is the value of the root entry of a Ledger block (strategy eao):
+// _ledgerRoot is the value of the root entry of a Ledger block (strategy eao):
 // every field but the id, the version and the partitioned ones.
-type ledgerRoot struct {
+type _ledgerRoot struct {
 	Name string `bson:"name"`
 }
 
-// ledgerEntryRoot is the root entry ε of a Ledger block.
-var ledgerEntryRoot = runtime.NewRoot([]string{"name"}, func(ledger *Ledger) ledgerRoot {
-	return ledgerRoot{
+// _ledgerEntryRoot is the root entry ε of a Ledger block.
+var _ledgerEntryRoot = runtime.NewRoot([]string{"name"}, func(ledger *Ledger) _ledgerRoot {
+	return _ledgerRoot{
 		Name: ledger.Name,
 	}
-}, func(ledger *Ledger, root ledgerRoot) {
+}, func(ledger *Ledger, root _ledgerRoot) {
 	ledger.Name = root.Name
 })
 
 // The entries of a Ledger block (NoAM layout: ε (the root entry), lines[i],
 // rev), one accessor each.
 var (
-	ledgerEntryName = runtime.NewField("name", "Name", func(ledger *Ledger) *string {
+	_ledgerEntryName = runtime.NewField("name", "Name", func(ledger *Ledger) *string {
 		return &ledger.Name
 	})
-	ledgerEntryLines = runtime.NewPartition("lines", "Lines", func(ledger *Ledger) *[]Line {
+	_ledgerEntryLines = runtime.NewPartition("lines", "Lines", func(ledger *Ledger) *[]Line {
 		return &ledger.Lines
 	})
-	ledgerEntryRev = runtime.NewVersion("rev", "Rev", func(ledger *Ledger) *int64 {
+	_ledgerEntryRev = runtime.NewVersion("rev", "Rev", func(ledger *Ledger) *int64 {
 		return &ledger.Rev
 	})
 )
 
-// ledgerDesc describes Ledger to the store adapters: the same layout on every
+// _ledgerDesc describes Ledger to the store adapters: the same layout on every
 // store.
-var ledgerDesc = (&runtime.Desc[Ledger, string]{
+var _ledgerDesc = (&runtime.Desc[Ledger, string]{
 	Aggregate: "Ledger",
-	Keys:      ledgerKeys,
+	Keys:      _ledgerKeys,
 	ID: func(ledger *Ledger) *string {
 		return &ledger.ID
 	},
 	EAO:     true,
-	Root:    ledgerEntryRoot,
-	Fields:  []*runtime.Field[Ledger]{ledgerEntryName, ledgerEntryLines},
-	Version: ledgerEntryRev,
+	Root:    _ledgerEntryRoot,
+	Fields:  []*runtime.Field[Ledger]{_ledgerEntryName, _ledgerEntryLines},
+	Version: _ledgerEntryRev,
 }).Init()
 
-// ledgerChanges turns u into the entry changes it stands for (elements in
+// _ledgerChanges turns u into the entry changes it stands for (elements in
 // index order).
-func ledgerChanges(u LedgerUpdate) runtime.Update[Ledger] {
+func _ledgerChanges(u LedgerUpdate) runtime.Update[Ledger] {
 	var c runtime.Update[Ledger]
 	c.IfVersion = u.IfVersion
 	if u.Root != nil {
-		c.Changes = append(c.Changes, runtime.Set(ledgerEntryRoot, ledgerRoot{
+		c.Changes = append(c.Changes, runtime.Set(_ledgerEntryRoot, _ledgerRoot{
 			Name: u.Root.Name,
 		}))
 	}
 	if len(u.LinesAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.LinesAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(ledgerEntryLines, i, u.LinesAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_ledgerEntryLines, i, u.LinesAt[i]))
 		}
 	}
 	return c
 }
 
-// ledgerRepo implements LedgerRepository on any store adapter: each method is
+// _ledgerRepo implements LedgerRepository on any store adapter: each method is
 // a typed call into runtime.Repo, which holds the descriptor and the adapter.
 // LedgerBoltRepository, LedgerDynamoRepository, LedgerMongoRepository,
 // LedgerRedisRepository embed it.
-type ledgerRepo struct {
+type _ledgerRepo struct {
 	r runtime.Repo[Ledger, string]
 }
 
-var _ LedgerRepository = ledgerRepo{}
+var _ LedgerRepository = _ledgerRepo{}
 
 // Get reads the Ledger block with key id in one round trip.
-func (r ledgerRepo) Get(ctx context.Context, id string) (*Ledger, error) {
+func (r _ledgerRepo) Get(ctx context.Context, id string) (*Ledger, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Ledger block.
-func (r ledgerRepo) Create(ctx context.Context, ledger *Ledger) error {
+func (r _ledgerRepo) Create(ctx context.Context, ledger *Ledger) error {
 	return r.r.Create(ctx, ledger)
 }
 
 // Put creates the Ledger block or replaces it whole, with optimistic
-// concurrency on rev: when ledger.Rev is 0 the block must not exist yet;
-// otherwise the stored rev must equal ledger.Rev.
-func (r ledgerRepo) Put(ctx context.Context, ledger *Ledger) error {
+// concurrency on rev: when ledger.Rev is runtime.NotStored (0, the zero value)
+// the block must not exist yet; otherwise the stored rev must equal
+// ledger.Rev.
+func (r _ledgerRepo) Put(ctx context.Context, ledger *Ledger) error {
 	return r.r.Put(ctx, ledger)
 }
 
 // Delete removes the Ledger block with key id and all its entries.
-func (r ledgerRepo) Delete(ctx context.Context, id string) error {
+func (r _ledgerRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendLines adds e as the last element of lines and returns its index: one
 // new entry lines[i] is written, the other elements are not sent.
-func (r ledgerRepo) AppendLines(ctx context.Context, id string, e Line) (int, error) {
-	return r.r.Append(ctx, "AppendLines", id, ledgerEntryLines, e)
+func (r _ledgerRepo) AppendLines(ctx context.Context, id string, e Line) (int, error) {
+	return r.r.Append(ctx, "AppendLines", id, _ledgerEntryLines, e)
 }
 
 // SetLinesAt replaces the entry lines[i] and nothing else.
-func (r ledgerRepo) SetLinesAt(ctx context.Context, id string, i int, e Line) error {
-	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(ledgerEntryLines, i, e))
+func (r _ledgerRepo) SetLinesAt(ctx context.Context, id string, i int, e Line) error {
+	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_ledgerEntryLines, i, e))
 }
 
 // ListLines reads one page of the elements of lines in index order, without
 // reading the rest of the block.
-func (r ledgerRepo) ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Line], error) {
-	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, ledgerEntryLines, req)
+func (r _ledgerRepo) ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Line], error) {
+	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, _ledgerEntryLines, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r ledgerRepo) Update(ctx context.Context, id string, u LedgerUpdate) error {
-	return r.r.Update(ctx, "Update", id, ledgerChanges(u))
+func (r _ledgerRepo) Update(ctx context.Context, id string, u LedgerUpdate) error {
+	return r.r.Update(ctx, "Update", id, _ledgerChanges(u))
 }
 
 // GetMany reads the Ledger blocks with the given keys in one round trip (an
 // application-side join: see the *LedgerRefs functions).
-func (r ledgerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Ledger, error) {
+func (r _ledgerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Ledger, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Ledger repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r ledgerRepo) EnsureIndexes(ctx context.Context) error {
+func (r _ledgerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Ledger aggregates in block-key order.
-func (r ledgerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ledger], error) {
+// List reads one page of Ledger aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _ledgerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ledger], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Ledger aggregate in block-key order.
-func (r ledgerRepo) All(ctx context.Context) iter.Seq2[*Ledger, error] {
+// All iterates over every Ledger aggregate, in the order of List.
+func (r _ledgerRepo) All(ctx context.Context) iter.Seq2[*Ledger, error] {
 	return r.r.All(ctx)
 }
 

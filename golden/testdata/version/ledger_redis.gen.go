@@ -16,15 +16,15 @@ import (
 // "Ledger:blocks" lists the blocks in key order. Every write is one Lua script
 // run, atomic on the node that owns the block's hash slot.
 type LedgerRedisRepository struct {
-	ledgerRepo
+	_ledgerRepo
 	store *redisstore.Store[Ledger, string]
 }
 
 // NewLedgerRedisRepository returns the Ledger repository over rdb, a
 // single-node or a cluster client.
 func NewLedgerRedisRepository(rdb redis.UniversalClient) *LedgerRedisRepository {
-	s := redisstore.Open(rdb, ledgerDesc)
-	return &LedgerRedisRepository{ledgerRepo{runtime.NewRepo(ledgerDesc, s)}, s}
+	s := redisstore.Open(rdb, _ledgerDesc)
+	return &LedgerRedisRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -17,15 +17,15 @@ import (
 // buckets "Card.labels", written in the transaction of every write that
 // changes their values.
 type CardBoltRepository struct {
-	cardRepo
+	_cardRepo
 	store *boltstore.Store[Card, int32]
 }
 
 // NewCardBoltRepository returns the Card repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewCardBoltRepository(db *bbolt.DB) *CardBoltRepository {
-	s := boltstore.Open(db, cardDesc)
-	return &CardBoltRepository{cardRepo{runtime.NewRepo(cardDesc, s)}, s}
+	s := boltstore.Open(db, _cardDesc)
+	return &CardBoltRepository{_cardRepo{runtime.NewRepo(_cardDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -17,15 +17,15 @@ import (
 // key p: the lookup's name, sort key k: the value), kept right by the lookup
 // protocol of runtime/dynamostore (hidden attributes _seq and _inc).
 type CardDynamoRepository struct {
-	cardRepo
+	_cardRepo
 	store *dynamostore.Store[Card, int32]
 }
 
 // NewCardDynamoRepository returns the Card repository over client's tables
 // (EnsureIndexes creates them).
 func NewCardDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *CardDynamoRepository {
-	s := dynamostore.Open(client, cardDesc, opts...)
-	return &CardDynamoRepository{cardRepo{runtime.NewRepo(cardDesc, s)}, s}
+	s := dynamostore.Open(client, _cardDesc, opts...)
+	return &CardDynamoRepository{_cardRepo{runtime.NewRepo(_cardDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -16,14 +16,14 @@ import (
 // Options: mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
 type CardMongoRepository struct {
-	cardRepo
+	_cardRepo
 	store *mongostore.Store[Card, int32]
 }
 
 // NewCardMongoRepository returns the Card repository over db's collections.
 func NewCardMongoRepository(db *mongo.Database, opts ...mongostore.Option) *CardMongoRepository {
-	s := mongostore.Open(db, cardDesc, opts...)
-	return &CardMongoRepository{cardRepo{runtime.NewRepo(cardDesc, s)}, s}
+	s := mongostore.Open(db, _cardDesc, opts...)
+	return &CardMongoRepository{_cardRepo{runtime.NewRepo(_cardDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

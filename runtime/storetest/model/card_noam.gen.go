@@ -53,23 +53,26 @@ type CardRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Card aggregates in block-key order. Pass the returned
-	// Next as req.Cursor to read the following page; Next is empty after the last
-	// page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Card aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Card], error)
 
-	// All iterates over every Card aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Card aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Card, error]
 }
 
-// cardKeys encodes Card block keys, order-preserving, for cursors and key-value stores.
-var cardKeys = runtime.IntKeys[int32]()
+// _cardKeys encodes Card block keys, order-preserving, for cursors and key-value stores.
+var _cardKeys = runtime.IntKeys[int32]()
 
-// cardLabelsKeys returns the values of lookup Card.labels held by card, each
+// _cardLabelsKeys returns the values of lookup Card.labels held by card, each
 // encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func cardLabelsKeys(card *Card) [][]byte {
+func _cardLabelsKeys(card *Card) [][]byte {
 	var keys [][]byte
 	for _, x0 := range card.Labels {
 		keys = append(keys, runtime.AppendString(nil, x0))
@@ -77,24 +80,24 @@ func cardLabelsKeys(card *Card) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// cardRoot is the value of the root entry of a Card block (strategy eao):
+// _cardRoot is the value of the root entry of a Card block (strategy eao):
 // every field but the id, the version and the partitioned ones.
-type cardRoot struct {
+type _cardRoot struct {
 	Title  string           `bson:"title"`
 	Labels []string         `bson:"labels"`
 	Props  map[string][]int `bson:"props"`
 	Parent *Ref             `bson:"parent"`
 }
 
-// cardEntryRoot is the root entry ε of a Card block.
-var cardEntryRoot = runtime.NewRoot([]string{"title", "labels", "props", "parent"}, func(card *Card) cardRoot {
-	return cardRoot{
+// _cardEntryRoot is the root entry ε of a Card block.
+var _cardEntryRoot = runtime.NewRoot([]string{"title", "labels", "props", "parent"}, func(card *Card) _cardRoot {
+	return _cardRoot{
 		Title:  card.Title,
 		Labels: card.Labels,
 		Props:  card.Props,
 		Parent: card.Parent,
 	}
-}, func(card *Card, root cardRoot) {
+}, func(card *Card, root _cardRoot) {
 	card.Title = root.Title
 	card.Labels = root.Labels
 	card.Props = root.Props
@@ -104,102 +107,105 @@ var cardEntryRoot = runtime.NewRoot([]string{"title", "labels", "props", "parent
 // The entries of a Card block (NoAM layout: ε (the root entry)), one accessor
 // each.
 var (
-	cardEntryTitle = runtime.NewField("title", "Title", func(card *Card) *string {
+	_cardEntryTitle = runtime.NewField("title", "Title", func(card *Card) *string {
 		return &card.Title
 	})
-	cardEntryLabels = runtime.NewField("labels", "Labels", func(card *Card) *[]string {
+	_cardEntryLabels = runtime.NewField("labels", "Labels", func(card *Card) *[]string {
 		return &card.Labels
 	})
-	cardEntryProps = runtime.NewField("props", "Props", func(card *Card) *map[string][]int {
+	_cardEntryProps = runtime.NewField("props", "Props", func(card *Card) *map[string][]int {
 		return &card.Props
 	})
-	cardEntryParent = runtime.NewField("parent", "Parent", func(card *Card) **Ref {
+	_cardEntryParent = runtime.NewField("parent", "Parent", func(card *Card) **Ref {
 		return &card.Parent
 	})
 )
 
 // The lookups of Card.
 var (
-	cardLookupLabels = &runtime.Lookup[Card]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: cardLabelsKeys, Paths: []runtime.LookupPath{{Path: "labels", Kind: runtime.PartString, Multi: true}}}
+	_cardLookupLabels = &runtime.Lookup[Card]{Name: "labels", Parts: 1, Fields: []string{"labels"}, Keys: _cardLabelsKeys, Paths: []runtime.LookupPath{{Path: "labels", Kind: runtime.PartString, Multi: true}}}
 )
 
-// cardDesc describes Card to the store adapters: the same layout on every
+// _cardDesc describes Card to the store adapters: the same layout on every
 // store.
-var cardDesc = (&runtime.Desc[Card, int32]{
+var _cardDesc = (&runtime.Desc[Card, int32]{
 	Aggregate: "Card",
-	Keys:      cardKeys,
+	Keys:      _cardKeys,
 	ID: func(card *Card) *int32 {
 		return &card.ID
 	},
 	EAO:     true,
-	Root:    cardEntryRoot,
-	Fields:  []*runtime.Field[Card]{cardEntryTitle, cardEntryLabels, cardEntryProps, cardEntryParent},
-	Lookups: []*runtime.Lookup[Card]{cardLookupLabels},
+	Root:    _cardEntryRoot,
+	Fields:  []*runtime.Field[Card]{_cardEntryTitle, _cardEntryLabels, _cardEntryProps, _cardEntryParent},
+	Lookups: []*runtime.Lookup[Card]{_cardLookupLabels},
 }).Init()
 
-// cardRepo implements CardRepository on any store adapter: each method is a
+// _cardRepo implements CardRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // CardBoltRepository, CardDynamoRepository, CardMongoRepository,
 // CardRedisRepository embed it.
-type cardRepo struct {
+type _cardRepo struct {
 	r runtime.Repo[Card, int32]
 }
 
-var _ CardRepository = cardRepo{}
+var _ CardRepository = _cardRepo{}
 
 // Get reads the Card block with key id in one round trip.
-func (r cardRepo) Get(ctx context.Context, id int32) (*Card, error) {
+func (r _cardRepo) Get(ctx context.Context, id int32) (*Card, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Card block.
-func (r cardRepo) Create(ctx context.Context, card *Card) error {
+func (r _cardRepo) Create(ctx context.Context, card *Card) error {
 	return r.r.Create(ctx, card)
 }
 
 // Put creates the Card block or replaces it whole.
-func (r cardRepo) Put(ctx context.Context, card *Card) error {
+func (r _cardRepo) Put(ctx context.Context, card *Card) error {
 	return r.r.Put(ctx, card)
 }
 
 // Delete removes the Card block with key id and all its entries.
-func (r cardRepo) Delete(ctx context.Context, id int32) error {
+func (r _cardRepo) Delete(ctx context.Context, id int32) error {
 	return r.r.Delete(ctx, id)
 }
 
 // GetMany reads the Card blocks with the given keys in one round trip (an
 // application-side join: see the *CardRefs functions).
-func (r cardRepo) GetMany(ctx context.Context, ids []int32) (map[int32]*Card, error) {
+func (r _cardRepo) GetMany(ctx context.Context, ids []int32) (map[int32]*Card, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByLabels reads one page of the Card aggregates that hold v in labels[],
 // in block-key order, through the lookup Card.labels (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r cardRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error) {
-	return r.r.ListBy(ctx, "ListByLabels", cardLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _cardRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error) {
+	return r.r.ListBy(ctx, "ListByLabels", _cardLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Card from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r cardRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _cardRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Card repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r cardRepo) EnsureIndexes(ctx context.Context) error {
+func (r _cardRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Card aggregates in block-key order.
-func (r cardRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Card], error) {
+// List reads one page of Card aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _cardRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Card], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Card aggregate in block-key order.
-func (r cardRepo) All(ctx context.Context) iter.Seq2[*Card, error] {
+// All iterates over every Card aggregate, in the order of List.
+func (r _cardRepo) All(ctx context.Context) iter.Seq2[*Card, error] {
 	return r.r.All(ctx)
 }
 

@@ -19,15 +19,15 @@ import (
 // key), changed in the script of the block's write on a single node and by the
 // lookup protocol of runtime/redisstore on a cluster.
 type CardRedisRepository struct {
-	cardRepo
+	_cardRepo
 	store *redisstore.Store[Card, int32]
 }
 
 // NewCardRedisRepository returns the Card repository over rdb, a single-node
 // or a cluster client.
 func NewCardRedisRepository(rdb redis.UniversalClient) *CardRedisRepository {
-	s := redisstore.Open(rdb, cardDesc)
-	return &CardRedisRepository{cardRepo{runtime.NewRepo(cardDesc, s)}, s}
+	s := redisstore.Open(rdb, _cardDesc)
+	return &CardRedisRepository{_cardRepo{runtime.NewRepo(_cardDesc, s)}, s}
 }
 
 // Client returns the underlying client.

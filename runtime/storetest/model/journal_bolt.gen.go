@@ -20,15 +20,15 @@ import (
 // their values. Block keys are allocated from counters in the bucket
 // "noam.counters".
 type JournalBoltRepository struct {
-	journalRepo
+	_journalRepo
 	store *boltstore.Store[Journal, JournalID]
 }
 
 // NewJournalBoltRepository returns the Journal repository over db; the first
 // write creates the buckets it uses (EnsureIndexes creates them up front).
 func NewJournalBoltRepository(db *bbolt.DB) *JournalBoltRepository {
-	s := boltstore.Open(db, journalDesc)
-	return &JournalBoltRepository{journalRepo{runtime.NewRepo(journalDesc, s)}, s}
+	s := boltstore.Open(db, _journalDesc)
+	return &JournalBoltRepository{_journalRepo{runtime.NewRepo(_journalDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -22,15 +22,15 @@ import (
 // attributes _seq and _inc). Block keys are allocated from counters in the
 // table "noam_counters".
 type JournalDynamoRepository struct {
-	journalRepo
+	_journalRepo
 	store *dynamostore.Store[Journal, JournalID]
 }
 
 // NewJournalDynamoRepository returns the Journal repository over client's
 // tables (EnsureIndexes creates them).
 func NewJournalDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *JournalDynamoRepository {
-	s := dynamostore.Open(client, journalDesc, opts...)
-	return &JournalDynamoRepository{journalRepo{runtime.NewRepo(journalDesc, s)}, s}
+	s := dynamostore.Open(client, _journalDesc, opts...)
+	return &JournalDynamoRepository{_journalRepo{runtime.NewRepo(_journalDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

@@ -19,15 +19,15 @@ import (
 // every lookup in an index table, mongostore.UniqueTables() the unique ones.
 // Block keys are allocated from counters in the collection "noam_counters".
 type JournalMongoRepository struct {
-	journalRepo
+	_journalRepo
 	store *mongostore.Store[Journal, JournalID]
 }
 
 // NewJournalMongoRepository returns the Journal repository over db's
 // collections.
 func NewJournalMongoRepository(db *mongo.Database, opts ...mongostore.Option) *JournalMongoRepository {
-	s := mongostore.Open(db, journalDesc, opts...)
-	return &JournalMongoRepository{journalRepo{runtime.NewRepo(journalDesc, s)}, s}
+	s := mongostore.Open(db, _journalDesc, opts...)
+	return &JournalMongoRepository{_journalRepo{runtime.NewRepo(_journalDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -29,12 +29,12 @@ type JournalRepository interface {
 	Create(ctx context.Context, journal *Journal) error
 
 	// Put creates the Journal block or replaces it whole, with optimistic
-	// concurrency on version: when journal.Version is 0 the block must not exist
-	// yet; otherwise the stored version must equal journal.Version. Either way a
-	// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-	// stored version is one more than before and journal.Version is set to it.
-	// When journal.ID is 0, Put allocates it from the collection's counter
-	// (skipping ids in use) and sets it.
+	// concurrency on version: when journal.Version is runtime.NotStored (0, the
+	// zero value) the block must not exist yet; otherwise the stored version must
+	// equal journal.Version. Either way a mismatch fails with runtime.ErrConflict
+	// and changes nothing. On success the stored version is one more than before
+	// and journal.Version is set to it. When journal.ID is 0, Put allocates it
+	// from the collection's counter (skipping ids in use) and sets it.
 	Put(ctx context.Context, journal *Journal) error
 
 	// Delete removes the Journal block with key id and all its entries. It fails
@@ -115,12 +115,15 @@ type JournalRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Journal aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Journal aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
-	// All iterates over every Journal aggregate in block-key order. Iteration
+	// All iterates over every Journal aggregate, in the order of List. Iteration
 	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Journal, error]
 }
@@ -138,27 +141,28 @@ type JournalUpdate struct {
 	// NotesAt replaces elements of notes by index (entries notes[i]); every index
 	// must exist.
 	NotesAt map[int]string
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// journalKeys encodes Journal block keys, order-preserving, for cursors and key-value stores.
-var journalKeys = runtime.IntKeys[JournalID]()
+// _journalKeys encodes Journal block keys, order-preserving, for cursors and key-value stores.
+var _journalKeys = runtime.IntKeys[JournalID]()
 
-// journalOwnerKeys returns the values of lookup Journal.owner held by journal,
-// each encoded with the key codec (without the block key).
-func journalOwnerKeys(journal *Journal) [][]byte {
+// _journalOwnerKeys returns the values of lookup Journal.owner held by
+// journal, each encoded with the key codec (without the block key).
+func _journalOwnerKeys(journal *Journal) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, journal.Owner))
 	return keys
 }
 
-// journalLinesKindKeys returns the values of lookup Journal.linesKind held by
+// _journalLinesKindKeys returns the values of lookup Journal.linesKind held by
 // journal, each encoded with the key codec (without the block key), sorted and
 // without duplicates.
-func journalLinesKindKeys(journal *Journal) [][]byte {
+func _journalLinesKindKeys(journal *Journal) [][]byte {
 	var keys [][]byte
 	for _, x0 := range journal.Lines {
 		keys = append(keys, runtime.AppendString(nil, x0.Kind))
@@ -166,22 +170,22 @@ func journalLinesKindKeys(journal *Journal) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// journalRoot is the value of the root entry of a Journal block (strategy
+// _journalRoot is the value of the root entry of a Journal block (strategy
 // eao): every field but the id, the version and the partitioned ones.
-type journalRoot struct {
+type _journalRoot struct {
 	Owner  string    `bson:"owner"`
 	Title  string    `bson:"title"`
 	Opened time.Time `bson:"opened"`
 }
 
-// journalEntryRoot is the root entry ε of a Journal block.
-var journalEntryRoot = runtime.NewRoot([]string{"owner", "title", "opened"}, func(journal *Journal) journalRoot {
-	return journalRoot{
+// _journalEntryRoot is the root entry ε of a Journal block.
+var _journalEntryRoot = runtime.NewRoot([]string{"owner", "title", "opened"}, func(journal *Journal) _journalRoot {
+	return _journalRoot{
 		Owner:  journal.Owner,
 		Title:  journal.Title,
 		Opened: journal.Opened,
 	}
-}, func(journal *Journal, root journalRoot) {
+}, func(journal *Journal, root _journalRoot) {
 	journal.Owner = root.Owner
 	journal.Title = root.Title
 	journal.Opened = root.Opened
@@ -190,45 +194,45 @@ var journalEntryRoot = runtime.NewRoot([]string{"owner", "title", "opened"}, fun
 // The entries of a Journal block (NoAM layout: ε (the root entry), lines[i],
 // notes[i], version), one accessor each.
 var (
-	journalEntryOwner = runtime.NewField("owner", "Owner", func(journal *Journal) *string {
+	_journalEntryOwner = runtime.NewField("owner", "Owner", func(journal *Journal) *string {
 		return &journal.Owner
 	})
-	journalEntryTitle = runtime.NewField("title", "Title", func(journal *Journal) *string {
+	_journalEntryTitle = runtime.NewField("title", "Title", func(journal *Journal) *string {
 		return &journal.Title
 	})
-	journalEntryOpened = runtime.NewField("opened", "Opened", func(journal *Journal) *time.Time {
+	_journalEntryOpened = runtime.NewField("opened", "Opened", func(journal *Journal) *time.Time {
 		return &journal.Opened
 	})
-	journalEntryLines = runtime.NewPartition("lines", "Lines", func(journal *Journal) *[]Line {
+	_journalEntryLines = runtime.NewPartition("lines", "Lines", func(journal *Journal) *[]Line {
 		return &journal.Lines
 	})
-	journalEntryNotes = runtime.NewPartition("notes", "Notes", func(journal *Journal) *[]string {
+	_journalEntryNotes = runtime.NewPartition("notes", "Notes", func(journal *Journal) *[]string {
 		return &journal.Notes
 	})
-	journalEntryVersion = runtime.NewVersion("version", "Version", func(journal *Journal) *int64 {
+	_journalEntryVersion = runtime.NewVersion("version", "Version", func(journal *Journal) *int64 {
 		return &journal.Version
 	})
 )
 
 // The lookups of Journal.
 var (
-	journalLookupOwner     = &runtime.Lookup[Journal]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: journalOwnerKeys, Paths: []runtime.LookupPath{{Path: "owner", Kind: runtime.PartString}}}
-	journalLookupLinesKind = &runtime.Lookup[Journal]{Name: "linesKind", Parts: 1, Fields: []string{"lines"}, Keys: journalLinesKindKeys, Paths: []runtime.LookupPath{{Path: "lines.kind", Kind: runtime.PartString, Multi: true}}}
+	_journalLookupOwner     = &runtime.Lookup[Journal]{Name: "owner", Parts: 1, Fields: []string{"owner"}, Keys: _journalOwnerKeys, Paths: []runtime.LookupPath{{Path: "owner", Kind: runtime.PartString}}}
+	_journalLookupLinesKind = &runtime.Lookup[Journal]{Name: "linesKind", Parts: 1, Fields: []string{"lines"}, Keys: _journalLinesKindKeys, Paths: []runtime.LookupPath{{Path: "lines.kind", Kind: runtime.PartString, Multi: true}}}
 )
 
-// journalDesc describes Journal to the store adapters: the same layout on
+// _journalDesc describes Journal to the store adapters: the same layout on
 // every store.
-var journalDesc = (&runtime.Desc[Journal, JournalID]{
+var _journalDesc = (&runtime.Desc[Journal, JournalID]{
 	Aggregate: "Journal",
-	Keys:      journalKeys,
+	Keys:      _journalKeys,
 	ID: func(journal *Journal) *JournalID {
 		return &journal.ID
 	},
 	EAO:     true,
-	Root:    journalEntryRoot,
-	Fields:  []*runtime.Field[Journal]{journalEntryOwner, journalEntryTitle, journalEntryOpened, journalEntryLines, journalEntryNotes},
-	Version: journalEntryVersion,
-	Lookups: []*runtime.Lookup[Journal]{journalLookupOwner, journalLookupLinesKind},
+	Root:    _journalEntryRoot,
+	Fields:  []*runtime.Field[Journal]{_journalEntryOwner, _journalEntryTitle, _journalEntryOpened, _journalEntryLines, _journalEntryNotes},
+	Version: _journalEntryVersion,
+	Lookups: []*runtime.Lookup[Journal]{_journalLookupOwner, _journalLookupLinesKind},
 	Counter: &runtime.Counter[JournalID]{
 		Split: func(id JournalID) ([]byte, int64) {
 			return nil, int64(id)
@@ -239,13 +243,13 @@ var journalDesc = (&runtime.Desc[Journal, JournalID]{
 	},
 }).Init()
 
-// journalChanges turns u into the entry changes it stands for (elements in
+// _journalChanges turns u into the entry changes it stands for (elements in
 // index order).
-func journalChanges(u JournalUpdate) runtime.Update[Journal] {
+func _journalChanges(u JournalUpdate) runtime.Update[Journal] {
 	var c runtime.Update[Journal]
 	c.IfVersion = u.IfVersion
 	if u.Root != nil {
-		c.Changes = append(c.Changes, runtime.Set(journalEntryRoot, journalRoot{
+		c.Changes = append(c.Changes, runtime.Set(_journalEntryRoot, _journalRoot{
 			Owner:  u.Root.Owner,
 			Title:  u.Root.Title,
 			Opened: u.Root.Opened,
@@ -253,129 +257,133 @@ func journalChanges(u JournalUpdate) runtime.Update[Journal] {
 	}
 	if len(u.LinesAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.LinesAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(journalEntryLines, i, u.LinesAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_journalEntryLines, i, u.LinesAt[i]))
 		}
 	}
 	if len(u.NotesAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.NotesAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(journalEntryNotes, i, u.NotesAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_journalEntryNotes, i, u.NotesAt[i]))
 		}
 	}
 	return c
 }
 
-// journalRepo implements JournalRepository on any store adapter: each method
+// _journalRepo implements JournalRepository on any store adapter: each method
 // is a typed call into runtime.Repo, which holds the descriptor and the
 // adapter. JournalBoltRepository, JournalDynamoRepository,
 // JournalMongoRepository, JournalRedisRepository embed it.
-type journalRepo struct {
+type _journalRepo struct {
 	r runtime.Repo[Journal, JournalID]
 }
 
-var _ JournalRepository = journalRepo{}
+var _ JournalRepository = _journalRepo{}
 
 // Get reads the Journal block with key id in one round trip.
-func (r journalRepo) Get(ctx context.Context, id JournalID) (*Journal, error) {
+func (r _journalRepo) Get(ctx context.Context, id JournalID) (*Journal, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Journal block.
-func (r journalRepo) Create(ctx context.Context, journal *Journal) error {
+func (r _journalRepo) Create(ctx context.Context, journal *Journal) error {
 	return r.r.Create(ctx, journal)
 }
 
 // Put creates the Journal block or replaces it whole, with optimistic
-// concurrency on version: when journal.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal journal.Version.
-func (r journalRepo) Put(ctx context.Context, journal *Journal) error {
+// concurrency on version: when journal.Version is runtime.NotStored (0, the
+// zero value) the block must not exist yet; otherwise the stored version must
+// equal journal.Version.
+func (r _journalRepo) Put(ctx context.Context, journal *Journal) error {
 	return r.r.Put(ctx, journal)
 }
 
 // Delete removes the Journal block with key id and all its entries.
-func (r journalRepo) Delete(ctx context.Context, id JournalID) error {
+func (r _journalRepo) Delete(ctx context.Context, id JournalID) error {
 	return r.r.Delete(ctx, id)
 }
 
 // AppendLines adds e as the last element of lines and returns its index: one
 // new entry lines[i] is written, the other elements are not sent.
-func (r journalRepo) AppendLines(ctx context.Context, id JournalID, e Line) (int, error) {
-	return r.r.Append(ctx, "AppendLines", id, journalEntryLines, e)
+func (r _journalRepo) AppendLines(ctx context.Context, id JournalID, e Line) (int, error) {
+	return r.r.Append(ctx, "AppendLines", id, _journalEntryLines, e)
 }
 
 // SetLinesAt replaces the entry lines[i] and nothing else.
-func (r journalRepo) SetLinesAt(ctx context.Context, id JournalID, i int, e Line) error {
-	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(journalEntryLines, i, e))
+func (r _journalRepo) SetLinesAt(ctx context.Context, id JournalID, i int, e Line) error {
+	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_journalEntryLines, i, e))
 }
 
 // ListLines reads one page of the elements of lines in index order, without
 // reading the rest of the block.
-func (r journalRepo) ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error) {
-	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, journalEntryLines, req)
+func (r _journalRepo) ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error) {
+	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, _journalEntryLines, req)
 }
 
 // AppendNotes adds e as the last element of notes and returns its index: one
 // new entry notes[i] is written, the other elements are not sent.
-func (r journalRepo) AppendNotes(ctx context.Context, id JournalID, e string) (int, error) {
-	return r.r.Append(ctx, "AppendNotes", id, journalEntryNotes, e)
+func (r _journalRepo) AppendNotes(ctx context.Context, id JournalID, e string) (int, error) {
+	return r.r.Append(ctx, "AppendNotes", id, _journalEntryNotes, e)
 }
 
 // SetNotesAt replaces the entry notes[i] and nothing else.
-func (r journalRepo) SetNotesAt(ctx context.Context, id JournalID, i int, e string) error {
-	return r.r.Set(ctx, "SetNotesAt", id, runtime.SetAt(journalEntryNotes, i, e))
+func (r _journalRepo) SetNotesAt(ctx context.Context, id JournalID, i int, e string) error {
+	return r.r.Set(ctx, "SetNotesAt", id, runtime.SetAt(_journalEntryNotes, i, e))
 }
 
 // ListNotes reads one page of the elements of notes in index order, without
 // reading the rest of the block.
-func (r journalRepo) ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error) {
-	return runtime.ListElems[string](ctx, r.r, "ListNotes", id, journalEntryNotes, req)
+func (r _journalRepo) ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error) {
+	return runtime.ListElems[string](ctx, r.r, "ListNotes", id, _journalEntryNotes, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r journalRepo) Update(ctx context.Context, id JournalID, u JournalUpdate) error {
-	return r.r.Update(ctx, "Update", id, journalChanges(u))
+func (r _journalRepo) Update(ctx context.Context, id JournalID, u JournalUpdate) error {
+	return r.r.Update(ctx, "Update", id, _journalChanges(u))
 }
 
 // GetMany reads the Journal blocks with the given keys in one round trip (an
 // application-side join: see the *JournalRefs functions).
-func (r journalRepo) GetMany(ctx context.Context, ids []JournalID) (map[JournalID]*Journal, error) {
+func (r _journalRepo) GetMany(ctx context.Context, ids []JournalID) (map[JournalID]*Journal, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByOwner reads one page of the Journal aggregates whose owner is v, in
 // block-key order, through the lookup Journal.owner (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r journalRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
-	return r.r.ListBy(ctx, "ListByOwner", journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _journalRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
+	return r.r.ListBy(ctx, "ListByOwner", _journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByLinesKind reads one page of the Journal aggregates that hold v in
 // lines[].kind, in block-key order, through the lookup Journal.linesKind (a
 // native secondary index on MongoDB, an index table on the other stores).
-func (r journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
-	return r.r.ListBy(ctx, "ListByLinesKind", journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
+	return r.r.ListBy(ctx, "ListByLinesKind", _journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // Repair rebuilds the index tables of Journal from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r journalRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _journalRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Journal repository stores into (collections
 // or buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r journalRepo) EnsureIndexes(ctx context.Context) error {
+func (r _journalRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Journal aggregates in block-key order.
-func (r journalRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Journal], error) {
+// List reads one page of Journal aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _journalRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Journal aggregate in block-key order.
-func (r journalRepo) All(ctx context.Context) iter.Seq2[*Journal, error] {
+// All iterates over every Journal aggregate, in the order of List.
+func (r _journalRepo) All(ctx context.Context) iter.Seq2[*Journal, error] {
 	return r.r.All(ctx)
 }
 

@@ -22,15 +22,15 @@ import (
 // of runtime/redisstore on a cluster. Block keys are allocated with INCR on
 // "Journal:counter" (one counter per scope).
 type JournalRedisRepository struct {
-	journalRepo
+	_journalRepo
 	store *redisstore.Store[Journal, JournalID]
 }
 
 // NewJournalRedisRepository returns the Journal repository over rdb, a
 // single-node or a cluster client.
 func NewJournalRedisRepository(rdb redis.UniversalClient) *JournalRedisRepository {
-	s := redisstore.Open(rdb, journalDesc)
-	return &JournalRedisRepository{journalRepo{runtime.NewRepo(journalDesc, s)}, s}
+	s := redisstore.Open(rdb, _journalDesc)
+	return &JournalRedisRepository{_journalRepo{runtime.NewRepo(_journalDesc, s)}, s}
 }
 
 // Client returns the underlying client.

@@ -20,15 +20,15 @@ import (
 // "matches.roundsSerial", written in the transaction of every write that
 // changes their values.
 type MatchBoltRepository struct {
-	matchRepo
+	_matchRepo
 	store *boltstore.Store[Match, string]
 }
 
 // NewMatchBoltRepository returns the Match repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewMatchBoltRepository(db *bbolt.DB) *MatchBoltRepository {
-	s := boltstore.Open(db, matchDesc)
-	return &MatchBoltRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := boltstore.Open(db, _matchDesc)
+	return &MatchBoltRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // DB returns the underlying database.

@@ -21,15 +21,15 @@ import (
 // name, sort key k: the value), kept right by the lookup protocol of
 // runtime/dynamostore (hidden attributes _seq and _inc).
 type MatchDynamoRepository struct {
-	matchRepo
+	_matchRepo
 	store *dynamostore.Store[Match, string]
 }
 
 // NewMatchDynamoRepository returns the Match repository over client's tables
 // (EnsureIndexes creates them).
 func NewMatchDynamoRepository(client *dynamodb.Client, opts ...dynamostore.Options) *MatchDynamoRepository {
-	s := dynamostore.Open(client, matchDesc, opts...)
-	return &MatchDynamoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := dynamostore.Open(client, _matchDesc, opts...)
+	return &MatchDynamoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Client returns the DynamoDB client.

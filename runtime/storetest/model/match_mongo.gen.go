@@ -20,14 +20,14 @@ import (
 // unique, zero values left out. Options: mongostore.IndexTables() keeps every
 // lookup in an index table, mongostore.UniqueTables() the unique ones.
 type MatchMongoRepository struct {
-	matchRepo
+	_matchRepo
 	store *mongostore.Store[Match, string]
 }
 
 // NewMatchMongoRepository returns the Match repository over db's collections.
 func NewMatchMongoRepository(db *mongo.Database, opts ...mongostore.Option) *MatchMongoRepository {
-	s := mongostore.Open(db, matchDesc, opts...)
-	return &MatchMongoRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := mongostore.Open(db, _matchDesc, opts...)
+	return &MatchMongoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -28,10 +28,11 @@ type MatchRepository interface {
 	Create(ctx context.Context, match *Match) error
 
 	// Put creates the Match block or replaces it whole, with optimistic
-	// concurrency on version: when match.Version is 0 the block must not exist
-	// yet; otherwise the stored version must equal match.Version. Either way a
-	// mismatch fails with runtime.ErrConflict and changes nothing. On success the
-	// stored version is one more than before and match.Version is set to it.
+	// concurrency on version: when match.Version is runtime.NotStored (0, the zero
+	// value) the block must not exist yet; otherwise the stored version must equal
+	// match.Version. Either way a mismatch fails with runtime.ErrConflict and
+	// changes nothing. On success the stored version is one more than before and
+	// match.Version is set to it.
 	Put(ctx context.Context, match *Match) error
 
 	// Delete removes the Match block with key id and all its entries. It fails
@@ -113,7 +114,10 @@ type MatchRepository interface {
 
 	// ListByCode reads one page of the Match aggregates whose code is v, in
 	// block-key order, through the lookup matches.code (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
+	// on MongoDB, an index table on the other stores). code is unique, so the page
+	// holds at most one aggregate: GetByCode reads the same in one call, failing
+	// with runtime.ErrNotFound where this returns an empty page; ListByCode is
+	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
@@ -144,8 +148,12 @@ type MatchRepository interface {
 
 	// ListByRoundsSerial reads one page of the Match aggregates that hold v in
 	// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
-	// (a native secondary index on MongoDB, an index table on the other stores). A
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// (a native secondary index on MongoDB, an index table on the other stores).
+	// rounds[].serial is unique, so the page holds at most one aggregate:
+	// GetByRoundsSerial reads the same in one call, failing with
+	// runtime.ErrNotFound where this returns an empty page; ListByRoundsSerial is
+	// there so that every lookup can be listed alike. A cursor not made by this
+	// query fails with runtime.ErrBadCursor.
 	ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// GetByRoundsSerial reads the Match aggregate that holds the given
@@ -166,13 +174,16 @@ type MatchRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Match aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Match aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error)
 
-	// All iterates over every Match aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Match aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Match, error]
 }
 
@@ -197,18 +208,19 @@ type MatchUpdate struct {
 	// RoundsAt replaces elements of rounds by index (entries rounds[i]); every
 	// index must exist.
 	RoundsAt map[int]Round
-	// IfVersion, when not 0, makes the update apply only while the stored version
-	// equals it; otherwise Update fails with runtime.ErrConflict and changes
-	// nothing.
+	// IfVersion, when not runtime.AnyVersion (0, the zero value), makes the update
+	// apply only while the stored version equals it; otherwise Update fails with
+	// runtime.ErrConflict and changes nothing. (Put reads a 0 version differently:
+	// as runtime.NotStored, a block that must not exist yet.)
 	IfVersion int64
 }
 
-// matchKeys encodes Match block keys, order-preserving, for cursors and key-value stores.
-var matchKeys = runtime.StringKeys[string]()
+// _matchKeys encodes Match block keys, order-preserving, for cursors and key-value stores.
+var _matchKeys = runtime.StringKeys[string]()
 
-// matchCodeKeys returns the values of lookup matches.code held by match, each
+// _matchCodeKeys returns the values of lookup matches.code held by match, each
 // encoded with the key codec (without the block key).
-func matchCodeKeys(match *Match) [][]byte {
+func _matchCodeKeys(match *Match) [][]byte {
 	var keys [][]byte
 	if match.Code != "" {
 		keys = append(keys, runtime.AppendString(nil, match.Code))
@@ -216,9 +228,9 @@ func matchCodeKeys(match *Match) [][]byte {
 	return keys
 }
 
-// matchRegionLevelKeys returns the values of lookup matches.regionLevel held
+// _matchRegionLevelKeys returns the values of lookup matches.regionLevel held
 // by match, each encoded with the key codec (without the block key).
-func matchRegionLevelKeys(match *Match) [][]byte {
+func _matchRegionLevelKeys(match *Match) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendInt(runtime.AppendString(nil, match.Region), int64(match.Level)))
 	return keys
@@ -227,7 +239,10 @@ func matchRegionLevelKeys(match *Match) [][]byte {
 // MatchRegionLevelQuery selects Match aggregates by lookup regionLevel
 // (region, level, in this order): Eq conditions on a leading run of parts,
 // then at most one range condition; the zero condition matches anything.
-// Results come in (region, level, block key) order.
+// Results come in (region, level, block key) order. Set the fields
+// (MatchRegionLevelQuery{Region: runtime.Eq(x)}) or chain the methods
+// (MatchRegionLevelQuery{}.RegionEq(x).LevelGte(y)), which take each part's
+// own type, so that a constant converts.
 type MatchRegionLevelQuery struct {
 	// Region is the condition on region.
 	Region runtime.Cond[string]
@@ -235,8 +250,80 @@ type MatchRegionLevelQuery struct {
 	Level runtime.Cond[int]
 }
 
-// matchRegionLevelRange is the key range selected by q.
-func matchRegionLevelRange(q MatchRegionLevelQuery) *runtime.KeyRange {
+// RegionEq returns q with the condition region == v.
+func (q MatchRegionLevelQuery) RegionEq(v string) MatchRegionLevelQuery {
+	q.Region = runtime.Eq(v)
+	return q
+}
+
+// RegionGt returns q with the condition region > v.
+func (q MatchRegionLevelQuery) RegionGt(v string) MatchRegionLevelQuery {
+	q.Region = runtime.Gt(v)
+	return q
+}
+
+// RegionGte returns q with the condition region >= v.
+func (q MatchRegionLevelQuery) RegionGte(v string) MatchRegionLevelQuery {
+	q.Region = runtime.Gte(v)
+	return q
+}
+
+// RegionLt returns q with the condition region < v.
+func (q MatchRegionLevelQuery) RegionLt(v string) MatchRegionLevelQuery {
+	q.Region = runtime.Lt(v)
+	return q
+}
+
+// RegionLte returns q with the condition region <= v.
+func (q MatchRegionLevelQuery) RegionLte(v string) MatchRegionLevelQuery {
+	q.Region = runtime.Lte(v)
+	return q
+}
+
+// RegionBetween returns q with the condition region in [lo, hi).
+func (q MatchRegionLevelQuery) RegionBetween(lo, hi string) MatchRegionLevelQuery {
+	q.Region = runtime.Between(lo, hi)
+	return q
+}
+
+// LevelEq returns q with the condition level == v.
+func (q MatchRegionLevelQuery) LevelEq(v int) MatchRegionLevelQuery {
+	q.Level = runtime.Eq(v)
+	return q
+}
+
+// LevelGt returns q with the condition level > v.
+func (q MatchRegionLevelQuery) LevelGt(v int) MatchRegionLevelQuery {
+	q.Level = runtime.Gt(v)
+	return q
+}
+
+// LevelGte returns q with the condition level >= v.
+func (q MatchRegionLevelQuery) LevelGte(v int) MatchRegionLevelQuery {
+	q.Level = runtime.Gte(v)
+	return q
+}
+
+// LevelLt returns q with the condition level < v.
+func (q MatchRegionLevelQuery) LevelLt(v int) MatchRegionLevelQuery {
+	q.Level = runtime.Lt(v)
+	return q
+}
+
+// LevelLte returns q with the condition level <= v.
+func (q MatchRegionLevelQuery) LevelLte(v int) MatchRegionLevelQuery {
+	q.Level = runtime.Lte(v)
+	return q
+}
+
+// LevelBetween returns q with the condition level in [lo, hi).
+func (q MatchRegionLevelQuery) LevelBetween(lo, hi int) MatchRegionLevelQuery {
+	q.Level = runtime.Between(lo, hi)
+	return q
+}
+
+// _matchRegionLevelRange is the key range selected by q.
+func _matchRegionLevelRange(q MatchRegionLevelQuery) *runtime.KeyRange {
 	r := runtime.NewKeyRange(nil)
 	r = runtime.Narrow(r, "region", q.Region, func(b []byte, v string) []byte {
 		return runtime.AppendString(b, v)
@@ -247,10 +334,10 @@ func matchRegionLevelRange(q MatchRegionLevelQuery) *runtime.KeyRange {
 	return r
 }
 
-// matchTagsKeys returns the values of lookup matches.tags held by match, each
+// _matchTagsKeys returns the values of lookup matches.tags held by match, each
 // encoded with the key codec (without the block key), sorted and without
 // duplicates.
-func matchTagsKeys(match *Match) [][]byte {
+func _matchTagsKeys(match *Match) [][]byte {
 	var keys [][]byte
 	for _, x0 := range match.Tags {
 		keys = append(keys, runtime.AppendString(nil, x0))
@@ -258,18 +345,18 @@ func matchTagsKeys(match *Match) [][]byte {
 	return runtime.SortKeys(keys)
 }
 
-// matchVenueCityKeys returns the values of lookup matches.venueCity held by
+// _matchVenueCityKeys returns the values of lookup matches.venueCity held by
 // match, each encoded with the key codec (without the block key).
-func matchVenueCityKeys(match *Match) [][]byte {
+func _matchVenueCityKeys(match *Match) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, match.Venue.City))
 	return keys
 }
 
-// matchRoundsSerialKeys returns the values of lookup matches.roundsSerial held
-// by match, each encoded with the key codec (without the block key), sorted
-// and without duplicates.
-func matchRoundsSerialKeys(match *Match) [][]byte {
+// _matchRoundsSerialKeys returns the values of lookup matches.roundsSerial
+// held by match, each encoded with the key codec (without the block key),
+// sorted and without duplicates.
+func _matchRoundsSerialKeys(match *Match) [][]byte {
 	var keys [][]byte
 	for _, x0 := range match.Rounds {
 		if x0.Serial != "" {
@@ -282,257 +369,261 @@ func matchRoundsSerialKeys(match *Match) [][]byte {
 // The entries of a Match block (NoAM layout: code, region, level, tags, venue,
 // start, meta, rounds[i], version), one accessor each.
 var (
-	matchEntryCode = runtime.NewField("code", "Code", func(match *Match) *string {
+	_matchEntryCode = runtime.NewField("code", "Code", func(match *Match) *string {
 		return &match.Code
 	})
-	matchEntryRegion = runtime.NewField("region", "Region", func(match *Match) *string {
+	_matchEntryRegion = runtime.NewField("region", "Region", func(match *Match) *string {
 		return &match.Region
 	})
-	matchEntryLevel = runtime.NewField("level", "Level", func(match *Match) *int {
+	_matchEntryLevel = runtime.NewField("level", "Level", func(match *Match) *int {
 		return &match.Level
 	})
-	matchEntryTags = runtime.NewField("tags", "Tags", func(match *Match) *[]string {
+	_matchEntryTags = runtime.NewField("tags", "Tags", func(match *Match) *[]string {
 		return &match.Tags
 	})
-	matchEntryVenue = runtime.NewField("venue", "Venue", func(match *Match) *Venue {
+	_matchEntryVenue = runtime.NewField("venue", "Venue", func(match *Match) *Venue {
 		return &match.Venue
 	})
-	matchEntryStart = runtime.NewField("start", "Start", func(match *Match) *time.Time {
+	_matchEntryStart = runtime.NewField("start", "Start", func(match *Match) *time.Time {
 		return &match.Start
 	})
-	matchEntryMeta = runtime.NewField("meta", "Meta", func(match *Match) *map[string]int {
+	_matchEntryMeta = runtime.NewField("meta", "Meta", func(match *Match) *map[string]int {
 		return &match.Meta
 	})
-	matchEntryRounds = runtime.NewPartition("rounds", "Rounds", func(match *Match) *[]Round {
+	_matchEntryRounds = runtime.NewPartition("rounds", "Rounds", func(match *Match) *[]Round {
 		return &match.Rounds
 	})
-	matchEntryVersion = runtime.NewVersion("version", "Version", func(match *Match) *int64 {
+	_matchEntryVersion = runtime.NewVersion("version", "Version", func(match *Match) *int64 {
 		return &match.Version
 	})
 )
 
 // The lookups of Match.
 var (
-	matchLookupCode         = &runtime.Lookup[Match]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: matchCodeKeys, Paths: []runtime.LookupPath{{Path: "code", Kind: runtime.PartString}}}
-	matchLookupRegionLevel  = &runtime.Lookup[Match]{Name: "regionLevel", Parts: 2, Fields: []string{"region", "level"}, Keys: matchRegionLevelKeys, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "level", Kind: runtime.PartInt}}}
-	matchLookupTags         = &runtime.Lookup[Match]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: matchTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
-	matchLookupVenueCity    = &runtime.Lookup[Match]{Name: "venueCity", Parts: 1, Fields: []string{"venue"}, Keys: matchVenueCityKeys, Paths: []runtime.LookupPath{{Path: "venue.city", Kind: runtime.PartString}}}
-	matchLookupRoundsSerial = &runtime.Lookup[Match]{Name: "roundsSerial", Unique: true, Parts: 1, Fields: []string{"rounds"}, Keys: matchRoundsSerialKeys, Paths: []runtime.LookupPath{{Path: "rounds.serial", Kind: runtime.PartString, Multi: true}}}
+	_matchLookupCode         = &runtime.Lookup[Match]{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: _matchCodeKeys, Paths: []runtime.LookupPath{{Path: "code", Kind: runtime.PartString}}}
+	_matchLookupRegionLevel  = &runtime.Lookup[Match]{Name: "regionLevel", Parts: 2, Fields: []string{"region", "level"}, Keys: _matchRegionLevelKeys, Paths: []runtime.LookupPath{{Path: "region", Kind: runtime.PartString}, {Path: "level", Kind: runtime.PartInt}}}
+	_matchLookupTags         = &runtime.Lookup[Match]{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: _matchTagsKeys, Paths: []runtime.LookupPath{{Path: "tags", Kind: runtime.PartString, Multi: true}}}
+	_matchLookupVenueCity    = &runtime.Lookup[Match]{Name: "venueCity", Parts: 1, Fields: []string{"venue"}, Keys: _matchVenueCityKeys, Paths: []runtime.LookupPath{{Path: "venue.city", Kind: runtime.PartString}}}
+	_matchLookupRoundsSerial = &runtime.Lookup[Match]{Name: "roundsSerial", Unique: true, Parts: 1, Fields: []string{"rounds"}, Keys: _matchRoundsSerialKeys, Paths: []runtime.LookupPath{{Path: "rounds.serial", Kind: runtime.PartString, Multi: true}}}
 )
 
-// matchDesc describes Match to the store adapters: the same layout on every
+// _matchDesc describes Match to the store adapters: the same layout on every
 // store.
-var matchDesc = (&runtime.Desc[Match, string]{
+var _matchDesc = (&runtime.Desc[Match, string]{
 	Aggregate:  "Match",
 	Collection: "matches",
-	Keys:       matchKeys,
+	Keys:       _matchKeys,
 	ID: func(match *Match) *string {
 		return &match.ID
 	},
-	Fields:  []*runtime.Field[Match]{matchEntryCode, matchEntryRegion, matchEntryLevel, matchEntryTags, matchEntryVenue, matchEntryStart, matchEntryMeta, matchEntryRounds},
-	Version: matchEntryVersion,
-	Lookups: []*runtime.Lookup[Match]{matchLookupCode, matchLookupRegionLevel, matchLookupTags, matchLookupVenueCity, matchLookupRoundsSerial},
+	Fields:  []*runtime.Field[Match]{_matchEntryCode, _matchEntryRegion, _matchEntryLevel, _matchEntryTags, _matchEntryVenue, _matchEntryStart, _matchEntryMeta, _matchEntryRounds},
+	Version: _matchEntryVersion,
+	Lookups: []*runtime.Lookup[Match]{_matchLookupCode, _matchLookupRegionLevel, _matchLookupTags, _matchLookupVenueCity, _matchLookupRoundsSerial},
 }).Init()
 
-// matchChanges turns u into the entry changes it stands for (elements in index
-// order).
-func matchChanges(u MatchUpdate) runtime.Update[Match] {
+// _matchChanges turns u into the entry changes it stands for (elements in
+// index order).
+func _matchChanges(u MatchUpdate) runtime.Update[Match] {
 	var c runtime.Update[Match]
 	c.IfVersion = u.IfVersion
 	if u.Code != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryCode, *u.Code))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryCode, *u.Code))
 	}
 	if u.Region != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryRegion, *u.Region))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryRegion, *u.Region))
 	}
 	if u.Level != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryLevel, *u.Level))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryLevel, *u.Level))
 	}
 	if u.Tags != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryTags, *u.Tags))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryTags, *u.Tags))
 	}
 	if u.Venue != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryVenue, *u.Venue))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryVenue, *u.Venue))
 	}
 	if u.Start != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryStart, *u.Start))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryStart, *u.Start))
 	}
 	if u.Meta != nil {
-		c.Changes = append(c.Changes, runtime.Set(matchEntryMeta, *u.Meta))
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryMeta, *u.Meta))
 	}
 	if len(u.RoundsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.RoundsAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(matchEntryRounds, i, u.RoundsAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_matchEntryRounds, i, u.RoundsAt[i]))
 		}
 	}
 	return c
 }
 
-// matchRepo implements MatchRepository on any store adapter: each method is a
+// _matchRepo implements MatchRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // MatchBoltRepository, MatchDynamoRepository, MatchMongoRepository,
 // MatchRedisRepository embed it.
-type matchRepo struct {
+type _matchRepo struct {
 	r runtime.Repo[Match, string]
 }
 
-var _ MatchRepository = matchRepo{}
+var _ MatchRepository = _matchRepo{}
 
 // Get reads the Match block with key id in one round trip.
-func (r matchRepo) Get(ctx context.Context, id string) (*Match, error) {
+func (r _matchRepo) Get(ctx context.Context, id string) (*Match, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Match block.
-func (r matchRepo) Create(ctx context.Context, match *Match) error {
+func (r _matchRepo) Create(ctx context.Context, match *Match) error {
 	return r.r.Create(ctx, match)
 }
 
 // Put creates the Match block or replaces it whole, with optimistic
-// concurrency on version: when match.Version is 0 the block must not exist
-// yet; otherwise the stored version must equal match.Version.
-func (r matchRepo) Put(ctx context.Context, match *Match) error {
+// concurrency on version: when match.Version is runtime.NotStored (0, the zero
+// value) the block must not exist yet; otherwise the stored version must equal
+// match.Version.
+func (r _matchRepo) Put(ctx context.Context, match *Match) error {
 	return r.r.Put(ctx, match)
 }
 
 // Delete removes the Match block with key id and all its entries.
-func (r matchRepo) Delete(ctx context.Context, id string) error {
+func (r _matchRepo) Delete(ctx context.Context, id string) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetCode writes the code entry of block id and nothing else.
-func (r matchRepo) SetCode(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetCode", id, runtime.Set(matchEntryCode, v))
+func (r _matchRepo) SetCode(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetCode", id, runtime.Set(_matchEntryCode, v))
 }
 
 // SetRegion writes the region entry of block id and nothing else.
-func (r matchRepo) SetRegion(ctx context.Context, id string, v string) error {
-	return r.r.Set(ctx, "SetRegion", id, runtime.Set(matchEntryRegion, v))
+func (r _matchRepo) SetRegion(ctx context.Context, id string, v string) error {
+	return r.r.Set(ctx, "SetRegion", id, runtime.Set(_matchEntryRegion, v))
 }
 
 // SetLevel writes the level entry of block id and nothing else.
-func (r matchRepo) SetLevel(ctx context.Context, id string, v int) error {
-	return r.r.Set(ctx, "SetLevel", id, runtime.Set(matchEntryLevel, v))
+func (r _matchRepo) SetLevel(ctx context.Context, id string, v int) error {
+	return r.r.Set(ctx, "SetLevel", id, runtime.Set(_matchEntryLevel, v))
 }
 
 // SetTags writes the tags entry of block id and nothing else.
-func (r matchRepo) SetTags(ctx context.Context, id string, v []string) error {
-	return r.r.Set(ctx, "SetTags", id, runtime.Set(matchEntryTags, v))
+func (r _matchRepo) SetTags(ctx context.Context, id string, v []string) error {
+	return r.r.Set(ctx, "SetTags", id, runtime.Set(_matchEntryTags, v))
 }
 
 // SetVenue writes the venue entry of block id and nothing else.
-func (r matchRepo) SetVenue(ctx context.Context, id string, v Venue) error {
-	return r.r.Set(ctx, "SetVenue", id, runtime.Set(matchEntryVenue, v))
+func (r _matchRepo) SetVenue(ctx context.Context, id string, v Venue) error {
+	return r.r.Set(ctx, "SetVenue", id, runtime.Set(_matchEntryVenue, v))
 }
 
 // SetStart writes the start entry of block id and nothing else.
-func (r matchRepo) SetStart(ctx context.Context, id string, v time.Time) error {
-	return r.r.Set(ctx, "SetStart", id, runtime.Set(matchEntryStart, v))
+func (r _matchRepo) SetStart(ctx context.Context, id string, v time.Time) error {
+	return r.r.Set(ctx, "SetStart", id, runtime.Set(_matchEntryStart, v))
 }
 
 // SetMeta writes the meta entry of block id and nothing else.
-func (r matchRepo) SetMeta(ctx context.Context, id string, v map[string]int) error {
-	return r.r.Set(ctx, "SetMeta", id, runtime.Set(matchEntryMeta, v))
+func (r _matchRepo) SetMeta(ctx context.Context, id string, v map[string]int) error {
+	return r.r.Set(ctx, "SetMeta", id, runtime.Set(_matchEntryMeta, v))
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
 // new entry rounds[i] is written, the other elements are not sent.
-func (r matchRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
-	return r.r.Append(ctx, "AppendRounds", id, matchEntryRounds, e)
+func (r _matchRepo) AppendRounds(ctx context.Context, id string, e Round) (int, error) {
+	return r.r.Append(ctx, "AppendRounds", id, _matchEntryRounds, e)
 }
 
 // SetRoundsAt replaces the entry rounds[i] and nothing else.
-func (r matchRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
-	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(matchEntryRounds, i, e))
+func (r _matchRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) error {
+	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_matchEntryRounds, i, e))
 }
 
 // ListRounds reads one page of the elements of rounds in index order, without
 // reading the rest of the block.
-func (r matchRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
-	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, matchEntryRounds, req)
+func (r _matchRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
+	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _matchEntryRounds, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r matchRepo) Update(ctx context.Context, id string, u MatchUpdate) error {
-	return r.r.Update(ctx, "Update", id, matchChanges(u))
+func (r _matchRepo) Update(ctx context.Context, id string, u MatchUpdate) error {
+	return r.r.Update(ctx, "Update", id, _matchChanges(u))
 }
 
 // GetMany reads the Match blocks with the given keys in one round trip (an
 // application-side join: see the *MatchRefs functions).
-func (r matchRepo) GetMany(ctx context.Context, ids []string) (map[string]*Match, error) {
+func (r _matchRepo) GetMany(ctx context.Context, ids []string) (map[string]*Match, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByCode reads one page of the Match aggregates whose code is v, in
 // block-key order, through the lookup matches.code (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
-	return r.r.ListBy(ctx, "ListByCode", matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
+	return r.r.ListBy(ctx, "ListByCode", _matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByCode reads the Match aggregate that holds the given code, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
-func (r matchRepo) GetByCode(ctx context.Context, code string) (*Match, error) {
-	return r.r.GetBy(ctx, "GetByCode", matchLookupCode, runtime.AppendString(nil, code))
+func (r _matchRepo) GetByCode(ctx context.Context, code string) (*Match, error) {
+	return r.r.GetBy(ctx, "GetByCode", _matchLookupCode, runtime.AppendString(nil, code))
 }
 
 // ListByRegionLevel reads one page of the Match aggregates selected by q, in
 // (region, level, block key) order, through the lookup matches.regionLevel (a
 // native secondary index on MongoDB, an index table on the other stores).
-func (r matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error) {
-	return r.r.ListBy(ctx, "ListByRegionLevel", matchLookupRegionLevel, matchRegionLevelRange(q), req)
+func (r _matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error) {
+	return r.r.ListBy(ctx, "ListByRegionLevel", _matchLookupRegionLevel, _matchRegionLevelRange(q), req)
 }
 
 // ListByTags reads one page of the Match aggregates that hold v in tags[], in
 // block-key order, through the lookup matches.tags (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
-	return r.r.ListBy(ctx, "ListByTags", matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
+	return r.r.ListBy(ctx, "ListByTags", _matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByVenueCity reads one page of the Match aggregates whose venue.city is
 // v, in block-key order, through the lookup matches.venueCity (a native
 // secondary index on MongoDB, an index table on the other stores).
-func (r matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
-	return r.r.ListBy(ctx, "ListByVenueCity", matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
+	return r.r.ListBy(ctx, "ListByVenueCity", _matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByRoundsSerial reads one page of the Match aggregates that hold v in
 // rounds[].serial, in block-key order, through the lookup matches.roundsSerial
 // (a native secondary index on MongoDB, an index table on the other stores).
-func (r matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
-	return r.r.ListBy(ctx, "ListByRoundsSerial", matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
+	return r.r.ListBy(ctx, "ListByRoundsSerial", _matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // GetByRoundsSerial reads the Match aggregate that holds the given
 // rounds[].serial, which is unique: a write that would give it to a second
 // aggregate fails with runtime.ErrDuplicate.
-func (r matchRepo) GetByRoundsSerial(ctx context.Context, roundsSerial string) (*Match, error) {
-	return r.r.GetBy(ctx, "GetByRoundsSerial", matchLookupRoundsSerial, runtime.AppendString(nil, roundsSerial))
+func (r _matchRepo) GetByRoundsSerial(ctx context.Context, roundsSerial string) (*Match, error) {
+	return r.r.GetBy(ctx, "GetByRoundsSerial", _matchLookupRoundsSerial, runtime.AppendString(nil, roundsSerial))
 }
 
 // Repair rebuilds the index tables of Match from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r matchRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _matchRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Match repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r matchRepo) EnsureIndexes(ctx context.Context) error {
+func (r _matchRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Match aggregates in block-key order.
-func (r matchRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error) {
+// List reads one page of Match aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _matchRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Match aggregate in block-key order.
-func (r matchRepo) All(ctx context.Context) iter.Seq2[*Match, error] {
+// All iterates over every Match aggregate, in the order of List.
+func (r _matchRepo) All(ctx context.Context) iter.Seq2[*Match, error] {
 	return r.r.All(ctx)
 }
 

@@ -21,15 +21,15 @@ import (
 // and block key), changed in the script of the block's write on a single node
 // and by the lookup protocol of runtime/redisstore on a cluster.
 type MatchRedisRepository struct {
-	matchRepo
+	_matchRepo
 	store *redisstore.Store[Match, string]
 }
 
 // NewMatchRedisRepository returns the Match repository over rdb, a single-node
 // or a cluster client.
 func NewMatchRedisRepository(rdb redis.UniversalClient) *MatchRedisRepository {
-	s := redisstore.Open(rdb, matchDesc)
-	return &MatchRedisRepository{matchRepo{runtime.NewRepo(matchDesc, s)}, s}
+	s := redisstore.Open(rdb, _matchDesc)
+	return &MatchRedisRepository{_matchRepo{runtime.NewRepo(_matchDesc, s)}, s}
 }
 
 // Client returns the underlying client.

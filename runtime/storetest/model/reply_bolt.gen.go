@@ -19,15 +19,15 @@ import (
 // write that changes their values. Block keys are allocated from counters in
 // the bucket "noam.counters".
 type ReplyBoltRepository struct {
-	replyRepo
+	_replyRepo
 	store *boltstore.Store[Reply, ReplyKey]
 }
 
 // NewReplyBoltRepository returns the Reply repository over db; the first write
 // creates the buckets it uses (EnsureIndexes creates them up front).
 func NewReplyBoltRepository(db *bbolt.DB) *ReplyBoltRepository {
-	s := boltstore.Open(db, replyDesc)
-	return &ReplyBoltRepository{replyRepo{runtime.NewRepo(replyDesc, s)}, s}
+	s := boltstore.Open(db, _replyDesc)
+	return &ReplyBoltRepository{_replyRepo{runtime.NewRepo(_replyDesc, s)}, s}
 }
 
 // DB returns the underlying database.

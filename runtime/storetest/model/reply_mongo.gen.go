@@ -19,14 +19,14 @@ import (
 // ones. Block keys are allocated from counters in the collection
 // "noam_counters".
 type ReplyMongoRepository struct {
-	replyRepo
+	_replyRepo
 	store *mongostore.Store[Reply, ReplyKey]
 }
 
 // NewReplyMongoRepository returns the Reply repository over db's collections.
 func NewReplyMongoRepository(db *mongo.Database, opts ...mongostore.Option) *ReplyMongoRepository {
-	s := mongostore.Open(db, replyDesc, opts...)
-	return &ReplyMongoRepository{replyRepo{runtime.NewRepo(replyDesc, s)}, s}
+	s := mongostore.Open(db, _replyDesc, opts...)
+	return &ReplyMongoRepository{_replyRepo{runtime.NewRepo(_replyDesc, s)}, s}
 }
 
 // Collection returns the underlying collection.

@@ -98,13 +98,16 @@ type ReplyRepository interface {
 	// not exist yet. It is safe to call on every start.
 	EnsureIndexes(ctx context.Context) error
 
-	// List reads one page of Reply aggregates in block-key order. Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A cursor not made by List fails with runtime.ErrBadCursor.
+	// List reads one page of Reply aggregates, in the store's listing order
+	// (block-key order on stores whose scans are ordered,
+	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
+	// Next is empty after the last page. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
-	// All iterates over every Reply aggregate in block-key order. Iteration stops
-	// at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Reply aggregate, in the order of List. Iteration
+	// stops at the first error, which is yielded with a nil aggregate.
 	All(ctx context.Context) iter.Seq2[*Reply, error]
 }
 
@@ -123,13 +126,13 @@ type ReplyUpdate struct {
 	EditsAt map[int]string
 }
 
-// appendReplyKey appends id to b with the order-preserving key codec, part by part.
-func appendReplyKey(b []byte, id ReplyKey) []byte {
+// _appendReplyKey appends id to b with the order-preserving key codec, part by part.
+func _appendReplyKey(b []byte, id ReplyKey) []byte {
 	return runtime.AppendInt(runtime.AppendString(b, id.Thread), id.Seq)
 }
 
-// readReplyKey reads a block key written by appendReplyKey.
-func readReplyKey(r *runtime.KeyReader) (ReplyKey, error) {
+// _readReplyKey reads a block key written by _appendReplyKey.
+func _readReplyKey(r *runtime.KeyReader) (ReplyKey, error) {
 	var id ReplyKey
 	{
 		v, err := r.String()
@@ -148,12 +151,12 @@ func readReplyKey(r *runtime.KeyReader) (ReplyKey, error) {
 	return id, nil
 }
 
-// replyKeys encodes Reply block keys for cursors and key-value stores.
-var replyKeys = runtime.KeyCodec[ReplyKey]{Append: appendReplyKey, Read: readReplyKey}
+// _replyKeys encodes Reply block keys for cursors and key-value stores.
+var _replyKeys = runtime.KeyCodec[ReplyKey]{Append: _appendReplyKey, Read: _readReplyKey}
 
-// replyAuthorKeys returns the values of lookup Reply.author held by reply,
+// _replyAuthorKeys returns the values of lookup Reply.author held by reply,
 // each encoded with the key codec (without the block key).
-func replyAuthorKeys(reply *Reply) [][]byte {
+func _replyAuthorKeys(reply *Reply) [][]byte {
 	var keys [][]byte
 	keys = append(keys, runtime.AppendString(nil, reply.Author))
 	return keys
@@ -162,35 +165,35 @@ func replyAuthorKeys(reply *Reply) [][]byte {
 // The entries of a Reply block (NoAM layout: author, body, posted, edits[i]),
 // one accessor each.
 var (
-	replyEntryAuthor = runtime.NewField("author", "Author", func(reply *Reply) *string {
+	_replyEntryAuthor = runtime.NewField("author", "Author", func(reply *Reply) *string {
 		return &reply.Author
 	})
-	replyEntryBody = runtime.NewField("body", "Body", func(reply *Reply) *string {
+	_replyEntryBody = runtime.NewField("body", "Body", func(reply *Reply) *string {
 		return &reply.Body
 	})
-	replyEntryPosted = runtime.NewField("posted", "Posted", func(reply *Reply) *time.Time {
+	_replyEntryPosted = runtime.NewField("posted", "Posted", func(reply *Reply) *time.Time {
 		return &reply.Posted
 	})
-	replyEntryEdits = runtime.NewPartition("edits", "Edits", func(reply *Reply) *[]string {
+	_replyEntryEdits = runtime.NewPartition("edits", "Edits", func(reply *Reply) *[]string {
 		return &reply.Edits
 	})
 )
 
 // The lookups of Reply.
 var (
-	replyLookupAuthor = &runtime.Lookup[Reply]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: replyAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
+	_replyLookupAuthor = &runtime.Lookup[Reply]{Name: "author", Parts: 1, Fields: []string{"author"}, Keys: _replyAuthorKeys, Paths: []runtime.LookupPath{{Path: "author", Kind: runtime.PartString}}}
 )
 
-// replyDesc describes Reply to the store adapters: the same layout on every
+// _replyDesc describes Reply to the store adapters: the same layout on every
 // store.
-var replyDesc = (&runtime.Desc[Reply, ReplyKey]{
+var _replyDesc = (&runtime.Desc[Reply, ReplyKey]{
 	Aggregate: "Reply",
-	Keys:      replyKeys,
+	Keys:      _replyKeys,
 	ID: func(reply *Reply) *ReplyKey {
 		return &reply.Key
 	},
-	Fields:  []*runtime.Field[Reply]{replyEntryAuthor, replyEntryBody, replyEntryPosted, replyEntryEdits},
-	Lookups: []*runtime.Lookup[Reply]{replyLookupAuthor},
+	Fields:  []*runtime.Field[Reply]{_replyEntryAuthor, _replyEntryBody, _replyEntryPosted, _replyEntryEdits},
+	Lookups: []*runtime.Lookup[Reply]{_replyLookupAuthor},
 	Counter: &runtime.Counter[ReplyKey]{
 		Split: func(id ReplyKey) ([]byte, int64) {
 			return runtime.AppendString(nil, id.Thread), id.Seq
@@ -202,134 +205,137 @@ var replyDesc = (&runtime.Desc[Reply, ReplyKey]{
 	},
 }).Init()
 
-// replyChanges turns u into the entry changes it stands for (elements in index
-// order).
-func replyChanges(u ReplyUpdate) runtime.Update[Reply] {
+// _replyChanges turns u into the entry changes it stands for (elements in
+// index order).
+func _replyChanges(u ReplyUpdate) runtime.Update[Reply] {
 	var c runtime.Update[Reply]
 	if u.Author != nil {
-		c.Changes = append(c.Changes, runtime.Set(replyEntryAuthor, *u.Author))
+		c.Changes = append(c.Changes, runtime.Set(_replyEntryAuthor, *u.Author))
 	}
 	if u.Body != nil {
-		c.Changes = append(c.Changes, runtime.Set(replyEntryBody, *u.Body))
+		c.Changes = append(c.Changes, runtime.Set(_replyEntryBody, *u.Body))
 	}
 	if u.Posted != nil {
-		c.Changes = append(c.Changes, runtime.Set(replyEntryPosted, *u.Posted))
+		c.Changes = append(c.Changes, runtime.Set(_replyEntryPosted, *u.Posted))
 	}
 	if len(u.EditsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.EditsAt)) {
-			c.Changes = append(c.Changes, runtime.SetAt(replyEntryEdits, i, u.EditsAt[i]))
+			c.Changes = append(c.Changes, runtime.SetAt(_replyEntryEdits, i, u.EditsAt[i]))
 		}
 	}
 	return c
 }
 
-// replyRepo implements ReplyRepository on any store adapter: each method is a
+// _replyRepo implements ReplyRepository on any store adapter: each method is a
 // typed call into runtime.Repo, which holds the descriptor and the adapter.
 // ReplyBoltRepository, ReplyDynamoRepository, ReplyMongoRepository,
 // ReplyRedisRepository embed it.
-type replyRepo struct {
+type _replyRepo struct {
 	r runtime.Repo[Reply, ReplyKey]
 }
 
-var _ ReplyRepository = replyRepo{}
+var _ ReplyRepository = _replyRepo{}
 
 // Get reads the Reply block with key id in one round trip.
-func (r replyRepo) Get(ctx context.Context, id ReplyKey) (*Reply, error) {
+func (r _replyRepo) Get(ctx context.Context, id ReplyKey) (*Reply, error) {
 	return r.r.Get(ctx, id)
 }
 
 // Create stores a new Reply block.
-func (r replyRepo) Create(ctx context.Context, reply *Reply) error {
+func (r _replyRepo) Create(ctx context.Context, reply *Reply) error {
 	return r.r.Create(ctx, reply)
 }
 
 // Put creates the Reply block or replaces it whole.
-func (r replyRepo) Put(ctx context.Context, reply *Reply) error {
+func (r _replyRepo) Put(ctx context.Context, reply *Reply) error {
 	return r.r.Put(ctx, reply)
 }
 
 // Delete removes the Reply block with key id and all its entries.
-func (r replyRepo) Delete(ctx context.Context, id ReplyKey) error {
+func (r _replyRepo) Delete(ctx context.Context, id ReplyKey) error {
 	return r.r.Delete(ctx, id)
 }
 
 // SetAuthor writes the author entry of block id and nothing else.
-func (r replyRepo) SetAuthor(ctx context.Context, id ReplyKey, v string) error {
-	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(replyEntryAuthor, v))
+func (r _replyRepo) SetAuthor(ctx context.Context, id ReplyKey, v string) error {
+	return r.r.Set(ctx, "SetAuthor", id, runtime.Set(_replyEntryAuthor, v))
 }
 
 // SetBody writes the body entry of block id and nothing else.
-func (r replyRepo) SetBody(ctx context.Context, id ReplyKey, v string) error {
-	return r.r.Set(ctx, "SetBody", id, runtime.Set(replyEntryBody, v))
+func (r _replyRepo) SetBody(ctx context.Context, id ReplyKey, v string) error {
+	return r.r.Set(ctx, "SetBody", id, runtime.Set(_replyEntryBody, v))
 }
 
 // SetPosted writes the posted entry of block id and nothing else.
-func (r replyRepo) SetPosted(ctx context.Context, id ReplyKey, v time.Time) error {
-	return r.r.Set(ctx, "SetPosted", id, runtime.Set(replyEntryPosted, v))
+func (r _replyRepo) SetPosted(ctx context.Context, id ReplyKey, v time.Time) error {
+	return r.r.Set(ctx, "SetPosted", id, runtime.Set(_replyEntryPosted, v))
 }
 
 // AppendEdits adds e as the last element of edits and returns its index: one
 // new entry edits[i] is written, the other elements are not sent.
-func (r replyRepo) AppendEdits(ctx context.Context, id ReplyKey, e string) (int, error) {
-	return r.r.Append(ctx, "AppendEdits", id, replyEntryEdits, e)
+func (r _replyRepo) AppendEdits(ctx context.Context, id ReplyKey, e string) (int, error) {
+	return r.r.Append(ctx, "AppendEdits", id, _replyEntryEdits, e)
 }
 
 // SetEditsAt replaces the entry edits[i] and nothing else.
-func (r replyRepo) SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error {
-	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(replyEntryEdits, i, e))
+func (r _replyRepo) SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error {
+	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(_replyEntryEdits, i, e))
 }
 
 // ListEdits reads one page of the elements of edits in index order, without
 // reading the rest of the block.
-func (r replyRepo) ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error) {
-	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, replyEntryEdits, req)
+func (r _replyRepo) ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error) {
+	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, _replyEntryEdits, req)
 }
 
 // Update applies every change set in u to block id in one atomic write;
 // entries u leaves nil are not written.
-func (r replyRepo) Update(ctx context.Context, id ReplyKey, u ReplyUpdate) error {
-	return r.r.Update(ctx, "Update", id, replyChanges(u))
+func (r _replyRepo) Update(ctx context.Context, id ReplyKey, u ReplyUpdate) error {
+	return r.r.Update(ctx, "Update", id, _replyChanges(u))
 }
 
 // GetMany reads the Reply blocks with the given keys in one round trip (an
 // application-side join: see the *ReplyRefs functions).
-func (r replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error) {
+func (r _replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error) {
 	return r.r.GetMany(ctx, ids)
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
 // block-key order, through the lookup Reply.author (a native secondary index
 // on MongoDB, an index table on the other stores).
-func (r replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
-	return r.r.ListBy(ctx, "ListByAuthor", replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+func (r _replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
+	return r.r.ListBy(ctx, "ListByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
 // ListByThread reads one page of the Reply aggregates with the given thread,
 // in seq order.
-func (r replyRepo) ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
+func (r _replyRepo) ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByThread", ReplyKey{Thread: thread}, req)
 }
 
 // Repair rebuilds the index tables of Reply from the aggregates: it writes
 // missing lookup entries and removes stale ones, and reports what it fixed.
-func (r replyRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
+func (r _replyRepo) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	return r.r.Repair(ctx)
 }
 
 // EnsureIndexes creates what the Reply repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
 // not exist yet.
-func (r replyRepo) EnsureIndexes(ctx context.Context) error {
+func (r _replyRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
 }
 
-// List reads one page of Reply aggregates in block-key order.
-func (r replyRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error) {
+// List reads one page of Reply aggregates, in the store's listing order
+// (block-key order on stores whose scans are ordered,
+// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
+// DynamoDB).
+func (r _replyRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.List(ctx, req)
 }
 
-// All iterates over every Reply aggregate in block-key order.
-func (r replyRepo) All(ctx context.Context) iter.Seq2[*Reply, error] {
+// All iterates over every Reply aggregate, in the order of List.
+func (r _replyRepo) All(ctx context.Context) iter.Seq2[*Reply, error] {
 	return r.r.All(ctx)
 }
 
