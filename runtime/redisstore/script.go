@@ -364,7 +364,13 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 		b = packAll(packAll(b, p.checks), p.changes)
 	}
 	*bp = b
-	res, err := vm.Run(ctx, c, p.keys, b).Slice()
+	res, err := evalRun(ctx, c, p.keys, b)
+	// short: the run passed its checks and changed its keys, but fewer
+	// replicas than Options.WaitReplicas acknowledged it (wait.go).
+	var short error
+	if _, ok := isUnreplicated(err); ok {
+		short, err = err, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -387,7 +393,7 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 				}
 			}
 		}
-		return n, created, nil
+		return n, created, short
 	}
 	f := &failure{}
 	f.reason, _ = res[1].(string)
