@@ -444,7 +444,7 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 					}
 					if owner, taken := want[i][string(v)]; taken {
 						if !bytes.Equal(owner, blk.blockKey) {
-							rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s is held by %s and %s: kept for %s", l.Name, FormatKey(v), FormatKey(owner), FormatKey(blk.blockKey), FormatKey(owner)))
+							rep.AddConflict(l.Name, v, owner, blk.blockKey)
 						}
 						continue
 					}

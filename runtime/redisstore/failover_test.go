@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +130,7 @@ func otherShard(t *testing.T, rc *redistest.Replicated, key string) string {
 //     promoted, the claim
 //     of the rename is lost: the block holds the new code, GetByCode does
 //     not find it, a second block takes the same code, and Repair reports
-//     the two holders.
+//     the two holders and gives the claim to the first in block-key order.
 func TestFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 6-node cluster and fails over twice (about 10 s)")
@@ -221,6 +222,17 @@ func TestFailover(t *testing.T) {
 	}
 	must(t, plain.Create(bg, &model.Match{ID: "second", Code: "lost"}))
 	t.Logf("without WaitReplicas: the claim of an acknowledged rename was lost and %q and %q both hold code \"lost\"", other, "second")
+	// Repair reports both holders and gives the claim to the first in
+	// block-key order ("second" < "x...").
+	rep1, err := plain.Repair(bg)
+	must(t, err)
+	wantConflict := []runtime.UniqueConflict{{Lookup: "matches.code", Value: `"lost"`, Holders: []string{`"second"`, fmt.Sprintf("%q", other)}, Kept: `"second"`}}
+	if !reflect.DeepEqual(rep1.UniqueConflicts, wantConflict) {
+		t.Fatalf("Repair after the lost claim: %+v, want %+v", rep1.UniqueConflicts, wantConflict)
+	}
+	if m, err := plain.GetByCode(bg, "lost"); err != nil || m.ID != "second" {
+		t.Fatalf("GetByCode(lost) after Repair: %v %v, want second", m, err)
+	}
 	// A hang check only: it takes about 10 s.
 	d := time.Since(began)
 	t.Logf("took %s", d)
