@@ -1,10 +1,12 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,5 +240,60 @@ func TestFailover(t *testing.T) {
 	t.Logf("took %s", d)
 	if d > 90*time.Second {
 		t.Errorf("the failover test took %s", d)
+	}
+}
+
+// pipelineLoss loses the replies of the first pipeline that runs a script
+// on key: the pipeline is sent and run, its commands then fail.
+type pipelineLoss struct {
+	key  string
+	done atomic.Bool
+}
+
+func (f *pipelineLoss) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (f *pipelineLoss) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f *pipelineLoss) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		hit := false
+		for _, cmd := range cmds {
+			if a := cmd.Args(); cmd.Name() == "evalsha" && len(a) > 3 {
+				n, _ := a[2].(int)
+				for _, k := range a[3:min(len(a), 3+n)] {
+					hit = hit || k == f.key
+				}
+			}
+		}
+		if !hit || f.done.Swap(true) {
+			return next(ctx, cmds)
+		}
+		_ = next(ctx, cmds)
+		for _, cmd := range cmds {
+			cmd.SetErr(errInjected)
+		}
+		return errInjected
+	}
+}
+
+// TestWaitReplicasLostReply: with WaitReplicas, a write whose reply was
+// lost and that the read-back finds applied is not reported done (no WAIT
+// confirmed it): runtime.ErrUnknownOutcome saying so, the write on the
+// master. Without the option the same lost reply completes the write
+// (TestLostReply).
+func TestWaitReplicasLostReply(t *testing.T) {
+	srv := redistest.Server(t)
+	c := redis.NewClient(srv.Options())
+	defer c.Close()
+	f := &pipelineLoss{key: matchKey("m")}
+	c.AddHook(f)
+	plain := model.NewMatchRedisRepository(srv)
+	must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a"}))
+	waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond}))
+	err := waited.SetCode(bg, "m", "b")
+	if !f.done.Load() {
+		t.Fatal("no reply lost")
+	}
+	wantKind(t, "SetCode with a lost reply", err, runtime.ErrUnknownOutcome, "no WAIT confirmed its replicas")
+	if m, err := plain.GetByCode(bg, "b"); err != nil || m.ID != "m" {
+		t.Fatalf("GetByCode(b): %v %v, want m (applied on the master)", m, err)
 	}
 }

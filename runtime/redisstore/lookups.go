@@ -177,6 +177,9 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 	}
 	if err != nil && !isFailure(err) {
 		if s.applied(ctx, w) {
+			if s.waits() {
+				return 0, s.failAt(w.op, w.id, lostWait, runtime.ErrUnknownOutcome)
+			}
 			return 0, nil // the reply was lost, the write is done
 		}
 		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the write may have been applied)", nil, err)
@@ -325,6 +328,9 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		}
 		if s.applied(ctx, w) {
 			n = 0 // the reply was lost, the write is done
+			if s.waits() {
+				short = s.failAt(w.op, w.id, lostWait, runtime.ErrUnknownOutcome)
+			}
 		} else {
 			// The outcome is unknown: the entries stay for reads to verify.
 			return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)", nil, err)

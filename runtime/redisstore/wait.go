@@ -91,6 +91,13 @@ func writer(c redis.UniversalClient, o Options) redis.UniversalClient {
 	return &optClient{UniversalClient: c, o: o}
 }
 
+// waits reports whether the store's writes wait for replicas.
+func (s *Store[T, K]) waits() bool { return s.w != s.c }
+
+// lostWait is the detail of a write whose reply was lost but which the
+// read-back found applied: on the master, its replication unconfirmed.
+const lostWait = "(the reply was lost; the write is applied on the master, but no WAIT confirmed its replicas: it may be lost on failover)"
+
 // unreplicated is a script run applied on its node but acknowledged by
 // fewer replicas than asked within the timeout (or whose WAIT failed).
 type unreplicated struct {
