@@ -322,3 +322,58 @@ func (r *Replicated) Promote(t testing.TB, replica *Node, key string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Pair is a single Redis node (no cluster) with one replica, started for
+// one test by StartPair and stopped when the test ends.
+type Pair struct {
+	Master, Replica *Node
+}
+
+// StartPair starts a Redis node and a replica of it for t, waits until
+// the replica is in sync, and stops both (killed, files removed with the
+// package's directory) when t ends. It skips t without redis-server.
+func StartPair(t testing.TB) *Pair {
+	t.Helper()
+	bin := need(t, "redis-server")
+	p := &Pair{}
+	t.Cleanup(func() {
+		for _, n := range []*Node{p.Master, p.Replica} {
+			if n != nil && n.srv != nil {
+				_ = n.srv.cmd.Process.Signal(syscall.SIGCONT)
+				_ = n.srv.cmd.Process.Kill()
+				_ = n.srv.cmd.Wait()
+			}
+		}
+	})
+	for i := range 2 {
+		port, err := freePort(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{Addr: addr(port), bin: bin}
+		if i == 1 {
+			n.args = []string{"--replicaof", "127.0.0.1", p.Master.Addr[strings.LastIndexByte(p.Master.Addr, ':')+1:]}
+		}
+		if err := n.start(port); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			p.Master = n
+		} else {
+			p.Replica = n
+		}
+	}
+	c := p.Master.Client()
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		repl, err := c.Info(bg, "replication").Result()
+		if err == nil && strings.Contains(repl, "connected_slaves:1") && strings.Contains(repl, "state=online") {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica of %s is not online after 15s: %v %s", p.Master.Addr, err, repl)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

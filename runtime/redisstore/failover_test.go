@@ -297,3 +297,36 @@ func TestWaitReplicasLostReply(t *testing.T) {
 		t.Fatalf("GetByCode(b): %v %v, want m (applied on the master)", m, err)
 	}
 }
+
+// TestWaitReplicasResentRun: go-redis resends a pipeline whose connection
+// closed before the reply (its MaxRetries). With WaitReplicas, the resent
+// script run finds its token (the first send was applied) and writes
+// nothing, on a new connection: its WAIT must still cover the write of
+// the first send, or a replica that never received it would be counted.
+// Here the replica is stopped and the reply of the first send dropped:
+// the write fails with runtime.ErrUnknownOutcome instead of being
+// confirmed, and is applied once. (On the Redis under test, a WAIT on a
+// connection that has written nothing waits for the master's writes so
+// far, which is what makes the resend safe: this test pins that down.)
+func TestWaitReplicasResentRun(t *testing.T) {
+	pair := redistest.StartPair(t)
+	mc := pair.Master.Client()
+	defer mc.Close()
+	p := newDropProxy(t, pair.Master.Addr, "resent-marker")
+	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String()})
+	defer c.Close()
+	plain := model.NewMatchRedisRepository(mc)
+	waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond}))
+	must(t, waited.Create(bg, &model.Match{ID: "m", Code: "a"})) // the replica acknowledges
+	must(t, pair.Replica.Pause())
+	p.armed.Store(true)
+	err := waited.SetCode(bg, "m", "resent-marker")
+	must(t, pair.Replica.Resume())
+	if p.dropped.Load() != 1 {
+		t.Fatalf("%d replies dropped, want 1", p.dropped.Load())
+	}
+	wantKind(t, "SetCode resent with the replica stopped", err, runtime.ErrUnknownOutcome, "acknowledged by 0 of 1 replicas")
+	if m, err := plain.GetByCode(bg, "resent-marker"); err != nil || m.ID != "m" || m.Version != 2 {
+		t.Fatalf("GetByCode after the resent run: %+v %v, want m at version 2 (applied once, on the master)", m, err)
+	}
+}
