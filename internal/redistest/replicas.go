@@ -80,7 +80,9 @@ func StartReplicated(t testing.TB) *Replicated {
 			t.Fatal(err)
 		}
 		n := &Node{Addr: addr(port), bin: bin, args: []string{"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000"}}
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+			// Replicas sync at once (the default waits 5 s for more).
+			"--repl-diskless-sync-delay", "0"}}
 		if err := n.start(port); err != nil {
 			t.Fatal(err)
 		}
@@ -350,9 +352,9 @@ func StartPair(t testing.TB) *Pair {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := &Node{Addr: addr(port), bin: bin}
+		n := &Node{Addr: addr(port), bin: bin, args: []string{"--repl-diskless-sync-delay", "0"}}
 		if i == 1 {
-			n.args = []string{"--replicaof", "127.0.0.1", p.Master.Addr[strings.LastIndexByte(p.Master.Addr, ':')+1:]}
+			n.args = append(n.args, "--replicaof", "127.0.0.1", p.Master.Addr[strings.LastIndexByte(p.Master.Addr, ':')+1:])
 		}
 		if err := n.start(port); err != nil {
 			t.Fatal(err)

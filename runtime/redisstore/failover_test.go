@@ -135,7 +135,7 @@ func otherShard(t *testing.T, rc *redistest.Replicated, key string) string {
 //     the two holders and gives the claim to the first in block-key order.
 func TestFailover(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a 6-node cluster and fails over twice (about 10 s)")
+		t.Skip("starts a 6-node cluster and fails over twice (about 4 s)")
 	}
 	began := time.Now()
 	rc := redistest.StartReplicated(t)
@@ -235,7 +235,7 @@ func TestFailover(t *testing.T) {
 	if m, err := plain.GetByCode(bg, "lost"); err != nil || m.ID != "second" {
 		t.Fatalf("GetByCode(lost) after Repair: %v %v, want second", m, err)
 	}
-	// A hang check only: it takes about 10 s.
+	// A hang check only: it takes about 4 s.
 	d := time.Since(began)
 	t.Logf("took %s", d)
 	if d > 90*time.Second {
