@@ -379,3 +379,89 @@ func StartPair(t testing.TB) *Pair {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// MoveSlot gives the slot of key, which must hold no key, to master to
+// (CLUSTER SETSLOT NODE on every master, to first), and waits, up to 15
+// s, until every running node says to serves it. The cluster client is
+// not told: it learns from the MOVED it gets.
+func (r *Replicated) MoveSlot(t testing.TB, key string, to *Node) {
+	t.Helper()
+	slot, err := r.Client.ClusterKeySlot(bg, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := to.Client()
+	id, err := tc.Do(bg, "cluster", "myid").Text()
+	tc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := []*Node{to}
+	for _, n := range r.Nodes {
+		if n != to && !n.killed && n.role(t) == "master" {
+			masters = append(masters, n)
+		}
+	}
+	for _, n := range masters {
+		c := n.Client()
+		err := c.Do(bg, "cluster", "setslot", slot, "node", id).Err()
+		c.Close()
+		if err != nil {
+			t.Fatalf("CLUSTER SETSLOT %d NODE on %s: %v", slot, n.Addr, err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, n := range r.Nodes {
+		if n.killed {
+			continue
+		}
+		c := n.Client()
+		for {
+			nodes, err := c.ClusterNodes(bg).Result()
+			if err == nil && servesSlot(nodes, id, slot) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Close()
+				t.Fatalf("%s does not see slot %d on %s after 15s: %v\n%s", n.Addr, slot, to.Addr, err, nodes)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		c.Close()
+	}
+}
+
+// role is the node's ROLE ("master" or "slave").
+func (n *Node) role(t testing.TB) string {
+	c := n.Client()
+	defer c.Close()
+	role, err := c.Do(bg, "role").Slice()
+	if err != nil || len(role) == 0 {
+		t.Fatalf("ROLE of %s: %v", n.Addr, err)
+	}
+	s, _ := role[0].(string)
+	return s
+}
+
+// servesSlot reports whether CLUSTER NODES output nodes gives slot to the
+// node of id.
+func servesSlot(nodes, id string, slot int64) bool {
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != id {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, _ := strings.Cut(r, "-")
+			a, err1 := strconv.ParseInt(lo, 10, 64)
+			b, err2 := strconv.ParseInt(hi, 10, 64)
+			if hi == "" {
+				b, err2 = a, err1
+			}
+			if err1 == nil && err2 == nil && a <= slot && slot <= b {
+				return true
+			}
+		}
+	}
+	return false
+}

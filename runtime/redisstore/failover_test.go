@@ -169,6 +169,31 @@ func TestFailover(t *testing.T) {
 	must(t, rep.Resume())
 	wantKind(t, "SetStart with the block's replica stopped", err, runtime.ErrUnknownOutcome, "acknowledged by 0 of 1 replicas")
 
+	// A slot moved behind the client's back: the waited run follows the
+	// MOVED it gets to the new master (and waits there).
+	var moved string
+	for i := 0; moved == ""; i++ {
+		id := fmt.Sprint("moved", i)
+		mc := rc.MasterOf(t, matchKey(id)).Client()
+		slot, err := mc.ClusterKeySlot(bg, matchKey(id)).Result()
+		must(t, err)
+		n, err := mc.ClusterCountKeysInSlot(bg, int(slot)).Result()
+		mc.Close()
+		must(t, err)
+		if n == 0 && rc.MasterOf(t, matchKey(id)) != rc.MasterOf(t, claims) {
+			moved = id
+		}
+	}
+	to := rc.MasterOf(t, claims)
+	rc.MoveSlot(t, matchKey(moved), to)
+	must(t, waited.Create(bg, &model.Match{ID: moved, Code: moved}))
+	if m, err := plain.GetByCode(bg, moved); err != nil || m.ID != moved {
+		t.Fatalf("GetByCode(%s) after a create that followed MOVED: %v %v", moved, m, err)
+	}
+	if got := rc.MasterOf(t, matchKey(moved)); got != to {
+		t.Fatalf("the block of %s is on %s, want %s", moved, got.Addr, to.Addr)
+	}
+
 	// Acknowledged renames survive the failover.
 	for i := range n {
 		must(t, waited.SetCode(bg, fmt.Sprint("m", i), fmt.Sprint("r", i)))

@@ -142,10 +142,14 @@ func (oc *optClient) evalWait(ctx context.Context, keys []string, packed []byte)
 	want := oc.o.WaitReplicas
 	var node redis.UniversalClient = oc.UniversalClient
 	cc, cluster := node.(*redis.ClusterClient)
+	var pinned *redis.Client // the node a redirect named
 	asking := false
 	loaded := false
 	for attempt := 0; ; attempt++ {
-		if cluster && !asking {
+		switch {
+		case pinned != nil:
+			node, pinned = pinned, nil
+		case cluster:
 			m, err := cc.MasterForKey(ctx, keys[0])
 			if err != nil {
 				return nil, err
@@ -186,11 +190,18 @@ func (oc *optClient) evalWait(ctx context.Context, keys []string, packed []byte)
 			}
 			continue
 		case cluster && attempt < maxWaitRedirects && redirect(err) != "":
-			// The script did not run: find the node that serves the slot.
+			// The script did not run: go to the node the redirect names
+			// (the client's slot map is stale, or the slot is moving).
 			switch redirect(err) {
 			case "ASK":
 				if m := masterAt(ctx, cc, redirectAddr(err)); m != nil {
-					node, asking = m, true
+					pinned, asking = m, true
+					continue
+				}
+			case "MOVED":
+				cc.ReloadState(ctx)
+				if m := masterAt(ctx, cc, redirectAddr(err)); m != nil {
+					pinned = m
 					continue
 				}
 			case "TRYAGAIN", "CLUSTERDOWN":
