@@ -465,3 +465,37 @@ func servesSlot(nodes, id string, slot int64) bool {
 	}
 	return false
 }
+
+// StartMigrating puts the slot of key, which must hold no key, in
+// migration from its master to master to (CLUSTER SETSLOT IMPORTING on
+// to, MIGRATING on the source): commands on keys of the slot that the
+// source lacks get ASK. MoveSlot ends the migration.
+func (r *Replicated) StartMigrating(t testing.TB, key string, to *Node) {
+	t.Helper()
+	slot, err := r.Client.ClusterKeySlot(bg, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := r.MasterOf(t, key)
+	ids := map[*Node]string{}
+	for _, n := range []*Node{from, to} {
+		c := n.Client()
+		ids[n], err = c.Do(bg, "cluster", "myid").Text()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		n     *Node
+		state string
+		peer  string
+	}{{to, "importing", ids[from]}, {from, "migrating", ids[to]}} {
+		c := step.n.Client()
+		err := c.Do(bg, "cluster", "setslot", slot, step.state, step.peer).Err()
+		c.Close()
+		if err != nil {
+			t.Fatalf("CLUSTER SETSLOT %d %s on %s: %v", slot, step.state, step.n.Addr, err)
+		}
+	}
+}

@@ -121,6 +121,9 @@ func otherShard(t *testing.T, rc *redistest.Replicated, key string) string {
 //     is not written) and a block write on a shard whose replica is
 //     stopped fails with runtime.ErrUnknownOutcome, instead of being
 //     acknowledged;
+//   - a waited run (EVALSHA and WAIT in one pipeline on the node's own
+//     client) follows MOVED (a slot moved behind the client's back) and
+//     ASK (a slot in migration) to the node that serves the block;
 //   - with WaitReplicas=1, every acknowledged create and rename survives
 //     the SIGKILL of that master and the promotion of its replica: each
 //     block is found by its new code only, and no code can be given to a
@@ -192,6 +195,29 @@ func TestFailover(t *testing.T) {
 	}
 	if got := rc.MasterOf(t, matchKey(moved)); got != to {
 		t.Fatalf("the block of %s is on %s, want %s", moved, got.Addr, to.Addr)
+	}
+
+	// A slot in migration: the waited run of a new block follows the ASK
+	// of the source to the importing node (ASKING first).
+	var asked string
+	for i := 0; ; i++ {
+		id := fmt.Sprint("asked", i)
+		mc := rc.MasterOf(t, matchKey(id)).Client()
+		slot, err := mc.ClusterKeySlot(bg, matchKey(id)).Result()
+		must(t, err)
+		n, err := mc.ClusterCountKeysInSlot(bg, int(slot)).Result()
+		mc.Close()
+		must(t, err)
+		if n == 0 && rc.MasterOf(t, matchKey(id)) != to {
+			asked = id
+			break
+		}
+	}
+	rc.StartMigrating(t, matchKey(asked), to)
+	must(t, waited.Create(bg, &model.Match{ID: asked, Code: asked}))
+	rc.MoveSlot(t, matchKey(asked), to)
+	if m, err := plain.GetByCode(bg, asked); err != nil || m.ID != asked {
+		t.Fatalf("GetByCode(%s) after a create that followed ASK: %v %v", asked, m, err)
 	}
 
 	// Acknowledged renames survive the failover.
