@@ -48,8 +48,19 @@ func (r *RepairReport) AddConflict(lookup string, value, first, holder []byte) {
 // FormatKey prints an encoded block key or lookup value (KeyCodec,
 // AppendString, AppendInt, AppendUint): a single component alone ("h1",
 // 42), several in parentheses separated by ", " (("Dortmund", 4)),
-// strings quoted, bytes it cannot read in hex.
+// strings quoted, bytes it cannot read in hex (KeyParts).
 func FormatKey(k []byte) string {
+	parts := KeyParts(k)
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// KeyParts prints the components of an encoded key: strings quoted,
+// integers in decimal, and the bytes from the first component it cannot
+// read in hex.
+func KeyParts(k []byte) []string {
 	var parts []string
 	r := NewKeyReader(k)
 	for !r.Done() {
@@ -65,8 +76,5 @@ func FormatKey(k []byte) string {
 			break
 		}
 	}
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return parts
 }

@@ -177,23 +177,7 @@ func (b *Block) putIn(bk *bbolt.Bucket, k, v []byte) {
 
 // FormatKey renders an encoded tuple for messages: its components
 // separated by commas, strings quoted ("Dortmund", 4).
-func FormatKey(k []byte) string {
-	var parts []string
-	r := runtime.NewKeyReader(k)
-	for !r.Done() {
-		if s, err := r.String(); err == nil {
-			parts = append(parts, fmt.Sprintf("%q", s))
-		} else if i, err := r.Int(); err == nil {
-			parts = append(parts, fmt.Sprint(i))
-		} else if u, err := r.Uint(); err == nil {
-			parts = append(parts, fmt.Sprint(u))
-		} else {
-			parts = append(parts, fmt.Sprintf("%x", r.Rest()))
-			break
-		}
-	}
-	return strings.Join(parts, ", ")
-}
+func FormatKey(k []byte) string { return strings.Join(runtime.KeyParts(k), ", ") }
 
 // skipComponents skips n components of r.
 func skipComponents(r *runtime.KeyReader, n int) error {

@@ -99,6 +99,30 @@ func TestWaitReplicasWithoutReplicas(t *testing.T) {
 // matchKey is the hash of Match block id (keys.go).
 func matchKey(id string) string { return "matches:{" + id + "}" }
 
+// emptySlotID returns a new match id (prefix and a number) whose block's
+// slot holds no key and is not on master not.
+func emptySlotID(t *testing.T, rc *redistest.Replicated, prefix string, not *redistest.Node) string {
+	t.Helper()
+	for i := range 1000 {
+		id := fmt.Sprint(prefix, i)
+		m := rc.MasterOf(t, matchKey(id))
+		if m == not {
+			continue
+		}
+		mc := m.Client()
+		slot, err := mc.ClusterKeySlot(bg, matchKey(id)).Result()
+		must(t, err)
+		n, err := mc.ClusterCountKeysInSlot(bg, int(slot)).Result()
+		mc.Close()
+		must(t, err)
+		if n == 0 {
+			return id
+		}
+	}
+	t.Fatalf("no empty slot for a new %s block", prefix)
+	return ""
+}
+
 // otherShard returns a match id whose block is not on the master of key.
 func otherShard(t *testing.T, rc *redistest.Replicated, key string) string {
 	t.Helper()
@@ -174,20 +198,8 @@ func TestFailover(t *testing.T) {
 
 	// A slot moved behind the client's back: the waited run follows the
 	// MOVED it gets to the new master (and waits there).
-	var moved string
-	for i := 0; moved == ""; i++ {
-		id := fmt.Sprint("moved", i)
-		mc := rc.MasterOf(t, matchKey(id)).Client()
-		slot, err := mc.ClusterKeySlot(bg, matchKey(id)).Result()
-		must(t, err)
-		n, err := mc.ClusterCountKeysInSlot(bg, int(slot)).Result()
-		mc.Close()
-		must(t, err)
-		if n == 0 && rc.MasterOf(t, matchKey(id)) != rc.MasterOf(t, claims) {
-			moved = id
-		}
-	}
 	to := rc.MasterOf(t, claims)
+	moved := emptySlotID(t, rc, "moved", to)
 	rc.MoveSlot(t, matchKey(moved), to)
 	must(t, waited.Create(bg, &model.Match{ID: moved, Code: moved}))
 	if m, err := plain.GetByCode(bg, moved); err != nil || m.ID != moved {
@@ -199,20 +211,7 @@ func TestFailover(t *testing.T) {
 
 	// A slot in migration: the waited run of a new block follows the ASK
 	// of the source to the importing node (ASKING first).
-	var asked string
-	for i := 0; ; i++ {
-		id := fmt.Sprint("asked", i)
-		mc := rc.MasterOf(t, matchKey(id)).Client()
-		slot, err := mc.ClusterKeySlot(bg, matchKey(id)).Result()
-		must(t, err)
-		n, err := mc.ClusterCountKeysInSlot(bg, int(slot)).Result()
-		mc.Close()
-		must(t, err)
-		if n == 0 && rc.MasterOf(t, matchKey(id)) != to {
-			asked = id
-			break
-		}
-	}
+	asked := emptySlotID(t, rc, "asked", to)
 	rc.StartMigrating(t, matchKey(asked), to)
 	must(t, waited.Create(bg, &model.Match{ID: asked, Code: asked}))
 	rc.MoveSlot(t, matchKey(asked), to)
