@@ -240,10 +240,14 @@ type RepairReport struct {
 	Added      int // missing lookup entries written
 	Removed    int // stale lookup entries removed
 	// Conflicts lists unique values held by more than one aggregate (which
-	// only a write outside noamgen, or a crash during a write on a store
-	// without transactions, can cause); each keeps its first holder in
-	// block-key order.
+	// only a write outside noamgen, a crash during a write on a store
+	// without transactions, or a Redis failover losing an acknowledged
+	// claim can cause), one line per value (UniqueConflict.String); each
+	// keeps its first holder in block-key order.
 	Conflicts []string
+	// UniqueConflicts are the same conflicts, structured: every holder of
+	// each value and the one kept (UniqueConflict).
+	UniqueConflicts []UniqueConflict
 	// Native lists the lookups the store keeps in its own secondary
 	// indexes (MongoDB): the server maintains them with every write, so
 	// there is nothing to repair.

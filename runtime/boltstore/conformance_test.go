@@ -34,5 +34,14 @@ func TestConformance(t *testing.T) {
 				Replies:  model.NewReplyBoltRepository(db),
 			}
 		},
+		// A unique lookup's bucket maps each value to its holder.
+		DropClaim: func(t *testing.T, collection, lookup string, value []byte) {
+			err := db.Update(func(tx *bbolt.Tx) error {
+				return tx.Bucket([]byte(collection + "." + lookup)).Delete(value)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }

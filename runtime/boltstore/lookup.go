@@ -177,23 +177,7 @@ func (b *Block) putIn(bk *bbolt.Bucket, k, v []byte) {
 
 // FormatKey renders an encoded tuple for messages: its components
 // separated by commas, strings quoted ("Dortmund", 4).
-func FormatKey(k []byte) string {
-	var parts []string
-	r := runtime.NewKeyReader(k)
-	for !r.Done() {
-		if s, err := r.String(); err == nil {
-			parts = append(parts, fmt.Sprintf("%q", s))
-		} else if i, err := r.Int(); err == nil {
-			parts = append(parts, fmt.Sprint(i))
-		} else if u, err := r.Uint(); err == nil {
-			parts = append(parts, fmt.Sprint(u))
-		} else {
-			parts = append(parts, fmt.Sprintf("%x", r.Rest()))
-			break
-		}
-	}
-	return strings.Join(parts, ", ")
-}
+func FormatKey(k []byte) string { return strings.Join(runtime.KeyParts(k), ", ") }
 
 // skipComponents skips n components of r.
 func skipComponents(r *runtime.KeyReader, n int) error {
@@ -444,7 +428,7 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 					}
 					if owner, taken := want[i][string(v)]; taken {
 						if !bytes.Equal(owner, blk.blockKey) {
-							rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s is held by %s and %s: kept for %s", l.Name, FormatKey(v), FormatKey(owner), FormatKey(blk.blockKey), FormatKey(owner)))
+							rep.AddConflict(l.Name, v, owner, blk.blockKey)
 						}
 						continue
 					}

@@ -320,7 +320,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		for i, l := range s.lookups {
 			for _, k := range s.indexKeys(i, h.id, values[j]) {
 				if first, taken := want[i][k]; taken && l.Unique {
-					rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s: held by %v and %v; kept for %v", s.lookupName(i), describeKey([]byte(k)), first.id, h.id, first.id))
+					rep.AddConflict(s.lookupName(i), []byte(k), first.key, h.key)
 					continue
 				}
 				want[i][k] = h

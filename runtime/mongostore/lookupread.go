@@ -93,7 +93,8 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 		for i, l := range x.Lookups {
 			for _, k := range x.entryKeys(i, h.id, v) {
 				if first, taken := want[i][k]; taken && l.Unique {
-					rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s: held by %v and %v; kept for %v", x.lookupName(i), describeKey(k), first.id, h.id, first.id))
+					value, _ := hex.DecodeString(k)
+					rep.AddConflict(x.lookupName(i), value, x.Codec.Bytes(first.id), x.Codec.Bytes(h.id))
 					continue
 				}
 				want[i][k] = h

@@ -168,9 +168,12 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
 		}
 	}
-	n, _, err := p.runAdds(ctx, s.c)
+	n, _, err := p.runAdds(ctx, s.w)
 	if f, ok := failed(err, "taken"); ok {
 		return 0, s.taken(w, f)
+	}
+	if u, ok := isUnreplicated(err); ok {
+		return n, s.unacked(w, runtime.ErrUnknownOutcome, "the write", u)
 	}
 	if err != nil && !isFailure(err) {
 		return 0, s.unclear(ctx, w, err, "(outcome unknown: the write may have been applied)")
@@ -190,9 +193,20 @@ func (s *Store[T, K]) unclear(ctx context.Context, w *write[K], err error, detai
 		return runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the script run failed after a first change)", runtime.ErrUnknownOutcome, err)
 	}
 	if s.applied(ctx, w) {
+		if s.waits() {
+			// Done on the master, but no WAIT confirmed it (wait.go).
+			return s.failAt(w.op, w.id, lostWait, runtime.ErrUnknownOutcome)
+		}
 		return nil // the reply was lost, the write is done
 	}
 	return runtime.FailAt(w.op, s.d.Aggregate, w.id, detail, runtime.ErrUnknownOutcome, err)
+}
+
+// isLostWait reports whether err is unclear's error of a write applied on
+// the master whose replication no WAIT confirmed.
+func isLostWait(err error) bool {
+	var re *runtime.Error
+	return errors.As(err, &re) && re.Detail == lostWait
 }
 
 func isFailure(err error) bool {
@@ -226,6 +240,16 @@ func (s *Store[T, K]) applied(ctx context.Context, w *write[K]) bool {
 	}
 	return err == nil && seq == pad(w.seq)
 }
+
+// unacked is the error of write w when a run of it was applied on its
+// node but not acknowledged by enough replicas (Options.WaitReplicas):
+// kind runtime.ErrUnknownOutcome when the block was written, else
+// runtime.ErrUnavailable.
+func (s *Store[T, K]) unacked(w *write[K], kind error, what string, u *unreplicated) error {
+	return runtime.FailAt(w.op, s.d.Aggregate, w.id, "("+what+": "+u.Error()+")", kind, nil)
+}
+
+func isShort(err error) bool { _, ok := isUnreplicated(err); return ok }
 
 // taken is the error of a unique value held by another block (the note
 // of the claim check is "<lookup index>:<value>").
@@ -291,11 +315,11 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		}
 		for _, v := range minus(w.after[i], w.before[i]) {
 			r, err := s.claim(ctx, w, i, v)
+			mine = record(mine, i, v, r)
 			if err != nil {
 				undo()
 				return 0, err
 			}
-			mine = record(mine, i, v, r)
 		}
 	}
 	for i, l := range s.d.Lookups {
@@ -310,9 +334,13 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		for _, v := range vs {
 			s.addOp(p, w, i, v)
 		}
-		_, created, err := p.runAdds(ctx, s.c)
+		_, created, err := p.runAdds(ctx, s.w)
 		for j, r := range created {
 			mine = record(mine, i, vs[j], r)
+		}
+		if u, ok := isUnreplicated(err); ok {
+			undo()
+			return 0, s.unacked(w, runtime.ErrUnavailable, "lookup entries not replicated, block not written, entries undone", u)
 		}
 		if err != nil {
 			undo()
@@ -324,7 +352,12 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 	if err := ctx.Err(); err != nil {
 		return 0, runtime.NotSent(w.op, s.d.Aggregate, w.id, err, undo())
 	}
-	n, err := w.block.run(ctx, s.c)
+	n, err := w.block.run(ctx, s.w)
+	var short error
+	if u, ok := isUnreplicated(err); ok {
+		// Written on the master: the steps below follow it there.
+		short, err = s.unacked(w, runtime.ErrUnknownOutcome, "the block write", u), nil
+	}
 	if err != nil {
 		var f *failure
 		if errors.As(err, &f) {
@@ -337,7 +370,11 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		}
 		// On an unknown outcome the entries stay for reads to verify.
 		if err := s.unclear(ctx, w, err, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)"); err != nil {
-			return 0, err
+			if !isLostWait(err) {
+				return 0, err
+			}
+			// Applied on the master: the steps below follow it there.
+			short = err
 		}
 		n = 0 // the reply was lost, the write is done
 	}
@@ -366,7 +403,7 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		}
 		_, _ = p.run(ctx, s.c)
 	}
-	return n, nil
+	return n, short
 }
 
 // claim claims unique value v of lookup i for block w.bk (cluster): a
@@ -378,12 +415,17 @@ func (s *Store[T, K]) claim(ctx context.Context, w *write[K], i int, v []byte) (
 	for range maxAttempts {
 		p := &prog{}
 		s.addOp(p, w, i, v)
-		_, created, err := p.runAdds(ctx, s.c)
-		if err == nil {
+		_, created, err := p.runAdds(ctx, s.w)
+		if err == nil || isShort(err) {
+			var r addResult
 			if len(created) == 1 {
-				return created[0], nil
+				r = created[0]
 			}
-			return addResult{}, nil
+			if u, ok := isUnreplicated(err); ok {
+				// Not acknowledged: the block write must not follow.
+				return r, s.unacked(w, runtime.ErrUnavailable, "claim not replicated, block not written, claim undone", u)
+			}
+			return r, nil
 		}
 		f, ok := failed(err, "taken")
 		if !ok {

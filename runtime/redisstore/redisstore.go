@@ -68,6 +68,7 @@ const (
 // Store is the Redis adapter for aggregate class T with block keys K.
 type Store[T any, K comparable] struct {
 	c       redis.UniversalClient
+	w       redis.UniversalClient // c, or c with Options.WaitReplicas (wait.go)
 	d       *runtime.Desc[T, K]
 	coll    string
 	parts   []byte // component tags of a block key
@@ -77,11 +78,13 @@ type Store[T any, K comparable] struct {
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over client c (a
-// *redis.Client, a *redis.ClusterClient, or any UniversalClient).
+// *redis.Client, a *redis.ClusterClient, or any UniversalClient), with
+// the Options c carries if it comes from WithOptions.
 func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *Store[T, K] {
 	var zero K
+	c, o := unwrap(c)
 	_, cluster := c.(*redis.ClusterClient)
-	return &Store[T, K]{c: c, d: d, coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero)), cluster: cluster}
+	return &Store[T, K]{c: c, w: writer(c, o), d: d, coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero)), cluster: cluster}
 }
 
 // Client returns the client.

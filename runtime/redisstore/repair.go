@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -120,7 +119,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 				for _, v := range runtime.SortKeys(l.Keys(t)) {
 					if l.Unique {
 						if first, taken := claims[i][string(v)]; taken {
-							rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("%s %s is held by %s and %s: kept for %s", s.lookupName(i), formatParts(v), formatParts([]byte(first)), formatParts(bk), formatParts([]byte(first))))
+							rep.AddConflict(s.lookupName(i), v, []byte(first), bk)
 							continue
 						}
 						claims[i][string(v)] = string(bk)

@@ -458,7 +458,13 @@ var runRetryBackoff = []time.Duration{20 * time.Millisecond, 60 * time.Milliseco
 
 // runOnce runs the packed script once and reads its reply.
 func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, b []byte, notes []string) (int64, []addResult, error) {
-	res, err := vm.Run(ctx, c, keys, b).Slice()
+	res, err := evalRun(ctx, c, keys, b)
+	// short: the run passed its checks and changed its keys, but fewer
+	// replicas than Options.WaitReplicas acknowledged it (wait.go).
+	var short error
+	if _, ok := isUnreplicated(err); ok {
+		short, err = err, nil
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -482,7 +488,7 @@ func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, b []by
 				}
 			}
 		}
-		return n, created, nil
+		return n, created, short
 	case "err":
 		e := &scriptError{}
 		e.msg, _ = res[1].(string)

@@ -18,6 +18,7 @@ var lookupTests = []subtest{
 	{name: "LookupValuesMove", fn: testLookupMove},
 	{name: "LookupPages", fn: testLookupPages},
 	{name: "LookupCursors", fn: testLookupCursors},
+	{name: "RepairUniqueHeldTwice", fn: testRepairHeldTwice},
 }
 
 func (e *env) byTag(t *testing.T, tag string) []string {

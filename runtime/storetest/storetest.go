@@ -59,6 +59,15 @@ type Harness struct {
 	// Desc.Keys), for the layout check of adapters that do not implement
 	// Layouter yet: a stopgap until the contract has the method.
 	Layout func(ctx context.Context, collection string, blockKey []byte) ([]string, error)
+	// DropClaim, optional, removes behind the repositories' back the claim
+	// of encoded value (runtime.AppendString...) of unique lookup lookup
+	// ("code") of collection ("matches") in the current subtest's
+	// database: the index entry or claim that makes the store refuse the
+	// value to a second aggregate, so that the suite can give it to two
+	// (as a lost claim would) and check how Repair resolves that. Nil
+	// skips that check (a store that enforces unique values itself, such
+	// as MongoDB's unique indexes).
+	DropClaim func(t *testing.T, collection, lookup string, value []byte)
 }
 
 // Repos are the generated repositories of the model, over one database.
