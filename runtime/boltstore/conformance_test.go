@@ -36,3 +36,37 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestDeadlines runs the deadline test on bbolt, "paused" by a write
+// transaction that holds the database's write lock: every write gives up
+// waiting for the lock at its deadline (bbolt takes no context; see
+// update), reads, which never wait for a writer, run.
+func TestDeadlines(t *testing.T) {
+	var db *bbolt.DB
+	storetest.Deadlines(t, storetest.Harness{
+		Name:           "bolt",
+		PauseReadsPass: true,
+		Open: func(t *testing.T) storetest.Repos {
+			var err error
+			db, err = bbolt.Open(filepath.Join(t.TempDir(), "deadlines.db"), 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := db
+			t.Cleanup(func() { d.Close() })
+			return storetest.Repos{
+				Matches:  model.NewMatchBoltRepository(db),
+				Journals: model.NewJournalBoltRepository(db),
+				Cards:    model.NewCardBoltRepository(db),
+				Replies:  model.NewReplyBoltRepository(db),
+			}
+		},
+		Pause: func(t *testing.T) func() {
+			tx, err := db.Begin(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = tx.Rollback() }
+		},
+	})
+}

@@ -59,6 +59,13 @@ type Harness struct {
 	// Desc.Keys), for the layout check of adapters that do not implement
 	// Layouter yet: a stopgap until the contract has the method.
 	Layout func(ctx context.Context, collection string, blockKey []byte) ([]string, error)
+	// Pause, for Deadlines only, stops the store Open opened from
+	// answering (a stopped server, a held write lock) until resume is
+	// called.
+	Pause func(t *testing.T) (resume func())
+	// PauseReadsPass: reads still run while paused (bbolt: readers never
+	// wait for the write lock), so Deadlines lets them succeed.
+	PauseReadsPass bool
 }
 
 // Repos are the generated repositories of the model, over one database.
