@@ -82,3 +82,27 @@ func (r Repo[T, K]) ctxErr(ctx context.Context, op string, err error) error {
 func (r Repo[T, K]) ctxErrAt(ctx context.Context, op string, err *error) {
 	*err = r.ctxErr(ctx, op, *err)
 }
+
+// LeftToRepair is the error of a write that is done but whose cleanup (the
+// listing, the counter, the removal of its old index entries) failed with
+// errs because the caller's context ended: a *Error of operation op on
+// aggregate agg and block key id, matching ctx's error, whose detail says
+// the write is done and the rest is left to Repair (reads verify index
+// entries meanwhile). It is nil while ctx is not done (a cleanup failure
+// is then best effort, as before) or when no cleanup step failed.
+func LeftToRepair(ctx context.Context, op, agg string, id any, errs ...error) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		return nil
+	}
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return FailAt(op, agg, id, "(the block write is done; the cleanup after it was cut short and is left to Repair)", nil, errors.Join(append(failed, cerr)...))
+}

@@ -44,3 +44,37 @@ func TestConformanceCluster(t *testing.T) {
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
 	})
 }
+
+// TestDeadlines runs the deadline test on a private single node paused
+// with SIGSTOP: every call returns within its deadline plus
+// runtime.CleanupTimeout, the read-back that decides an unknown outcome
+// included.
+func TestDeadlines(t *testing.T) {
+	var p *redistest.Private
+	storetest.Deadlines(t, storetest.Harness{
+		Name: "redis",
+		Open: func(t *testing.T) storetest.Repos {
+			var c *redis.Client
+			c, p = redistest.PrivateServer(t)
+			return repos(c)
+		},
+		Pause: func(t *testing.T) func() { return p.Pause(t) },
+	})
+}
+
+// TestDeadlinesCluster runs the deadline test on a private 3-master
+// cluster, every master paused: the lookup protocol's undo, read-back
+// and cleanup (the listing, the old entries) end runtime.CleanupTimeout
+// after the caller's deadline.
+func TestDeadlinesCluster(t *testing.T) {
+	var p *redistest.Private
+	storetest.Deadlines(t, storetest.Harness{
+		Name: "redis-cluster",
+		Open: func(t *testing.T) storetest.Repos {
+			var c *redis.ClusterClient
+			c, p = redistest.PrivateCluster(t)
+			return repos(c)
+		},
+		Pause: func(t *testing.T) func() { return p.Pause(t) },
+	})
+}

@@ -176,7 +176,7 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 		if s.applied(ctx, w) {
 			return 0, nil // the reply was lost, the write is done
 		}
-		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the write may have been applied)", nil, err)
+		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the write may have been applied)", runtime.ErrUnknownOutcome, err)
 	}
 	return n, err
 }
@@ -186,19 +186,17 @@ func isFailure(err error) bool {
 	return errors.As(err, &f)
 }
 
-// readBackTimeout bounds the read that decides a lost reply.
-var readBackTimeout = 10 * time.Second
-
 // applied reads block w back after a lost reply (a network error or a
 // context cancelled while the script was in flight) and reports whether
 // the write is known to be done: the block carries the write's sequence,
 // or, for a Delete, is gone. An append's reply (the index) cannot be
-// recovered, so an append is never reported done.
+// recovered, so an append is never reported done. The read runs on a
+// context that ends runtime.CleanupTimeout after ctx (runtime.Detach).
 func (s *Store[T, K]) applied(ctx context.Context, w *write[K]) bool {
 	if w.appends {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	seq, err := s.c.HGet(ctx, s.blockKey(w.bk), seqField).Result()
 	if w.list == -1 {
@@ -241,7 +239,8 @@ func record(mine []added, i int, v []byte, r addResult) []added {
 func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, error) {
 	var mine []added
 	undo := func() {
-		ctx := context.WithoutCancel(ctx)
+		ctx, cancel := runtime.Detach(ctx)
+		defer cancel()
 		for i := range s.d.Lookups {
 			p := &prog{}
 			lk := s.lookupKeys(i)
@@ -305,35 +304,50 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 			n = 0 // the reply was lost, the write is done
 		} else {
 			// The outcome is unknown: the entries stay for reads to verify.
-			return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)", nil, err)
+			return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)", runtime.ErrUnknownOutcome, err)
 		}
 	}
 	// 3. the listing and the counter; 4. the old entries. The write is
-	// done: what follows is best effort (reads verify, Repair fixes).
-	ctx = context.WithoutCancel(ctx)
+	// done: what follows is best effort (reads verify, Repair fixes), on a
+	// context that ends runtime.CleanupTimeout after the caller's.
+	caller := ctx
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
+	var errs []error
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch w.list {
 	case 1:
-		s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk))
+		note(s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk)).Err())
 	case -1:
-		s.c.ZRem(ctx, s.listKey(), string(w.bk))
+		note(s.c.ZRem(ctx, s.listKey(), string(w.bk)).Err())
 		// A block created again meanwhile keeps its place in the listing.
-		if n, err := s.c.Exists(ctx, s.blockKey(w.bk)).Result(); err == nil && n == 1 {
-			s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk))
+		n, err := s.c.Exists(ctx, s.blockKey(w.bk)).Result()
+		note(err)
+		if err == nil && n == 1 {
+			note(s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk)).Err())
 		}
 	}
 	if w.counter != "" {
 		p := &prog{}
 		p.change("raise", p.k(w.counter), fmt.Sprint(w.raiseTo))
-		_, _ = p.run(ctx, s.c)
+		_, err := p.run(ctx, s.c)
+		note(err)
 	}
 	for i := range s.d.Lookups {
 		p := &prog{}
 		for _, v := range minus(w.before[i], w.after[i]) {
 			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
 		}
-		_, _ = p.run(ctx, s.c)
+		_, err := p.run(ctx, s.c)
+		note(err)
 	}
-	return n, nil
+	// Cut short by the caller's deadline: say so (the listing, the
+	// counter, the old entries are left to Repair).
+	return n, runtime.LeftToRepair(caller, w.op, s.d.Aggregate, w.id, errs...)
 }
 
 // claim claims unique value v of lookup i for block w.bk (cluster): a
