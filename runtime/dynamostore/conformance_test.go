@@ -31,3 +31,25 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestDeadlines runs the deadline test on a dynalite of its own, paused
+// with SIGSTOP: the SDK's requests and retries, and the read-back, undo
+// and cleanup of the lookup protocol, end with the caller's deadline
+// (plus runtime.CleanupTimeout).
+func TestDeadlines(t *testing.T) {
+	srv := dynalitetest.Start(t)
+	c := srv.Client()
+	storetest.Deadlines(t, storetest.Harness{
+		Name: "dynamo",
+		Open: func(t *testing.T) storetest.Repos {
+			o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
+			return storetest.Repos{
+				Matches:  model.NewMatchDynamoRepository(c, o),
+				Journals: model.NewJournalDynamoRepository(c, o),
+				Cards:    model.NewCardDynamoRepository(c, o),
+				Replies:  model.NewReplyDynamoRepository(c, o),
+			}
+		},
+		Pause: func(t *testing.T) func() { return srv.Pause(t) },
+	})
+}
