@@ -30,7 +30,7 @@ func TestMongoDeadlineCleanup(t *testing.T) {
 	defer func(d time.Duration) { runtime.CleanupTimeout = d }(runtime.CleanupTimeout)
 	runtime.CleanupTimeout = 300 * time.Millisecond
 	const deadline = 200 * time.Millisecond
-	bound := deadline + runtime.CleanupTimeout + time.Second
+	bound := deadline + runtime.CleanupTimeout + 2*time.Second
 
 	p := NewPauser()
 	var mu sync.Mutex

@@ -950,7 +950,7 @@ func testDeadlineCleanup(t *testing.T, f *fixture) {
 	defer func(d time.Duration) { runtime.CleanupTimeout = d }(runtime.CleanupTimeout)
 	runtime.CleanupTimeout = 300 * time.Millisecond
 	const deadline = 200 * time.Millisecond
-	bound := deadline + runtime.CleanupTimeout + time.Second
+	bound := deadline + runtime.CleanupTimeout + 2*time.Second
 	ms := f.matches(t)
 	must(t, ms.Create(ctx, &model.Match{ID: "m1", Code: "c1", Tags: []string{"a"}}))
 	must(t, ms.Create(ctx, &model.Match{ID: "m2", Code: "c2", Tags: []string{"a", "b"}}))

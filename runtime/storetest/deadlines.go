@@ -20,7 +20,7 @@ const Deadline = 200 * time.Millisecond
 // deadlineSlack is what Deadlines allows on top of the deadline and
 // runtime.CleanupTimeout: scheduling on a loaded machine, not a command
 // timeout (a call that waits for one, 3 s for go-redis, fails).
-const deadlineSlack = time.Second
+const deadlineSlack = 2 * time.Second
 
 // deadlineCleanup is the runtime.CleanupTimeout Deadlines runs with.
 const deadlineCleanup = 500 * time.Millisecond
@@ -30,7 +30,7 @@ const deadlineCleanup = 500 * time.Millisecond
 // operation with a Deadline deadline (Get, GetMany, Create, Create with a
 // counted key, Put, Delete, a setter, Update, Append, List, All, GetByF,
 // ListByF, ListElems, Repair, EnsureIndexes) returns within the deadline
-// plus runtime.CleanupTimeout (plus scheduling slack), with an error that
+// plus runtime.CleanupTimeout (plus 2 s of scheduling slack: the machine may be loaded), with an error that
 // is an *runtime.Error and matches context.DeadlineExceeded (a read may
 // succeed instead when h.PauseReadsPass). Once the store is resumed, a
 // Repair leaves every lookup right and every block readable. The
