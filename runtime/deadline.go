@@ -47,7 +47,7 @@ func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
 // ErrInvalid, ErrBadCursor, ErrOverflow, ErrTooLarge) is returned as it
 // is, and so is nil: a call that finished its work succeeded.
 func CtxErr(ctx context.Context, err error) error {
-	cerr := ctx.Err()
+	cerr := ctxDone(ctx)
 	if err == nil || cerr == nil || errors.Is(err, cerr) {
 		return err
 	}
@@ -72,7 +72,7 @@ func CtxErr(ctx context.Context, err error) error {
 // an *Error one.
 func (r Repo[T, K]) ctxErr(ctx context.Context, op string, err error) error {
 	err = CtxErr(ctx, err)
-	if _, ok := err.(*Error); err != nil && !ok && ctx.Err() != nil {
+	if _, ok := err.(*Error); err != nil && !ok && ctxDone(ctx) != nil {
 		return Fail(op, r.D.Aggregate, nil, nil, err)
 	}
 	return err
@@ -91,7 +91,7 @@ func (r Repo[T, K]) ctxErrAt(ctx context.Context, op string, err *error) {
 // entries meanwhile). It is nil while ctx is not done (a cleanup failure
 // is then best effort, as before) or when no cleanup step failed.
 func LeftToRepair(ctx context.Context, op, agg string, id any, errs ...error) error {
-	cerr := ctx.Err()
+	cerr := ctxDone(ctx)
 	if cerr == nil {
 		return nil
 	}
@@ -105,4 +105,18 @@ func LeftToRepair(ctx context.Context, op, agg string, id any, errs ...error) er
 		return nil
 	}
 	return FailAt(op, agg, id, "(the block write is done; the cleanup after it was cut short and is left to Repair)", nil, errors.Join(append(failed, cerr)...))
+}
+
+// ctxDone is ctx.Err(), and context.DeadlineExceeded once ctx's deadline
+// has passed although ctx does not say so yet: a socket deadline set to
+// the context's (go-redis with ContextTimeoutEnabled) can fire a moment
+// before the context's own timer.
+func ctxDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -92,3 +92,28 @@ func TestCtxErr(t *testing.T) {
 		t.Fatalf("got %v, want an *Error of List matching DeadlineExceeded", err)
 	}
 }
+
+// TestCtxErrAtTheDeadline: a failure returned once the deadline has
+// passed matches DeadlineExceeded even before the context's own timer
+// has fired (a socket deadline set to the context's fires first).
+func TestCtxErrAtTheDeadline(t *testing.T) {
+	ctx := deadlineOnly{d: time.Now().Add(-time.Millisecond)}
+	if err := CtxErr(ctx, Fail("EnsureIndexes", "Match", nil, nil, errors.New("i/o timeout"))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want it to match DeadlineExceeded", err)
+	}
+	if err := LeftToRepair(ctx, "Delete", "Match", "m", errors.New("i/o timeout")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LeftToRepair: got %v, want it to match DeadlineExceeded", err)
+	}
+}
+
+// deadlineOnly is a context whose deadline has passed but whose Err does
+// not say so yet.
+type deadlineOnly struct {
+	context.Context
+	d time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
+func (c deadlineOnly) Err() error                  { return nil }
+func (c deadlineOnly) Done() <-chan struct{}       { return nil }
+func (c deadlineOnly) Value(any) any               { return nil }

@@ -3,6 +3,8 @@ package dynamostore_test
 import (
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
@@ -20,15 +22,7 @@ func TestConformance(t *testing.T) {
 		Name:       "dynamo",
 		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes},
 		Concurrent: true, // every block write is one conditional request
-		Open: func(t *testing.T) storetest.Repos {
-			o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
-			return storetest.Repos{
-				Matches:  model.NewMatchDynamoRepository(c, o),
-				Journals: model.NewJournalDynamoRepository(c, o),
-				Cards:    model.NewCardDynamoRepository(c, o),
-				Replies:  model.NewReplyDynamoRepository(c, o),
-			}
-		},
+		Open:       func(t *testing.T) storetest.Repos { return repos(c, srv.Prefix(t)) },
 	})
 }
 
@@ -40,16 +34,19 @@ func TestDeadlines(t *testing.T) {
 	srv := dynalitetest.Start(t)
 	c := srv.Client()
 	storetest.Deadlines(t, storetest.Harness{
-		Name: "dynamo",
-		Open: func(t *testing.T) storetest.Repos {
-			o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
-			return storetest.Repos{
-				Matches:  model.NewMatchDynamoRepository(c, o),
-				Journals: model.NewJournalDynamoRepository(c, o),
-				Cards:    model.NewCardDynamoRepository(c, o),
-				Replies:  model.NewReplyDynamoRepository(c, o),
-			}
-		},
+		Name:  "dynamo",
+		Open:  func(t *testing.T) storetest.Repos { return repos(c, srv.Prefix(t)) },
 		Pause: func(t *testing.T) func() { return srv.Pause(t) },
 	})
+}
+
+// repos returns the model's repositories over fresh tables (prefix).
+func repos(c *dynamodb.Client, prefix string) storetest.Repos {
+	o := dynamostore.Options{TablePrefix: prefix}
+	return storetest.Repos{
+		Matches:  model.NewMatchDynamoRepository(c, o),
+		Journals: model.NewJournalDynamoRepository(c, o),
+		Cards:    model.NewCardDynamoRepository(c, o),
+		Replies:  model.NewReplyDynamoRepository(c, o),
+	}
 }

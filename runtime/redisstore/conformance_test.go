@@ -50,12 +50,18 @@ func TestConformanceCluster(t *testing.T) {
 // runtime.CleanupTimeout, the read-back that decides an unknown outcome
 // included.
 func TestDeadlines(t *testing.T) {
+	deadlines(t, "redis", func(t *testing.T) (redis.UniversalClient, *redistest.Private) { return redistest.PrivateServer(t) })
+}
+
+// deadlines runs the deadline test on the private deployment start
+// starts.
+func deadlines(t *testing.T, name string, start func(t *testing.T) (redis.UniversalClient, *redistest.Private)) {
 	var p *redistest.Private
 	storetest.Deadlines(t, storetest.Harness{
-		Name: "redis",
+		Name: name,
 		Open: func(t *testing.T) storetest.Repos {
-			var c *redis.Client
-			c, p = redistest.PrivateServer(t)
+			var c redis.UniversalClient
+			c, p = start(t)
 			return repos(c)
 		},
 		Pause: func(t *testing.T) func() { return p.Pause(t) },
@@ -67,14 +73,5 @@ func TestDeadlines(t *testing.T) {
 // and cleanup (the listing, the old entries) end runtime.CleanupTimeout
 // after the caller's deadline.
 func TestDeadlinesCluster(t *testing.T) {
-	var p *redistest.Private
-	storetest.Deadlines(t, storetest.Harness{
-		Name: "redis-cluster",
-		Open: func(t *testing.T) storetest.Repos {
-			var c *redis.ClusterClient
-			c, p = redistest.PrivateCluster(t)
-			return repos(c)
-		},
-		Pause: func(t *testing.T) func() { return p.Pause(t) },
-	})
+	deadlines(t, "redis-cluster", func(t *testing.T) (redis.UniversalClient, *redistest.Private) { return redistest.PrivateCluster(t) })
 }
