@@ -141,7 +141,8 @@ func (r Repo[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	if err := r.checkKey("Get", id); err != nil {
 		return nil, err
 	}
-	return r.S.Get(ctx, id)
+	t, err := r.S.Get(ctx, id)
+	return t, r.ctxErr(ctx, "Get", err)
 }
 
 // GetMany reads the blocks with the given keys.
@@ -151,7 +152,8 @@ func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 			return nil, err
 		}
 	}
-	return r.S.GetMany(ctx, ids)
+	m, err := r.S.GetMany(ctx, ids)
+	return m, r.ctxErr(ctx, "GetMany", err)
 }
 
 // Create stores a new block.
@@ -159,7 +161,7 @@ func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Create", t); err != nil {
 		return err
 	}
-	return r.S.Create(ctx, t)
+	return r.ctxErr(ctx, "Create", r.S.Create(ctx, t))
 }
 
 // Put creates or replaces a block whole.
@@ -167,7 +169,7 @@ func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Put", t); err != nil {
 		return err
 	}
-	return r.S.Put(ctx, t)
+	return r.ctxErr(ctx, "Put", r.S.Put(ctx, t))
 }
 
 // Delete removes a block.
@@ -175,7 +177,7 @@ func (r Repo[T, K]) Delete(ctx context.Context, id K) error {
 	if err := r.checkKey("Delete", id); err != nil {
 		return err
 	}
-	return r.S.Delete(ctx, id)
+	return r.ctxErr(ctx, "Delete", r.S.Delete(ctx, id))
 }
 
 // Set writes the changes of one entry-level setter (op) of block id.
@@ -188,7 +190,7 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 	if err := r.checkKey(op, id); err != nil {
 		return err
 	}
-	return r.S.Update(ctx, op, id, u)
+	return r.ctxErr(ctx, op, r.S.Update(ctx, op, id, u))
 }
 
 // Append adds elem as the last element of partition f of block id.
@@ -196,28 +198,36 @@ func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], el
 	if err := r.checkKey(op, id); err != nil {
 		return 0, err
 	}
-	return r.S.Append(ctx, op, id, f, elem)
+	i, err := r.S.Append(ctx, op, id, f, elem)
+	return i, r.ctxErr(ctx, op, err)
 }
 
 // Repair rebuilds the lookups from the aggregates.
-func (r Repo[T, K]) Repair(ctx context.Context) (RepairReport, error) { return r.S.Repair(ctx) }
+func (r Repo[T, K]) Repair(ctx context.Context) (RepairReport, error) {
+	rep, err := r.S.Repair(ctx)
+	return rep, r.ctxErr(ctx, "Repair", err)
+}
 
 // Ensure creates what the repository stores into.
-func (r Repo[T, K]) Ensure(ctx context.Context) error { return r.S.Ensure(ctx) }
+func (r Repo[T, K]) Ensure(ctx context.Context) error {
+	return r.ctxErr(ctx, "Ensure", r.S.Ensure(ctx))
+}
 
 // GetBy reads the aggregate holding value (encoded) of unique lookup l.
 func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error) {
 	if err := CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, value); err != nil {
 		return nil, err
 	}
-	return r.S.GetBy(ctx, op, l, value)
+	t, err := r.S.GetBy(ctx, op, l, value)
+	return t, r.ctxErr(ctx, op, err)
 }
 
 // listQuery names the query List cursors are bound to.
 func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
 
 // List reads one page of blocks.
-func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (Page[*T], error) {
+func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
+	defer r.ctxErrAt(ctx, "List", &err)
 	return paginate(r.listQuery(), req, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		items, last, more, err := r.S.ReadBlocks(ctx, "List", after, n)
 		return items, last, more, err
@@ -235,7 +245,7 @@ func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 		for {
 			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage)
 			if err != nil {
-				yield(nil, err)
+				yield(nil, r.ctxErr(ctx, "All", err))
 				return
 			}
 			for _, it := range items {
@@ -253,7 +263,8 @@ func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 
 // ListBy reads one page of the aggregates found by lookup l in key range
 // rng (op is the method, e.g. "ListByCityStars").
-func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (Page[*T], error) {
+func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (_ Page[*T], err error) {
+	defer r.ctxErrAt(ctx, op, &err)
 	if err := rng.Err(); err != nil {
 		return Page[*T]{}, Fail(op, r.D.Aggregate, nil, nil, err)
 	}
@@ -271,7 +282,8 @@ func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 
 // ListScope reads one page of the blocks of one counter scope, the scope
 // of key scope (its counted part is ignored).
-func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (Page[*T], error) {
+func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (_ Page[*T], err error) {
+	defer r.ctxErrAt(ctx, op, &err)
 	if err := r.checkKey(op, scope); err != nil {
 		return Page[*T]{}, err
 	}
@@ -297,7 +309,8 @@ const MaxElemIndex = 1<<31 - 1
 
 // ListElems reads one page of the elements of partition f of block id in
 // index order (op is the method, e.g. "ListRounds").
-func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (Page[E], error) {
+func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (_ Page[E], err error) {
+	defer r.ctxErrAt(ctx, op, &err)
 	if err := r.checkKey(op, id); err != nil {
 		return Page[E]{}, err
 	}

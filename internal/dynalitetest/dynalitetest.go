@@ -39,6 +39,23 @@ type Server struct {
 	// external is set for NOAM_DYNAMO_ENDPOINT: tables outlive the
 	// process there, so Prefix removes them after the test.
 	external bool
+	// pgid is the process group of the dynalite this package started.
+	pgid int
+}
+
+// Pause stops the dynalite this package started (SIGSTOP to its process
+// group): it keeps its connections but answers nothing until resume
+// (SIGCONT) is called. It skips t on NOAM_DYNAMO_ENDPOINT, which it cannot
+// pause.
+func (s *Server) Pause(t testing.TB) (resume func()) {
+	t.Helper()
+	if s.pgid == 0 {
+		t.Skipf("cannot pause the server of %s", EnvEndpoint)
+	}
+	if err := syscall.Kill(-s.pgid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("pausing dynalite: %v", err)
+	}
+	return func() { _ = syscall.Kill(-s.pgid, syscall.SIGCONT) }
 }
 
 // Start starts dynalite for t (or uses NOAM_DYNAMO_ENDPOINT) and stops it
@@ -124,6 +141,7 @@ func launch(t testing.TB) (*Server, func()) {
 		t.Fatalf("starting dynalite: %v", err)
 	}
 	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	}
@@ -154,7 +172,7 @@ func launch(t testing.TB) (*Server, func()) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("dynalite did not start within a minute")
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), pgid: cmd.Process.Pid}
 	// Wait until it answers a request.
 	c := s.Client()
 	deadline := time.Now().Add(30 * time.Second)

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -10,3 +11,6 @@ import (
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// stopSignal and contSignal pause and resume a process (Private.Pause).
+var stopSignal, contSignal os.Signal = syscall.SIGSTOP, syscall.SIGCONT

@@ -162,6 +162,7 @@ func startSingle(t testing.TB) (*redis.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("NOAM_REDIS_URL: %w", err)
 		}
+		opt.ContextTimeoutEnabled = true
 		c := redis.NewClient(opt)
 		if err := c.Ping(bg).Err(); err != nil {
 			return nil, fmt.Errorf("NOAM_REDIS_URL %s: %w", url, err)
@@ -181,13 +182,13 @@ func startSingle(t testing.TB) (*redis.Client, error) {
 	if _, err := start(bin, port); err != nil {
 		return nil, err
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr(port)})
+	c := redis.NewClient(&redis.Options{Addr: addr(port), ContextTimeoutEnabled: true})
 	return c, nil
 }
 
 func startCluster(t testing.TB) (*redis.ClusterClient, error) {
 	if addrs := os.Getenv("NOAM_REDIS_CLUSTER"); addrs != "" {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), ContextTimeoutEnabled: true})
 		if err := c.Ping(bg).Err(); err != nil {
 			return nil, fmt.Errorf("NOAM_REDIS_CLUSTER %s: %w", addrs, err)
 		}
@@ -219,6 +220,13 @@ func startCluster(t testing.TB) (*redis.ClusterClient, error) {
 		}
 		ports = append(ports, port)
 	}
+	return formCluster(cli, ports)
+}
+
+// formCluster makes the redis-server nodes on ports (started with
+// --cluster-enabled) one cluster of masters, and returns its client once
+// every node sees the cluster as ok and the client knows every master.
+func formCluster(cli string, ports []int) (*redis.ClusterClient, error) {
 	args := []string{"--cluster", "create"}
 	for _, p := range ports {
 		args = append(args, addr(p))
@@ -248,7 +256,7 @@ func startCluster(t testing.TB) (*redis.ClusterClient, error) {
 	for _, p := range ports {
 		addrs = append(addrs, addr(p))
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 	// Wait until the client knows every master.
 	for {
 		var n atomic.Int32
@@ -256,7 +264,7 @@ func startCluster(t testing.TB) (*redis.ClusterClient, error) {
 			n.Add(1)
 			return m.Ping(ctx).Err()
 		})
-		if err == nil && n.Load() == 3 {
+		if err == nil && int(n.Load()) == len(ports) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -102,7 +102,7 @@ func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, 
 		return id, runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
 	var blk *Block
-	err := c.DB.Update(func(tx *bbolt.Tx) error {
+	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
 		if err != nil {
 			return err

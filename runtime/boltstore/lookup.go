@@ -366,7 +366,7 @@ func (c Collection[K]) Ensure(ctx context.Context, lookups ...string) error {
 	if c.Counter != nil {
 		names = append(names, CountersBucket)
 	}
-	err := c.DB.Update(func(tx *bbolt.Tx) error {
+	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
 		for _, n := range names {
 			if _, err := tx.CreateBucketIfNotExists([]byte(n)); err != nil {
 				return fmt.Errorf("bucket %s: %w", n, err)
@@ -395,7 +395,7 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 		return rep, runtime.Fail(op, c.Aggregate, nil, nil, err)
 	}
 	var stats Block
-	err := c.DB.Update(func(tx *bbolt.Tx) error {
+	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
 		rep = runtime.RepairReport{}
 		stats = Block{}
 		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))

@@ -26,16 +26,7 @@ func TestConformance(t *testing.T) {
 		Name:       "dynamo",
 		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes},
 		Concurrent: true, // every block write is one conditional request
-		Open: func(t *testing.T) storetest.Repos {
-			prefix = srv.Prefix(t)
-			o := dynamostore.Options{TablePrefix: prefix}
-			return storetest.Repos{
-				Matches:  model.NewMatchDynamoRepository(c, o),
-				Journals: model.NewJournalDynamoRepository(c, o),
-				Cards:    model.NewCardDynamoRepository(c, o),
-				Replies:  model.NewReplyDynamoRepository(c, o),
-			}
-		},
+		Open:       func(t *testing.T) storetest.Repos { prefix = srv.Prefix(t); return repos(c, prefix) },
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
 		DropClaim: func(t *testing.T, collection, lookup string, value []byte) {
@@ -51,4 +42,29 @@ func TestConformance(t *testing.T) {
 			}
 		},
 	})
+}
+
+// TestDeadlines runs the deadline test on a dynalite of its own, paused
+// with SIGSTOP: the SDK's requests and retries, and the read-back, undo
+// and cleanup of the lookup protocol, end with the caller's deadline
+// (plus runtime.CleanupTimeout).
+func TestDeadlines(t *testing.T) {
+	srv := dynalitetest.Start(t)
+	c := srv.Client()
+	storetest.Deadlines(t, storetest.Harness{
+		Name:  "dynamo",
+		Open:  func(t *testing.T) storetest.Repos { return repos(c, srv.Prefix(t)) },
+		Pause: func(t *testing.T) func() { return srv.Pause(t) },
+	})
+}
+
+// repos returns the model's repositories over fresh tables (prefix).
+func repos(c *dynamodb.Client, prefix string) storetest.Repos {
+	o := dynamostore.Options{TablePrefix: prefix}
+	return storetest.Repos{
+		Matches:  model.NewMatchDynamoRepository(c, o),
+		Journals: model.NewJournalDynamoRepository(c, o),
+		Cards:    model.NewCardDynamoRepository(c, o),
+		Replies:  model.NewReplyDynamoRepository(c, o),
+	}
 }

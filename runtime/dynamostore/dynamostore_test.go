@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -60,6 +61,9 @@ type logger struct {
 	fault func(op string, body []byte) (lose, drop bool)
 	// after, when set, runs once a request has been answered.
 	after func(op string, body []byte)
+	// stall, when set, decides per request whether to hold it until its
+	// context ends (a server that stopped answering it).
+	stall func(op string, body []byte) bool
 }
 
 // errReset is the injected network fault, the error a dropped connection
@@ -81,6 +85,14 @@ func (l *logger) Do(req *http.Request) (*http.Response, error) {
 	}
 	if drop {
 		return nil, errReset
+	}
+	if l.stall != nil && l.stall(strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810."), body) {
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(time.Minute):
+			return nil, errors.New("stalled a minute: a request without a deadline")
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if lose && err == nil {
@@ -192,6 +204,7 @@ func TestStore(t *testing.T) {
 		{"CounterOverflow", testCounterOverflow},
 		{"PutSeesAConcurrentUnindexedWrite", testPutRace},
 		{"AppendToABlockWithoutThePartition", testAppendOldSchema},
+		{"DeadlineBoundsCleanup", testDeadlineCleanup},
 		{"LostReply", testLostReply},
 		{"CancelBeforeBlockWrite", testCancelBeforeBlockWrite},
 	} {
@@ -929,5 +942,82 @@ func testLostReply(t *testing.T, f *fixture) {
 	must(t, err)
 	if len(g.Rounds) != 1 || g.Rounds[0].Spell != "r0" || g.Version != 2 {
 		t.Fatalf("after a lost and a dropped append: %+v", g)
+	}
+}
+
+// testDeadlineCleanup: the work a write goes on with after its deadline
+// ends runtime.CleanupTimeout after it. A Delete whose block is gone but
+// whose index items cannot be removed (their requests stall) returns an
+// error matching context.DeadlineExceeded that says the block write is
+// done, and Repair removes the items; a setter whose block write and
+// read-back stall returns runtime.ErrUnknownOutcome matching
+// DeadlineExceeded (the read-back had a 10 s timeout of its own).
+func testDeadlineCleanup(t *testing.T, f *fixture) {
+	defer func(d time.Duration) { runtime.CleanupTimeout = d }(runtime.CleanupTimeout)
+	runtime.CleanupTimeout = 300 * time.Millisecond
+	const deadline = 200 * time.Millisecond
+	bound := deadline + runtime.CleanupTimeout + 2*time.Second
+	ms := f.matches(t)
+	must(t, ms.Create(ctx, &model.Match{ID: "m1", Code: "c1", Tags: []string{"a"}}))
+	must(t, ms.Create(ctx, &model.Match{ID: "m2", Code: "c2", Tags: []string{"a", "b"}}))
+	table := []byte(`"TableName":"` + f.prefix + `matches"`)
+	index := []byte(`"TableName":"` + f.prefix + dynamostore.IndexTable("matches") + `"`)
+	timed := func(what string, fn func(ctx context.Context) error) error {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, deadline)
+		defer cancel()
+		start := time.Now()
+		err := fn(c)
+		f.log.stall = nil
+		if took := time.Since(start); took > bound {
+			t.Fatalf("%s returned after %v (bound %v): %v", what, took, bound, err)
+		}
+		var re *runtime.Error
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &re) {
+			t.Fatalf("%s: %v, want a *runtime.Error matching context.DeadlineExceeded", what, err)
+		}
+		return err
+	}
+
+	f.log.stall = func(op string, body []byte) bool { return op == "DeleteItem" && bytes.Contains(body, index) }
+	err := timed("Delete with its index cleanup stalled", func(c context.Context) error { return ms.Delete(c, "m2") })
+	if !strings.Contains(err.Error(), "block write is done") {
+		t.Fatalf("Delete with its cleanup cut short: %v, want it to say the block write is done", err)
+	}
+	if _, err := ms.Get(ctx, "m2"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("Get after the cut Delete: %v, want ErrNotFound", err)
+	}
+	rep, err := ms.Repair(ctx)
+	must(t, err)
+	if rep.Removed == 0 {
+		t.Fatalf("Repair after the cut Delete removed nothing: %+v", rep)
+	}
+
+	var wrote sync.Once
+	var stalled atomic.Bool
+	f.log.stall = func(op string, body []byte) bool {
+		switch {
+		case op == "UpdateItem" && bytes.Contains(body, table):
+			wrote.Do(func() { stalled.Store(true) })
+			return true
+		case op == "GetItem" && bytes.Contains(body, table):
+			return stalled.Load() // the read-back
+		}
+		return false
+	}
+	err = timed("SetCode with its block write and read-back stalled", func(c context.Context) error { return ms.SetCode(c, "m1", "c1-new") })
+	if !errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("SetCode with its block write stalled: %v, want ErrUnknownOutcome", err)
+	}
+	if m, err := ms.Get(ctx, "m1"); err != nil || m.Code != "c1" {
+		t.Fatalf("after the stalled SetCode: %+v, %v (the stalled write never reached the server)", m, err)
+	}
+	_, err = ms.Repair(ctx)
+	must(t, err)
+	if rep, err := ms.Repair(ctx); err != nil || rep.Added != 0 || rep.Removed != 0 {
+		t.Fatalf("a second Repair after the cut writes: %v, %v", rep, err)
+	}
+	if m, err := ms.GetByCode(ctx, "c1"); err != nil || m.ID != "m1" {
+		t.Fatalf("GetByCode after Repair: %+v, %v", m, err)
 	}
 }

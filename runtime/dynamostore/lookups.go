@@ -267,7 +267,7 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 			if rerr != nil {
 				detail = fmt.Sprintf("(outcome unknown: reading the block back failed: %v; its lookup entries are kept for reads to verify)", rerr)
 			}
-			return false, runtime.FailAt(op, s.d.Aggregate, id, detail, nil, err)
+			return false, runtime.FailAt(op, s.d.Aggregate, id, detail, runtime.ErrUnknownOutcome, err)
 		}
 		ok, err = true, nil // the reply was lost, the write is done
 	}
@@ -280,19 +280,23 @@ func (s *Store[T, K]) commit(ctx context.Context, op string, id K, inc int64, be
 	}
 	// The write is done: removing the old items is best effort (reads
 	// skip stale items, Repair removes them). Only items of this
-	// incarnation written before seq go: a later write's are kept.
-	ctx = context.WithoutCancel(ctx)
+	// incarnation written before seq go: a later write's are kept. It
+	// runs on a context that ends runtime.CleanupTimeout after ctx.
+	caller := ctx
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
 	if insert && time.Since(began) > StaleAfter/2 {
 		if err := s.stillOwned(ctx, op, id, inc, seq, before, after); err != nil {
 			return false, err
 		}
 	}
+	var errs []error
 	for i := range s.lookups {
 		for _, k := range minus(before[i], after[i]) {
-			s.removeEntry(ctx, i, k, id, inc, seq)
+			errs = append(errs, s.removeEntry(ctx, i, k, id, inc, seq))
 		}
 	}
-	return true, nil
+	return true, runtime.LeftToRepair(caller, op, s.d.Aggregate, id, errs...)
 }
 
 // stillOwned checks, after a slow insert of block id, that the unique
@@ -330,13 +334,11 @@ func (s *Store[T, K]) stillOwned(ctx context.Context, op string, id K, inc, seq 
 	return nil
 }
 
-// readBackTimeout bounds the read that decides an ambiguous outcome.
-var readBackTimeout = 10 * time.Second
-
 // applied reports whether block id carries the stamp (seq, inc) of a
-// write whose outcome is unknown.
+// write whose outcome is unknown. It reads on a context that ends
+// runtime.CleanupTimeout after ctx (runtime.Detach).
 func (s *Store[T, K]) applied(ctx context.Context, id K, inc, seq int64) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	e := newExpr()
 	item, err := s.getItem(ctx, id, e.name(SeqAttr)+", "+e.name(IncAttr), e)
@@ -349,28 +351,30 @@ func (s *Store[T, K]) applied(ctx context.Context, id K, inc, seq int64) (bool, 
 }
 
 // removeEntry deletes index item k of lookup i if it is block id's
-// (incarnation inc) and older than seq.
-func (s *Store[T, K]) removeEntry(ctx context.Context, i int, k string, id K, inc, seq int64) {
+// (incarnation inc) and older than seq. It fails only when the request
+// did (an item that is no longer this one's is left, which is not an error).
+func (s *Store[T, K]) removeEntry(ctx context.Context, i int, k string, id K, inc, seq int64) error {
 	e := newExpr()
 	cond := fmt.Sprintf("%s = %s AND %s = %s", e.name("id"), e.value(s.KeyAttr(id)), e.name("inc"), e.value(num(inc)))
 	if seq != 0 {
 		cond += fmt.Sprintf(" AND %s < %s", e.name("s"), e.value(num(seq)))
 	}
-	_, _ = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.index), Key: s.indexKey(i, k),
 		ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 	})
+	if condFailed(err) {
+		return nil
+	}
+	return err
 }
-
-// undoTimeout bounds the undo of a failed attempt (a fresh context: the
-// caller's may be done); what it cannot finish is left to Repair.
-var undoTimeout = 2 * time.Second
 
 // undo removes the items attempt a created and puts back those it
 // overwrote, unless a later write has taken them over since. It returns
-// the first request error (what it could not undo stays for Repair).
+// the first request error (what it could not undo stays for Repair). It
+// runs on runtime.Detach: not cancelled with the caller, but bounded.
 func (s *Store[T, K]) undo(ctx context.Context, a *attempt) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	var first error
 	keep := func(_ any, err error) {
@@ -669,14 +673,17 @@ func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K) error
 		if err != nil {
 			return wrap(op, s.d.Aggregate, id, err)
 		}
-		// The block is gone: removing its items is best effort.
-		ctx := context.WithoutCancel(ctx)
+		// The block is gone: removing its items is best effort, on a
+		// context that ends runtime.CleanupTimeout after ctx.
+		cctx, cancel := runtime.Detach(ctx)
+		defer cancel()
+		var errs []error
 		for i, keys := range s.allKeys(id, st.t) {
 			for _, k := range keys {
-				s.removeEntry(ctx, i, k, id, st.stamp.inc, 0)
+				errs = append(errs, s.removeEntry(cctx, i, k, id, st.stamp.inc, 0))
 			}
 		}
-		return nil
+		return runtime.LeftToRepair(ctx, op, s.d.Aggregate, id, errs...)
 	}
 	return s.contended(op, id)
 }

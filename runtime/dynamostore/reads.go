@@ -125,7 +125,9 @@ func (s *Store[T, K]) drop(ctx context.Context, i int, e entry) {
 	if !stale(e.s) {
 		return
 	}
-	_, _ = s.c.DeleteItem(context.WithoutCancel(ctx), &dynamodb.DeleteItemInput{
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
+	_, _ = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.index), Key: s.indexKey(i, e.k),
 		ConditionExpression:       aws.String("#s = :s"),
 		ExpressionAttributeNames:  map[string]string{"#s": "s"},

@@ -96,7 +96,7 @@ func (d countingClient) Do(r *http.Request) (*http.Response, error) {
 
 // wrote reports whether block id holds write token tok.
 func (s *Store[T, K]) wrote(ctx context.Context, id K, tok string) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	e := newExpr()
 	item, err := s.getItem(ctx, id, e.name(WriteAttr), e)
@@ -113,7 +113,7 @@ func (s *Store[T, K]) wrote(ctx context.Context, id K, tok string) bool {
 // done, not refused. (A concurrent writer of the very same item in that
 // window is indistinguishable, and harmless.)
 func (s *Store[T, K]) holds(ctx context.Context, id K, item map[string]types.AttributeValue) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	got, err := s.getItem(ctx, id, "", nil)
 	return err == nil && got != nil && reflect.DeepEqual(got, item)
@@ -469,7 +469,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	// Not resent after a lost reply: a second send would append twice.
 	out, err := s.c.UpdateItem(ctx, in, noResend)
 	if err != nil && ambiguous(err) {
-		return 0, runtime.FailAt(op, s.d.Aggregate, id, "(outcome unknown: the append may have been applied; its index cannot be read back)", nil, err)
+		return 0, runtime.FailAt(op, s.d.Aggregate, id, "(outcome unknown: the append may have been applied; its index cannot be read back)", runtime.ErrUnknownOutcome, err)
 	}
 	if err == nil {
 		if m, ok := out.Attributes[LenAttr].(*types.AttributeValueMemberM); ok {

@@ -121,7 +121,10 @@ func Allocate(ctx context.Context, counters *mongo.Collection, op, agg, id strin
 		if err != nil {
 			// The server refuses to increment past math.MaxInt64: say so
 			// with a typed error, as every store does.
-			if last, rerr := counterValue(context.WithoutCancel(ctx), counters, id); rerr == nil && last == math.MaxInt64 {
+			rctx, cancel := runtime.Detach(ctx)
+			last, rerr := counterValue(rctx, counters, id)
+			cancel()
+			if rerr == nil && last == math.MaxInt64 {
 				return runtime.FailAt(op, agg, nil, "(counter "+id+" is at the largest number)", runtime.ErrOverflow, err)
 			}
 			return runtime.Fail(op, agg, nil, nil, fmt.Errorf("counter %s: %w", id, err))

@@ -20,7 +20,9 @@ import (
 // StaleAfter and unless it changed since it was read.
 func (x *Indexed[K, D, T]) drop(ctx context.Context, i int, e *entry[K]) {
 	if stale(e.S) {
-		_, _ = x.tables[i].DeleteOne(context.WithoutCancel(ctx), unchanged(e))
+		ctx, cancel := runtime.Detach(ctx)
+		defer cancel()
+		_, _ = x.tables[i].DeleteOne(ctx, unchanged(e))
 	}
 }
 

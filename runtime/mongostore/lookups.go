@@ -90,13 +90,11 @@ func ambiguous(err error) bool {
 	return errors.As(err, &bwe) && bwe.WriteConcernError != nil
 }
 
-// readBackTimeout bounds the read that decides an ambiguous outcome.
-var readBackTimeout = 10 * time.Second
-
-// applied reads block id back, with a fresh context, and reports whether
+// applied reads block id back, on a context that ends
+// runtime.CleanupTimeout after ctx (runtime.Detach), and reports whether
 // it carries the stamp (seq, inc) of a write whose outcome is unknown.
 func (x *Indexed[K, D, T]) applied(ctx context.Context, id K, inc, seq int64) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	raw, err := x.Coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: SeqKey, Value: 1}, {Key: IncKey, Value: 1}})).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -414,7 +412,7 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 			if rerr != nil {
 				detail = fmt.Sprintf("(outcome unknown: reading the block back failed: %v; its lookup entries are kept for reads to verify)", rerr)
 			}
-			return false, runtime.FailAt(op, x.Agg, id, detail, nil, err)
+			return false, runtime.FailAt(op, x.Agg, id, detail, runtime.ErrUnknownOutcome, err)
 		}
 		ok, err = true, nil // the reply was lost, the write is done
 	}
@@ -429,7 +427,11 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 		}
 		return false, nil
 	}
-	ctx = context.WithoutCancel(ctx)
+	// What follows runs on a context that ends runtime.CleanupTimeout
+	// after the caller's.
+	caller := ctx
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
 	if insert && time.Since(began) > StaleAfter/2 {
 		if err := x.stillOwned(ctx, op, id, inc, seq, before, after); err != nil {
 			return false, err
@@ -438,16 +440,18 @@ func (x *Indexed[K, D, T]) commit(ctx context.Context, op string, id K, inc int6
 	// The write is done: removing the old entries is best effort (reads
 	// skip stale entries, Repair removes them). Only entries of this
 	// incarnation written before seq go: a later write's are kept.
+	var errs []error
 	for i, l := range x.Lookups {
 		for _, gone := range batches(minus(before[i], after[i])) {
 			filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: gone}}}, {Key: "inc", Value: inc}, {Key: "s", Value: bson.D{{Key: "$lt", Value: seq}}}}
 			if l.Unique {
 				filter = append(filter, bson.E{Key: "id", Value: id})
 			}
-			_, _ = x.tables[i].DeleteMany(ctx, filter)
+			_, err := x.tables[i].DeleteMany(ctx, filter)
+			errs = append(errs, err)
 		}
 	}
-	return true, nil
+	return true, runtime.LeftToRepair(caller, op, x.Agg, id, errs...)
 }
 
 // stillOwned checks, after a slow insert of block id, that the unique
@@ -479,17 +483,14 @@ func (x *Indexed[K, D, T]) stillOwned(ctx context.Context, op string, id K, inc,
 	return nil
 }
 
-// undoTimeout bounds the undo of a failed attempt (a fresh context: the
-// caller's may be done); what it cannot finish is left to Repair.
-var undoTimeout = 2 * time.Second
-
 // undo removes the entries attempt a created and puts back those it
 // changed, unless a later write has touched them since. An entry of block
 // id goes back with the block's current incarnation: the one it had may
 // belong to another failed attempt. It returns the first command error
-// (what it could not undo stays for Repair).
+// (what it could not undo stays for Repair). It runs on runtime.Detach:
+// not cancelled with the caller, but bounded.
 func (x *Indexed[K, D, T]) undo(ctx context.Context, id K, a *attempt[K]) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	var first error
 	keep := func(_ any, err error) {
@@ -823,10 +824,14 @@ func (x *Indexed[K, D, T]) Delete(ctx context.Context, op string, id K) error {
 	}
 	inc, _ := raw.Lookup(IncKey).AsInt64OK()
 	// The block is gone: removing its entries is best effort (reads skip
-	// stale entries, Repair removes them).
-	ctx = context.WithoutCancel(ctx)
+	// stale entries, Repair removes them), on a context that ends
+	// runtime.CleanupTimeout after ctx.
+	cctx, cancel := runtime.Detach(ctx)
+	defer cancel()
+	var errs []error
 	for _, t := range x.tables {
-		_, _ = t.DeleteMany(ctx, bson.D{{Key: "id", Value: id}, {Key: "inc", Value: inc}})
+		_, err := t.DeleteMany(cctx, bson.D{{Key: "id", Value: id}, {Key: "inc", Value: inc}})
+		errs = append(errs, err)
 	}
-	return nil
+	return runtime.LeftToRepair(ctx, op, x.Agg, id, errs...)
 }

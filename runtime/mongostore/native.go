@@ -504,12 +504,15 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 	case insert:
 		// The server does not say which index (FerretDB): the block key
 		// is in use if its document exists.
-		n, cerr := s.coll.CountDocuments(context.WithoutCancel(ctx), ByID(id), options.Count().SetLimit(1))
+		dctx, cancel := runtime.Detach(ctx)
+		n, cerr := s.coll.CountDocuments(dctx, ByID(id), options.Count().SetLimit(1))
+		cancel()
 		if cerr == nil && n > 0 {
 			return nil
 		}
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
 	for _, nl := range s.native {
 		if !nl.l.Unique || (strings.Contains(msg, "index: noam_") && !strings.Contains(msg, "index: "+nl.index+" ")) {
 			continue

@@ -59,3 +59,34 @@ func TestConformanceCluster(t *testing.T) {
 		DropClaim:  dropClaim,
 	})
 }
+
+// TestDeadlines runs the deadline test on a private single node paused
+// with SIGSTOP: every call returns within its deadline plus
+// runtime.CleanupTimeout, the read-back that decides an unknown outcome
+// included.
+func TestDeadlines(t *testing.T) {
+	deadlines(t, "redis", func(t *testing.T) (redis.UniversalClient, *redistest.Private) { return redistest.PrivateServer(t) })
+}
+
+// deadlines runs the deadline test on the private deployment start
+// starts.
+func deadlines(t *testing.T, name string, start func(t *testing.T) (redis.UniversalClient, *redistest.Private)) {
+	var p *redistest.Private
+	storetest.Deadlines(t, storetest.Harness{
+		Name: name,
+		Open: func(t *testing.T) storetest.Repos {
+			var c redis.UniversalClient
+			c, p = start(t)
+			return repos(c)
+		},
+		Pause: func(t *testing.T) func() { return p.Pause(t) },
+	})
+}
+
+// TestDeadlinesCluster runs the deadline test on a private 3-master
+// cluster, every master paused: the lookup protocol's undo, read-back
+// and cleanup (the listing, the old entries) end runtime.CleanupTimeout
+// after the caller's deadline.
+func TestDeadlinesCluster(t *testing.T) {
+	deadlines(t, "redis-cluster", func(t *testing.T) (redis.UniversalClient, *redistest.Private) { return redistest.PrivateCluster(t) })
+}

@@ -214,24 +214,17 @@ func isFailure(err error) bool {
 	return errors.As(err, &f)
 }
 
-// readBackTimeout bounds the read that decides a lost reply.
-var readBackTimeout = 10 * time.Second
-
-// undoTimeout bounds the undo of a failed write's entries (a fresh
-// context: the caller's may be done); what it cannot finish is left to
-// Repair.
-var undoTimeout = 2 * time.Second
-
 // applied reads block w back after a lost reply (a network error or a
 // context cancelled while the script was in flight) and reports whether
 // the write is known to be done: the block carries the write's sequence,
 // or, for a Delete, is gone. An append's reply (the index) cannot be
-// recovered, so an append is never reported done.
+// recovered, so an append is never reported done. The read runs on a
+// context that ends runtime.CleanupTimeout after ctx (runtime.Detach).
 func (s *Store[T, K]) applied(ctx context.Context, w *write[K]) bool {
 	if w.appends {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	seq, err := s.c.HGet(ctx, s.blockKey(w.bk), seqField).Result()
 	if w.list == -1 {
@@ -284,9 +277,9 @@ func record(mine []added, i int, v []byte, r addResult) []added {
 func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, error) {
 	var mine []added
 	// undo returns the first error (what it could not undo, within
-	// undoTimeout, stays for Repair).
+	// runtime.CleanupTimeout of the caller's deadline, stays for Repair).
 	undo := func() error {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		ctx, cancel := runtime.Detach(ctx)
 		defer cancel()
 		var first error
 		for i := range s.d.Lookups {
@@ -379,31 +372,49 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		n = 0 // the reply was lost, the write is done
 	}
 	// 3. the listing and the counter; 4. the old entries. The write is
-	// done: what follows is best effort (reads verify, Repair fixes).
-	ctx = context.WithoutCancel(ctx)
+	// done: what follows is best effort (reads verify, Repair fixes), on a
+	// context that ends runtime.CleanupTimeout after the caller's.
+	caller := ctx
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
+	var errs []error
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch w.list {
 	case 1:
-		s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk))
+		note(s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk)).Err())
 	case -1:
-		s.c.ZRem(ctx, s.listKey(), string(w.bk))
+		note(s.c.ZRem(ctx, s.listKey(), string(w.bk)).Err())
 		// A block created again meanwhile keeps its place in the listing.
-		if n, err := s.c.Exists(ctx, s.blockKey(w.bk)).Result(); err == nil && n == 1 {
-			s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk))
+		n, err := s.c.Exists(ctx, s.blockKey(w.bk)).Result()
+		note(err)
+		if err == nil && n == 1 {
+			note(s.c.ZAdd(ctx, s.listKey(), redisZ(w.bk)).Err())
 		}
 	}
 	if w.counter != "" {
 		p := &prog{}
 		p.change("raise", p.k(w.counter), fmt.Sprint(w.raiseTo))
-		_, _ = p.run(ctx, s.c)
+		_, err := p.run(ctx, s.c)
+		note(err)
 	}
 	for i := range s.d.Lookups {
 		p := &prog{}
 		for _, v := range minus(w.before[i], w.after[i]) {
 			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
 		}
-		_, _ = p.run(ctx, s.c)
+		_, err := p.run(ctx, s.c)
+		note(err)
 	}
-	return n, short
+	if short != nil {
+		return n, short
+	}
+	// Cut short by the caller's deadline: say so (the listing, the
+	// counter, the old entries are left to Repair).
+	return n, runtime.LeftToRepair(caller, w.op, s.d.Aggregate, w.id, errs...)
 }
 
 // claim claims unique value v of lookup i for block w.bk (cluster): a

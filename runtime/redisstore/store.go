@@ -717,8 +717,12 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 }
 
 // Ensure loads the script on the server (on every master of a cluster);
-// Redis needs nothing else created up front.
+// Redis needs nothing else created up front. It fails with
+// ErrNoContextTimeout if the client ignores context deadlines.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	if !ContextTimeouts(s.c) {
+		return s.fail("EnsureIndexes", nil, nil, ErrNoContextTimeout)
+	}
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {

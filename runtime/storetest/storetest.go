@@ -68,6 +68,13 @@ type Harness struct {
 	// skips that check (a store that enforces unique values itself, such
 	// as MongoDB's unique indexes).
 	DropClaim func(t *testing.T, collection, lookup string, value []byte)
+	// Pause, for Deadlines only, stops the store Open opened from
+	// answering (a stopped server, a held write lock) until resume is
+	// called.
+	Pause func(t *testing.T) (resume func())
+	// PauseReadsPass: reads still run while paused (bbolt: readers never
+	// wait for the write lock), so Deadlines lets them succeed.
+	PauseReadsPass bool
 }
 
 // Repos are the generated repositories of the model, over one database.

@@ -82,11 +82,12 @@ func main() {
 	case *redisURL != "" || *redisCluster != "":
 		var rdb redis.UniversalClient
 		if *redisCluster != "" {
-			rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisCluster, ",")})
+			rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisCluster, ","), ContextTimeoutEnabled: true})
 			cfg.Store, name = "Redis Cluster "+*redisCluster, "redis-cluster"
 		} else {
 			opt, err := redis.ParseURL(*redisURL)
 			check(err)
+			opt.ContextTimeoutEnabled = true
 			rdb = redis.NewClient(opt)
 			cfg.Store, name = "Redis "+*redisURL, "redis"
 		}

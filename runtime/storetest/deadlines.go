@@ -1,0 +1,195 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
+)
+
+// Deadline is the deadline Deadlines gives every operation.
+const Deadline = 200 * time.Millisecond
+
+// deadlineSlack is what Deadlines allows on top of the deadline and
+// runtime.CleanupTimeout: scheduling on a loaded machine, not a command
+// timeout (a call that waits for one, 3 s for go-redis, fails).
+const deadlineSlack = 2 * time.Second
+
+// deadlineCleanup is the runtime.CleanupTimeout Deadlines runs with.
+const deadlineCleanup = 500 * time.Millisecond
+
+// Deadlines is the deadline test of a store: with the store paused
+// (h.Pause: a stopped server, a held write lock), every repository
+// operation with a Deadline deadline (Get, GetMany, Create, Create with a
+// counted key, Put, Delete, a setter, Update, Append, List, All, GetByF,
+// ListByF, ListElems, Repair, EnsureIndexes) returns within the deadline
+// plus runtime.CleanupTimeout (plus 2 s of scheduling slack: the machine may be loaded), with an error that
+// is an *runtime.Error and matches context.DeadlineExceeded (a read may
+// succeed instead when h.PauseReadsPass). Once the store is resumed, a
+// Repair leaves every lookup right and every block readable. The
+// operations run concurrently, each measured from its own start.
+//
+// h.Open opens the repositories over the store h.Pause pauses; h.Pause is
+// required.
+func Deadlines(t *testing.T, h Harness) {
+	if h.Pause == nil {
+		t.Fatal("storetest: Harness.Pause is nil")
+	}
+	defer func(d time.Duration) { runtime.CleanupTimeout = d }(runtime.CleanupTimeout)
+	runtime.CleanupTimeout = deadlineCleanup
+
+	e := &env{h: h, Repos: h.Open(t)}
+	e.ensure(t)
+	// Blocks for the operations to find: m1 (read, set, updated,
+	// appended to), m2 (deleted), m3 (replaced).
+	for _, id := range []string{"m1", "m2", "m3"} {
+		e.createMatch(t, id, 2)
+	}
+	j := &model.Journal{Owner: "o", Lines: []model.Line{{Kind: "k"}}}
+	must(t, e.Journals.Create(bg, j))
+
+	type call struct {
+		name string
+		read bool
+		fn   func(ctx context.Context) error
+	}
+	first := func(seq func(yield func(*model.Match, error) bool)) error {
+		for _, err := range seq {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	page := runtime.PageRequest{Limit: 10}
+	put := newMatch("m3", 1)
+	put.Region = "east"
+	put.Version = 1
+	calls := []call{
+		{"Get", true, func(ctx context.Context) error { _, err := e.Matches.Get(ctx, "m1"); return err }},
+		{"GetMany", true, func(ctx context.Context) error { _, err := e.Matches.GetMany(ctx, []string{"m1", "m2"}); return err }},
+		{"GetByCode", true, func(ctx context.Context) error { _, err := e.Matches.GetByCode(ctx, "code-m1"); return err }},
+		{"ListByTags", true, func(ctx context.Context) error { _, err := e.Matches.ListByTags(ctx, "t1", page); return err }},
+		{"ListByRegionLevel", true, func(ctx context.Context) error {
+			_, err := e.Matches.ListByRegionLevel(ctx, model.MatchRegionLevelQuery{Region: runtime.Eq("north")}, page)
+			return err
+		}},
+		{"ListRounds", true, func(ctx context.Context) error { _, err := e.Matches.ListRounds(ctx, "m1", page); return err }},
+		{"List", true, func(ctx context.Context) error { _, err := e.Matches.List(ctx, page); return err }},
+		{"All", true, func(ctx context.Context) error { return first(e.Matches.All(ctx)) }},
+		{"Create", false, func(ctx context.Context) error { return e.Matches.Create(ctx, newMatch("m4", 1)) }},
+		{"Create (counted key)", false, func(ctx context.Context) error {
+			return e.Journals.Create(ctx, &model.Journal{Owner: "p", Lines: []model.Line{{Kind: "q"}}})
+		}},
+		{"Put", false, func(ctx context.Context) error { return e.Matches.Put(ctx, put) }},
+		{"Delete", false, func(ctx context.Context) error { return e.Matches.Delete(ctx, "m2") }},
+		{"SetCode", false, func(ctx context.Context) error { return e.Matches.SetCode(ctx, "m1", "code-m1-new") }},
+		{"SetRegion", false, func(ctx context.Context) error { return e.Matches.SetRegion(ctx, "m1", "west") }},
+		{"Update", false, func(ctx context.Context) error {
+			return e.Matches.Update(ctx, "m1", model.MatchUpdate{Level: ptr(9), Tags: ptr([]string{"t2"})})
+		}},
+		{"AppendRounds", false, func(ctx context.Context) error {
+			_, err := e.Matches.AppendRounds(ctx, "m1", newRound("m1", 7))
+			return err
+		}},
+		{"Repair", false, func(ctx context.Context) error { _, err := e.Matches.Repair(ctx); return err }},
+		{"EnsureIndexes", false, func(ctx context.Context) error { return e.Matches.EnsureIndexes(ctx) }},
+	}
+
+	resume := h.Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			resume()
+		}
+	}()
+	bound := Deadline + runtime.CleanupTimeout + deadlineSlack
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	results := make([]result, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(bg, Deadline)
+			defer cancel()
+			start := time.Now()
+			err := c.fn(ctx)
+			results[i] = result{time.Since(start), err}
+		}()
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(bound + 5*time.Second):
+		// Hung: resume the store, so that they return (late).
+	}
+	resume()
+	resumed = true
+	select {
+	case <-all:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: operations still running a minute after the store was resumed", h.Name)
+	}
+
+	var failures []string
+	for i, c := range calls {
+		r := results[i]
+		var re *runtime.Error
+		switch {
+		case r.took > bound:
+			failures = append(failures, fmt.Sprintf("%s returned after %v (deadline %v, bound %v): %v", c.name, r.took.Round(time.Millisecond), Deadline, bound, r.err))
+		case r.err == nil && c.read && h.PauseReadsPass:
+		case r.err == nil:
+			failures = append(failures, fmt.Sprintf("%s returned nil after %v on a paused store", c.name, r.took.Round(time.Millisecond)))
+		case !errors.Is(r.err, context.DeadlineExceeded):
+			failures = append(failures, fmt.Sprintf("%s failed with %v, not matching context.DeadlineExceeded", c.name, r.err))
+		case !errors.As(r.err, &re):
+			failures = append(failures, fmt.Sprintf("%s failed with %T %v, not a *runtime.Error", c.name, r.err, r.err))
+		default:
+			t.Logf("%s: %v after %v", c.name, r.err, r.took.Round(time.Millisecond))
+		}
+	}
+	if len(failures) > 0 {
+		sort.Strings(failures)
+		t.Errorf("%s, with a %v deadline on a paused store:\n%s", h.Name, Deadline, strings.Join(failures, "\n"))
+	}
+
+	// Resumed: what the cut writes left is Repair's; then every block
+	// reads and every lookup is right. Commands a paused server had
+	// received but not run (the client gave up on them) run once it
+	// resumes, so Repair runs until it finds nothing more to fix.
+	for name, repair := range map[string]func(context.Context) (runtime.RepairReport, error){
+		"Match": e.Matches.Repair, "Journal": e.Journals.Repair, "Card": e.Cards.Repair, "Reply": e.Replies.Repair,
+	} {
+		for i := 0; ; i++ {
+			rep, err := repair(bg)
+			if err != nil {
+				t.Fatalf("Repair of %s after resuming: %v", name, err)
+			}
+			if rep.Added == 0 && rep.Removed == 0 && len(rep.Conflicts) == 0 {
+				break
+			}
+			if i == 20 {
+				t.Fatalf("Repair of %s after resuming still fixes entries after 20 runs: %v", name, rep)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, id := range []string{"m1", "m3"} {
+		e.getMatch(t, id)
+	}
+	e.snapshot(t)
+	e.lookupsClean(t, "resuming")
+}
