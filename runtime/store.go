@@ -82,6 +82,20 @@ type Caps struct {
 	// MaxValueBytes is the largest block (or entry) the store accepts, 0
 	// when unbounded; larger writes fail with ErrTooLarge.
 	MaxValueBytes int
+	// MaxKeyBytes is the largest store key holding a block key (bbolt's
+	// 32768-byte key, DynamoDB's 2048-byte partition key, Redis's 512 MB
+	// key), 0 when only MaxValueBytes bounds it (MongoDB's _id lives in
+	// the document). The store's key adds a few bytes to the encoded
+	// block key (KeyCodec: a tag and a terminator per part; bbolt adds
+	// the entry key, Redis the collection): a write whose keys pass the
+	// limit fails with ErrTooLarge naming it and writes nothing, a read
+	// of such a key finds nothing (ErrNotFound).
+	MaxKeyBytes int
+	// MaxIndexKeyBytes is the largest index key made of a lookup value
+	// (encoded, followed by the block key in a non-unique lookup):
+	// DynamoDB's 1024-byte sort key, bbolt's key; 0 when only
+	// MaxValueBytes bounds it. Larger writes fail like MaxKeyBytes.
+	MaxIndexKeyBytes int
 }
 
 // Repo is what generated repositories hold: the descriptor and the store

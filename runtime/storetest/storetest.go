@@ -95,6 +95,15 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
 	all = append(all, concurrentTests...)
+	all = append(all, sizeTests...)
+	runTests(t, h, all)
+}
+
+// runTests runs the subtests all against the store of h.
+func runTests(t *testing.T, h Harness, all []subtest) {
+	if h.Open == nil {
+		t.Fatal("storetest: Harness.Open is nil")
+	}
 	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
 			if st.concurrent && !h.Concurrent {
@@ -114,7 +123,7 @@ func Run(t *testing.T, h Harness) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, sizeTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}
