@@ -27,7 +27,7 @@ func repos(c redis.UniversalClient) storetest.Repos {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Server(t)) },
 	})
@@ -39,7 +39,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceCluster(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis-cluster",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
 	})
