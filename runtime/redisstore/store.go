@@ -139,6 +139,19 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		counter = s.counterKey(scope)
 		alloc = n == 0
 	}
+	// Everything that may be too large is checked before the counter
+	// moves (numbers encode in a fixed width: 1 stands for the one to be
+	// allocated), so that a refused write takes no number.
+	fields, err := s.fields(op, id, t, 1)
+	if err != nil {
+		return err
+	}
+	if alloc && len(s.d.Lookups) > 0 {
+		first := s.d.Counter.With(id, 1)
+		if err := s.checkValues(&write[K]{op: op, id: first, bk: s.d.Keys.Bytes(first), after: s.values(t, nil)}); err != nil {
+			return err
+		}
+	}
 	for range maxAttempts {
 		if alloc {
 			next, err := s.c.Incr(ctx, counter).Result()
@@ -162,10 +175,6 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		}
 		if counter != "" && !alloc && n > 0 {
 			w.counter, w.raiseTo = counter, n
-		}
-		fields, err := s.fields(op, id, t, 1)
-		if err != nil {
-			return err
 		}
 		w.block = s.blockProg(bk, w, fields, "absent")
 		if _, err := s.commit(ctx, w); err != nil {

@@ -224,6 +224,22 @@ func testValueTooLarge(t *testing.T, e *env) {
 		wantTooLarge(t, err, limit, what+" with a value of "+strconv.Itoa(len(big))+" bytes")
 	}
 	e.unchanged(t, "writes with a value over the limit", before)
+	// The refused Reply took no number from the counter.
+	r := &model.Reply{Key: model.ReplyKey{Thread: "t"}}
+	must(t, e.Replies.Create(bg, r))
+	if r.Key.Seq != 1 {
+		t.Errorf("the first reply of thread t after a refused Create got number %d, want 1", r.Key.Seq)
+	}
+	// Nor did a refused lookup value.
+	if limit := indexLimit(e.h.Caps); limit <= maxAlloc {
+		err := e.Replies.Create(bg, &model.Reply{Key: model.ReplyKey{Thread: "t"}, Author: strings.Repeat("a", limit)})
+		wantTooLarge(t, err, limit, "Reply Create with an author over the index key limit", e.h.Caps.MaxValueBytes)
+		r := &model.Reply{Key: model.ReplyKey{Thread: "t"}}
+		must(t, e.Replies.Create(bg, r))
+		if r.Key.Seq != 2 {
+			t.Errorf("the second reply of thread t after a refused Create got number %d, want 2", r.Key.Seq)
+		}
+	}
 
 	c := &model.Card{ID: 3, Title: strings.Repeat("b", limit-1024)}
 	must(t, e.Cards.Create(bg, c))
