@@ -198,6 +198,23 @@ func testLookupValueTooLarge(t *testing.T, e *env) {
 	eqStrings(t, "GetByCode of a value just under the limit", e.byCode(t, u.Code), "u")
 	eqStrings(t, "ListByRegionLevel of a value just under the limit", e.byRegion(t, model.MatchRegionLevelQuery{Region: runtime.Eq(u.Region)}), "u")
 	e.lookupsClean(t, "values just under the limit")
+
+	// Index keys of exactly the limit (a tag's tag and terminator, then
+	// the block key "a1" or "a2", 4 bytes), read a page at a time: the
+	// next page starts just after a key of the limit's length (where the
+	// value holding such a tag fits the value limit).
+	if c := e.h.Caps; c.MaxIndexKeyBytes > 0 && (c.MaxValueBytes == 0 || c.MaxValueBytes > limit+1024) {
+		tag := strings.Repeat("t", limit-2-4)
+		for _, id := range []string{"a1", "a2", "a3"} {
+			m := newMatch(id, 0)
+			m.Tags = []string{tag}
+			must(t, e.Matches.Create(bg, m))
+		}
+		got := matchIDs(collect(t, 1, func(req runtime.PageRequest) (runtime.Page[*model.Match], error) {
+			return e.Matches.ListByTags(bg, tag, req)
+		}))
+		eqStrings(t, "ListByTags of index keys of the limit's length, a page at a time", got, "a1", "a2", "a3")
+	}
 }
 
 // testValueTooLarge: a value over the value limit (a block, an entry, an
