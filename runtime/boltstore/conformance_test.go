@@ -42,25 +42,10 @@ func TestConformanceSizes(t *testing.T) {
 // TestConformance runs the store-independent conformance suite against
 // bbolt: a fresh database file per subtest.
 func TestConformance(t *testing.T) {
-	var db *bbolt.DB // the current subtest's
 	storetest.Run(t, storetest.Harness{
 		Name:       "bolt",
 		Caps:       runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: bbolt.MaxValueSize, MaxKeyBytes: bbolt.MaxKeySize, MaxIndexKeyBytes: bbolt.MaxKeySize},
 		Concurrent: true, // every write is one bbolt transaction
-		Open: func(t *testing.T) storetest.Repos {
-			var err error
-			db, err = bbolt.Open(filepath.Join(t.TempDir(), "conformance.db"), 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := db
-			t.Cleanup(func() { d.Close() })
-			return storetest.Repos{
-				Matches:  model.NewMatchBoltRepository(db),
-				Journals: model.NewJournalBoltRepository(db),
-				Cards:    model.NewCardBoltRepository(db),
-				Replies:  model.NewReplyBoltRepository(db),
-			}
-		},
+		Open:       openRepos,
 	})
 }
