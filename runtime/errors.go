@@ -6,6 +6,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -139,6 +140,23 @@ func CheckKey(op, agg string, id any, what string, key []byte) error {
 		return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+q", what, s), ErrInvalidValue, errors.New("not valid UTF-8"))
 	}
 	return nil
+}
+
+// TooLarge fails with ErrTooLarge (as an *Error of operation op on
+// aggregate agg and block key id): what (e.g. "key of 40002 bytes") is
+// over limit (e.g. "bbolt's 32768-byte key limit"). A long string id is
+// shortened in the error, so that the message stays readable.
+func TooLarge(op, agg string, id any, what, limit string) error {
+	return FailAt(op, agg, shortID(id), fmt.Sprintf("(%s over %s)", what, limit), ErrTooLarge, nil)
+}
+
+// shortID keeps an id whose text is over 64 bytes out of an error's text:
+// its first 32 bytes and its length stand for it.
+func shortID(id any) any {
+	if s := fmt.Sprint(id); len(s) > 64 {
+		return fmt.Sprintf("%+q... (%d bytes)", strings.ToValidUTF8(s[:32], ""), len(s))
+	}
+	return printableID(id)
 }
 
 // printableID keeps an invalid string id out of the error's text as raw

@@ -187,6 +187,32 @@ func Narrow[T KeyValue](r *KeyRange, name string, c Cond[T], enc func([]byte, T)
 	return r
 }
 
+// Within returns the range of the keys of r that are at most n bytes long,
+// with bounds of at most n bytes (but see below), for a store that holds no longer key
+// and refuses longer bounds (DynamoDB's 1024-byte sort key, a Redis
+// argument): a bound over n bytes is replaced by the first key of at most
+// n bytes after everything that starts with its first n bytes, so that the
+// store finds the same keys. r itself is returned when both bounds fit.
+func (r *KeyRange) Within(n int) *KeyRange {
+	if n <= 0 || (len(r.From) <= n && len(r.To) <= n) {
+		return r
+	}
+	c := *r
+	clamp := func(b []byte) []byte {
+		if len(b) <= n {
+			return b
+		}
+		if e := PrefixEnd(b[:n]); e != nil {
+			return e
+		}
+		// b[:n] is all 0xFF (never the start of an encoded key): the
+		// bound just above it takes n+1 bytes.
+		return append(bytes.Clone(b[:n]), 0)
+	}
+	c.From, c.To = clamp(r.From), clamp(r.To)
+	return &c
+}
+
 // Err reports a bad combination of conditions (wrapping ErrBadQuery).
 func (r *KeyRange) Err() error { return r.err }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,20 @@ type Caps struct {
 	// MaxValueBytes is the largest block (or entry) the store accepts, 0
 	// when unbounded; larger writes fail with ErrTooLarge.
 	MaxValueBytes int
+	// MaxKeyBytes is the largest store key holding a block key (bbolt's
+	// 32768-byte key, DynamoDB's 2048-byte partition key, Redis's 512 MB
+	// key), 0 when only MaxValueBytes bounds it (MongoDB's _id lives in
+	// the document). The store's key adds a few bytes to the encoded
+	// block key (KeyCodec: a tag and a terminator per part; bbolt adds
+	// the entry key, Redis the collection): a write whose keys pass the
+	// limit fails with ErrTooLarge naming it and writes nothing, a read
+	// of such a key finds nothing (ErrNotFound).
+	MaxKeyBytes int
+	// MaxIndexKeyBytes is the largest index key made of a lookup value
+	// (encoded, followed by the block key in a non-unique lookup):
+	// DynamoDB's 1024-byte sort key, bbolt's key; 0 when only
+	// MaxValueBytes bounds it. Larger writes fail like MaxKeyBytes.
+	MaxIndexKeyBytes int
 }
 
 // The two version values with a meaning of their own. Both are 0, the zero
@@ -136,29 +151,106 @@ func (r Repo[T, K]) checkAgg(op string, t *T) error {
 	return r.checkKey(op, *r.D.ID(t))
 }
 
+// keyLimit is the largest encoded block key the store can hold (Caps:
+// MaxKeyBytes, or MaxValueBytes where the key lives in the value), 0 for
+// none, and the words naming it.
+func keyLimit(c Caps) (int, string) {
+	if c.MaxKeyBytes > 0 {
+		return c.MaxKeyBytes, fmt.Sprintf("%s's %d-byte key limit", c.Name, c.MaxKeyBytes)
+	}
+	return c.MaxValueBytes, fmt.Sprintf("%s's %d-byte limit of a value, which holds the key", c.Name, c.MaxValueBytes)
+}
+
+// indexLimit is keyLimit of index keys made of lookup values.
+func indexLimit(c Caps) (int, string) {
+	if c.MaxIndexKeyBytes > 0 {
+		return c.MaxIndexKeyBytes, fmt.Sprintf("%s's %d-byte index key limit", c.Name, c.MaxIndexKeyBytes)
+	}
+	return keyLimit(c)
+}
+
+// keyTooLarge fails with ErrTooLarge when the encoding of id alone is
+// longer than the store's keys can be: no store could hold the block, so
+// a write of it is refused before anything is sent (the adapters check
+// the keys they build from it: entry keys, index keys, counters).
+func (r Repo[T, K]) keyTooLarge(op string, id K) error {
+	limit, words := keyLimit(r.S.Caps())
+	if limit <= 0 {
+		return nil
+	}
+	switch k := any(id).(type) {
+	case string:
+		if 2*len(k)+2 <= limit { // the codec's longest encoding
+			return nil
+		}
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return nil
+	}
+	if n := len(r.D.Keys.Bytes(id)); n > limit {
+		return TooLarge(op, r.D.Aggregate, id, fmt.Sprintf("block key of %d bytes encoded", n), words)
+	}
+	return nil
+}
+
+// writeKey checks the block key of a write: valid UTF-8, not too large.
+func (r Repo[T, K]) writeKey(op string, id K) error {
+	if err := r.checkKey(op, id); err != nil {
+		return err
+	}
+	return r.keyTooLarge(op, id)
+}
+
+// readKey checks the block key of a read: it fails with ErrInvalid for
+// invalid UTF-8, and reports a key too large for any block (the read finds
+// nothing: ErrNotFound).
+func (r Repo[T, K]) readKey(op string, id K) (over bool, err error) {
+	if err := r.checkKey(op, id); err != nil {
+		return false, err
+	}
+	return r.keyTooLarge(op, id) != nil, nil
+}
+
 // Get reads the block with key id.
 func (r Repo[T, K]) Get(ctx context.Context, id K) (*T, error) {
-	if err := r.checkKey("Get", id); err != nil {
+	if over, err := r.readKey("Get", id); err != nil || over {
+		if over {
+			err = FailAt("Get", r.D.Aggregate, shortID(id), "(a block key over the store's key limit)", ErrNotFound, nil)
+		}
 		return nil, err
 	}
 	t, err := r.S.Get(ctx, id)
 	return t, r.ctxErr(ctx, "Get", err)
 }
 
-// GetMany reads the blocks with the given keys.
+// GetMany reads the blocks with the given keys; keys too large for any
+// block are absent from the map, as missing blocks are.
 func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
-	for _, id := range ids {
-		if err := r.checkKey("GetMany", id); err != nil {
+	fit := ids
+	for i, id := range ids {
+		over, err := r.readKey("GetMany", id)
+		if err != nil {
 			return nil, err
 		}
+		if over {
+			if len(fit) == len(ids) {
+				fit = append(make([]K, 0, len(ids)), ids[:i]...)
+			}
+			continue
+		}
+		if len(fit) < len(ids) {
+			fit = append(fit, id)
+		}
 	}
-	m, err := r.S.GetMany(ctx, ids)
+	m, err := r.S.GetMany(ctx, fit)
 	return m, r.ctxErr(ctx, "GetMany", err)
 }
 
 // Create stores a new block.
 func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Create", t); err != nil {
+		return err
+	}
+	if err := r.keyTooLarge("Create", *r.D.ID(t)); err != nil {
 		return err
 	}
 	return r.ctxErr(ctx, "Create", r.S.Create(ctx, t))
@@ -169,12 +261,15 @@ func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Put", t); err != nil {
 		return err
 	}
+	if err := r.keyTooLarge("Put", *r.D.ID(t)); err != nil {
+		return err
+	}
 	return r.ctxErr(ctx, "Put", r.S.Put(ctx, t))
 }
 
 // Delete removes a block.
 func (r Repo[T, K]) Delete(ctx context.Context, id K) error {
-	if err := r.checkKey("Delete", id); err != nil {
+	if err := r.writeKey("Delete", id); err != nil {
 		return err
 	}
 	return r.ctxErr(ctx, "Delete", r.S.Delete(ctx, id))
@@ -187,7 +282,7 @@ func (r Repo[T, K]) Set(ctx context.Context, op string, id K, c ...Change[T]) er
 
 // Update writes the changes of u to block id in one atomic write.
 func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) error {
-	if err := r.checkKey(op, id); err != nil {
+	if err := r.writeKey(op, id); err != nil {
 		return err
 	}
 	return r.ctxErr(ctx, op, r.S.Update(ctx, op, id, u))
@@ -195,7 +290,7 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 
 // Append adds elem as the last element of partition f of block id.
 func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error) {
-	if err := r.checkKey(op, id); err != nil {
+	if err := r.writeKey(op, id); err != nil {
 		return 0, err
 	}
 	i, err := r.S.Append(ctx, op, id, f, elem)
@@ -213,10 +308,15 @@ func (r Repo[T, K]) Ensure(ctx context.Context) error {
 	return r.ctxErr(ctx, "Ensure", r.S.Ensure(ctx))
 }
 
-// GetBy reads the aggregate holding value (encoded) of unique lookup l.
+// GetBy reads the aggregate holding value (encoded) of unique lookup l. A
+// value too long for the store's index keys is held by no aggregate:
+// ErrNotFound.
 func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error) {
 	if err := CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, value); err != nil {
 		return nil, err
+	}
+	if limit, _ := indexLimit(r.S.Caps()); limit > 0 && len(value) > limit {
+		return nil, FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("%s (a value of %d bytes encoded, over the store's %d-byte index key limit)", l.Name, len(value), limit), ErrNotFound, nil)
 	}
 	t, err := r.S.GetBy(ctx, op, l, value)
 	return t, r.ctxErr(ctx, op, err)
@@ -272,11 +372,19 @@ func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 		return Page[*T]{}, CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, rng.invalid)
 	}
 	query := rng.Query(r.D.Aggregate + "." + l.Name)
+	// The store holds no index key longer than its limit: bounds past it
+	// are narrowed to the keys it can hold (stores refuse longer bounds).
+	in := rng
+	if c := r.S.Caps(); c.MaxIndexKeyBytes > 0 {
+		in = rng.Within(c.MaxIndexKeyBytes)
+	} else if limit, _ := indexLimit(c); limit > 0 && len(rng.From) > limit && len(rng.To) > limit && bytes.Equal(rng.From[:limit], rng.To[:limit]) {
+		return Page[*T]{}, nil // one value too long for any block (an Eq condition)
+	}
 	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		if after != nil && !rng.Contains(after) {
 			return nil, nil, false, fmt.Errorf("%w: position outside the query's range", ErrBadCursor)
 		}
-		return r.S.ReadLookup(ctx, op, l, rng, after, n)
+		return r.S.ReadLookup(ctx, op, l, in, after, n)
 	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
@@ -284,8 +392,8 @@ func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 // of key scope (its counted part is ignored).
 func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
-	if err := r.checkKey(op, scope); err != nil {
-		return Page[*T]{}, err
+	if over, err := r.readKey(op, scope); err != nil || over {
+		return Page[*T]{}, err // a scope too large for any block has none
 	}
 	s, _ := r.D.Counter.Split(scope)
 	query := r.D.Aggregate + "." + op + ":" + string(s)
@@ -311,7 +419,10 @@ const MaxElemIndex = 1<<31 - 1
 // index order (op is the method, e.g. "ListRounds").
 func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (_ Page[E], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
-	if err := r.checkKey(op, id); err != nil {
+	if over, err := r.readKey(op, id); err != nil || over {
+		if over {
+			err = FailAt(op, r.D.Aggregate, shortID(id), "(a block key over the store's key limit)", ErrNotFound, nil)
+		}
 		return Page[E]{}, err
 	}
 	query := ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id))

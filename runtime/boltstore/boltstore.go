@@ -101,6 +101,11 @@ func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, 
 	if err := ctx.Err(); err != nil {
 		return id, runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
+	// Every key of a block starts with its marker's: a block key too long
+	// for it is refused before the transaction.
+	if err := tooLarge(op, c.Aggregate, id, func() string { return "block key" }, BlockPrefix(c.Keys.Bytes(id)), nil); err != nil {
+		return id, err
+	}
 	var blk *Block
 	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
@@ -108,7 +113,7 @@ func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, 
 			return err
 		}
 		if alloc {
-			if id, err = c.allocate(tx, b, id); err != nil {
+			if id, err = c.allocate(tx, b, op, id); err != nil {
 				return err
 			}
 		}
@@ -219,10 +224,38 @@ func (b *Block) key(entry string, i int) []byte {
 	return k
 }
 
+// fits records a runtime.ErrTooLarge naming bbolt's limit when bbolt
+// would refuse the pair k, v (bbolt.MaxKeySize, bbolt.MaxValueSize), so
+// that the transaction changes nothing; what names the key in the error
+// ("entry name", "lookup Hotel.name"). It reports whether the pair fits.
+func (b *Block) fits(what func() string, k, v []byte) bool {
+	if b.err == nil {
+		b.err = tooLarge(b.op, b.agg, b.id, what, k, v)
+	}
+	return b.err == nil
+}
+
+// The limits fits checks: bbolt's, lowered by tests.
+var (
+	maxKey   = bbolt.MaxKeySize
+	maxValue = bbolt.MaxValueSize
+)
+
+// tooLarge is the error of fits, nil when the pair fits.
+func tooLarge(op, agg string, id any, what func() string, k, v []byte) error {
+	switch {
+	case len(k) > maxKey:
+		return runtime.TooLarge(op, agg, id, fmt.Sprintf("%s: a key of %d bytes", what(), len(k)), fmt.Sprintf("bbolt's %d-byte key limit", maxKey))
+	case len(v) > maxValue:
+		return runtime.TooLarge(op, agg, id, fmt.Sprintf("%s: a value of %d bytes", what(), len(v)), fmt.Sprintf("bbolt's %d-byte value limit", maxValue))
+	}
+	return nil
+}
+
 // put stores one key-value pair. bbolt keeps both slices until the
 // transaction ends, so neither may be reused.
 func (b *Block) put(k, v []byte) {
-	if b.err != nil {
+	if b.err != nil || !b.fits(func() string { return entryName(b.prefix, k) }, k, v) {
 		return
 	}
 	if b.err = b.bucket.Put(k, v); b.err == nil {

@@ -128,7 +128,11 @@ func (b *Block) index(name string, unique bool, value []byte) {
 	if b.err != nil {
 		return
 	}
+	what := func() string { return "lookup " + name }
 	if unique {
+		if !b.fits(what, value, b.blockKey) {
+			return
+		}
 		switch owner := bk.Get(value); {
 		case owner == nil:
 			b.putIn(bk, bytes.Clone(value), bytes.Clone(b.blockKey))
@@ -139,6 +143,9 @@ func (b *Block) index(name string, unique bool, value []byte) {
 	}
 	k := make([]byte, 0, len(value)+len(b.blockKey))
 	k = append(append(k, value...), b.blockKey...)
+	if !b.fits(what, k, nil) {
+		return
+	}
 	if bk.Get(k) == nil {
 		b.putIn(bk, k, []byte{})
 	}
@@ -305,7 +312,7 @@ func (c Collection[K]) counterKey(scope []byte) []byte {
 // is the next number after the scope's counter whose block does not exist,
 // a non-zero one raises the counter. Either way the counter ends at the
 // largest number allocated or used, and numbers are never handed out twice.
-func (c Collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, id K) (K, error) {
+func (c Collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) (K, error) {
 	cb, err := tx.CreateBucketIfNotExists([]byte(CountersBucket))
 	if err != nil {
 		return id, err
@@ -332,6 +339,9 @@ func (c Collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, id K) (K, error) 
 		}
 	}
 	if n > last {
+		if err := tooLarge(op, c.Aggregate, id, func() string { return "counter " + CountersBucket }, key, nil); err != nil {
+			return id, err
+		}
 		if err := cb.Put(key, encodeInt(n)); err != nil {
 			return id, err
 		}

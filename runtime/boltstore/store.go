@@ -56,9 +56,11 @@ func IndexBucket(collection, lookup string) string { return collection + "." + l
 // DB returns the database.
 func (s *Store[T, K]) DB() *bbolt.DB { return s.c.DB }
 
-// Caps declares what bbolt promises.
+// Caps declares what bbolt promises: its key and value limits, checked
+// before every put (a write past them fails with runtime.ErrTooLarge and
+// its transaction changes nothing).
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true}
+	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: maxValue, MaxKeyBytes: maxKey, MaxIndexKeyBytes: maxKey}
 }
 
 // valueDecoder decodes one stored value; one is reused for a whole block.

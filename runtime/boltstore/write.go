@@ -128,6 +128,9 @@ func (blk *Block) putAll(p *pairs, idx []int) {
 			return
 		}
 		k, v := p.key(i), arena[v0:len(arena):len(arena)]
+		if !blk.fits(func() string { return entryName(blk.prefix, k) }, k, v) {
+			return
+		}
 		if blk.err = blk.bucket.Put(k, v); blk.err == nil {
 			blk.keys++
 			blk.bytes += int64(len(k) + len(v))

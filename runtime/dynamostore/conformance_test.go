@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 	var prefix string // the current subtest's
 	storetest.Run(t, storetest.Harness{
 		Name:       "dynamo",
-		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes},
+		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes},
 		Concurrent: true, // every block write is one conditional request
 		Open:       func(t *testing.T) storetest.Repos { prefix = srv.Prefix(t); return repos(c, prefix) },
 		// An index item of a unique lookup is keyed by the lookup's name

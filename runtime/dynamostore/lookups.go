@@ -144,6 +144,25 @@ func minus(a, b []string) []string {
 // DynamoDB's limit on sort keys.
 const MaxIndexKeyBytes = 1024
 
+// MaxKeyBytes is the largest block key (the partition key _id: the
+// order-preserving bytes of a string or composite key): DynamoDB's limit
+// on partition keys. A counter's item is named by the collection and its
+// scope in hex, under the same limit.
+const MaxKeyBytes = 2048
+
+// checkCounter fails with runtime.ErrTooLarge when the counter item of
+// id's scope would have a partition key over MaxKeyBytes.
+func (s *Store[T, K]) checkCounter(op string, id K) error {
+	if s.d.Counter == nil {
+		return nil
+	}
+	key, _ := s.counterKey(id)
+	if n := len(key[IDAttr].(*types.AttributeValueMemberS).Value); n > MaxKeyBytes {
+		return runtime.TooLarge(op, s.d.Aggregate, id, fmt.Sprintf("the counter of its scope: a partition key of %d bytes", n), fmt.Sprintf("DynamoDB's %d-byte partition key limit", MaxKeyBytes))
+	}
+	return nil
+}
+
 // checkValues refuses lookup values with strings that are not UTF-8, and
 // values whose index key would exceed DynamoDB's sort key limit.
 func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
@@ -158,7 +177,7 @@ func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
 				n += blk
 			}
 			if n > MaxIndexKeyBytes {
-				return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(lookup %s.%s: an index key of %d bytes; DynamoDB sort keys hold at most %d)", s.d.Collection, l.Name, n, MaxIndexKeyBytes), runtime.ErrTooLarge, nil)
+				return runtime.TooLarge(op, s.d.Aggregate, id, fmt.Sprintf("lookup %s.%s: an index key of %d bytes", s.d.Collection, l.Name, n), fmt.Sprintf("DynamoDB's %d-byte sort key limit", MaxIndexKeyBytes))
 			}
 		}
 	}

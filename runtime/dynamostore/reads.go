@@ -145,6 +145,11 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 	r := *rng
 	r.After = after
 	start, end := r.Start(), r.To
+	if len(start) > MaxIndexKeyBytes {
+		// Just after a key of the limit's length: the next key that can
+		// be stored, so that the condition stays within the sort key limit.
+		start = (&runtime.KeyRange{From: start, To: end}).Within(MaxIndexKeyBytes).From
+	}
 	items := make([]*T, 0, min(n, 64))
 	var keys []string
 	fail := func(err error) ([]*T, []byte, bool, error) { return nil, nil, false, wrap(op, s.d.Aggregate, nil, err) }

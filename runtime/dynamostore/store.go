@@ -71,9 +71,10 @@ func (s *Store[T, K]) Client() *dynamodb.Client { return s.c }
 // Table returns the name of the aggregate table.
 func (s *Store[T, K]) Table() string { return s.table }
 
-// Caps declares what DynamoDB promises.
+// Caps declares what DynamoDB promises: its item, partition key and sort
+// key limits, checked before every write.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes}
+	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes}
 }
 
 // Ensure creates the tables (on-demand billing) and waits until they are
@@ -398,12 +399,38 @@ func (s *Store[T, K]) raise(ctx context.Context, op string, id K) error {
 	return nil
 }
 
+// fitsBeforeCounter checks what write will check of t's sizes (the
+// counter's item name, the item, the index keys) before its counter moves,
+// so that a write too large changes no counter either. Numbers encode in
+// a fixed width: number 1 stands for the one to be allocated.
+func (s *Store[T, K]) fitsBeforeCounter(op string, t *T) error {
+	id := *s.d.ID(t)
+	if err := s.checkCounter(op, id); err != nil {
+		return err
+	}
+	c := *t
+	if _, n := s.d.Counter.Split(id); n == 0 {
+		*s.d.ID(&c) = s.d.Counter.With(id, 1)
+	}
+	item, err := s.item(&c, 1, nil)
+	if err != nil {
+		return nil // write reports it
+	}
+	if err := s.checkSize(op, id, item); err != nil {
+		return err
+	}
+	return s.checkValues(op, *s.d.ID(&c), &c)
+}
+
 // withCounter runs write for a counter-keyed aggregate: with a zero
 // counted number, on numbers allocated from the scope's counter until one
 // is free (write fails with ErrDuplicate); with an explicit number, after
 // raising the counter to it.
 func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, write func(*T) error) error {
 	id := *s.d.ID(t)
+	if err := s.fitsBeforeCounter(op, t); err != nil {
+		return err
+	}
 	if _, n := s.d.Counter.Split(id); n != 0 {
 		if err := s.raise(ctx, op, id); err != nil {
 			return err

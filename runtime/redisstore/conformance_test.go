@@ -40,7 +40,7 @@ func dropClaim(t *testing.T, collection, lookup string, value []byte) {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Server(t)) },
 		DropClaim:  dropClaim,
@@ -53,7 +53,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceCluster(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis-cluster",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
 		DropClaim:  dropClaim,

@@ -1,9 +1,10 @@
 package redisstore
 
-// SetMaxValueBytes lowers the value limit for a test and returns the
-// function that restores it.
+// SetMaxValueBytes lowers the limit of one argument (values, key names,
+// index members: MaxValueBytes) for a test and returns the function that
+// restores it.
 func SetMaxValueBytes(n int) func() {
-	old := maxValue
-	maxValue = n
-	return func() { maxValue = old }
+	old := maxBulk
+	maxBulk = n
+	return func() { maxBulk = old }
 }

@@ -119,11 +119,20 @@ func (s *Store[T, K]) remOp(p *prog, bk []byte, inc string, i int, v []byte, seq
 
 // checkValues fails with runtime.ErrInvalidValue if a new lookup value has
 // a string that is not valid UTF-8 (which every store refuses).
+// It also fails with runtime.ErrTooLarge when an index member (the value
+// and the block key) or the block's hash name is over Redis's argument
+// limit (one byte less for members, which reads send as range bounds).
 func (s *Store[T, K]) checkValues(w *write[K]) error {
+	if err := s.nameTooLarge(w.op, w.id); err != nil {
+		return err
+	}
 	for i := range s.d.Lookups {
 		for _, v := range w.after[i] {
 			if err := runtime.CheckKey(w.op, s.d.Aggregate, w.id, "lookup "+s.lookupName(i), v); err != nil {
 				return err
+			}
+			if n := len(v) + len(w.bk); n > maxBulk-1 {
+				return runtime.TooLarge(w.op, s.d.Aggregate, w.id, fmt.Sprintf("lookup %s: an index member of %d bytes", s.lookupName(i), n), fmt.Sprintf("Redis's %d-byte limit of an index member (proto-max-bulk-len, less the byte that starts a range bound)", maxBulk-1))
 			}
 		}
 	}

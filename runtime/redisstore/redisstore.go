@@ -42,11 +42,52 @@ import (
 // MaxValueBytes is the largest value of one hash field Redis accepts
 // (proto-max-bulk-len, 512 MB by default): larger entries fail with
 // runtime.ErrTooLarge before anything is sent. A block has no limit of its
-// own beyond its entries'.
+// own beyond its entries'. The limit is Redis's for every argument of a
+// command, so it also bounds key names (a block's hash, "Game:{2345}"),
+// index members (a lookup value and the block key) and claims: a write
+// with a longer one fails the same way. A script run whose arguments
+// together pass it sends them as several arguments (see script.go).
 const MaxValueBytes = 512 << 20
 
-// maxValue is the limit encode checks: MaxValueBytes, lowered by tests.
-var maxValue = MaxValueBytes
+// maxBulk is the limit of one argument the adapter checks: MaxValueBytes,
+// lowered by tests (with the server's proto-max-bulk-len).
+var maxBulk = MaxValueBytes
+
+// tooLarge is the runtime.ErrTooLarge of an argument of n bytes; what
+// names it ("entry rounds[3]", "block key").
+func (s *Store[T, K]) tooLarge(op string, id any, what string, n int) error {
+	return runtime.TooLarge(op, s.d.Aggregate, id, fmt.Sprintf("%s of %d bytes", what, n), fmt.Sprintf("Redis's %d-byte limit of one argument (proto-max-bulk-len)", maxBulk))
+}
+
+// nameTooLarge fails with runtime.ErrTooLarge when the name of block id's
+// hash (or of its counter) is longer than Redis takes, before a write
+// reads or sends anything.
+func (s *Store[T, K]) nameTooLarge(op string, id K) error {
+	switch k := any(id).(type) {
+	case string:
+		if len(s.coll)+3+10*(2*len(k)+2) <= maxBulk { // without encoding it
+			return nil
+		}
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return nil
+	}
+	bk := s.d.Keys.Bytes(id)
+	// A hash name is the collection and the block key's text, which
+	// quoting makes at most 10 times as long as its encoding.
+	if len(s.coll)+3+10*len(bk) <= maxBulk {
+		return nil
+	}
+	if n := len(s.blockKey(bk)); n > maxBulk {
+		return s.tooLarge(op, id, "block key (the name "+s.coll+":{...})", n)
+	}
+	if s.d.Counter != nil {
+		scope, _ := s.d.Counter.Split(id)
+		if n := len(s.counterKey(scope)); n > maxBulk {
+			return s.tooLarge(op, id, "counter name", n)
+		}
+	}
+	return nil
+}
 
 // StaleAfter is the grace period of the lookup protocol on a cluster: a
 // unique claim whose holder does not hold the value is only taken over
@@ -96,9 +137,12 @@ func (s *Store[T, K]) Cluster() bool { return s.cluster }
 
 // Caps declares what Redis promises: ordered listings (sorted sets in
 // lexicographic order), lookups atomic with their blocks on a single node
-// only.
+// only, and the limit of one argument (MaxValueBytes, as lowered by
+// tests) on values, key names and index members.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: MaxValueBytes}
+	// An index member is sent after '[' or '(' as a range bound: one
+	// byte less than an argument.
+	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: maxBulk, MaxKeyBytes: maxBulk, MaxIndexKeyBytes: maxBulk - 1}
 }
 
 // BlockKey is the name of the hash holding block id: "Game:{2345}".
@@ -151,8 +195,8 @@ func (s *Store[T, K]) encode(op string, id K, entry string, v any) (string, erro
 	if err != nil {
 		return "", runtime.FailAt(op, s.d.Aggregate, id, "encoding "+entryLabel(entry), nil, err)
 	}
-	if len(b) > maxValue {
-		return "", runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("%s (%d bytes, Redis keeps at most %d in one hash field)", entryLabel(entry), len(b), maxValue), runtime.ErrTooLarge, nil)
+	if len(b) > maxBulk {
+		return "", runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("%s (%d bytes, Redis keeps at most %d in one hash field)", entryLabel(entry), len(b), maxBulk), runtime.ErrTooLarge, nil)
 	}
 	return b, nil
 }

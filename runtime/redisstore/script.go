@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
@@ -27,6 +28,14 @@ import (
 // argument): the number of checks, the number of changes, then the
 // operations, each its name followed by its arguments (a fixed number per
 // name, see arity). Key arguments are 1-based indexes into KEYS.
+//
+// Redis refuses an argument longer than proto-max-bulk-len (512 MB), so a
+// run whose arguments together are longer goes in several: a packed
+// piece that ends with '>' goes on in the next ARGV, and a large argument
+// is not packed but sent on its own after the pieces, packed as "-r:"
+// (the r-th of them). Every value up to the limit thus gets through,
+// whatever the others weigh; the adapter refuses a longer one before
+// sending anything.
 //
 // Returns {"ok", result} (result: the index an append wrote, else 0),
 // {"fail", reason, detail, op number}, or {"err", message, wrote} for an
@@ -99,13 +108,25 @@ local function remove(cmd, k, ...)
   return r
 end
 local function body()
-local A, packed, pos = {}, ARGV[1], 1
+local A, refs, piece, packed, pos = {}, {}, 1, ARGV[1], 1
 while pos <= #packed do
-  local c = string.find(packed, ':', pos, true)
-  local n = tonumber(string.sub(packed, pos, c - 1))
-  A[#A + 1] = string.sub(packed, c + 1, c + n)
-  pos = c + n + 1
+  if string.byte(packed, pos) == 62 then
+    -- '>': the packed arguments go on in the next ARGV.
+    piece = piece + 1; packed = ARGV[piece]; pos = 1
+  else
+    local c = string.find(packed, ':', pos, true)
+    local n = tonumber(string.sub(packed, pos, c - 1))
+    if n < 0 then
+      -- an argument sent on its own, after the pieces.
+      A[#A + 1] = false; refs[#A] = -n
+      pos = c + 1
+    else
+      A[#A + 1] = string.sub(packed, c + 1, c + n)
+      pos = c + n + 1
+    end
+  end
 end
+for i, r in pairs(refs) do A[i] = ARGV[piece + r] end
 local nchecks, nchanges = tonumber(A[1]), tonumber(A[2])
 local ops, p = {}, 3
 for n = 1, nchecks + nchanges do
@@ -389,7 +410,21 @@ type failure struct {
 	note           string
 }
 
-func (f *failure) Error() string { return "check " + f.reason + " failed: " + f.detail }
+func (f *failure) Error() string {
+	if f.reason == "toolarge" {
+		return f.detail
+	}
+	return "check " + f.reason + " failed: " + f.detail
+}
+
+// Unwrap makes a run refused before sending (reason "toolarge") a
+// runtime.ErrTooLarge.
+func (f *failure) Unwrap() error {
+	if f.reason == "toolarge" {
+		return runtime.ErrTooLarge
+	}
+	return nil
+}
 
 // run runs p; a failed check is returned as *failure.
 func (p *prog) run(ctx context.Context, c redis.UniversalClient) (int64, error) {
@@ -417,8 +452,9 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 	}()
 	b := (*bp)[:0]
 	notes := p.notes
+	var tok string
 	if p.once != "" {
-		tok := token.New()
+		tok = token.New()
 		b = packInt(b, p.nchecks+1)
 		b = packInt(b, p.nchange+1)
 		b = pack(pack(pack(b, "once"), p.once), tok)
@@ -431,11 +467,20 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 		b = packAll(packAll(b, p.checks), p.changes)
 	}
 	*bp = b
+	// Redis refuses an argument over proto-max-bulk-len: a longer run
+	// goes in several (see vmSource).
+	args := []any{b}
+	if len(b) > maxBulk {
+		var err error
+		if args, err = p.split(tok); err != nil {
+			return 0, nil, err
+		}
+	}
 	var n int64
 	var created []addResult
 	var err error
 	for attempt := 0; ; attempt++ {
-		n, created, err = runOnce(ctx, c, p.keys, b, notes)
+		n, created, err = runOnce(ctx, c, p.keys, args, notes)
 		if err == nil || !unavailable(err) || attempt >= len(runRetryBackoff) {
 			return n, created, err
 		}
@@ -457,8 +502,8 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 var runRetryBackoff = []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}
 
 // runOnce runs the packed script once and reads its reply.
-func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, b []byte, notes []string) (int64, []addResult, error) {
-	res, err := evalRun(ctx, c, keys, b)
+func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args []any, notes []string) (int64, []addResult, error) {
+	res, err := evalRun(ctx, c, keys, args)
 	// short: the run passed its checks and changed its keys, but fewer
 	// replicas than Options.WaitReplicas acknowledged it (wait.go).
 	var short error
@@ -550,6 +595,54 @@ func refusal(msg string) bool {
 		}
 	}
 	return false
+}
+
+// split packs the arguments of p (with the token tok of a run with once)
+// as runAdds does, but into several ARGVs of at most maxBulk bytes each
+// (see vmSource): arguments of at least maxBulk/4 bytes are sent on their
+// own, the others packed into pieces. An argument over maxBulk, which
+// the adapter's checks keep from getting here, fails as too large.
+func (p *prog) split(tok string) ([]any, error) {
+	var pieces, raw []any
+	var b []byte
+	add := func(s string) error {
+		if len(s) > maxBulk {
+			return &failure{reason: "toolarge", detail: fmt.Sprintf("an argument of %d bytes, over Redis's %d-byte limit (proto-max-bulk-len)", len(s), maxBulk)}
+		}
+		entry := len(s) + 21 // the length, ':' and the bytes
+		if len(s) >= maxBulk/4 {
+			raw = append(raw, s)
+			entry = 21
+		}
+		if len(b)+entry+1 > maxBulk { // room for the '>'
+			pieces = append(pieces, append(b, '>'))
+			b = nil
+		}
+		if len(s) >= maxBulk/4 {
+			b = strconv.AppendInt(b, -int64(len(raw)), 10)
+			b = append(b, ':')
+			return nil
+		}
+		b = pack(b, s)
+		return nil
+	}
+	var args []string
+	if p.once != "" {
+		args = append(args, strconv.Itoa(p.nchecks+1), strconv.Itoa(p.nchange+1), "once", p.once, tok)
+	} else {
+		args = append(args, strconv.Itoa(p.nchecks), strconv.Itoa(p.nchange))
+	}
+	args = append(append(args, p.checks...), p.changes...)
+	if p.once != "" {
+		args = append(args, "mark", p.once, tok)
+	}
+	for _, a := range args {
+		if err := add(a); err != nil {
+			return nil, err
+		}
+	}
+	pieces = append(pieces, b)
+	return append(pieces, raw...), nil
 }
 
 // packPool holds the buffers runAdds packs a run's arguments into.

@@ -43,12 +43,17 @@ func (s *Store[T, K]) checkFailed(op string, id K, err error) error {
 		return s.failAt(op, id, fmt.Sprintf("(stored version %s, %s)", f.detail, f.note), runtime.ErrConflict)
 	case "noelem":
 		return s.failAt(op, id, f.note, runtime.ErrNotFound)
+	case "toolarge":
+		return s.fail(op, id, runtime.ErrTooLarge, f)
 	}
 	return s.fail(op, id, nil, err)
 }
 
 // Get reads block id with one HGETALL.
 func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	if s.nameTooLarge("Get", id) != nil {
+		return nil, s.failAt("Get", nil, "(a block key over Redis's argument limit)", runtime.ErrNotFound)
+	}
 	h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
 	if err != nil {
 		return nil, s.fail("Get", id, nil, err)
@@ -122,6 +127,9 @@ func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 	const op = "Create"
 	id := *s.d.ID(t)
+	if err := s.nameTooLarge(op, id); err != nil {
+		return err
+	}
 	var counter string
 	var n int64
 	alloc := false
@@ -130,6 +138,19 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		scope, n = s.d.Counter.Split(id)
 		counter = s.counterKey(scope)
 		alloc = n == 0
+	}
+	// Everything that may be too large is checked before the counter
+	// moves (numbers encode in a fixed width: 1 stands for the one to be
+	// allocated), so that a refused write takes no number.
+	fields, err := s.fields(op, id, t, 1)
+	if err != nil {
+		return err
+	}
+	if alloc && len(s.d.Lookups) > 0 {
+		first := s.d.Counter.With(id, 1)
+		if err := s.checkValues(&write[K]{op: op, id: first, bk: s.d.Keys.Bytes(first), after: s.values(t, nil)}); err != nil {
+			return err
+		}
 	}
 	for range maxAttempts {
 		if alloc {
@@ -154,10 +175,6 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		}
 		if counter != "" && !alloc && n > 0 {
 			w.counter, w.raiseTo = counter, n
-		}
-		fields, err := s.fields(op, id, t, 1)
-		if err != nil {
-			return err
 		}
 		w.block = s.blockProg(bk, w, fields, "absent")
 		if _, err := s.commit(ctx, w); err != nil {
@@ -209,6 +226,9 @@ func replace[K any](p *prog, b string, fields []string, w *write[K]) {
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	const op = "Put"
 	id := *s.d.ID(t)
+	if err := s.nameTooLarge(op, id); err != nil {
+		return err
+	}
 	want := s.d.VersionOf(t)
 	if s.d.Counter != nil {
 		if _, n := s.d.Counter.Split(id); n == 0 {
@@ -289,6 +309,9 @@ func (s *Store[T, K]) versionCheck(p *prog, bk []byte, want int64) {
 // Delete removes block id, then its index entries and its listing.
 func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 	const op = "Delete"
+	if err := s.nameTooLarge(op, id); err != nil {
+		return err
+	}
 	bk := s.d.Keys.Bytes(id)
 	for range maxAttempts {
 		w := &write[K]{op: op, id: id, bk: bk, list: -1}
@@ -367,6 +390,9 @@ func (s *Store[T, K]) changes(op string, id K, p *prog, b string, u runtime.Upda
 // Update writes the changes of u in one script run (with the lookup
 // protocol on a cluster when they change lookup values).
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	if err := s.nameTooLarge(op, id); err != nil {
+		return err
+	}
 	bk := s.d.Keys.Bytes(id)
 	ls := s.lookupsOf(u.Keys()...)
 	for range maxAttempts {
@@ -427,6 +453,9 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 // element count and the version in one script run: the new element is
 // the only value sent, whatever the partition's size.
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	if err := s.nameTooLarge(op, id); err != nil {
+		return 0, err
+	}
 	bk := s.d.Keys.Bytes(id)
 	ls := s.lookupsOf(f.Key)
 	for range maxAttempts {

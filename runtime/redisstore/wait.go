@@ -123,12 +123,12 @@ func isUnreplicated(err error) (*unreplicated, bool) {
 // with WaitReplicas, followed by WAIT on the same connection. A run that
 // passed its checks but was not acknowledged by enough replicas returns
 // its reply and an *unreplicated.
-func evalRun(ctx context.Context, c redis.UniversalClient, keys []string, packed []byte) ([]any, error) {
+func evalRun(ctx context.Context, c redis.UniversalClient, keys []string, args []any) ([]any, error) {
 	oc, ok := c.(*optClient)
 	if !ok || oc.o.WaitReplicas <= 0 {
-		return vm.Run(ctx, c, keys, packed).Slice()
+		return vm.Run(ctx, c, keys, args...).Slice()
 	}
-	return oc.evalWait(ctx, keys, packed)
+	return oc.evalWait(ctx, keys, args)
 }
 
 // maxWaitRedirects bounds the redirects a waited run follows itself.
@@ -138,7 +138,7 @@ const maxWaitRedirects = 8
 // node that serves keys[0] (WAIT counts the replicas that have the writes
 // of its connection). On a cluster it follows MOVED and ASK itself, since
 // the pipeline goes to one node's client.
-func (oc *optClient) evalWait(ctx context.Context, keys []string, packed []byte) ([]any, error) {
+func (oc *optClient) evalWait(ctx context.Context, keys []string, args []any) ([]any, error) {
 	want := oc.o.WaitReplicas
 	var node redis.UniversalClient = oc.UniversalClient
 	cc, cluster := node.(*redis.ClusterClient)
@@ -174,7 +174,7 @@ func (oc *optClient) evalWait(ctx context.Context, keys []string, packed []byte)
 			if asking {
 				p.Do(ctx, "asking")
 			}
-			ev = p.EvalSha(ctx, vm.Hash(), keys, packed)
+			ev = p.EvalSha(ctx, vm.Hash(), keys, args...)
 			wt = redis.NewIntCmd(ctx, "wait", want, max(timeout.Milliseconds(), 1))
 			_ = p.Process(ctx, wt)
 			return nil

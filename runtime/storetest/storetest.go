@@ -100,9 +100,6 @@ type subtest struct {
 
 // Run runs the whole suite against the store of h.
 func Run(t *testing.T, h Harness) {
-	if h.Open == nil {
-		t.Fatal("storetest: Harness.Open is nil")
-	}
 	var all []subtest
 	all = append(all, crudTests...)
 	all = append(all, entryTests...)
@@ -112,6 +109,15 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, miscTests...)
 	all = append(all, concurrentTests...)
 	all = append(all, regressionTests...)
+	all = append(all, sizeTests...)
+	runTests(t, h, all)
+}
+
+// runTests runs the subtests all against the store of h.
+func runTests(t *testing.T, h Harness, all []subtest) {
+	if h.Open == nil {
+		t.Fatal("storetest: Harness.Open is nil")
+	}
 	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
 			if st.concurrent && !h.Concurrent {
@@ -131,7 +137,7 @@ func Run(t *testing.T, h Harness) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

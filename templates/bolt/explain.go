@@ -144,7 +144,7 @@ func layout(a *model.Aggregate) t.Physical {
 	if len(a.Partitions()) > 0 {
 		p.Notes = append(p.Notes, "Appending an element writes two keys (the element and the count) plus the version, whatever the partition's size.")
 	}
-	p.Notes = append(p.Notes, "bbolt declares no size limit (runtime.Caps.MaxValueBytes 0); a value is at most 2 GiB, and large values cost page writes.")
+	p.Notes = append(p.Notes, "A key (block marker, entry, index entry, counter) is at most 32768 bytes (runtime.Caps.MaxKeyBytes), a value at most 2147483646 (MaxValueBytes): a larger write fails with runtime.ErrTooLarge and its transaction changes nothing. Large values cost page writes.")
 	return p
 }
 

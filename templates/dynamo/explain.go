@@ -141,7 +141,7 @@ func layout(a *model.Aggregate) t.Physical {
 	if hasIndex(a) {
 		p.Notes = append(p.Notes, "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions).")
 	}
-	p.Notes = append(p.Notes, fmt.Sprintf("An item (the whole block: attribute names and values) is at most %d bytes (400 KB); an index key at most %d bytes. Larger writes fail with runtime.ErrTooLarge.", dynamostore.MaxItemBytes, dynamostore.MaxIndexKeyBytes))
+	p.Notes = append(p.Notes, fmt.Sprintf("An item (the whole block: attribute names and values) is at most %d bytes (400 KB); a block key (the partition key) at most %d bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most %d bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent.", dynamostore.MaxItemBytes, dynamostore.MaxKeyBytes, dynamostore.MaxIndexKeyBytes))
 	p.Notes = append(p.Notes, "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false).")
 	return p
 }

@@ -179,7 +179,7 @@ func layout(a *model.Aggregate) t.Physical {
 		p.Notes = append(p.Notes, "Appending an element sends the element only: the script bumps the count (HINCRBY) and writes f[n] (plus the version), whatever the partition's size.")
 	}
 	p.Notes = append(p.Notes, "EnsureIndexes loads the script (SCRIPT LOAD, on every master of a cluster); otherwise the first write on a server costs one more round trip (EVALSHA answers NOSCRIPT, go-redis sends EVAL).")
-	p.Notes = append(p.Notes, fmt.Sprintf("A hash field holds at most %d bytes (512 MB, runtime.Caps.MaxValueBytes): a larger entry fails with runtime.ErrTooLarge before anything is sent. A block has no limit of its own, but it lives on one node.", redisstore.MaxValueBytes))
+	p.Notes = append(p.Notes, fmt.Sprintf("A hash field holds at most %d bytes (512 MB, runtime.Caps.MaxValueBytes), and so does a key name or an index member (Redis's limit of one argument, proto-max-bulk-len): a larger one fails with runtime.ErrTooLarge before anything is sent; a write whose values together pass the limit sends them as several arguments. A block has no limit of its own, but it lives on one node.", redisstore.MaxValueBytes))
 	return p
 }
 
