@@ -82,6 +82,13 @@ type Caps struct {
 	// MaxValueBytes is the largest block (or entry) the store accepts, 0
 	// when unbounded; larger writes fail with ErrTooLarge.
 	MaxValueBytes int
+	// MaxDepth is the deepest nesting of documents and arrays (a scalar
+	// 0, a struct of scalars 1, a slice of such structs 2) of an entry's
+	// value (a top-level field, an element of a partition, the EAO root)
+	// that the store writes and reads back; a write of a deeper value
+	// fails with ErrTooLarge before anything is sent (RELIABILITY.md,
+	// "Depth and unreadable blocks").
+	MaxDepth int
 }
 
 // Repo is what generated repositories hold: the descriptor and the store
