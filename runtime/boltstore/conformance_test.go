@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -17,7 +18,7 @@ func TestConformance(t *testing.T) {
 	var db *bbolt.DB // the current subtest's
 	storetest.Run(t, storetest.Harness{
 		Name:       "bolt",
-		Caps:       runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true},
+		Caps:       runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxDepth: bsonval.MaxDepth},
 		Concurrent: true, // every write is one bbolt transaction
 		Open: func(t *testing.T) storetest.Repos {
 			var err error

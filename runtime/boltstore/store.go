@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // Store is the bbolt adapter of the store contract (runtime.Store) for
@@ -58,7 +59,7 @@ func (s *Store[T, K]) DB() *bbolt.DB { return s.c.DB }
 
 // Caps declares what bbolt promises.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true}
+	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxDepth: bsonval.MaxDepth}
 }
 
 // valueDecoder decodes one stored value; one is reused for a whole block.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -27,7 +28,7 @@ func repos(c redis.UniversalClient) storetest.Repos {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxDepth: bsonval.MaxDepth},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Server(t)) },
 	})
@@ -39,7 +40,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceCluster(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis-cluster",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxDepth: bsonval.MaxDepth},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
 	})

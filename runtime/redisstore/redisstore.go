@@ -95,7 +95,7 @@ func (s *Store[T, K]) Cluster() bool { return s.cluster }
 // lexicographic order), lookups atomic with their blocks on a single node
 // only.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: MaxValueBytes}
+	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: MaxValueBytes, MaxDepth: bsonval.MaxDepth}
 }
 
 // BlockKey is the name of the hash holding block id: "Game:{2345}".

@@ -94,6 +94,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, lookupTests...)
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
+	all = append(all, depthTests...)
 	all = append(all, concurrentTests...)
 	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
@@ -114,7 +115,7 @@ func Run(t *testing.T, h Harness) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, depthTests, concurrentTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

@@ -14,11 +14,12 @@ import (
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (_root (the root entry), lines (a list, its length in
 // _len), version), in native attribute values. Partitioned fields are list
-// attributes written element by element (list_append, SET of one index). Its
-// lookups ("owner", "linesKind") are items of the index table "Journal__index"
-// (partition key p: the lookup's name, sort key k: the value), kept right by
-// the lookup protocol of runtime/dynamostore (hidden attributes _seq and
-// _inc). Block keys are allocated from counters in the table "noam_counters".
+// attributes written element by element (SET of one index; an append is one
+// request that sends only the new element). Its lookups ("owner", "linesKind")
+// are items of the index table "Journal__index" (partition key p: the lookup's
+// name, sort key k: the value), kept right by the lookup protocol of
+// runtime/dynamostore (hidden attributes _seq and _inc). Block keys are
+// allocated from counters in the table "noam_counters".
 type JournalDynamoRepository struct {
 	journalRepo
 	store *dynamostore.Store[Journal, JournalID]

@@ -12,14 +12,14 @@ import (
 // MatchDynamoRepository is MatchRepository on Amazon DynamoDB. Each Match
 // block is one item of table "matches" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
-// attribute per entry (code, region, level, tags, venue, start, meta, rounds
-// (a list, its length in _len), version), in native attribute values.
-// Partitioned fields are list attributes written element by element
-// (list_append, SET of one index). Its lookups ("code", "regionLevel", "tags",
-// "venueCity", "roundsSerial") are items of the index table "matches__index"
-// (partition key p: the lookup's name, sort key k: the value), kept right by
-// the lookup protocol of runtime/dynamostore (hidden attributes _seq and
-// _inc).
+// attribute per entry (code, region, level, tags, venue, start, meta, tree,
+// rounds (a list, its length in _len), version), in native attribute values.
+// Partitioned fields are list attributes written element by element (SET of
+// one index; an append is one request that sends only the new element). Its
+// lookups ("code", "regionLevel", "tags", "venueCity", "roundsSerial") are
+// items of the index table "matches__index" (partition key p: the lookup's
+// name, sort key k: the value), kept right by the lookup protocol of
+// runtime/dynamostore (hidden attributes _seq and _inc).
 type MatchDynamoRepository struct {
 	matchRepo
 	store *dynamostore.Store[Match, string]

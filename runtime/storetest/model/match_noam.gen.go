@@ -15,7 +15,7 @@ import (
 
 // MatchRepository reads and writes Match aggregates: collection "matches",
 // strategy etf, block key ID, entries code, region, level, tags, venue, start,
-// meta, rounds[i], version. Implementations: MatchBoltRepository,
+// meta, tree, rounds[i], version. Implementations: MatchBoltRepository,
 // MatchDynamoRepository, MatchMongoRepository, MatchRedisRepository.
 type MatchRepository interface {
 	// Get reads the Match block with key id in one round trip. It fails with
@@ -79,6 +79,12 @@ type MatchRepository interface {
 	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
 	// the block does not exist.
 	SetMeta(ctx context.Context, id string, v map[string]int) error
+
+	// SetTree writes the tree entry of block id and nothing else. The version
+	// entry is bumped by every write, so that a concurrent Put holding the old
+	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
+	// the block does not exist.
+	SetTree(ctx context.Context, id string, v *Node) error
 
 	// AppendRounds adds e as the last element of rounds and returns its index: one
 	// new entry rounds[i] is written, the other elements are not sent. The version
@@ -194,6 +200,8 @@ type MatchUpdate struct {
 	Start *time.Time
 	// Meta, when set, writes the meta entry.
 	Meta *map[string]int
+	// Tree, when set, writes the tree entry.
+	Tree **Node
 	// RoundsAt replaces elements of rounds by index (entries rounds[i]); every
 	// index must exist.
 	RoundsAt map[int]Round
@@ -280,7 +288,7 @@ func matchRoundsSerialKeys(match *Match) [][]byte {
 }
 
 // The entries of a Match block (NoAM layout: code, region, level, tags, venue,
-// start, meta, rounds[i], version), one accessor each.
+// start, meta, tree, rounds[i], version), one accessor each.
 var (
 	matchEntryCode = runtime.NewField("code", "Code", func(match *Match) *string {
 		return &match.Code
@@ -302,6 +310,9 @@ var (
 	})
 	matchEntryMeta = runtime.NewField("meta", "Meta", func(match *Match) *map[string]int {
 		return &match.Meta
+	})
+	matchEntryTree = runtime.NewField("tree", "Tree", func(match *Match) **Node {
+		return &match.Tree
 	})
 	matchEntryRounds = runtime.NewPartition("rounds", "Rounds", func(match *Match) *[]Round {
 		return &match.Rounds
@@ -329,7 +340,7 @@ var matchDesc = (&runtime.Desc[Match, string]{
 	ID: func(match *Match) *string {
 		return &match.ID
 	},
-	Fields:  []*runtime.Field[Match]{matchEntryCode, matchEntryRegion, matchEntryLevel, matchEntryTags, matchEntryVenue, matchEntryStart, matchEntryMeta, matchEntryRounds},
+	Fields:  []*runtime.Field[Match]{matchEntryCode, matchEntryRegion, matchEntryLevel, matchEntryTags, matchEntryVenue, matchEntryStart, matchEntryMeta, matchEntryTree, matchEntryRounds},
 	Version: matchEntryVersion,
 	Lookups: []*runtime.Lookup[Match]{matchLookupCode, matchLookupRegionLevel, matchLookupTags, matchLookupVenueCity, matchLookupRoundsSerial},
 }).Init()
@@ -359,6 +370,9 @@ func matchChanges(u MatchUpdate) runtime.Update[Match] {
 	}
 	if u.Meta != nil {
 		c.Changes = append(c.Changes, runtime.Set(matchEntryMeta, *u.Meta))
+	}
+	if u.Tree != nil {
+		c.Changes = append(c.Changes, runtime.Set(matchEntryTree, *u.Tree))
 	}
 	if len(u.RoundsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.RoundsAt)) {
@@ -433,6 +447,11 @@ func (r matchRepo) SetStart(ctx context.Context, id string, v time.Time) error {
 // SetMeta writes the meta entry of block id and nothing else.
 func (r matchRepo) SetMeta(ctx context.Context, id string, v map[string]int) error {
 	return r.r.Set(ctx, "SetMeta", id, runtime.Set(matchEntryMeta, v))
+}
+
+// SetTree writes the tree entry of block id and nothing else.
+func (r matchRepo) SetTree(ctx context.Context, id string, v *Node) error {
+	return r.r.Set(ctx, "SetTree", id, runtime.Set(matchEntryTree, v))
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
@@ -551,6 +570,7 @@ func _() {
 		Venue   Venue          `bson:"venue"`
 		Start   time.Time      `bson:"start"`
 		Meta    map[string]int `bson:"meta"`
+		Tree    *Node          `bson:"tree,omitempty"`
 		Rounds  []Round
 		Version int64 `noam:"version"`
 	} = Match{}
