@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 func harness(name string, atomic bool, opts ...mongostore.Option) storetest.Harness {
 	return storetest.Harness{
 		Name:                      name,
-		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20},
+		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
 		AtomicLookupsPerAggregate: atomic,
 		Concurrent:                mongotest.Real(),
 		NotConcurrent:             "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",

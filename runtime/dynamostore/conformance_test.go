@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 	c := srv.Client()
 	storetest.Run(t, storetest.Harness{
 		Name:       "dynamo",
-		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes},
+		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxDepth: dynamostore.MaxDepth},
 		Concurrent: true, // every block write is one conditional request
 		Open: func(t *testing.T) storetest.Repos {
 			o := dynamostore.Options{TablePrefix: srv.Prefix(t)}

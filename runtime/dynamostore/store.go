@@ -73,8 +73,16 @@ func (s *Store[T, K]) Table() string { return s.table }
 
 // Caps declares what DynamoDB promises.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes}
+	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxDepth: MaxDepth}
 }
+
+// MaxDepth is the deepest nesting of documents and arrays of an entry's
+// value (runtime.Caps.MaxDepth): DynamoDB nests attribute values at most
+// 32 levels, an element of a partition lies in a list attribute, and a
+// value kept as raw BSON (a NaN, say) is one map more (32 - 2). Deeper
+// writes fail with runtime.ErrTooLarge before anything is sent, also on
+// dynalite, which has no limit.
+const MaxDepth = 30
 
 // Ensure creates the tables (on-demand billing) and waits until they are
 // active; tables that exist are left as they are.

@@ -161,8 +161,15 @@ func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
 // Caps declares what MongoDB promises to this adapter.
 func (s *Store[T, K]) Caps() runtime.Caps {
 	// A nil store (explain asks one) answers for the index-table mapping.
-	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20}
+	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20, MaxDepth: MaxDepth}
 }
+
+// MaxDepth is the deepest nesting of documents and arrays of an entry's
+// value (runtime.Caps.MaxDepth): MongoDB stores documents nested at most
+// 100 levels, the document itself included, and an element of a
+// partition lies in the document's array (100 - 2). Deeper writes fail
+// with runtime.ErrTooLarge before anything is sent, also on FerretDB.
+const MaxDepth = 98
 
 // rawDecoder decodes one document field; one is reused per document.
 type rawDecoder struct{ v bson.RawValue }
@@ -414,6 +421,9 @@ func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, alloc bo
 // Create inserts the document of a new block (through the lookup protocol
 // when there are lookups).
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	if err := bsonval.CheckBlock("Create", s.d, t, MaxDepth); err != nil {
+		return err
+	}
 	return refused(s.create(ctx, t))
 }
 
@@ -434,6 +444,9 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 
 // Put replaces block t whole, on condition of its version when it has one.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	if err := bsonval.CheckBlock("Put", s.d, t, MaxDepth); err != nil {
+		return err
+	}
 	return refused(s.putAll(ctx, t))
 }
 
@@ -563,6 +576,9 @@ func (s *Store[T, K]) versionInc() bson.D {
 // (array elements by path, on condition that they exist), $inc of the
 // version, the version condition in the filter.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	if err := bsonval.CheckUpdate(op, s.d, id, u, MaxDepth); err != nil {
+		return err
+	}
 	return refused(s.update(ctx, op, id, u))
 }
 
@@ -819,6 +835,9 @@ func (s *Store[T, K]) writeErr(ctx context.Context, op string, id K, t *T, inser
 // Append pushes elem onto partition f with one findAndModify that returns
 // only the new length.
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	if err := bsonval.CheckElem(op, s.d, id, f, elem, MaxDepth); err != nil {
+		return 0, err
+	}
 	i, err := s.appendElem(ctx, op, id, f, elem)
 	return i, refused(err)
 }
