@@ -198,6 +198,10 @@ type RepairReport struct {
 	// without transactions, can cause); each keeps its first holder in
 	// block-key order.
 	Conflicts []string
+	// Unreadable lists the blocks Repair could not decode (ErrUnreadable,
+	// each naming the block and the entry): it skipped them, leaving their
+	// lookup entries as they were, and repaired the others.
+	Unreadable []*Error
 	// Native lists the lookups the store keeps in its own secondary
 	// indexes (MongoDB): the server maintains them with every write, so
 	// there is nothing to repair.
@@ -206,6 +210,9 @@ type RepairReport struct {
 
 func (r RepairReport) String() string {
 	s := fmt.Sprintf("%d aggregates, %d lookup entries added, %d removed, %d unique conflicts", r.Aggregates, r.Added, r.Removed, len(r.Conflicts))
+	if len(r.Unreadable) > 0 {
+		s += fmt.Sprintf("; %d unreadable blocks skipped", len(r.Unreadable))
+	}
 	if len(r.Native) > 0 {
 		s += fmt.Sprintf("; native indexes, nothing to repair: %s", strings.Join(r.Native, ", "))
 	}

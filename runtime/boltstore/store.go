@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -425,6 +426,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		return err
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, s.d.Keys.Bytes(last), more, err
+		}
 		return nil, nil, false, err
 	}
 	return items, s.d.Keys.Bytes(last), more, nil
@@ -461,6 +465,9 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 			}
 			a, ok, err := resolve(s.c, tx, b, op, bl, value, blockKey, s.read)
 			if err != nil {
+				if errors.Is(err, runtime.ErrUnreadable) {
+					last, more = bytes.Clone(k), true // resume after it
+				}
 				return err
 			}
 			if ok {
@@ -471,6 +478,9 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, last, more, err
+		}
 		return nil, nil, false, err
 	}
 	return items, last, more, nil
@@ -524,6 +534,9 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 			}
 			item, err := s.read(s.c.block(tx, b, op, id), id)
 			if err != nil {
+				if errors.Is(err, runtime.ErrUnreadable) {
+					last, more = num, true // resume after it
+				}
 				return s.c.fail(op, id, err)
 			}
 			items = append(items, item)
@@ -532,6 +545,9 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, last, more, err
+		}
 		return nil, 0, false, err
 	}
 	return items, last, more, nil

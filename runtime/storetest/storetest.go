@@ -59,6 +59,12 @@ type Harness struct {
 	// Desc.Keys), for the layout check of adapters that do not implement
 	// Layouter yet: a stopgap until the contract has the method.
 	Layout func(ctx context.Context, collection string, blockKey []byte) ([]string, error)
+	// Corrupt overwrites the stored value of entry (a top-level field's
+	// key, e.g. "code") of the Match block id, in the database Open last
+	// returned, behind the repository's back, with bytes (or a value of
+	// another type) the adapter cannot decode: for the unreadable-block
+	// subtest (RELIABILITY.md, "Depth and unreadable blocks").
+	Corrupt func(t *testing.T, id, entry string)
 }
 
 // Repos are the generated repositories of the model, over one database.
