@@ -5,8 +5,12 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
@@ -18,6 +22,7 @@ import (
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
 func harness(name string, atomic bool, opts ...mongostore.Option) storetest.Harness {
+	var db *mongo.Database // the current subtest's
 	return storetest.Harness{
 		Name:                      name,
 		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
@@ -25,8 +30,16 @@ func harness(name string, atomic bool, opts ...mongostore.Option) storetest.Harn
 		Concurrent:                mongotest.Real(),
 		NotConcurrent:             "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",
 		TimePrecision:             time.Millisecond,
+		Corrupt: func(t *testing.T, id, entry string) {
+			// A document where the entry holds a string.
+			res, err := db.Collection("matches").UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: entry, Value: bson.D{{Key: "not", Value: "a string"}}}}}})
+			if err != nil || res.MatchedCount != 1 {
+				t.Fatalf("corrupting %s of block %s: %v, %+v", entry, id, err, res)
+			}
+		},
 		Open: func(t *testing.T) storetest.Repos {
-			db := mongotest.Start(t)
+			db = mongotest.Start(t)
 			return storetest.Repos{
 				Matches:  model.NewMatchMongoRepository(db, opts...),
 				Journals: model.NewJournalMongoRepository(db, opts...),

@@ -100,6 +100,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 			Fields:     fields,
 			Lookups:    ls,
 			Convert:    s.convert,
+			Check:      func(raw *bson.Raw) error { _, err := s.decode(*raw); return err },
 			KeyOf:      func(t *T) K { return *d.ID(t) },
 			Refused: func(ctx context.Context, op string, id K, t *T, insert bool, err error) error {
 				return s.duplicate(ctx, op, id, t, insert, err)
@@ -334,9 +335,19 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	}
 	t, err := s.decode(raw)
 	if err != nil {
-		return nil, runtime.Fail("Get", s.d.Aggregate, id, nil, err)
+		return nil, runtime.Unreadable("Get", s.d.Aggregate, id, err)
 	}
 	return t, nil
+}
+
+// idOf reads the block key of a document (the zero key if it has none
+// that decodes).
+func (s *Store[T, K]) idOf(raw bson.Raw) K {
+	var id K
+	if rv, err := raw.LookupErr("_id"); err == nil {
+		_ = bsonval.DecodeValue(rv.Type, rv.Value, &id)
+	}
+	return id
 }
 
 // GetMany reads the blocks with the given keys with one find.
@@ -379,7 +390,7 @@ func (s *Store[T, K]) find(ctx context.Context, filter any, opts ...options.List
 	for cur.Next(ctx) {
 		t, err := s.decode(cur.Current)
 		if err != nil {
-			return nil, err
+			return nil, runtime.Unreadable("find", s.d.Aggregate, s.idOf(cur.Current), err)
 		}
 		out = append(out, t)
 	}
@@ -946,7 +957,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		}
 		t, err := s.decode(cur.Current)
 		if err != nil {
-			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+			// The blocks before it, and its position to resume after.
+			id := s.idOf(cur.Current)
+			return items, s.d.Keys.Bytes(id), true, runtime.Unreadable(op, s.d.Aggregate, id, err)
 		}
 		items = append(items, t)
 	}
