@@ -1,7 +1,12 @@
 package dynamostore_test
 
 import (
+	"context"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime"
@@ -16,12 +21,28 @@ import (
 func TestConformance(t *testing.T) {
 	srv := dynalitetest.Start(t)
 	c := srv.Client()
+	var prefix string // the current subtest's
 	storetest.Run(t, storetest.Harness{
 		Name:       "dynamo",
 		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxDepth: dynamostore.MaxDepth},
 		Concurrent: true, // every block write is one conditional request
+		Corrupt: func(t *testing.T, id, entry string) {
+			// An attribute of another type: a map where a string is.
+			_, err := c.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(prefix + "matches"),
+				Key:                       map[string]types.AttributeValue{"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, id)}},
+				UpdateExpression:          aws.String("SET #e = :v"),
+				ConditionExpression:       aws.String("attribute_exists(#e)"),
+				ExpressionAttributeNames:  map[string]string{"#e": entry},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"not": &types.AttributeValueMemberS{Value: "a string"}}}},
+			})
+			if err != nil {
+				t.Fatalf("corrupting %s of block %s: %v", entry, id, err)
+			}
+		},
 		Open: func(t *testing.T) storetest.Repos {
-			o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
+			prefix = srv.Prefix(t)
+			o := dynamostore.Options{TablePrefix: prefix}
 			return storetest.Repos{
 				Matches:  model.NewMatchDynamoRepository(c, o),
 				Journals: model.NewJournalDynamoRepository(c, o),

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -91,7 +92,12 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		for _, item := range out.Items {
 			t, err := s.decode(item)
 			if err != nil {
-				return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+				if len(items) == n {
+					return items, s.d.Keys.Bytes(*s.d.ID(items[n-1])), true, nil // the next page's
+				}
+				// The blocks before it, and its position to resume after.
+				id, _ := s.keyOf(item[IDAttr])
+				return items, s.d.Keys.Bytes(id), true, runtime.Unreadable(op, s.d.Aggregate, id, err)
 			}
 			items = append(items, t)
 		}
@@ -288,6 +294,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 	}
 	var blocks []holder
 	var values []*T
+	unreadable := map[K]bool{} // blocks whose items are left alone
 	var start map[string]types.AttributeValue
 	for {
 		out, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
@@ -297,7 +304,12 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		for _, item := range out.Items {
 			t, err := s.decode(item)
 			if err != nil {
-				return fail(err)
+				id, _ := s.keyOf(item[IDAttr])
+				var re *runtime.Error
+				errors.As(runtime.Unreadable("Repair", s.d.Aggregate, id, err), &re)
+				rep.Unreadable = append(rep.Unreadable, re)
+				unreadable[id] = true
+				continue
 			}
 			inc, _ := intOf(item[IncAttr])
 			id := *s.d.ID(t)
@@ -360,6 +372,8 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 				owner, ok := want[i][e.k]
 				id, kerr := s.keyOf(e.id)
 				switch {
+				case !ok && kerr == nil && unreadable[id]:
+					// An unreadable block's: left as it is.
 				case ok && kerr == nil && owner.id == id && owner.inc == e.inc:
 					seen[e.k] = true
 				case ok:

@@ -303,7 +303,7 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	}
 	t, err := s.decode(item)
 	if err != nil {
-		return nil, runtime.Fail("Get", s.d.Aggregate, id, nil, err)
+		return nil, runtime.Unreadable("Get", s.d.Aggregate, id, err)
 	}
 	return t, nil
 }
