@@ -192,7 +192,7 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 			}
 			ids = append(ids, id)
 		}
-		blocks, err := s.getMany(ctx, ids)
+		blocks, err := s.getMany(ctx, op, ids)
 		if err != nil {
 			return fail(err)
 		}
@@ -243,7 +243,7 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 	if item != nil {
 		t, err := s.decode(item)
 		if err != nil {
-			return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
 		}
 		if slices.Contains(s.indexKeys(i, id, t), e.k) {
 			return t, nil

@@ -311,14 +311,14 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 // GetMany reads the blocks with the given keys with BatchGetItem, 100
 // keys a request, retrying unprocessed keys.
 func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
-	out, err := s.getMany(ctx, ids)
+	out, err := s.getMany(ctx, "GetMany", ids)
 	if err != nil {
 		return nil, wrap("GetMany", s.d.Aggregate, nil, err)
 	}
 	return out, nil
 }
 
-func (s *Store[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
+func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) (map[K]*T, error) {
 	out := make(map[K]*T, len(ids))
 	seen := make(map[K]bool, len(ids))
 	var keys []map[string]types.AttributeValue
@@ -345,7 +345,8 @@ func (s *Store[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
 			for _, item := range res.Responses[s.table] {
 				t, err := s.decode(item)
 				if err != nil {
-					return nil, err
+					id, _ := s.keyOf(item[IDAttr])
+					return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
 				}
 				out[*s.d.ID(t)] = t
 			}

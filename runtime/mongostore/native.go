@@ -425,7 +425,7 @@ func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Looku
 	}
 	t, err := s.decode(raw)
 	if err != nil {
-		return nil, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		return nil, runtime.Unreadable(op, s.d.Aggregate, s.idOf(raw), err)
 	}
 	return t, nil
 }

@@ -176,6 +176,21 @@ func testUnreadableBlock(t *testing.T, e *env) {
 	if reported != 1 {
 		t.Fatalf("All reported the unreadable block %d times", reported)
 	}
+	// Lookup reads: the unreadable block is reported (bbolt, Redis, and
+	// MongoDB's native lookups, DynamoDB) or skipped (MongoDB's index
+	// tables), never returned, never another error.
+	page, err := e.Matches.ListByRegionLevel(bg, model.MatchRegionLevelQuery{Region: runtime.Eq("north")}, runtime.PageRequest{Limit: 10})
+	if err != nil {
+		wantUnreadable(t, err, "ListByRegionLevel", "c", "code")
+	}
+	for _, id := range matchIDs(page.Items) {
+		if id == "c" {
+			t.Fatal("ListByRegionLevel returned the unreadable block")
+		}
+	}
+	if _, err := e.Matches.GetByCode(bg, "code-c"); !errors.Is(err, runtime.ErrNotFound) {
+		wantUnreadable(t, err, "GetByCode", "c", "code")
+	}
 	rep, err := e.Matches.Repair(bg)
 	must(t, err)
 	if len(rep.Native) > 0 && rep.Aggregates == 0 {
