@@ -208,6 +208,14 @@ type RepairReport struct {
 	Native []string
 }
 
+// AddUnreadable records block id of aggregate agg, which Repair skipped
+// because it does not decode (err), in Unreadable.
+func (r *RepairReport) AddUnreadable(agg string, id any, err error) {
+	var re *Error
+	errors.As(Unreadable("Repair", agg, id, err), &re)
+	r.Unreadable = append(r.Unreadable, re)
+}
+
 func (r RepairReport) String() string {
 	s := fmt.Sprintf("%d aggregates, %d lookup entries added, %d removed, %d unique conflicts", r.Aggregates, r.Added, r.Removed, len(r.Conflicts))
 	if len(r.Unreadable) > 0 {

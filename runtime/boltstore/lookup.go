@@ -3,7 +3,6 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -436,9 +435,7 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 			blk := c.block(tx, b, op, id)
 			a, err := read(blk)
 			if err != nil {
-				var re *runtime.Error
-				errors.As(runtime.Unreadable(op, c.Aggregate, id, err), &re)
-				rep.Unreadable = append(rep.Unreadable, re)
+				rep.AddUnreadable(c.Aggregate, id, err)
 				unreadable[string(blk.blockKey)] = true
 				k, _ = cur.Seek(runtime.PrefixEnd(blk.prefix))
 				continue

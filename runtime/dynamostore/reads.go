@@ -3,7 +3,6 @@ package dynamostore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -305,9 +304,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 			t, err := s.decode(item)
 			if err != nil {
 				id, _ := s.keyOf(item[IDAttr])
-				var re *runtime.Error
-				errors.As(runtime.Unreadable("Repair", s.d.Aggregate, id, err), &re)
-				rep.Unreadable = append(rep.Unreadable, re)
+				rep.AddUnreadable(s.d.Aggregate, id, err)
 				unreadable[id] = true
 				continue
 			}

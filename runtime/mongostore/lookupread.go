@@ -94,9 +94,7 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 				if rv, lerr := cur.Current.LookupErr("_id"); lerr == nil {
 					_ = bsonval.DecodeValue(rv.Type, rv.Value, &id)
 				}
-				var re *runtime.Error
-				errors.As(runtime.Unreadable("Repair", x.Agg, id, err), &re)
-				rep.Unreadable = append(rep.Unreadable, re)
+				rep.AddUnreadable(x.Agg, id, err)
 				unreadable[id] = true
 				continue
 			}

@@ -113,7 +113,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 			}
 			t, err := s.decode(id, h)
 			if err != nil {
-				rep.Unreadable = append(rep.Unreadable, runtime.Unreadable(op, s.d.Aggregate, id, err).(*runtime.Error))
+				rep.AddUnreadable(s.d.Aggregate, id, err)
 				listed[string(bk)], unreadable[string(bk)] = true, true
 				continue
 			}
