@@ -49,6 +49,12 @@ var (
 	// the client's retries did not get through. Nothing was written:
 	// retry later.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrUnreadable: a stored block cannot be decoded (its bytes were
+	// changed behind the repository's back, or an entry holds a value of
+	// another type). The *Error names the block (ID) and the entry; List
+	// and All report it and go on with the next block, Repair skips it and
+	// lists it in RepairReport.Unreadable.
+	ErrUnreadable = errors.New("unreadable block")
 )
 
 // Error is the error type of generated repositories.

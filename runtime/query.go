@@ -274,14 +274,29 @@ type RepairReport struct {
 	// UniqueConflicts are the same conflicts, structured: every holder of
 	// each value and the one kept (UniqueConflict).
 	UniqueConflicts []UniqueConflict
+	// Unreadable lists the blocks Repair could not decode (ErrUnreadable,
+	// each naming the block and the entry): it skipped them, leaving their
+	// lookup entries as they were, and repaired the others.
+	Unreadable []*Error
 	// Native lists the lookups the store keeps in its own secondary
 	// indexes (MongoDB): the server maintains them with every write, so
 	// there is nothing to repair.
 	Native []string
 }
 
+// AddUnreadable records block id of aggregate agg, which Repair skipped
+// because it does not decode (err), in Unreadable.
+func (r *RepairReport) AddUnreadable(agg string, id any, err error) {
+	var re *Error
+	errors.As(Unreadable("Repair", agg, id, err), &re)
+	r.Unreadable = append(r.Unreadable, re)
+}
+
 func (r RepairReport) String() string {
 	s := fmt.Sprintf("%d aggregates, %d lookup entries added, %d removed, %d unique conflicts", r.Aggregates, r.Added, r.Removed, len(r.Conflicts))
+	if len(r.Unreadable) > 0 {
+		s += fmt.Sprintf("; %d unreadable blocks skipped", len(r.Unreadable))
+	}
 	if len(r.Native) > 0 {
 		s += fmt.Sprintf("; native indexes, nothing to repair: %s", strings.Join(r.Native, ", "))
 	}

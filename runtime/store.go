@@ -44,7 +44,12 @@ type Store[T any, K comparable] interface {
 	// ReadBlocks reads up to n blocks in the store's listing order (block
 	// key order where Caps().OrderedScan), after the position after (nil:
 	// from the first), and returns the position of the last one and
-	// whether more follow. Positions are the adapter's own bytes.
+	// whether more follow. Positions are the adapter's own bytes. A block
+	// that cannot be decoded ends the read: the adapter returns the blocks
+	// before it, the position of the unreadable block as last, more true,
+	// and an *Error of kind ErrUnreadable naming it (see Unreadable), so
+	// that a listing can report it and resume after it. ReadLookup and
+	// ReadScope do the same.
 	ReadBlocks(ctx context.Context, op string, after []byte, n int) (items []*T, last []byte, more bool, err error)
 	// ReadLookup reads up to n aggregates found by lookup l in key range
 	// rng, in (value, block key) order, after position after (nil: from
@@ -97,6 +102,13 @@ type Caps struct {
 	// DynamoDB's 1024-byte sort key, bbolt's key; 0 when only
 	// MaxValueBytes bounds it. Larger writes fail like MaxKeyBytes.
 	MaxIndexKeyBytes int
+	// MaxDepth is the deepest nesting of documents and arrays (a scalar
+	// 0, a struct of scalars 1, a slice of such structs 2) of an entry's
+	// value (a top-level field, an element of a partition, the EAO root)
+	// that the store writes and reads back; a write of a deeper value
+	// fails with ErrTooLarge before anything is sent (RELIABILITY.md,
+	// "Depth and unreadable blocks").
+	MaxDepth int
 }
 
 // The two version values with a meaning of their own. Both are 0, the zero
@@ -325,7 +337,9 @@ func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []
 // listQuery names the query List cursors are bound to.
 func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
 
-// List reads one page of blocks.
+// List reads one page of blocks. At an unreadable block it returns the
+// blocks before it, a Next cursor that resumes after it, and an error of
+// kind ErrUnreadable naming it: following Next lists every readable block.
 func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, "List", &err)
 	return paginate(r.listQuery(), req, func(after []byte, n int) ([]*T, []byte, bool, error) {
@@ -334,22 +348,36 @@ func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (_ Page[*T], err 
 	}, func(err error) error { return Fail("List", r.D.Aggregate, nil, nil, err) })
 }
 
+// Unreadable makes err, the failure to decode block id (an entry of it),
+// an *Error of kind ErrUnreadable of operation op, naming the block; an
+// error that is one already is returned as it is.
+func Unreadable(op, agg string, id any, err error) error {
+	if errors.Is(err, ErrUnreadable) {
+		return err
+	}
+	return FailAt(op, agg, id, "", ErrUnreadable, err)
+}
+
 // allPage is how many blocks All reads per store call.
 const allPage = DefaultPageLimit
 
 // All iterates over every block, a page of blocks per store call, so that
 // no store transaction or cursor stays open while the caller's loop runs.
+// An unreadable block is yielded as an error of kind ErrUnreadable naming
+// it, and the iteration goes on with the next block (a loop that returns
+// at the first error stops there); any other error ends it.
 func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {
 		var after []byte
 		for {
 			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage)
-			if err != nil {
-				yield(nil, r.ctxErr(ctx, "All", err))
-				return
-			}
 			for _, it := range items {
 				if !yield(it, nil) {
+					return
+				}
+			}
+			if err != nil {
+				if !yield(nil, r.ctxErr(ctx, "All", err)) || !resumable(err, last) {
 					return
 				}
 			}
@@ -407,6 +435,9 @@ func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageR
 			from = v
 		}
 		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n)
+		if err != nil && last <= from {
+			return items, nil, more, err // no position to resume after
+		}
 		return items, AppendInt(nil, last), more, err
 	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
@@ -446,6 +477,9 @@ func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 			items = append(items, e)
 			return nil
 		})
+		if err != nil {
+			return items, nil, more, err
+		}
 		return items, AppendInt(nil, int64(start+len(items))), more, err
 	}, func(err error) error { return Fail(op, r.D.Aggregate, id, nil, err) })
 }
@@ -469,6 +503,11 @@ func paginate[T any](query string, req PageRequest, read func(after []byte, n in
 		if isBadCursor(err) {
 			return Page[T]{}, wrap(err)
 		}
+		if resumable(err, last) {
+			// The blocks before the unreadable one, and the cursor
+			// after it.
+			return Page[T]{Items: items, Next: EncodeCursor(query, last)}, err
+		}
 		return Page[T]{}, err
 	}
 	page := Page[T]{Items: items}
@@ -476,6 +515,12 @@ func paginate[T any](query string, req PageRequest, read func(after []byte, n in
 		page.Next = EncodeCursor(query, last)
 	}
 	return page, nil
+}
+
+// resumable reports whether a listing can go on after err: an unreadable
+// block at position last.
+func resumable(err error, last []byte) bool {
+	return last != nil && errors.Is(err, ErrUnreadable)
 }
 
 // isBadCursor reports a cursor failure that is not yet an *Error.

@@ -28,11 +28,19 @@ func harness(name string, atomic, uniqueTables bool, opts ...mongostore.Option) 
 	var db *mongo.Database // the current subtest's
 	h := storetest.Harness{
 		Name:                      name,
-		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20},
+		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
 		AtomicLookupsPerAggregate: atomic,
 		Concurrent:                mongotest.Real(),
 		NotConcurrent:             "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",
 		TimePrecision:             time.Millisecond,
+		Corrupt: func(t *testing.T, id, entry string) {
+			// A document where the entry holds a string.
+			res, err := db.Collection("matches").UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: entry, Value: bson.D{{Key: "not", Value: "a string"}}}}}})
+			if err != nil || res.MatchedCount != 1 {
+				t.Fatalf("corrupting %s of block %s: %v, %+v", entry, id, err, res)
+			}
+		},
 		Open: func(t *testing.T) storetest.Repos {
 			db = mongotest.Start(t)
 			return storetest.Repos{

@@ -677,6 +677,10 @@ func readBlocks[K, T any](c Collection[K], b *bbolt.Bucket, op string, from []by
 		}
 		item, err := read(c.block(b.Tx(), b, op, id), id)
 		if err != nil {
+			if errors.Is(err, runtime.ErrUnreadable) {
+				// The listing reports it and resumes after it.
+				return items, id, true, c.fail(op, id, err)
+			}
 			return items, last, false, c.fail(op, id, err)
 		}
 		items = append(items, item)

@@ -1,6 +1,7 @@
 package boltstore_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -32,7 +34,7 @@ func open(t *testing.T, name string, db **bbolt.DB) storetest.Repos {
 }
 
 // caps are bbolt's capabilities, as the adapter declares them.
-var caps = runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: bbolt.MaxValueSize, MaxKeyBytes: bbolt.MaxKeySize, MaxIndexKeyBytes: bbolt.MaxKeySize}
+var caps = runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: bbolt.MaxValueSize, MaxKeyBytes: bbolt.MaxKeySize, MaxIndexKeyBytes: bbolt.MaxKeySize, MaxDepth: bsonval.MaxDepth}
 
 // TestConformance runs the store-independent conformance suite against
 // bbolt: a fresh database file per subtest.
@@ -47,6 +49,20 @@ func TestConformance(t *testing.T) {
 		DropClaim: func(t *testing.T, collection, lookup string, value []byte) {
 			err := db.Update(func(tx *bbolt.Tx) error {
 				return tx.Bucket([]byte(collection + "." + lookup)).Delete(value)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
+		Corrupt: func(t *testing.T, id, entry string) {
+			// A BSON string whose length runs past the value.
+			key := runtime.AppendString(boltstore.BlockPrefix(runtime.AppendString(nil, id)), entry)
+			err := db.Update(func(tx *bbolt.Tx) error {
+				b := tx.Bucket([]byte("matches"))
+				if b == nil || b.Get(key) == nil {
+					return fmt.Errorf("no entry %s of block %s", entry, id)
+				}
+				return b.Put(key, []byte{0x02, 0xff, 0xff, 0xff, 0x7f, 'x', 0})
 			})
 			if err != nil {
 				t.Fatal(err)

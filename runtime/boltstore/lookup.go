@@ -417,6 +417,8 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 		for i := range want {
 			want[i] = map[string][]byte{}
 		}
+		// Blocks that cannot be decoded keep their entries as they are.
+		unreadable := map[string]bool{}
 		cur := b.Cursor()
 		for k, _ := cur.First(); k != nil; {
 			r := runtime.NewKeyReader(k)
@@ -427,7 +429,10 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 			blk := c.block(tx, b, op, id)
 			a, err := read(blk)
 			if err != nil {
-				return c.fail(op, id, err)
+				rep.AddUnreadable(c.Aggregate, id, err)
+				unreadable[string(blk.blockKey)] = true
+				k, _ = cur.Seek(runtime.PrefixEnd(blk.prefix))
+				continue
 			}
 			rep.Aggregates++
 			for i, l := range lookups {
@@ -457,6 +462,9 @@ func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*
 				if w, ok := want[i][string(k)]; ok && bytes.Equal(v, w) {
 					delete(want[i], string(k)) // present and right
 					return nil
+				}
+				if _, bk, err := entry(l, k, v); err == nil && unreadable[string(bk)] {
+					return nil // an unreadable block's: left as it is
 				}
 				stale = append(stale, bytes.Clone(k))
 				return nil

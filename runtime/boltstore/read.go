@@ -168,11 +168,11 @@ func (s *Store[T, K]) read(blk *Block, id K) (*T, error) {
 		}
 	}()
 	if err := blk.Scan(r.entry); err != nil {
-		return nil, err
+		return nil, runtime.Unreadable(blk.op, s.d.Aggregate, id, err)
 	}
 	if r.g.f != nil {
 		if err := r.flush(); err != nil {
-			return nil, err
+			return nil, runtime.Unreadable(blk.op, s.d.Aggregate, id, err)
 		}
 	}
 	return r.t, nil

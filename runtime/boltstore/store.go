@@ -3,12 +3,14 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // Store is the bbolt adapter of the store contract (runtime.Store) for
@@ -60,7 +62,7 @@ func (s *Store[T, K]) DB() *bbolt.DB { return s.c.DB }
 // before every put (a write past them fails with runtime.ErrTooLarge and
 // its transaction changes nothing).
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: maxValue, MaxKeyBytes: maxKey, MaxIndexKeyBytes: maxKey}
+	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: maxValue, MaxKeyBytes: maxKey, MaxIndexKeyBytes: maxKey, MaxDepth: bsonval.MaxDepth}
 }
 
 // valueDecoder decodes one stored value; one is reused for a whole block.
@@ -440,6 +442,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		return err
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, s.d.Keys.Bytes(last), more, err
+		}
 		return nil, nil, false, err
 	}
 	return items, s.d.Keys.Bytes(last), more, nil
@@ -476,6 +481,9 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 			}
 			a, ok, err := resolve(s.c, tx, b, op, bl, value, blockKey, s.read)
 			if err != nil {
+				if errors.Is(err, runtime.ErrUnreadable) {
+					last, more = bytes.Clone(k), true // resume after it
+				}
 				return err
 			}
 			if ok {
@@ -486,6 +494,9 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, last, more, err
+		}
 		return nil, nil, false, err
 	}
 	return items, last, more, nil
@@ -539,6 +550,9 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 			}
 			item, err := s.read(s.c.block(tx, b, op, id), id)
 			if err != nil {
+				if errors.Is(err, runtime.ErrUnreadable) {
+					last, more = num, true // resume after it
+				}
 				return s.c.fail(op, id, err)
 			}
 			items = append(items, item)
@@ -547,6 +561,9 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, last, more, err
+		}
 		return nil, 0, false, err
 	}
 	return items, last, more, nil

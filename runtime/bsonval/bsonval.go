@@ -26,6 +26,8 @@ import (
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // Encode encodes v with the MongoDB driver's BSON codec: the BSON type
@@ -120,6 +122,42 @@ type ValueEncoder struct {
 	vw         bson.ValueWriter
 	enc        *bson.Encoder
 	nilAsEmpty bool
+	maxDepth   int // 0: MaxDepth
+}
+
+// SetMaxDepth makes e refuse values nested deeper than n documents and
+// arrays (a store whose server allows less than MaxDepth: MongoDB,
+// DynamoDB); n is at most MaxDepth.
+func (e *ValueEncoder) SetMaxDepth(n int) { e.maxDepth = min(n, MaxDepth) }
+
+func (e *ValueEncoder) limit() int {
+	if e.maxDepth == 0 {
+		return MaxDepth
+	}
+	return e.maxDepth
+}
+
+// DepthError is the error of encoding a value nested deeper than Max
+// documents and arrays (MaxDepth, or a store's ValueEncoder.SetMaxDepth):
+// the reader would refuse it, so it is never written. It wraps
+// runtime.ErrTooLarge.
+type DepthError struct{ Max int }
+
+func (e *DepthError) Error() string {
+	return fmt.Sprintf("value nested deeper than %d levels of documents and arrays (the store's Caps.MaxDepth)", e.Max)
+}
+
+// Unwrap makes the error a runtime.ErrTooLarge.
+func (e *DepthError) Unwrap() error { return runtime.ErrTooLarge }
+
+// CheckDepth fails with a *DepthError when value data of BSON type t
+// (well-formed, as an encoder made it) nests deeper than max documents and
+// arrays.
+func CheckDepth(t bson.Type, data []byte, max int) error {
+	if _, ok := fullLen(t, data, 0, max); !ok {
+		return &DepthError{Max: max}
+	}
+	return nil
 }
 
 // NewValueEncoder returns an encoder; with nilSliceAsEmpty, nil slices
@@ -164,8 +202,13 @@ func (e *ValueEncoder) Encode(v any) (bson.Type, []byte, error) {
 	e.doc = e.doc[:0]
 	// The fast encoder (fast.go) writes the same bytes without the
 	// driver's value writer, for the types it has a plan for.
-	if out, t, ok := appendFast(e.doc, v, e.nilAsEmpty); ok {
+	if out, t, depth, ok := appendFast(e.doc, v, e.nilAsEmpty); ok {
 		e.doc = out
+		if depth > e.limit() { // a value of the type may be too deep: is this one?
+			if err := CheckDepth(t, out, e.limit()); err != nil {
+				return 0, nil, err
+			}
+		}
 		return t, out, nil
 	}
 	dw, err := e.vw.WriteDocument()
@@ -187,7 +230,11 @@ func (e *ValueEncoder) Encode(v any) (bson.Type, []byte, error) {
 	if len(e.doc) < 7 {
 		return 0, nil, fmt.Errorf("bsonval: short document %x", e.doc)
 	}
-	return bson.Type(e.doc[4]), e.doc[6 : len(e.doc)-1], nil
+	t, data := bson.Type(e.doc[4]), e.doc[6:len(e.doc)-1]
+	if err := CheckDepth(t, data, e.limit()); err != nil {
+		return 0, nil, err
+	}
+	return t, data, nil
 }
 
 // Decode decodes a value made by Encode into v, a pointer.

@@ -2,6 +2,7 @@ package bsonval
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 type inner struct {
@@ -183,4 +186,95 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("Decode = %q, %v", back, err)
 		}
 	})
+}
+
+// nestedArrays is n arrays, one inside the other: depth n.
+func nestedArrays(n int) any {
+	var v any = bson.A{}
+	for range n - 1 {
+		v = bson.A{v}
+	}
+	return v
+}
+
+// node is a recursive type: one Go level is two BSON levels (a document
+// and the array of its kids).
+type node struct {
+	Kids []node `bson:"kids"`
+}
+
+func chain(n int) node {
+	var v node
+	for range n - 1 {
+		v = node{Kids: []node{v}}
+	}
+	return v
+}
+
+// A value at MaxDepth is encoded and reads back; one level more is refused
+// by the encoder (a *DepthError, runtime.ErrTooLarge), and by the reader
+// (ErrMalformed) when such bytes come from elsewhere.
+func TestDepthLimit(t *testing.T) {
+	b, err := Encode(nestedArrays(MaxDepth))
+	if err != nil {
+		t.Fatalf("Encode at MaxDepth: %v", err)
+	}
+	var out any
+	if err := Decode(b, &out); err != nil {
+		t.Fatalf("Decode at MaxDepth: %v", err)
+	}
+	_, err = Encode(nestedArrays(MaxDepth + 1))
+	var de *DepthError
+	if !errors.As(err, &de) || de.Max != MaxDepth || !errors.Is(err, runtime.ErrTooLarge) {
+		t.Fatalf("Encode at MaxDepth+1: %v, want a *DepthError of MaxDepth wrapping runtime.ErrTooLarge", err)
+	}
+	for _, f := range []func(any) error{
+		func(v any) error { _, err := Append(nil, v); return err },
+		func(v any) error { _, err := EncodeString(v); return err },
+	} {
+		if err := f(nestedArrays(MaxDepth + 1)); !errors.As(err, &de) {
+			t.Fatalf("Append/EncodeString at MaxDepth+1: %v", err)
+		}
+	}
+	// Bytes one level deeper than the limit, made by the driver.
+	deep, data, err := bson.MarshalValue(nestedArrays(MaxDepth + 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DecodeValue(deep, data, &out); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Decode at MaxDepth+1: %v, want ErrMalformed", err)
+	}
+	// A recursive struct: 500 Go levels are 999 BSON levels, 501 are 1001.
+	if _, err := Encode(chain(500)); err != nil {
+		t.Fatalf("Encode of 500 nested nodes: %v", err)
+	}
+	if _, err := Encode(chain(501)); !errors.As(err, &de) {
+		t.Fatalf("Encode of 501 nested nodes: %v, want a *DepthError", err)
+	}
+	// A store's own limit.
+	e := NewValueEncoder(true)
+	e.SetMaxDepth(5)
+	if _, _, err := e.Encode(nestedArrays(5)); err != nil {
+		t.Fatalf("depth 5 with a limit of 5: %v", err)
+	}
+	e = NewValueEncoder(true)
+	e.SetMaxDepth(5)
+	if _, _, err := e.Encode(nestedArrays(6)); !errors.As(err, &de) || de.Max != 5 {
+		t.Fatalf("depth 6 with a limit of 5: %v", err)
+	}
+	// Types of the fast codec: checked only when the type can be too deep.
+	type l3 struct{ A [][]string }
+	e = NewValueEncoder(true)
+	e.SetMaxDepth(2)
+	if _, _, err := e.Encode(l3{A: [][]string{{"x"}}}); !errors.As(err, &de) {
+		t.Fatalf("depth 3 of a planned type with a limit of 2: %v", err)
+	}
+	e = NewValueEncoder(true)
+	e.SetMaxDepth(2)
+	if _, _, err := e.Encode(l3{A: [][]string{}}); err != nil {
+		t.Fatalf("depth 2 of a planned type of depth 3 with a limit of 2: %v", err)
+	}
+	if p, _ := PlanOf(reflect.TypeFor[l3]()); p.Depth() != 3 {
+		t.Fatalf("plan depth of struct{ [][]string }: %d, want 3", p.Depth())
+	}
 }

@@ -47,6 +47,7 @@ const (
 type plan struct {
 	kind   planKind
 	bits   int   // size of an int, uint or float kind in bits
+	depth  int   // the deepest nesting of documents and arrays of a value
 	elem   *plan // planSlice: the element's plan
 	typ    reflect.Type
 	fields []fieldPlan // planStruct: the decoded fields, in declaration order
@@ -126,14 +127,14 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
 		if elem == nil {
 			return nil
 		}
-		return &plan{kind: planSlice, typ: t, elem: elem}
+		return &plan{kind: planSlice, typ: t, elem: elem, depth: 1 + elem.depth}
 	case reflect.Struct:
 		if seen[t] {
 			return nil
 		}
 		seen[t] = true
 		defer delete(seen, t)
-		p := &plan{kind: planStruct, typ: t}
+		p := &plan{kind: planStruct, typ: t, depth: 1}
 		names := map[string]bool{}
 		for i := range t.NumField() {
 			sf := t.Field(i)
@@ -160,6 +161,7 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]bool) *plan {
 			}
 			p.fields = append(p.fields, fieldPlan{name: name, index: i, plan: fp,
 				omitEmpty: opts["omitempty"], minSize: opts["minsize"]})
+			p.depth = max(p.depth, 1+fp.depth)
 		}
 		return p
 	}
@@ -447,23 +449,23 @@ func valueLen(t bson.Type, b []byte) (int, bool) {
 }
 
 // appendFast appends the bytes of v's BSON value (without the type byte) to
-// dst as the driver's encoder makes them, and returns the value's type; ok
-// is false when v's type has no plan or the driver would refuse v (a uint
-// over the int64 range), and dst is then unchanged. nilAsEmpty is the
-// encoder's NilSliceAsEmpty.
-func appendFast(dst []byte, v any, nilAsEmpty bool) (out []byte, t bson.Type, ok bool) {
+// dst as the driver's encoder makes them, and returns the value's type and
+// the deepest nesting its type allows; ok is false when v's type has no
+// plan or the driver would refuse v (a uint over the int64 range), and dst
+// is then unchanged. nilAsEmpty is the encoder's NilSliceAsEmpty.
+func appendFast(dst []byte, v any, nilAsEmpty bool) (out []byte, t bson.Type, depth int, ok bool) {
 	if v == nil {
-		return dst, 0, false
+		return dst, 0, 0, false
 	}
 	p := planOf(reflect.TypeOf(v))
 	if p == nil {
-		return dst, 0, false
+		return dst, 0, 0, false
 	}
 	out, t, ok = p.encode(dst, reflect.ValueOf(v), false, nilAsEmpty)
 	if !ok {
-		return dst, 0, false
+		return dst, 0, 0, false
 	}
-	return out, t, true
+	return out, t, p.depth, true
 }
 
 // encode appends the value bytes of v; minSize is the driver's minsize
@@ -561,18 +563,24 @@ func isEmpty(p *plan, v reflect.Value) bool {
 // values: on some malformed ones (a string of negative length under a key
 // the target does not have) it loops forever.
 func wellFormed(t bson.Type, data []byte) bool {
-	n, ok := fullLen(t, data, 0)
+	n, ok := fullLen(t, data, 0, MaxDepth)
 	return ok && n == len(data)
 }
 
-// maxDepth bounds the nesting wellFormed follows (MongoDB allows 100
-// levels; the driver writes deeper values, and this reads them back).
-const maxDepth = 1000
+// MaxDepth is the deepest nesting of documents and arrays a value may
+// have: Decode refuses deeper values (ErrMalformed) and Encode refuses to
+// make them (a *DepthError), so that every value written reads back. A
+// scalar has depth 0, a struct of scalars 1, a slice of such structs 2
+// (one Go level of a recursive type such as struct{ Kids []Node } is two
+// BSON levels).
+const MaxDepth = 1000
 
 // fullLen returns the length of the well-formed value of type t at the
-// start of b, checking documents, arrays and code with scope inside.
-func fullLen(t bson.Type, b []byte, depth int) (int, bool) {
-	if depth > maxDepth {
+// start of b, checking documents, arrays and code with scope inside;
+// depth is the number of documents and arrays around it, and a document
+// or an array at depth max (nested max+1 deep) is refused.
+func fullLen(t bson.Type, b []byte, depth, max int) (int, bool) {
+	if depth >= max && (t == bson.TypeEmbeddedDocument || t == bson.TypeArray) {
 		return 0, false
 	}
 	length := func() (int, bool) { // an int32 length, not negative
@@ -644,7 +652,7 @@ func fullLen(t bson.Type, b []byte, depth int) (int, bool) {
 			if !ok || end >= l {
 				return 0, false
 			}
-			vl, ok := fullLen(bson.Type(b[at]), b[end:l-1], depth+1)
+			vl, ok := fullLen(bson.Type(b[at]), b[end:l-1], depth+1, max)
 			if !ok {
 				return 0, false
 			}
@@ -660,7 +668,7 @@ func fullLen(t bson.Type, b []byte, depth int) (int, bool) {
 		if !ok || end > l {
 			return 0, false
 		}
-		dl, ok := fullLen(bson.TypeEmbeddedDocument, b[end:l], depth+1)
+		dl, ok := fullLen(bson.TypeEmbeddedDocument, b[end:l], depth+1, max)
 		if !ok || end+dl != l {
 			return 0, false
 		}
@@ -704,6 +712,10 @@ func PlanOf(t reflect.Type) (Plan, bool) {
 
 // Kind is the plan's kind.
 func (p Plan) Kind() PlanKind { return PlanKind(p.p.kind) }
+
+// Depth is the deepest nesting of documents and arrays a value of the
+// plan's type can have (plans are of types that are not recursive).
+func (p Plan) Depth() int { return p.p.depth }
 
 // Bits is the size of an int, uint or float kind in bits.
 func (p Plan) Bits() int { return p.p.bits }

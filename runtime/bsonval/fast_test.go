@@ -420,7 +420,7 @@ func TestFastEncodesLikeTheDriver(t *testing.T) {
 	for range 3000 {
 		v := randomValue(r)
 		for _, nilAsEmpty := range []bool{false, true} {
-			out, typ, ok := appendFast(nil, v, nilAsEmpty)
+			out, typ, _, ok := appendFast(nil, v, nilAsEmpty)
 			if !ok {
 				t.Fatalf("%T: the fast encoder gave up", v)
 			}
@@ -431,7 +431,7 @@ func TestFastEncodesLikeTheDriver(t *testing.T) {
 		}
 	}
 	// A uint over the int64 range is the driver's error.
-	if _, _, ok := appendFast(nil, kinds{U64: math.MaxUint64}, false); ok {
+	if _, _, _, ok := appendFast(nil, kinds{U64: math.MaxUint64}, false); ok {
 		t.Error("the fast encoder wrote a uint64 over the int64 range")
 	}
 	if _, err := Encode(kinds{U64: math.MaxUint64}); err == nil {
@@ -458,7 +458,7 @@ func FuzzFastEncodeAgrees(f *testing.F) {
 			}
 			v := p.Elem().Interface()
 			for _, nilAsEmpty := range []bool{false, true} {
-				out, et, ok := appendFast(nil, v, nilAsEmpty)
+				out, et, _, ok := appendFast(nil, v, nilAsEmpty)
 				if !ok {
 					if _, _, err := bson.MarshalValue(v); err == nil && !nilAsEmpty {
 						t.Fatalf("%#v: the fast encoder gave up where the driver encodes", v)
@@ -480,7 +480,7 @@ func TestFastEncodeAllocations(t *testing.T) {
 	dst := make([]byte, 0, 512)
 	allocs := testing.AllocsPerRun(100, func() {
 		var ok bool
-		if dst, _, ok = appendFast(dst[:0], v, false); !ok {
+		if dst, _, _, ok = appendFast(dst[:0], v, false); !ok {
 			t.Fatal("the fast encoder gave up")
 		}
 	})

@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 	var prefix string // the current subtest's
 	storetest.Run(t, storetest.Harness{
 		Name:       "dynamo",
-		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes},
+		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes, MaxDepth: dynamostore.MaxDepth},
 		Concurrent: true, // every block write is one conditional request
 		Open:       func(t *testing.T) storetest.Repos { prefix = srv.Prefix(t); return repos(c, prefix) },
 		// An index item of a unique lookup is keyed by the lookup's name
@@ -39,6 +39,20 @@ func TestConformance(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+		},
+		Corrupt: func(t *testing.T, id, entry string) {
+			// An attribute of another type: a map where a string is.
+			_, err := c.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(prefix + "matches"),
+				Key:                       map[string]types.AttributeValue{"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, id)}},
+				UpdateExpression:          aws.String("SET #e = :v"),
+				ConditionExpression:       aws.String("attribute_exists(#e)"),
+				ExpressionAttributeNames:  map[string]string{"#e": entry},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"not": &types.AttributeValueMemberS{Value: "a string"}}}},
+			})
+			if err != nil {
+				t.Fatalf("corrupting %s of block %s: %v", entry, id, err)
 			}
 		},
 	})

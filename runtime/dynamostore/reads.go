@@ -91,7 +91,12 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		for _, item := range out.Items {
 			t, err := s.decode(item)
 			if err != nil {
-				return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+				if len(items) == n {
+					return items, s.d.Keys.Bytes(*s.d.ID(items[n-1])), true, nil // the next page's
+				}
+				// The blocks before it, and its position to resume after.
+				id, _ := s.keyOf(item[IDAttr])
+				return items, s.d.Keys.Bytes(id), true, runtime.Unreadable(op, s.d.Aggregate, id, err)
 			}
 			items = append(items, t)
 		}
@@ -193,7 +198,7 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 			}
 			ids = append(ids, id)
 		}
-		blocks, err := s.getMany(ctx, ids)
+		blocks, err := s.getMany(ctx, op, ids)
 		if err != nil {
 			return fail(err)
 		}
@@ -244,7 +249,7 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 	if item != nil {
 		t, err := s.decode(item)
 		if err != nil {
-			return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
 		}
 		if slices.Contains(s.indexKeys(i, id, t), e.k) {
 			return t, nil
@@ -295,6 +300,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 	}
 	var blocks []holder
 	var values []*T
+	unreadable := map[K]bool{} // blocks whose items are left alone
 	var start map[string]types.AttributeValue
 	for {
 		out, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
@@ -304,7 +310,10 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		for _, item := range out.Items {
 			t, err := s.decode(item)
 			if err != nil {
-				return fail(err)
+				id, _ := s.keyOf(item[IDAttr])
+				rep.AddUnreadable(s.d.Aggregate, id, err)
+				unreadable[id] = true
+				continue
 			}
 			inc, _ := intOf(item[IncAttr])
 			id := *s.d.ID(t)
@@ -367,6 +376,8 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 				owner, ok := want[i][e.k]
 				id, kerr := s.keyOf(e.id)
 				switch {
+				case !ok && kerr == nil && unreadable[id]:
+					// An unreadable block's: left as it is.
 				case ok && kerr == nil && owner.id == id && owner.inc == e.inc:
 					seen[e.k] = true
 				case ok:

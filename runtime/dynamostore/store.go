@@ -74,8 +74,16 @@ func (s *Store[T, K]) Table() string { return s.table }
 // Caps declares what DynamoDB promises: its item, partition key and sort
 // key limits, checked before every write.
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes}
+	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes, MaxDepth: MaxDepth}
 }
+
+// MaxDepth is the deepest nesting of documents and arrays of an entry's
+// value (runtime.Caps.MaxDepth): DynamoDB nests attribute values at most
+// 32 levels, an element of a partition lies in a list attribute, and a
+// value kept as raw BSON (a NaN, say) is one map more (32 - 2). Deeper
+// writes fail with runtime.ErrTooLarge before anything is sent, also on
+// dynalite, which has no limit.
+const MaxDepth = 30
 
 // Ensure creates the tables (on-demand billing) and waits until they are
 // active; tables that exist are left as they are.
@@ -296,7 +304,7 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	}
 	t, err := s.decode(item)
 	if err != nil {
-		return nil, runtime.Fail("Get", s.d.Aggregate, id, nil, err)
+		return nil, runtime.Unreadable("Get", s.d.Aggregate, id, err)
 	}
 	return t, nil
 }
@@ -304,14 +312,14 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 // GetMany reads the blocks with the given keys with BatchGetItem, 100
 // keys a request, retrying unprocessed keys.
 func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
-	out, err := s.getMany(ctx, ids)
+	out, err := s.getMany(ctx, "GetMany", ids)
 	if err != nil {
 		return nil, wrap("GetMany", s.d.Aggregate, nil, err)
 	}
 	return out, nil
 }
 
-func (s *Store[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
+func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) (map[K]*T, error) {
 	out := make(map[K]*T, len(ids))
 	seen := make(map[K]bool, len(ids))
 	var keys []map[string]types.AttributeValue
@@ -338,7 +346,8 @@ func (s *Store[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
 			for _, item := range res.Responses[s.table] {
 				t, err := s.decode(item)
 				if err != nil {
-					return nil, err
+					id, _ := s.keyOf(item[IDAttr])
+					return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
 				}
 				out[*s.d.ID(t)] = t
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
@@ -26,6 +27,9 @@ func (s *Store[T, K]) contended(op string, id K) error {
 
 // Create writes a new block, allocating a zero counted id first.
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	if err := bsonval.CheckBlock("Create", s.d, t, MaxDepth); err != nil {
+		return err
+	}
 	create := func(c *T) error { return s.create(ctx, c) }
 	var err error
 	if s.d.Counter != nil {
@@ -121,6 +125,9 @@ func (s *Store[T, K]) holds(ctx context.Context, id K, item map[string]types.Att
 
 // Put replaces block t whole, checking the version it holds.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	if err := bsonval.CheckBlock("Put", s.d, t, MaxDepth); err != nil {
+		return err
+	}
 	want := s.d.VersionOf(t)
 	put := func(c *T) error { return s.put(ctx, c, want) }
 	var err error
@@ -290,6 +297,9 @@ func (s *Store[T, K]) version(w *update, want int64, bump bool) {
 // name, the version, on condition that the block (and every element
 // named) exists and has version u.IfVersion.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	if err := bsonval.CheckUpdate(op, s.d, id, u, MaxDepth); err != nil {
+		return err
+	}
 	for _, c := range u.Changes {
 		if c.Elem && c.Index < 0 {
 			return runtime.FailAt(op, s.d.Aggregate, id, c.Entry(), runtime.ErrNotFound, nil)
@@ -446,6 +456,9 @@ const AppendPast = 1 << 16
 // it does not have), as does a missing block: nothing is written, and
 // Append reads the count and appends with list_append (appendRead).
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	if err := bsonval.CheckElem(op, s.d, id, f, elem, MaxDepth); err != nil {
+		return 0, err
+	}
 	v, err := Encode(elem)
 	if err != nil {
 		return 0, runtime.Fail(op, s.d.Aggregate, id, nil, fmt.Errorf("%s: %w", f.Key, err))

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
 // drop removes a stale index entry a read met, once it is older than
@@ -82,11 +83,23 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 	if err != nil {
 		return fail(err)
 	}
+	unreadable := map[K]bool{} // blocks whose entries are left alone
 	for cur.Next(ctx) {
 		var d D
 		if err := cur.Decode(&d); err != nil {
 			cur.Close(ctx)
 			return fail(err)
+		}
+		if x.Check != nil {
+			if err := x.Check(&d); err != nil {
+				var id K
+				if rv, lerr := cur.Current.LookupErr("_id"); lerr == nil {
+					_ = bsonval.DecodeValue(rv.Type, rv.Value, &id)
+				}
+				rep.AddUnreadable(x.Agg, id, err)
+				unreadable[id] = true
+				continue
+			}
 		}
 		v := x.Convert(&d)
 		h := holder{id: x.KeyOf(v)}
@@ -126,6 +139,8 @@ func (x *Indexed[K, D, T]) Repair(ctx context.Context) (runtime.RepairReport, er
 			}
 			owner, ok := want[i][e.Key]
 			switch {
+			case !ok && unreadable[e.ID]:
+				// An unreadable block's: left as it is.
 			case ok && owner.id == e.ID && owner.inc == e.Inc:
 				seen[e.Key] = true
 			case ok:

@@ -154,6 +154,9 @@ type Indexed[K comparable, D, T any] struct {
 	Lookups    []Lookup[T]
 	Convert    func(*D) T // document to aggregate
 	KeyOf      func(T) K  // block key of an aggregate
+	// Check, when set, says why a document does not decode: Repair
+	// reports such a block as unreadable and leaves its entries alone.
+	Check func(*D) error
 	// Refused, when set, explains a duplicate key error of the aggregate
 	// write (a unique native index of the collection refusing the value
 	// v): it returns the error to fail with, or nil when the duplicate is

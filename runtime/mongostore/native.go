@@ -364,7 +364,8 @@ func (s *Store[T, K]) readNative(ctx context.Context, op string, l *runtime.Look
 		}
 		t, err := s.decode(cur.Current)
 		if err != nil {
-			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+			// Not resumable: its position is made from its values.
+			return nil, nil, false, runtime.Unreadable(op, s.d.Aggregate, s.idOf(cur.Current), err)
 		}
 		pos := s.position(l, t, rng, after)
 		if pos == nil {
@@ -424,7 +425,7 @@ func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Looku
 	}
 	t, err := s.decode(raw)
 	if err != nil {
-		return nil, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		return nil, runtime.Unreadable(op, s.d.Aggregate, s.idOf(raw), err)
 	}
 	return t, nil
 }

@@ -100,6 +100,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 			Fields:     fields,
 			Lookups:    ls,
 			Convert:    s.convert,
+			Check:      func(raw *bson.Raw) error { _, err := s.decode(*raw); return err },
 			KeyOf:      func(t *T) K { return *d.ID(t) },
 			Refused: func(ctx context.Context, op string, id K, t *T, insert bool, err error) error {
 				return s.duplicate(ctx, op, id, t, insert, err)
@@ -161,8 +162,15 @@ func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
 // Caps declares what MongoDB promises to this adapter.
 func (s *Store[T, K]) Caps() runtime.Caps {
 	// A nil store (explain asks one) answers for the index-table mapping.
-	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20}
+	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20, MaxDepth: MaxDepth}
 }
+
+// MaxDepth is the deepest nesting of documents and arrays of an entry's
+// value (runtime.Caps.MaxDepth): MongoDB stores documents nested at most
+// 100 levels, the document itself included, and an element of a
+// partition lies in the document's array (100 - 2). Deeper writes fail
+// with runtime.ErrTooLarge before anything is sent, also on FerretDB.
+const MaxDepth = 98
 
 // rawDecoder decodes one document field; one is reused per document.
 type rawDecoder struct{ v bson.RawValue }
@@ -327,9 +335,19 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	}
 	t, err := s.decode(raw)
 	if err != nil {
-		return nil, runtime.Fail("Get", s.d.Aggregate, id, nil, err)
+		return nil, runtime.Unreadable("Get", s.d.Aggregate, id, err)
 	}
 	return t, nil
+}
+
+// idOf reads the block key of a document (the zero key if it has none
+// that decodes).
+func (s *Store[T, K]) idOf(raw bson.Raw) K {
+	var id K
+	if rv, err := raw.LookupErr("_id"); err == nil {
+		_ = bsonval.DecodeValue(rv.Type, rv.Value, &id)
+	}
+	return id
 }
 
 // GetMany reads the blocks with the given keys with one find.
@@ -372,7 +390,7 @@ func (s *Store[T, K]) find(ctx context.Context, filter any, opts ...options.List
 	for cur.Next(ctx) {
 		t, err := s.decode(cur.Current)
 		if err != nil {
-			return nil, err
+			return nil, runtime.Unreadable("find", s.d.Aggregate, s.idOf(cur.Current), err)
 		}
 		out = append(out, t)
 	}
@@ -424,6 +442,9 @@ func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, alloc bo
 // Create inserts the document of a new block (through the lookup protocol
 // when there are lookups).
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
+	if err := bsonval.CheckBlock("Create", s.d, t, MaxDepth); err != nil {
+		return err
+	}
 	return refused(s.create(ctx, t))
 }
 
@@ -444,6 +465,9 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 
 // Put replaces block t whole, on condition of its version when it has one.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
+	if err := bsonval.CheckBlock("Put", s.d, t, MaxDepth); err != nil {
+		return err
+	}
 	return refused(s.putAll(ctx, t))
 }
 
@@ -573,6 +597,9 @@ func (s *Store[T, K]) versionInc() bson.D {
 // (array elements by path, on condition that they exist), $inc of the
 // version, the version condition in the filter.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	if err := bsonval.CheckUpdate(op, s.d, id, u, MaxDepth); err != nil {
+		return err
+	}
 	return refused(s.update(ctx, op, id, u))
 }
 
@@ -829,6 +856,9 @@ func (s *Store[T, K]) writeErr(ctx context.Context, op string, id K, t *T, inser
 // Append pushes elem onto partition f with one findAndModify that returns
 // only the new length.
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	if err := bsonval.CheckElem(op, s.d, id, f, elem, MaxDepth); err != nil {
+		return 0, err
+	}
 	i, err := s.appendElem(ctx, op, id, f, elem)
 	return i, refused(err)
 }
@@ -937,7 +967,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		}
 		t, err := s.decode(cur.Current)
 		if err != nil {
-			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+			// The blocks before it, and its position to resume after.
+			id := s.idOf(cur.Current)
+			return items, s.d.Keys.Bytes(id), true, runtime.Unreadable(op, s.d.Aggregate, id, err)
 		}
 		items = append(items, t)
 	}

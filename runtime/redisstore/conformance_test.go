@@ -8,6 +8,7 @@ import (
 
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -35,15 +36,28 @@ func dropClaim(t *testing.T, collection, lookup string, value []byte) {
 	}
 }
 
+// corrupt overwrites entry of block id of the current subtest's Match
+// collection with a BSON string whose length runs past the value.
+func corrupt(t *testing.T, id, entry string) {
+	key := "matches:{" + id + "}"
+	if n, err := current.HExists(context.Background(), key, entry).Result(); err != nil || !n {
+		t.Fatalf("no entry %s of block %s: %v", entry, id, err)
+	}
+	if err := current.HSet(context.Background(), key, entry, "\x02\xff\xff\xff\x7fx\x00").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestConformance runs the conformance suite on a single Redis node,
 // flushed before each subtest: every write is one script run.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Server(t)) },
 		DropClaim:  dropClaim,
+		Corrupt:    corrupt,
 	})
 }
 
@@ -53,10 +67,11 @@ func TestConformance(t *testing.T) {
 func TestConformanceCluster(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Name:       "redis-cluster",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1},
+		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth},
 		Concurrent: true,
 		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
 		DropClaim:  dropClaim,
+		Corrupt:    corrupt,
 	})
 }
 

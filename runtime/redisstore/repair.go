@@ -87,6 +87,8 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		want[i], claims[i] = map[string]holder{}, map[string]string{}
 	}
 	listed := map[string]bool{}
+	// Blocks that cannot be decoded keep their entries as they are.
+	unreadable := map[string]bool{}
 	for start := 0; start < len(bks); start += repairBatch {
 		batch := bks[start:min(start+repairBatch, len(bks))]
 		cmds := make([]*redis.MapStringStringCmd, len(batch))
@@ -110,7 +112,9 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 			}
 			t, err := s.decode(id, h)
 			if err != nil {
-				return rep, s.fail(op, id, nil, err)
+				rep.AddUnreadable(s.d.Aggregate, id, err)
+				listed[string(bk)], unreadable[string(bk)] = true, true
+				continue
 			}
 			rep.Aggregates++
 			listed[string(bk)] = true
@@ -165,6 +169,8 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 		for _, m := range members {
 			h, ok := want[i][m]
 			switch {
+			case !ok && unreadable[string(blockOf(l.Parts, m))]:
+				present[m] = true // an unreadable block's: left as it is
 			case !ok:
 				rep.Removed++
 				fix = append(fix, func(p redis.Pipeliner) { p.ZRem(ctx, lk.z, m); p.HDel(ctx, lk.meta, m) })
@@ -197,6 +203,7 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 			for v, owner := range held {
 				switch w := claims[i][v]; {
 				case w == owner:
+				case w == "" && unreadable[owner]:
 				case w == "":
 					// Nobody holds v: counted with its member, if any.
 					if !inZset[member([]byte(v), []byte(owner))] {

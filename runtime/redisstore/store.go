@@ -63,7 +63,7 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	}
 	t, err := s.decode(id, h)
 	if err != nil {
-		return nil, s.fail("Get", id, nil, err)
+		return nil, runtime.Unreadable("Get", s.d.Aggregate, id, err)
 	}
 	return t, nil
 }
@@ -93,11 +93,30 @@ func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) ([]*T, er
 		}
 		t, err := s.decode(ids[i], h)
 		if err != nil {
-			return nil, s.fail(op, ids[i], nil, err)
+			// The blocks before it, for a listing to return.
+			clear(out[i:])
+			return out, &badBlock{i: i, err: runtime.Unreadable(op, s.d.Aggregate, ids[i], err)}
 		}
 		out[i] = t
 	}
 	return out, nil
+}
+
+// badBlock is the error of getMany at the unreadable block ids[i].
+type badBlock struct {
+	i   int
+	err error
+}
+
+func (b *badBlock) Error() string { return b.err.Error() }
+func (b *badBlock) Unwrap() error { return b.err }
+
+// unwrapBad returns the error of an unreadable block itself.
+func unwrapBad(err error) error {
+	if b, ok := err.(*badBlock); ok {
+		return b.err
+	}
+	return err
 }
 
 // GetMany reads the blocks with the given keys in one pipeline.
@@ -112,7 +131,7 @@ func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 	}
 	ts, err := s.getMany(ctx, "GetMany", uniq)
 	if err != nil {
-		return nil, err
+		return nil, unwrapBad(err)
 	}
 	out := make(map[K]*T, len(uniq))
 	for i, t := range ts {
@@ -574,14 +593,19 @@ func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte
 			return nil, nil, false, err
 		}
 		got, err := resolve(batch)
-		if err != nil {
+		var bad *badBlock
+		if err != nil && !errors.As(err, &bad) {
 			return nil, nil, false, err
 		}
 		for i, t := range got {
-			if t != nil {
+			if t != nil && (bad == nil || i < bad.i) {
 				items = append(items, t)
 				members = append(members, batch[i])
 			}
+		}
+		if bad != nil && len(items) <= n {
+			// The blocks before the unreadable one; resume after it.
+			return items, []byte(batch[bad.i]), true, bad.err
 		}
 		if len(batch) < want || len(items) > n {
 			break
@@ -624,6 +648,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 	}
 	items, last, more, err := s.readRange(ctx, s.listKey(), nil, nil, after, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, last, more, err // last: the unreadable block
+		}
 		return nil, nil, false, s.errOf(op, nil, err)
 	}
 	return items, last, more, nil
@@ -634,8 +661,15 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
 	prefix, _ := s.d.Counter.Split(scope)
 	from := s.d.Keys.Bytes(s.d.Counter.With(scope, after+1))
-	items, _, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), nil, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	items, at, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), nil, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			// Resume after the unreadable block's number.
+			if id, kerr := s.d.Keys.Read(runtime.NewKeyReader(at)); kerr == nil {
+				_, num := s.d.Counter.Split(id)
+				return items, num, more, err
+			}
+		}
 		return nil, 0, false, s.errOf(op, nil, err)
 	}
 	var last int64
@@ -680,6 +714,15 @@ func split(parts int, m []byte) (value, bk []byte, err error) {
 	return m[:n], m[n:], nil
 }
 
+// blockOf is the block key part of index member m (nil if it has none).
+func blockOf(parts int, m string) []byte {
+	_, bk, err := split(parts, []byte(m))
+	if err != nil {
+		return nil
+	}
+	return bk
+}
+
 // ReadLookup reads aggregates through lookup l in key range rng after
 // position after (a member): one ZRANGE BYLEX of the index table and one
 // pipeline of HGETALLs per batch; every entry is verified against its
@@ -702,7 +745,8 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 			ids[j], values[j] = id, v
 		}
 		ts, err := s.getMany(ctx, op, ids)
-		if err != nil {
+		var bad *badBlock
+		if err != nil && !errors.As(err, &bad) {
 			return nil, err
 		}
 		for j, t := range ts {
@@ -710,9 +754,12 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 				ts[j] = nil
 			}
 		}
-		return ts, nil
+		return ts, err
 	})
 	if err != nil {
+		if errors.Is(err, runtime.ErrUnreadable) {
+			return items, last, more, err // last: the unreadable block's member
+		}
 		return nil, nil, false, s.errOf(op, nil, err)
 	}
 	return items, last, more, nil
@@ -737,7 +784,7 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 	}
 	ts, err := s.getMany(ctx, op, []K{id})
 	if err != nil {
-		return nil, err
+		return nil, unwrapBad(err)
 	}
 	if ts[0] == nil || !holds(l.Keys(ts[0]), value) {
 		return nil, notFound

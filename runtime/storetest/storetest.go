@@ -75,6 +75,12 @@ type Harness struct {
 	// PauseReadsPass: reads still run while paused (bbolt: readers never
 	// wait for the write lock), so Deadlines lets them succeed.
 	PauseReadsPass bool
+	// Corrupt overwrites the stored value of entry (a top-level field's
+	// key, e.g. "code") of the Match block id, in the database Open last
+	// returned, behind the repository's back, with bytes (or a value of
+	// another type) the adapter cannot decode: for the unreadable-block
+	// subtest (RELIABILITY.md, "Depth and unreadable blocks").
+	Corrupt func(t *testing.T, id, entry string)
 }
 
 // Repos are the generated repositories of the model, over one database.
@@ -107,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, lookupTests...)
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
+	all = append(all, depthTests...)
 	all = append(all, concurrentTests...)
 	all = append(all, regressionTests...)
 	all = append(all, sizeTests...)
@@ -137,7 +144,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

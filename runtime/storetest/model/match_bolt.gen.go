@@ -14,9 +14,9 @@ import (
 // block key (the major key) and the entry key (the minor key), so that each
 // Match block is one contiguous key range: its marker (the block prefix alone,
 // with an empty value), then the entries code, region, level, tags, venue,
-// start, meta, rounds (the element count), rounds[i], version. Every method is
-// one bbolt transaction. Its index tables are the buckets "matches.code",
-// "matches.regionLevel", "matches.tags", "matches.venueCity",
+// start, meta, tree, rounds (the element count), rounds[i], version. Every
+// method is one bbolt transaction. Its index tables are the buckets
+// "matches.code", "matches.regionLevel", "matches.tags", "matches.venueCity",
 // "matches.roundsSerial", written in the transaction of every write that
 // changes their values.
 type MatchBoltRepository struct {

@@ -12,8 +12,8 @@ import (
 // MatchDynamoRepository is MatchRepository on Amazon DynamoDB. Each Match
 // block is one item of table "matches" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
-// attribute per entry (code, region, level, tags, venue, start, meta, rounds
-// (a list, its length in _len), version), in native attribute values.
+// attribute per entry (code, region, level, tags, venue, start, meta, tree,
+// rounds (a list, its length in _len), version), in native attribute values.
 // Partitioned fields are list attributes written element by element (SET of
 // one index; an append is one request that sends only the new element). Its
 // lookups ("code", "regionLevel", "tags", "venueCity", "roundsSerial") are

@@ -11,14 +11,15 @@ import (
 
 // MatchMongoRepository is MatchRepository on MongoDB. Each Match block is one
 // document of collection "matches" with the block key as _id and one top-level
-// field per entry (code, region, level, tags, venue, start, meta, rounds[i],
-// version). Partitioned fields are arrays written element by element ($push,
-// $set of one index), their lengths kept in _len. Lookups are native indexes
-// of the collection, created by EnsureIndexes: code {code: 1} unique, zero
-// values left out, regionLevel {region: 1, level: 1, _id: 1}, tags {tags: 1,
-// _id: 1}, venueCity {venue.city: 1, _id: 1}, roundsSerial {rounds.serial: 1}
-// unique, zero values left out. Options: mongostore.IndexTables() keeps every
-// lookup in an index table, mongostore.UniqueTables() the unique ones.
+// field per entry (code, region, level, tags, venue, start, meta, tree,
+// rounds[i], version). Partitioned fields are arrays written element by
+// element ($push, $set of one index), their lengths kept in _len. Lookups are
+// native indexes of the collection, created by EnsureIndexes: code {code: 1}
+// unique, zero values left out, regionLevel {region: 1, level: 1, _id: 1},
+// tags {tags: 1, _id: 1}, venueCity {venue.city: 1, _id: 1}, roundsSerial
+// {rounds.serial: 1} unique, zero values left out. Options:
+// mongostore.IndexTables() keeps every lookup in an index table,
+// mongostore.UniqueTables() the unique ones.
 type MatchMongoRepository struct {
 	_matchRepo
 	store *mongostore.Store[Match, string]

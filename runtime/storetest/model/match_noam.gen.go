@@ -15,7 +15,7 @@ import (
 
 // MatchRepository reads and writes Match aggregates: collection "matches",
 // strategy etf, block key ID, entries code, region, level, tags, venue, start,
-// meta, rounds[i], version. Implementations: MatchBoltRepository,
+// meta, tree, rounds[i], version. Implementations: MatchBoltRepository,
 // MatchDynamoRepository, MatchMongoRepository, MatchRedisRepository.
 type MatchRepository interface {
 	// Get reads the Match block with key id in one round trip. It fails with
@@ -80,6 +80,12 @@ type MatchRepository interface {
 	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
 	// the block does not exist.
 	SetMeta(ctx context.Context, id string, v map[string]int) error
+
+	// SetTree writes the tree entry of block id and nothing else. The version
+	// entry is bumped by every write, so that a concurrent Put holding the old
+	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
+	// the block does not exist.
+	SetTree(ctx context.Context, id string, v *Node) error
 
 	// AppendRounds adds e as the last element of rounds and returns its index: one
 	// new entry rounds[i] is written, the other elements are not sent. The version
@@ -205,6 +211,8 @@ type MatchUpdate struct {
 	Start *time.Time
 	// Meta, when set, writes the meta entry.
 	Meta *map[string]int
+	// Tree, when set, writes the tree entry.
+	Tree **Node
 	// RoundsAt replaces elements of rounds by index (entries rounds[i]); every
 	// index must exist.
 	RoundsAt map[int]Round
@@ -367,7 +375,7 @@ func _matchRoundsSerialKeys(match *Match) [][]byte {
 }
 
 // The entries of a Match block (NoAM layout: code, region, level, tags, venue,
-// start, meta, rounds[i], version), one accessor each.
+// start, meta, tree, rounds[i], version), one accessor each.
 var (
 	_matchEntryCode = runtime.NewField("code", "Code", func(match *Match) *string {
 		return &match.Code
@@ -389,6 +397,9 @@ var (
 	})
 	_matchEntryMeta = runtime.NewField("meta", "Meta", func(match *Match) *map[string]int {
 		return &match.Meta
+	})
+	_matchEntryTree = runtime.NewField("tree", "Tree", func(match *Match) **Node {
+		return &match.Tree
 	})
 	_matchEntryRounds = runtime.NewPartition("rounds", "Rounds", func(match *Match) *[]Round {
 		return &match.Rounds
@@ -416,7 +427,7 @@ var _matchDesc = (&runtime.Desc[Match, string]{
 	ID: func(match *Match) *string {
 		return &match.ID
 	},
-	Fields:  []*runtime.Field[Match]{_matchEntryCode, _matchEntryRegion, _matchEntryLevel, _matchEntryTags, _matchEntryVenue, _matchEntryStart, _matchEntryMeta, _matchEntryRounds},
+	Fields:  []*runtime.Field[Match]{_matchEntryCode, _matchEntryRegion, _matchEntryLevel, _matchEntryTags, _matchEntryVenue, _matchEntryStart, _matchEntryMeta, _matchEntryTree, _matchEntryRounds},
 	Version: _matchEntryVersion,
 	Lookups: []*runtime.Lookup[Match]{_matchLookupCode, _matchLookupRegionLevel, _matchLookupTags, _matchLookupVenueCity, _matchLookupRoundsSerial},
 }).Init()
@@ -446,6 +457,9 @@ func _matchChanges(u MatchUpdate) runtime.Update[Match] {
 	}
 	if u.Meta != nil {
 		c.Changes = append(c.Changes, runtime.Set(_matchEntryMeta, *u.Meta))
+	}
+	if u.Tree != nil {
+		c.Changes = append(c.Changes, runtime.Set(_matchEntryTree, *u.Tree))
 	}
 	if len(u.RoundsAt) > 0 {
 		for _, i := range slices.Sorted(maps.Keys(u.RoundsAt)) {
@@ -521,6 +535,11 @@ func (r _matchRepo) SetStart(ctx context.Context, id string, v time.Time) error 
 // SetMeta writes the meta entry of block id and nothing else.
 func (r _matchRepo) SetMeta(ctx context.Context, id string, v map[string]int) error {
 	return r.r.Set(ctx, "SetMeta", id, runtime.Set(_matchEntryMeta, v))
+}
+
+// SetTree writes the tree entry of block id and nothing else.
+func (r _matchRepo) SetTree(ctx context.Context, id string, v *Node) error {
+	return r.r.Set(ctx, "SetTree", id, runtime.Set(_matchEntryTree, v))
 }
 
 // AppendRounds adds e as the last element of rounds and returns its index: one
@@ -642,6 +661,7 @@ func _() {
 		Venue   Venue          `bson:"venue"`
 		Start   time.Time      `bson:"start"`
 		Meta    map[string]int `bson:"meta"`
+		Tree    *Node          `bson:"tree,omitempty"`
 		Rounds  []Round
 		Version int64 `noam:"version"`
 	} = Match{}

@@ -11,15 +11,16 @@ import (
 
 // MatchRedisRepository is MatchRepository on Redis, after the NoAM key-value
 // mapping. Each Match block is one hash named "matches:{<block key>}" with one
-// field per entry (code, region, level, tags, venue, start, meta, rounds (the
-// element count), rounds[i], version) and the hidden fields _seq and _inc (the
-// write sequence and the block's incarnation); the sorted set "matches:blocks"
-// lists the blocks in key order. Every write is one Lua script run, atomic on
-// the node that owns the block's hash slot. Its index tables are the sorted
-// sets "{matches.code}", "{matches.regionLevel}", "{matches.tags}",
-// "{matches.venueCity}", "{matches.roundsSerial}" (members: the encoded value
-// and block key), changed in the script of the block's write on a single node
-// and by the lookup protocol of runtime/redisstore on a cluster.
+// field per entry (code, region, level, tags, venue, start, meta, tree, rounds
+// (the element count), rounds[i], version) and the hidden fields _seq and _inc
+// (the write sequence and the block's incarnation); the sorted set
+// "matches:blocks" lists the blocks in key order. Every write is one Lua
+// script run, atomic on the node that owns the block's hash slot. Its index
+// tables are the sorted sets "{matches.code}", "{matches.regionLevel}",
+// "{matches.tags}", "{matches.venueCity}", "{matches.roundsSerial}" (members:
+// the encoded value and block key), changed in the script of the block's write
+// on a single node and by the lookup protocol of runtime/redisstore on a
+// cluster.
 type MatchRedisRepository struct {
 	_matchRepo
 	store *redisstore.Store[Match, string]

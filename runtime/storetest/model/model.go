@@ -6,8 +6,8 @@
 //   - Match: strategy etf, a version, a partition (rounds) whose elements
 //     carry a unique lookup, a unique lookup, a composite lookup (string,
 //     int), a lookup on slice elements, a lookup on a nested path, a
-//     time.Time, a map and nested structs in values, a collection name and
-//     bson entry keys.
+//     time.Time, a map and nested structs in values, a recursive value
+//     (Node, for the depth limit), a collection name and bson entry keys.
 //   - Journal: strategy eao with a partition (the paper's ROUNDS layout),
 //     a version, a scalar counter id of a named integer type, a lookup on
 //     the root entry and one on the partition's elements, and a second
@@ -35,6 +35,7 @@ type Match struct {
 	Venue   Venue          `bson:"venue"`              // ListByVenueCity
 	Start   time.Time      `bson:"start"`
 	Meta    map[string]int `bson:"meta"`
+	Tree    *Node          `bson:"tree,omitempty"` // as deep as a test makes it
 	Rounds  []Round
 	Version int64 `noam:"version"`
 }
@@ -61,6 +62,15 @@ type Round struct {
 	Score  map[string]int    `bson:"score"`
 	At     time.Time         `bson:"at"`
 	Notes  map[string]string `bson:"notes,omitempty"`
+	Tree   *Node             `bson:"tree,omitempty"`
+}
+
+// Node is a recursive value, nested as deep as a test makes it: Next is
+// one level (a document), a kid two (an array and a document).
+type Node struct {
+	Label string `bson:"label,omitempty"`
+	Next  *Node  `bson:"next,omitempty"`
+	Kids  []Node `bson:"kids,omitempty"`
 }
 
 // JournalID is a named integer id type.
