@@ -98,10 +98,10 @@ func Methods(a *model.Aggregate) []Method {
 	ms = append(ms, moreMethods(a)...)
 	ms = append(ms,
 		Method{Kind: MList, Name: "List",
-			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others, such as DynamoDB). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
+			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others, such as DynamoDB). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming it) ends a page early: the page holds the blocks before it and Next resumes after it, so that a caller can go on. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
 			Params: []jen.Code{Ctx(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}},
 		Method{Kind: MAll, Name: "All",
-			Doc:    fmt.Sprintf("All iterates over every %s aggregate, in the order of List. Iteration stops at the first error, which is yielded with a nil aggregate.", a.Name),
+			Doc:    fmt.Sprintf("All iterates over every %s aggregate, in the order of List. An error is yielded with a nil aggregate: a block that cannot be decoded as runtime.ErrUnreadable naming it, after which the iteration goes on with the next block; any other error ends it.", a.Name),
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Qual(IterPkg, "Seq2").Types(ptr(), jen.Error())}},
 	)
 	return ms

@@ -114,12 +114,16 @@ type HotelRepository interface {
 	// (block-key order on stores whose scans are ordered,
 	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
 	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
-	// Next is empty after the last page. A cursor not made by List fails with
-	// runtime.ErrBadCursor.
+	// Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List fails with runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
-	// All iterates over every Hotel aggregate, in the order of List. Iteration
-	// stops at the first error, which is yielded with a nil aggregate.
+	// All iterates over every Hotel aggregate, in the order of List. An error is
+	// yielded with a nil aggregate: a block that cannot be decoded as
+	// runtime.ErrUnreadable naming it, after which the iteration goes on with the
+	// next block; any other error ends it.
 	All(ctx context.Context) iter.Seq2[*Hotel, error]
 }
 
