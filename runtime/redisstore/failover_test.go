@@ -367,7 +367,10 @@ func TestWaitReplicasResentRun(t *testing.T) {
 	defer c.Close()
 	plain := model.NewMatchRedisRepository(mc)
 	waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond}))
-	must(t, waited.Create(bg, &model.Match{ID: "m", Code: "a"})) // the replica acknowledges
+	// The replica acknowledges (a generous wait: a loaded machine may take
+	// longer than the 300 ms of the write under test).
+	patient := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 10 * time.Second}))
+	must(t, patient.Create(bg, &model.Match{ID: "m", Code: "a"}))
 	must(t, pair.Replica.Pause())
 	p.armed.Store(true)
 	err := waited.SetCode(bg, "m", "resent-marker")

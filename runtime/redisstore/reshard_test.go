@@ -208,7 +208,7 @@ func TestWritesInAMigratingSlot(t *testing.T) {
 	layout, err := matches.Client().HKeys(bg, "matches:{mig}").Result()
 	must(t, err)
 	slices.Sort(layout)
-	if want := []string{"_inc", "_seq", "_w", "code", "level", "meta", "region", "rounds", "rounds[0]", "rounds[1]", "start", "tags", "venue", "version"}; !slices.Equal(layout, want) {
+	if want := []string{"_inc", "_seq", "_w", "code", "level", "meta", "region", "rounds", "rounds[0]", "rounds[1]", "start", "tags", "tree", "venue", "version"}; !slices.Equal(layout, want) {
 		t.Fatalf("the block's fields: %q, want %q (the Put's stale fields removed)", layout, want)
 	}
 	// Delete of a block of a migrating slot.
