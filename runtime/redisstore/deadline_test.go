@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +58,11 @@ func TestDeadlineDeleteCleanup(t *testing.T) {
 	// The node of the block: the one holding the hash named after m2.
 	var blockNode string
 	var keys []string
+	var mu sync.Mutex // ForEachMaster calls fn on every master at once
 	err := c.ForEachMaster(bg, func(ctx context.Context, m *redis.Client) error {
 		ks, err := m.Keys(ctx, "*").Result()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, k := range ks {
 			if strings.Contains(k, "m2") && m.Type(ctx, k).Val() == "hash" {
 				blockNode = m.Options().Addr
