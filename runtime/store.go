@@ -351,8 +351,14 @@ func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (_ Page[*T], err 
 // Unreadable makes err, the failure to decode block id (an entry of it),
 // an *Error of kind ErrUnreadable of operation op, naming the block; an
 // error that is one already is returned as it is.
+//
+// Only decoding failures become ErrUnreadable: an error that already has
+// a kind (a missing block is ErrNotFound) or comes from the context is
+// returned as it is.
 func Unreadable(op, agg string, id any, err error) error {
-	if errors.Is(err, ErrUnreadable) {
+	var re *Error
+	if errors.Is(err, ErrUnreadable) || errors.As(err, &re) && re.Kind != nil ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return FailAt(op, agg, id, "", ErrUnreadable, err)

@@ -30,18 +30,26 @@ func testGetMissing(t *testing.T, e *env) {
 	_, err := e.Matches.Get(bg, "absent")
 	wantErr(t, err, runtime.ErrNotFound, "Get of a missing match")
 	var re *runtime.Error
-	if !errors.As(err, &re) || re.Aggregate != "Match" || re.Op != "Get" || re.ID != "absent" {
-		t.Fatalf("the error %v does not say which aggregate, operation and key: %+v", err, re)
+	if !errors.As(err, &re) || re.Aggregate != "Match" || re.Op != "Get" || re.ID != "absent" || re.Kind != runtime.ErrNotFound {
+		t.Fatalf("the error %v does not say which aggregate, operation and key, with the kind not found: %+v", err, re)
 	}
+	notUnreadable := func(err error, what string) {
+		t.Helper()
+		wantErr(t, err, runtime.ErrNotFound, what)
+		if errors.Is(err, runtime.ErrUnreadable) {
+			t.Fatalf("%s: %v is also ErrUnreadable (a missing block is not an unreadable one)", what, err)
+		}
+	}
+	notUnreadable(err, "Get of a missing match")
 	_, err = e.Journals.Get(bg, 1)
-	wantErr(t, err, runtime.ErrNotFound, "Get of a missing journal")
+	notUnreadable(err, "Get of a missing journal")
 	_, err = e.Cards.Get(bg, -1)
-	wantErr(t, err, runtime.ErrNotFound, "Get of a missing card")
+	notUnreadable(err, "Get of a missing card")
 	_, err = e.Replies.Get(bg, model.ReplyKey{Thread: "t", Seq: 1})
-	wantErr(t, err, runtime.ErrNotFound, "Get of a missing reply")
+	notUnreadable(err, "Get of a missing reply")
 	// The zero key is a key like any other.
 	_, err = e.Matches.Get(bg, "")
-	wantErr(t, err, runtime.ErrNotFound, "Get of the empty key")
+	notUnreadable(err, "Get of the empty key")
 }
 
 // testRoundTrip: every aggregate of the model, with every kind of value,
