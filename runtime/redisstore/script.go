@@ -588,13 +588,19 @@ func unavailable(err error) bool {
 
 // refusal reports whether a Redis error reply is a cluster's refusal to
 // run a command here now.
-func refusal(msg string) bool {
-	for _, p := range []string{"ASK ", "MOVED ", "TRYAGAIN", "CLUSTERDOWN"} {
-		if strings.HasPrefix(msg, p) {
-			return true
+func refusal(msg string) bool { return refusalKind(msg) != "" }
+
+// refusalKind is the kind of a cluster's refusal to run a command here now
+// (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: Redis answers them before running
+// the command), or "" for any other reply.
+func refusalKind(msg string) string {
+	msg = strings.TrimPrefix(msg, "ERR ") // as go-redis's HasErrorPrefix
+	for _, p := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"} {
+		if msg == p || strings.HasPrefix(msg, p+" ") {
+			return p
 		}
 	}
-	return false
+	return ""
 }
 
 // split packs the arguments of p (with the token tok of a run with once)

@@ -234,12 +234,11 @@ func (oc *optClient) evalWait(ctx context.Context, keys []string, args []any) ([
 // redirect returns the kind of a cluster redirect or refusal err is
 // (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), "" for another error.
 func redirect(err error) string {
-	for _, p := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"} {
-		if redis.HasErrorPrefix(err, p) {
-			return p
-		}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return ""
 	}
-	return ""
+	return refusalKind(re.Error())
 }
 
 // redirectAddr is the address of a MOVED or ASK error ("ASK 3999 host:port").
