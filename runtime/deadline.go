@@ -71,6 +71,7 @@ func CtxErr(ctx context.Context, err error) error {
 // ctxErr is CtxErr for operation op of r, and makes an error that is not
 // an *Error one.
 func (r Repo[T, K]) ctxErr(ctx context.Context, op string, err error) error {
+	err = notReady(r.S, op, r.D.Aggregate, err)
 	err = CtxErr(ctx, err)
 	if _, ok := err.(*Error); err != nil && !ok && ctxDone(ctx) != nil {
 		return Fail(op, r.D.Aggregate, nil, nil, err)

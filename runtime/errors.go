@@ -55,6 +55,13 @@ var (
 	// and All report it and go on with the next block, Repair skips it and
 	// lists it in RepairReport.Unreadable.
 	ErrUnreadable = errors.New("unreadable block")
+	// ErrNotReady: the store lacks what the repository's EnsureIndexes
+	// creates (a DynamoDB table, a MongoDB unique index): call
+	// EnsureIndexes once (it is idempotent) before using the repository.
+	// The call changed nothing. Stores that need nothing created up front
+	// (bbolt, Redis) never return it; no store serves a call before
+	// EnsureIndexes with a weaker guarantee (a unique value not enforced).
+	ErrNotReady = errors.New("not ready: call EnsureIndexes first")
 )
 
 // Error is the error type of generated repositories.
@@ -172,4 +179,41 @@ func printableID(id any) any {
 		return fmt.Sprintf("%+q", s)
 	}
 	return id
+}
+
+// ReadyChecker is implemented by stores whose driver reports, in its own
+// terms, that something EnsureIndexes creates is missing (DynamoDB's
+// ResourceNotFoundException for a table): NotReady returns the words
+// naming what is missing (e.g. "table Hotel"), or "" when err is not such
+// an error.
+type ReadyChecker interface {
+	NotReady(err error) string
+}
+
+// notReady makes a store failure (an *Error of no kind, or a bare error)
+// that store s recognises as a missing table or index an *Error of kind
+// ErrNotReady, whatever path of the adapter it came from.
+func notReady(s any, op, agg string, err error) error {
+	rc, ok := s.(ReadyChecker)
+	if !ok || err == nil {
+		return err
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Kind != nil {
+		return err
+	}
+	what := rc.NotReady(err)
+	if what == "" {
+		return err
+	}
+	detail := "(" + what + " missing: call EnsureIndexes once before using the repository)"
+	if e == nil {
+		return FailAt(op, agg, nil, detail, ErrNotReady, err)
+	}
+	c := *e
+	if c.Detail != "" {
+		detail = c.Detail + " " + detail
+	}
+	c.Detail, c.Kind = detail, ErrNotReady
+	return &c
 }

@@ -171,7 +171,7 @@ func moreMethods(a *model.Aggregate) []Method {
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{RT("RepairReport"), jen.Error()}})
 	}
 	ms = append(ms, Method{Kind: MEnsure, Name: "EnsureIndexes",
-		Doc:    fmt.Sprintf("EnsureIndexes creates what the %s repository stores into (collections or buckets, index tables, counters) and the indexes it relies on, if they do not exist yet. It is safe to call on every start.", a.Name),
+		Doc:    fmt.Sprintf("EnsureIndexes creates what the %s repository stores into (collections or buckets, index tables, counters) and the indexes it relies on, if they do not exist yet. Call it once before the first write; it is safe to call on every start. Until it has run, a call that needs what it creates fails with runtime.ErrNotReady.", a.Name),
 		Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Error()}})
 	return ms
 }

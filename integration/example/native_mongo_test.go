@@ -272,3 +272,35 @@ func TestMongoNativeToTables(t *testing.T) {
 		t.Fatalf("Hotel__name holds %d entries after the Delete, want 5", n)
 	}
 }
+
+// TestMongoNativeNotReady: before EnsureIndexes has made the native unique
+// index of Hotel.name, a write fails with runtime.ErrNotReady naming
+// EnsureIndexes (MongoDB would otherwise take two hotels with one name
+// without a word) and writes nothing; after it, writes work and the value
+// is enforced.
+func TestMongoNativeNotReady(t *testing.T) {
+	db := mongotest.Start(t)
+	var opts []mongostore.Option
+	if !mongotest.Real() {
+		opts = append(opts, mongostore.NoPartialIndexes())
+	}
+	hotels := hotel.NewHotelMongoRepository(db, opts...)
+	h := &hotel.Hotel{ID: "h1", Name: "Wittekind", City: "Dortmund"}
+	err := hotels.Create(bg, h)
+	if !errors.Is(err, runtime.ErrNotReady) || !strings.Contains(err.Error(), "EnsureIndexes") || !strings.Contains(err.Error(), "noam_name") {
+		t.Fatalf("Create before EnsureIndexes: %v, want ErrNotReady naming the index and EnsureIndexes", err)
+	}
+	if _, err := hotels.Get(bg, "h1"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("Get after the refused Create: %v, want ErrNotFound", err)
+	}
+	must(t, hotels.EnsureIndexes(bg))
+	must(t, hotels.Create(bg, h))
+	err = hotels.Create(bg, &hotel.Hotel{ID: "h2", Name: "Wittekind"})
+	if !errors.Is(err, runtime.ErrDuplicate) {
+		t.Fatalf("Create of a taken name after EnsureIndexes: %v, want ErrDuplicate", err)
+	}
+	// A second repository (another process) checks once, and finds the
+	// index there.
+	other := hotel.NewHotelMongoRepository(db, opts...)
+	must(t, other.Create(bg, &hotel.Hotel{ID: "h3", Name: "Adlon"}))
+}

@@ -268,3 +268,23 @@ func backoff(ctx context.Context, i int) error {
 		return nil
 	}
 }
+
+// NotReady names the tables EnsureIndexes creates when err is DynamoDB's
+// ResourceNotFoundException (a request on a table that does not exist), so
+// that runtime.Repo fails with runtime.ErrNotReady (runtime.ReadyChecker).
+func (s *Store[T, K]) NotReady(err error) string {
+	var nf *types.ResourceNotFoundException
+	if !errors.As(err, &nf) {
+		return ""
+	}
+	tables := []string{s.table}
+	for _, t := range []string{s.index, s.counters} {
+		if t != "" {
+			tables = append(tables, t)
+		}
+	}
+	if len(tables) == 1 {
+		return "DynamoDB table " + tables[0]
+	}
+	return "a DynamoDB table of " + strings.Join(tables, ", ")
+}

@@ -538,3 +538,36 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 func isDuplicate(err error) bool {
 	return mongo.IsDuplicateKeyError(err) || (err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed"))
 }
+
+// checkReady fails with runtime.ErrNotReady when a unique lookup of the
+// aggregate is a native index that does not exist yet: before
+// EnsureIndexes has made it, MongoDB would take a second aggregate with the
+// same value without a word. It lists the collection's indexes once per
+// Store until they are all there (one listIndexes at the first write of a
+// process); aggregates without native unique lookups never ask.
+func (s *Store[T, K]) checkReady(ctx context.Context, op string) error {
+	if s.ready.Load() {
+		return nil
+	}
+	var want []string
+	for _, n := range s.native {
+		if n.l.Unique {
+			want = append(want, n.index)
+		}
+	}
+	if len(want) == 0 {
+		s.ready.Store(true)
+		return nil
+	}
+	names, err := s.coll.Indexes().ListSpecifications(ctx)
+	if err != nil && !isCode(err, 26) { // 26: NamespaceNotFound, no collection yet
+		return runtime.FailAt(op, s.d.Aggregate, nil, "(listing the unique indexes)", nil, err)
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(names, func(sp mongo.IndexSpecification) bool { return sp.Name == w }) {
+			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(unique index %s.%s missing: call EnsureIndexes once before writing)", s.coll.Name(), w), runtime.ErrNotReady, nil)
+		}
+	}
+	s.ready.Store(true)
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,6 +32,9 @@ type Store[T any, K comparable] struct {
 	tables   map[string]bool           // names of index-table lookups
 	// noPartial: unique native indexes are made without partial filters.
 	noPartial bool
+	// ready is set once the native unique indexes are known to exist
+	// (see checkReady).
+	ready atomic.Bool
 	// idAddr and addrs (one per d.Fields) say which values the document
 	// encoder reads through their addresses (see byAddr).
 	idAddr bool
@@ -445,6 +449,9 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 	if err := bsonval.CheckBlock("Create", s.d, t, MaxDepth); err != nil {
 		return err
 	}
+	if err := s.checkReady(ctx, "Create"); err != nil {
+		return err
+	}
 	return refused(s.create(ctx, t))
 }
 
@@ -466,6 +473,9 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 // Put replaces block t whole, on condition of its version when it has one.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	if err := bsonval.CheckBlock("Put", s.d, t, MaxDepth); err != nil {
+		return err
+	}
+	if err := s.checkReady(ctx, "Put"); err != nil {
 		return err
 	}
 	return refused(s.putAll(ctx, t))
@@ -598,6 +608,9 @@ func (s *Store[T, K]) versionInc() bson.D {
 // version, the version condition in the filter.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
 	if err := bsonval.CheckUpdate(op, s.d, id, u, MaxDepth); err != nil {
+		return err
+	}
+	if err := s.checkReady(ctx, op); err != nil {
 		return err
 	}
 	return refused(s.update(ctx, op, id, u))
@@ -857,6 +870,9 @@ func (s *Store[T, K]) writeErr(ctx context.Context, op string, id K, t *T, inser
 // only the new length.
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
 	if err := bsonval.CheckElem(op, s.d, id, f, elem, MaxDepth); err != nil {
+		return 0, err
+	}
+	if err := s.checkReady(ctx, op); err != nil {
 		return 0, err
 	}
 	i, err := s.appendElem(ctx, op, id, f, elem)

@@ -102,6 +102,8 @@ type subtest struct {
 	fn   func(t *testing.T, e *env)
 	// concurrent subtests run only when Harness.Concurrent is set.
 	concurrent bool
+	// startUp subtests get repositories whose EnsureIndexes has not run.
+	startUp bool
 }
 
 // Run runs the whole suite against the store of h.
@@ -117,6 +119,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, concurrentTests...)
 	all = append(all, regressionTests...)
 	all = append(all, sizeTests...)
+	all = append(all, startUpTests...)
 	runTests(t, h, all)
 }
 
@@ -135,7 +138,9 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 				t.Skipf("%s: %s", h.Name, why)
 			}
 			e := &env{h: h, Repos: h.Open(t)}
-			e.ensure(t)
+			if !st.startUp {
+				e.ensure(t)
+			}
 			st.fn(t, e)
 		})
 	}
@@ -144,7 +149,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

@@ -36,7 +36,9 @@ type OwnerRepository interface {
 
 	// EnsureIndexes creates what the Owner repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
-	// not exist yet. It is safe to call on every start.
+	// not exist yet. Call it once before the first write; it is safe to call on
+	// every start. Until it has run, a call that needs what it creates fails with
+	// runtime.ErrNotReady.
 	EnsureIndexes(ctx context.Context) error
 
 	// List reads one page of Owner aggregates, in the store's listing order
