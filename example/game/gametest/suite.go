@@ -1,6 +1,8 @@
 // Package gametest is the store-independent test suite of the example's
 // generated repositories. It is written once against the generated
-// interfaces; every store runs all of it (a new store gets it for free).
+// interfaces; every store runs all of it through the store's harness
+// (runtime/storetest.Harness, the one the conformance suite takes), so a
+// new store gets it for free.
 package gametest
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
 // Stores are the repositories under test, over an empty database.
@@ -38,9 +41,30 @@ func listed[K cmp.Ordered](s Stores, keys []K) []K {
 	return keys
 }
 
-// Run runs the whole suite; newStores is called once per subtest and must
-// return repositories over an empty database.
-func Run(t *testing.T, newStores func(t *testing.T) Stores) {
+// open returns the repositories over an empty database of h.
+func open(t *testing.T, h storetest.Harness) Stores {
+	db := h.Open(t)
+	s := Stores{UnorderedScan: !h.Caps.OrderedScan}
+	switch {
+	case db.Bolt != nil:
+		s.Games, s.Players, s.Tournaments = game.NewGameBoltRepository(db.Bolt), game.NewPlayerBoltRepository(db.Bolt), game.NewTournamentBoltRepository(db.Bolt)
+	case db.Redis != nil:
+		s.Games, s.Players, s.Tournaments = game.NewGameRedisRepository(db.Redis), game.NewPlayerRedisRepository(db.Redis), game.NewTournamentRedisRepository(db.Redis)
+	case db.Dynamo != nil:
+		o := db.DynamoOptions
+		s.Games, s.Players, s.Tournaments = game.NewGameDynamoRepository(db.Dynamo, o), game.NewPlayerDynamoRepository(db.Dynamo, o), game.NewTournamentDynamoRepository(db.Dynamo, o)
+	case db.Mongo != nil:
+		o := db.MongoOptions
+		s.Games, s.Players, s.Tournaments = game.NewGameMongoRepository(db.Mongo, o...), game.NewPlayerMongoRepository(db.Mongo, o...), game.NewTournamentMongoRepository(db.Mongo, o...)
+	default:
+		t.Fatalf("gametest: the database of %s has no store handle", h.Name)
+	}
+	return s
+}
+
+// Run runs the whole suite against the store of h: an empty database per
+// subtest.
+func Run(t *testing.T, h storetest.Harness) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s Stores)
@@ -70,7 +94,7 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStores(t)
+			s := open(t, h)
 			must(t, s.Games.EnsureIndexes(ctx))
 			must(t, s.Players.EnsureIndexes(ctx))
 			must(t, s.Tournaments.EnsureIndexes(ctx))

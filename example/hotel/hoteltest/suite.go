@@ -1,6 +1,7 @@
 // Package hoteltest is the store-independent test suite of lookups,
 // composite keys, enumerable keys, batch reads and pagination, run against
-// every store's generated repositories.
+// every store's generated repositories through the store's harness
+// (runtime/storetest.Harness, the one the conformance suite takes).
 package hoteltest
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
 // Stores are the repositories under test, over an empty database.
@@ -26,9 +28,30 @@ type Stores struct {
 	UnorderedScan bool
 }
 
-// Run runs the whole suite; newStores is called once per subtest and must
-// return repositories over an empty database (EnsureIndexes not yet called).
-func Run(t *testing.T, newStores func(t *testing.T) Stores) {
+// open returns the repositories over an empty database of h.
+func open(t *testing.T, h storetest.Harness) Stores {
+	db := h.Open(t)
+	s := Stores{UnorderedScan: !h.Caps.OrderedScan}
+	switch {
+	case db.Bolt != nil:
+		s.Hotels, s.Posts, s.Comments = hotel.NewHotelBoltRepository(db.Bolt), hotel.NewPostBoltRepository(db.Bolt), hotel.NewCommentBoltRepository(db.Bolt)
+	case db.Redis != nil:
+		s.Hotels, s.Posts, s.Comments = hotel.NewHotelRedisRepository(db.Redis), hotel.NewPostRedisRepository(db.Redis), hotel.NewCommentRedisRepository(db.Redis)
+	case db.Dynamo != nil:
+		o := db.DynamoOptions
+		s.Hotels, s.Posts, s.Comments = hotel.NewHotelDynamoRepository(db.Dynamo, o), hotel.NewPostDynamoRepository(db.Dynamo, o), hotel.NewCommentDynamoRepository(db.Dynamo, o)
+	case db.Mongo != nil:
+		o := db.MongoOptions
+		s.Hotels, s.Posts, s.Comments = hotel.NewHotelMongoRepository(db.Mongo, o...), hotel.NewPostMongoRepository(db.Mongo, o...), hotel.NewCommentMongoRepository(db.Mongo, o...)
+	default:
+		t.Fatalf("hoteltest: the database of %s has no store handle", h.Name)
+	}
+	return s
+}
+
+// Run runs the whole suite against the store of h: an empty database per
+// subtest.
+func Run(t *testing.T, h storetest.Harness) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s Stores)
@@ -57,7 +80,7 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStores(t)
+			s := open(t, h)
 			must(t, s.Hotels.EnsureIndexes(ctx))
 			must(t, s.Posts.EnsureIndexes(ctx))
 			must(t, s.Comments.EnsureIndexes(ctx))
