@@ -90,7 +90,7 @@ type Harness struct {
 // DB is an empty database of one store, as Harness.Open returns it: the
 // handle of its store is set, the others are zero. A suite makes its
 // model's repositories over it with the generated constructors of that
-// store (see Repos).
+// store (Constructors).
 type DB struct {
 	Bolt  *bbolt.DB
 	Redis redis.UniversalClient
@@ -106,39 +106,47 @@ type DB struct {
 	Pause func(t testing.TB) (resume func())
 }
 
-// Repos returns the model's repositories over db.
-func (db DB) Repos() Repos {
+// Constructors make a suite's repositories (S) over a database of each
+// store, with its model's generated constructors.
+type Constructors[S any] struct {
+	Bolt   func(db *bbolt.DB) S
+	Redis  func(c redis.UniversalClient) S
+	Dynamo func(c *dynamodb.Client, o dynamostore.Options) S
+	Mongo  func(db *mongo.Database, opts ...mongostore.Option) S
+}
+
+// Open opens an empty database of h and returns the repositories the
+// constructor of its store makes over it.
+func (c Constructors[S]) Open(t *testing.T, h Harness) (S, DB) {
+	db := h.Open(t)
 	switch {
 	case db.Bolt != nil:
-		return Repos{
-			Matches:  model.NewMatchBoltRepository(db.Bolt),
-			Journals: model.NewJournalBoltRepository(db.Bolt),
-			Cards:    model.NewCardBoltRepository(db.Bolt),
-			Replies:  model.NewReplyBoltRepository(db.Bolt),
-		}
+		return c.Bolt(db.Bolt), db
 	case db.Redis != nil:
-		return Repos{
-			Matches:  model.NewMatchRedisRepository(db.Redis),
-			Journals: model.NewJournalRedisRepository(db.Redis),
-			Cards:    model.NewCardRedisRepository(db.Redis),
-			Replies:  model.NewReplyRedisRepository(db.Redis),
-		}
+		return c.Redis(db.Redis), db
 	case db.Dynamo != nil:
-		return Repos{
-			Matches:  model.NewMatchDynamoRepository(db.Dynamo, db.DynamoOptions),
-			Journals: model.NewJournalDynamoRepository(db.Dynamo, db.DynamoOptions),
-			Cards:    model.NewCardDynamoRepository(db.Dynamo, db.DynamoOptions),
-			Replies:  model.NewReplyDynamoRepository(db.Dynamo, db.DynamoOptions),
-		}
+		return c.Dynamo(db.Dynamo, db.DynamoOptions), db
 	case db.Mongo != nil:
-		return Repos{
-			Matches:  model.NewMatchMongoRepository(db.Mongo, db.MongoOptions...),
-			Journals: model.NewJournalMongoRepository(db.Mongo, db.MongoOptions...),
-			Cards:    model.NewCardMongoRepository(db.Mongo, db.MongoOptions...),
-			Replies:  model.NewReplyMongoRepository(db.Mongo, db.MongoOptions...),
-		}
+		return c.Mongo(db.Mongo, db.MongoOptions...), db
 	}
-	panic("storetest: a DB with no store handle")
+	t.Fatalf("storetest: the database of %s has no store handle", h.Name)
+	panic("unreachable")
+}
+
+// repos are the constructors of the model's repositories.
+var repos = Constructors[Repos]{
+	Bolt: func(db *bbolt.DB) Repos {
+		return Repos{model.NewMatchBoltRepository(db), model.NewJournalBoltRepository(db), model.NewCardBoltRepository(db), model.NewReplyBoltRepository(db)}
+	},
+	Redis: func(c redis.UniversalClient) Repos {
+		return Repos{model.NewMatchRedisRepository(c), model.NewJournalRedisRepository(c), model.NewCardRedisRepository(c), model.NewReplyRedisRepository(c)}
+	},
+	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Repos {
+		return Repos{model.NewMatchDynamoRepository(c, o), model.NewJournalDynamoRepository(c, o), model.NewCardDynamoRepository(c, o), model.NewReplyDynamoRepository(c, o)}
+	},
+	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Repos {
+		return Repos{model.NewMatchMongoRepository(db, opts...), model.NewJournalMongoRepository(db, opts...), model.NewCardMongoRepository(db, opts...), model.NewReplyMongoRepository(db, opts...)}
+	},
 }
 
 // Repos are the generated repositories of the model, over one database.
@@ -159,8 +167,8 @@ type env struct {
 // open opens an empty database of h and its repositories, their indexes
 // ensured.
 func open(t *testing.T, h Harness) *env {
-	db := h.Open(t)
-	e := &env{h: h, db: db, Repos: db.Repos()}
+	r, db := repos.Open(t, h)
+	e := &env{h: h, db: db, Repos: r}
 	e.ensure(t)
 	return e
 }

@@ -15,8 +15,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+	"go.etcd.io/bbolt"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -41,25 +48,20 @@ func listed[K cmp.Ordered](s Stores, keys []K) []K {
 	return keys
 }
 
-// open returns the repositories over an empty database of h.
-func open(t *testing.T, h storetest.Harness) Stores {
-	db := h.Open(t)
-	s := Stores{UnorderedScan: !h.Caps.OrderedScan}
-	switch {
-	case db.Bolt != nil:
-		s.Games, s.Players, s.Tournaments = game.NewGameBoltRepository(db.Bolt), game.NewPlayerBoltRepository(db.Bolt), game.NewTournamentBoltRepository(db.Bolt)
-	case db.Redis != nil:
-		s.Games, s.Players, s.Tournaments = game.NewGameRedisRepository(db.Redis), game.NewPlayerRedisRepository(db.Redis), game.NewTournamentRedisRepository(db.Redis)
-	case db.Dynamo != nil:
-		o := db.DynamoOptions
-		s.Games, s.Players, s.Tournaments = game.NewGameDynamoRepository(db.Dynamo, o), game.NewPlayerDynamoRepository(db.Dynamo, o), game.NewTournamentDynamoRepository(db.Dynamo, o)
-	case db.Mongo != nil:
-		o := db.MongoOptions
-		s.Games, s.Players, s.Tournaments = game.NewGameMongoRepository(db.Mongo, o...), game.NewPlayerMongoRepository(db.Mongo, o...), game.NewTournamentMongoRepository(db.Mongo, o...)
-	default:
-		t.Fatalf("gametest: the database of %s has no store handle", h.Name)
-	}
-	return s
+// stores are the constructors of the example's repositories.
+var stores = storetest.Constructors[Stores]{
+	Bolt: func(db *bbolt.DB) Stores {
+		return Stores{Games: game.NewGameBoltRepository(db), Players: game.NewPlayerBoltRepository(db), Tournaments: game.NewTournamentBoltRepository(db)}
+	},
+	Redis: func(c redis.UniversalClient) Stores {
+		return Stores{Games: game.NewGameRedisRepository(c), Players: game.NewPlayerRedisRepository(c), Tournaments: game.NewTournamentRedisRepository(c)}
+	},
+	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Stores {
+		return Stores{Games: game.NewGameDynamoRepository(c, o), Players: game.NewPlayerDynamoRepository(c, o), Tournaments: game.NewTournamentDynamoRepository(c, o)}
+	},
+	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Stores {
+		return Stores{Games: game.NewGameMongoRepository(db, opts...), Players: game.NewPlayerMongoRepository(db, opts...), Tournaments: game.NewTournamentMongoRepository(db, opts...)}
+	},
 }
 
 // Run runs the whole suite against the store of h: an empty database per
@@ -94,7 +96,8 @@ func Run(t *testing.T, h storetest.Harness) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := open(t, h)
+			s, _ := stores.Open(t, h)
+			s.UnorderedScan = !h.Caps.OrderedScan
 			must(t, s.Games.EnsureIndexes(ctx))
 			must(t, s.Players.EnsureIndexes(ctx))
 			must(t, s.Tournaments.EnsureIndexes(ctx))

@@ -12,8 +12,15 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+	"go.etcd.io/bbolt"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -28,25 +35,20 @@ type Stores struct {
 	UnorderedScan bool
 }
 
-// open returns the repositories over an empty database of h.
-func open(t *testing.T, h storetest.Harness) Stores {
-	db := h.Open(t)
-	s := Stores{UnorderedScan: !h.Caps.OrderedScan}
-	switch {
-	case db.Bolt != nil:
-		s.Hotels, s.Posts, s.Comments = hotel.NewHotelBoltRepository(db.Bolt), hotel.NewPostBoltRepository(db.Bolt), hotel.NewCommentBoltRepository(db.Bolt)
-	case db.Redis != nil:
-		s.Hotels, s.Posts, s.Comments = hotel.NewHotelRedisRepository(db.Redis), hotel.NewPostRedisRepository(db.Redis), hotel.NewCommentRedisRepository(db.Redis)
-	case db.Dynamo != nil:
-		o := db.DynamoOptions
-		s.Hotels, s.Posts, s.Comments = hotel.NewHotelDynamoRepository(db.Dynamo, o), hotel.NewPostDynamoRepository(db.Dynamo, o), hotel.NewCommentDynamoRepository(db.Dynamo, o)
-	case db.Mongo != nil:
-		o := db.MongoOptions
-		s.Hotels, s.Posts, s.Comments = hotel.NewHotelMongoRepository(db.Mongo, o...), hotel.NewPostMongoRepository(db.Mongo, o...), hotel.NewCommentMongoRepository(db.Mongo, o...)
-	default:
-		t.Fatalf("hoteltest: the database of %s has no store handle", h.Name)
-	}
-	return s
+// stores are the constructors of the example's repositories.
+var stores = storetest.Constructors[Stores]{
+	Bolt: func(db *bbolt.DB) Stores {
+		return Stores{Hotels: hotel.NewHotelBoltRepository(db), Posts: hotel.NewPostBoltRepository(db), Comments: hotel.NewCommentBoltRepository(db)}
+	},
+	Redis: func(c redis.UniversalClient) Stores {
+		return Stores{Hotels: hotel.NewHotelRedisRepository(c), Posts: hotel.NewPostRedisRepository(c), Comments: hotel.NewCommentRedisRepository(c)}
+	},
+	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Stores {
+		return Stores{Hotels: hotel.NewHotelDynamoRepository(c, o), Posts: hotel.NewPostDynamoRepository(c, o), Comments: hotel.NewCommentDynamoRepository(c, o)}
+	},
+	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Stores {
+		return Stores{Hotels: hotel.NewHotelMongoRepository(db, opts...), Posts: hotel.NewPostMongoRepository(db, opts...), Comments: hotel.NewCommentMongoRepository(db, opts...)}
+	},
 }
 
 // Run runs the whole suite against the store of h: an empty database per
@@ -80,7 +82,8 @@ func Run(t *testing.T, h storetest.Harness) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := open(t, h)
+			s, _ := stores.Open(t, h)
+			s.UnorderedScan = !h.Caps.OrderedScan
 			must(t, s.Hotels.EnsureIndexes(ctx))
 			must(t, s.Posts.EnsureIndexes(ctx))
 			must(t, s.Comments.EnsureIndexes(ctx))
