@@ -58,10 +58,10 @@ func TestCheckFails(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a store that leaves out an entry passed the layout check:\n%s", out)
 	}
-	if !strings.Contains(string(out), "--- FAIL: TestNoamLayoutLying") || !strings.Contains(string(out), "the bolt store holds entries") {
+	if !strings.Contains(string(out), "--- FAIL: TestNoamLayout/partition/lying") || !strings.Contains(string(out), "the bolt store holds entries") {
 		t.Errorf("the lying store's failure does not name the store's entries:\n%s", out)
 	}
-	if !strings.Contains(string(out), "--- PASS: TestNoamLayoutBolt") {
+	if !strings.Contains(string(out), "--- PASS: TestNoamLayout/partition/bolt") {
 		t.Errorf("the honest store fails:\n%s", out)
 	}
 }
