@@ -130,7 +130,8 @@ func (c Constructors[S]) Open(t *testing.T, h Harness) (S, DB) {
 		return c.Mongo(db.Mongo, db.MongoOptions...), db
 	}
 	t.Fatalf("storetest: the database of %s has no store handle", h.Name)
-	panic("unreachable")
+	var none S
+	return none, db
 }
 
 // repos are the constructors of the model's repositories.
