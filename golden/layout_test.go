@@ -20,9 +20,9 @@ func TestGoldenLayout(t *testing.T) {
 			dirs = append(dirs, c.dir)
 		}
 	}
-	// Redis: a server of its own per package (NOAM_REDIS_URL, one shared
-	// server, is left out: the packages' tests run in parallel). DynamoDB:
-	// dynalite per package, or NOAM_DYNAMO_ENDPOINT with a table prefix
-	// per test.
+	// One test binary runs every package's check (layoutcheck.Run).
+	// Redis: a server started for each package's check and stopped after
+	// it (NOAM_REDIS_URL is left out). DynamoDB: dynalite per package's
+	// check, or NOAM_DYNAMO_ENDPOINT with a table prefix per check.
 	layoutcheck.Run(t, moduleRoot, dirs, []layoutcheck.Store{layoutcheck.Bolt, layoutcheck.Redis, layoutcheck.Dynamo}, "NOAM_REDIS_URL=")
 }

@@ -66,14 +66,30 @@ gotest() {
 	go test -json "$@" 2>&1 | "$skips.bin" -run "$run" -log "$skips"
 }
 
-echo "== go test (main module)"
-gotest "main module" -count=1 ./...
+# Every test runs once, and every test binary is built once. The store
+# adapters and the examples (./runtime/..., ./example/...) run concurrent
+# writers (the conformance suite's concurrent subtests, the examples'
+# races) over code that runs goroutines of its own: they run under -race
+# only, which runs every one of their tests as a plain run would. The other
+# packages (parser, generator, templates, golden, cmd, ...) start no
+# goroutines: -race would only build them a second time (the golden and
+# layout tests build many packages in their own go commands), so they run
+# without it.
+race_pkgs=$(go list ./runtime/... ./example/...)
+plain_pkgs=$(go list ./... | grep -vxF "$race_pkgs")
 
-echo "== go test -race (main module)"
-gotest "main module -race" -count=1 -race ./...
+echo "== go test (main module, packages without concurrency)"
+gotest "main module" -count=1 $plain_pkgs
 
+echo "== go test -race (main module: runtime and examples)"
+gotest "main module -race" -count=1 -race $race_pkgs
+
+# The integration module's concurrency tests (named *Race* or *Concurr*)
+# run under -race only, in the next step: only their packages are built
+# with it (FerretDB, in-process, is a large build).
 echo "== go test (integration module: MongoDB wire protocol)"
-(cd integration && gotest "integration module" -count=1 ./...)
+(cd integration && gotest "integration module" -count=1 -skip 'Race|Concurr' ./...)
 
 echo "== go test -race (integration concurrency tests)"
-(cd integration && gotest "integration module -race" -count=1 -race -run 'Race|Concurr' ./...)
+(cd integration && gotest "integration module -race" -count=1 -race -run 'Race|Concurr' \
+	$(grep -rlE --include='*_test.go' '^func Test[A-Za-z0-9_]*(Race|Concurr)' . | xargs -n1 dirname | sort -u))

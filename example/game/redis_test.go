@@ -12,31 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/example/game/gametest"
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
-
-func TestMain(m *testing.M) { redistest.Main(m) }
-
-func redisStores(c redis.UniversalClient) gametest.Stores {
-	return gametest.Stores{
-		Games:       game.NewGameRedisRepository(c),
-		Players:     game.NewPlayerRedisRepository(c),
-		Tournaments: game.NewTournamentRedisRepository(c),
-	}
-}
-
-// TestRedisSuite runs the game suite on a single Redis node.
-func TestRedisSuite(t *testing.T) {
-	gametest.Run(t, func(t *testing.T) gametest.Stores { return redisStores(redistest.Server(t)) })
-}
-
-// TestRedisClusterSuite runs the game suite on a 3-master Redis Cluster.
-func TestRedisClusterSuite(t *testing.T) {
-	gametest.Run(t, func(t *testing.T) gametest.Stores { return redisStores(redistest.Cluster(t)) })
-}
 
 // TestRedisHashLayout checks the hash of a game (NoAM Fig. 4 on Redis):
 // one hash named Game:{2345}, one field per entry, BSON values, the count

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,32 +15,10 @@ import (
 
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/example/hotel/hoteltest"
+	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
 )
-
-// openBolt opens a fresh bbolt file in a temporary directory.
-func openBolt(t testing.TB) *bbolt.DB {
-	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "hotel.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func boltStores(db *bbolt.DB) hoteltest.Stores {
-	return hoteltest.Stores{
-		Hotels:   hotel.NewHotelBoltRepository(db),
-		Posts:    hotel.NewPostBoltRepository(db),
-		Comments: hotel.NewCommentBoltRepository(db),
-	}
-}
-
-func TestBoltSuite(t *testing.T) {
-	hoteltest.Run(t, func(t *testing.T) hoteltest.Stores { return boltStores(openBolt(t)) })
-}
 
 var ctx = context.Background()
 
@@ -127,7 +104,7 @@ func eq(t *testing.T, what string, got []string, want ...string) {
 // TestBoltRepair breaks the index tables behind the repository's back and
 // checks that reads skip what is stale and that Repair fixes exactly that.
 func TestBoltRepair(t *testing.T) {
-	db := openBolt(t)
+	db := storeharness.OpenBolt(t)
 	hotels := seed(t, db)
 	all := runtime.PageRequest{}
 	dortmund4 := hotel.HotelCityStarsQuery{City: runtime.Eq("Dortmund"), Stars: runtime.Eq(4)}
@@ -207,7 +184,7 @@ func TestBoltRepair(t *testing.T) {
 // TestBoltFailedUniqueWritesChangeNothing checks that writes failing on a
 // unique value leave every bucket byte for byte as it was.
 func TestBoltFailedUniqueWritesChangeNothing(t *testing.T) {
-	db := openBolt(t)
+	db := storeharness.OpenBolt(t)
 	hotels := seed(t, db)
 	posts := hotel.NewPostBoltRepository(db)
 	must(t, posts.Create(ctx, &hotel.Post{Title: "first", Author: "ann"}))
@@ -241,7 +218,7 @@ func TestBoltFailedUniqueWritesChangeNothing(t *testing.T) {
 // in that order, a unique lookup's key is the value and its value the
 // block key, and counters are keyed by collection and scope.
 func TestBoltIndexLayout(t *testing.T) {
-	db := openBolt(t)
+	db := storeharness.OpenBolt(t)
 	seed(t, db)
 	comments := hotel.NewCommentBoltRepository(db)
 	for _, post := range []int64{35, 35, 36} {
@@ -309,7 +286,7 @@ func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m
 // SetName and half by Create. Exactly one wins, the others get
 // runtime.ErrDuplicate, and the index tables are consistent afterwards.
 func TestBoltUniqueRace(t *testing.T) {
-	db := openBolt(t)
+	db := storeharness.OpenBolt(t)
 	hotels := hotel.NewHotelBoltRepository(db)
 	for i := range 4 {
 		must(t, hotels.Create(ctx, &hotel.Hotel{ID: fmt.Sprint("old", i), Name: fmt.Sprint("name", i), City: "Hamm"}))
@@ -367,8 +344,8 @@ func TestBoltUniqueRace(t *testing.T) {
 // of a database without any bucket find nothing, and writes create the
 // buckets they need.
 func TestBoltWithoutEnsureIndexes(t *testing.T) {
-	db := openBolt(t)
-	s := boltStores(db)
+	db := storeharness.OpenBolt(t)
+	s := hoteltest.Stores{Hotels: hotel.NewHotelBoltRepository(db), Posts: hotel.NewPostBoltRepository(db), Comments: hotel.NewCommentBoltRepository(db)}
 	all := runtime.PageRequest{}
 	eq(t, "ListByName", hotelIDs(s.Hotels.ListByName(ctx, "x", all)))
 	eq(t, "ListByCityStars", hotelIDs(s.Hotels.ListByCityStars(ctx, hotel.HotelCityStarsQuery{}, all)))

@@ -12,31 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/example/hotel"
-	"github.com/noamgen/noamgen/example/hotel/hoteltest"
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
-
-func TestMain(m *testing.M) { redistest.Main(m) }
-
-func redisStores(c redis.UniversalClient) hoteltest.Stores {
-	return hoteltest.Stores{
-		Hotels:   hotel.NewHotelRedisRepository(c),
-		Posts:    hotel.NewPostRedisRepository(c),
-		Comments: hotel.NewCommentRedisRepository(c),
-	}
-}
-
-// TestRedisSuite runs the hotel suite on a single Redis node.
-func TestRedisSuite(t *testing.T) {
-	hoteltest.Run(t, func(t *testing.T) hoteltest.Stores { return redisStores(redistest.Server(t)) })
-}
-
-// TestRedisClusterSuite runs the hotel suite on a 3-master Redis Cluster.
-func TestRedisClusterSuite(t *testing.T) {
-	hoteltest.Run(t, func(t *testing.T) hoteltest.Stores { return redisStores(redistest.Cluster(t)) })
-}
 
 // redisModes runs fn on a single node and on the cluster.
 func redisModes(t *testing.T, fn func(t *testing.T, c redis.UniversalClient)) {

@@ -5,74 +5,20 @@
 package conformance
 
 import (
-	"context"
 	"testing"
-	"time"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/noamgen/noamgen/integration/mongotest"
-	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest"
-	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
-// harness is the suite's harness; uniqueTables says the unique lookups
-// are in index tables, whose entries DropClaim can remove (a native unique
-// index refuses a second holder itself).
-func harness(name string, atomic, uniqueTables bool, opts ...mongostore.Option) storetest.Harness {
-	var db *mongo.Database // the current subtest's
-	h := storetest.Harness{
-		Name:                      name,
-		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
-		AtomicLookupsPerAggregate: atomic,
-		Concurrent:                mongotest.Real(),
-		NotConcurrent:             "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",
-		TimePrecision:             time.Millisecond,
-		Corrupt: func(t *testing.T, id, entry string) {
-			// A document where the entry holds a string.
-			res, err := db.Collection("matches").UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}},
-				bson.D{{Key: "$set", Value: bson.D{{Key: entry, Value: bson.D{{Key: "not", Value: "a string"}}}}}})
-			if err != nil || res.MatchedCount != 1 {
-				t.Fatalf("corrupting %s of block %s: %v, %+v", entry, id, err, res)
-			}
-		},
-		Open: func(t *testing.T) storetest.Repos {
-			db = mongotest.Start(t)
-			return storetest.Repos{
-				Matches:  model.NewMatchMongoRepository(db, opts...),
-				Journals: model.NewJournalMongoRepository(db, opts...),
-				Cards:    model.NewCardMongoRepository(db, opts...),
-				Replies:  model.NewReplyMongoRepository(db, opts...),
-			}
-		},
-	}
-	if uniqueTables {
-		// The entry of a unique value is keyed by the value alone.
-		h.DropClaim = func(t *testing.T, collection, lookup string, value []byte) {
-			_, err := db.Collection(mongostore.TableName(collection, lookup)).DeleteOne(context.Background(), bson.D{{Key: "_id", Value: mongostore.IndexKey(value)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return h
-}
-
 // TestConformance runs the suite with lookups on native indexes (the
 // default mapping). The concurrency subtests run only against a real
 // MongoDB: FerretDB's concurrent writes are not atomic.
-func TestConformance(t *testing.T) {
-	storetest.Run(t, harness("mongo", true, !mongotest.Real(), mongotest.NativeOptions()...))
-}
+func TestConformance(t *testing.T) { storetest.Run(t, mongotest.Native().Store()) }
 
 // TestConformanceIndexTables runs the suite with every lookup in an index
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.
-func TestConformanceIndexTables(t *testing.T) {
-	storetest.Run(t, harness("mongo", false, true, mongostore.IndexTables()))
-}
+func TestConformanceIndexTables(t *testing.T) { storetest.Run(t, mongotest.IndexTables().Store()) }

@@ -7,9 +7,7 @@ import (
 
 	"github.com/noamgen/noamgen/integration/faults"
 	"github.com/noamgen/noamgen/integration/mongotest"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest"
-	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
 // deadlines runs the deadline test on MongoDB (FerretDB in-process, or
@@ -17,25 +15,14 @@ import (
 // the driver takes its timeouts from the context, and the index-table
 // protocol's read-back, undo and cleanup end runtime.CleanupTimeout after
 // the caller's deadline.
-func deadlines(t *testing.T, name string, opts ...mongostore.Option) {
+func deadlines(t *testing.T, m mongotest.Harness) {
 	p := faults.NewPauser()
-	storetest.Deadlines(t, storetest.Harness{
-		Name: name,
-		Open: func(t *testing.T) storetest.Repos {
-			db := mongotest.StartWithOptions(t, options.Client().SetDialer(p))
-			return storetest.Repos{
-				Matches:  model.NewMatchMongoRepository(db, opts...),
-				Journals: model.NewJournalMongoRepository(db, opts...),
-				Cards:    model.NewCardMongoRepository(db, opts...),
-				Replies:  model.NewReplyMongoRepository(db, opts...),
-			}
-		},
-		Pause: func(*testing.T) func() { return p.Pause() },
-	})
+	m.Client, m.Pause = options.Client().SetDialer(p), p.Pause
+	storetest.Deadlines(t, m.Store())
 }
 
 // TestDeadlines: native lookups (the default mapping).
-func TestDeadlines(t *testing.T) { deadlines(t, "mongo", mongotest.NativeOptions()...) }
+func TestDeadlines(t *testing.T) { deadlines(t, mongotest.Native()) }
 
 // TestDeadlinesIndexTables: every lookup in an index table.
-func TestDeadlinesIndexTables(t *testing.T) { deadlines(t, "mongo-tables", mongostore.IndexTables()) }
+func TestDeadlinesIndexTables(t *testing.T) { deadlines(t, mongotest.IndexTables()) }

@@ -13,8 +13,8 @@ import (
 // TestGoldenLayoutMongo checks, for every good golden case, that the
 // entries the MongoDB adapter writes for a sample block of each aggregate
 // are exactly what the model says: the main module's TestGoldenLayout does
-// the same on bbolt. The golden packages' layout tests run in child test
-// processes against this package's server.
+// the same on bbolt. The golden packages' layout checks run in one child
+// test process against this package's server.
 func TestGoldenLayoutMongo(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {

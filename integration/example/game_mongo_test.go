@@ -13,37 +13,22 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/example/game/gametest"
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
 
-func mongoStores(db *mongo.Database, opts ...mongostore.Option) gametest.Stores {
-	return gametest.Stores{
-		Games:       game.NewGameMongoRepository(db, opts...),
-		Players:     game.NewPlayerMongoRepository(db, opts...),
-		Tournaments: game.NewTournamentMongoRepository(db, opts...),
-	}
-}
-
-// TestMongoSuite runs the game suite with lookups on native indexes.
+// TestMongoSuite runs the game suite through the MongoDB harness, with
+// lookups on native indexes and with every lookup in an index table.
 func TestMongoSuite(t *testing.T) {
-	gametest.Run(t, func(t *testing.T) gametest.Stores {
-		return mongoStores(mongotest.Start(t), mongotest.NativeOptions()...)
-	})
-}
-
-// TestMongoSuiteIndexTables runs the game suite with every lookup in an
-// index table.
-func TestMongoSuiteIndexTables(t *testing.T) {
-	gametest.Run(t, func(t *testing.T) gametest.Stores { return mongoStores(mongotest.Start(t), mongostore.IndexTables()) })
+	for _, m := range []mongotest.Harness{mongotest.Native(), mongotest.IndexTables()} {
+		t.Run(m.Name, func(t *testing.T) { gametest.Run(t, m.Store()) })
+	}
 }
 
 // recorder keeps the commands the driver sends.

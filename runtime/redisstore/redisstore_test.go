@@ -44,13 +44,13 @@ func clean(t *testing.T, what string, repair func(context.Context) (runtime.Repa
 	}
 }
 
-// TestConflictingUpdates: 16 goroutines each make 500 updates of one block
+// TestConflictingUpdates: 16 goroutines each make 100 updates of one block
 // that move it between lookup values (region, level, tags), with no
 // version condition: every update lands (a write that keeps losing the
 // block's write sequence reports runtime.ErrConflict and is retried), the
 // version counts them all, and the index tables end exactly right.
 func TestConflictingUpdates(t *testing.T) {
-	per := 500
+	per := 100
 	if testing.Short() {
 		per = 50
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/redisstore"
 	"github.com/noamgen/noamgen/runtime/storetest"
@@ -50,24 +50,17 @@ func lowerBulk(t *testing.T, c redis.UniversalClient) {
 // and values just over the limit fail with runtime.ErrTooLarge before
 // anything is sent, and just under it are stored, on a node and a cluster.
 func TestConformanceSizes(t *testing.T) {
-	for _, mode := range []struct {
-		name   string
-		client func(t *testing.T) redis.UniversalClient
-		atomic bool
-	}{
-		{"single", func(t *testing.T) redis.UniversalClient { return redistest.Server(t) }, true},
-		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.Cluster(t) }, false},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			storetest.RunSizes(t, storetest.Harness{
-				Name: "redis-" + mode.name + " (1 MB arguments)",
-				Caps: runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: mode.atomic, MaxValueBytes: bulk, MaxKeyBytes: bulk, MaxIndexKeyBytes: bulk - 1},
-				Open: func(t *testing.T) storetest.Repos {
-					c := mode.client(t)
-					lowerBulk(t, c)
-					return repos(c)
-				},
-			})
+	for _, h := range []storetest.Harness{storeharness.Redis(), storeharness.RedisCluster()} {
+		t.Run(h.Name, func(t *testing.T) {
+			h.Name += " (1 MB arguments)"
+			h.Caps.MaxValueBytes, h.Caps.MaxKeyBytes, h.Caps.MaxIndexKeyBytes = bulk, bulk, bulk-1
+			open := h.Open
+			h.Open = func(t *testing.T) storetest.DB {
+				db := open(t)
+				lowerBulk(t, db.Redis)
+				return db
+			}
+			storetest.RunSizes(t, h)
 		})
 	}
 }

@@ -17,9 +17,12 @@ var concurrentTests = []subtest{
 	{name: "ConcurrentUniqueClaims", fn: testConcurrentClaims, concurrent: true},
 }
 
+// workers goroutines write at once, rounds times each (in
+// ConcurrentReadModifyWrite: 160 increments, each after its own share of
+// the conflicts of 16 writers of one block).
 const (
 	workers = 16
-	rounds  = 50
+	rounds  = 10
 )
 
 // parallel runs fn(w) for w in [0, workers) at once and returns their

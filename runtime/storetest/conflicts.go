@@ -30,7 +30,7 @@ func testRepairHeldTwice(t *testing.T, e *env) {
 		}
 		if i > 0 {
 			wantErr(t, err, runtime.ErrDuplicate, "Create with a claimed code")
-			e.h.DropClaim(t, "matches", "code", value)
+			e.h.DropClaim(t, e.db, "matches", "code", value)
 			err = e.Matches.Create(bg, m)
 		}
 		must(t, err)

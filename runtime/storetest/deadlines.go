@@ -26,7 +26,7 @@ const deadlineSlack = 2 * time.Second
 const deadlineCleanup = 500 * time.Millisecond
 
 // Deadlines is the deadline test of a store: with the store paused
-// (h.Pause: a stopped server, a held write lock), every repository
+// (DB.Pause: a stopped server, a held write lock), every repository
 // operation with a Deadline deadline (Get, GetMany, Create, Create with a
 // counted key, Put, Delete, a setter, Update, Append, List, All, GetByF,
 // ListByF, ListElems, Repair, EnsureIndexes) returns within the deadline
@@ -36,17 +36,15 @@ const deadlineCleanup = 500 * time.Millisecond
 // Repair leaves every lookup right and every block readable. The
 // operations run concurrently, each measured from its own start.
 //
-// h.Open opens the repositories over the store h.Pause pauses; h.Pause is
-// required.
+// The database h.Open returns must be the test's own, with DB.Pause set.
 func Deadlines(t *testing.T, h Harness) {
-	if h.Pause == nil {
-		t.Fatal("storetest: Harness.Pause is nil")
-	}
 	defer func(d time.Duration) { runtime.CleanupTimeout = d }(runtime.CleanupTimeout)
 	runtime.CleanupTimeout = deadlineCleanup
 
-	e := &env{h: h, Repos: h.Open(t)}
-	e.ensure(t)
+	e := open(t, h, true)
+	if e.db.Pause == nil {
+		t.Fatalf("storetest: the database of %s has no Pause (Deadlines needs the test's own database)", h.Name)
+	}
 	// Blocks for the operations to find: m1 (read, set, updated,
 	// appended to), m2 (deleted), m3 (replaced).
 	for _, id := range []string{"m1", "m2", "m3"} {
@@ -103,7 +101,7 @@ func Deadlines(t *testing.T, h Harness) {
 		{"EnsureIndexes", false, func(ctx context.Context) error { return e.Matches.EnsureIndexes(ctx) }},
 	}
 
-	resume := h.Pause(t)
+	resume := e.db.Pause(t)
 	resumed := false
 	defer func() {
 		if !resumed {

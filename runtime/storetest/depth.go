@@ -128,7 +128,7 @@ func testUnreadableBlock(t *testing.T, e *env) {
 	for _, id := range ids {
 		e.createMatch(t, id, 1)
 	}
-	e.h.Corrupt(t, "c", "code")
+	e.h.Corrupt(t, e.db, "matches", "c", "code")
 	_, err := e.Matches.Get(bg, "c")
 	wantUnreadable(t, err, "Get", "c", "code")
 	for _, id := range []string{"a", "b", "d", "e"} {

@@ -2,14 +2,13 @@
 // contract (runtime.Store): it runs every operation and every documented
 // error of the generated repositories of a model that uses every feature
 // (package model) against one store. A store takes part with one Harness
-// (how to open empty repositories, what the store promises); the suite is
-// never copied per store.
+// (how to open an empty database, what the store promises), written once
+// per store (internal/storeharness; MongoDB's in integration/mongotest):
+// the same value drives this suite, Deadlines, RunSizes and the examples'
+// suites (example/game/gametest, example/hotel/hoteltest), and no suite is
+// copied per store.
 //
-//	func TestConformance(t *testing.T) {
-//		storetest.Run(t, storetest.Harness{Name: "bolt", Caps: ..., Concurrent: true,
-//			Open: func(t *testing.T) storetest.Repos { db := ...; return storetest.Repos{
-//				Matches: model.NewMatchBoltRepository(db), ...} }})
-//	}
+//	func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Bolt()) }
 //
 // What the suite expects is what the generated TRepository methods document
 // (runtime/storetest/model/*_noam.gen.go) and what runtime/store.go says of
@@ -27,18 +26,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+	"go.etcd.io/bbolt"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
-// Harness is what one store gives the suite.
+// Harness is what one store gives every suite: how to open an empty
+// database of the store, and what the store promises.
 type Harness struct {
-	// Name names the store in messages ("bolt").
+	// Name names the store in messages and subtests ("bolt").
 	Name string
-	// Open returns the model's repositories over an empty database; it is
-	// called once per subtest (EnsureIndexes not yet called) and should
-	// register its clean-up with t.Cleanup.
-	Open func(t *testing.T) Repos
+	// Open returns an empty database of the store; it is called once per
+	// subtest and registers its clean-up with t.Cleanup. Each suite makes
+	// its model's repositories over it (EnsureIndexes not yet called).
+	Open func(t *testing.T) DB
 	// Caps is what the store declares (runtime.Store.Caps): OrderedScan
 	// makes the suite check List and All order.
 	Caps runtime.Caps
@@ -61,26 +68,86 @@ type Harness struct {
 	Layout func(ctx context.Context, collection string, blockKey []byte) ([]string, error)
 	// DropClaim, optional, removes behind the repositories' back the claim
 	// of encoded value (runtime.AppendString...) of unique lookup lookup
-	// ("code") of collection ("matches") in the current subtest's
-	// database: the index entry or claim that makes the store refuse the
-	// value to a second aggregate, so that the suite can give it to two
-	// (as a lost claim would) and check how Repair resolves that. Nil
-	// skips that check (a store that enforces unique values itself, such
-	// as MongoDB's unique indexes).
-	DropClaim func(t *testing.T, collection, lookup string, value []byte)
-	// Pause, for Deadlines only, stops the store Open opened from
-	// answering (a stopped server, a held write lock) until resume is
-	// called.
-	Pause func(t *testing.T) (resume func())
-	// PauseReadsPass: reads still run while paused (bbolt: readers never
-	// wait for the write lock), so Deadlines lets them succeed.
+	// ("code") of collection ("matches") in db: the index entry or claim
+	// that makes the store refuse the value to a second aggregate, so that
+	// the suite can give it to two (as a lost claim would) and check how
+	// Repair resolves that. Nil skips that check (a store that enforces
+	// unique values itself, such as MongoDB's unique indexes).
+	DropClaim func(t *testing.T, db DB, collection, lookup string, value []byte)
+	// PauseReadsPass: reads still run while paused (DB.Pause; bbolt:
+	// readers never wait for the write lock), so Deadlines lets them
+	// succeed.
 	PauseReadsPass bool
 	// Corrupt overwrites the stored value of entry (a top-level field's
-	// key, e.g. "code") of the Match block id, in the database Open last
-	// returned, behind the repository's back, with bytes (or a value of
-	// another type) the adapter cannot decode: for the unreadable-block
-	// subtest (RELIABILITY.md, "Depth and unreadable blocks").
-	Corrupt func(t *testing.T, id, entry string)
+	// key, e.g. "code") of block id (a string key) of collection
+	// ("matches") in db, behind the repository's back, with bytes (or a
+	// value of another type) the adapter cannot decode: for the
+	// unreadable-block subtest (RELIABILITY.md, "Depth and unreadable
+	// blocks").
+	Corrupt func(t *testing.T, db DB, collection, id, entry string)
+}
+
+// DB is an empty database of one store, as Harness.Open returns it: the
+// handle of its store is set, the others are zero. A suite makes its
+// model's repositories over it with the generated constructors of that
+// store (Constructors).
+type DB struct {
+	Bolt  *bbolt.DB
+	Redis redis.UniversalClient
+	// Dynamo and DynamoOptions (the test's table-name prefix).
+	Dynamo        *dynamodb.Client
+	DynamoOptions dynamostore.Options
+	// Mongo and MongoOptions (the lookup mapping under test).
+	Mongo        *mongo.Database
+	MongoOptions []mongostore.Option
+	// Pause, set when the database is the test's own (its own server or
+	// bbolt file), stops it from answering (a stopped server, a held write
+	// lock) until resume is called: what Deadlines needs.
+	Pause func(t testing.TB) (resume func())
+}
+
+// Constructors make a suite's repositories (S) over a database of each
+// store, with its model's generated constructors.
+type Constructors[S any] struct {
+	Bolt   func(db *bbolt.DB) S
+	Redis  func(c redis.UniversalClient) S
+	Dynamo func(c *dynamodb.Client, o dynamostore.Options) S
+	Mongo  func(db *mongo.Database, opts ...mongostore.Option) S
+}
+
+// Open opens an empty database of h and returns the repositories the
+// constructor of its store makes over it.
+func (c Constructors[S]) Open(t *testing.T, h Harness) (S, DB) {
+	db := h.Open(t)
+	switch {
+	case db.Bolt != nil:
+		return c.Bolt(db.Bolt), db
+	case db.Redis != nil:
+		return c.Redis(db.Redis), db
+	case db.Dynamo != nil:
+		return c.Dynamo(db.Dynamo, db.DynamoOptions), db
+	case db.Mongo != nil:
+		return c.Mongo(db.Mongo, db.MongoOptions...), db
+	}
+	t.Fatalf("storetest: the database of %s has no store handle", h.Name)
+	var none S
+	return none, db
+}
+
+// repos are the constructors of the model's repositories.
+var repos = Constructors[Repos]{
+	Bolt: func(db *bbolt.DB) Repos {
+		return Repos{model.NewMatchBoltRepository(db), model.NewJournalBoltRepository(db), model.NewCardBoltRepository(db), model.NewReplyBoltRepository(db)}
+	},
+	Redis: func(c redis.UniversalClient) Repos {
+		return Repos{model.NewMatchRedisRepository(c), model.NewJournalRedisRepository(c), model.NewCardRedisRepository(c), model.NewReplyRedisRepository(c)}
+	},
+	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Repos {
+		return Repos{model.NewMatchDynamoRepository(c, o), model.NewJournalDynamoRepository(c, o), model.NewCardDynamoRepository(c, o), model.NewReplyDynamoRepository(c, o)}
+	},
+	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Repos {
+		return Repos{model.NewMatchMongoRepository(db, opts...), model.NewJournalMongoRepository(db, opts...), model.NewCardMongoRepository(db, opts...), model.NewReplyMongoRepository(db, opts...)}
+	},
 }
 
 // Repos are the generated repositories of the model, over one database.
@@ -93,8 +160,22 @@ type Repos struct {
 
 // env is what each subtest gets.
 type env struct {
-	h Harness
+	h  Harness
+	db DB
 	Repos
+}
+
+// open opens an empty database of h and its repositories, their indexes
+// ensured.
+// open opens the model's repositories on the store of h, and runs their
+// EnsureIndexes when ensure is set.
+func open(t *testing.T, h Harness, ensure bool) *env {
+	r, db := repos.Open(t, h)
+	e := &env{h: h, db: db, Repos: r}
+	if ensure {
+		e.ensure(t)
+	}
+	return e
 }
 
 type subtest struct {
@@ -137,11 +218,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 				}
 				t.Skipf("%s: %s", h.Name, why)
 			}
-			e := &env{h: h, Repos: h.Open(t)}
-			if !st.startUp {
-				e.ensure(t)
-			}
-			st.fn(t, e)
+			st.fn(t, open(t, h, !st.startUp))
 		})
 	}
 }

@@ -1,6 +1,8 @@
 // Package gametest is the store-independent test suite of the example's
 // generated repositories. It is written once against the generated
-// interfaces; every store runs all of it (a new store gets it for free).
+// interfaces; every store runs all of it through the store's harness
+// (runtime/storetest.Harness, the one the conformance suite takes), so a
+// new store gets it for free.
 package gametest
 
 import (
@@ -13,8 +15,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+	"go.etcd.io/bbolt"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/mongostore"
+	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
 // Stores are the repositories under test, over an empty database.
@@ -38,9 +48,25 @@ func listed[K cmp.Ordered](s Stores, keys []K) []K {
 	return keys
 }
 
-// Run runs the whole suite; newStores is called once per subtest and must
-// return repositories over an empty database.
-func Run(t *testing.T, newStores func(t *testing.T) Stores) {
+// stores are the constructors of the example's repositories.
+var stores = storetest.Constructors[Stores]{
+	Bolt: func(db *bbolt.DB) Stores {
+		return Stores{Games: game.NewGameBoltRepository(db), Players: game.NewPlayerBoltRepository(db), Tournaments: game.NewTournamentBoltRepository(db)}
+	},
+	Redis: func(c redis.UniversalClient) Stores {
+		return Stores{Games: game.NewGameRedisRepository(c), Players: game.NewPlayerRedisRepository(c), Tournaments: game.NewTournamentRedisRepository(c)}
+	},
+	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Stores {
+		return Stores{Games: game.NewGameDynamoRepository(c, o), Players: game.NewPlayerDynamoRepository(c, o), Tournaments: game.NewTournamentDynamoRepository(c, o)}
+	},
+	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Stores {
+		return Stores{Games: game.NewGameMongoRepository(db, opts...), Players: game.NewPlayerMongoRepository(db, opts...), Tournaments: game.NewTournamentMongoRepository(db, opts...)}
+	},
+}
+
+// Run runs the whole suite against the store of h: an empty database per
+// subtest.
+func Run(t *testing.T, h storetest.Harness) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s Stores)
@@ -70,7 +96,8 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStores(t)
+			s, _ := stores.Open(t, h)
+			s.UnorderedScan = !h.Caps.OrderedScan
 			must(t, s.Games.EnsureIndexes(ctx))
 			must(t, s.Players.EnsureIndexes(ctx))
 			must(t, s.Tournaments.EnsureIndexes(ctx))

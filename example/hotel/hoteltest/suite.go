@@ -1,6 +1,7 @@
 // Package hoteltest is the store-independent test suite of lookups,
 // composite keys, enumerable keys, batch reads and pagination, run against
-// every store's generated repositories.
+// every store's generated repositories through the store's harness
+// (runtime/storetest.Harness, the one the conformance suite takes).
 package hoteltest
 
 import (
@@ -11,8 +12,16 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+	"go.etcd.io/bbolt"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/mongostore"
+	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
 // Stores are the repositories under test, over an empty database.
@@ -26,9 +35,25 @@ type Stores struct {
 	UnorderedScan bool
 }
 
-// Run runs the whole suite; newStores is called once per subtest and must
-// return repositories over an empty database (EnsureIndexes not yet called).
-func Run(t *testing.T, newStores func(t *testing.T) Stores) {
+// stores are the constructors of the example's repositories.
+var stores = storetest.Constructors[Stores]{
+	Bolt: func(db *bbolt.DB) Stores {
+		return Stores{Hotels: hotel.NewHotelBoltRepository(db), Posts: hotel.NewPostBoltRepository(db), Comments: hotel.NewCommentBoltRepository(db)}
+	},
+	Redis: func(c redis.UniversalClient) Stores {
+		return Stores{Hotels: hotel.NewHotelRedisRepository(c), Posts: hotel.NewPostRedisRepository(c), Comments: hotel.NewCommentRedisRepository(c)}
+	},
+	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Stores {
+		return Stores{Hotels: hotel.NewHotelDynamoRepository(c, o), Posts: hotel.NewPostDynamoRepository(c, o), Comments: hotel.NewCommentDynamoRepository(c, o)}
+	},
+	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Stores {
+		return Stores{Hotels: hotel.NewHotelMongoRepository(db, opts...), Posts: hotel.NewPostMongoRepository(db, opts...), Comments: hotel.NewCommentMongoRepository(db, opts...)}
+	},
+}
+
+// Run runs the whole suite against the store of h: an empty database per
+// subtest.
+func Run(t *testing.T, h storetest.Harness) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s Stores)
@@ -57,7 +82,8 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStores(t)
+			s, _ := stores.Open(t, h)
+			s.UnorderedScan = !h.Caps.OrderedScan
 			must(t, s.Hotels.EnsureIndexes(ctx))
 			must(t, s.Posts.EnsureIndexes(ctx))
 			must(t, s.Comments.EnsureIndexes(ctx))

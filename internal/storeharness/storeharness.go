@@ -1,0 +1,277 @@
+// Package storeharness holds the test harness of each store of the main
+// module (runtime/storetest.Harness): how to open an empty database of the
+// store, what the store declares, and the store's hooks behind the
+// repositories' back (a dropped claim, a corrupted value, a pause). Every
+// suite that runs on every store takes these values: the conformance
+// suite (runtime/storetest, run by each adapter's conformance_test.go)
+// and the examples' suites (example/game/gametest, example/hotel/hoteltest).
+// MongoDB's harness is integration/mongotest's (FerretDB needs the
+// integration module).
+//
+// The servers are shared by the tests of a package and stopped when they
+// end: call Main from TestMain.
+package storeharness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.etcd.io/bbolt"
+
+	"github.com/noamgen/noamgen/internal/dynalitetest"
+	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/storetest"
+)
+
+// mainCalled is set by Main: the shared servers need it to be stopped.
+var mainCalled bool
+
+// Main runs the tests of a package and stops the servers they shared
+// (Redis, dynalite).
+func Main(m *testing.M) {
+	mainCalled = true
+	code := m.Run()
+	redistest.Stop()
+	dynalitetest.Stop()
+	os.Exit(code)
+}
+
+// needMain fails t when the shared servers would outlive the tests.
+func needMain(t testing.TB) {
+	t.Helper()
+	if !mainCalled {
+		t.Fatal("storeharness: call storeharness.Main from TestMain, so that the shared servers are stopped")
+	}
+}
+
+// All returns the harnesses of every store of the main module, each on a
+// server its package shares: bbolt, a Redis node, a Redis Cluster,
+// DynamoDB.
+func All() []storetest.Harness {
+	return []storetest.Harness{Bolt(), Redis(), RedisCluster(), Dynamo()}
+}
+
+// ---- bbolt
+
+// BoltCaps are bbolt's capabilities, as the adapter declares them.
+var BoltCaps = runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: bbolt.MaxValueSize, MaxKeyBytes: bbolt.MaxKeySize, MaxIndexKeyBytes: bbolt.MaxKeySize, MaxDepth: bsonval.MaxDepth}
+
+// OpenBolt opens a fresh database file in a temporary directory of t,
+// closed when t ends.
+func OpenBolt(t testing.TB) *bbolt.DB {
+	t.Helper()
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "test.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Bolt is the harness of bbolt: a fresh database file per test, paused by
+// a write transaction that holds its write lock (every write gives up
+// waiting for the lock at its deadline; reads, which never wait for a
+// writer, run).
+func Bolt() storetest.Harness {
+	return storetest.Harness{
+		Name:       "bolt",
+		Caps:       BoltCaps,
+		Concurrent: true, // every write is one bbolt transaction
+		Open: func(t *testing.T) storetest.DB {
+			db := OpenBolt(t)
+			return storetest.DB{Bolt: db, Pause: func(t testing.TB) func() {
+				tx, err := db.Begin(true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return func() { _ = tx.Rollback() }
+			}}
+		},
+		PauseReadsPass: true,
+		// A unique lookup's bucket maps each value to its holder.
+		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
+			err := db.Bolt.Update(func(tx *bbolt.Tx) error {
+				return tx.Bucket([]byte(collection + "." + lookup)).Delete(value)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
+		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
+			// A BSON string whose length runs past the value.
+			key := runtime.AppendString(boltstore.BlockPrefix(runtime.AppendString(nil, id)), entry)
+			err := db.Bolt.Update(func(tx *bbolt.Tx) error {
+				b := tx.Bucket([]byte(collection))
+				if b == nil || b.Get(key) == nil {
+					return fmt.Errorf("no entry %s of block %s", entry, id)
+				}
+				return b.Put(key, []byte{0x02, 0xff, 0xff, 0xff, 0x7f, 'x', 0})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+}
+
+// ---- Redis
+
+// RedisCaps are the capabilities the Redis adapter declares on a single
+// node (every write one script run) and on a cluster (the lookup
+// protocol, AtomicLookups false).
+func RedisCaps(cluster bool) runtime.Caps {
+	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !cluster, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth}
+}
+
+// Redis is the harness of a single Redis node, shared by the tests of the
+// package and flushed before each.
+func Redis() storetest.Harness {
+	return redisHarness("redis", false, func(t *testing.T) storetest.DB {
+		needMain(t)
+		return storetest.DB{Redis: redistest.Server(t)}
+	})
+}
+
+// RedisCluster is the harness of a 3-master Redis Cluster, shared by the
+// tests of the package and flushed before each: blocks, listings and
+// index tables spread over the slots, with the lookup protocol.
+func RedisCluster() storetest.Harness {
+	return redisHarness("redis-cluster", true, func(t *testing.T) storetest.DB {
+		needMain(t)
+		return storetest.DB{Redis: redistest.Cluster(t)}
+	})
+}
+
+// RedisPrivate is the harness of a single Redis node of each test's own,
+// paused with SIGSTOP (DB.Pause): for Deadlines.
+func RedisPrivate() storetest.Harness {
+	return redisHarness("redis", false, func(t *testing.T) storetest.DB {
+		c, p := redistest.PrivateServer(t)
+		return storetest.DB{Redis: c, Pause: p.Pause}
+	})
+}
+
+// RedisClusterPrivate is the harness of a 3-master Redis Cluster of each
+// test's own, every master paused with SIGSTOP (DB.Pause): for Deadlines.
+func RedisClusterPrivate() storetest.Harness {
+	return redisHarness("redis-cluster", true, func(t *testing.T) storetest.DB {
+		c, p := redistest.PrivateCluster(t)
+		return storetest.DB{Redis: c, Pause: p.Pause}
+	})
+}
+
+func redisHarness(name string, cluster bool, open func(t *testing.T) storetest.DB) storetest.Harness {
+	return storetest.Harness{
+		Name:       name,
+		Caps:       RedisCaps(cluster),
+		Concurrent: true,
+		Open:       open,
+		// A unique lookup's claims hash (keys.go) maps each value to its
+		// holder.
+		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
+			if err := db.Redis.HDel(context.Background(), "{"+collection+"."+lookup+"}:claims", string(value)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
+			// A BSON string whose length runs past the value.
+			key := collection + ":{" + id + "}"
+			if n, err := db.Redis.HExists(context.Background(), key, entry).Result(); err != nil || !n {
+				t.Fatalf("no entry %s of block %s: %v", entry, id, err)
+			}
+			if err := db.Redis.HSet(context.Background(), key, entry, "\x02\xff\xff\xff\x7fx\x00").Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+}
+
+// ---- DynamoDB
+
+// DynamoCaps are the capabilities the DynamoDB adapter declares.
+var DynamoCaps = runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes, MaxDepth: dynamostore.MaxDepth}
+
+var (
+	clientsMu sync.Mutex
+	clients   = map[*dynalitetest.Server]*dynamodb.Client{}
+)
+
+// client returns the one client of srv.
+func client(srv *dynalitetest.Server) *dynamodb.Client {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	c := clients[srv]
+	if c == nil {
+		c = srv.Client()
+		clients[srv] = c
+	}
+	return c
+}
+
+// Dynamo is the harness of DynamoDB: dynalite (or NOAM_DYNAMO_ENDPOINT)
+// shared by the tests of the package, fresh tables (a new table-name
+// prefix) per test.
+func Dynamo() storetest.Harness {
+	return dynamoHarness(func(t *testing.T) storetest.DB {
+		needMain(t)
+		srv := dynalitetest.Shared(t)
+		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t)}}
+	})
+}
+
+// DynamoPrivate is the harness of a dynalite of each test's own, paused
+// with SIGSTOP (DB.Pause): for Deadlines.
+func DynamoPrivate() storetest.Harness {
+	return dynamoHarness(func(t *testing.T) storetest.DB {
+		srv := dynalitetest.Start(t)
+		return storetest.DB{Dynamo: srv.Client(), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t)}, Pause: srv.Pause}
+	})
+}
+
+func dynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
+	return storetest.Harness{
+		Name:       "dynamo",
+		Caps:       DynamoCaps,
+		Concurrent: true, // every block write is one conditional request
+		Open:       open,
+		// An index item of a unique lookup is keyed by the lookup's name
+		// and the value alone (lookups.go).
+		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
+			_, err := db.Dynamo.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+				TableName: aws.String(db.DynamoOptions.TablePrefix + dynamostore.IndexTable(collection)),
+				Key: map[string]types.AttributeValue{
+					"p": &types.AttributeValueMemberS{Value: lookup},
+					"k": &types.AttributeValueMemberB{Value: value},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
+		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
+			// An attribute of another type: a map where a string is.
+			_, err := db.Dynamo.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(db.DynamoOptions.TablePrefix + collection),
+				Key:                       map[string]types.AttributeValue{"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, id)}},
+				UpdateExpression:          aws.String("SET #e = :v"),
+				ConditionExpression:       aws.String("attribute_exists(#e)"),
+				ExpressionAttributeNames:  map[string]string{"#e": entry},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"not": &types.AttributeValueMemberS{Value: "a string"}}}},
+			})
+			if err != nil {
+				t.Fatalf("corrupting %s of block %s: %v", entry, id, err)
+			}
+		},
+	}
+}
