@@ -309,7 +309,7 @@ func (b *Block) Append(field string, v any) int {
 // otherwise it records a runtime.ErrNotFound naming the element.
 func (b *Block) SetAt(field string, i int, v any) {
 	if n := b.count(field); b.err == nil && (i < 0 || i >= n) {
-		b.err = b.failAt(fmt.Sprintf("%s[%d]", field, i), runtime.ErrNotFound)
+		b.err = b.failAt(runtime.ElemKey(field, i), runtime.ErrNotFound)
 	}
 	b.putValue(b.key(field, i), v)
 }
@@ -409,7 +409,7 @@ type Entry struct {
 func (e Entry) String() string {
 	switch {
 	case e.Elem:
-		return fmt.Sprintf("%s[%d]", e.Key, e.Index)
+		return runtime.ElemKey(e.Key, e.Index)
 	case e.Key == "":
 		return "ε"
 	}
@@ -573,7 +573,7 @@ func entryName(prefix, k []byte) string {
 		return fmt.Sprintf("entry %x", minor)
 	}
 	if i, err := r.Int(); err == nil {
-		return fmt.Sprintf("entry %s[%d]", name, i)
+		return "entry " + runtime.ElemKey(name, int(i))
 	}
 	return "entry " + name
 }

@@ -152,7 +152,7 @@ func (r *blockReader[T, K]) flush() error {
 		buf = r.g.elem(i, buf)
 		r.dec.b = buf
 		if err := f.AppendDecoded(r.t, &r.dec); err != nil {
-			return fmt.Errorf("entry %s[%d]: %w", f.Key, i, err)
+			return fmt.Errorf("entry %s: %w", f.ElemKey(i), err)
 		}
 	}
 	return nil

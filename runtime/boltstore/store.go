@@ -409,7 +409,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			}
 			r := runtime.NewKeyReader(k[len(fieldKey):])
 			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+read) {
-				return fmt.Errorf("element key %x: want %s[%d]: the block is corrupt", k, f.Key, start+read)
+				return fmt.Errorf("element key %x: want %s: the block is corrupt", k, f.ElemKey(start+read))
 			}
 			dec.b = v
 			if err := fn(&dec); err != nil {
