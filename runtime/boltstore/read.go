@@ -80,7 +80,7 @@ type blockReader[T any, K comparable] struct {
 	g   *elems
 }
 
-func (r *blockReader[T, K]) entry(e Entry) error {
+func (r *blockReader[T, K]) entry(e blockEntry) error {
 	if r.g.f != nil && e.Elem && e.Key == r.fieldKey() {
 		// The next element of the partition being gathered.
 		if e.Index != r.g.n {
@@ -159,7 +159,7 @@ func (r *blockReader[T, K]) flush() error {
 }
 
 // read reads block blk, key id, whole.
-func (s *Store[T, K]) read(blk *Block, id K) (*T, error) {
+func (s *Store[T, K]) read(blk *block, id K) (*T, error) {
 	r := blockReader[T, K]{s: s, t: s.d.New(id), g: elemsPool.Get().(*elems)}
 	defer func() {
 		r.g.f = nil
