@@ -249,23 +249,24 @@ func resolve[K, A any](c collection[K], tx *bbolt.Tx, b *bbolt.Bucket, op string
 	return a, true, nil
 }
 
-// getBy reads the aggregate holding value in the unique lookup l, in one
-// read transaction. It fails with runtime.ErrNotFound if none does.
-func getBy[K, A any](ctx context.Context, c collection[K], op string, l indexTable[A], value []byte, read func(*block, K) (*A, error)) (*A, error) {
-	var out *A
-	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+// GetBy reads the aggregate holding value of unique lookup rl, in one read
+// transaction. It fails with runtime.ErrNotFound if none does.
+func (s *Store[T, K]) GetBy(ctx context.Context, op string, rl *runtime.Lookup[T], value []byte) (*T, error) {
+	l := s.boltLookup(rl)
+	var out *T
+	err := s.c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		var owner []byte
 		if ib := tx.Bucket([]byte(l.Name)); ib != nil && b != nil {
 			owner = ib.Get(value)
 		}
 		if owner != nil {
-			a, ok, err := resolve(c, tx, b, op, l, value, owner, read)
+			a, ok, err := resolve(s.c, tx, b, op, l, value, owner, s.read)
 			if err != nil || ok {
 				out = a
 				return err
 			}
 		}
-		return runtime.FailAt(op, c.Aggregate, nil, l.Name+" "+FormatKey(value), runtime.ErrNotFound, nil)
+		return runtime.FailAt(op, s.c.Aggregate, nil, l.Name+" "+FormatKey(value), runtime.ErrNotFound, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -273,11 +274,11 @@ func getBy[K, A any](ctx context.Context, c collection[K], op string, l indexTab
 	return out, nil
 }
 
-// getMany reads the blocks with the given keys in one read transaction.
+// GetMany reads the blocks with the given keys in one read transaction.
 // Keys with no block are absent from the map; repeated keys are read once.
-func getMany[K comparable, T any](ctx context.Context, c collection[K], ids []K, read func(*block, K) (T, error)) (map[K]T, error) {
-	out := make(map[K]T, len(ids))
-	err := c.viewTx(ctx, "GetMany", nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	out := make(map[K]*T, len(ids))
+	err := s.c.viewTx(ctx, "GetMany", nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		if b == nil {
 			return nil
 		}
@@ -285,13 +286,13 @@ func getMany[K comparable, T any](ctx context.Context, c collection[K], ids []K,
 			if _, done := out[id]; done {
 				continue
 			}
-			blk := c.block(tx, b, "GetMany", id)
+			blk := s.c.block(tx, b, "GetMany", id)
 			if !blk.Exists() {
 				continue
 			}
-			item, err := read(blk, id)
+			item, err := s.read(blk, id)
 			if err != nil {
-				return c.fail("GetMany", id, err)
+				return s.c.fail("GetMany", id, err)
 			}
 			out[id] = item
 		}

@@ -163,11 +163,6 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	return out, nil
 }
 
-// GetMany reads the blocks with the given keys in one read transaction.
-func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
-	return getMany(ctx, s.c, ids, s.read)
-}
-
 // Create writes a new block in one transaction, allocating a zero counted
 // id first.
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
@@ -509,11 +504,6 @@ func (s *Store[T, K]) boltLookup(l *runtime.Lookup[T]) indexTable[T] {
 		}
 	}
 	panic("boltstore: " + s.d.Aggregate + " has no lookup " + l.Name)
-}
-
-// GetBy reads the aggregate holding value of unique lookup l.
-func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
-	return getBy(ctx, s.c, op, s.boltLookup(l), value, s.read)
 }
 
 // ReadScope reads blocks of the counter scope of key scope, in number
