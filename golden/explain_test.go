@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/explain"
+	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/templates"
 )
@@ -55,9 +56,9 @@ func TestGoldenExplain(t *testing.T) {
 				if err == nil {
 					t.Fatal("explain accepted a bad case")
 				}
-				var list parser.ErrorList
+				var list model.ErrorList
 				if !errors.As(err, &list) {
-					t.Fatalf("want a parser.ErrorList, got %T: %v", err, err)
+					t.Fatalf("want a model.ErrorList, got %T: %v", err, err)
 				}
 				want, rerr := os.ReadFile(filepath.Join(c.dir, stderrFile))
 				if rerr != nil {

@@ -7,7 +7,7 @@
 //     files, every file noamgen generates for it with every registered store
 //     (*.gen.go), and schema.txt, a dump of the parsed NoAM model;
 //   - a bad case ("bad_*") holds input .go files and stderr.txt, the exact
-//     error text noamgen reports (parser.ErrorList.Error() and a newline),
+//     error text noamgen reports (model.ErrorList.Error() and a newline),
 //     and no generated file.
 //
 // Run
@@ -194,7 +194,7 @@ func listFiles(t *testing.T, dir string) (inputs, outputs []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasSuffix(name, ".gen.go") || parser.IsGenerated(b) {
+		if strings.HasSuffix(name, ".gen.go") || model.IsGenerated(b) {
 			outputs = append(outputs, name)
 		} else {
 			inputs = append(inputs, name)
@@ -211,9 +211,9 @@ func checkBad(t *testing.T, c goldenCase, err error, outputs []string) {
 	if err == nil {
 		t.Fatalf("bad case loaded without error")
 	}
-	var list parser.ErrorList
+	var list model.ErrorList
 	if !errors.As(err, &list) {
-		t.Fatalf("want a parser.ErrorList, got %T: %v", err, err)
+		t.Fatalf("want a model.ErrorList, got %T: %v", err, err)
 	}
 	got := []byte(list.Error() + "\n")
 	path := filepath.Join(c.dir, stderrFile)
@@ -403,7 +403,7 @@ func generateLines(t *testing.T, dir string) []generateLine {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if parser.IsGenerated(src) {
+		if model.IsGenerated(src) {
 			continue
 		}
 		pkg := ""

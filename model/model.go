@@ -17,6 +17,7 @@ package model
 import (
 	"go/token"
 	"go/types"
+	"strconv"
 )
 
 // Strategy is the data representation strategy of an aggregate class.
@@ -239,6 +240,55 @@ type Entry struct {
 	Partition bool
 	// Version is set for the version entry.
 	Version bool
+}
+
+// FieldKey is the key of the field behind the entry class: Key, but for a
+// partition the field key ("rounds"), which is also the key of the
+// partition's element count entry.
+func (e Entry) FieldKey() string {
+	if e.Partition {
+		return e.Fields[0].Key
+	}
+	return e.Key
+}
+
+// ElemKey is the key of element i of a partition entry class: "rounds[3]".
+func (e Entry) ElemKey(i int) string { return ElemKey(e.FieldKey(), i) }
+
+// ElemNotation is the elements of a partition entry class in the
+// notation of documentation: "rounds[i]".
+func (e Entry) ElemNotation() string { return e.FieldKey() + "[i]" }
+
+// Keys lists the entries of the class that a block whose partitions hold
+// n elements stores: its key, or for a partition the element count
+// ("rounds") and the elements "rounds[0]".."rounds[n-1]".
+func (e Entry) Keys(n int) []string {
+	if !e.Partition {
+		return []string{e.Key}
+	}
+	out := make([]string, 0, 1+n)
+	out = append(out, e.FieldKey())
+	for i := range n {
+		out = append(out, e.ElemKey(i))
+	}
+	return out
+}
+
+// ElemKey is the entry key of element i of the partitioned field with key
+// key: "rounds[3]". runtime.ElemKey writes the same at run time.
+func ElemKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
+
+// WriteOut lists the entry keys of a block whose partitions hold n
+// elements each, in the order of Entries: the root entry "" under EAO
+// (under ETF one key per field), the element count and elements of each
+// partition, the version. Every store writes exactly these entries, in its
+// own physical form; runtime.Desc.Entries lists them for an aggregate.
+func (a *Aggregate) WriteOut(n int) []string {
+	var out []string
+	for _, e := range a.Entries() {
+		out = append(out, e.Keys(n)...)
+	}
+	return out
 }
 
 // Entries lists the aggregate's entry classes, the layout every store

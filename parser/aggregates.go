@@ -394,7 +394,7 @@ func (p *loader) checkRefs(s *model.Schema) {
 		key := fmt.Sprintf("%s:%d:%d: %s", pos.Filename, pos.Line, pos.Column, msg)
 		if !reported[key] {
 			reported[key] = true
-			p.errs = append(p.errs, Error{Pos: pos, Msg: msg})
+			p.errs = append(p.errs, model.Error{Pos: pos, Msg: msg})
 		}
 	}
 	var names []string

@@ -169,7 +169,7 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 			if prev.Unique || l.Unique {
 				methods += ", GetBy" + l.Title
 			}
-			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookups %s and %s of %s would both generate %s; name one of them (lookup=NAME)", prev.Name, l.Name, a.Name, methods)})
+			p.errs = append(p.errs, model.Error{Pos: l.Pos, Msg: fmt.Sprintf("lookups %s and %s of %s would both generate %s; name one of them (lookup=NAME)", prev.Name, l.Name, a.Name, methods)})
 		}
 		titles[l.Title] = l
 		if len(l.Parts) > 1 {
@@ -182,16 +182,16 @@ func (p *loader) buildLookups(a *model.Aggregate, specs []lookupSpec) {
 			for _, pt := range l.Parts {
 				for _, op := range []string{"Eq", "Gt", "Gte", "Lt", "Lte", "Between"} {
 					if fields[pt.Name+op] {
-						p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has parts %s and %s: the query's method %s%s would clash with the field %s%s; rename one of the fields", l.Name, a.Name, pt.Name, pt.Name+op, pt.Name, op, pt.Name, op)})
+						p.errs = append(p.errs, model.Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has parts %s and %s: the query's method %s%s would clash with the field %s%s; rename one of the fields", l.Name, a.Name, pt.Name, pt.Name+op, pt.Name, op, pt.Name, op)})
 					}
 				}
 			}
 		}
 		if len(l.Parts) > 1 && l.Multi() {
-			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has several parts and one of them is inside a slice; a composite lookup needs one value per part", l.Name, a.Name)})
+			p.errs = append(p.errs, model.Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup %s of %s has several parts and one of them is inside a slice; a composite lookup needs one value per part", l.Name, a.Name)})
 		}
 		if !token.IsIdentifier(l.Name) {
-			p.errs = append(p.errs, Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup name %q of %s is not a valid identifier", l.Name, a.Name)})
+			p.errs = append(p.errs, model.Error{Pos: l.Pos, Msg: fmt.Sprintf("lookup name %q of %s is not a valid identifier", l.Name, a.Name)})
 		}
 	}
 }
@@ -206,6 +206,6 @@ func (p *loader) inMap(pos token.Position, what, goPath, mapPath string) {
 	}
 	if !p.inMapSeen[key] {
 		p.inMapSeen[key] = true
-		p.errs = append(p.errs, Error{Pos: pos, Msg: msg})
+		p.errs = append(p.errs, model.Error{Pos: pos, Msg: msg})
 	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // This file is the store-independent half of the store contract: the
@@ -118,6 +119,15 @@ func (f *Field[T]) Reset(t *T, n int) { f.reset(t, n) }
 // DecodeElem decodes d as one element of a partition and returns it.
 func (f *Field[T]) DecodeElem(d Decoder) (any, error) { return f.decodeInto(d) }
 
+// ElemKey is the entry key of element i of a partition: "rounds[3]". The
+// partition's own key ("rounds") is the entry of its element count.
+func (f *Field[T]) ElemKey(i int) string { return ElemKey(f.Key, i) }
+
+// ElemKey is the entry key of element i of the partition with key key:
+// "rounds[3]", the notation of the model (model.ElemKey), of Desc.Entries
+// and of the errors that name an element.
+func ElemKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
+
 func (f *Field[T]) label() string {
 	if f.Kind == KindRoot {
 		return "ε"
@@ -207,7 +217,7 @@ func NewPartition[T, E any](key, name string, ptr func(*T) *[]E) *Field[T] {
 			}
 			e, ok := v.(E)
 			if !ok {
-				return fmt.Errorf("%s[%d]: have %T, want %T", key, i, v, e)
+				return fmt.Errorf("%s: have %T, want %T", ElemKey(key, i), v, e)
 			}
 			s[i] = e
 			return nil
@@ -251,10 +261,10 @@ type Lookup[T any] struct {
 	// Fields are the entry keys of the top-level fields the values are
 	// read from: a write of any other entry leaves the lookup alone.
 	Fields []string
-	// Keys returns the encoded values an aggregate holds, sorted and
-	// distinct (the generated <agg><Lookup>Keys function). Zero values of a
-	// unique lookup are left out unless the lookup indexes them.
-	Keys func(*T) [][]byte
+	// Values returns the encoded values an aggregate holds, sorted and
+	// distinct (the generated _<agg><Lookup>Values function), zero values
+	// included: Keys leaves out the ones the lookup does not index.
+	Values func(*T) [][]byte
 	// Table is set for `noam:"lookup,table"`: the lookup stays an index
 	// table also on stores with native secondary indexes (MongoDB).
 	Table bool
@@ -290,6 +300,38 @@ const (
 
 // Reads reports whether the lookup reads the entry with key k.
 func (l *Lookup[T]) Reads(k string) bool { return slices.Contains(l.Fields, k) }
+
+// SkipsZeros reports whether the lookup leaves values with a zero part
+// ("", 0) out: a unique lookup does, like a partial unique index or SQL's
+// NULL, so that any number of aggregates may hold one, unless it indexes
+// them (IndexZero, noam:"lookup,unique,zeros"). This is the one place the
+// rule is written: Keys and Indexes apply it, and stores with native
+// indexes (MongoDB) express it as their index filter.
+func (l *Lookup[T]) SkipsZeros() bool { return l.Unique && !l.IndexZero }
+
+// Indexes reports whether the lookup indexes the encoded value: false for
+// a value with a zero part when the lookup SkipsZeros. GetBy of such a
+// value is ErrNotFound.
+func (l *Lookup[T]) Indexes(value []byte) bool { return !l.SkipsZeros() || !hasZeroPart(value) }
+
+// Keys returns the encoded values of t that the lookup indexes, sorted and
+// distinct: Values, less those Indexes refuses. Stores index these.
+func (l *Lookup[T]) Keys(t *T) [][]byte {
+	vals := l.Values(t)
+	if !l.SkipsZeros() {
+		return vals
+	}
+	out := vals[:0]
+	for _, v := range vals {
+		if !hasZeroPart(v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 // Counter describes enumerable block keys (noam:"id,counter").
 type Counter[K any] struct {
@@ -410,7 +452,7 @@ func (d *Desc[T, K]) Entries(t *T) []string {
 		case f.Kind == KindPartition:
 			out = append(out, f.Key)
 			for i := range f.Len(t) {
-				out = append(out, fmt.Sprintf("%s[%d]", f.Key, i))
+				out = append(out, f.ElemKey(i))
 			}
 		case !d.EAO:
 			out = append(out, f.Key)
@@ -457,7 +499,7 @@ func SetAt[T any](f *Field[T], i int, v any) Change[T] {
 // Entry is the entry key the change writes: "firstPlayer", "rounds[3]".
 func (c Change[T]) Entry() string {
 	if c.Elem {
-		return fmt.Sprintf("%s[%d]", c.Field.Key, c.Index)
+		return c.Field.ElemKey(c.Index)
 	}
 	return c.Field.Key
 }

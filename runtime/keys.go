@@ -47,6 +47,47 @@ func AppendUint(b []byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, v)
 }
 
+// hasZeroPart reports whether the encoded tuple k has a zero component:
+// the empty string (0x02 0x00), the integer 0 or the unsigned 0. It reads
+// the encoding in place, without decoding a component; a malformed tuple
+// has none.
+func hasZeroPart(k []byte) bool {
+	for len(k) > 0 {
+		switch k[0] {
+		case tagString:
+			end := 1
+			for end < len(k) && (k[end] != 0 || end+1 < len(k) && k[end+1] == 0xFF) {
+				if k[end] == 0 {
+					end++ // an escaped 0 byte
+				}
+				end++
+			}
+			if end == len(k) {
+				return false
+			}
+			if end == 1 {
+				return true
+			}
+			k = k[end+1:]
+		case tagInt, tagUint:
+			if len(k) < 9 {
+				return false
+			}
+			zero := uint64(0)
+			if k[0] == tagInt {
+				zero = 1 << 63
+			}
+			if binary.BigEndian.Uint64(k[1:9]) == zero {
+				return true
+			}
+			k = k[9:]
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // KeyReader decodes components from an encoded key, in order.
 type KeyReader struct {
 	b []byte

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -327,6 +328,9 @@ func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []
 	if err := CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, value); err != nil {
 		return nil, err
 	}
+	if !l.Indexes(value) {
+		return nil, FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("%s %s (a zero value, which the unique lookup does not index)", l.Name, strings.Join(KeyParts(value), ", ")), ErrNotFound, nil)
+	}
 	if limit, _ := indexLimit(r.S.Caps()); limit > 0 && len(value) > limit {
 		return nil, FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("%s (a value of %d bytes encoded, over the store's %d-byte index key limit)", l.Name, len(value), limit), ErrNotFound, nil)
 	}
@@ -478,7 +482,7 @@ func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 		more, err := r.S.ReadElems(ctx, op, id, f, start, n, func(d Decoder) error {
 			var e E
 			if err := d.Decode(&e); err != nil {
-				return fmt.Errorf("%s[%d]: %w", f.Key, start+len(items), err)
+				return fmt.Errorf("%s: %w", f.ElemKey(start+len(items)), err)
 			}
 			items = append(items, e)
 			return nil
@@ -541,8 +545,8 @@ func isBadCursor(err error) bool {
 // mismatch is a constant overflow naming EnforceVersion, fixed by
 // regenerating with the noamgen that matches this runtime.
 const (
-	MinGenVersion = 2
-	MaxGenVersion = 2
+	MinGenVersion = 3
+	MaxGenVersion = 3
 )
 
 // EnforceVersion is used by generated code to check the contract version.

@@ -30,10 +30,10 @@ func LookupQuery(a *model.Aggregate, l *model.Lookup) string {
 	return a.Name + LookupTitle(l) + "Query"
 }
 
-// LookupKeys names the generated function returning an aggregate's encoded
-// lookup values (without the block key) for lookup l.
-func LookupKeys(a *model.Aggregate, l *model.Lookup) string {
-	return Private(a, LookupTitle(l)+"Keys")
+// LookupValues names the generated function returning an aggregate's
+// encoded lookup values (without the block key) for lookup l.
+func LookupValues(a *model.Aggregate, l *model.Lookup) string {
+	return Private(a, LookupTitle(l)+"Values")
 }
 
 // LookupRange names the generated function turning a lookup query into a key range.
@@ -193,27 +193,9 @@ func lookupDecls(f *jen.File, s *model.Schema, a *model.Aggregate) {
 				for j, p := range l.Parts {
 					key = EncodeValue(p.Type, key, parts[j])
 				}
-				add := jen.Id("keys").Op("=").Append(jen.Id("keys"), key)
-				if !l.Unique || l.IndexZero {
-					return []jen.Code{add}
-				}
-				// A unique lookup does not index zero values (like a
-				// partial unique index, or SQL's NULL): any number of
-				// aggregates may hold them.
-				var cond *jen.Statement
-				for j, p := range l.Parts {
-					zero := jen.Lit(0)
-					if model.KindOf(p.Type) == model.KeyString {
-						zero = jen.Lit("")
-					}
-					c := parts[j].Clone().Op("!=").Add(zero)
-					if cond == nil {
-						cond = c
-					} else {
-						cond = cond.Op("&&").Add(c)
-					}
-				}
-				return []jen.Code{jen.If(cond).Block(add)}
+				// Zero values too: which values a lookup indexes is the
+				// runtime's rule (runtime.Lookup.Keys).
+				return []jen.Code{jen.Id("keys").Op("=").Append(jen.Id("keys"), key)}
 			}
 			return walk(a.StructType, jen.Id(v), splitPath(l.Parts[i].GoPath), i*4, func(val *jen.Statement, _ types.Type) []jen.Code {
 				parts = append(parts[:i], val)
@@ -227,9 +209,9 @@ func lookupDecls(f *jen.File, s *model.Schema, a *model.Aggregate) {
 			ret = jen.Return(RT("SortKeys").Call(jen.Id("keys")))
 		}
 		body = append(body, ret)
-		f.Add(Doc("%s returns the values of lookup %s held by %s, each encoded with the key codec (without the block key)%s.", LookupKeys(a, l), LookupName(a, l), v,
+		f.Add(Doc("%s returns the values of lookup %s held by %s, zero values included, each encoded with the key codec (without the block key)%s.", LookupValues(a, l), LookupName(a, l), v,
 			map[bool]string{true: ", sorted and without duplicates", false: ""}[l.Multi()])).
-			Func().Id(LookupKeys(a, l)).Params(jen.Id(v).Op("*").Id(a.Name)).Index().Index().Byte().Block(body...)
+			Func().Id(LookupValues(a, l)).Params(jen.Id(v).Op("*").Id(a.Name)).Index().Index().Byte().Block(body...)
 		f.Line()
 
 		// Query type and range function.

@@ -64,7 +64,7 @@ func GeneratedNames(a *model.Aggregate) []string {
 		}
 	}
 	for _, l := range a.Lookups {
-		out = append(out, LookupKeys(a, l), LookupVar(a, l))
+		out = append(out, LookupValues(a, l), LookupVar(a, l))
 		if len(l.Parts) > 1 {
 			out = append(out, LookupQuery(a, l), LookupRange(a, l))
 		}
@@ -148,7 +148,7 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 		items = append(items,
 			jen.Id("Parts").Op(":").Lit(len(l.Parts)),
 			jen.Id("Fields").Op(":").Index().String().Values(fieldKeys...),
-			jen.Id("Keys").Op(":").Id(LookupKeys(a, l)),
+			jen.Id("Values").Op(":").Id(LookupValues(a, l)),
 		)
 		items = append(items, lookupPaths(l)...)
 		lookups = append(lookups, jen.Id(LookupVar(a, l)).Op("=").Op("&").Add(RT("Lookup")).Types(jen.Id(a.Name)).Values(items...))

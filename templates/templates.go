@@ -331,7 +331,7 @@ func EntryList(a *model.Aggregate) string {
 	for _, e := range a.Entries() {
 		switch {
 		case e.Partition:
-			parts = append(parts, strings.TrimSuffix(e.Key, "[]")+"[i]")
+			parts = append(parts, e.ElemNotation())
 		case e.Key == "":
 			parts = append(parts, "ε (the root entry)")
 		default:

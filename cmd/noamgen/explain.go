@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/noamgen/noamgen/explain"
+	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/templates"
 )
@@ -91,7 +92,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	report, err := explain.Build(schema, explain.Config{Stores: stores})
 	if err != nil {
-		var positioned parser.ErrorList
+		var positioned model.ErrorList
 		if errors.As(err, &positioned) {
 			fmt.Fprintln(stderr, err)
 		} else {

@@ -5,7 +5,7 @@
 // check per store: it creates sample blocks of every aggregate on the
 // store through the generated descriptor and calls
 // storetest.CheckSampleLayout with the layout computed here from the
-// parsed model (model.Aggregate.Entries). One test binary, the first
+// parsed model (model.Aggregate.WriteOut). One test binary, the first
 // package's test with the others linked in, runs every registered check
 // (building a test binary per package cost a link of every store's driver
 // each). Stores whose servers run in another module (MongoDB on FerretDB,
@@ -37,26 +37,6 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/templates"
 )
-
-// Want is the model's layout of a block of a whose partitions hold n
-// elements each: "" for the EAO root entry, one key per ETF field, the
-// element count ("rounds") and "rounds[0]".."rounds[n-1]" per partition,
-// and the version entry.
-func Want(a *model.Aggregate, n int) []string {
-	var out []string
-	for _, e := range a.Entries() {
-		if !e.Partition {
-			out = append(out, e.Key)
-			continue
-		}
-		key := strings.TrimSuffix(e.Key, "[]")
-		out = append(out, key)
-		for i := range n {
-			out = append(out, fmt.Sprintf("%s[%d]", key, i))
-		}
-	}
-	return out
-}
 
 // Store says how the generated layout test reaches one store.
 type Store struct {
@@ -160,7 +140,7 @@ func File(s *model.Schema, stores []Store) ([]byte, error) {
 			d := templates.DescVar(a)
 			fmt.Fprintf(&body, "\tt.Run(%q, func(t *testing.T) {\n\t\tstoretest.CheckSampleLayout(t, %s, %s, map[int][]string{", a.Name, d, fmt.Sprintf(st.Open, d))
 			for _, n := range []int{0, 2, 3} {
-				fmt.Fprintf(&body, "%d: %s, ", n, goStrings(Want(a, n)))
+				fmt.Fprintf(&body, "%d: %s, ", n, goStrings(a.WriteOut(n)))
 			}
 			body.WriteString("})\n\t})\n")
 		}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/noamgen/noamgen/parser"
 )
 
 func moduleRoot(t *testing.T) string {
@@ -17,32 +15,6 @@ func moduleRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(wd, "..", "..")
-}
-
-func TestWant(t *testing.T) {
-	root := moduleRoot(t)
-	for _, c := range []struct {
-		dir, agg string
-		n        int
-		want     []string
-	}{
-		{"example/game", "Game", 2, []string{"firstPlayer", "secondPlayer", "rounds", "rounds[0]", "rounds[1]", "version"}},
-		{"example/game", "Game", 0, []string{"firstPlayer", "secondPlayer", "rounds", "version"}},
-		{"golden/testdata/eao", "Player", 3, []string{""}},
-	} {
-		dir := filepath.Join(root, c.dir)
-		s, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := s.Aggregate(c.agg)
-		if a == nil {
-			t.Fatalf("%s has no aggregate %s", c.dir, c.agg)
-		}
-		if got := Want(a, c.n); !slices.Equal(got, c.want) {
-			t.Errorf("%s %s with %d elements: Want = %q, want %q", c.dir, c.agg, c.n, got, c.want)
-		}
-	}
 }
 
 // TestCheckFails shows that the check is not vacuous: a store whose layout

@@ -1,5 +1,14 @@
-// Package boltstore is the bbolt adapter of noamgen's runtime: the small
-// helpers that generated bbolt repositories call.
+// Package boltstore is the bbolt adapter of noamgen's runtime. Generated
+// bbolt repositories call Open, which returns the Store of one aggregate
+// class (runtime.Store, the contract every adapter implements, plus DB);
+// the rest of the package's API names what the mapping stores, for tests
+// and tools that read a database: BlockPrefix and Separator (the keys of a
+// block), IndexBucket and CountersBucket (the other buckets), Encode and
+// Decode (the values), FormatKey (an encoded key, for messages), and
+// Written (the bytes and keys committed, for benchmarks). Inside, a Store
+// runs each method as one transaction over a collection's bucket: a block
+// (one block's key range) for its entries, indexTable for its lookups,
+// counter for enumerable keys.
 //
 // Mapping (NoAM paper, section 7.1, Fig. 4 and 9): every entry of a block is
 // one key-value pair, and a block is the group of pairs that share its major
@@ -29,7 +38,7 @@
 // Index tables (lookups) are buckets of their own, named after the lookup
 // ("Hotel.cityStars"), and counters of enumerable keys live in the bucket
 // CountersBucket; both are written in the transaction of the block's write
-// (see Lookup, Reindex and Counter in lookup.go).
+// (lookup.go).
 package boltstore
 
 import (
@@ -54,17 +63,17 @@ func BlockPrefix(blockKey []byte) []byte {
 	return append(append(p, blockKey...), Separator)
 }
 
-// Collection is one aggregate class stored in a bbolt database: the bucket
+// collection is one aggregate class stored in a bbolt database: the bucket
 // Name, holding the blocks of aggregate type Aggregate whose block keys K
 // are encoded with Keys.
-type Collection[K any] struct {
+type collection[K any] struct {
 	DB        *bbolt.DB
 	Name      string
 	Aggregate string
 	Keys      runtime.KeyCodec[K]
 	// Counter is set for enumerable block keys (noam:"id,counter"): see
 	// UpdateAlloc and ListScope.
-	Counter *Counter[K]
+	Counter *counter[K]
 	// names interns the entry keys Scan reads (the field keys of the
 	// aggregate), so that reading a block does not allocate them.
 	names map[string]string
@@ -72,7 +81,7 @@ type Collection[K any] struct {
 
 // View runs fn on block id in one read transaction. A failure returned by
 // fn or by the store becomes a *runtime.Error of operation op on block id.
-func (c Collection[K]) View(ctx context.Context, op string, id K, fn func(*Block) error) error {
+func (c collection[K]) View(ctx context.Context, op string, id K, fn func(*block) error) error {
 	return c.viewTx(ctx, op, id, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		return fn(c.block(tx, b, op, id))
 	})
@@ -82,22 +91,22 @@ func (c Collection[K]) View(ctx context.Context, op string, id K, fn func(*Block
 // when fn returns nil and none of the block's writes failed: otherwise
 // nothing fn wrote is kept. A failure becomes a *runtime.Error of operation
 // op on block id.
-func (c Collection[K]) Update(ctx context.Context, op string, id K, fn func(*Block) error) error {
+func (c collection[K]) Update(ctx context.Context, op string, id K, fn func(*block) error) error {
 	_, err := c.update(ctx, op, id, false, fn)
 	return err
 }
 
-// UpdateAlloc is Update for Create and Put of a collection with a Counter:
+// UpdateAlloc is Update for Create and Put of a collection with a counter:
 // when the counted part of id is 0, it is allocated in the transaction from
 // the counter of id's scope (the next number whose block does not exist);
 // otherwise the counter is raised to it if it is larger, so that later
 // allocations and ListScope see it. It returns the block key fn wrote,
 // which the caller stores into the aggregate only on success.
-func (c Collection[K]) UpdateAlloc(ctx context.Context, op string, id K, fn func(*Block) error) (K, error) {
+func (c collection[K]) UpdateAlloc(ctx context.Context, op string, id K, fn func(*block) error) (K, error) {
 	return c.update(ctx, op, id, c.Counter != nil, fn)
 }
 
-func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, fn func(*Block) error) (K, error) {
+func (c collection[K]) update(ctx context.Context, op string, id K, alloc bool, fn func(*block) error) (K, error) {
 	if err := ctx.Err(); err != nil {
 		return id, runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
@@ -106,7 +115,7 @@ func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, 
 	if err := tooLarge(op, c.Aggregate, id, func() string { return "block key" }, BlockPrefix(c.Keys.Bytes(id)), nil); err != nil {
 		return id, err
 	}
-	var blk *Block
+	var blk *block
 	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
 		if err != nil {
@@ -134,12 +143,12 @@ func (c Collection[K]) update(ctx context.Context, op string, id K, alloc bool, 
 
 // view runs fn in one read transaction on the collection's bucket, which is
 // nil while the collection has never been written.
-func (c Collection[K]) view(ctx context.Context, op string, id any, fn func(*bbolt.Bucket) error) error {
+func (c collection[K]) view(ctx context.Context, op string, id any, fn func(*bbolt.Bucket) error) error {
 	return c.viewTx(ctx, op, id, func(tx *bbolt.Tx, b *bbolt.Bucket) error { return fn(b) })
 }
 
 // viewTx is view with the transaction, for reads of other buckets.
-func (c Collection[K]) viewTx(ctx context.Context, op string, id any, fn func(*bbolt.Tx, *bbolt.Bucket) error) error {
+func (c collection[K]) viewTx(ctx context.Context, op string, id any, fn func(*bbolt.Tx, *bbolt.Bucket) error) error {
 	if err := ctx.Err(); err != nil {
 		return runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
@@ -153,26 +162,26 @@ func (c Collection[K]) viewTx(ctx context.Context, op string, id any, fn func(*b
 }
 
 // fail makes err a *runtime.Error of op on block id, unless it is one.
-func (c Collection[K]) fail(op string, id any, err error) error {
+func (c collection[K]) fail(op string, id any, err error) error {
 	if re := (*runtime.Error)(nil); errors.As(err, &re) {
 		return err
 	}
 	return runtime.Fail(op, c.Aggregate, id, nil, err)
 }
 
-func (c Collection[K]) block(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) *Block {
+func (c collection[K]) block(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) *block {
 	key := c.Keys.Bytes(id)
-	return &Block{tx: tx, bucket: b, blockKey: key, prefix: BlockPrefix(key), op: op, agg: c.Aggregate, id: id, names: c.names}
+	return &block{tx: tx, bucket: b, blockKey: key, prefix: BlockPrefix(key), op: op, agg: c.Aggregate, id: id, names: c.names}
 }
 
-// Block is one block's key range inside a transaction, for one operation
+// block is one block's key range inside a transaction, for one operation
 // of a repository.
 //
-// Its write methods (Put, PutRoot, PutMarker, PutElems, Append, SetAt,
-// BumpVersion, Clear, and Reindex of its lookup entries) record the first
+// Its write methods (Put, PutRoot, PutMarker, Append, SetAt, BumpVersion,
+// Clear, and reindexTable of its lookup entries) record the first
 // error, like bufio.Writer, and do nothing after it; Err returns it, and
-// Collection.Update does not commit a transaction whose block has one.
-type Block struct {
+// collection.Update does not commit a transaction whose block has one.
+type block struct {
 	tx       *bbolt.Tx
 	bucket   *bbolt.Bucket // nil in a read transaction before the collection exists
 	blockKey []byte        // the encoded block key
@@ -189,22 +198,22 @@ type Block struct {
 
 // Fail returns the *runtime.Error of the block's operation, of kind kind
 // (runtime.ErrNotFound, runtime.ErrDuplicate, ...).
-func (b *Block) Fail(kind error) error {
+func (b *block) Fail(kind error) error {
 	return runtime.Fail(b.op, b.agg, b.id, kind, nil)
 }
 
-func (b *Block) failAt(detail string, kind error) error {
+func (b *block) failAt(detail string, kind error) error {
 	return runtime.FailAt(b.op, b.agg, b.id, detail, kind, nil)
 }
 
 // Err returns the first error of the block's writes.
-func (b *Block) Err() error { return b.err }
+func (b *block) Err() error { return b.err }
 
 // Changed reports whether the transaction has written to the block.
-func (b *Block) Changed() bool { return b.keys > 0 || b.deletes > 0 }
+func (b *block) Changed() bool { return b.keys > 0 || b.deletes > 0 }
 
 // Exists reports whether the block exists, that is, has its marker.
-func (b *Block) Exists() bool {
+func (b *block) Exists() bool {
 	if b.bucket == nil {
 		return false
 	}
@@ -214,7 +223,7 @@ func (b *Block) Exists() bool {
 
 // key returns a new key: the block prefix, the entry key's first step and
 // the element index, if any (i >= 0).
-func (b *Block) key(entry string, i int) []byte {
+func (b *block) key(entry string, i int) []byte {
 	k := make([]byte, 0, len(b.prefix)+len(entry)+12)
 	k = append(k, b.prefix...)
 	k = runtime.AppendString(k, entry)
@@ -228,7 +237,7 @@ func (b *Block) key(entry string, i int) []byte {
 // would refuse the pair k, v (bbolt.MaxKeySize, bbolt.MaxValueSize), so
 // that the transaction changes nothing; what names the key in the error
 // ("entry name", "lookup Hotel.name"). It reports whether the pair fits.
-func (b *Block) fits(what func() string, k, v []byte) bool {
+func (b *block) fits(what func() string, k, v []byte) bool {
 	if b.err == nil {
 		b.err = tooLarge(b.op, b.agg, b.id, what, k, v)
 	}
@@ -254,7 +263,7 @@ func tooLarge(op, agg string, id any, what func() string, k, v []byte) error {
 
 // put stores one key-value pair. bbolt keeps both slices until the
 // transaction ends, so neither may be reused.
-func (b *Block) put(k, v []byte) {
+func (b *block) put(k, v []byte) {
 	if b.err != nil || !b.fits(func() string { return entryName(b.prefix, k) }, k, v) {
 		return
 	}
@@ -264,7 +273,7 @@ func (b *Block) put(k, v []byte) {
 	}
 }
 
-func (b *Block) putValue(k []byte, v any) {
+func (b *block) putValue(k []byte, v any) {
 	if b.err != nil {
 		return
 	}
@@ -278,27 +287,18 @@ func (b *Block) putValue(k []byte, v any) {
 
 // PutMarker writes the block marker of an ETF block: its key is the block
 // prefix and its value is empty.
-func (b *Block) PutMarker() { b.put(bytes.Clone(b.prefix), []byte{}) }
+func (b *block) PutMarker() { b.put(bytes.Clone(b.prefix), []byte{}) }
 
 // PutRoot writes the root entry of an EAO block, which is also its marker.
-func (b *Block) PutRoot(v any) { b.putValue(bytes.Clone(b.prefix), v) }
+func (b *block) PutRoot(v any) { b.putValue(bytes.Clone(b.prefix), v) }
 
 // Put writes the entry named entry (a top-level field key) with value v.
-func (b *Block) Put(entry string, v any) { b.putValue(b.key(entry, -1), v) }
-
-// PutElems writes the elements of the partitioned field and its element
-// count, into a block that has none.
-func PutElems[E any](b *Block, field string, elems []E) {
-	for i := range elems {
-		b.putValue(b.key(field, i), elems[i])
-	}
-	b.put(b.key(field, -1), encodeInt(int64(len(elems))))
-}
+func (b *block) Put(entry string, v any) { b.putValue(b.key(entry, -1), v) }
 
 // Append writes v as the next element of the partitioned field and bumps
 // the element count: two keys, whatever the number of elements. It
 // returns the new element's index.
-func (b *Block) Append(field string, v any) int {
+func (b *block) Append(field string, v any) int {
 	n := b.count(field)
 	b.putValue(b.key(field, n), v)
 	b.put(b.key(field, -1), encodeInt(int64(n+1)))
@@ -307,15 +307,15 @@ func (b *Block) Append(field string, v any) int {
 
 // SetAt replaces element i of the partitioned field, which must exist:
 // otherwise it records a runtime.ErrNotFound naming the element.
-func (b *Block) SetAt(field string, i int, v any) {
+func (b *block) SetAt(field string, i int, v any) {
 	if n := b.count(field); b.err == nil && (i < 0 || i >= n) {
-		b.err = b.failAt(fmt.Sprintf("%s[%d]", field, i), runtime.ErrNotFound)
+		b.err = b.failAt(runtime.ElemKey(field, i), runtime.ErrNotFound)
 	}
 	b.putValue(b.key(field, i), v)
 }
 
 // count reads the element count of a partitioned field.
-func (b *Block) count(field string) int {
+func (b *block) count(field string) int {
 	n := b.readInt(b.key(field, -1))
 	if b.err == nil && (n < 0 || n > int64(^uint(0)>>1)) {
 		b.err = fmt.Errorf("%s has a bad element count %d", field, n)
@@ -324,7 +324,7 @@ func (b *Block) count(field string) int {
 }
 
 // readInt reads an integer value, 0 if the key is missing.
-func (b *Block) readInt(k []byte) int64 {
+func (b *block) readInt(k []byte) int64 {
 	if b.err != nil || b.bucket == nil {
 		return 0
 	}
@@ -340,7 +340,7 @@ func (b *Block) readInt(k []byte) int64 {
 }
 
 // version reads the version entry named key; it is 0 if there is none.
-func (b *Block) version(key string) (int64, error) {
+func (b *block) version(key string) (int64, error) {
 	n := b.readInt(b.key(key, -1))
 	return n, b.err
 }
@@ -348,7 +348,7 @@ func (b *Block) version(key string) (int64, error) {
 // CheckVersion checks that the stored version entry named key is want,
 // where a block that does not exist has version 0: otherwise it returns a
 // runtime.ErrConflict.
-func (b *Block) CheckVersion(key string, want int64) error {
+func (b *block) CheckVersion(key string, want int64) error {
 	if !b.Exists() {
 		if want == 0 {
 			return nil
@@ -368,14 +368,14 @@ func (b *Block) CheckVersion(key string, want int64) error {
 }
 
 // BumpVersion adds one to the version entry named key.
-func (b *Block) BumpVersion(key string) {
+func (b *block) BumpVersion(key string) {
 	k := b.key(key, -1)
 	n := b.readInt(k)
 	b.put(k, encodeInt(n+1))
 }
 
 // Clear deletes every entry of the block, marker included.
-func (b *Block) Clear() {
+func (b *block) Clear() {
 	if b.err != nil {
 		return
 	}
@@ -393,8 +393,8 @@ func (b *Block) Clear() {
 	}
 }
 
-// Entry is one key-value pair of a block, as Block.Scan reads it.
-type Entry struct {
+// blockEntry is one key-value pair of a block, as block.Scan reads it.
+type blockEntry struct {
 	// Key is the first step of the entry key: a top-level field key, or ""
 	// for the block marker (the root entry of an EAO block).
 	Key string
@@ -406,10 +406,10 @@ type Entry struct {
 	Value []byte
 }
 
-func (e Entry) String() string {
+func (e blockEntry) String() string {
 	switch {
 	case e.Elem:
-		return fmt.Sprintf("%s[%d]", e.Key, e.Index)
+		return runtime.ElemKey(e.Key, e.Index)
 	case e.Key == "":
 		return "ε"
 	}
@@ -417,7 +417,7 @@ func (e Entry) String() string {
 }
 
 // Decode decodes the value of a field or root entry into v, a pointer.
-func (e Entry) Decode(v any) error {
+func (e blockEntry) Decode(v any) error {
 	if e.Elem {
 		return fmt.Errorf("entry %s: an element where a value was expected", e)
 	}
@@ -427,36 +427,9 @@ func (e Entry) Decode(v any) error {
 	return nil
 }
 
-// DecodeElems reads the entries of a partitioned field into *s, in key
-// order: the element count (which allocates *s, so that a field without
-// elements reads back empty, not nil) and then each element, which must
-// come in index order without gaps.
-func DecodeElems[E any](e Entry, s *[]E) error {
-	if !e.Elem {
-		n, err := decodeInt(e.Value)
-		if err != nil {
-			return fmt.Errorf("entry %s: %w", e, err)
-		}
-		if n < 0 {
-			return fmt.Errorf("entry %s: negative element count %d", e, n)
-		}
-		*s = make([]E, 0, min(n, 1024))
-		return nil
-	}
-	if e.Index != len(*s) {
-		return fmt.Errorf("entry %s: want element %d: the block is corrupt", e, len(*s))
-	}
-	var elem E
-	if err := Decode(e.Value, &elem); err != nil {
-		return fmt.Errorf("entry %s: %w", e, err)
-	}
-	*s = append(*s, elem)
-	return nil
-}
-
 // Scan calls fn with every entry of the block in key order, the marker
 // first. It fails with runtime.ErrNotFound if the block does not exist.
-func (b *Block) Scan(fn func(Entry) error) error {
+func (b *block) Scan(fn func(blockEntry) error) error {
 	if b.bucket == nil {
 		return b.Fail(runtime.ErrNotFound)
 	}
@@ -470,7 +443,7 @@ func (b *Block) Scan(fn func(Entry) error) error {
 	var step []byte
 	var key string
 	for ; k != nil && bytes.HasPrefix(k, b.prefix); k, v = c.Next() {
-		e := Entry{Value: v}
+		e := blockEntry{Value: v}
 		if minor := k[len(b.prefix):]; len(minor) > 0 {
 			if step == nil || !bytes.HasPrefix(minor, step) {
 				name, n, ok := b.name(minor)
@@ -503,7 +476,7 @@ func (b *Block) Scan(fn func(Entry) error) error {
 
 // name reads the first step of a minor key when it is one of the interned
 // entry keys: the key and the length of its encoding.
-func (b *Block) name(minor []byte) (string, int, bool) {
+func (b *block) name(minor []byte) (string, int, bool) {
 	if len(b.names) == 0 || len(minor) < 2 || minor[0] != 0x02 {
 		return "", 0, false
 	}
@@ -522,7 +495,7 @@ func (b *Block) name(minor []byte) (string, int, bool) {
 // that do not exist are skipped, and so is every entry of a block that
 // does not exist. Writes use it to read the old values of the fields their
 // lookups index, without reading the rest of the block.
-func (b *Block) ScanFields(fn func(Entry) error, fields ...string) error {
+func (b *block) ScanFields(fn func(blockEntry) error, fields ...string) error {
 	if b.bucket == nil {
 		return nil
 	}
@@ -535,7 +508,7 @@ func (b *Block) ScanFields(fn func(Entry) error, fields ...string) error {
 		seen[f] = true
 		if f == "" {
 			if v := b.bucket.Get(b.prefix); v != nil {
-				if err := fn(Entry{Value: v}); err != nil {
+				if err := fn(blockEntry{Value: v}); err != nil {
 					return err
 				}
 			}
@@ -544,7 +517,7 @@ func (b *Block) ScanFields(fn func(Entry) error, fields ...string) error {
 		start := b.key(f, -1)
 		end := runtime.TupleEnd(start)
 		for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
-			e := Entry{Key: f, Value: v}
+			e := blockEntry{Key: f, Value: v}
 			if rest := k[len(start):]; len(rest) > 0 {
 				r := runtime.NewKeyReader(rest)
 				i, err := r.Int()
@@ -573,87 +546,15 @@ func entryName(prefix, k []byte) string {
 		return fmt.Sprintf("entry %x", minor)
 	}
 	if i, err := r.Int(); err == nil {
-		return fmt.Sprintf("entry %s[%d]", name, i)
+		return "entry " + runtime.ElemKey(name, int(i))
 	}
 	return "entry " + name
-}
-
-// Elements reads one page of the elements of the partitioned field of
-// block id in index order, seeking to the first one: the other elements and
-// entries are not read. Cursors are bound to the block with
-// runtime.ElemQuery.
-func Elements[E, K any](ctx context.Context, c Collection[K], op string, id K, field string, req runtime.PageRequest) (runtime.Page[E], error) {
-	query := runtime.ElemQuery(c.Aggregate, field, c.Keys.Bytes(id))
-	start := 0
-	if req.Cursor != "" {
-		var err error
-		if start, err = runtime.IndexAfter(query, req.Cursor); err != nil {
-			return runtime.Page[E]{}, runtime.Fail(op, c.Aggregate, id, nil, err)
-		}
-	}
-	n := req.Size()
-	var page runtime.Page[E]
-	err := c.View(ctx, op, id, func(b *Block) error {
-		if !b.Exists() {
-			return b.Fail(runtime.ErrNotFound)
-		}
-		fieldKey := b.key(field, -1)
-		cur := b.bucket.Cursor()
-		for k, v := cur.Seek(b.key(field, start)); k != nil && bytes.HasPrefix(k, fieldKey); k, v = cur.Next() {
-			if len(page.Items) == n {
-				page.Next = runtime.IndexCursor(query, start+n)
-				break
-			}
-			r := runtime.NewKeyReader(k[len(fieldKey):])
-			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+len(page.Items)) {
-				return fmt.Errorf("element key %x: want %s[%d]: the block is corrupt", k, field, start+len(page.Items))
-			}
-			var elem E
-			if err := Decode(v, &elem); err != nil {
-				return fmt.Errorf("element %s[%d]: %w", field, start+len(page.Items), err)
-			}
-			page.Items = append(page.Items, elem)
-		}
-		return nil
-	})
-	if err != nil {
-		return runtime.Page[E]{}, err
-	}
-	return page, nil
-}
-
-// List reads one page of blocks in block-key order with read, in one read
-// transaction, starting after the block in req.Cursor (made by List for
-// the same query). The page depends only on the cursor's block key, so
-// blocks added or removed before it do not shift the page.
-func List[K, T any](ctx context.Context, c Collection[K], query string, req runtime.PageRequest, read func(*Block, K) (T, error)) (runtime.Page[T], error) {
-	var from []byte
-	if req.Cursor != "" {
-		after, err := c.Keys.After(query, req.Cursor)
-		if err != nil {
-			return runtime.Page[T]{}, runtime.Fail("List", c.Aggregate, nil, nil, err)
-		}
-		from = runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(after)))
-	}
-	var page runtime.Page[T]
-	err := c.view(ctx, "List", nil, func(b *bbolt.Bucket) error {
-		items, last, more, err := readBlocks(c, b, "List", from, req.Size(), read)
-		page.Items = items
-		if more {
-			page.Next = c.Keys.Cursor(query, last)
-		}
-		return err
-	})
-	if err != nil {
-		return runtime.Page[T]{}, err
-	}
-	return page, nil
 }
 
 // readBlocks reads up to n blocks of bucket b from key from on (nil: the
 // first), returning them, the block key of the last one, and whether more
 // blocks follow.
-func readBlocks[K, T any](c Collection[K], b *bbolt.Bucket, op string, from []byte, n int, read func(*Block, K) (T, error)) (items []T, last K, more bool, err error) {
+func readBlocks[K, T any](c collection[K], b *bbolt.Bucket, op string, from []byte, n int, read func(*block, K) (T, error)) (items []T, last K, more bool, err error) {
 	if b == nil {
 		return nil, last, false, nil
 	}
@@ -687,19 +588,4 @@ func readBlocks[K, T any](c Collection[K], b *bbolt.Bucket, op string, from []by
 		last = id
 	}
 	return items, last, false, nil
-}
-
-// Get reads block id with read in one read transaction.
-func Get[K, T any](ctx context.Context, c Collection[K], id K, read func(*Block, K) (T, error)) (T, error) {
-	var out T
-	err := c.View(ctx, "Get", id, func(b *Block) error {
-		var err error
-		out, err = read(b, id)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return out, nil
 }

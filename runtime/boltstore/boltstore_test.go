@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -15,14 +16,14 @@ import (
 
 var ctx = context.Background()
 
-func testCollection(t *testing.T) Collection[string] {
+func testCollection(t *testing.T) collection[string] {
 	t.Helper()
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return Collection[string]{DB: db, Name: "Thing", Aggregate: "Thing", Keys: runtime.KeyCodec[string]{
+	return collection[string]{DB: db, Name: "Thing", Aggregate: "Thing", Keys: runtime.KeyCodec[string]{
 		Append: runtime.AppendString,
 		Read:   (*runtime.KeyReader).String,
 	}}
@@ -36,14 +37,22 @@ type thing struct {
 	version int64
 }
 
-func readThing(b *Block, _ string) (*thing, error) {
+func readThing(b *block, _ string) (*thing, error) {
 	var th thing
-	err := b.Scan(func(e Entry) error {
+	err := b.Scan(func(e blockEntry) error {
 		switch e.Key {
 		case "name":
 			return e.Decode(&th.name)
 		case "tags":
-			return DecodeElems(e, &th.tags)
+			if !e.Elem {
+				return nil // the element count
+			}
+			var tag string
+			if err := Decode(e.Value, &tag); err != nil {
+				return err
+			}
+			th.tags = append(th.tags, tag)
+			return nil
 		case "version":
 			return e.Decode(&th.version)
 		}
@@ -55,18 +64,43 @@ func readThing(b *Block, _ string) (*thing, error) {
 	return &th, nil
 }
 
-func writeThing(t *testing.T, c Collection[string], id string, th thing) {
+func writeThing(t *testing.T, c collection[string], id string, th thing) {
 	t.Helper()
-	err := c.Update(ctx, "Create", id, func(b *Block) error {
+	err := c.Update(ctx, "Create", id, func(b *block) error {
 		b.PutMarker()
 		b.Put("name", th.name)
-		PutElems(b, "tags", th.tags)
+		for _, tag := range th.tags {
+			b.Append("tags", tag)
+		}
 		b.Put("version", th.version)
 		return b.Err()
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// getThing reads block id in one read transaction.
+func getThing(ctx context.Context, c collection[string], id string) (*thing, error) {
+	var th *thing
+	err := c.View(ctx, "Get", id, func(b *block) error {
+		var err error
+		th, err = readThing(b, id)
+		return err
+	})
+	return th, err
+}
+
+// listThings reads every block in one read transaction, as Store's List
+// does.
+func listThings(ctx context.Context, c collection[string]) ([]*thing, error) {
+	var out []*thing
+	err := c.view(ctx, "List", nil, func(b *bbolt.Bucket) error {
+		var err error
+		out, _, _, err = readBlocks(c, b, "List", nil, 100, readThing)
+		return err
+	})
+	return out, err
 }
 
 func TestEncodeDecode(t *testing.T) {
@@ -111,15 +145,15 @@ func TestReadBack(t *testing.T) {
 	c := testCollection(t)
 	writeThing(t, c, "a", thing{name: "A", tags: []string{"x", "y", "z"}, version: 3})
 	writeThing(t, c, "b", thing{name: "B"})
-	got, err := Get(ctx, c, "a", readThing)
+	got, err := getThing(ctx, c, "a")
 	if err != nil || got.name != "A" || !slices.Equal(got.tags, []string{"x", "y", "z"}) || got.version != 3 {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
-	got, err = Get(ctx, c, "b", readThing)
-	if err != nil || got.tags == nil || len(got.tags) != 0 {
-		t.Fatalf("a block with no elements reads %#v, want an empty slice: %v", got, err)
+	got, err = getThing(ctx, c, "b")
+	if err != nil || got.name != "B" || len(got.tags) != 0 {
+		t.Fatalf("a block with no elements reads %#v: %v", got, err)
 	}
-	if _, err := Get(ctx, c, "nope", readThing); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := getThing(ctx, c, "nope"); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("Get of a missing block: %v", err)
 	}
 }
@@ -129,7 +163,7 @@ func TestReadBack(t *testing.T) {
 func TestVersion(t *testing.T) {
 	c := testCollection(t)
 	check := func(id string, want int64) error {
-		return c.View(ctx, "Put", id, func(b *Block) error { return b.CheckVersion("version", want) })
+		return c.View(ctx, "Put", id, func(b *block) error { return b.CheckVersion("version", want) })
 	}
 	if err := check("a", 0); err != nil {
 		t.Fatalf("version 0 of a missing block: %v", err)
@@ -144,7 +178,7 @@ func TestVersion(t *testing.T) {
 	if err := check("a", 1); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Update(ctx, "Set", "a", func(b *Block) error {
+	err := c.Update(ctx, "Set", "a", func(b *block) error {
 		b.BumpVersion("version")
 		return b.Err()
 	})
@@ -163,7 +197,7 @@ func TestFailedUpdateWritesNothing(t *testing.T) {
 	c := testCollection(t)
 	writeThing(t, c, "a", thing{name: "A", tags: []string{"x"}})
 	before := Written()
-	err := c.Update(ctx, "Set", "a", func(b *Block) error {
+	err := c.Update(ctx, "Set", "a", func(b *block) error {
 		b.Put("name", "changed")
 		b.Put("bad", make(chan int)) // BSON cannot encode a channel
 		b.Put("name", "changed again")
@@ -176,7 +210,7 @@ func TestFailedUpdateWritesNothing(t *testing.T) {
 	if !errors.As(err, &re) || re.Op != "Set" || re.ID != "a" {
 		t.Fatalf("error %v does not name the operation and block", err)
 	}
-	err = c.Update(ctx, "SetAt", "a", func(b *Block) error {
+	err = c.Update(ctx, "SetAt", "a", func(b *block) error {
 		b.SetAt("tags", 1, "y")
 		return b.Err()
 	})
@@ -186,40 +220,44 @@ func TestFailedUpdateWritesNothing(t *testing.T) {
 	if w := Written().Sub(before); w != (WriteStats{}) {
 		t.Fatalf("failed updates counted %+v", w)
 	}
-	got, err := Get(ctx, c, "a", readThing)
+	got, err := getThing(ctx, c, "a")
 	if err != nil || got.name != "A" || len(got.tags) != 1 {
 		t.Fatalf("after failed updates: %+v, %v", got, err)
 	}
 }
 
 // TestCorruptBlocks checks that keys and values the mapping does not make
-// fail reads with an error instead of a panic or a wrong aggregate.
+// fail the Store's reads with an error instead of a panic or a wrong
+// aggregate.
 func TestCorruptBlocks(t *testing.T) {
-	c := testCollection(t)
-	writeThing(t, c, "a", thing{tags: []string{"x", "y", "z"}})
+	db, repo := openRagg(t)
+	if err := repo.Create(ctx, &ragg{ID: "a", Items: items(3)}); err != nil {
+		t.Fatal(err)
+	}
 	prefix := BlockPrefix(runtime.AppendString(nil, "a"))
 	corrupt := func(fn func(b *bbolt.Bucket) error) {
 		t.Helper()
-		if err := c.DB.Update(func(tx *bbolt.Tx) error { return fn(tx.Bucket([]byte("Thing"))) }); err != nil {
+		if err := db.Update(func(tx *bbolt.Tx) error { return fn(tx.Bucket([]byte("Ragg"))) }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A gap in the elements.
 	corrupt(func(b *bbolt.Bucket) error {
-		return b.Delete(runtime.AppendInt(runtime.AppendString(append([]byte(nil), prefix...), "tags"), 1))
+		return b.Delete(runtime.AppendInt(runtime.AppendString(bytes.Clone(prefix), "items"), 1))
 	})
-	if _, err := Get(ctx, c, "a", readThing); err == nil || !strings.Contains(err.Error(), "corrupt") {
+	if _, err := repo.Get(ctx, "a"); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("Get of a block with an element missing: %v", err)
 	}
-	if _, err := Elements[string](ctx, c, "ListTags", "a", "tags", runtime.PageRequest{}); err == nil {
-		t.Fatal("Elements of a block with an element missing did not fail")
+	f := repo.D.Field("items")
+	if _, err := runtime.ListElems[ritem](ctx, repo, "ListItems", "a", f, runtime.PageRequest{}); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("ListItems of a block with an element missing: %v", err)
 	}
 	// An entry key that is not a field or element key.
-	corrupt(func(b *bbolt.Bucket) error { return b.Put(append(append([]byte(nil), prefix...), 0x7f), []byte{}) })
-	if _, err := Get(ctx, c, "a", readThing); err == nil {
+	corrupt(func(b *bbolt.Bucket) error { return b.Put(append(bytes.Clone(prefix), 0x7f), []byte{}) })
+	if _, err := repo.Get(ctx, "a"); err == nil {
 		t.Fatal("Get of a block with a bad entry key did not fail")
 	}
-	if _, err := List(ctx, c, "Thing.List", runtime.PageRequest{}, readThing); err == nil || !strings.Contains(err.Error(), "Thing a: List") {
+	if _, err := repo.List(ctx, runtime.PageRequest{}); err == nil || !strings.Contains(err.Error(), "Ragg a: List") {
 		t.Fatalf("List over a corrupt block: %v", err)
 	}
 	// A block without its marker, found by List.
@@ -229,7 +267,7 @@ func TestCorruptBlocks(t *testing.T) {
 		}
 		return b.Put(runtime.AppendString(BlockPrefix(runtime.AppendString(nil, "b")), "name"), encodeInt(1))
 	})
-	if _, err := List(ctx, c, "Thing.List", runtime.PageRequest{}, readThing); err == nil || !strings.Contains(err.Error(), "no block marker") {
+	if _, err := repo.List(ctx, runtime.PageRequest{}); err == nil || !strings.Contains(err.Error(), "no block marker") {
 		t.Fatalf("List over a block without marker: %v", err)
 	}
 }
@@ -238,14 +276,14 @@ func TestCancelledContext(t *testing.T) {
 	c := testCollection(t)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	err := c.Update(cancelled, "Create", "a", func(b *Block) error {
+	err := c.Update(cancelled, "Create", "a", func(b *block) error {
 		t.Fatal("the transaction ran")
 		return nil
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Update with a cancelled context: %v", err)
 	}
-	if _, err := List(cancelled, c, "Thing.List", runtime.PageRequest{}, readThing); !errors.Is(err, context.Canceled) {
+	if _, err := listThings(cancelled, c); !errors.Is(err, context.Canceled) {
 		t.Fatalf("List with a cancelled context: %v", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// Lookup is one index table of aggregate type A: the bucket Name (the
+// indexTable is one index table of aggregate type A: the bucket Name (the
 // lookup's qualified name, "Hotel.cityStars"), which maps each value of the
 // lookup to the block keys holding it. Values are tuples encoded with the
 // key codec (Keys returns them, without the block key), so that the bucket
@@ -23,7 +23,7 @@ import (
 //
 // A unique lookup's value is held by one block at most: a write that would
 // give it to a second one finds the first one's key with a single Get.
-type Lookup[A any] struct {
+type indexTable[A any] struct {
 	Name   string
 	Unique bool
 	// Parts is the number of components of a value (the lookup's parts),
@@ -39,25 +39,25 @@ type Lookup[A any] struct {
 // scalar block key), value the last number allocated or used.
 const CountersBucket = "noam.counters"
 
-// Counter describes a collection's enumerable block keys
+// counter describes a collection's enumerable block keys
 // (noam:"id,counter"): the counted part of a key is a number allocated 1,
 // 2, 3, ... per scope, the key parts before it (none for a scalar key).
-type Counter[K any] struct {
+type counter[K any] struct {
 	// Split returns the encoded scope of id and its counted part.
 	Split func(id K) (scope []byte, n int64)
 	// With returns id with its counted part set to n.
 	With func(id K, n int64) K
 }
 
-// Reindex moves the entries of lookup l of block b from the values held by
+// reindexTable moves the entries of lookup l of block b from the values held by
 // old to those held by new, where nil stands for no aggregate (a block
 // being created or deleted): entries of values only old holds are deleted,
 // entries of values only new holds are written, the others are left alone
 // (a write that does not change the values writes no entry). With old nil,
-// new may be a partial aggregate: Reindex then only adds its values (an
+// new may be a partial aggregate: reindexTable then only adds its values (an
 // appended element's). A unique value held by another block records a
 // runtime.ErrDuplicate, so that the transaction changes nothing.
-func Reindex[A any](b *Block, l Lookup[A], old, new *A) {
+func reindexTable[A any](b *block, l indexTable[A], old, new *A) {
 	if b.err != nil {
 		return
 	}
@@ -95,7 +95,7 @@ func compareAt(a [][]byte, i int, b [][]byte, j int) int {
 
 // lookupBucket returns the index bucket name of a write transaction,
 // creating it if needed.
-func (b *Block) lookupBucket(name string) *bbolt.Bucket {
+func (b *block) lookupBucket(name string) *bbolt.Bucket {
 	if bk := b.lookups[name]; bk != nil {
 		return bk
 	}
@@ -115,7 +115,7 @@ func (b *Block) lookupBucket(name string) *bbolt.Bucket {
 // value or block key with a string that is not valid UTF-8 records a
 // runtime.ErrInvalidValue instead (every store refuses those, see
 // runtime.CheckKey), so that the transaction changes nothing.
-func (b *Block) index(name string, unique bool, value []byte) {
+func (b *block) index(name string, unique bool, value []byte) {
 	if err := runtime.CheckKey(b.op, b.agg, b.id, "lookup "+name, value); err != nil {
 		b.err = err
 		return
@@ -154,7 +154,7 @@ func (b *Block) index(name string, unique bool, value []byte) {
 // unindex deletes the entry of value for this block, if there is one. A
 // unique value held by another block (which only a write bypassing the
 // repository can cause) is left to its holder.
-func (b *Block) unindex(name string, unique bool, value []byte) {
+func (b *block) unindex(name string, unique bool, value []byte) {
 	bk := b.lookupBucket(name)
 	if b.err != nil {
 		return
@@ -175,7 +175,7 @@ func (b *Block) unindex(name string, unique bool, value []byte) {
 	}
 }
 
-func (b *Block) putIn(bk *bbolt.Bucket, k, v []byte) {
+func (b *block) putIn(bk *bbolt.Bucket, k, v []byte) {
 	if b.err = bk.Put(k, v); b.err == nil {
 		b.keys++
 		b.bytes += int64(len(k) + len(v))
@@ -203,7 +203,7 @@ func skipComponents(r *runtime.KeyReader, n int) error {
 }
 
 // entry splits an index entry of lookup l into the value and the block key.
-func entry[A any](l Lookup[A], k, v []byte) (value, blockKey []byte, err error) {
+func entry[A any](l indexTable[A], k, v []byte) (value, blockKey []byte, err error) {
 	if l.Unique {
 		return k, v, nil
 	}
@@ -229,7 +229,7 @@ func holds(keys [][]byte, value []byte) bool {
 // transaction. It returns false, and no error, for a stale entry: one whose
 // block does not exist or does not hold the value (which only a write
 // bypassing the repository can leave behind; Repair removes them).
-func resolve[K, A any](c Collection[K], tx *bbolt.Tx, b *bbolt.Bucket, op string, l Lookup[A], value, blockKey []byte, read func(*Block, K) (*A, error)) (*A, bool, error) {
+func resolve[K, A any](c collection[K], tx *bbolt.Tx, b *bbolt.Bucket, op string, l indexTable[A], value, blockKey []byte, read func(*block, K) (*A, error)) (*A, bool, error) {
 	r := runtime.NewKeyReader(blockKey)
 	id, err := c.Keys.Read(r)
 	if err != nil || !r.Done() {
@@ -249,23 +249,24 @@ func resolve[K, A any](c Collection[K], tx *bbolt.Tx, b *bbolt.Bucket, op string
 	return a, true, nil
 }
 
-// GetBy reads the aggregate holding value in the unique lookup l, in one
-// read transaction. It fails with runtime.ErrNotFound if none does.
-func GetBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[A], value []byte, read func(*Block, K) (*A, error)) (*A, error) {
-	var out *A
-	err := c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+// GetBy reads the aggregate holding value of unique lookup rl, in one read
+// transaction. It fails with runtime.ErrNotFound if none does.
+func (s *Store[T, K]) GetBy(ctx context.Context, op string, rl *runtime.Lookup[T], value []byte) (*T, error) {
+	l := s.boltLookup(rl)
+	var out *T
+	err := s.c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		var owner []byte
 		if ib := tx.Bucket([]byte(l.Name)); ib != nil && b != nil {
 			owner = ib.Get(value)
 		}
 		if owner != nil {
-			a, ok, err := resolve(c, tx, b, op, l, value, owner, read)
+			a, ok, err := resolve(s.c, tx, b, op, l, value, owner, s.read)
 			if err != nil || ok {
 				out = a
 				return err
 			}
 		}
-		return runtime.FailAt(op, c.Aggregate, nil, l.Name+" "+FormatKey(value), runtime.ErrNotFound, nil)
+		return runtime.FailAt(op, s.c.Aggregate, nil, l.Name+" "+FormatKey(value), runtime.ErrNotFound, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -275,9 +276,9 @@ func GetBy[K, A any](ctx context.Context, c Collection[K], op string, l Lookup[A
 
 // GetMany reads the blocks with the given keys in one read transaction.
 // Keys with no block are absent from the map; repeated keys are read once.
-func GetMany[K comparable, T any](ctx context.Context, c Collection[K], ids []K, read func(*Block, K) (T, error)) (map[K]T, error) {
-	out := make(map[K]T, len(ids))
-	err := c.viewTx(ctx, "GetMany", nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+	out := make(map[K]*T, len(ids))
+	err := s.c.viewTx(ctx, "GetMany", nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		if b == nil {
 			return nil
 		}
@@ -285,13 +286,13 @@ func GetMany[K comparable, T any](ctx context.Context, c Collection[K], ids []K,
 			if _, done := out[id]; done {
 				continue
 			}
-			blk := c.block(tx, b, "GetMany", id)
+			blk := s.c.block(tx, b, "GetMany", id)
 			if !blk.Exists() {
 				continue
 			}
-			item, err := read(blk, id)
+			item, err := s.read(blk, id)
 			if err != nil {
-				return c.fail("GetMany", id, err)
+				return s.c.fail("GetMany", id, err)
 			}
 			out[id] = item
 		}
@@ -304,7 +305,7 @@ func GetMany[K comparable, T any](ctx context.Context, c Collection[K], ids []K,
 }
 
 // counterKey is the key of the counter of scope in CountersBucket.
-func (c Collection[K]) counterKey(scope []byte) []byte {
+func (c collection[K]) counterKey(scope []byte) []byte {
 	return append(runtime.AppendString(nil, c.Name), scope...)
 }
 
@@ -312,7 +313,7 @@ func (c Collection[K]) counterKey(scope []byte) []byte {
 // is the next number after the scope's counter whose block does not exist,
 // a non-zero one raises the counter. Either way the counter ends at the
 // largest number allocated or used, and numbers are never handed out twice.
-func (c Collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) (K, error) {
+func (c collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) (K, error) {
 	cb, err := tx.CreateBucketIfNotExists([]byte(CountersBucket))
 	if err != nil {
 		return id, err
@@ -368,7 +369,7 @@ func readCounter(cb *bbolt.Bucket, key []byte) (int64, error) {
 // a collection with a Counter, the counters bucket, in one write
 // transaction. Writes create them too when needed, and reads of a bucket
 // that does not exist find nothing, so calling it is optional.
-func (c Collection[K]) Ensure(ctx context.Context, lookups ...string) error {
+func (c collection[K]) Ensure(ctx context.Context, lookups ...string) error {
 	if err := ctx.Err(); err != nil {
 		return runtime.Fail("EnsureIndexes", c.Aggregate, nil, nil, err)
 	}
@@ -390,7 +391,7 @@ func (c Collection[K]) Ensure(ctx context.Context, lookups ...string) error {
 	return nil
 }
 
-// Repair rebuilds the index tables lookups of the collection from its
+// repair rebuilds the index tables lookups of the collection from its
 // blocks, in one write transaction: it reads every block with read (which
 // may read only the fields the lookups index), computes the entries each
 // lookup should hold, deletes the entries that should not be there (the
@@ -398,16 +399,16 @@ func (c Collection[K]) Ensure(ctx context.Context, lookups ...string) error {
 // blocks is kept for the first in block-key order and reported as a
 // conflict; a unique entry naming the wrong holder counts as one removed
 // and one added.
-func Repair[K, A any](ctx context.Context, c Collection[K], read func(*Block) (*A, error), lookups ...Lookup[A]) (runtime.RepairReport, error) {
+func repair[K, A any](ctx context.Context, c collection[K], read func(*block) (*A, error), lookups ...indexTable[A]) (runtime.RepairReport, error) {
 	const op = "Repair"
 	var rep runtime.RepairReport
 	if err := ctx.Err(); err != nil {
 		return rep, runtime.Fail(op, c.Aggregate, nil, nil, err)
 	}
-	var stats Block
+	var stats block
 	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
 		rep = runtime.RepairReport{}
-		stats = Block{}
+		stats = block{}
 		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
 		if err != nil {
 			return err

@@ -22,12 +22,12 @@ func TestFormatKey(t *testing.T) {
 // the write instead of wrapping around to a key in use.
 func TestCounterOverflow(t *testing.T) {
 	c := testCollection(t)
-	c.Counter = &Counter[string]{
+	c.Counter = &counter[string]{
 		Split: func(id string) ([]byte, int64) { return nil, int64(len(id)) },
 		With:  func(_ string, n int64) string { return strings.Repeat("x", int(min(n, 2))) },
 	}
 	for want := range 3 {
-		id, err := c.UpdateAlloc(ctx, "Create", "", func(b *Block) error {
+		id, err := c.UpdateAlloc(ctx, "Create", "", func(b *block) error {
 			b.PutMarker()
 			return b.Err()
 		})
@@ -44,20 +44,20 @@ func TestCounterOverflow(t *testing.T) {
 // those of a field whose name extends it.
 func TestScanFieldsNames(t *testing.T) {
 	c := testCollection(t)
-	err := c.Update(ctx, "Create", "a", func(b *Block) error {
+	err := c.Update(ctx, "Create", "a", func(b *block) error {
 		b.PutMarker()
 		b.Put("tag", "one")
 		b.Put("tag\x00x", "two")
 		b.Put("tags", "three")
-		PutElems(b, "tag\x00", []string{"four"})
+		b.Append("tag\x00", "four")
 		return b.Err()
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	err = c.View(ctx, "Get", "a", func(b *Block) error {
-		return b.ScanFields(func(e Entry) error {
+	err = c.View(ctx, "Get", "a", func(b *block) error {
+		return b.ScanFields(func(e blockEntry) error {
 			var s string
 			if e.Elem || e.Key == "tag\x00" {
 				if e.Elem {
@@ -78,8 +78,8 @@ func TestScanFieldsNames(t *testing.T) {
 	if strings.Join(got, " ") != "tag=one tag\x00= tag\x00[0]=four" {
 		t.Fatalf("ScanFields: %q", got)
 	}
-	if err := c.View(ctx, "Get", "missing", func(b *Block) error {
-		return b.ScanFields(func(Entry) error { return errors.New("called") }, "tag")
+	if err := c.View(ctx, "Get", "missing", func(b *block) error {
+		return b.ScanFields(func(blockEntry) error { return errors.New("called") }, "tag")
 	}); err != nil {
 		t.Fatalf("ScanFields of a missing block: %v", err)
 	}

@@ -80,7 +80,7 @@ type blockReader[T any, K comparable] struct {
 	g   *elems
 }
 
-func (r *blockReader[T, K]) entry(e Entry) error {
+func (r *blockReader[T, K]) entry(e blockEntry) error {
 	if r.g.f != nil && e.Elem && e.Key == r.fieldKey() {
 		// The next element of the partition being gathered.
 		if e.Index != r.g.n {
@@ -152,14 +152,14 @@ func (r *blockReader[T, K]) flush() error {
 		buf = r.g.elem(i, buf)
 		r.dec.b = buf
 		if err := f.AppendDecoded(r.t, &r.dec); err != nil {
-			return fmt.Errorf("entry %s[%d]: %w", f.Key, i, err)
+			return fmt.Errorf("entry %s: %w", f.ElemKey(i), err)
 		}
 	}
 	return nil
 }
 
 // read reads block blk, key id, whole.
-func (s *Store[T, K]) read(blk *Block, id K) (*T, error) {
+func (s *Store[T, K]) read(blk *block, id K) (*T, error) {
 	r := blockReader[T, K]{s: s, t: s.d.New(id), g: elemsPool.Get().(*elems)}
 	defer func() {
 		r.g.f = nil

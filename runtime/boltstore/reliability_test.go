@@ -18,14 +18,14 @@ import (
 // ckey is a scoped counted key: number N of scope P.
 type ckey struct{ P, N int64 }
 
-func scopedCollection(t *testing.T) Collection[ckey] {
+func scopedCollection(t *testing.T) collection[ckey] {
 	t.Helper()
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "s.db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return Collection[ckey]{DB: db, Name: "C", Aggregate: "C",
+	return collection[ckey]{DB: db, Name: "C", Aggregate: "C",
 		Keys: runtime.KeyCodec[ckey]{
 			Append: func(b []byte, k ckey) []byte { return runtime.AppendInt(runtime.AppendInt(b, k.P), k.N) },
 			Read: func(r *runtime.KeyReader) (ckey, error) {
@@ -37,16 +37,16 @@ func scopedCollection(t *testing.T) Collection[ckey] {
 				return ckey{p, n}, err
 			},
 		},
-		Counter: &Counter[ckey]{
+		Counter: &counter[ckey]{
 			Split: func(k ckey) ([]byte, int64) { return runtime.AppendInt(nil, k.P), k.N },
 			With:  func(k ckey, n int64) ckey { k.N = n; return k },
 		},
 	}
 }
 
-func createC(t *testing.T, c Collection[ckey], id ckey) (ckey, error) {
+func createC(t *testing.T, c collection[ckey], id ckey) (ckey, error) {
 	t.Helper()
-	return c.UpdateAlloc(ctx, "Create", id, func(b *Block) error {
+	return c.UpdateAlloc(ctx, "Create", id, func(b *block) error {
 		b.PutMarker()
 		return b.Err()
 	})
@@ -57,7 +57,7 @@ type cagg struct{ K ckey }
 
 // scopeRepo is the repository of the scoped collection, for its listings:
 // the adapter's ReadScope behind runtime.Repo, as generated code calls it.
-func scopeRepo(c Collection[ckey]) runtime.Repo[cagg, ckey] {
+func scopeRepo(c collection[ckey]) runtime.Repo[cagg, ckey] {
 	d := (&runtime.Desc[cagg, ckey]{
 		Aggregate: c.Aggregate, Collection: c.Name, Keys: c.Keys,
 		ID:      func(a *cagg) *ckey { return &a.K },
@@ -197,14 +197,14 @@ func TestListScopeGapCost(t *testing.T) {
 // runtime.ErrInvalidValue and the transaction writes nothing.
 func TestInvalidUTF8Lookup(t *testing.T) {
 	c := testCollection(t)
-	l := Lookup[thing]{Name: "Thing.name", Unique: true, Parts: 1, Keys: func(th *thing) [][]byte {
+	l := indexTable[thing]{Name: "Thing.name", Unique: true, Parts: 1, Keys: func(th *thing) [][]byte {
 		return [][]byte{runtime.AppendString(nil, th.name)}
 	}}
 	write := func(id, name string) error {
-		return c.Update(ctx, "Create", id, func(b *Block) error {
+		return c.Update(ctx, "Create", id, func(b *block) error {
 			b.PutMarker()
 			b.Put("name", name)
-			Reindex(b, l, nil, &thing{name: name})
+			reindexTable(b, l, nil, &thing{name: name})
 			return b.Err()
 		})
 	}
@@ -253,7 +253,7 @@ func TestCounterRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				id, err := c.UpdateAlloc(ctx, "Create", ckey{P: 3}, func(b *Block) error {
+				id, err := c.UpdateAlloc(ctx, "Create", ckey{P: 3}, func(b *block) error {
 					b.PutMarker()
 					return b.Err()
 				})

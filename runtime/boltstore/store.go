@@ -18,9 +18,9 @@ import (
 // transaction that changes the block's entries, its index entries and its
 // counter together, so a block and its lookups are always consistent.
 type Store[T any, K comparable] struct {
-	c       Collection[K]
+	c       collection[K]
 	d       *runtime.Desc[T, K]
-	lookups []Lookup[T]
+	lookups []indexTable[T]
 	// indexed are the entry keys the lookups read.
 	indexed []string
 }
@@ -30,7 +30,7 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 // Open returns the adapter of aggregate class d over db: bucket
 // d.Collection, one index bucket per lookup ("Hotel.cityStars").
 func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K] {
-	s := &Store[T, K]{d: d, c: Collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
+	s := &Store[T, K]{d: d, c: collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
 	s.c.names = map[string]string{}
 	for _, f := range d.Fields {
 		s.c.names[f.Key] = f.Key
@@ -39,10 +39,10 @@ func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K]
 		s.c.names[d.Version.Key] = d.Version.Key
 	}
 	if d.Counter != nil {
-		s.c.Counter = &Counter[K]{Split: d.Counter.Split, With: d.Counter.With}
+		s.c.Counter = &counter[K]{Split: d.Counter.Split, With: d.Counter.With}
 	}
 	for _, l := range d.Lookups {
-		s.lookups = append(s.lookups, Lookup[T]{Name: IndexBucket(d.Collection, l.Name), Unique: l.Unique, Parts: l.Parts, Keys: l.Keys})
+		s.lookups = append(s.lookups, indexTable[T]{Name: IndexBucket(d.Collection, l.Name), Unique: l.Unique, Parts: l.Parts, Keys: l.Keys})
 		for _, f := range l.Fields {
 			if !slices.Contains(s.indexed, f) {
 				s.indexed = append(s.indexed, f)
@@ -71,7 +71,7 @@ type valueDecoder struct{ b []byte }
 func (d *valueDecoder) Decode(v any) error { return Decode(d.b, v) }
 
 // decode decodes entry e into t.
-func (s *Store[T, K]) decode(t *T, e Entry, dec *valueDecoder) error {
+func (s *Store[T, K]) decode(t *T, e blockEntry, dec *valueDecoder) error {
 	dec.b = e.Value
 	if e.Key == "" {
 		if s.d.Root != nil && len(e.Value) > 0 {
@@ -105,7 +105,7 @@ func (s *Store[T, K]) decode(t *T, e Entry, dec *valueDecoder) error {
 
 // readIndexed reads the entries the lookups read (nil if the block does
 // not exist); fields narrows them, when given.
-func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
+func (s *Store[T, K]) readIndexed(blk *block, fields ...string) (*T, error) {
 	if !blk.Exists() {
 		return nil, nil
 	}
@@ -126,22 +126,22 @@ func (s *Store[T, K]) readIndexed(blk *Block, fields ...string) (*T, error) {
 			}
 		}
 	}
-	if err := blk.ScanFields(func(e Entry) error { return s.decode(t, e, &dec) }, scan...); err != nil {
+	if err := blk.ScanFields(func(e blockEntry) error { return s.decode(t, e, &dec) }, scan...); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
 // index moves the block's lookup entries from old's values to nw's.
-func (s *Store[T, K]) index(blk *Block, old, nw *T, only []*runtime.Lookup[T]) {
+func (s *Store[T, K]) index(blk *block, old, nw *T, only []*runtime.Lookup[T]) {
 	for i, l := range s.lookups {
 		if only == nil || slices.Contains(only, s.d.Lookups[i]) {
-			Reindex(blk, l, old, nw)
+			reindexTable(blk, l, old, nw)
 		}
 	}
 }
 
-func (s *Store[T, K]) putElems(blk *Block, f *runtime.Field[T], t *T) {
+func (s *Store[T, K]) putElems(blk *block, f *runtime.Field[T], t *T) {
 	n := f.Len(t)
 	for i := range n {
 		blk.putValue(blk.key(f.Key, i), f.Elem(t, i))
@@ -152,7 +152,7 @@ func (s *Store[T, K]) putElems(blk *Block, f *runtime.Field[T], t *T) {
 // Get reads block id in one read transaction.
 func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	var out *T
-	err := s.c.View(ctx, "Get", id, func(b *Block) error {
+	err := s.c.View(ctx, "Get", id, func(b *block) error {
 		var err error
 		out, err = s.read(b, id)
 		return err
@@ -163,15 +163,10 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	return out, nil
 }
 
-// GetMany reads the blocks with the given keys in one read transaction.
-func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
-	return GetMany(ctx, s.c, ids, s.read)
-}
-
 // Create writes a new block in one transaction, allocating a zero counted
 // id first.
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
-	id, err := s.c.update(ctx, "Create", *s.d.ID(t), s.c.Counter != nil, func(blk *Block) error {
+	id, err := s.c.update(ctx, "Create", *s.d.ID(t), s.c.Counter != nil, func(blk *block) error {
 		if blk.Exists() {
 			return blk.Fail(runtime.ErrDuplicate)
 		}
@@ -191,7 +186,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 // transaction: no entry of the old value survives.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	want := s.d.VersionOf(t)
-	id, err := s.c.update(ctx, "Put", *s.d.ID(t), s.c.Counter != nil, func(blk *Block) error {
+	id, err := s.c.update(ctx, "Put", *s.d.ID(t), s.c.Counter != nil, func(blk *block) error {
 		if s.d.Version != nil {
 			// Version 0 stands for a block that does not exist yet.
 			if err := blk.CheckVersion(s.d.Version.Key, want); err != nil {
@@ -219,7 +214,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 
 // Delete removes block id, its entries and its index entries.
 func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
-	return s.c.Update(ctx, "Delete", id, func(blk *Block) error {
+	return s.c.Update(ctx, "Delete", id, func(blk *block) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
@@ -238,7 +233,7 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 // Update writes the changes of u in one transaction: the entries they
 // name, the index entries of the lookups that read them, the version.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
-	return s.c.Update(ctx, op, id, func(blk *Block) error {
+	return s.c.Update(ctx, op, id, func(blk *block) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
@@ -286,7 +281,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	})
 }
 
-func (s *Store[T, K]) changeErr(blk *Block, c runtime.Change[T], err error) error {
+func (s *Store[T, K]) changeErr(blk *block, c runtime.Change[T], err error) error {
 	if err == runtime.ErrNotFound {
 		return blk.failAt(c.Entry(), runtime.ErrNotFound)
 	}
@@ -294,7 +289,7 @@ func (s *Store[T, K]) changeErr(blk *Block, c runtime.Change[T], err error) erro
 }
 
 // replaceElems writes a whole partition: the old elements go.
-func (s *Store[T, K]) replaceElems(blk *Block, c runtime.Change[T]) {
+func (s *Store[T, K]) replaceElems(blk *block, c runtime.Change[T]) {
 	if blk.err != nil {
 		return
 	}
@@ -330,7 +325,7 @@ func writesAny[T any](c runtime.Change[T], fields []string) bool {
 // reindex reads the fields lookups ls read, applies change to a copy
 // holding only those fields (it gets their keys) and moves the index
 // entries of ls from the old values to the new ones.
-func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(nw *T, read []string) error) error {
+func (s *Store[T, K]) reindex(blk *block, ls []*runtime.Lookup[T], change func(nw *T, read []string) error) error {
 	var fields []string
 	for _, l := range ls {
 		for _, f := range l.Fields {
@@ -366,7 +361,7 @@ func (s *Store[T, K]) reindex(blk *Block, ls []*runtime.Lookup[T], change func(n
 // element count (and the version): two or three keys, whatever the size.
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
 	var i int
-	err := s.c.Update(ctx, op, id, func(blk *Block) error {
+	err := s.c.Update(ctx, op, id, func(blk *block) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
@@ -391,7 +386,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 // on, seeking to the first one: the other entries are not read.
 func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
 	var more bool
-	err := s.c.View(ctx, op, id, func(b *Block) error {
+	err := s.c.View(ctx, op, id, func(b *block) error {
 		if !b.Exists() {
 			return b.Fail(runtime.ErrNotFound)
 		}
@@ -409,7 +404,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			}
 			r := runtime.NewKeyReader(k[len(fieldKey):])
 			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+read) {
-				return fmt.Errorf("element key %x: want %s[%d]: the block is corrupt", k, f.Key, start+read)
+				return fmt.Errorf("element key %x: want %s: the block is corrupt", k, f.ElemKey(start+read))
 			}
 			dec.b = v
 			if err := fn(&dec); err != nil {
@@ -502,18 +497,13 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 	return items, last, more, nil
 }
 
-func (s *Store[T, K]) boltLookup(l *runtime.Lookup[T]) Lookup[T] {
+func (s *Store[T, K]) boltLookup(l *runtime.Lookup[T]) indexTable[T] {
 	for i, x := range s.d.Lookups {
 		if x == l {
 			return s.lookups[i]
 		}
 	}
 	panic("boltstore: " + s.d.Aggregate + " has no lookup " + l.Name)
-}
-
-// GetBy reads the aggregate holding value of unique lookup l.
-func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
-	return GetBy(ctx, s.c, op, s.boltLookup(l), value, s.read)
 }
 
 // ReadScope reads blocks of the counter scope of key scope, in number
@@ -571,7 +561,7 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 
 // Repair rebuilds the lookups' index buckets from the blocks.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	return Repair(ctx, s.c, func(blk *Block) (*T, error) { return s.readIndexed(blk) }, s.lookups...)
+	return repair(ctx, s.c, func(blk *block) (*T, error) { return s.readIndexed(blk) }, s.lookups...)
 }
 
 // Ensure creates the buckets: the collection's, the index buckets and the
@@ -589,11 +579,11 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 // prefix itself; the empty marker of an ETF block is no entry).
 func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	var out []string
-	err := s.c.View(ctx, "Layout", id, func(b *Block) error {
+	err := s.c.View(ctx, "Layout", id, func(b *block) error {
 		if !b.Exists() {
 			return b.Fail(runtime.ErrNotFound)
 		}
-		return b.Scan(func(e Entry) error {
+		return b.Scan(func(e blockEntry) error {
 			switch {
 			case e.Key == "" && len(e.Value) == 0:
 			case e.Key == "":

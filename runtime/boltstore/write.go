@@ -43,7 +43,7 @@ func putPairs(p *pairs) {
 
 // add appends the pair of entry entry (element i if i >= 0; the marker if
 // entry is "" and i < 0), with value v encoded.
-func (p *pairs) add(blk *Block, entry string, i int, v any) error {
+func (p *pairs) add(blk *block, entry string, i int, v any) error {
 	k0, v0 := len(p.keys), len(p.vals)
 	p.keys = append(p.keys, blk.prefix...)
 	if entry != "" || i >= 0 {
@@ -63,7 +63,7 @@ func (p *pairs) add(blk *Block, entry string, i int, v any) error {
 }
 
 // addRaw appends a pair whose value is already encoded.
-func (p *pairs) addRaw(blk *Block, entry string, i int, val []byte) {
+func (p *pairs) addRaw(blk *block, entry string, i int, val []byte) {
 	k0, v0 := len(p.keys), len(p.vals)
 	p.keys = append(p.keys, blk.prefix...)
 	if entry != "" || i >= 0 {
@@ -78,7 +78,7 @@ func (p *pairs) addRaw(blk *Block, entry string, i int, val []byte) {
 
 // build appends every pair of a block holding t with version entry
 // version, in key order.
-func (s *Store[T, K]) build(p *pairs, blk *Block, t *T, version int64) error {
+func (s *Store[T, K]) build(p *pairs, blk *block, t *T, version int64) error {
 	if s.d.EAO {
 		if err := p.add(blk, "", -1, s.d.Root.Value(t)); err != nil {
 			return err
@@ -115,7 +115,7 @@ func (s *Store[T, K]) build(p *pairs, blk *Block, t *T, version int64) error {
 // putAll puts the pairs of p with the given indexes. bbolt copies keys but
 // keeps values until the transaction ends: the values are copied into one
 // new buffer.
-func (blk *Block) putAll(p *pairs, idx []int) {
+func (blk *block) putAll(p *pairs, idx []int) {
 	size := 0
 	for _, i := range idx {
 		size += len(p.val(i))
@@ -140,7 +140,7 @@ func (blk *Block) putAll(p *pairs, idx []int) {
 
 // writeNew writes every entry of t into blk, an empty block, with the
 // version entry set to version.
-func (s *Store[T, K]) writeNew(blk *Block, t *T, version int64) {
+func (s *Store[T, K]) writeNew(blk *block, t *T, version int64) {
 	if blk.err != nil {
 		return
 	}
@@ -161,7 +161,7 @@ func (s *Store[T, K]) writeNew(blk *Block, t *T, version int64) {
 // entries t no longer has (elements past its length, fields it dropped)
 // are deleted. A Put of a partitioned aggregate whose one element changed
 // thus writes that element and the version, not every entry.
-func (s *Store[T, K]) rewrite(blk *Block, t *T, version int64) {
+func (s *Store[T, K]) rewrite(blk *block, t *T, version int64) {
 	if blk.err != nil {
 		return
 	}

@@ -1,7 +1,6 @@
 package bsonval
 
 import (
-	"fmt"
 	"reflect"
 	"sync"
 	"time"
@@ -147,7 +146,7 @@ func CheckBlock[T any, K comparable](op string, d *runtime.Desc[T, K], t *T, max
 		case f.Kind == runtime.KindPartition:
 			for i := range f.Len(t) {
 				if err := CheckValue(f.Elem(t, i), max); err != nil {
-					return tooDeep(op, d.Aggregate, id, fmt.Sprintf("%s[%d]", f.Key, i), err)
+					return tooDeep(op, d.Aggregate, id, f.ElemKey(i), err)
 				}
 			}
 		case !d.EAO:
@@ -166,7 +165,7 @@ func CheckUpdate[T any, K comparable](op string, d *runtime.Desc[T, K], id K, u 
 		limit, entry := max, c.Field.Key
 		switch {
 		case c.Elem:
-			entry = fmt.Sprintf("%s[%d]", c.Field.Key, c.Index)
+			entry = c.Entry()
 		case c.Field.Kind == runtime.KindPartition:
 			limit++
 		case c.Field.Kind == runtime.KindRoot:

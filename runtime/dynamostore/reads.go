@@ -458,7 +458,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 			if l, ok := av.(*types.AttributeValueMemberL); ok {
 				if f := s.d.Field(k); f != nil && f.Kind == runtime.KindPartition {
 					for j := range l.Value {
-						out = append(out, fmt.Sprintf("%s[%d]", k, j))
+						out = append(out, f.ElemKey(j))
 					}
 					continue
 				}

@@ -52,7 +52,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 		if scope, _ := d.Counter.Split(zero); scope != nil {
 			s.lookups = append(slices.Clip(s.lookups), &runtime.Lookup[T]{
 				Name: ScopeLookup, Parts: 0,
-				Keys: func(*T) [][]byte { return [][]byte{{}} },
+				Values: func(*T) [][]byte { return [][]byte{{}} },
 			})
 		}
 	}
@@ -187,7 +187,7 @@ func (s *Store[T, K]) item(t *T, version int64, st *stamp) (map[string]types.Att
 			for i := range n {
 				v, err := Encode(f.Elem(t, i))
 				if err != nil {
-					return nil, fmt.Errorf("%s[%d]: %w", f.Key, i, err)
+					return nil, fmt.Errorf("%s: %w", f.ElemKey(i), err)
 				}
 				l[i] = v
 			}

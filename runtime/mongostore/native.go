@@ -68,7 +68,7 @@ func indexModel[T any](l *runtime.Lookup[T], partial bool) mongo.IndexModel {
 	opts := options.Index().SetName(IndexName(l.Name))
 	if l.Unique {
 		opts.SetUnique(true)
-		if !l.IndexZero && partial {
+		if l.SkipsZeros() && partial {
 			opts.SetPartialFilterExpression(nonZero(l.Paths))
 		}
 	} else {
@@ -112,7 +112,7 @@ func (s *Store[T, K]) ensureNative(ctx context.Context) error {
 		_, err := s.coll.Indexes().CreateOne(ctx, m)
 		switch {
 		case err == nil || first != nil:
-		case n.l.Unique && !n.l.IndexZero && !s.noPartial && (notImplemented(err) || badValue(err) || isCode(err, 67)):
+		case n.l.SkipsZeros() && !s.noPartial && (notImplemented(err) || badValue(err) || isCode(err, 67)):
 			first = runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil,
 				fmt.Sprintf("(lookup %s.%s: the server refuses the partial unique index that leaves zero values out; "+
 					"mark the lookup noam:\"lookup,unique,zeros\" to index zero values, noam:\"lookup,unique,table\" to keep it in an index table, "+
@@ -251,10 +251,9 @@ func (s *Store[T, K]) nativeQuery(l *runtime.Lookup[T], rng *runtime.KeyRange, a
 	// missing field or null is no value), and unique lookups leave zero
 	// values out unless they index them.
 	for i, p := range l.Paths {
-		zeroRule := l.Unique && !l.IndexZero
 		constrained := i < len(lo.vals) || i < len(hi.vals)
 		switch {
-		case zeroRule:
+		case l.SkipsZeros():
 			conds = append(conds, nonZeroCond(p)[0])
 		case !constrained:
 			var min any = ""
@@ -406,12 +405,10 @@ func valueFilter[T any](l *runtime.Lookup[T], value []byte) (bson.D, error) {
 }
 
 // getNative reads the aggregate holding value of unique lookup l with one
-// findOne.
+// findOne (runtime.Repo.GetBy answers a zero value the lookup does not
+// index, runtime.Lookup.Indexes, without calling the store).
 func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
 	notFound := runtime.FailAt(op, s.d.Aggregate, nil, describeKey(IndexKey(value)), runtime.ErrNotFound, nil)
-	if !l.IndexZero && isZero(value) {
-		return nil, notFound
-	}
 	filter, err := valueFilter(l, value)
 	if err != nil {
 		return nil, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrInvalid, err)
@@ -428,41 +425,6 @@ func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Looku
 		return nil, runtime.Unreadable(op, s.d.Aggregate, s.idOf(raw), err)
 	}
 	return t, nil
-}
-
-// isZero reports whether an encoded value has a zero part (which a unique
-// lookup leaves out unless it indexes zero values).
-func isZero(value []byte) bool {
-	r := runtime.NewKeyReader(value)
-	for !r.Done() {
-		var zero bool
-		switch r.Rest()[0] {
-		case 0x02:
-			v, err := r.String()
-			if err != nil {
-				return false
-			}
-			zero = v == ""
-		case 0x03:
-			v, err := r.Int()
-			if err != nil {
-				return false
-			}
-			zero = v == 0
-		case 0x04:
-			v, err := r.Uint()
-			if err != nil {
-				return false
-			}
-			zero = v == 0
-		default:
-			return false
-		}
-		if zero {
-			return true
-		}
-	}
-	return false
 }
 
 // checkNative fails with runtime.ErrInvalidValue if a value of a native

@@ -1123,7 +1123,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 			out = append(out, key)
 			vals, _ := e.Value().Array().Values()
 			for i := range vals {
-				out = append(out, fmt.Sprintf("%s[%d]", key, i))
+				out = append(out, f.ElemKey(i))
 			}
 		case f != nil && f.Kind == runtime.KindField && s.d.EAO:
 			if !root {

@@ -56,17 +56,6 @@ func repoOf[T any, K comparable](repo any) (runtime.Repo[T, K], bool) {
 	return find(reflect.ValueOf(repo), 0)
 }
 
-// harnessLayout is a Layouter made of Harness.Layout.
-type harnessLayout[K any] struct {
-	read       func(ctx context.Context, collection string, blockKey []byte) ([]string, error)
-	collection string
-	keys       runtime.KeyCodec[K]
-}
-
-func (h harnessLayout[K]) Layout(ctx context.Context, id K) ([]string, error) {
-	return h.read(ctx, h.collection, h.keys.Bytes(id))
-}
-
 // checkLayout checks that the store wrote exactly the entries the model
 // says (Desc.Entries) for block id after each step.
 func checkLayout[T any, K comparable](t *testing.T, e *env, repo any, steps []func() (K, error)) {
@@ -83,10 +72,6 @@ func checkLayout[T any, K comparable](t *testing.T, e *env, repo any, steps []fu
 		t.Errorf("the adapter declares %+v, the harness %+v", c, e.h.Caps)
 	}
 	l, ok := r.S.(Layouter[K])
-	if !ok && e.h.Layout != nil {
-		t.Logf("the %s adapter has no Layout method: the harness reads the layout", e.h.Name)
-		l, ok = harnessLayout[K]{e.h.Layout, r.D.Collection, r.D.Keys}, true
-	}
 	if !ok {
 		t.Skipf("the %s adapter (%T) has no Layout(ctx, id) ([]string, error): the store contract needs it to check that a store writes exactly the model's entries (issue 8 item 1)", e.h.Name, r.S)
 	}

@@ -61,11 +61,6 @@ type Harness struct {
 	// TimePrecision is the precision the store keeps time.Time values at
 	// (they also come back in UTC); 0 means a millisecond.
 	TimePrecision time.Duration
-	// Layout, optional, reads the entry keys that the store physically
-	// holds for one block (by collection and encoded block key,
-	// Desc.Keys), for the layout check of adapters that do not implement
-	// Layouter yet: a stopgap until the contract has the method.
-	Layout func(ctx context.Context, collection string, blockKey []byte) ([]string, error)
 	// DropClaim, optional, removes behind the repositories' back the claim
 	// of encoded value (runtime.AppendString...) of unique lookup lookup
 	// ("code") of collection ("matches") in db: the index entry or claim

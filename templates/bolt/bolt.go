@@ -59,8 +59,7 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 		switch {
 		case e.Key == "":
 		case e.Partition:
-			k := strings.TrimSuffix(e.Key, "[]")
-			entries = append(entries, k+" (the element count)", k+"[i]")
+			entries = append(entries, e.FieldKey()+" (the element count)", e.ElemNotation())
 		default:
 			entries = append(entries, e.Key)
 		}

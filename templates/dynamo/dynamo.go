@@ -68,8 +68,7 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 		case e.Key == "":
 			attrs = append(attrs, "_root (the root entry)")
 		case e.Partition:
-			k := strings.TrimSuffix(e.Key, "[]")
-			attrs = append(attrs, k+" (a list, its length in _len)")
+			attrs = append(attrs, e.FieldKey()+" (a list, its length in _len)")
 		default:
 			attrs = append(attrs, e.Key)
 		}

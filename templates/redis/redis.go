@@ -73,8 +73,7 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 		case e.Key == "":
 			fields = append(fields, `"" (the root entry)`)
 		case e.Partition:
-			k := strings.TrimSuffix(e.Key, "[]")
-			fields = append(fields, k+" (the element count)", k+"[i]")
+			fields = append(fields, e.FieldKey()+" (the element count)", e.ElemNotation())
 		default:
 			fields = append(fields, e.Key)
 		}
