@@ -203,7 +203,9 @@ func (e *Engine[T]) applied(ctx context.Context, block []byte, st Stamp) (bool, 
 // it took are still its own (a takeover may have happened while it
 // stalled past StaleAfter). If one is not, it deletes the block it
 // inserted (on condition that it is still the one it wrote, stamp st) and
-// fails with runtime.ErrDuplicate.
+// fails with runtime.ErrDuplicate. If it cannot tell, or cannot delete
+// the block, the write's outcome is unknown (runtime.ErrUnknownOutcome):
+// the block is written but may hold a value another block claims.
 func (e *Engine[T]) stillOwned(ctx context.Context, op string, id any, block []byte, st Stamp, before, after Keys) error {
 	for i, l := range e.Lookups {
 		if !l.Unique {
@@ -212,13 +214,13 @@ func (e *Engine[T]) stillOwned(ctx context.Context, op string, id any, block []b
 		for _, k := range Minus(after[i], before[i]) {
 			items, err := e.P.GetItems(ctx, i, [][]byte{k})
 			if err != nil {
-				return runtime.FailAt(op, e.Agg, id, "(checking the unique claims of a slow write)", nil, err)
+				return runtime.FailAt(op, e.Agg, id, "(outcome unknown: the block is written, but checking the unique claims of a slow write failed: it may have lost one)", runtime.ErrUnknownOutcome, err)
 			}
 			if len(items) == 1 && string(items[0].Block) == string(block) && items[0].Inc == st.Inc {
 				continue
 			}
 			if _, derr := e.P.DeleteBlock(ctx, block, st); derr != nil {
-				return runtime.FailAt(op, e.Agg, id, "(lost the unique claim "+l.Name+" "+runtime.FormatKey(k)+" while stalled; removing the block failed)", runtime.ErrDuplicate, derr)
+				return runtime.FailAt(op, e.Agg, id, "(outcome unknown: lost the unique claim "+l.Name+" "+runtime.FormatKey(k)+" while stalled; removing the block failed)", runtime.ErrUnknownOutcome, derr)
 			}
 			return runtime.FailAt(op, e.Agg, id, "(lost the unique claim "+l.Name+" "+runtime.FormatKey(k)+" while stalled past StaleAfter)", runtime.ErrDuplicate, nil)
 		}
@@ -288,6 +290,11 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 	for range MaxAttempts {
 		ok, _, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Absent})
 		if err != nil {
+			if e.P.Ambiguous(err) {
+				// It may have been written: the undo removes it if so
+				// (it bears this attempt's mark).
+				a.created[i] = append(a.created[i], k)
+			}
 			return fail(err)
 		}
 		if ok {
@@ -333,6 +340,9 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 		}
 		ok, _, err = e.P.PutItem(ctx, i, put, Cond{Kind: Same, Item: held})
 		if err != nil {
+			if e.P.Ambiguous(err) {
+				a.touched[i] = append(a.touched[i], held) // put back if it was taken
+			}
 			return fail(err)
 		}
 		if ok {

@@ -48,9 +48,15 @@ type Store[T any] struct {
 	// Insert, Replace, Update, Remove); it returns the fault to inject.
 	// It may cancel the caller's context (a cancellation before the call):
 	// the call then fails with the context's error, unapplied.
-	Hook    func(n int, call string) Fault
+	Hook func(n int, call string) Fault
+	// After, when set, is called after every call that ran (applied or
+	// not) with its number and name, without holding the store's lock:
+	// it may cancel the caller's context (a cancellation after a reply).
+	After   func(n int, call string)
 	calls   int
 	crashed bool
+	cur     int    // the number of the call holding mu
+	curName string // and its name
 	// Decode, when set, says why a value does not decode (Block.Err).
 	Decode func(T) error
 }
@@ -64,17 +70,23 @@ func New[T any](lookups int) *Store[T] {
 	return s
 }
 
-// enter starts call name: it runs Hook and reports the fault, or the
-// error to fail with unapplied. It is called with s.mu held.
+// enter starts call name: it runs Hook (without holding s.mu, so that a
+// Hook may block while other calls run) and reports the fault, or the
+// error to fail with unapplied. It returns with s.mu held.
 func (s *Store[T]) enter(ctx context.Context, name string) (lost bool, err error) {
+	s.mu.Lock()
+	n, hook := s.calls, s.Hook
+	s.calls++
+	s.cur, s.curName = n, name
+	s.mu.Unlock()
+	f := None
+	if hook != nil {
+		f = hook(n, name)
+	}
+	s.mu.Lock()
 	if s.crashed {
 		return false, ErrCrashed
 	}
-	f := None
-	if s.Hook != nil {
-		f = s.Hook(s.calls, name)
-	}
-	s.calls++
 	if f == Crash {
 		s.crashed = true
 		return false, ErrCrashed
@@ -83,6 +95,15 @@ func (s *Store[T]) enter(ctx context.Context, name string) (lost bool, err error
 		return false, err
 	}
 	return f == Lost, nil
+}
+
+// exit ends a call entered with enter: it releases s.mu and runs After.
+func (s *Store[T]) exit() {
+	n, name, after := s.cur, s.curName, s.After
+	s.mu.Unlock()
+	if after != nil {
+		after(n, name)
+	}
 }
 
 // leave is the error of a call that was applied.
@@ -104,7 +125,7 @@ func (s *Store[T]) Calls() int {
 func (s *Store[T]) Restart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.crashed, s.Hook = false, nil
+	s.crashed, s.Hook, s.After = false, nil, nil
 }
 
 func clone(it index.Item) index.Item {
@@ -130,9 +151,8 @@ func matches(cur index.Item, found bool, c index.Cond) bool {
 
 // PutItem implements index.Primitives.
 func (s *Store[T]) PutItem(ctx context.Context, l int, it index.Item, c index.Cond) (bool, *index.Item, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "PutItem")
+	defer s.exit()
 	if err != nil {
 		return false, nil, err
 	}
@@ -154,9 +174,8 @@ func (s *Store[T]) PutItem(ctx context.Context, l int, it index.Item, c index.Co
 
 // GetItems implements index.Primitives.
 func (s *Store[T]) GetItems(ctx context.Context, l int, keys [][]byte) ([]index.Item, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "GetItems")
+	defer s.exit()
 	if err != nil || lost {
 		return nil, errors.Join(err, leave(lost))
 	}
@@ -171,9 +190,8 @@ func (s *Store[T]) GetItems(ctx context.Context, l int, keys [][]byte) ([]index.
 
 // DeleteItems implements index.Primitives.
 func (s *Store[T]) DeleteItems(ctx context.Context, l int, keys [][]byte, c index.Cond) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "DeleteItems")
+	defer s.exit()
 	if err != nil {
 		return 0, err
 	}
@@ -189,9 +207,8 @@ func (s *Store[T]) DeleteItems(ctx context.Context, l int, keys [][]byte, c inde
 
 // ScanItems implements index.Primitives.
 func (s *Store[T]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "ScanItems")
+	defer s.exit()
 	if err != nil || lost {
 		return nil, errors.Join(err, leave(lost))
 	}
@@ -223,9 +240,8 @@ func (s *Store[T]) get(k string) index.Block[T] {
 
 // ReadBlocks implements index.Primitives.
 func (s *Store[T]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Block[T], error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "ReadBlocks")
+	defer s.exit()
 	if err != nil || lost {
 		return nil, errors.Join(err, leave(lost))
 	}
@@ -240,9 +256,8 @@ func (s *Store[T]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Block
 
 // FenceBlock implements index.Primitives.
 func (s *Store[T]) FenceBlock(ctx context.Context, key []byte, old index.Stamp, seq int64) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "FenceBlock")
+	defer s.exit()
 	if err != nil {
 		return false, err
 	}
@@ -257,9 +272,8 @@ func (s *Store[T]) FenceBlock(ctx context.Context, key []byte, old index.Stamp, 
 
 // DeleteBlock implements index.Primitives.
 func (s *Store[T]) DeleteBlock(ctx context.Context, key []byte, st index.Stamp) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "DeleteBlock")
+	defer s.exit()
 	if err != nil {
 		return false, err
 	}
@@ -273,9 +287,8 @@ func (s *Store[T]) DeleteBlock(ctx context.Context, key []byte, st index.Stamp) 
 
 // ScanBlocks implements index.Primitives.
 func (s *Store[T]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[T], error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "ScanBlocks")
+	defer s.exit()
 	if err != nil || lost {
 		return nil, errors.Join(err, leave(lost))
 	}
@@ -302,9 +315,8 @@ func (s *Store[T]) Ambiguous(err error) bool {
 // Insert creates block key holding v with stamp st, unless it exists
 // (then it reports false). It is the block command of a create.
 func (s *Store[T]) Insert(ctx context.Context, key []byte, st index.Stamp, v T) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "Insert")
+	defer s.exit()
 	if err != nil {
 		return false, err
 	}
@@ -318,9 +330,8 @@ func (s *Store[T]) Insert(ctx context.Context, key []byte, st index.Stamp, v T) 
 // Replace writes block key holding v with stamp st, on condition that it
 // exists with stamp old. It is the block command of a write.
 func (s *Store[T]) Replace(ctx context.Context, key []byte, old, st index.Stamp, v T) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "Replace")
+	defer s.exit()
 	if err != nil {
 		return false, err
 	}
@@ -334,9 +345,8 @@ func (s *Store[T]) Replace(ctx context.Context, key []byte, old, st index.Stamp,
 // Remove deletes block key and returns it as it was (found false if
 // there was none). It is the block command of a delete.
 func (s *Store[T]) Remove(ctx context.Context, key []byte) (index.Block[T], bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lost, err := s.enter(ctx, "Remove")
+	defer s.exit()
 	if err != nil {
 		return index.Block[T]{}, false, err
 	}
