@@ -55,6 +55,9 @@ type Engine[T any] struct {
 	// that does not match its block is stale (dropped by reads, taken over
 	// by unique claims) only once it is older than this.
 	StaleAfter func() time.Duration
+	// Now, when set, is the clock (nanoseconds) staleness is judged by
+	// (nil: time.Now), for tests.
+	Now func() int64
 	// Batch bounds the batched commands.
 	Batch Limits
 	// RepairBatch is how many blocks or items Repair reads per page

@@ -103,9 +103,16 @@ func (e *Engine[T]) staleAfter() time.Duration {
 	return e.StaleAfter()
 }
 
+func (e *Engine[T]) now() int64 {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now().UnixNano()
+}
+
 // stale reports whether an item of sequence s is older than StaleAfter.
 func (e *Engine[T]) stale(s int64) bool {
-	return time.Now().UnixNano()-s > e.staleAfter().Nanoseconds()
+	return e.now()-s > e.staleAfter().Nanoseconds()
 }
 
 // id is the block key errors name.

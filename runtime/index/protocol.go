@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/noamgen/noamgen/runtime"
 )
@@ -67,7 +66,7 @@ type attempt struct {
 // insert says that write creates the block. It reports whether the write
 // is done; false with a nil error means its condition failed.
 func (e *Engine[T]) Commit(ctx context.Context, op string, id any, block []byte, inc int64, before, after Keys, seq int64, insert bool, write func(context.Context, Stamp) (bool, error)) (bool, error) {
-	began := time.Now()
+	began := e.now()
 	n := len(e.Lookups)
 	before, after = fill(before, n), fill(after, n)
 	a := &attempt{w: NewInc(), created: make([][][]byte, n), touched: make([][]Item, n)}
@@ -125,7 +124,7 @@ func (e *Engine[T]) Commit(ctx context.Context, op string, id any, block []byte,
 	caller := ctx
 	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
-	if insert && time.Since(began) > e.staleAfter()/2 {
+	if insert && e.now()-began > e.staleAfter().Nanoseconds()/2 {
 		if err := e.stillOwned(ctx, op, id, block, st, before, after); err != nil {
 			return false, err
 		}
