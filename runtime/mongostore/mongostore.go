@@ -77,7 +77,9 @@
 //
 // # Invariants of the lookup protocol
 //
-// The steps above (implemented in lookups.go) keep these invariants, also
+// The steps above (run by the index engine, runtime/index, over the
+// primitives and block commands of lookups.go and protocol.go) keep these
+// invariants, also
 // when a reply is lost, a context is cancelled while a command is in
 // flight, the client crashes between commands, or a write stalls for
 // longer than StaleAfter:
@@ -111,10 +113,10 @@
 //     claims, and deletes what it inserted and fails with
 //     runtime.ErrDuplicate if not.
 //   - I5 (bounded commands): undo, the removal of old entries and Repair
-//     work in batches of at most maxBatchKeys keys and maxBatchBytes bytes,
-//     and Repair reads index tables and aggregates through cursors with
-//     small batches, so that large values (e.g. 50 tags of 1 MiB) never
-//     exceed the server's message limit.
+//     work in batches of at most 500 keys and 4 MiB of (hex) keys, and
+//     Repair reads index tables and aggregates in pages of 16 documents,
+//     so that large values (e.g. 50 tags of 1 MiB) never exceed the
+//     server's message limit, and Repair never holds more than a page.
 //
 // The one window left: a creating write that stalls past StaleAfter, loses
 // its unique claim to a takeover, and then lands while its client crashes
@@ -135,6 +137,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // LenKey is the document field that holds the lengths of partitioned arrays.
@@ -236,7 +239,7 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 // replies are a few bytes.
 func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update any) (int, error) {
 	path := LenKey + "." + field
-	for range maxAttempts {
+	for range index.MaxAttempts {
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()
 		if err != nil {
 			return 0, Err(op, agg, id, err)
@@ -254,7 +257,7 @@ func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id an
 			return int(n), nil
 		}
 	}
-	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, maxAttempts))
+	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, index.MaxAttempts))
 }
 
 // ByID is the filter that selects block id.
