@@ -106,6 +106,17 @@ func newIndexed[T any, K comparable](s *Store[T, K], ls []*runtime.Lookup[T], fi
 	return x
 }
 
+// Primitives returns the store primitives the index engine runs the
+// index-table lookups on (nil when every lookup is on a native index), in
+// the order of the descriptor's index-table lookups: for the primitives'
+// conformance suite (runtime/index/indextest).
+func (s *Store[T, K]) Primitives() index.Primitives[*T] {
+	if s.x == nil {
+		return nil
+	}
+	return s.x
+}
+
 // lookup finds an index-table lookup by name.
 func (x *indexed[T, K]) lookup(name string) int {
 	for i, l := range x.e.Lookups {
