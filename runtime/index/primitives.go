@@ -1,0 +1,132 @@
+package index
+
+import "context"
+
+// Item is one index entry: index key Key of a lookup points at the block
+// with encoded key Block. Stores without multi-item atomicity keep the
+// protocol's fields with it; stores that write a block and its entries in
+// one step (bbolt, Redis single node) may leave Inc, Seq and W zero.
+type Item struct {
+	// Key is the index key (Keys): the encoded value for a unique lookup,
+	// the value followed by the encoded block key otherwise.
+	Key []byte
+	// Block is the encoded key (runtime.KeyCodec) of the block holding it.
+	Block []byte
+	// Inc is the incarnation of that block (Stamp.Inc) when it was written.
+	Inc int64
+	// Seq is the write sequence of the write that wrote it (about the time
+	// in nanoseconds): an item older than StaleAfter whose block does not
+	// hold it is stale.
+	Seq int64
+	// W marks the attempt that last wrote it (0: none), so that a failed
+	// attempt undoes only what no later write has touched.
+	W int64
+}
+
+// Stamp is the protocol's state kept in a block: every write that can
+// change lookup values moves Seq above the one it read, on condition that
+// the stamp is still the one it read; Inc is drawn when the block is
+// created and kept by every later write. The zero Seq (or Inc) stands for
+// "not set" (a block written before it had lookups, or by another tool).
+type Stamp struct {
+	Seq int64
+	Inc int64
+}
+
+// Block is a block as the engine reads it.
+type Block[T any] struct {
+	Key   []byte // encoded block key
+	Stamp Stamp
+	// Value is the decoded aggregate; it may hold only the fields the
+	// lookups read (the engine only derives index keys from it), except
+	// for ReadBlocks, whose value a lookup read returns to its caller.
+	Value T
+	// Err, when not nil, says why the block does not decode (Value is then
+	// the zero value): reads fail with it, Repair reports the block as
+	// unreadable and leaves the entries pointing at it alone.
+	Err error
+}
+
+// CondKind is what a conditional write of an index item requires of the
+// item stored at its key.
+type CondKind uint8
+
+const (
+	// Always writes the item whatever is stored (an upsert), except that
+	// Seq becomes the larger of the stored one and the new one, so that an
+	// older write never makes a newer write's entry look older.
+	Always CondKind = iota
+	// Absent requires that no item is stored at the key (a unique claim).
+	Absent
+	// Same requires the stored item to be Cond.Item as it was read: the
+	// same Block, Seq and W (Inc need not be compared: it changes only with
+	// Seq).
+	Same
+	// Marked requires the stored item's W to be Cond.W: the attempt that
+	// wrote it has not been overtaken.
+	Marked
+	// Held requires the stored item to point at block Cond.Block with
+	// incarnation Cond.Inc and, when Cond.Before is not 0, to be older than
+	// it (Seq < Before): the entries a write of that incarnation may remove.
+	Held
+)
+
+// Cond is the condition of a conditional write or delete of index items.
+type Cond struct {
+	Kind   CondKind
+	Item   Item   // Same: the item as read
+	W      int64  // Marked
+	Block  []byte // Held
+	Inc    int64  // Held
+	Before int64  // Held: 0 for any Seq
+}
+
+// Primitives are the store operations the engine runs the lookup protocol,
+// the verified reads and Repair over, for one aggregate collection and its
+// index tables. A lookup is named by its position in Engine.Lookups.
+// Every method is one command (or one batch) of the store; none retries a
+// condition that does not hold. Errors are the store's own, unwrapped: the
+// engine wraps them in *runtime.Error. A method may be called with a
+// context that is already done and must then fail without sending anything.
+type Primitives[T any] interface {
+	// PutItem writes item it in lookup l on condition c (Always, Absent,
+	// Same or Marked). It reports whether the condition held (the item was
+	// written) and, for Always, the item stored before (nil when there was
+	// none); the other kinds may return a nil prev.
+	PutItem(ctx context.Context, l int, it Item, c Cond) (ok bool, prev *Item, err error)
+	// GetItems reads the items of lookup l with the given keys (at most
+	// MaxBatch, distinct): the ones that exist, in any order.
+	GetItems(ctx context.Context, l int, keys [][]byte) ([]Item, error)
+	// DeleteItems deletes the items of lookup l with the given keys (at
+	// most MaxBatch, distinct) that satisfy c (Same with one key, Marked or
+	// Held). Items that do not are left alone, which is not an error. It
+	// returns how many it deleted.
+	DeleteItems(ctx context.Context, l int, keys [][]byte, c Cond) (int, error)
+	// ScanItems reads up to limit items of lookup l with from <= Key < to
+	// (to nil: no upper bound), in key order (bytes.Compare).
+	ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]Item, error)
+
+	// ReadBlocks reads the blocks with the given encoded keys (at most
+	// MaxBatch, distinct), with their stamps and values: the ones that
+	// exist, in any order. A block that does not decode comes back with
+	// Block.Err set, not as an error of the call.
+	ReadBlocks(ctx context.Context, keys [][]byte) ([]Block[T], error)
+	// FenceBlock sets the Seq of block key to seq on condition that its
+	// stamp is still old, so that a write in flight that read old can no
+	// longer land. It reports whether the condition held (false also when
+	// the block does not exist).
+	FenceBlock(ctx context.Context, key []byte, old Stamp, seq int64) (bool, error)
+	// DeleteBlock deletes block key on condition that its stamp is st. It
+	// reports whether it did.
+	DeleteBlock(ctx context.Context, key []byte, st Stamp) (bool, error)
+	// ScanBlocks reads up to limit blocks with keys after after (nil: from
+	// the first), in encoded key order (bytes.Compare), with their stamps
+	// and values (at least the fields the lookups read).
+	ScanBlocks(ctx context.Context, after []byte, limit int) ([]Block[T], error)
+
+	// Ambiguous reports whether err, returned by a write, leaves its
+	// outcome unknown: the command may have been applied although its
+	// reply did not arrive (a network error, a timeout, a cancelled
+	// context while the command was in flight).
+	Ambiguous(err error) bool
+}
