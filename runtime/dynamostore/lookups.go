@@ -60,6 +60,17 @@ func (s *Store[T, K]) engine() *index.Engine[*T] {
 	return e
 }
 
+// Primitives returns the store primitives the index engine runs the
+// lookups on (nil without lookups), in the order of the descriptor's
+// lookups (then the scope index): for the primitives' conformance suite
+// (runtime/index/indextest).
+func (s *Store[T, K]) Primitives() index.Primitives[*T] {
+	if s.eng == nil {
+		return nil
+	}
+	return s.eng.P
+}
+
 // state is what a protocol write reads of a block.
 type state[T any] struct {
 	found   bool
