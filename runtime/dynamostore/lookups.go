@@ -175,32 +175,17 @@ func (s *Store[T, K]) run(ctx context.Context, op string, id K, read func() (ind
 // drawn: its numbers are as wide as any.
 var sizing = &index.Stamp{Seq: math.MinInt64, Inc: math.MinInt64}
 
-// protocolPut creates (insert) or replaces block t through the protocol;
-// a replacement checks version want (0: no block).
+// protocolPut creates (insert: one attempt, refused if the block exists)
+// or replaces block t through the protocol; a replacement checks version
+// want (0: no block).
 func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert bool, want int64) error {
 	id := *s.d.ID(t)
 	if err := s.checkValues(op, id, t); err != nil {
 		return err
 	}
 	after := s.keys(id, t)
-	tries := 0
-	return s.run(ctx, op, id, func() (index.Attempt, error) {
-		tries++
-		var st state[T]
-		if insert && tries > 1 {
-			// The block write's condition failed, and not on a resend of
-			// its own: the block exists.
-			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
-		}
-		if !insert {
-			var err error
-			if st, err = s.readState(ctx, id); err != nil {
-				return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
-			}
-			if s.d.Version != nil && (st.found != (want != 0) || st.version != want) {
-				return index.Attempt{}, s.conflict(op, id, st.found, st.version, want)
-			}
-		}
+	// attempt is the write of t over block st.
+	attempt := func(st state[T]) (index.Attempt, error) {
 		item, err := s.item(t, want+1, sizing)
 		if err != nil {
 			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -222,6 +207,27 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 					ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
 				return s.written(op, id, err)
 			}}, nil
+	}
+	if insert {
+		a, err := attempt(state[T]{})
+		if err != nil {
+			return err
+		}
+		done, err := s.eng.Commit(ctx, op, id, s.d.Keys.Bytes(id), index.NewInc(), nil, a.After, index.NextSeq(0), true, a.Write)
+		if err == nil && !done {
+			return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
+		}
+		return err
+	}
+	return s.run(ctx, op, id, func() (index.Attempt, error) {
+		st, err := s.readState(ctx, id)
+		if err != nil {
+			return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
+		}
+		if s.d.Version != nil && (st.found != (want != 0) || st.version != want) {
+			return index.Attempt{}, s.conflict(op, id, st.found, st.version, want)
+		}
+		return attempt(st)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -199,24 +200,13 @@ func (p prims[T, K]) GetItems(ctx context.Context, l int, keys [][]byte) ([]inde
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var raw []map[string]types.AttributeValue
-	if len(keys) == 1 {
-		out, err := p.s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.s.index), Key: p.itemKey(l, keys[0]), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return nil, err
-		}
-		if len(out.Item) > 0 {
-			raw = append(raw, out.Item)
-		}
-	} else {
-		ks := make([]map[string]types.AttributeValue, len(keys))
-		for i, k := range keys {
-			ks[i] = p.itemKey(l, k)
-		}
-		var err error
-		if raw, err = p.s.batchGet(ctx, p.s.index, ks); err != nil {
-			return nil, err
-		}
+	ks := make([]map[string]types.AttributeValue, len(keys))
+	for i, k := range keys {
+		ks[i] = p.itemKey(l, k)
+	}
+	raw, err := p.s.getItems(ctx, p.s.index, ks)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]index.Item, 0, len(raw))
 	for _, item := range raw {
@@ -350,20 +340,9 @@ func (p prims[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Blo
 		}
 		ks[i] = map[string]types.AttributeValue{IDAttr: id}
 	}
-	var raw []map[string]types.AttributeValue
-	if len(ks) == 1 {
-		out, err := p.s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.s.table), Key: ks[0], ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return nil, err
-		}
-		if len(out.Item) > 0 {
-			raw = append(raw, out.Item)
-		}
-	} else {
-		var err error
-		if raw, err = p.s.batchGet(ctx, p.s.table, ks); err != nil {
-			return nil, err
-		}
+	raw, err := p.s.getItems(ctx, p.s.table, ks)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]index.Block[*T], 0, len(raw))
 	for _, item := range raw {
@@ -426,10 +405,9 @@ func (p prims[T, K]) DeleteBlock(ctx context.Context, key []byte, st index.Stamp
 	w := &update{e: newExpr()}
 	w.cond = append(w.cond, "attribute_exists("+w.e.name(IDAttr)+")")
 	stampIs(w, st)
-	in := w.input(p.s.table, nil)
 	_, err = p.s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: in.TableName, Key: map[string]types.AttributeValue{IDAttr: id},
-		ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
+		TableName: aws.String(p.s.table), Key: map[string]types.AttributeValue{IDAttr: id},
+		ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.names, ExpressionAttributeValues: w.e.values,
 	})
 	if condFailed(err) {
 		return false, nil
@@ -479,6 +457,20 @@ func (p prims[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([
 func (p prims[T, K]) Ambiguous(err error) bool {
 	var re *runtime.Error
 	return !errors.As(err, &re) && ambiguous(err)
+}
+
+// getItems reads the items with the given keys (at most MaxBatch) of
+// table, strongly consistent: a GetItem for one key, a BatchGetItem for
+// more.
+func (s *Store[T, K]) getItems(ctx context.Context, table string, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	if len(keys) != 1 {
+		return s.batchGet(ctx, table, keys)
+	}
+	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: keys[0], ConsistentRead: aws.Bool(true)})
+	if err != nil || len(out.Item) == 0 {
+		return nil, err
+	}
+	return []map[string]types.AttributeValue{out.Item}, nil
 }
 
 // batchGet reads the items with the given keys (at most MaxBatch) of
