@@ -24,9 +24,10 @@
 //     (k, B: the value for a unique lookup, the value followed by the block
 //     key otherwise) as the sort key, so that every lookup read is a Query
 //     in (value, block key) order. The table is kept right without
-//     transactions by the protocol of runtime/mongostore (new index items
+//     transactions by the lookup engine, runtime/index (new index items
 //     before the block, stale ones removed after, reads verify and skip
-//     stale items, Repair): see lookups.go and RELIABILITY.md.
+//     stale items, Repair), over the primitives of primitives.go: see
+//     lookups.go and RELIABILITY.md.
 //   - Counters (noam:"id,counter") are items of the table "noam_counters",
 //     bumped with UpdateItem ADD. The blocks of a scoped counter are also
 //     index items (lookup ScopeLookup, sort key the block key), so that
@@ -125,6 +126,13 @@ func invalidPath(err error) bool {
 func condFailed(err error) bool {
 	var ce *types.ConditionalCheckFailedException
 	return errors.As(err, &ce)
+}
+
+// ambiguous reports an error that leaves a write's outcome unknown: the
+// request may have been applied though no reply came back.
+func ambiguous(err error) bool {
+	var ae smithy.APIError
+	return !errors.As(err, &ae)
 }
 
 // tableExists reports CreateTable's refusal of an existing table.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,11 +263,17 @@ func testItemShape(t *testing.T, f *fixture) {
 	if tags := f.index(t, "matches", "tags"); len(tags) != 2 {
 		t.Fatalf("tags index items: %d, want 2", len(tags))
 	}
+	entryShape(t, codes[0], it)
 	// EAO: the root entry is one map attribute; integer keys are N.
 	js := model.NewJournalDynamoRepository(f.c, f.o)
 	must(t, js.EnsureIndexes(ctx))
 	must(t, js.Create(ctx, &model.Journal{Owner: "ann", Title: "T", Lines: []model.Line{{Kind: "k", Text: "x"}}}))
 	jt := f.item(t, "Journal", map[string]types.AttributeValue{"_id": &types.AttributeValueMemberN{Value: "1"}})
+	owners := f.index(t, "Journal", "owner")
+	if len(owners) != 1 {
+		t.Fatalf("owner index items: %d, want 1", len(owners))
+	}
+	entryShape(t, owners[0], jt) // id N, as the block's _id
 	root, ok := jt["_root"].(*types.AttributeValueMemberM)
 	if !ok || s(root.Value["owner"]) != "ann" || s(root.Value["title"]) != "T" {
 		t.Fatalf("journal _root: %#v", jt)
@@ -454,6 +461,16 @@ func testTooLarge(t *testing.T, f *fixture) {
 	must(t, err)
 	if len(g.Rounds) != 0 || g.Version != 1 || g.FirstPlayer != half {
 		t.Fatalf("failed Game writes changed it: %d rounds, version %d", len(g.Rounds), g.Version)
+	}
+}
+
+// entryShape checks the attributes of index item e of block item b, as
+// stored data has them: id (the block's _id attribute), inc (the block's
+// _inc), s (the write sequence, N) and w (the attempt's mark, N).
+func entryShape(t *testing.T, e, b map[string]types.AttributeValue) {
+	t.Helper()
+	if !reflect.DeepEqual(e["id"], b["_id"]) || n(e["inc"]) != n(b["_inc"]) || strings.HasPrefix(n(e["s"]), "<") || strings.HasPrefix(n(e["w"]), "<") || len(e) != 6 {
+		t.Fatalf("index item %#v of block %#v: want p, k, id (the block's _id), inc (its _inc), s and w", e, b)
 	}
 }
 

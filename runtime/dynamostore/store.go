@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // Store is the DynamoDB adapter of the store contract for aggregate class
@@ -28,6 +29,7 @@ type Store[T any, K comparable] struct {
 	// lookups are the descriptor's, and for a scoped counter the scope
 	// index (scopeLookup).
 	lookups []*runtime.Lookup[T]
+	eng     *index.Engine[*T] // nil without lookups
 }
 
 // ScopeLookup names the index that lists the blocks of one counter scope
@@ -58,6 +60,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 	}
 	if len(s.lookups) > 0 {
 		s.index = o.TablePrefix + IndexTable(d.Collection)
+		s.eng = s.engine()
 	}
 	if d.Counter != nil {
 		s.counters = o.TablePrefix + CountersTable
@@ -169,7 +172,7 @@ func (s *Store[T, K]) key(id K) map[string]types.AttributeValue {
 
 // item is the item of block t with the given version (and, for an
 // aggregate with lookups, stamp st).
-func (s *Store[T, K]) item(t *T, version int64, st *stamp) (map[string]types.AttributeValue, error) {
+func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]types.AttributeValue, error) {
 	item := map[string]types.AttributeValue{IDAttr: s.KeyAttr(*s.d.ID(t))}
 	if s.d.EAO {
 		v, err := Encode(s.d.Root.Value(t))
@@ -208,8 +211,8 @@ func (s *Store[T, K]) item(t *T, version int64, st *stamp) (map[string]types.Att
 		item[s.d.Version.Key] = num(version)
 	}
 	if st != nil {
-		item[SeqAttr] = num(st.seq)
-		item[IncAttr] = num(st.inc)
+		item[SeqAttr] = num(st.Seq)
+		item[IncAttr] = num(st.Inc)
 	}
 	return item, nil
 }
@@ -330,28 +333,19 @@ func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) (map[K]*T
 		}
 	}
 	for len(keys) > 0 {
-		n := min(len(keys), 100)
-		batch := keys[:n]
+		n := min(len(keys), MaxBatch)
+		items, err := s.batchGet(ctx, s.table, keys[:n])
+		if err != nil {
+			return nil, err
+		}
 		keys = keys[n:]
-		for attempt := 0; len(batch) > 0; attempt++ {
-			if err := backoff(ctx, attempt); err != nil {
-				return nil, err
-			}
-			res, err := s.c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-				s.table: {Keys: batch, ConsistentRead: aws.Bool(true)},
-			}})
+		for _, item := range items {
+			t, err := s.decode(item)
 			if err != nil {
-				return nil, err
+				id, _ := s.keyOf(item[IDAttr])
+				return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
 			}
-			for _, item := range res.Responses[s.table] {
-				t, err := s.decode(item)
-				if err != nil {
-					id, _ := s.keyOf(item[IDAttr])
-					return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
-				}
-				out[*s.d.ID(t)] = t
-			}
-			batch = res.UnprocessedKeys[s.table].Keys
+			out[*s.d.ID(t)] = t
 		}
 	}
 	return out, nil

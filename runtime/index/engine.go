@@ -115,6 +115,10 @@ type Engine[T any] struct {
 	// Now, when set, is the clock (nanoseconds) staleness is judged by
 	// (nil: time.Now), for tests.
 	Now func() int64
+	// Attempts, when not 0, bounds the attempts of one write (Run) and of
+	// one unique claim instead of MaxAttempts: a store whose reads back
+	// off between attempts may allow more.
+	Attempts int
 	// Batch bounds the batched commands.
 	Batch Limits
 	// RepairBatch is how many blocks or items Repair reads per page

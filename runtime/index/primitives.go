@@ -119,9 +119,12 @@ type Primitives[T any] interface {
 	// DeleteBlock deletes block key on condition that its stamp is st. It
 	// reports whether it did.
 	DeleteBlock(ctx context.Context, key []byte, st Stamp) (bool, error)
-	// ScanBlocks reads up to limit blocks with keys after after (nil: from
-	// the first), in encoded key order (bytes.Compare), with their stamps
-	// and values (at least the fields the lookups read).
+	// ScanBlocks reads up to limit blocks after block after (nil: from
+	// the first), with their stamps and values (at least the fields the
+	// lookups read), in the store's scan order: encoded key order
+	// (bytes.Compare) where the store has one, else any order that pages
+	// resume in (DynamoDB's hash order), so that paging through visits
+	// every block that stays once. Fewer than limit blocks end the scan.
 	ScanBlocks(ctx context.Context, after []byte, limit int) ([]Block[T], error)
 
 	// Ambiguous reports whether err, returned by a write, leaves its

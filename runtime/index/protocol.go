@@ -9,22 +9,31 @@ import (
 )
 
 // MaxAttempts bounds the read-claim-write attempts of one write that keep
-// losing to concurrent writes of the same block.
+// losing to concurrent writes of the same block, unless Engine.Attempts
+// says otherwise.
 const MaxAttempts = 16
 
-// Contended is the error of a write that lost MaxAttempts times in a row.
+// attempts is the bound of attempts (Attempts, or MaxAttempts).
+func (e *Engine[T]) attempts() int {
+	if e.Attempts > 0 {
+		return e.Attempts
+	}
+	return MaxAttempts
+}
+
+// Contended is the error of a write that lost every attempt in a row.
 func (e *Engine[T]) Contended(op string, id any) error {
-	return runtime.Fail(op, e.Agg, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", MaxAttempts))
+	return runtime.Fail(op, e.Agg, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", e.attempts()))
 }
 
 // Run runs a write of block block (id names it in errors) through the
 // protocol: read reads the block and says what to write (returning a
 // definite error, such as a failed version check, stops the write); the
 // attempt is committed, and read again while the block changed meanwhile,
-// up to MaxAttempts times.
+// up to Attempts (MaxAttempts) times.
 func (e *Engine[T]) Run(ctx context.Context, op string, id any, block []byte, read func() (Attempt, error)) error {
 	var last *Attempt
-	for range MaxAttempts {
+	for range e.attempts() {
 		a, err := read()
 		if err != nil {
 			return err
@@ -286,7 +295,7 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 		}
 		return nil
 	}
-	for range MaxAttempts {
+	for range e.attempts() {
 		ok, _, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Absent})
 		if err != nil {
 			if e.P.Ambiguous(err) {

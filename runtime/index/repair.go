@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
@@ -18,12 +19,20 @@ import (
 //     (items of unreadable blocks are left alone).
 //
 // A unique value held by several blocks stays with the first in block-key
-// order; the others are reported as conflicts. Blocks that do not decode
+// order; the others are reported as conflicts (in any scan order: see
+// Primitives.ScanBlocks). Blocks that do not decode
 // are reported as unreadable. Run it while nothing else writes the
 // collection: an item of a write in flight may be removed.
 func (e *Engine[T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	var rep runtime.RepairReport
-	if err := e.repairBlocks(ctx, &rep); err != nil {
+	held := conflicts{}
+	err := e.repairBlocks(ctx, &rep, held)
+	names := make([]string, len(e.Lookups))
+	for l, lk := range e.Lookups {
+		names[l] = lk.Name
+	}
+	held.report(names, &rep)
+	if err != nil {
 		return rep, runtime.Fail("Repair", e.Agg, nil, nil, err)
 	}
 	for l := range e.Lookups {
@@ -42,7 +51,7 @@ func (e *Engine[T]) repairBatch() int {
 }
 
 // repairBlocks is Repair's first pass.
-func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport) error {
+func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport, held conflicts) error {
 	var after []byte
 	for {
 		page, err := e.P.ScanBlocks(ctx, after, e.repairBatch())
@@ -63,7 +72,7 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport)
 			readable = append(readable, b)
 		}
 		for l := range e.Lookups {
-			if err := e.repairKeys(ctx, l, readable, rep); err != nil {
+			if err := e.repairKeys(ctx, l, readable, rep, held); err != nil {
 				return err
 			}
 		}
@@ -75,7 +84,7 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport)
 
 // repairKeys makes sure the items of lookup l of a page of blocks are
 // there and point at them.
-func (e *Engine[T]) repairKeys(ctx context.Context, l int, page []Block[T], rep *runtime.RepairReport) error {
+func (e *Engine[T]) repairKeys(ctx context.Context, l int, page []Block[T], rep *runtime.RepairReport, held conflicts) error {
 	lk := e.Lookups[l]
 	type want struct {
 		key   []byte
@@ -124,16 +133,17 @@ func (e *Engine[T]) repairKeys(ctx context.Context, l int, page []Block[T], rep 
 			if err != nil {
 				return err
 			}
-			if found && holder.Err == nil && Holds(LookupKeys(true, lk.Values(holder.Value), holder.Key), w.key) &&
-				bytes.Compare(holder.Key, w.block.Key) < 0 {
-				// Both hold it and the holder comes first (blocks are
-				// scanned in key order: a holder after this block is met
-				// later, and reported then, against this one).
-				rep.AddConflict(lk.Name, w.key, holder.Key, w.block.Key)
-				if holder.Stamp.Inc == it.Inc {
-					continue
+			if found && holder.Err == nil && Holds(LookupKeys(true, lk.Values(holder.Value), holder.Key), w.key) {
+				// Both hold it: the first in key order keeps it (blocks
+				// may come in any order, so the holders are gathered and
+				// reported at the end).
+				held.add(l, w.key, holder.Key, w.block.Key)
+				if bytes.Compare(holder.Key, w.block.Key) < 0 {
+					if holder.Stamp.Inc == it.Inc {
+						continue
+					}
+					mine.Block, mine.Inc = holder.Key, holder.Stamp.Inc
 				}
-				mine.Block, mine.Inc = holder.Key, holder.Stamp.Inc
 			}
 		}
 		// The wrong block, or an item of an earlier incarnation of this
@@ -199,4 +209,41 @@ func dedup(keys [][]byte) [][]byte {
 		}
 	}
 	return out
+}
+
+// conflicts gathers the holders of unique values held by several blocks,
+// per lookup and value.
+type conflicts map[int]map[string][][]byte
+
+// add records that blocks a and b both hold value of lookup l.
+func (c conflicts) add(l int, value []byte, a, b []byte) {
+	if c[l] == nil {
+		c[l] = map[string][][]byte{}
+	}
+	hs := c[l][string(value)]
+	for _, h := range [][]byte{a, b} {
+		if !slices.ContainsFunc(hs, func(x []byte) bool { return bytes.Equal(x, h) }) {
+			hs = append(hs, h)
+		}
+	}
+	c[l][string(value)] = hs
+}
+
+// report adds the conflicts to rep, by lookup, value and holder in key
+// order, each kept for its first holder.
+func (c conflicts) report(names []string, rep *runtime.RepairReport) {
+	for l, name := range names {
+		values := make([]string, 0, len(c[l]))
+		for v := range c[l] {
+			values = append(values, v)
+		}
+		slices.Sort(values)
+		for _, v := range values {
+			hs := c[l][v]
+			slices.SortFunc(hs, bytes.Compare)
+			for _, h := range hs[1:] {
+				rep.AddConflict(name, []byte(v), hs[0], h)
+			}
+		}
+	}
 }
