@@ -35,8 +35,8 @@ var pdocDesc = func() *runtime.Desc[pdoc, string] {
 			runtime.NewField("tags", "Tags", func(d *pdoc) *[]string { return &d.Tags }),
 		},
 		Lookups: []*runtime.Lookup[pdoc]{
-			{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: func(d *pdoc) [][]byte { return ls[0].Values(view(d)) }},
-			{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: func(d *pdoc) [][]byte { return ls[1].Values(view(d)) }},
+			{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Values: func(d *pdoc) [][]byte { return ls[0].Values(view(d)) }},
+			{Name: "tags", Parts: 1, Fields: []string{"tags"}, Values: func(d *pdoc) [][]byte { return ls[1].Values(view(d)) }},
 		},
 	}).Init()
 }()
