@@ -27,8 +27,15 @@ import (
 // The three keys of a lookup share the hash tag {Game.name}, so that one
 // script changes them together on a cluster too.
 
+// naming names the block hashes of a collection: coll, and the component
+// tags of its block keys.
+type naming struct {
+	coll  string
+	parts []byte
+}
+
 // blockKey names the hash of the block whose encoded key is bk.
-func (s *Store[T, K]) blockKey(bk []byte) string {
+func (s naming) blockKey(bk []byte) string {
 	return s.coll + ":{" + s.text(bk) + "}"
 }
 
@@ -59,7 +66,7 @@ func (s *Store[T, K]) lookupKeys(i int) lookupKeys {
 // components as quoted strings and decimals separated by commas
 // (Reply:{"thread",3}). Within one collection every key has the same
 // components, so the text names one block key only.
-func (s *Store[T, K]) text(bk []byte) string {
+func (s naming) text(bk []byte) string {
 	if len(s.parts) == 1 {
 		r := runtime.NewKeyReader(bk)
 		switch s.parts[0] {
@@ -120,7 +127,7 @@ func formatParts(b []byte) string {
 
 // parse is the inverse of text: it encodes the block key a hash name
 // holds (Repair finds blocks by their names).
-func (s *Store[T, K]) parse(name string) ([]byte, error) {
+func (s naming) parse(name string) ([]byte, error) {
 	prefix := s.coll + ":{"
 	if !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, "}") {
 		return nil, errors.New("not a block of " + s.coll)

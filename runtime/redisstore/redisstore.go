@@ -111,8 +111,7 @@ type Store[T any, K comparable] struct {
 	c       redis.UniversalClient
 	w       redis.UniversalClient // c, or c with Options.WaitReplicas (wait.go)
 	d       *runtime.Desc[T, K]
-	coll    string
-	parts   []byte // component tags of a block key
+	naming          // the names of block hashes
 	cluster bool
 }
 
@@ -125,7 +124,7 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *
 	var zero K
 	c, o := unwrap(c)
 	_, cluster := c.(*redis.ClusterClient)
-	return &Store[T, K]{c: c, w: writer(c, o), d: d, coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero)), cluster: cluster}
+	return &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster}
 }
 
 // Client returns the client.

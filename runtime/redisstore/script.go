@@ -476,22 +476,33 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 			return 0, nil, err
 		}
 	}
-	var n int64
-	var created []addResult
-	var err error
+	return runOnce(ctx, c, p.keys, args, notes)
+}
+
+// runScript runs script sc on c, running it again after a pause while the
+// cluster refuses it before any change (a slot moving, a cluster without a
+// master for it, after go-redis's own redirects), if the context allows.
+func runScript(ctx context.Context, c redis.UniversalClient, sc *redis.Script, keys []string, args []any) ([]any, error) {
 	for attempt := 0; ; attempt++ {
-		n, created, err = runOnce(ctx, c, p.keys, args, notes)
-		if err == nil || !unavailable(err) || attempt >= len(runRetryBackoff) {
-			return n, created, err
+		res, err := evalRun(ctx, c, sc, keys, args)
+		refused := unavailable(err)
+		if err == nil && len(res) > 2 && res[0] == "err" {
+			// An error the script caught: refused if it met a key served
+			// elsewhere (or the cluster down) before its first change.
+			e := &scriptError{}
+			e.msg, _ = res[1].(string)
+			w, _ := res[2].(int64)
+			e.wrote = w == 1
+			refused = unavailable(e)
 		}
-		// Refused before any change (a slot moving, a cluster without a
-		// master for it, after go-redis's own redirects): run it again
-		// after a pause, if the context allows.
+		if !refused || attempt >= len(runRetryBackoff) {
+			return res, err
+		}
 		t := time.NewTimer(runRetryBackoff[attempt])
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return n, created, err
+			return res, err
 		case <-t.C:
 		}
 	}
@@ -503,7 +514,7 @@ var runRetryBackoff = []time.Duration{20 * time.Millisecond, 60 * time.Milliseco
 
 // runOnce runs the packed script once and reads its reply.
 func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args []any, notes []string) (int64, []addResult, error) {
-	res, err := evalRun(ctx, c, keys, args)
+	res, err := runScript(ctx, c, vm, keys, args)
 	// short: the run passed its checks and changed its keys, but fewer
 	// replicas than Options.WaitReplicas acknowledged it (wait.go).
 	var short error
