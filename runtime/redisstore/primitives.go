@@ -626,11 +626,11 @@ func (p *prims[V]) scanNames(ctx context.Context) ([][]byte, error) {
 // replicas. A failed check, a refusal before any change or another
 // error reply of Redis is definite.
 func (p *prims[V]) Ambiguous(err error) bool {
+	if _, ok := isUnreplicated(err); ok {
+		return true // (a notAcked, although a runtime.ErrUnavailable)
+	}
 	if err == nil || isFailure(err) || errors.Is(err, runtime.ErrUnavailable) {
 		return false
-	}
-	if _, ok := isUnreplicated(err); ok {
-		return true
 	}
 	var se *scriptError
 	if errors.As(err, &se) {

@@ -54,7 +54,7 @@ import (
 const vmSource = `
 local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
-  hdelif=3, stamp=2, irem=8, iadd=8, hswap=4, raise=2, prune=1}
+  hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1}
 local function key(i) return KEYS[tonumber(i)] end
 -- dec increments a non-negative decimal string (numbers beyond 2^53 stay exact).
 local function inc(s)
@@ -226,7 +226,8 @@ for n = nchecks + 1, nchecks + nchanges do
     local m = call('HGET', key(a[2]), a[4])
     local ok = false
     if m then
-      local mi, ms = m:match('^(%S+) (%S+)$')
+      local mi, ms = m:match('^(%S*) (%S+)')
+      if mi == '0' then mi = '' end -- (Repair writes a missing incarnation as 0)
       if mi == a[7] then
         if a[8]:sub(1, 1) == '=' then ok = (ms == a[8]:sub(2)) else ok = less(ms, a[8]) end
       end
@@ -249,15 +250,13 @@ for n = nchecks + 1, nchecks + nchanges do
     local s = a[8]
     local prev = 0
     if m then
-      local mi, ms = m:match('^(%S+) (%S+)$')
+      local mi, ms = m:match('^(%S*) (%S+)')
       if mi == a[7] and ms and less(s, ms) then s = ms end
       if mi ~= a[7] then prev = m end
     end
     set('HSET', key(a[2]), a[4], a[7] .. ' ' .. s)
     if a[3] ~= '0' then set('HSET', key(a[3]), a[5], a[6]) end
     if isnew == 1 then created[#created + 1] = 1 else created[#created + 1] = prev end
-  elseif name == 'hswap' then
-    if call('HGET', k, a[2]) == a[3] then set('HSET', k, a[2], a[4]) end
   elseif name == 'raise' then
     local c = call('GET', k) or '0'
     if c:sub(1, 1) == '-' or less(c, a[2]) then set('SET', k, a[2]) end
@@ -385,7 +384,7 @@ func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 // arity mirrors the script's table.
 var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
 	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
-	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "hswap": 4, "raise": 2, "prune": 1}
+	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "raise": 2, "prune": 1}
 
 // keyArg reports whether argument j of op is a key index.
 func keyArg(op string, j int) bool {
