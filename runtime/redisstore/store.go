@@ -731,7 +731,15 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 	return s.eng.Get(ctx, op, s.lookupIndex(l), value)
 }
 
-// Ensure loads the script on the server (on every master of a cluster);
+// loadScripts loads the write script and the index script on c.
+func loadScripts(ctx context.Context, c redis.Scripter) error {
+	if err := vm.Load(ctx, c).Err(); err != nil {
+		return err
+	}
+	return ix.Load(ctx, c).Err()
+}
+
+// Ensure loads the scripts on the server (on every master of a cluster);
 // Redis needs nothing else created up front. It fails with
 // ErrNoContextTimeout if the client ignores context deadlines.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
@@ -741,10 +749,10 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return vm.Load(ctx, c).Err()
+			return loadScripts(ctx, c)
 		})
 	} else {
-		err = vm.Load(ctx, s.c).Err()
+		err = loadScripts(ctx, s.c)
 	}
 	if err != nil {
 		return s.fail("EnsureIndexes", nil, nil, err)
