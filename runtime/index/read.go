@@ -59,7 +59,7 @@ func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.Ke
 	out := make([]T, 0, min(n, 64))
 	var keys [][]byte
 	start, end := rng.Start(), rng.To
-	for len(out) <= n && (end == nil || bytes.Compare(start, end) < 0) {
+	for len(out) <= n && bytes.Compare(start, end) < 0 {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}

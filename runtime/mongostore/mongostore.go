@@ -34,92 +34,25 @@
 // that creates the block.
 //
 // MongoDB without transactions (and FerretDB) cannot change an aggregate
-// and its entries atomically, so writes follow a protocol that keeps an
-// entry for every value a stored aggregate holds, and reads verify:
-//
-//  1. A write that can change lookup values reads the block's lookup
-//     fields, its stamp and its version, and picks its own sequence
-//     S = max(_seq+1, now in nanoseconds) and a random attempt mark w.
-//  2. It adds the entries of the values it gives the block, unique ones
-//     first, tagged with the block's incarnation: a non-unique entry is
-//     upserted ($max s: S); a unique one is claimed by inserting it. A
-//     claim that finds the value owned by another block reads that block:
-//     if it holds the value, the write fails with runtime.ErrDuplicate; if
-//     not, the entry is stale, and it is taken over (on condition that it
-//     is unchanged) once it is older than StaleAfter, so that the claim of
-//     another write in flight is not stolen; before that the write fails
-//     with runtime.ErrDuplicate.
-//  3. It writes the aggregate on condition that the stamp has not changed
-//     (and the version, where the method has one). If that matches
-//     nothing, the attempt is undone (entries it created and still marked
-//     w are removed, entries it changed are put back) and the write starts
-//     again from step 1, up to 16 times; a failed claim is undone the same
-//     way, so a failed write leaves the index tables as they were.
-//  4. It removes the entries of the values the block no longer holds, on
-//     condition that they belong to the same incarnation and that s < S,
-//     so that an entry added again by a later write is never removed.
-//     Delete removes the block first, then every entry of the incarnation
-//     it removed: a block created again with the same key (whose write
-//     re-tags the entries it needs) keeps its entries, whatever the order
-//     in which the two writes' steps run.
-//
-// A crash between the steps, or an attempt undone after another write
-// touched its entries, leaves stale entries, never missing ones. Reads
-// therefore verify every entry against its aggregate, skip stale ones and
-// remove those older than StaleAfter; Repair rebuilds the tables from the
-// aggregates. A stale unique entry keeps its value from other blocks for
-// StaleAfter at most. Clocks only matter for StaleAfter: sequences are
-// ordered by the reads of step 1, not by time.
+// and its entries atomically, so writes follow the lookup protocol of the
+// index engine (package runtime/index, which states it and its
+// invariants): entries are added before the aggregate write (unique ones
+// claimed by inserting them, a stale claim taken over only after
+// StaleAfter and after fencing its holder's stamp), the aggregate is
+// written on condition that its stamp is the one read, the old entries are
+// removed after it, a failed attempt is undone, an unknown outcome is
+// decided by reading the block back, and reads verify every entry against
+// its aggregate. This package supplies the engine's store primitives
+// (lookups.go: conditional writes of entries, $in reads, _id range scans,
+// the stamp filters) and the aggregate command of each write
+// (protocol.go). Commands that name index keys are bounded (500 keys, 4
+// MiB of hex keys) and Repair pages through aggregates and index tables
+// 16 documents at a time, so that large values (e.g. 50 tags of 1 MiB)
+// never exceed the server's message limit.
 //
 // Counters (enumerable keys) live in the collection CountersCollection,
 // one document per collection or per scope of a composite key, and are
 // incremented with findAndModify.
-//
-// # Invariants of the lookup protocol
-//
-// The steps above (implemented in lookups.go) keep these invariants, also
-// when a reply is lost, a context is cancelled while a command is in
-// flight, the client crashes between commands, or a write stalls for
-// longer than StaleAfter:
-//
-//   - I1 (no missing entry): every value a stored aggregate holds has its
-//     index entry, pointing at the aggregate's block and incarnation. Entries
-//     are added before the aggregate write and only removed (a) after it, for
-//     values the block no longer holds, (b) by an undo, which runs only when
-//     the aggregate write definitely did not happen (its condition matched
-//     nothing, a claim failed, or the server refused it), or (c) by reads
-//     and Repair once the aggregate does not hold them.
-//   - I2 (ambiguous outcomes keep entries): when the aggregate write's
-//     outcome is unknown (network error, lost reply, timeout, context
-//     cancelled in flight, write concern error), the write reads the block
-//     back with a fresh context: if it carries the attempt's stamp (_seq and
-//     _inc) the write succeeded and finishes normally; otherwise its entries
-//     are left in place and the error says the outcome is unknown. A retry
-//     re-tags them; reads verify them; Repair removes those no aggregate
-//     holds.
-//   - I3 (reads verify): a read returns an aggregate only if the aggregate,
-//     read after the entry, holds the entry's value; anything else is a
-//     stale entry, skipped, and dropped once older than StaleAfter.
-//   - I4 (one holder per unique value): a unique value is claimed by
-//     inserting its entry; a claim held by another block is taken over only
-//     if that block does not hold the value and the claim is older than
-//     StaleAfter, and only after fencing the holder: its stamp is bumped
-//     (conditionally on the stamp read), so that a stalled write of the
-//     holder, conditioned on the stamp it read, can no longer land. A
-//     creating write (an insert, which no stamp can fence) that took longer
-//     than StaleAfter/2 checks after the insert that it still owns its
-//     claims, and deletes what it inserted and fails with
-//     runtime.ErrDuplicate if not.
-//   - I5 (bounded commands): undo, the removal of old entries and Repair
-//     work in batches of at most maxBatchKeys keys and maxBatchBytes bytes,
-//     and Repair reads index tables and aggregates through cursors with
-//     small batches, so that large values (e.g. 50 tags of 1 MiB) never
-//     exceed the server's message limit.
-//
-// The one window left: a creating write that stalls past StaleAfter, loses
-// its unique claim to a takeover, and then lands while its client crashes
-// or loses the reply, leaves two aggregates holding one unique value. Reads
-// return the one the entry names; Repair reports the conflict.
 package mongostore
 
 import (
@@ -135,6 +68,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // LenKey is the document field that holds the lengths of partitioned arrays.
@@ -236,7 +170,7 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 // replies are a few bytes.
 func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update any) (int, error) {
 	path := LenKey + "." + field
-	for range maxAttempts {
+	for range index.MaxAttempts {
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()
 		if err != nil {
 			return 0, Err(op, agg, id, err)
@@ -254,7 +188,7 @@ func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id an
 			return int(n), nil
 		}
 	}
-	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, maxAttempts))
+	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, index.MaxAttempts))
 }
 
 // ByID is the filter that selects block id.

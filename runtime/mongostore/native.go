@@ -408,7 +408,7 @@ func valueFilter[T any](l *runtime.Lookup[T], value []byte) (bson.D, error) {
 // getNative reads the aggregate holding value of unique lookup l with one
 // findOne.
 func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
-	notFound := runtime.FailAt(op, s.d.Aggregate, nil, describeKey(IndexKey(value)), runtime.ErrNotFound, nil)
+	notFound := runtime.FailAt(op, s.d.Aggregate, nil, runtime.FormatKey(value), runtime.ErrNotFound, nil)
 	if !l.IndexZero && isZero(value) {
 		return nil, notFound
 	}
@@ -525,7 +525,7 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 			}
 			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: id}}})
 			if c, cerr := s.coll.CountDocuments(ctx, filter, options.Count().SetLimit(1)); cerr == nil && c > 0 {
-				return runtime.FailAt(op, s.d.Aggregate, id, "(lookup "+s.coll.Name()+"."+nl.l.Name+" "+describeKey(IndexKey(v))+" is taken)", runtime.ErrDuplicate, err)
+				return runtime.FailAt(op, s.d.Aggregate, id, "(lookup "+s.coll.Name()+"."+nl.l.Name+" "+runtime.FormatKey(v)+" is taken)", runtime.ErrDuplicate, err)
 			}
 		}
 	}

@@ -21,14 +21,14 @@ import (
 // block, _id the block key, one top-level field per entry field, arrays for
 // partitioned fields with their lengths in _len. Writes that change no
 // looked-up field are single commands; the others go through the lookup
-// protocol of Indexed (see the package documentation).
+// protocol of runtime/index (see the package documentation).
 type Store[T any, K comparable] struct {
 	d        *runtime.Desc[T, K]
 	coll     *mongo.Collection
 	counters *mongo.Collection
-	x        *Indexed[K, bson.Raw, *T] // nil without index-table lookups
-	native   []nativeLookup[T]         // lookups served by native indexes
-	tables   map[string]bool           // names of index-table lookups
+	x        *indexed[T, K]    // nil without index-table lookups
+	native   []nativeLookup[T] // lookups served by native indexes
+	tables   map[string]bool   // names of index-table lookups
 	// noPartial: unique native indexes are made without partial filters.
 	noPartial bool
 	// idAddr and addrs (one per d.Fields) say which values the document
@@ -77,14 +77,14 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 		s.counters = Counters(db)
 	}
 	var fields []string
-	var ls []Lookup[*T]
+	var ls []*runtime.Lookup[T]
 	for _, l := range d.Lookups {
 		if !tableLookup(l, c) {
 			s.native = append(s.native, nativeLookup[T]{l: l, index: IndexName(l.Name)})
 			continue
 		}
 		s.tables[l.Name] = true
-		ls = append(ls, Lookup[*T]{Name: l.Name, Unique: l.Unique, Keys: l.Keys})
+		ls = append(ls, l)
 		for _, f := range l.Fields {
 			if !slices.Contains(fields, f) {
 				fields = append(fields, f)
@@ -92,20 +92,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 		}
 	}
 	if len(ls) > 0 {
-		s.x = NewIndexed(Indexed[K, bson.Raw, *T]{
-			Agg:        d.Aggregate,
-			Coll:       s.coll,
-			Codec:      d.Keys,
-			VersionKey: d.VersionKey(),
-			Fields:     fields,
-			Lookups:    ls,
-			Convert:    s.convert,
-			Check:      func(raw *bson.Raw) error { _, err := s.decode(*raw); return err },
-			KeyOf:      func(t *T) K { return *d.ID(t) },
-			Refused: func(ctx context.Context, op string, id K, t *T, insert bool, err error) error {
-				return s.duplicate(ctx, op, id, t, insert, err)
-			},
-		})
+		s.x = newIndexed(s, ls, fields)
 	}
 	return s
 }

@@ -43,7 +43,7 @@ func docPrims(c redis.UniversalClient) *prims[indextest.Doc] {
 func TestPrimitives(t *testing.T) {
 	for _, mode := range []string{"single", "cluster"} {
 		t.Run(mode, func(t *testing.T) {
-			indextest.Primitives(t, func(t *testing.T) indextest.Harness {
+			indextest.Primitives(t, func(t *testing.T) indextest.Harness[indextest.Doc] {
 				var c redis.UniversalClient
 				if mode == "single" {
 					c = redistest.Server(t)
@@ -51,7 +51,7 @@ func TestPrimitives(t *testing.T) {
 					c = redistest.Cluster(t)
 				}
 				p := docPrims(c)
-				return indextest.Harness{P: p, Write: func(ctx context.Context, d indextest.Doc, st index.Stamp) error {
+				return indextest.Harness[indextest.Doc]{P: p, View: func(d indextest.Doc) indextest.Doc { return d }, Write: func(ctx context.Context, d indextest.Doc, st index.Stamp) error {
 					name := p.names.blockKey(d.Key())
 					if err := c.Del(ctx, name).Err(); err != nil {
 						return err

@@ -10,11 +10,15 @@ import (
 )
 
 func TestPrimitives(t *testing.T) {
-	indextest.Primitives(t, func(t *testing.T) indextest.Harness {
+	indextest.Primitives(t, func(t *testing.T) indextest.Harness[indextest.Doc] {
 		s := memindex.New[indextest.Doc](2)
-		return indextest.Harness{P: s, Write: func(_ context.Context, d indextest.Doc, st index.Stamp) error {
-			s.Set(d.Key(), st, d)
-			return nil
-		}}
+		return indextest.Harness[indextest.Doc]{
+			P: s,
+			Write: func(_ context.Context, d indextest.Doc, st index.Stamp) error {
+				s.Set(d.Key(), st, d)
+				return nil
+			},
+			View: func(d indextest.Doc) indextest.Doc { return d },
+		}
 	})
 }
