@@ -151,7 +151,7 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
 		}
 	}
-	n, _, err := p.runAdds(ctx, s.w)
+	n, err := p.run(ctx, s.w)
 	if f, ok := failed(err, "taken"); ok {
 		return 0, s.taken(w, f)
 	}

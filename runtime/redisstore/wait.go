@@ -83,7 +83,7 @@ func unwrap(c redis.UniversalClient) (redis.UniversalClient, Options) {
 }
 
 // writer is the client a store runs waited scripts on: c itself without
-// WaitReplicas, else an optClient over it, which runAdds recognizes.
+// WaitReplicas, else an optClient over it, which evalRun recognizes.
 func writer(c redis.UniversalClient, o Options) redis.UniversalClient {
 	if o.WaitReplicas <= 0 {
 		return c
