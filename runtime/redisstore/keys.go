@@ -18,7 +18,9 @@ import (
 //	{Game.name}            sorted set, lookup "name": members are the
 //	                       encoded value followed by the encoded block key
 //	{Game.name}:meta       hash, member -> "incarnation sequence" of the
-//	                       write that added it (the lookup protocol)
+//	                       write that added it, followed on a cluster by
+//	                       the attempt's mark and the block key (the
+//	                       engine's protocol, primitives.go)
 //	{Game.name}:claims     hash, unique lookups only: encoded value ->
 //	                       encoded block key of its holder
 //	Game:counter           string, the counter of enumerable keys (INCR);

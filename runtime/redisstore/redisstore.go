@@ -20,8 +20,9 @@
 // atomic on the node that owns its slot. On a single node the same run
 // also changes the block listing and the index tables: a block and its
 // lookups change together. On a cluster they live on other slots, and the
-// lookup protocol of runtime/mongostore applies (add first, remove after,
-// verify on read, Repair): see lookups.go.
+// index engine's protocol (runtime/index: add first, remove after, verify
+// on read) runs over the primitives of primitives.go: see lookups.go.
+// Lookup reads and Repair are the engine's on both.
 package redisstore
 
 import (
