@@ -218,7 +218,7 @@ func stampOf(h map[string]string) index.Stamp {
 	return index.Stamp{Seq: parseSeq(h[seqField]), Inc: decInc(h[incField])}
 }
 
-// incField renders the _inc of stamp inc ("" for none).
+// incText renders the _inc of stamp inc ("" for none).
 func incText(inc int64) string {
 	if inc == 0 {
 		return ""
@@ -324,8 +324,8 @@ func condArgs(c index.Cond) []any {
 // PutItem implements index.Primitives: one script run, waited for
 // (Options.WaitReplicas) as the entries a write depends on.
 func (p *prims[V]) PutItem(ctx context.Context, l int, it index.Item, c index.Cond) (bool, *index.Item, error) {
-	args := append([]any{"put", it.Key, it.Block, encInc(it.Inc), pad(it.Seq), encInc(it.W)}, condArgs(c)[:4]...)
-	// (the script reads the condition's arguments from ARGV[8] on)
+	// The condition's kind is ARGV[7], its arguments ARGV[8] on.
+	args := append([]any{"put", it.Key, it.Block, encInc(it.Inc), pad(it.Seq), encInc(it.W)}, condArgs(c)...)
 	r, err := p.run(ctx, p.w, p.keys(l), args...)
 	var short *unreplicated
 	if u, ok := isUnreplicated(err); ok {
