@@ -286,6 +286,13 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 	if !e.Lookups[i].Unique {
 		_, prev, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Always})
 		if err != nil {
+			if e.P.Ambiguous(err) {
+				// It may have been written: the undo removes it if so (it
+				// bears this attempt's mark). An item that was there
+				// before goes too: its key names this block, which holds
+				// the value only if this write lands.
+				a.created[i] = append(a.created[i], k)
+			}
 			return fail(err)
 		}
 		if prev == nil {

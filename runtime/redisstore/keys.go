@@ -18,7 +18,9 @@ import (
 //	{Game.name}            sorted set, lookup "name": members are the
 //	                       encoded value followed by the encoded block key
 //	{Game.name}:meta       hash, member -> "incarnation sequence" of the
-//	                       write that added it (the lookup protocol)
+//	                       write that added it, followed on a cluster by
+//	                       the attempt's mark and the block key (the
+//	                       engine's protocol, primitives.go)
 //	{Game.name}:claims     hash, unique lookups only: encoded value ->
 //	                       encoded block key of its holder
 //	Game:counter           string, the counter of enumerable keys (INCR);
@@ -27,8 +29,15 @@ import (
 // The three keys of a lookup share the hash tag {Game.name}, so that one
 // script changes them together on a cluster too.
 
+// naming names the block hashes of a collection: coll, and the component
+// tags of its block keys.
+type naming struct {
+	coll  string
+	parts []byte
+}
+
 // blockKey names the hash of the block whose encoded key is bk.
-func (s *Store[T, K]) blockKey(bk []byte) string {
+func (s naming) blockKey(bk []byte) string {
 	return s.coll + ":{" + s.text(bk) + "}"
 }
 
@@ -59,7 +68,7 @@ func (s *Store[T, K]) lookupKeys(i int) lookupKeys {
 // components as quoted strings and decimals separated by commas
 // (Reply:{"thread",3}). Within one collection every key has the same
 // components, so the text names one block key only.
-func (s *Store[T, K]) text(bk []byte) string {
+func (s naming) text(bk []byte) string {
 	if len(s.parts) == 1 {
 		r := runtime.NewKeyReader(bk)
 		switch s.parts[0] {
@@ -120,7 +129,7 @@ func formatParts(b []byte) string {
 
 // parse is the inverse of text: it encodes the block key a hash name
 // holds (Repair finds blocks by their names).
-func (s *Store[T, K]) parse(name string) ([]byte, error) {
+func (s naming) parse(name string) ([]byte, error) {
 	prefix := s.coll + ":{"
 	if !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, "}") {
 		return nil, errors.New("not a block of " + s.coll)

@@ -1,22 +1,22 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
-// The lookup protocol. An index table is a sorted set of members value +
-// block key (lexicographic, score 0), with a meta hash recording, per
-// member, the incarnation of the block and the sequence of the write that
-// added it, and for a unique lookup a claims hash value -> block key.
+// The lookups. An index table is a sorted set of members value + block
+// key (lexicographic, score 0), with a meta hash recording, per member,
+// the incarnation of the block, the sequence of the write that added it
+// (and, for the engine, the attempt's mark and the block), and for a
+// unique lookup a claims hash value -> block key (keys.go, primitives.go).
 //
 // On a single node a write is one script run: the claims are checked, the
 // block is checked and written, the entries of its new values are added
@@ -24,28 +24,11 @@ import (
 // changed, all or nothing.
 //
 // On a cluster the index tables, the listing and the counters are on
-// other hash slots than the block, so a write is several runs, in this
-// order (the protocol of runtime/mongostore, RELIABILITY.md):
-//
-//  1. claim the unique values the block gets (a check-and-set script on
-//     the claims hash: free, or already the block's), then add the other
-//     new entries;
-//  2. write the block, on condition that it is as read (its _seq) — if a
-//     check fails, undo the entries step 1 created and stop; if the reply
-//     is lost, keep them (reads verify them, Repair removes them);
-//  3. add or remove the block in the listing, raise the counter;
-//  4. remove the entries of the old values, only those of this
-//     incarnation written before this write (best effort).
-//
-// Invariants: a stored block is always found by each of its values
-// (entries are added before the block and removed after); a read never
-// returns an aggregate that does not hold the value (reads verify every
-// entry against the block read after it); a unique value is claimed by one
-// block at a time, and a claim whose holder does not hold the value is
-// taken over only after StaleAfter (its write may be in flight).
-
-// member is the index member of value v of block bk.
-func member(v, bk []byte) string { return string(v) + string(bk) }
+// other hash slots than the block, so a write runs the lookup protocol of
+// the index engine (runtime/index, RELIABILITY.md) over the primitives of
+// primitives.go, the block script as its block write; then it adds or
+// removes the block in the listing and raises the counter (best effort:
+// Repair restores them).
 
 // write is one write of one block, ready to commit.
 type write[K any] struct {
@@ -64,6 +47,8 @@ type write[K any] struct {
 	// appends is set for an Append, whose reply (the index) a read-back
 	// cannot recover.
 	appends bool
+	// insert is set for a write that creates the block.
+	insert bool
 }
 
 // values returns the values of t for the lookups in ls (nil t: none), per
@@ -81,17 +66,6 @@ func (s *Store[T, K]) values(t *T, ls []*runtime.Lookup[T]) [][][]byte {
 	return out
 }
 
-// minus returns the values of a that b lacks (both sorted).
-func minus(a, b [][]byte) [][]byte {
-	var out [][]byte
-	for _, v := range a {
-		if _, ok := slices.BinarySearchFunc(b, v, bytes.Compare); !ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 func (s *Store[T, K]) lookupName(i int) string { return s.coll + "." + s.d.Lookups[i].Name }
 
 // addOp adds the iadd of value v of lookup i to p (a claim check first
@@ -103,7 +77,7 @@ func (s *Store[T, K]) addOp(p *prog, w *write[K], i int, v []byte) {
 		claims = p.k(lk.claims)
 		p.check(fmt.Sprintf("%d:%s", i, v), "claim", claims, string(v), string(w.bk))
 	}
-	p.change("iadd", p.k(lk.z), p.k(lk.meta), claims, member(v, w.bk), string(v), string(w.bk), w.inc, pad(w.seq))
+	p.change("iadd", p.k(lk.z), p.k(lk.meta), claims, string(index.IndexKey(false, v, w.bk)), string(v), string(w.bk), w.inc, pad(w.seq))
 }
 
 // remOp adds the irem of value v of lookup i to p: seq is "<n>" (entries
@@ -114,7 +88,7 @@ func (s *Store[T, K]) remOp(p *prog, bk []byte, inc string, i int, v []byte, seq
 	if lk.claims != "" {
 		claims = p.k(lk.claims)
 	}
-	p.change("irem", p.k(lk.z), p.k(lk.meta), claims, member(v, bk), string(v), string(bk), inc, seq)
+	p.change("irem", p.k(lk.z), p.k(lk.meta), claims, string(index.IndexKey(false, v, bk)), string(v), string(bk), inc, seq)
 }
 
 // checkValues fails with runtime.ErrInvalidValue if a new lookup value has
@@ -158,7 +132,7 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 	}
 	p := &prog{}
 	for i := range s.d.Lookups {
-		for _, v := range minus(w.after[i], w.before[i]) {
+		for _, v := range index.Minus(w.after[i], w.before[i]) {
 			s.addOp(p, w, i, v)
 		}
 	}
@@ -173,11 +147,11 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 		p.change("raise", p.k(w.counter), fmt.Sprint(w.raiseTo))
 	}
 	for i := range s.d.Lookups {
-		for _, v := range minus(w.before[i], w.after[i]) {
+		for _, v := range index.Minus(w.before[i], w.after[i]) {
 			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
 		}
 	}
-	n, _, err := p.runAdds(ctx, s.w)
+	n, err := p.run(ctx, s.w)
 	if f, ok := failed(err, "taken"); ok {
 		return 0, s.taken(w, f)
 	}
@@ -251,139 +225,98 @@ func (s *Store[T, K]) unacked(w *write[K], kind error, what string, u *unreplica
 	return runtime.FailAt(w.op, s.d.Aggregate, w.id, "("+what+": "+u.Error()+")", kind, nil)
 }
 
-func isShort(err error) bool { _, ok := isUnreplicated(err); return ok }
-
 // taken is the error of a unique value held by another block (the note
-// of the claim check is "<lookup index>:<value>").
+// of the claim check is "<lookup index>:<value>"), worded as the engine's.
 func (s *Store[T, K]) taken(w *write[K], f *failure) error {
 	idx, v, _ := strings.Cut(f.note, ":")
 	name := idx
 	if i, err := strconv.Atoi(idx); err == nil && i < len(s.d.Lookups) {
 		name = s.lookupName(i)
 	}
-	return runtime.FailAt(w.op, s.d.Aggregate, w.id, fmt.Sprintf("%s %s (held by %s)", name, formatParts([]byte(v)), formatParts([]byte(f.detail))), runtime.ErrDuplicate, nil)
+	return runtime.FailAt(w.op, s.d.Aggregate, w.id, "(lookup "+name+" "+runtime.FormatKey([]byte(v))+" is taken)", runtime.ErrDuplicate, nil)
 }
 
-// added is an index entry a write created (prev "") or took over from
-// another incarnation (prev: the meta it replaced), for its undo.
-type added struct {
-	i    int
-	v    []byte
-	prev string
-}
-
-// record notes what the iadd of value v of lookup i did.
-func record(mine []added, i int, v []byte, r addResult) []added {
-	switch {
-	case r.created:
-		return append(mine, added{i: i, v: v})
-	case r.prev != "":
-		return append(mine, added{i: i, v: v, prev: r.prev})
+// indexKeys returns the index keys of block bk holding values (per lookup,
+// nil for a lookup the write does not change).
+func (s *Store[T, K]) indexKeys(bk []byte, values [][][]byte) index.Keys {
+	out := make(index.Keys, len(s.d.Lookups))
+	for i, l := range s.d.Lookups {
+		out[i] = index.LookupKeys(l.Unique, values[i], bk)
 	}
-	return mine
+	return out
 }
 
+// commitCluster runs write w through the engine's protocol (claims and new
+// entries, the block script, the old entries), then changes the listing
+// and the counter.
 func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, error) {
-	var mine []added
-	// undo returns the first error (what it could not undo, within
-	// runtime.CleanupTimeout of the caller's deadline, stays for Repair).
-	undo := func() error {
-		ctx, cancel := runtime.Detach(ctx)
-		defer cancel()
-		var first error
-		for i := range s.d.Lookups {
-			p := &prog{}
-			lk := s.lookupKeys(i)
-			for _, a := range mine {
-				switch {
-				case a.i != i:
-				case a.prev == "":
-					s.remOp(p, w.bk, w.inc, i, a.v, "="+pad(w.seq))
-				default:
-					// Give the entry back to the incarnation it was of.
-					p.change("hswap", p.k(lk.meta), member(a.v, w.bk), w.inc+" "+pad(w.seq), a.prev)
-				}
-			}
-			if _, err := p.run(ctx, s.c); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
+	if w.list == -1 {
+		return s.deleteCluster(ctx, w)
 	}
-	// 1. claims, then the other new entries.
-	for i, l := range s.d.Lookups {
-		if !l.Unique {
-			continue
-		}
-		for _, v := range minus(w.after[i], w.before[i]) {
-			r, err := s.claim(ctx, w, i, v)
-			mine = record(mine, i, v, r)
-			if err != nil {
-				undo()
-				return 0, err
-			}
-		}
-	}
-	for i, l := range s.d.Lookups {
-		if l.Unique {
-			continue
-		}
-		vs := minus(w.after[i], w.before[i])
-		if len(vs) == 0 {
-			continue
-		}
-		p := &prog{}
-		for _, v := range vs {
-			s.addOp(p, w, i, v)
-		}
-		_, created, err := p.runAdds(ctx, s.w)
-		for j, r := range created {
-			mine = record(mine, i, vs[j], r)
-		}
-		if u, ok := isUnreplicated(err); ok {
-			undo()
-			return 0, s.unacked(w, runtime.ErrUnavailable, "lookup entries not replicated, block not written, entries undone", u)
-		}
-		if err != nil {
-			undo()
-			return 0, s.fail(w.op, w.id, nil, err)
-		}
-	}
-	// 2. the block. A context done now means the block script is never
-	// sent: the write definitely failed, so its entries go.
-	if err := ctx.Err(); err != nil {
-		return 0, runtime.NotSent(w.op, s.d.Aggregate, w.id, err, undo())
-	}
-	n, err := w.block.run(ctx, s.w)
+	var n int64
+	// short: the block run was applied on the master but no WAIT confirmed
+	// it (wait.go), or failed after a first change; lost: its reply was
+	// lost (the engine reads the block back).
 	var short error
-	if u, ok := isUnreplicated(err); ok {
-		// Written on the master: the steps below follow it there.
-		short, err = s.unacked(w, runtime.ErrUnknownOutcome, "the block write", u), nil
+	lost := false
+	write := func(ctx context.Context, _ index.Stamp) (bool, error) {
+		r, err := w.block.run(ctx, s.w)
+		if u, ok := isUnreplicated(err); ok {
+			// Written on the master: the steps after it follow it there.
+			short, err = s.unacked(w, runtime.ErrUnknownOutcome, "the block write", u), nil
+		}
+		switch {
+		case err == nil:
+			n = r
+			return true, nil
+		case isFailure(err):
+			if _, changed := failed(err, "changed"); changed {
+				return false, nil
+			}
+			return false, err
+		case unavailable(err):
+			return false, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(refused before any change: the slot is moving or has no master; retry later)", runtime.ErrUnavailable, err)
+		}
+		if se, ok := err.(*scriptError); ok && se.wrote {
+			short = runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the script run failed after a first change)", runtime.ErrUnknownOutcome, err)
+		}
+		lost = true
+		return false, err
+	}
+	done, err := s.eng.Commit(ctx, w.op, w.id, w.bk, decInc(w.inc), s.indexKeys(w.bk, w.before), s.indexKeys(w.bk, w.after), w.seq, w.insert, write)
+	var f *failure
+	if errors.As(err, &f) {
+		return 0, f
+	}
+	if !done {
+		if err == nil {
+			return 0, &failure{reason: "changed"}
+		}
+		return 0, err
+	}
+	switch {
+	case lost && w.appends:
+		// The block carries the write, but the index it wrote is lost.
+		return 0, runtime.FailAt(w.op, s.d.Aggregate, w.id, "(outcome unknown: the write may have been applied)", runtime.ErrUnknownOutcome, nil)
+	case lost && short == nil && s.waits():
+		// Done on the master, but no WAIT confirmed it (wait.go).
+		short = s.failAt(w.op, w.id, lostWait, runtime.ErrUnknownOutcome)
+	}
+	errs := s.listed(ctx, w)
+	if short != nil {
+		return n, short
 	}
 	if err != nil {
-		var f *failure
-		if errors.As(err, &f) {
-			undo()
-			return 0, err
-		}
-		if unavailable(err) {
-			// Refused before any change: the write did not happen.
-			undo()
-		}
-		// On an unknown outcome the entries stay for reads to verify.
-		if err := s.unclear(ctx, w, err, "(outcome unknown: the block write may have been applied; its lookup entries are kept for reads to verify)"); err != nil {
-			if !isLostWait(err) {
-				return 0, err
-			}
-			// Applied on the master: the steps below follow it there.
-			short = err
-		}
-		n = 0 // the reply was lost, the write is done
+		return n, err // the old entries were left to Repair
 	}
-	// 3. the listing and the counter; 4. the old entries. The write is
-	// done: what follows is best effort (reads verify, Repair fixes), on a
-	// context that ends runtime.CleanupTimeout after the caller's.
-	caller := ctx
+	return n, runtime.LeftToRepair(ctx, w.op, s.d.Aggregate, w.id, errs...)
+}
+
+// listed adds a written block to the listing (or removes a deleted one)
+// and raises the counter: best effort (Repair restores them), on a
+// context that ends runtime.CleanupTimeout after ctx. It returns what
+// failed.
+func (s *Store[T, K]) listed(ctx context.Context, w *write[K]) []error {
 	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	var errs []error
@@ -410,108 +343,34 @@ func (s *Store[T, K]) commitCluster(ctx context.Context, w *write[K]) (int64, er
 		_, err := p.run(ctx, s.c)
 		note(err)
 	}
-	for i := range s.d.Lookups {
-		p := &prog{}
-		for _, v := range minus(w.before[i], w.after[i]) {
-			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
+	return errs
+}
+
+// deleteCluster runs Delete w on a cluster: the block script, then the
+// listing and the block's entries (the engine's Deleted, best effort).
+func (s *Store[T, K]) deleteCluster(ctx context.Context, w *write[K]) (int64, error) {
+	_, err := w.block.run(ctx, s.w)
+	var short error
+	if u, ok := isUnreplicated(err); ok {
+		short, err = s.unacked(w, runtime.ErrUnknownOutcome, "the block write", u), nil
+	}
+	if err != nil {
+		if isFailure(err) {
+			return 0, err
 		}
-		_, err := p.run(ctx, s.c)
-		note(err)
+		if err := s.unclear(ctx, w, err, "(outcome unknown: the block delete may have been applied; its lookup entries are kept for reads to verify)"); err != nil {
+			if !isLostWait(err) {
+				return 0, err
+			}
+			short = err
+		}
+	}
+	errs := s.listed(ctx, w)
+	if err := s.eng.Deleted(ctx, w.op, w.id, w.bk, decInc(w.inc), s.indexKeys(w.bk, w.before)); err != nil {
+		return 0, err
 	}
 	if short != nil {
-		return n, short
+		return 0, short
 	}
-	// Cut short by the caller's deadline: say so (the listing, the
-	// counter, the old entries are left to Repair).
-	return n, runtime.LeftToRepair(caller, w.op, s.d.Aggregate, w.id, errs...)
-}
-
-// claim claims unique value v of lookup i for block w.bk (cluster): a
-// check-and-set of the claims hash. A claim held by another block is
-// taken over only when that block does not hold the value and the claim
-// is older than StaleAfter. It reports what it did to the entry.
-func (s *Store[T, K]) claim(ctx context.Context, w *write[K], i int, v []byte) (addResult, error) {
-	lk := s.lookupKeys(i)
-	for range maxAttempts {
-		p := &prog{}
-		s.addOp(p, w, i, v)
-		_, created, err := p.runAdds(ctx, s.w)
-		if err == nil || isShort(err) {
-			var r addResult
-			if len(created) == 1 {
-				r = created[0]
-			}
-			if u, ok := isUnreplicated(err); ok {
-				// Not acknowledged: the block write must not follow.
-				return r, s.unacked(w, runtime.ErrUnavailable, "claim not replicated, block not written, claim undone", u)
-			}
-			return r, nil
-		}
-		f, ok := failed(err, "taken")
-		if !ok {
-			return addResult{}, s.fail(w.op, w.id, nil, err)
-		}
-		holder := []byte(f.detail)
-		meta, stale, err := s.staleClaim(ctx, i, v, holder)
-		if err != nil {
-			return addResult{}, s.fail(w.op, w.id, nil, err)
-		}
-		if !stale {
-			return addResult{}, s.taken(w, f)
-		}
-		// Take the stale claim over, on condition that it is unchanged.
-		q := &prog{}
-		old := member(v, holder)
-		q.check("", "heq", q.k(lk.claims), string(v), string(holder))
-		q.check("", "heq", q.k(lk.meta), old, meta)
-		q.change("zrem", q.k(lk.z), old)
-		q.change("hdel", q.k(lk.meta), old)
-		q.change("hdel", q.k(lk.claims), string(v))
-		if _, err := q.run(ctx, s.c); err != nil {
-			if _, changed := failed(err, "changed"); !changed {
-				return addResult{}, s.fail(w.op, w.id, nil, err)
-			}
-		}
-	}
-	return addResult{}, s.contended(w.op, w.id)
-}
-
-// staleClaim reports whether the claim of holder on value v of lookup i is
-// stale: its block does not hold v and its entry is older than StaleAfter.
-// It returns the entry's meta as read.
-func (s *Store[T, K]) staleClaim(ctx context.Context, i int, v, holder []byte) (string, bool, error) {
-	lk := s.lookupKeys(i)
-	meta, err := s.c.HGet(ctx, lk.meta, member(v, holder)).Result()
-	if err != nil && !isNil(err) {
-		return "", false, err
-	}
-	r := runtime.NewKeyReader(holder)
-	id, kerr := s.d.Keys.Read(r)
-	if kerr == nil && r.Done() {
-		h, err := s.c.HGetAll(ctx, s.blockKey(holder)).Result()
-		if err != nil {
-			return "", false, err
-		}
-		if len(h) > 0 {
-			t, err := s.decode(id, h)
-			if err == nil && holds(s.d.Lookups[i].Keys(t), v) {
-				return meta, false, nil
-			}
-		}
-	}
-	_, seq, _ := strings.Cut(meta, " ")
-	if meta != "" && time.Now().UnixNano()-parseSeq(seq) < StaleAfter.Nanoseconds() {
-		return meta, false, nil
-	}
-	return meta, true, nil
-}
-
-// holds reports whether the values of an aggregate hold v.
-func holds(values [][]byte, v []byte) bool {
-	for _, x := range values {
-		if bytes.Equal(x, v) {
-			return true
-		}
-	}
-	return false
+	return 0, runtime.LeftToRepair(ctx, w.op, s.d.Aggregate, w.id, errs...)
 }

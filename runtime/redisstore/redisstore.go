@@ -20,14 +20,13 @@
 // atomic on the node that owns its slot. On a single node the same run
 // also changes the block listing and the index tables: a block and its
 // lookups change together. On a cluster they live on other slots, and the
-// lookup protocol of runtime/mongostore applies (add first, remove after,
-// verify on read, Repair): see lookups.go.
+// index engine's protocol (runtime/index: add first, remove after, verify
+// on read) runs over the primitives of primitives.go: see lookups.go.
+// Lookup reads and Repair are the engine's on both.
 package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // MaxValueBytes is the largest value of one hash field Redis accepts
@@ -111,9 +111,12 @@ type Store[T any, K comparable] struct {
 	c       redis.UniversalClient
 	w       redis.UniversalClient // c, or c with Options.WaitReplicas (wait.go)
 	d       *runtime.Desc[T, K]
-	coll    string
-	parts   []byte // component tags of a block key
+	naming  // the names of block hashes
 	cluster bool
+	// eng runs the lookups (verified reads, Repair; on a cluster the
+	// writes' protocol) over the primitives px.
+	eng *index.Engine[*T]
+	px  *prims[*T]
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -125,7 +128,31 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *
 	var zero K
 	c, o := unwrap(c)
 	_, cluster := c.(*redis.ClusterClient)
-	return &Store[T, K]{c: c, w: writer(c, o), d: d, coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero)), cluster: cluster}
+	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster}
+	s.px = &prims[*T]{c: s.c, w: s.w, names: s.naming, decode: func(bk []byte, h map[string]string) (*T, error) {
+		r := runtime.NewKeyReader(bk)
+		id, err := d.Keys.Read(r)
+		if err != nil || !r.Done() {
+			return nil, fmt.Errorf("hash %s holds no %s block key", s.blockKey(bk), d.Aggregate)
+		}
+		return s.decode(id, h)
+	}}
+	s.eng = &index.Engine[*T]{Agg: d.Aggregate, P: s.px, ID: s.id, StaleAfter: func() time.Duration { return StaleAfter }}
+	for i, l := range d.Lookups {
+		lk := s.lookupKeys(i)
+		s.px.lookups = append(s.px.lookups, ixLookup{z: lk.z, meta: lk.meta, claims: lk.claims, parts: l.Parts})
+		s.eng.Lookups = append(s.eng.Lookups, index.Lookup[*T]{Name: s.lookupName(i), Unique: l.Unique, Values: l.Keys})
+	}
+	return s
+}
+
+// id is the block key errors name for encoded key bk.
+func (s *Store[T, K]) id(bk []byte) any {
+	r := runtime.NewKeyReader(bk)
+	if id, err := s.d.Keys.Read(r); err == nil && r.Done() {
+		return id
+	}
+	return runtime.FormatKey(bk)
 }
 
 // Client returns the client.
@@ -304,14 +331,10 @@ func (s *Store[T, K]) decode(id K, h map[string]string) (*T, error) {
 
 // nextSeq is the sequence of a write over stored sequence old: above it
 // and, when the clock allows, the current time in nanoseconds.
-func nextSeq(old int64) int64 { return max(old+1, time.Now().UnixNano()) }
+func nextSeq(old int64) int64 { return index.NextSeq(old) }
 
-// newInc draws the incarnation of a new block.
-func newInc() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])|1, 36)
-}
+// newInc draws the incarnation of a new block, as _inc holds it.
+func newInc() string { return encInc(index.NewInc()) }
 
 // state is what a conditional write reads of a block first.
 type state[T any] struct {

@@ -475,7 +475,7 @@ func (w *reshardWriter) step(ids []string) {
 			w.errs = append(w.errs, fmt.Sprintf("%s %s (%v): the block is %v, neither the state before %v nor after %v", what, id, err, got, before, after))
 			w.blocks[id] = got
 		}
-	case errors.Is(err, runtime.ErrDuplicate) && strings.Contains(err.Error(), "held by"), errors.Is(err, runtime.ErrUnavailable):
+	case errors.Is(err, runtime.ErrDuplicate) && strings.Contains(err.Error(), "is taken"), errors.Is(err, runtime.ErrUnavailable):
 		// A shared code taken, or refused before any change.
 		w.kinds[kindName(err)]++
 	case errors.Is(err, context.DeadlineExceeded):

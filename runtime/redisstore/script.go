@@ -54,7 +54,7 @@ import (
 const vmSource = `
 local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
-  hdelif=3, stamp=2, irem=8, iadd=8, hswap=4, raise=2, prune=1}
+  hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1}
 local function key(i) return KEYS[tonumber(i)] end
 -- dec increments a non-negative decimal string (numbers beyond 2^53 stay exact).
 local function inc(s)
@@ -176,7 +176,7 @@ for n = 1, nchecks do
     if (v or '') ~= a[3] then return {'fail', 'changed', v or '', n} end
   end
 end
-local result, created = 0, {}
+local result = 0
 for n = nchecks + 1, nchecks + nchanges do
   local name, a = ops[n][1], ops[n][2]
   local k = key(a[1])
@@ -226,7 +226,8 @@ for n = nchecks + 1, nchecks + nchanges do
     local m = call('HGET', key(a[2]), a[4])
     local ok = false
     if m then
-      local mi, ms = m:match('^(%S+) (%S+)$')
+      local mi, ms = m:match('^(%S*) (%S+)')
+      if mi == '0' then mi = '' end -- (Repair writes a missing incarnation as 0)
       if mi == a[7] then
         if a[8]:sub(1, 1) == '=' then ok = (ms == a[8]:sub(2)) else ok = less(ms, a[8]) end
       end
@@ -241,23 +242,16 @@ for n = nchecks + 1, nchecks + nchanges do
   elseif name == 'iadd' then
     -- index table zset, meta hash, claim hash (0: none), member, claim
     -- field, owner, incarnation, sequence: add the entry; its meta gets
-    -- this write's incarnation and the larger sequence. Reports 1 for a
-    -- new entry, the meta it replaced for an entry of another incarnation
-    -- (so that a failed write can undo what it did), else 0.
-    local isnew = set('ZADD', k, 0, a[4])
+    -- this write's incarnation and the larger sequence.
+    set('ZADD', k, 0, a[4])
     local m = call('HGET', key(a[2]), a[4])
     local s = a[8]
-    local prev = 0
     if m then
-      local mi, ms = m:match('^(%S+) (%S+)$')
+      local mi, ms = m:match('^(%S*) (%S+)')
       if mi == a[7] and ms and less(s, ms) then s = ms end
-      if mi ~= a[7] then prev = m end
     end
     set('HSET', key(a[2]), a[4], a[7] .. ' ' .. s)
     if a[3] ~= '0' then set('HSET', key(a[3]), a[5], a[6]) end
-    if isnew == 1 then created[#created + 1] = 1 else created[#created + 1] = prev end
-  elseif name == 'hswap' then
-    if call('HGET', k, a[2]) == a[3] then set('HSET', k, a[2], a[4]) end
   elseif name == 'raise' then
     local c = call('GET', k) or '0'
     if c:sub(1, 1) == '-' or less(c, a[2]) then set('SET', k, a[2]) end
@@ -266,7 +260,7 @@ for n = nchecks + 1, nchecks + nchanges do
     set('HSET', k, '_w', a[2] .. ' ' .. result)
   end
 end
-return {'ok', result, created}
+return {'ok', result}
 end
 -- An error inside the run (a key of a slot that moved, the cluster down, a
 -- key of another type) is caught, so that the reply says whether the run
@@ -385,7 +379,7 @@ func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 // arity mirrors the script's table.
 var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
 	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
-	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "hswap": 4, "raise": 2, "prune": 1}
+	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "raise": 2, "prune": 1}
 
 // keyArg reports whether argument j of op is a key index.
 func keyArg(op string, j int) bool {
@@ -426,23 +420,11 @@ func (f *failure) Unwrap() error {
 	return nil
 }
 
-// run runs p; a failed check is returned as *failure.
+// run runs p: it returns the script's result (an append's index); a
+// failed check is returned as *failure.
 func (p *prog) run(ctx context.Context, c redis.UniversalClient) (int64, error) {
-	n, _, err := p.runAdds(ctx, c)
-	return n, err
-}
-
-// added is what an iadd did: created a new entry, or replaced the meta
-// prev of an entry of another incarnation (prev "" : neither).
-type addResult struct {
-	created bool
-	prev    string
-}
-
-// runAdds is run that also reports what each iadd change did, in order.
-func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []addResult, error) {
 	if p.empty() {
-		return 0, nil, nil
+		return 0, nil
 	}
 	bp := packPool.Get().(*[]byte)
 	defer func() {
@@ -473,25 +455,36 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 	if len(b) > maxBulk {
 		var err error
 		if args, err = p.split(tok); err != nil {
-			return 0, nil, err
+			return 0, err
 		}
 	}
-	var n int64
-	var created []addResult
-	var err error
+	return runOnce(ctx, c, p.keys, args, notes)
+}
+
+// runScript runs script sc on c, running it again after a pause while the
+// cluster refuses it before any change (a slot moving, a cluster without a
+// master for it, after go-redis's own redirects), if the context allows.
+func runScript(ctx context.Context, c redis.UniversalClient, sc *redis.Script, keys []string, args []any) ([]any, error) {
 	for attempt := 0; ; attempt++ {
-		n, created, err = runOnce(ctx, c, p.keys, args, notes)
-		if err == nil || !unavailable(err) || attempt >= len(runRetryBackoff) {
-			return n, created, err
+		res, err := evalRun(ctx, c, sc, keys, args)
+		refused := unavailable(err)
+		if err == nil && len(res) > 2 && res[0] == "err" {
+			// An error the script caught: refused if it met a key served
+			// elsewhere (or the cluster down) before its first change.
+			e := &scriptError{}
+			e.msg, _ = res[1].(string)
+			w, _ := res[2].(int64)
+			e.wrote = w == 1
+			refused = unavailable(e)
 		}
-		// Refused before any change (a slot moving, a cluster without a
-		// master for it, after go-redis's own redirects): run it again
-		// after a pause, if the context allows.
+		if !refused || attempt >= len(runRetryBackoff) {
+			return res, err
+		}
 		t := time.NewTimer(runRetryBackoff[attempt])
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return n, created, err
+			return res, err
 		case <-t.C:
 		}
 	}
@@ -502,8 +495,8 @@ func (p *prog) runAdds(ctx context.Context, c redis.UniversalClient) (int64, []a
 var runRetryBackoff = []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}
 
 // runOnce runs the packed script once and reads its reply.
-func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args []any, notes []string) (int64, []addResult, error) {
-	res, err := evalRun(ctx, c, keys, args)
+func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args []any, notes []string) (int64, error) {
+	res, err := runScript(ctx, c, vm, keys, args)
 	// short: the run passed its checks and changed its keys, but fewer
 	// replicas than Options.WaitReplicas acknowledged it (wait.go).
 	var short error
@@ -511,29 +504,15 @@ func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args [
 		short, err = err, nil
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	if len(res) < 2 {
-		return 0, nil, fmt.Errorf("redisstore: unexpected script reply %v", res)
+		return 0, fmt.Errorf("redisstore: unexpected script reply %v", res)
 	}
 	switch res[0] {
 	case "ok":
 		n, _ := res[1].(int64)
-		var created []addResult
-		if len(res) > 2 {
-			flags, _ := res[2].([]any)
-			for _, f := range flags {
-				switch v := f.(type) {
-				case int64:
-					created = append(created, addResult{created: v == 1})
-				case string:
-					created = append(created, addResult{prev: v})
-				default:
-					created = append(created, addResult{})
-				}
-			}
-		}
-		return n, created, short
+		return n, short
 	case "err":
 		e := &scriptError{}
 		e.msg, _ = res[1].(string)
@@ -541,7 +520,7 @@ func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args [
 			w, _ := res[2].(int64)
 			e.wrote = w == 1
 		}
-		return 0, nil, e
+		return 0, e
 	}
 	f := &failure{}
 	f.reason, _ = res[1].(string)
@@ -555,7 +534,7 @@ func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args [
 	if f.op >= 1 && f.op <= len(notes) {
 		f.note = notes[f.op-1]
 	}
-	return 0, nil, f
+	return 0, f
 }
 
 // scriptError is an error Redis raised inside a run, which the script
@@ -604,7 +583,7 @@ func refusalKind(msg string) string {
 }
 
 // split packs the arguments of p (with the token tok of a run with once)
-// as runAdds does, but into several ARGVs of at most maxBulk bytes each
+// as run does, but into several ARGVs of at most maxBulk bytes each
 // (see vmSource): arguments of at least maxBulk/4 bytes are sent on their
 // own, the others packed into pieces. An argument over maxBulk, which
 // the adapter's checks keep from getting here, fails as too large.
@@ -651,7 +630,7 @@ func (p *prog) split(tok string) ([]any, error) {
 	return append(pieces, raw...), nil
 }
 
-// packPool holds the buffers runAdds packs a run's arguments into.
+// packPool holds the buffers run packs a run's arguments into.
 var packPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // pack appends argument s to b as the script reads it: its length in

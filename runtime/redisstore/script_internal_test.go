@@ -59,8 +59,8 @@ func migrating(t *testing.T, cc *redis.ClusterClient, key string) func() {
 
 // TestRunAfterEmptyingAKey: in a slot migrating away, a run that empties a
 // key and then reads or removes from it again (the second of two entry
-// removals when the first removed the table's last entry; a give-back of
-// the undo after it) completes: the key reads as missing instead of
+// removals when the first removed the table's last entry; a conditional
+// removal after it) completes: the key reads as missing instead of
 // failing the run midway ("non local key"). A run that writes a key it
 // emptied fails, and its error says that it had changed keys, so that it
 // is not taken for a refusal before any change.
@@ -81,7 +81,7 @@ func TestRunAfterEmptyingAKey(t *testing.T) {
 	p.change("irem", zi, mi, "0", "A", "", "", "i", "002")
 	p.change("hdel", mi, "B")
 	p.change("irem", zi, mi, "0", "B", "", "", "j", "002")
-	p.change("hswap", mi, "B", "j 001", "k 001")
+	p.change("hdelif", mi, "B", "j 001")
 	if _, err := p.run(ctx, cc); err != nil {
 		t.Fatalf("removals after the keys were emptied: %v", err)
 	}

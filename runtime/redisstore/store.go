@@ -187,7 +187,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 			n = next
 		}
 		bk := s.d.Keys.Bytes(id)
-		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0), list: 1}
+		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0), list: 1, insert: true}
 		if len(s.d.Lookups) > 0 {
 			w.inc = newInc()
 			w.after = s.values(t, nil)
@@ -273,7 +273,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 			}
 			w.inc, w.seq, cond = st.inc, nextSeq(parseSeq(st.seq)), st.seq
 			if !st.found {
-				w.inc = newInc()
+				w.inc, w.insert = newInc(), true
 			}
 			w.before, w.after = s.values(st.t, nil), s.values(t, nil)
 		} else {
@@ -689,7 +689,8 @@ func (s *Store[T, K]) lookupIndex(l *runtime.Lookup[T]) int {
 	panic("redisstore: " + s.d.Aggregate + " has no lookup " + l.Name)
 }
 
-// split splits an index member into the value and the block key.
+// split splits an index member into the value (of parts components)
+// and the block key.
 func split(parts int, m []byte) (value, bk []byte, err error) {
 	r := runtime.NewKeyReader(m)
 	for range parts {
@@ -714,85 +715,31 @@ func split(parts int, m []byte) (value, bk []byte, err error) {
 	return m[:n], m[n:], nil
 }
 
-// blockOf is the block key part of index member m (nil if it has none).
-func blockOf(parts int, m string) []byte {
-	_, bk, err := split(parts, []byte(m))
-	if err != nil {
-		return nil
-	}
-	return bk
-}
-
 // ReadLookup reads aggregates through lookup l in key range rng after
-// position after (a member): one ZRANGE BYLEX of the index table and one
-// pipeline of HGETALLs per batch; every entry is verified against its
-// block, stale ones are skipped.
+// position after (an index key), verified against their blocks (the
+// engine's Range): a script run per batch of index items and one pipeline
+// of HGETALLs.
 func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
-	i := s.lookupIndex(l)
-	items, last, more, err := s.readRange(ctx, s.lookupKeys(i).z, rng.From, rng.To, after, n, func(ms []string) ([]*T, error) {
-		ids := make([]K, len(ms))
-		values := make([][]byte, len(ms))
-		for j, m := range ms {
-			v, bk, err := split(l.Parts, []byte(m))
-			if err != nil {
-				return nil, fmt.Errorf("index table %s: member %x: %w", s.lookupKeys(i).z, m, err)
-			}
-			r := runtime.NewKeyReader(bk)
-			id, err := s.d.Keys.Read(r)
-			if err != nil || !r.Done() {
-				return nil, fmt.Errorf("index table %s: member %x holds no %s block key", s.lookupKeys(i).z, m, s.d.Aggregate)
-			}
-			ids[j], values[j] = id, v
-		}
-		ts, err := s.getMany(ctx, op, ids)
-		var bad *badBlock
-		if err != nil && !errors.As(err, &bad) {
-			return nil, err
-		}
-		for j, t := range ts {
-			if t != nil && !holds(l.Keys(t), values[j]) {
-				ts[j] = nil
-			}
-		}
-		return ts, err
-	})
-	if err != nil {
-		if errors.Is(err, runtime.ErrUnreadable) {
-			return items, last, more, err // last: the unreadable block's member
-		}
-		return nil, nil, false, s.errOf(op, nil, err)
-	}
-	return items, last, more, nil
+	r := *rng
+	r.After = after
+	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l: the claim,
-// then the block, verified.
+// then the block, verified (the engine's Get).
 func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
-	i := s.lookupIndex(l)
-	notFound := runtime.FailAt(op, s.d.Aggregate, nil, l.Name+" "+formatParts(value), runtime.ErrNotFound, nil)
-	owner, err := s.c.HGet(ctx, s.lookupKeys(i).claims, string(value)).Result()
-	if isNil(err) {
-		return nil, notFound
-	}
-	if err != nil {
-		return nil, s.fail(op, nil, nil, err)
-	}
-	r := runtime.NewKeyReader([]byte(owner))
-	id, kerr := s.d.Keys.Read(r)
-	if kerr != nil || !r.Done() {
-		return nil, notFound
-	}
-	ts, err := s.getMany(ctx, op, []K{id})
-	if err != nil {
-		return nil, unwrapBad(err)
-	}
-	if ts[0] == nil || !holds(l.Keys(ts[0]), value) {
-		return nil, notFound
-	}
-	return ts[0], nil
+	return s.eng.Get(ctx, op, s.lookupIndex(l), value)
 }
 
-// Ensure loads the script on the server (on every master of a cluster);
+// loadScripts loads the write script and the index script on c.
+func loadScripts(ctx context.Context, c redis.Scripter) error {
+	if err := vm.Load(ctx, c).Err(); err != nil {
+		return err
+	}
+	return ix.Load(ctx, c).Err()
+}
+
+// Ensure loads the scripts on the server (on every master of a cluster);
 // Redis needs nothing else created up front. It fails with
 // ErrNoContextTimeout if the client ignores context deadlines.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
@@ -802,10 +749,10 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return vm.Load(ctx, c).Err()
+			return loadScripts(ctx, c)
 		})
 	} else {
-		err = vm.Load(ctx, s.c).Err()
+		err = loadScripts(ctx, s.c)
 	}
 	if err != nil {
 		return s.fail("EnsureIndexes", nil, nil, err)

@@ -83,7 +83,7 @@ func unwrap(c redis.UniversalClient) (redis.UniversalClient, Options) {
 }
 
 // writer is the client a store runs waited scripts on: c itself without
-// WaitReplicas, else an optClient over it, which runAdds recognizes.
+// WaitReplicas, else an optClient over it, which evalRun recognizes.
 func writer(c redis.UniversalClient, o Options) redis.UniversalClient {
 	if o.WaitReplicas <= 0 {
 		return c
@@ -118,17 +118,17 @@ func isUnreplicated(err error) (*unreplicated, bool) {
 	return u, errors.As(err, &u)
 }
 
-// evalRun runs the script on c: through its own client (go-redis's
+// evalRun runs script sc on c: through its own client (go-redis's
 // Script.Run: EVALSHA, EVAL when the server lacks it) or, on an optClient
 // with WaitReplicas, followed by WAIT on the same connection. A run that
 // passed its checks but was not acknowledged by enough replicas returns
 // its reply and an *unreplicated.
-func evalRun(ctx context.Context, c redis.UniversalClient, keys []string, args []any) ([]any, error) {
+func evalRun(ctx context.Context, c redis.UniversalClient, sc *redis.Script, keys []string, args []any) ([]any, error) {
 	oc, ok := c.(*optClient)
 	if !ok || oc.o.WaitReplicas <= 0 {
-		return vm.Run(ctx, c, keys, args...).Slice()
+		return sc.Run(ctx, c, keys, args...).Slice()
 	}
-	return oc.evalWait(ctx, keys, args)
+	return oc.evalWait(ctx, sc, keys, args)
 }
 
 // maxWaitRedirects bounds the redirects a waited run follows itself.
@@ -138,7 +138,7 @@ const maxWaitRedirects = 8
 // node that serves keys[0] (WAIT counts the replicas that have the writes
 // of its connection). On a cluster it follows MOVED and ASK itself, since
 // the pipeline goes to one node's client.
-func (oc *optClient) evalWait(ctx context.Context, keys []string, args []any) ([]any, error) {
+func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
 	want := oc.o.WaitReplicas
 	var node redis.UniversalClient = oc.UniversalClient
 	cc, cluster := node.(*redis.ClusterClient)
@@ -174,7 +174,7 @@ func (oc *optClient) evalWait(ctx context.Context, keys []string, args []any) ([
 			if asking {
 				p.Do(ctx, "asking")
 			}
-			ev = p.EvalSha(ctx, vm.Hash(), keys, args...)
+			ev = p.EvalSha(ctx, sc.Hash(), keys, args...)
 			wt = redis.NewIntCmd(ctx, "wait", want, max(timeout.Milliseconds(), 1))
 			_ = p.Process(ctx, wt)
 			return nil
@@ -185,7 +185,7 @@ func (oc *optClient) evalWait(ctx context.Context, keys []string, args []any) ([
 		case err == nil:
 		case redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded:
 			loaded = true
-			if err := vm.Load(ctx, node).Err(); err != nil {
+			if err := sc.Load(ctx, node).Err(); err != nil {
 				return nil, err
 			}
 			continue

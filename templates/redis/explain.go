@@ -292,8 +292,8 @@ func cost(a *model.Aggregate, m t.Method, acc t.Access) t.Cost {
 				c.Ops = append(c.Ops, "cluster: EVALSHA per new value of "+z+": claim it (check-and-set "+z+":claims), ZADD "+z+", HSET "+z+":meta")
 				cluster.term("1 per new value of " + z)
 			} else {
-				c.Ops = append(c.Ops, "cluster: EVALSHA: ZADD "+z+" and HSET "+z+":meta for the new values")
-				cluster.term("1 if " + z + " gains values")
+				c.Ops = append(c.Ops, "cluster: EVALSHA per new value of "+z+": ZADD "+z+", HSET "+z+":meta")
+				cluster.term("1 per new value of " + z)
 			}
 		}
 	}
