@@ -11,6 +11,7 @@ import (
 	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -20,13 +21,14 @@ import (
 // (a new table-name prefix) per subtest.
 func TestConformance(t *testing.T) {
 	srv := dynalitetest.Start(t)
-	c := srv.Client()
+	c := srv.Client(countRequests)
 	var prefix string // the current subtest's
 	storetest.Run(t, storetest.Harness{
-		Name:       "dynamo",
-		Caps:       runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes, MaxDepth: dynamostore.MaxDepth},
-		Concurrent: true, // every block write is one conditional request
-		Open:       func(t *testing.T) storetest.Repos { prefix = srv.Prefix(t); return repos(c, prefix) },
+		Name:        "dynamo",
+		Caps:        runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes, MaxDepth: dynamostore.MaxDepth},
+		Concurrent:  true, // every block write is one conditional request
+		Open:        func(t *testing.T) storetest.Repos { prefix = srv.Prefix(t); return repos(c, prefix) },
+		Declaration: layout.Store, Requests: sent,
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
 		DropClaim: func(t *testing.T, collection, lookup string, value []byte) {

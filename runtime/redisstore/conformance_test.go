@@ -9,6 +9,7 @@ import (
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/redisstore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 var current redis.UniversalClient
 
 func repos(c redis.UniversalClient) storetest.Repos {
-	current = c
+	current = counted(c)
 	return storetest.Repos{
 		Matches:  model.NewMatchRedisRepository(c),
 		Journals: model.NewJournalRedisRepository(c),
@@ -52,12 +53,13 @@ func corrupt(t *testing.T, id, entry string) {
 // flushed before each subtest: every write is one script run.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Name:       "redis",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth},
-		Concurrent: true,
-		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Server(t)) },
-		DropClaim:  dropClaim,
-		Corrupt:    corrupt,
+		Name:        "redis",
+		Caps:        runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth},
+		Concurrent:  true,
+		Open:        func(t *testing.T) storetest.Repos { return repos(redistest.Server(t)) },
+		DropClaim:   dropClaim,
+		Corrupt:     corrupt,
+		Declaration: layout.Store, Requests: sent, Mode: layout.Node,
 	})
 }
 
@@ -66,12 +68,13 @@ func TestConformance(t *testing.T) {
 // the lookup protocol.
 func TestConformanceCluster(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Name:       "redis-cluster",
-		Caps:       runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth},
-		Concurrent: true,
-		Open:       func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
-		DropClaim:  dropClaim,
-		Corrupt:    corrupt,
+		Name:        "redis-cluster",
+		Caps:        runtime.Caps{Name: "redis", OrderedScan: true, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth},
+		Concurrent:  true,
+		Open:        func(t *testing.T) storetest.Repos { return repos(redistest.Cluster(t)) },
+		DropClaim:   dropClaim,
+		Corrupt:     corrupt,
+		Declaration: layout.Store, Requests: sent, Mode: layout.Cluster,
 	})
 }
 

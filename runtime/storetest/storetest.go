@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -81,6 +82,17 @@ type Harness struct {
 	// another type) the adapter cannot decode: for the unreadable-block
 	// subtest (RELIABILITY.md, "Depth and unreadable blocks").
 	Corrupt func(t *testing.T, id, entry string)
+	// Declaration is the store's declaration of its layout and requests
+	// (runtime/<store>store/layout), and Requests counts the requests the
+	// repositories Open returned have sent so far (a command, a pipeline
+	// or a script run each, as the declaration counts them): the
+	// DeclaredRequests subtest compares the two. Mode is the deployment
+	// (access.Store.Modes) the harness runs, AllTables says the store
+	// keeps every lookup in an index table (MongoDB's IndexTables option).
+	Declaration *access.Store
+	Requests    func() int
+	Mode        access.Mode
+	AllTables   bool
 }
 
 // Repos are the generated repositories of the model, over one database.
@@ -113,6 +125,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, lookupTests...)
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
+	all = append(all, accessTests...)
 	all = append(all, depthTests...)
 	all = append(all, concurrentTests...)
 	all = append(all, regressionTests...)

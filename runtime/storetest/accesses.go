@@ -1,0 +1,195 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
+)
+
+// The declaration check: a store's declaration (runtime/access, in
+// runtime/<store>store/layout) says how many requests each operation
+// sends; Harness.Requests counts what the adapter really sends, and the
+// two must agree on every scenario below. A declaration that says one
+// request where the adapter sends two fails here.
+
+var accessTests = []subtest{
+	{name: "DeclaredRequests", fn: testDeclaredRequests},
+}
+
+// shapeOf is aggregate class d as declarations see it; tables says every
+// lookup is kept in an index table (a store option, such as MongoDB's
+// IndexTables).
+func shapeOf[T any, K comparable](d *runtime.Desc[T, K], tables bool) *access.Shape {
+	s := &access.Shape{Collection: d.Collection, EAO: d.EAO, Key: []access.KeyValue{{Value: "2345"}}}
+	for _, f := range d.Fields {
+		s.Fields = append(s.Fields, access.Field{Key: f.Key, Partition: f.Kind == runtime.KindPartition})
+	}
+	if d.Version != nil {
+		s.Fields = append(s.Fields, access.Field{Key: d.Version.Key, Version: true})
+	}
+	for _, l := range d.Lookups {
+		s.Lookups = append(s.Lookups, access.Lookup{Name: l.Name, Unique: l.Unique, Table: l.Table || tables})
+	}
+	if d.Counter != nil {
+		s.Counter = true
+		var zero K
+		if scope, _ := d.Counter.Split(zero); scope != nil {
+			s.Scope = []string{"scope"}
+		}
+	}
+	return s
+}
+
+// accessCase is one operation of a scenario: run does it; before and
+// after are the aggregate before and after it (nil: no block), from which
+// the index entries gained and lost are counted.
+type accessCase[T any] struct {
+	name   string
+	op     access.Op
+	before func() *T
+	run    func() error
+	after  func() *T
+	// facts gives the terms that do not follow from before and after.
+	facts map[access.Term]int
+}
+
+// checkRequests runs the cases on repository repo and compares the
+// requests each sends with what the harness's declaration says.
+func checkRequests[T any, K comparable](t *testing.T, e *env, repo any, cases []accessCase[T]) {
+	t.Helper()
+	r, ok := repoOf[T, K](repo)
+	if !ok {
+		t.Skipf("the %T repository does not reveal its runtime.Repo", repo)
+	}
+	d := r.D
+	shape := shapeOf(d, e.h.AllTables)
+	must(t, r.S.Ensure(bg))
+	keys := func(l *runtime.Lookup[T], v *T) [][]byte {
+		if v == nil {
+			return nil
+		}
+		return l.Keys(v)
+	}
+	for _, c := range cases {
+		op := c.op
+		op.Writes = nil
+		for _, l := range d.Lookups {
+			if op.Method == access.Create || op.Method == access.Put || op.Method == access.Delete || slices.Contains(l.Fields, op.Field) {
+				op.Writes = append(op.Writes, l.Name)
+			}
+		}
+		var before *T
+		if c.before != nil {
+			before = c.before()
+		}
+		n0 := e.h.Requests()
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		sent := e.h.Requests() - n0
+		var after *T
+		if c.after != nil {
+			after = c.after()
+		}
+		gained, lost := map[string]int{}, map[string]int{}
+		entries := 0
+		for _, l := range d.Lookups {
+			b, a := keys(l, before), keys(l, after)
+			entries += len(b)
+			for _, k := range a {
+				if !slices.ContainsFunc(b, func(x []byte) bool { return string(x) == string(k) }) {
+					gained[l.Name]++
+				}
+			}
+			for _, k := range b {
+				if !slices.ContainsFunc(a, func(x []byte) bool { return string(x) == string(k) }) {
+					lost[l.Name]++
+				}
+			}
+		}
+		sum := func(m map[string]int) (n int) {
+			for _, v := range m {
+				n += v
+			}
+			return n
+		}
+		one := func(n int) int { return min(n, 1) }
+		facts := func(term access.Term, lookup string) (int, bool) {
+			if n, ok := c.facts[term]; ok {
+				return n, true
+			}
+			switch term {
+			case access.PerGained:
+				return sum(gained), true
+			case access.PerLost:
+				return sum(lost), true
+			case access.PerEntry:
+				return entries, true
+			case access.PerValueGained:
+				return gained[lookup], true
+			case access.IfGains:
+				return one(gained[lookup]), true
+			case access.IfLoses:
+				return one(lost[lookup]), true
+			case access.IfAllocates, access.IfKeyGiven, access.IfRecreated, access.IfAppendFallback, access.PerStale, access.PerRetry:
+				return 0, true // none of the scenarios meets them
+			case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
+				return 1, true // the scenarios' reads fit one page or batch
+			}
+			return 0, false
+		}
+		want, err := e.h.Declaration.Requests(shape, op, e.h.Mode, facts)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if sent != want {
+			t.Errorf("%s: the %s adapter sent %d requests, its declaration says %d (%s: %s)", c.name, e.h.Name, sent, want,
+				e.h.Declaration.Render(shape, op).RoundTrips, fmt.Sprintf("gained %v, lost %v", gained, lost))
+		}
+	}
+}
+
+func testDeclaredRequests(t *testing.T, e *env) {
+	if e.h.Declaration == nil || e.h.Requests == nil {
+		t.Skipf("the %s harness has no Declaration and Requests", e.h.Name)
+	}
+	if e.h.Declaration.Embedded {
+		t.Skipf("%s is embedded: it sends no requests", e.h.Name)
+	}
+	get := func(id string) func() *model.Match {
+		return func() *model.Match {
+			m, err := e.Matches.Get(bg, id)
+			must(t, err)
+			return m
+		}
+	}
+	m := &model.Match{ID: "m", Code: "c1", Region: "r", Level: 1, Tags: []string{"a", "b"}, Rounds: []model.Round{newRound("m", 0)}}
+	var old *model.Match
+	checkRequests[model.Match, string](t, e, e.Matches, []accessCase[model.Match]{
+		{name: "Create", op: access.Op{Method: access.Create}, run: func() error { return e.Matches.Create(bg, m) }, after: get("m")},
+		{name: "Get", op: access.Op{Method: access.Get}, before: get("m"), run: func() error { _, err := e.Matches.Get(bg, "m"); return err }, after: get("m")},
+		{name: "SetCode (an indexed field)", op: access.Op{Method: access.Set, Field: "code"}, before: get("m"),
+			run: func() error { return e.Matches.SetCode(bg, "m", "c2") }, after: get("m")},
+		{name: "SetStart (no indexed field)", op: access.Op{Method: access.Set, Field: "start"}, before: get("m"),
+			run: func() error { return e.Matches.SetStart(bg, "m", t0) }, after: get("m")},
+		{name: "AppendRounds (an indexed partition)", op: access.Op{Method: access.Append, Field: "rounds"}, before: get("m"),
+			run: func() error { _, err := e.Matches.AppendRounds(bg, "m", newRound("m", 1)); return err }, after: get("m")},
+		{name: "GetByCode", op: access.Op{Method: access.GetBy, Lookup: "code"}, before: get("m"),
+			run: func() error { _, err := e.Matches.GetByCode(bg, "c2"); return err }, after: get("m")},
+		{name: "GetMany", op: access.Op{Method: access.GetMany}, before: get("m"),
+			run: func() error { _, err := e.Matches.GetMany(bg, []string{"m", "none"}); return err }, after: get("m")},
+		{name: "Put (tags a, b to b, c)", op: access.Op{Method: access.Put},
+			before: func() *model.Match { old = get("m")(); return old },
+			run: func() error {
+				n := *old
+				n.Tags = []string{"b", "c"}
+				return e.Matches.Put(bg, &n)
+			}, after: get("m")},
+		{name: "Delete", op: access.Op{Method: access.Delete}, before: get("m"), run: func() error { return e.Matches.Delete(bg, "m") }},
+	})
+}
