@@ -28,7 +28,11 @@ type Access struct {
 // KindName names a method kind in the JSON format (access.Method).
 func KindName(k templates.MethodKind) string { return string(methodOf(k)) }
 
-// opOf is method m of a as the stores' declarations see it.
+// OpOf is method m of a as the stores' declarations see it.
+func OpOf(a *model.Aggregate, m templates.Method) access.Op {
+	return opOf(m, AccessOf(a, m))
+}
+
 func opOf(m templates.Method, acc Access) access.Op {
 	op := access.Op{Method: methodOf(m.Kind), Writes: acc.WritesIndex}
 	if m.Field != nil {

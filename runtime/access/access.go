@@ -84,6 +84,10 @@ const (
 	// the lookup is unique, or not.
 	UniqueLookup
 	OtherLookup
+	// Indexed: the aggregate has index tables, or scope items of a
+	// counter in one (Store.ScopeItems); NotIndexed: neither.
+	Indexed
+	NotIndexed
 )
 
 // Lookup is one lookup of an aggregate class.
@@ -261,6 +265,9 @@ type Store struct {
 	Names Names
 	// Elements is how many elements the example block's partitions hold.
 	Elements int
+	// ScopeItems: a counter per scope keeps one index item per block
+	// (for ListBy<scope>), under the lookup protocol.
+	ScopeItems bool
 	// Sorted: the example block's rows are shown in the store's key order
 	// (field names bytewise, elements by index).
 	Sorted bool
@@ -332,6 +339,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 		{HasPartitions, parts}, {EAO, s.EAO}, {ETF, !s.EAO},
 		{Writes, len(written) > 0}, {NoWrites, len(written) == 0}, {WritesUnique, unique},
 		{ByTable, byOK && st.isTable(by)}, {ByNative, byOK && !st.isTable(by)},
+		{Indexed, st.indexed(s)}, {NotIndexed, !st.indexed(s)},
 	}
 	for _, k := range checks {
 		if has(k.c) && !k.ok {
@@ -342,6 +350,16 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 }
 
 func (st *Store) isTable(l Lookup) bool { return !st.Native || l.Table }
+
+// indexed reports whether s has index tables, or scope items.
+func (st *Store) indexed(s *Shape) bool {
+	for _, l := range s.Lookups {
+		if st.isTable(l) {
+			return true
+		}
+	}
+	return st.ScopeItems && s.Counter && len(s.Scope) > 0
+}
 
 func (s *Shape) lookup(name string) (Lookup, bool) {
 	for _, l := range s.Lookups {

@@ -25,7 +25,12 @@ import (
 //	          entry as a path and its value; $unique, $shared set for a
 //	          unique lookup, for another
 //	$indexes  the index tables the operation writes, or all of them
-//	$allFields the keys of every field; $lookups the lookups' names
+//	$allFields the keys of every field; $ownFields those of partitions
+//	          and the version (the fields outside an EAO root); $parts
+//	          those of partitions; $lookups the lookups' names; $tables
+//	          those kept in index tables; $indexed set when there are
+//	          index tables or scope items (Store.ScopeItems); $counted
+//	          when keys come from a counter
 //	$entry, $type, $elem, $i, $fields  the row of the example block
 type Vars map[string]string
 
@@ -150,14 +155,28 @@ func (k KeyStyle) Styled(key []KeyValue) string {
 func (st *Store) Vars(s *Shape, op Op) Vars {
 	v := Vars{"coll": s.Collection, "block": st.KeyStyle.Styled(s.Key), "key": KeyText(s.Key),
 		"scope": strings.Join(s.Scope, ", "), "field": op.Field}
-	var all []string
+	var all, own, parts []string
 	for _, f := range s.Fields {
 		if f.Version {
 			v["version"] = f.Key
 		}
+		if f.Partition {
+			parts = append(parts, f.Key)
+		}
+		if f.Partition || f.Version {
+			own = append(own, f.Key)
+		}
 		all = append(all, f.Key)
 	}
 	v["allFields"] = strings.Join(all, ", ")
+	v["ownFields"] = strings.Join(own, ", ")
+	v["parts"] = strings.Join(parts, ", ")
+	if st.indexed(s) {
+		v["indexed"] = "yes"
+	}
+	if s.Counter {
+		v["counted"] = "yes"
+	}
 	var lookups []string
 	for _, l := range s.Lookups {
 		lookups = append(lookups, l.Name)
@@ -181,6 +200,13 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 		}
 	}
 	v["indexes"] = strings.Join(dedup(names), ", ")
+	var tables []string
+	for _, l := range s.Lookups {
+		if st.isTable(l) {
+			tables = append(tables, l.Name)
+		}
+	}
+	v["tables"] = strings.Join(tables, ", ")
 	if l, ok := s.lookup(op.Lookup); ok {
 		v = v.With(st, l)
 	}

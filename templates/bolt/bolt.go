@@ -26,7 +26,7 @@ import (
 
 const (
 	bboltPkg = "go.etcd.io/bbolt"
-	storePkg = "github.com/noamgen/noamgen/runtime/boltstore/layout"
+	storePkg = "github.com/noamgen/noamgen/runtime/boltstore"
 )
 
 func init() {

@@ -24,7 +24,7 @@ import (
 
 const (
 	dynamoPkg = "github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	storePkg  = "github.com/noamgen/noamgen/runtime/dynamostore/layout"
+	storePkg  = "github.com/noamgen/noamgen/runtime/dynamostore"
 )
 
 func init() {

@@ -22,7 +22,7 @@ import (
 
 const (
 	mongoPkg = "go.mongodb.org/mongo-driver/v2/mongo"
-	storePkg = "github.com/noamgen/noamgen/runtime/mongostore/layout"
+	storePkg = "github.com/noamgen/noamgen/runtime/mongostore"
 )
 
 func init() {

@@ -51,12 +51,13 @@ var (
 
 // Store is the DynamoDB declaration.
 var Store = &access.Store{
-	Name: "dynamo", Title: "DynamoDB", KeyStyle: access.KeyAttribute,
+	Name: "dynamo", Title: "DynamoDB", KeyStyle: access.KeyAttribute, ScopeItems: true,
 	Names:    access.Names{Index: Index, Counter: Counters},
 	Elements: 2,
 	Summary:  `Table "$coll" (after the optional dynamostore.Options.TablePrefix) holds one item per block (NoAM Fig. 5): the partition key _id is the block key (N for an integer key, B holding the order-preserving encoding of a string or composite key), and every entry is an attribute of its own in native attribute values (S, N, BOOL, M, L, NULL); a partitioned field is a list attribute written element by element, its length in the map _len.`,
 	Containers: []access.Container{
-		{Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, one attribute per entry ([?lookups:_seq, _inc, ]_root for EAO, _len for partitions)}", Example: "{_id: $block, ...}"},
+		{When: access.ETF, Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, $allFields[?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_id: $block, ...}"},
+		{When: access.EAO, Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, _root: M[?ownFields:, $ownFields][?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_id: $block, ...}"},
 		{Each: "lookup", Kind: "table", Name: Index, Role: "index table of lookup $lookup", Key: "partition key p = \"$lookup\", sort key k = B(lookup value[?shared: ‖ block key]); item {p, k, id: <block key>, inc, s, w}", Example: "{p: \"$lookup\", k: B($indexKey), id: $block, ...}"},
 		{When: access.Scoped, Kind: "table", Name: Index, Role: "scope items of the counter (ListBy<scope>)", Key: "partition key p = \"" + Scope + "\", sort key k = B(block key)", Example: "{p: \"" + Scope + "\", k: B($key), id: $block}"},
 		{When: access.HasCounter, Kind: "table", Name: Counters, Role: "counters", Key: "partition key _id = <collection>[:scope]; item {_id, n: <last number allocated>}", Example: "{_id: \"$coll\", n: <n>}"},
@@ -68,12 +69,12 @@ var Store = &access.Store{
 		{Each: "partition", Key: "$entry", Entry: "$entry[0], $entry[1]", Value: "L [<$elem>, <$elem>]"},
 		{Each: "version", Key: "$entry", Entry: "$entry", Value: "N (the version)"},
 		{Each: "partition", Key: Len + ".$entry", Entry: "$entry", Value: "N $n (the element count)"},
-		{When: access.HasLookups, Key: Seq, Value: "N (write sequence of the lookup protocol)"},
-		{When: access.HasLookups, Key: Inc, Value: "N (incarnation of the lookup protocol)"},
+		{When: access.Indexed, Key: Seq, Value: "N (write sequence of the lookup protocol)"},
+		{When: access.Indexed, Key: Inc, Value: "N (incarnation of the lookup protocol)"},
 	},
 	Notes: []access.Note{
 		{Text: "A write of one block is one request on one item (PutItem, UpdateItem, DeleteItem) whose ConditionExpression checks the version (and the element index or count) and bumps it: atomic without transactions."},
-		{When: access.HasLookups, Text: "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions)."},
+		{When: access.Indexed, Text: "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions)."},
 		{Text: "An item (the whole block: attribute names and values) is at most 409600 bytes (400 KB); a block key (the partition key) at most 2048 bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most 1024 bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent."},
 		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
 	},
@@ -85,29 +86,27 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"" + Scope + "\", k between the scope's keys}"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the page's blocks)"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "each request reads one item version", Steps: []access.Step{{N: 1, Per: access.Per100Elements, Op: "GetItem $coll {_id} ProjectionExpression " + Len + ".$field, $field[i], ..., $field[i+n] (100 elements per request)"}}},
 
-		{Methods: []access.Method{access.Create}, When: access.Writes, Atomic: protocol + "; a counter's increment is a request of its own (a failed write leaves its number unused)",
+		{Methods: []access.Method{access.Create}, When: access.Indexed, Atomic: protocol + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, gained, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)" + guarded}}},
-		{Methods: []access.Method{access.Create}, When: access.Scoped, Atomic: protocol + "; a counter's increment is a request of its own (a failed write leaves its number unused)",
-			Steps: []access.Step{counter, gained, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)" + guarded}}},
-		{Methods: []access.Method{access.Create}, Atomic: one + "; a counter's increment is a request of its own (a failed write leaves its number unused)",
+		{Methods: []access.Method{access.Create}, Atomic: one + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)"}}},
 		{Methods: []access.Method{access.Put}, When: access.Writes, Atomic: protocol,
 			Steps: []access.Step{counter, read, gained, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]" + guarded}, lost}},
 		{Methods: []access.Method{access.Put}, Atomic: one,
 			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]"}}},
-		{Methods: []access.Method{access.Delete}, When: access.Writes, Atomic: "the item delete is atomic; its index items are removed after it", Steps: deleteIndexed},
-		{Methods: []access.Method{access.Delete}, When: access.Scoped, Atomic: "the item delete is atomic; its index items are removed after it", Steps: deleteIndexed},
+		{Methods: []access.Method{access.Delete}, When: access.Indexed, Atomic: "the item delete is atomic; its index items are removed after it",
+			Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id} (indexed attributes, _inc)"}, {N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}, {N: 1, Per: access.PerEntry, Op: "DeleteItem " + Index + " per index item of the block"}}},
 		{Methods: []access.Method{access.Delete}, Atomic: one, Steps: []access.Step{{N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}}},
 
 		{Methods: []access.Method{access.Set}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)" + guarded}, lost}},
 		{Methods: []access.Method{access.SetAt}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field" + guarded}, lost}},
 		{Methods: []access.Method{access.Update}, When: access.Writes, Atomic: protocol + "; an update that changes no indexed entry is one UpdateItem, atomic",
-			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}, gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v], i < _len.f" + guarded}, lost}},
+			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}, gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}},
 		{Methods: []access.Method{access.Append}, When: access.Writes, Atomic: protocol,
 			Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field = list_append($field, [the new element]), " + Len + ".$field = n+1" + bump + "} on condition " + Len + ".$field = n (retried when another append came first)" + guarded}, lost}},
 		{Methods: []access.Method{access.Set}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)"}}},
 		{Methods: []access.Method{access.SetAt}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field"}}},
-		{Methods: []access.Method{access.Update}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v], i < _len.f"}}},
+		{Methods: []access.Method{access.Update}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]"}}},
 		{Methods: []access.Method{access.Append}, Atomic: "one conditional item write; a block written before the partition existed, or with more than 65536 elements, fails it and is appended to after a read of its count",
 			Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field[65536] = the new element (past the end: appended), " + Len + ".$field = " + Len + ".$field+1" + bump + "} on condition size($field) = " + Len + ".$field <= 65536, ReturnValues UPDATED_NEW (the new count: the index is one less)"},
 				{N: 2, Per: access.IfAppendFallback, Op: "when refused: GetItem $coll (the count), then UpdateItem with list_append on condition of the count"}}},
@@ -122,8 +121,6 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}}},
 	},
 }
-
-var deleteIndexed = []access.Step{{N: 1, Op: "GetItem $coll {_id} (indexed attributes, _inc)"}, {N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}, {N: 1, Per: access.PerEntry, Op: "DeleteItem " + Index + " per index item of the block"}}
 
 // IndexTable is the index table of collection c (dynamostore.IndexTable).
 func IndexTable(c string) string { return c + "__index" }

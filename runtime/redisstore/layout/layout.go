@@ -46,7 +46,7 @@ var (
 	readHash = access.Step{N: 1, Op: "HGETALL " + Block + " (_seq, _inc, the indexed values)"}
 	claim    = access.Step{Mode: Cluster, Each: true, When: access.UniqueLookup, N: 1, Per: access.PerValueGained, Op: "EVALSHA per new value of $index: claim it (check-and-set $index:claims), ZADD $index, HSET $index:meta"}
 	add      = access.Step{Mode: Cluster, Each: true, When: access.OtherLookup, N: 1, Per: access.IfGains, Op: "EVALSHA: ZADD $index and HSET $index:meta for the new values"}
-	remove   = access.Step{Mode: Cluster, Each: true, N: 1, Per: access.IfLoses, Op: "EVALSHA: remove the lost values' entries of this incarnation written before this write (ZREM $index, HDEL $index:meta, $index:claims)"}
+	remove   = access.Step{Mode: Cluster, Each: true, N: 1, Per: access.IfLoses, Op: "EVALSHA: remove the lost values' entries of this incarnation written before this write (ZREM $index, HDEL $index:meta[?unique:, $index:claims])"}
 	nodeRun  = func(what string) access.Step { return access.Step{Mode: Node, N: 1, Op: "EVALSHA [" + what + "]"} }
 	blockRun = func(what string) access.Step {
 		return access.Step{Mode: Cluster, N: 1, Op: "EVALSHA " + Block + " [" + what + "]"}
@@ -80,7 +80,7 @@ var Store = &access.Store{
 	},
 	Notes: []access.Note{
 		{Text: "Every write is one run of one Lua script (EVALSHA) that checks its conditions (block exists or not, version, element index, unique claims, block unchanged since read) before it changes anything: a write of one block is atomic on a single node and on a cluster."},
-		{Text: "Single node: the same script run changes the block, the block listing, the index tables and the counter, all or nothing. Redis Cluster: those live on other hash slots and change in runs of their own, after the block's (the listing, the counter) or around it (index tables: the lookup protocol), so they may lag behind the block after a crash; Repair rebuilds them."},
+		{Text: "Single node: the same script run changes the block and the block listing[?lookups:, the index tables][?counted: (and the counter when a write raises it)], all or nothing. Redis Cluster: they live on other hash slots and change in runs of their own, after the block's[?lookups: (the listing, the counter) or around it (index tables: the lookup protocol below)], so they may lag behind the block after a crash; Repair rebuilds them."},
 		{When: access.HasLookups, Text: "The lookup protocol on a cluster (as runtime/mongostore's, RELIABILITY.md): unique values are claimed first (a check-and-set script on the :claims hash), the other new entries added, then the block written on condition that its _seq is the one read, then the entries of the old values removed, only those of this incarnation (_inc) written before this write. Reads verify every entry against its block and skip stale ones."},
 		{When: access.HasPartitions, Text: "Appending an element sends the element only: the script bumps the count (HINCRBY) and writes f[n] (plus the version), whatever the partition's size."},
 		{Text: "EnsureIndexes loads the script (SCRIPT LOAD, on every master of a cluster); otherwise the first write on a server costs one more round trip (EVALSHA answers NOSCRIPT, go-redis sends EVAL)."},
@@ -104,17 +104,17 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "SCAN $coll:{*} (on every master of a cluster)"}, {Op: "pipeline: HGETALL per 256 blocks"}, {Op: "ZRANGE " + Listing},
 				{Op: "ZRANGE, HGETALL :meta (and :claims) of $indexes", When: access.HasLookups}, {Op: "pipeline: ZADD/ZREM/HSET/HDEL per 256 fixes"}}},
 
-		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: listed + "; INCR is a command of its own (a failed write leaves its number unused)",
-			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent; DEL, HSET each entry, _seq; ZADD " + Listing + "; raise the counter"),
+		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: listed + "[?counted:; INCR is a command of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent; DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
 				blockRun("check absent; DEL, HSET each entry, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raise}},
-		{Methods: []access.Method{access.Create}, Atomic: protocol + "; INCR is a command of its own (a failed write leaves its number unused)",
-			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent and the claims of the unique values; DEL, HSET each entry, _inc, _seq; ZADD $indexes, HSET their :meta and :claims; ZADD " + Listing + "; raise the counter"),
+		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; INCR is a command of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent and the claims of the unique values; DEL, HSET each entry, _inc, _seq; ZADD $indexes, HSET their :meta and :claims; ZADD " + Listing + "[?counted:; raise the counter]"),
 				claim, add, blockRun("check absent; DEL, HSET each entry, _inc, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raise}},
 		{Methods: []access.Method{access.Put}, When: access.NoWrites, Atomic: listed,
-			Steps: []access.Step{allocate, nodeRun("[?version:check $version as given (absent when 0); ]DEL, HSET each entry, _seq; ZADD " + Listing + "; raise the counter"),
+			Steps: []access.Step{allocate, nodeRun("[?version:check $version as given (absent when 0); ]DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
 				blockRun("[?version:check $version as given; ]DEL, HSET each entry, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways}},
 		{Methods: []access.Method{access.Put}, Atomic: protocol + "; the read and the script are retried while the block changes in between",
-			Steps: []access.Step{allocate, readHash, nodeRun("check " + Block + " unchanged since read (_seq)[?version:, $version as given], the claims of new unique values; DEL, HSET each entry, _inc, _seq; ZADD/ZREM $indexes and their :meta and :claims for the values gained/lost; ZADD " + Listing + "; raise the counter"),
+			Steps: []access.Step{allocate, readHash, nodeRun("check " + Block + " unchanged since read (_seq)[?version:, $version as given], the claims of new unique values; DEL, HSET each entry, _inc, _seq; ZADD/ZREM $indexes and their :meta and :claims for the values gained/lost; ZADD " + Listing + "[?counted:; raise the counter]"),
 				claim, add, blockRun("check unchanged since read[?version:, $version as given]; DEL, HSET each entry, _inc, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways, remove}},
 		{Methods: []access.Method{access.Delete}, When: access.NoWrites, Atomic: listed,
 			Steps: []access.Step{nodeRun("check " + Block + " exists; DEL " + Block + "; ZREM " + Listing), blockRun("check exists; DEL")}},
@@ -124,7 +124,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists; HSET $field" + bump + ", _seq]"}}},
 		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists, i < $field; HSET $field[i]" + bump + ", _seq]"}}},
 		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists; HINCRBY $field 1, HSET $field[n]" + bump + ", _seq]"}}},
-		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists[?version:, $version = IfVersion when set], i < count per element; HSET of the entries given" + bump + ", _seq]"}}},
+		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists[?version:, $version = IfVersion when set][?parts:, i < count per element]; HSET of the entries given" + bump + ", _seq]"}}},
 		{Methods: []access.Method{access.Set, access.SetAt}, Atomic: protocol,
 			Steps: []access.Step{readHash, nodeRun("check " + Block + " exists, unchanged since read (_seq), the claims of new unique values; HSET the entry" + bump + ", _seq; ZADD/ZREM $indexes and their :meta and :claims for the values gained/lost"),
 				claim, add, blockRun("check exists, unchanged since read (_seq); HSET the entry" + bump + ", _seq"), remove}},
