@@ -14,7 +14,9 @@ import (
 
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/mongostore"
+	"github.com/noamgen/noamgen/runtime/mongostore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -28,6 +30,8 @@ func harness(name string, atomic, uniqueTables bool, opts ...mongostore.Option) 
 	var db *mongo.Database // the current subtest's
 	h := storetest.Harness{
 		Name:                      name,
+		Declaration:               layout.Store,
+		Requests:                  sent,
 		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
 		AtomicLookupsPerAggregate: atomic,
 		Concurrent:                mongotest.Real(),
@@ -42,7 +46,7 @@ func harness(name string, atomic, uniqueTables bool, opts ...mongostore.Option) 
 			}
 		},
 		Open: func(t *testing.T) storetest.Repos {
-			db = mongotest.Start(t)
+			db = mongotest.StartWithOptions(t, counting())
 			return storetest.Repos{
 				Matches:  model.NewMatchMongoRepository(db, opts...),
 				Journals: model.NewJournalMongoRepository(db, opts...),
@@ -50,6 +54,12 @@ func harness(name string, atomic, uniqueTables bool, opts ...mongostore.Option) 
 				Replies:  model.NewReplyMongoRepository(db, opts...),
 			}
 		},
+	}
+	// FerretDB v1 refuses a projection in findAndModify: the adapter
+	// resends such a command without one, once per client, and appends
+	// with a find and an update.
+	if !mongotest.Real() {
+		h.Facts = map[access.Term]int{access.IfProjectionRefused: 1, access.IfNoProjection: 1}
 	}
 	if uniqueTables {
 		// The entry of a unique value is keyed by the value alone.
@@ -67,12 +77,18 @@ func harness(name string, atomic, uniqueTables bool, opts ...mongostore.Option) 
 // default mapping). The concurrency subtests run only against a real
 // MongoDB: FerretDB's concurrent writes are not atomic.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, harness("mongo", true, !mongotest.Real(), mongotest.NativeOptions()...))
+	h := harness("mongo", true, !mongotest.Real(), mongotest.NativeOptions()...)
+	if !mongotest.Real() {
+		h.Tables = func(l access.Lookup) bool { return l.Unique } // mongostore.UniqueTables
+	}
+	storetest.Run(t, h)
 }
 
 // TestConformanceIndexTables runs the suite with every lookup in an index
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.
 func TestConformanceIndexTables(t *testing.T) {
-	storetest.Run(t, harness("mongo", false, true, mongostore.IndexTables()))
+	h := harness("mongo", false, true, mongostore.IndexTables())
+	h.Tables = func(access.Lookup) bool { return true }
+	storetest.Run(t, h)
 }

@@ -169,17 +169,24 @@ const (
 	IfIndexedChange  Term = "if the changes touch an indexed field"
 	IfRecreated      Term = "if the block was created again meanwhile"
 	IfAppendFallback Term = "if the single-request append is refused"
-	PerPage          Term = "per page"
-	PerBatch         Term = "per batch of entries"
-	PerStale         Term = "per stale entry removed"
-	PerRetry         Term = "per retry of unprocessed keys"
-	Per100Keys       Term = "per 100 keys"
-	Per100Elements   Term = "per 100 elements"
-	PerMaster        Term = "per master"
-	PerCollection    Term = "per collection and index"
-	PerTable         Term = "per table (create, then describe until active)"
-	PerBlocks        Term = "per 100 blocks"
-	PerRepairBatch   Term = "per batch of blocks and entries"
+	// IfProjectionRefused: the first findAndModify with a projection on a
+	// client of a server that refuses it (FerretDB v1) is sent again
+	// without one.
+	IfProjectionRefused Term = "if the server refuses a projection in findAndModify (once per client)"
+	// IfNoProjection: the server has no projection in findAndModify
+	// (FerretDB v1): an append reads the length, then updates.
+	IfNoProjection Term = "if the server has no projection in findAndModify"
+	PerPage        Term = "per page"
+	PerBatch       Term = "per batch of entries"
+	PerStale       Term = "per stale entry removed"
+	PerRetry       Term = "per retry of unprocessed keys"
+	Per100Keys     Term = "per 100 keys"
+	Per100Elements Term = "per 100 elements"
+	PerMaster      Term = "per master"
+	PerCollection  Term = "per collection and index"
+	PerTable       Term = "per table (create, then describe until active)"
+	PerBlocks      Term = "per 100 blocks"
+	PerRepairBatch Term = "per batch of blocks and entries"
 )
 
 // Mode is the deployment a step belongs to, for stores whose requests

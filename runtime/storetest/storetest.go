@@ -87,12 +87,15 @@ type Harness struct {
 	// repositories Open returned have sent so far (a command, a pipeline
 	// or a script run each, as the declaration counts them): the
 	// DeclaredRequests subtest compares the two. Mode is the deployment
-	// (access.Store.Modes) the harness runs, AllTables says the store
-	// keeps every lookup in an index table (MongoDB's IndexTables option).
+	// (access.Store.Modes) the harness runs; Tables, when set, says which
+	// lookups the store keeps in index tables whatever their table option
+	// (MongoDB's IndexTables and UniqueTables options); Facts gives the
+	// terms that depend on the deployment (access.IfProjectionRefused).
 	Declaration *access.Store
 	Requests    func() int
 	Mode        access.Mode
-	AllTables   bool
+	Tables      func(access.Lookup) bool
+	Facts       map[access.Term]int
 }
 
 // Repos are the generated repositories of the model, over one database.

@@ -88,12 +88,13 @@ var Store = &access.Store{
 			Steps: []access.Step{counter, read, gained, {N: 1, Op: "replaceOne $coll {_id[?version:, $version: v]} (on condition of _seq and _inc)"}, lost}},
 		{Methods: []access.Method{access.Delete}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "deleteOne $coll {_id}"}}},
 		{Methods: []access.Method{access.Delete}, Atomic: "the document delete is atomic; its index-table entries are removed after it",
-			Steps: []access.Step{{N: 1, Op: "findOneAndDelete $coll {_id}"}, {Each: true, N: 1, Op: "deleteMany $index {id, inc}"}}},
+			Steps: []access.Step{{N: 1, Op: "findOneAndDelete $coll {_id} projection {_inc}"}, refusedProjection, {Each: true, N: 1, Op: "deleteMany $index {id, inc}"}}},
 
 		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id} {$set $field" + bump + "}"}}},
 		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id, $field.i: {$exists}} {$set $field.i" + bump + "}"}}},
 		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id[?version:, $version][?parts:, f.i: {$exists} for each element given]} {$set of the entries given" + bump + "}"}}},
-		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "findAndModify $coll {_id} {$push $field, $inc " + Len + ".$field" + bump + "} returning " + Len + ".$field"}}},
+		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "findAndModify $coll {_id} {$push $field, $inc " + Len + ".$field" + bump + "} returning " + Len + ".$field"},
+			refusedProjection, {N: 1, Per: access.IfNoProjection, Op: "on a server without projections in findAndModify (FerretDB v1) instead: find " + Len + ".$field, then updateOne on condition of it"}}},
 		{Methods: []access.Method{access.Set, access.SetAt, access.Append}, Atomic: protocol,
 			Steps: []access.Step{read, gained, {N: 1, Op: "updateOne $coll {_id, _seq, _inc} (the change" + bump + ")"}, lost}},
 		{Methods: []access.Method{access.Update}, Atomic: protocol + "; an update that changes no field of an index table is one updateOne, atomic",
@@ -113,6 +114,10 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Per: access.PerCollection, Op: "create the collections that do not exist"}, {When: access.HasNative, Op: "createIndexes $coll: the native index of each lookup"}, {When: access.HasTables, Op: "createIndexes {id: 1} on $indexes"}}},
 	},
 }
+
+// refusedProjection is the resend of a findAndModify whose projection the
+// server refused (once per client).
+var refusedProjection = access.Step{N: 1, Per: access.IfProjectionRefused}
 
 // The steps of the lookup protocol around a document write.
 var (
