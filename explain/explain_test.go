@@ -237,7 +237,7 @@ func TestMongoTables(t *testing.T) {
 	if c := cost("Repair"); c.RoundTrips == "0" {
 		t.Errorf("Repair with index tables: %+v", c)
 	}
-	if c := cost("Delete"); c.RoundTrips != "4" || c.Ops[1] != "deleteMany Hotel__name {id, inc}" || c.Ops[2] != "deleteMany Hotel__city {id, inc}" {
+	if c := cost("Delete"); !strings.HasPrefix(c.RoundTrips, "4 + 1 the first time per client") || c.Ops[1] != "deleteMany Hotel__name {id, inc}" || c.Ops[2] != "deleteMany Hotel__city {id, inc}" {
 		t.Errorf("Delete: %+v", c)
 	}
 }

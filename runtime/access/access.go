@@ -172,10 +172,10 @@ const (
 	// IfProjectionRefused: the first findAndModify with a projection on a
 	// client of a server that refuses it (FerretDB v1) is sent again
 	// without one.
-	IfProjectionRefused Term = "if the server refuses a projection in findAndModify (once per client)"
+	IfProjectionRefused Term = "the first time per client on a server that refuses findAndModify projections (FerretDB)"
 	// IfNoProjection: the server has no projection in findAndModify
 	// (FerretDB v1): an append reads the length, then updates.
-	IfNoProjection Term = "if the server has no projection in findAndModify"
+	IfNoProjection Term = "on a server without findAndModify projections (FerretDB)"
 	PerPage        Term = "per page"
 	PerBatch       Term = "per batch of entries"
 	PerStale       Term = "per stale entry removed"
