@@ -173,6 +173,9 @@ const (
 	// client of a server that refuses it (FerretDB v1) is sent again
 	// without one.
 	IfProjectionRefused Term = "the first time per client on a server that refuses findAndModify projections (FerretDB)"
+	// IfSliceRefused: the first find with a $slice projection on a client
+	// of a server that refuses it (FerretDB v1) is sent again without.
+	IfSliceRefused Term = "the first time per client on a server that refuses $slice projections (FerretDB)"
 	// IfNoProjection: the server has no projection in findAndModify
 	// (FerretDB v1): an append reads the length, then updates.
 	IfNoProjection Term = "on a server without findAndModify projections (FerretDB)"

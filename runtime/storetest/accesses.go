@@ -57,6 +57,10 @@ type accessCase[T any] struct {
 	after  func() *T
 	// facts gives the terms that do not follow from before and after.
 	facts map[access.Term]int
+	// changed lists the entries an Update sets: it touches an indexed
+	// field (access.IfIndexedChange) when a lookup in an index table
+	// reads one of them.
+	changed []string
 }
 
 // checkRequests runs the cases on repository repo and compares the
@@ -69,6 +73,10 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, repo any, cases []
 	}
 	d := r.D
 	shape := shapeOf(d, e.h.Tables)
+	table := map[string]bool{} // the lookups kept in index tables
+	for _, l := range shape.Lookups {
+		table[l.Name] = l.Table || !e.h.Declaration.Native
+	}
 	must(t, r.S.Ensure(bg))
 	keys := func(l *runtime.Lookup[T], v *T) [][]byte {
 		if v == nil {
@@ -80,7 +88,13 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, repo any, cases []
 		op := c.op
 		op.Writes = nil
 		for _, l := range d.Lookups {
-			if op.Method == access.Create || op.Method == access.Put || op.Method == access.Delete || slices.Contains(l.Fields, op.Field) {
+			switch op.Method {
+			case access.Create, access.Put, access.Delete, access.Update:
+				// Update: every lookup of a field it may set, as explain says.
+				op.Writes = append(op.Writes, l.Name)
+				continue
+			}
+			if slices.Contains(l.Fields, op.Field) {
 				op.Writes = append(op.Writes, l.Name)
 			}
 		}
@@ -140,8 +154,15 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, repo any, cases []
 				return one(gained[lookup]), true
 			case access.IfLoses:
 				return one(lost[lookup]), true
-			case access.IfAllocates, access.IfKeyGiven, access.IfRecreated, access.IfAppendFallback, access.PerStale, access.PerRetry, access.IfProjectionRefused, access.IfNoProjection:
+			case access.IfAllocates, access.IfKeyGiven, access.IfRecreated, access.IfAppendFallback, access.PerStale, access.PerRetry, access.IfProjectionRefused, access.IfNoProjection, access.IfSliceRefused:
 				return 0, true // none of the scenarios meets them
+			case access.IfIndexedChange:
+				for _, l := range d.Lookups {
+					if table[l.Name] && slices.ContainsFunc(c.changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
+						return 1, true
+					}
+				}
+				return 0, true
 			case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
 				return 1, true // the scenarios' reads fit one page or batch
 			}
@@ -195,6 +216,27 @@ func testDeclaredRequests(t *testing.T, e *env) {
 				n.Tags = []string{"b", "c"}
 				return e.Matches.Put(bg, &n)
 			}, after: get("m")},
+		{name: "Update (region, an indexed field)", op: access.Op{Method: access.Update}, before: get("m"), changed: []string{"region"},
+			run: func() error { return e.Matches.Update(bg, "m", model.MatchUpdate{Region: runtime.Ptr("s")}) }, after: get("m")},
+		{name: "SetRoundsAt (an indexed partition)", op: access.Op{Method: access.SetAt, Field: "rounds"}, before: get("m"),
+			run: func() error { return e.Matches.SetRoundsAt(bg, "m", 0, newRound("m", 7)) }, after: get("m")},
+		{name: "ListRounds", op: access.Op{Method: access.ListElems, Field: "rounds"}, before: get("m"),
+			run: func() error { _, err := e.Matches.ListRounds(bg, "m", runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
+		{name: "List", op: access.Op{Method: access.List}, before: get("m"),
+			run: func() error { _, err := e.Matches.List(bg, runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
+		{name: "ListByTags", op: access.Op{Method: access.ListBy, Lookup: "tags"}, before: get("m"),
+			run: func() error { _, err := e.Matches.ListByTags(bg, "c", runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
 		{name: "Delete", op: access.Op{Method: access.Delete}, before: get("m"), run: func() error { return e.Matches.Delete(bg, "m") }},
+	})
+	// A key from the counter.
+	j := &model.Journal{Owner: "o"}
+	checkRequests[model.Journal, model.JournalID](t, e, e.Journals, []accessCase[model.Journal]{
+		{name: "Journal Create (the counter allocates the key)", op: access.Op{Method: access.Create}, facts: map[access.Term]int{access.IfAllocates: 1},
+			run: func() error { return e.Journals.Create(bg, j) },
+			after: func() *model.Journal {
+				got, err := e.Journals.Get(bg, j.ID)
+				must(t, err)
+				return got
+			}},
 	})
 }

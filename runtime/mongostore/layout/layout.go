@@ -74,7 +74,8 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.List}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$gt: cursor}} sort {_id: 1} limit n+1 (one batch)"}}},
 		{Methods: []access.Method{access.All}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerBlocks, Op: "find $coll sort {_id: 1}, one find per 100 blocks"}}},
 		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id.<scope parts>: ..., _id.<counted part>: {$gt: cursor}} sort by the counted part"}}},
-		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"}}},
+		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
+			{N: 1, Per: access.IfSliceRefused, Op: "on a server without $slice projections (FerretDB v1): find $coll {_id} projection {$field}, sliced by the adapter"}}},
 
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: one + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, {N: 1, Op: "insert $coll {the whole document}"}}},
