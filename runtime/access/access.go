@@ -213,6 +213,10 @@ type Step struct {
 	// (Op.Writes; on a store with native indexes only those in tables),
 	// with $index and $lookup set.
 	Each bool
+	// Entries repeats the step for every entry of the block but the EAO
+	// root: $entry is its key ("firstPlayer", "rounds"), and again with
+	// "/*" for the elements of a partition ("rounds/*").
+	Entries bool
 }
 
 // Cost is what one operation does on the store, under conditions.
@@ -426,6 +430,21 @@ func (st *Store) steps(s *Shape, op Op, c Cost, v Vars) []step {
 	var out []step
 	for _, p := range c.Steps {
 		if !p.When.Holds(st, s, op) {
+			continue
+		}
+		if p.Entries {
+			for _, f := range s.Fields {
+				keys := []string{f.Key}
+				switch {
+				case f.Partition:
+					keys = append(keys, f.Key+"/*")
+				case s.EAO && !f.Version:
+					continue // in the root entry
+				}
+				for _, k := range keys {
+					out = append(out, step{Step: p, op: v.with("entry", k).Expand(p.Op), term: v.Expand(string(p.Per))})
+				}
+			}
 			continue
 		}
 		if !p.Each {

@@ -24,7 +24,8 @@ import (
 //	          $paths its dotted paths; $indexPath, $holder its example
 //	          entry as a path and its value; $unique, $shared set for a
 //	          unique lookup, for another
-//	$indexes  the index tables the operation writes, or all of them
+//	$indexes  the index tables the operation writes, or all of them;
+//	          $uniques those of unique lookups
 //	$allFields the keys of every field; $ownFields those of partitions
 //	          and the version (the fields outside an EAO root); $parts
 //	          those of partitions; $lookups the lookups' names; $tables
@@ -200,6 +201,17 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 		}
 	}
 	v["indexes"] = strings.Join(dedup(names), ", ")
+	var uniques []string
+	ls := s.Lookups
+	if op.Method != "" && op.Method != Repair && op.Method != Ensure {
+		ls = st.written(s, op)
+	}
+	for _, l := range ls {
+		if l.Unique && st.isTable(l) {
+			uniques = append(uniques, v.With(st, l)["index"])
+		}
+	}
+	v["uniques"] = strings.Join(dedup(uniques), ", ")
 	var tables []string
 	for _, l := range s.Lookups {
 		if st.isTable(l) {
