@@ -192,6 +192,10 @@ const (
 	PerRepairBatch Term = "per batch of blocks and entries"
 )
 
+// Once reports whether t counts only the first time an operation meets it
+// on a client (the client then remembers what the server refused).
+func (t Term) Once() bool { return t == IfProjectionRefused || t == IfSliceRefused }
+
 // Mode is the deployment a step belongs to, for stores whose requests
 // differ between deployments (Redis: a single node, a cluster).
 type Mode string
