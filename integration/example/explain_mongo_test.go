@@ -160,7 +160,16 @@ func TestMongoExplainRoundTrips(t *testing.T) {
 				c = m.Stores["mongo"]
 			}
 		}
-		if c.RoundTrips != "1" || len(c.Ops) != 1 {
+		// One request on MongoDB; FerretDB v1's refusals (the declaration's
+		// "(FerretDB)" terms) may add some.
+		one := c.RoundTrips == "1"
+		if rest, ok := strings.CutPrefix(c.RoundTrips, "1 + "); ok {
+			one = true
+			for _, term := range strings.Split(rest, " + ") {
+				one = one && strings.HasSuffix(term, "(FerretDB)")
+			}
+		}
+		if !one {
 			t.Errorf("%s: explain says %q round trips, ops %q; want one", name, c.RoundTrips, c.Ops)
 			continue
 		}
