@@ -39,8 +39,8 @@ var pdocDesc = (&runtime.Desc[pdoc, string]{
 		runtime.NewField("tags", "Tags", func(d *pdoc) *[]string { return &d.Tags }),
 	},
 	Lookups: []*runtime.Lookup[pdoc]{
-		{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Keys: func(d *pdoc) [][]byte { return encStrings(d.Code) }},
-		{Name: "tags", Parts: 1, Fields: []string{"tags"}, Keys: func(d *pdoc) [][]byte { return encStrings(d.Tags...) }},
+		{Name: "code", Unique: true, Parts: 1, Fields: []string{"code"}, Values: func(d *pdoc) [][]byte { return encStrings(d.Code) }},
+		{Name: "tags", Parts: 1, Fields: []string{"tags"}, Values: func(d *pdoc) [][]byte { return encStrings(d.Tags...) }},
 	},
 }).Init()
 
