@@ -4,46 +4,82 @@ import (
 	"slices"
 
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/templates"
 )
 
-// KindName names a method kind in the JSON format.
-func KindName(k templates.MethodKind) string {
+// Access is what a method reads and writes, store-independently: NoAM
+// entries of the block (entry keys in the paper's notation: "firstPlayer",
+// "rounds[i]", "rounds[*]" for every element, "ε" for the EAO root) and
+// index entries of lookups (by lookup name).
+type Access struct {
+	Reads       []string `json:"reads,omitempty"`
+	Writes      []string `json:"writes,omitempty"`
+	Deletes     []string `json:"deletes,omitempty"`
+	ReadsIndex  []string `json:"readsIndex,omitempty"`
+	WritesIndex []string `json:"writesIndex,omitempty"`
+	// Blocks says how many blocks the method touches: "one", "page" (a
+	// page of blocks), "many" (the given keys) or "all".
+	Blocks  string `json:"blocks"`
+	Counter bool   `json:"counter,omitempty"` // allocates a block key from the counter
+	Version bool   `json:"version,omitempty"` // checks or bumps the version entry
+}
+
+// KindName names a method kind in the JSON format (access.Method).
+func KindName(k templates.MethodKind) string { return string(methodOf(k)) }
+
+// OpOf is method m of a as the stores' declarations see it.
+func OpOf(a *model.Aggregate, m templates.Method) access.Op {
+	return opOf(m, AccessOf(a, m))
+}
+
+func opOf(m templates.Method, acc Access) access.Op {
+	op := access.Op{Method: methodOf(m.Kind), Writes: acc.WritesIndex}
+	if m.Field != nil {
+		op.Field = m.Field.Key
+	}
+	if m.Lookup != nil {
+		op.Lookup = m.Lookup.Name
+	}
+	return op
+}
+
+func methodOf(k templates.MethodKind) access.Method {
 	switch k {
 	case templates.MGet:
-		return "get"
+		return access.Get
 	case templates.MCreate:
-		return "create"
+		return access.Create
 	case templates.MPut:
-		return "put"
+		return access.Put
 	case templates.MDelete:
-		return "delete"
+		return access.Delete
 	case templates.MSet:
-		return "set"
+		return access.Set
 	case templates.MAppend:
-		return "append"
+		return access.Append
 	case templates.MSetAt:
-		return "setAt"
+		return access.SetAt
 	case templates.MListElems:
-		return "listElems"
+		return access.ListElems
 	case templates.MUpdate:
-		return "update"
+		return access.Update
 	case templates.MList:
-		return "list"
+		return access.List
 	case templates.MAll:
-		return "all"
+		return access.All
 	case templates.MGetMany:
-		return "getMany"
+		return access.GetMany
 	case templates.MListBy:
-		return "listBy"
+		return access.ListBy
 	case templates.MGetBy:
-		return "getBy"
+		return access.GetBy
 	case templates.MListScope:
-		return "listScope"
+		return access.ListScope
 	case templates.MRepair:
-		return "repair"
+		return access.Repair
 	case templates.MEnsure:
-		return "ensureIndexes"
+		return access.Ensure
 	}
 	return "unknown"
 }
@@ -111,8 +147,8 @@ func appendNew(s []string, vs ...string) []string {
 // AccessOf says which entries and index entries method m of a reads and
 // writes, whatever the store: what runtime.Repo and the store contract
 // (runtime.Store) ask of every adapter.
-func AccessOf(a *model.Aggregate, m templates.Method) templates.Access {
-	var acc templates.Access
+func AccessOf(a *model.Aggregate, m templates.Method) Access {
+	var acc Access
 	ver := ""
 	if a.Version != nil {
 		ver = a.Version.Key

@@ -8,9 +8,13 @@
 // JSON for tools.
 //
 // The abstract part is computed here from the model (model.Aggregate.Entries
-// is the layout every store writes, runtime.Desc.Entries its instance);
-// each store's part comes from the store's own explainer, registered with
-// templates.RegisterExplain in templates/<store>/explain.go.
+// is the layout every store writes, runtime.Desc.Entries its instance).
+// Each store's part is rendered here, the same way for every store, from
+// the store's declaration: data in runtime/<store>store/layout (package
+// runtime/access) that the store's template registers with
+// templates.RegisterLayout, and that the conformance suite checks against
+// the requests the adapter really sends. Sampling real blocks needs the
+// drivers, so it lives here (sample_<store>.go), not in the templates.
 //
 // # JSON format
 //
@@ -18,8 +22,7 @@
 // Report.Version (currently 1) changes whenever a field is renamed or
 // removed or its meaning changes; new fields may be added within a
 // version. Field names are the json tags of Report and of the types it
-// holds (templates.Physical, templates.Cost, templates.Access,
-// templates.Sample):
+// holds (access.Physical, access.Rendered, Access, Sample):
 //
 //	{
 //	  "version": 1,
@@ -32,9 +35,9 @@
 //	    "partitions": ["rounds"], "version": "version",
 //	    "lookups": [{"name": "city", "unique": false, "zeros": false, "table": false, "multi": false, "parts": [{"path": "city", "goType": "string"}]}],
 //	    "refs": [{"path": "firstPlayer", "target": "Player", "goType": "string"}],
-//	    "methods": [{"name": "SetFirstPlayer", "kind": "set", "access": {templates.Access}, "stores": {"bolt": {templates.Cost}}}],
-//	    "stores": {"bolt": {templates.Physical}},
-//	    "samples": {"bolt": {templates.Sample}}
+//	    "methods": [{"name": "SetFirstPlayer", "kind": "set", "access": {Access}, "stores": {"bolt": {access.Rendered}}}],
+//	    "stores": {"bolt": {access.Physical}},
+//	    "samples": {"bolt": {Sample}}
 //	  }]
 //	}
 package explain
@@ -46,6 +49,7 @@ import (
 
 	"github.com/noamgen/noamgen/generator"
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/templates"
 	_ "github.com/noamgen/noamgen/templates/stores" // registers every store
 )
@@ -77,9 +81,9 @@ type Aggregate struct {
 	Refs       []Ref    `json:"refs,omitempty"`
 	Methods    []Method `json:"methods"`
 	// Stores holds each store's physical layout, by store name.
-	Stores map[string]templates.Physical `json:"stores"`
+	Stores map[string]access.Physical `json:"stores"`
 	// Samples holds what -sample read, by store name.
-	Samples map[string]*templates.Sample `json:"samples,omitempty"`
+	Samples map[string]*Sample `json:"samples,omitempty"`
 
 	model *model.Aggregate
 }
@@ -145,11 +149,11 @@ type Ref struct {
 
 // Method is one generated repository method.
 type Method struct {
-	Name   string           `json:"name"`
-	Kind   string           `json:"kind"`
-	Access templates.Access `json:"access"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Access Access `json:"access"`
 	// Stores holds what the method does on each store, by store name.
-	Stores map[string]templates.Cost `json:"stores"`
+	Stores map[string]access.Rendered `json:"stores"`
 }
 
 // Config says what to explain.
@@ -172,8 +176,8 @@ func Build(s *model.Schema, cfg Config) (*Report, error) {
 		if _, ok := templates.Lookup(name); !ok {
 			return nil, fmt.Errorf("unknown store %q (known: %s)", name, strings.Join(templates.StoreNames(), ", "))
 		}
-		if _, ok := templates.ExplainerOf(name); !ok {
-			return nil, fmt.Errorf("store %q has no explainer (templates.RegisterExplain in templates/%s/explain.go)", name, name)
+		if _, ok := templates.LayoutOf(name); !ok {
+			return nil, fmt.Errorf("store %q declares no layout (templates.RegisterLayout in templates/%s)", name, name)
 		}
 		if !seen[name] {
 			seen[name] = true
@@ -202,7 +206,7 @@ func aggregate(a *model.Aggregate, stores []string, ts func(types.Type) string) 
 		Name: a.Name, Collection: a.Collection, Strategy: a.Strategy.String(),
 		BlockKey: BlockKey{Field: a.ID.GoName, GoType: ts(a.ID.Type), Counter: a.Counter},
 		Notation: Notation(a),
-		Stores:   map[string]templates.Physical{},
+		Stores:   map[string]access.Physical{},
 		model:    a,
 	}
 	for _, p := range a.IDParts {
@@ -251,16 +255,17 @@ func aggregate(a *model.Aggregate, stores []string, ts func(types.Type) string) 
 	for _, ref := range a.Refs() {
 		out.Refs = append(out.Refs, Ref{Path: ref.Path, Target: ref.Target, GoType: ts(ref.Type)})
 	}
+	shape := ShapeOf(a)
 	for _, st := range stores {
-		ex, _ := templates.ExplainerOf(st)
-		out.Stores[st] = ex.Layout(a)
+		d, _ := templates.LayoutOf(st)
+		out.Stores[st] = d.Layout(shape)
 	}
 	for _, m := range templates.Methods(a) {
 		acc := AccessOf(a, m)
-		mm := Method{Name: m.Name, Kind: KindName(m.Kind), Access: acc, Stores: map[string]templates.Cost{}}
+		mm := Method{Name: m.Name, Kind: KindName(m.Kind), Access: acc, Stores: map[string]access.Rendered{}}
 		for _, st := range stores {
-			ex, _ := templates.ExplainerOf(st)
-			mm.Stores[st] = ex.Cost(a, m, acc)
+			d, _ := templates.LayoutOf(st)
+			mm.Stores[st] = d.Render(shape, opOf(m, acc))
 		}
 		out.Methods = append(out.Methods, mm)
 	}
@@ -287,5 +292,5 @@ func Notation(a *model.Aggregate) string {
 			parts = append(parts, e.Key)
 		}
 	}
-	return fmt.Sprintf("%s:%s -> {%s}", a.Collection, templates.ExampleKeyText(a), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s:%s -> {%s}", a.Collection, access.KeyText(ExampleKey(a)), strings.Join(parts, ", "))
 }

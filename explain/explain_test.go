@@ -10,6 +10,7 @@ import (
 	"github.com/noamgen/noamgen/explain"
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/templates"
 )
 
@@ -23,15 +24,39 @@ func load(t *testing.T, example string) *model.Schema {
 	return s
 }
 
-// TestEveryStoreExplained: every store noamgen generates for describes
-// itself to explain (templates.RegisterExplain in templates/<store>/explain.go).
+// TestEveryStoreExplained: every store noamgen generates for declares
+// its layout (templates.RegisterLayout with runtime/<store>store/layout),
+// with a cost for every method of every example aggregate.
 func TestEveryStoreExplained(t *testing.T) {
+	table, err := parser.Load(parser.Config{Dir: mustAbs(t, filepath.Join("testdata", "table")), Pattern: ".", BaseDir: mustAbs(t, filepath.Join("testdata", "table"))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, st := range templates.StoreNames() {
-		ex, ok := templates.ExplainerOf(st)
-		if !ok || ex.Layout == nil || ex.Cost == nil {
-			t.Errorf("store %s has no explainer with Layout and Cost: add templates/%s/explain.go (see STORES.md)", st, st)
+		d, ok := templates.LayoutOf(st)
+		if !ok {
+			t.Errorf("store %s declares no layout: add runtime/%sstore/layout and register it in templates/%s (see STORES.md)", st, st, st)
+			continue
+		}
+		for _, s := range []*model.Schema{load(t, "game"), load(t, "hotel"), table} {
+			for _, a := range s.Aggregates {
+				for _, m := range templates.Methods(a) {
+					if r := d.Render(explain.ShapeOf(a), explain.OpOf(a, m)); r.RoundTrips == "?" {
+						t.Errorf("%s: %s.%s has no declared cost", st, a.Name, m.Name)
+					}
+				}
+			}
 		}
 	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }
 
 func TestNotation(t *testing.T) {
@@ -59,14 +84,14 @@ func TestNotation(t *testing.T) {
 func TestAccess(t *testing.T) {
 	g := load(t, "game")
 	h := load(t, "hotel")
-	acc := func(a *model.Aggregate, name string) templates.Access {
+	acc := func(a *model.Aggregate, name string) explain.Access {
 		for _, m := range templates.Methods(a) {
 			if m.Name == name {
 				return explain.AccessOf(a, m)
 			}
 		}
 		t.Fatalf("%s has no method %s", a.Name, name)
-		return templates.Access{}
+		return explain.Access{}
 	}
 	str := func(ss []string) string { return strings.Join(ss, ",") }
 	app := acc(g.Aggregate("Game"), "AppendRounds")
@@ -135,12 +160,12 @@ func TestBuild(t *testing.T) {
 // over half a per-value limit, are warned about.
 func TestSampleWarnings(t *testing.T) {
 	a := load(t, "game").Aggregate("Game")
-	doc := templates.NewSampleSizes(a)
+	doc := explain.NewSampleSizes(a)
 	doc.Entry("firstPlayer", 10)
 	doc.Entry("rounds[]", 590)
-	doc.Block("big", 600, []templates.PartitionSize{{Key: "big", Field: "rounds", Elements: 1, Bytes: 590}})
+	doc.Block("big", 600, []explain.PartitionSize{{Key: "big", Field: "rounds", Elements: 1, Bytes: 590}})
 	doc.Block("small", 400, nil)
-	s := &templates.Sample{MaxValueBytes: 1000, LimitOf: "document"}
+	s := &explain.Sample{MaxValueBytes: 1000, LimitOf: "document"}
 	doc.Fill(s)
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "block big: 600 bytes") {
 		t.Errorf("document warnings %q", s.Warnings)
@@ -148,17 +173,17 @@ func TestSampleWarnings(t *testing.T) {
 	if s.Largest[0].Key != "big" || s.Entries[0].Entry != "firstPlayer" || s.Entries[1].Entry != "rounds[]" {
 		t.Errorf("sample %+v", s)
 	}
-	val := templates.NewSampleSizes(a)
+	val := explain.NewSampleSizes(a)
 	val.Entry("rounds[]", 600)
 	val.Entry("rounds[]", 100)
 	val.Block("big", 700, nil)
-	s = &templates.Sample{MaxValueBytes: 1000, LimitOf: "value"}
+	s = &explain.Sample{MaxValueBytes: 1000, LimitOf: "value"}
 	val.Fill(s)
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "entry rounds[]: a value of 600 bytes") {
 		t.Errorf("value warnings %q", s.Warnings)
 	}
-	s = &templates.Sample{}
-	templates.NewSampleSizes(a).Fill(s)
+	s = &explain.Sample{}
+	explain.NewSampleSizes(a).Fill(s)
 	if len(s.Warnings) != 0 {
 		t.Errorf("no limit, warnings %q", s.Warnings)
 	}
@@ -188,16 +213,16 @@ func TestMongoTables(t *testing.T) {
 	if len(p.Indexes) != 1 || p.Indexes[0].Lookup != "stars" {
 		t.Errorf("native indexes %+v, want stars only", p.Indexes)
 	}
-	cost := func(name string) templates.Cost {
+	cost := func(name string) access.Rendered {
 		for _, m := range h.Methods {
 			if m.Name == name {
 				return m.Stores["mongo"]
 			}
 		}
 		t.Fatalf("no method %s", name)
-		return templates.Cost{}
+		return access.Rendered{}
 	}
-	if c := cost("SetCity"); c.RoundTrips != "2 + 1 per index entry gained + 1 per index table losing entries" || !strings.Contains(c.Atomic, "not atomic") {
+	if c := cost("SetCity"); c.RoundTrips != "2 + 1 per new value of Hotel__city + 1 if Hotel__city loses entries" || !strings.Contains(c.Atomic, "not atomic") {
 		t.Errorf("SetCity through an index table: %+v", c)
 	}
 	if c := cost("SetStars"); c.RoundTrips != "1" || len(c.Ops) != 1 {
@@ -206,13 +231,13 @@ func TestMongoTables(t *testing.T) {
 	if c := cost("GetByName"); c.RoundTrips != "2" {
 		t.Errorf("GetByName through an index table: %+v", c)
 	}
-	if c := cost("AppendRooms"); !strings.HasPrefix(c.RoundTrips, "2 + 1 per index entry gained") {
+	if c := cost("AppendRooms"); !strings.HasPrefix(c.RoundTrips, "2 + 1 per new value of Hotel__roomKind") {
 		t.Errorf("AppendRooms with an element lookup in a table: %+v", c)
 	}
 	if c := cost("Repair"); c.RoundTrips == "0" {
 		t.Errorf("Repair with index tables: %+v", c)
 	}
-	if c := cost("Delete"); c.RoundTrips != "4" || !strings.Contains(c.Ops[1], "Hotel__name, Hotel__city") {
+	if c := cost("Delete"); !strings.HasPrefix(c.RoundTrips, "4 + 1 the first time per client") || c.Ops[1] != "deleteMany Hotel__name {id, inc}" || c.Ops[2] != "deleteMany Hotel__city {id, inc}" {
 		t.Errorf("Delete: %+v", c)
 	}
 }

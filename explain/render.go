@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/templates"
 )
 
@@ -19,10 +20,11 @@ func JSON(w io.Writer, r *Report) error {
 	return enc.Encode(r)
 }
 
-// storeTitle is a store's display name in Markdown (Explainer.Title).
+// storeTitle is a store's display name in Markdown (its declaration's
+// Title).
 func storeTitle(s string) string {
-	if e, ok := templates.ExplainerOf(s); ok && e.Title != "" {
-		return e.Title
+	if d, ok := templates.LayoutOf(s); ok && d.Title != "" {
+		return d.Title
 	}
 	return s
 }
@@ -201,7 +203,7 @@ func aggregateMD(b *strings.Builder, r *Report, a *Aggregate) {
 	}
 }
 
-func physicalMD(b *strings.Builder, store string, p templates.Physical) {
+func physicalMD(b *strings.Builder, store string, p access.Physical) {
 	fmt.Fprintf(b, "### %s\n\n%s\n\n", storeTitle(store), p.Summary)
 	b.WriteString("| name | kind | holds | key | value | example |\n|---|---|---|---|---|---|\n")
 	for _, c := range p.Containers {
@@ -271,7 +273,7 @@ func methodsMD(b *strings.Builder, r *Report, a *Aggregate) {
 	b.WriteString("\n")
 }
 
-func sampleMD(b *strings.Builder, store string, s *templates.Sample) {
+func sampleMD(b *strings.Builder, store string, s *Sample) {
 	fmt.Fprintf(b, "### Sample of %s (%s): %d blocks\n\n", storeTitle(store), cell(s.Source), s.Blocks)
 	b.WriteString("| entry | stored | total bytes | largest bytes | mean bytes |\n|---|---|---|---|---|\n")
 	for _, e := range s.Entries {

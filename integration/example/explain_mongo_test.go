@@ -16,6 +16,7 @@ import (
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/templates"
 )
 
@@ -29,13 +30,32 @@ func gameSchema(t *testing.T) *model.Schema {
 	return s
 }
 
-func mongoExplainer(t *testing.T) templates.Explainer {
+func mongoLayout(t *testing.T) *access.Store {
 	t.Helper()
-	ex, ok := templates.ExplainerOf("mongo")
+	d, ok := templates.LayoutOf("mongo")
 	if !ok {
-		t.Fatal("mongo registered no explainer")
+		t.Fatal("mongo registered no layout")
 	}
-	return ex
+	return d
+}
+
+// mongoSample samples aggregate name of the game example with conn.
+func mongoSample(t *testing.T, name string, conn map[string]string, n int) (*explain.Sample, error) {
+	t.Helper()
+	r, err := explain.Build(gameSchema(t), explain.Config{Stores: []string{"mongo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Sample(context.Background(), n, conn); err != nil {
+		return nil, err
+	}
+	for _, a := range r.Aggregates {
+		if a.Name == name {
+			return a.Samples["mongo"], nil
+		}
+	}
+	t.Fatalf("no aggregate %s", name)
+	return nil, nil
 }
 
 // TestMongoExplainLayoutIsTheDocument compares the fields of explain's
@@ -64,7 +84,7 @@ func TestMongoExplainLayoutIsTheDocument(t *testing.T) {
 		got = append(got, e.Key())
 	}
 	var want []string
-	for _, st := range mongoExplainer(t).Layout(a).Example {
+	for _, st := range mongoLayout(t).Layout(explain.ShapeOf(a)).Example {
 		want = append(want, st.Key)
 	}
 	slices.Sort(got)
@@ -134,13 +154,22 @@ func TestMongoExplainRoundTrips(t *testing.T) {
 	}
 	checked := 0
 	for _, name := range []string{"Create", "Get", "SetFirstPlayer", "SetSecondPlayer", "AppendRounds", "SetRoundsAt", "ListRounds", "Update", "Put", "GetMany", "List", "Delete"} {
-		var c templates.Cost
+		var c access.Rendered
 		for _, m := range agg.Methods {
 			if m.Name == name {
 				c = m.Stores["mongo"]
 			}
 		}
-		if c.RoundTrips != "1" || len(c.Ops) != 1 {
+		// One request on MongoDB; FerretDB v1's refusals (the declaration's
+		// "(FerretDB)" terms) may add some.
+		one := c.RoundTrips == "1"
+		if rest, ok := strings.CutPrefix(c.RoundTrips, "1 + "); ok {
+			one = true
+			for _, term := range strings.Split(rest, " + ") {
+				one = one && strings.HasSuffix(term, "(FerretDB)")
+			}
+		}
+		if !one {
 			t.Errorf("%s: explain says %q round trips, ops %q; want one", name, c.RoundTrips, c.Ops)
 			continue
 		}
@@ -177,8 +206,7 @@ func TestMongoExplainSample(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := gameSchema(t).Aggregate("Game")
-	smp, err := mongoExplainer(t).Sample(ctx, a, map[string]string{"mongo": mongotest.URI(), "db": db.Name()}, 2)
+	smp, err := mongoSample(t, "Game", map[string]string{"mongo": mongotest.URI(), "db": db.Name()}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +220,7 @@ func TestMongoExplainSample(t *testing.T) {
 	if smp.Largest[0].Key != "b" || smp.Largest[0].Bytes != len(raw) {
 		t.Errorf("largest %+v, want \"b\" with %d bytes", smp.Largest, len(raw))
 	}
-	var rounds *templates.EntrySize
+	var rounds *explain.EntrySize
 	for i := range smp.Entries {
 		if smp.Entries[i].Entry == "rounds[]" {
 			rounds = &smp.Entries[i]
@@ -204,7 +232,7 @@ func TestMongoExplainSample(t *testing.T) {
 	if len(smp.Partitions) != 2 || smp.Partitions[0].Elements != 4 || smp.MaxValueBytes != 16<<20 || smp.LimitOf != "document" || len(smp.Warnings) != 0 {
 		t.Errorf("sample %+v", smp)
 	}
-	if _, err := mongoExplainer(t).Sample(ctx, a, map[string]string{"mongo": mongotest.URI()}, 2); err == nil || !strings.Contains(err.Error(), "-db") {
+	if _, err := mongoSample(t, "Game", map[string]string{"mongo": mongotest.URI()}, 2); err == nil || !strings.Contains(err.Error(), "-db") {
 		t.Errorf("sample without a database: %v", err)
 	}
 }

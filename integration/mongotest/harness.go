@@ -2,14 +2,18 @@ package mongotest
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/mongostore"
+	"github.com/noamgen/noamgen/runtime/mongostore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -29,6 +33,9 @@ type Harness struct {
 	// DropClaim can remove (a native unique index refuses a second holder
 	// itself).
 	UniqueTables bool
+	// Tables, when set, says which lookups the mapping keeps in index
+	// tables whatever their table option (storetest.Harness.Tables).
+	Tables func(access.Lookup) bool
 	// Client, optional, are the client options of every database opened
 	// (StartWithOptions: a client of the test's own), and Pause what pauses
 	// it, for Deadlines (e.g. a dialer that stops forwarding).
@@ -40,19 +47,28 @@ type Harness struct {
 // indexes (NativeOptions: on FerretDB unique lookups keep their index
 // tables).
 func Native() Harness {
-	return Harness{Name: "mongo", Options: NativeOptions(), Atomic: true, UniqueTables: !Real()}
+	h := Harness{Name: "mongo", Options: NativeOptions(), Atomic: true, UniqueTables: !Real()}
+	if !Real() {
+		h.Tables = func(l access.Lookup) bool { return l.Unique } // mongostore.UniqueTables
+	}
+	return h
 }
 
 // IndexTables is the harness of the mapping with every lookup in an index
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.
 func IndexTables() Harness {
-	return Harness{Name: "mongo-tables", Options: []mongostore.Option{mongostore.IndexTables()}, UniqueTables: true}
+	return Harness{Name: "mongo-tables", Options: []mongostore.Option{mongostore.IndexTables()}, UniqueTables: true, Tables: func(access.Lookup) bool { return true }}
 }
 
 // Store returns the storetest harness. The concurrency subtests run only
 // against a real MongoDB: FerretDB's concurrent writes are not atomic.
+// Every database it opens has a client of the test's own, whose command
+// monitor counts the commands sent (Requests, one per command, a
+// cursor's getMore included, as the declaration runtime/mongostore/layout
+// counts them).
 func (m Harness) Store() storetest.Harness {
+	var commands atomic.Int64
 	h := storetest.Harness{
 		Name:                      m.Name,
 		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: m.Atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
@@ -60,13 +76,11 @@ func (m Harness) Store() storetest.Harness {
 		Concurrent:                Real(),
 		NotConcurrent:             "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",
 		TimePrecision:             time.Millisecond,
+		Declaration:               layout.Store,
+		Requests:                  func() int { return int(commands.Load()) },
+		Tables:                    m.Tables,
 		Open: func(t *testing.T) storetest.DB {
-			db := storetest.DB{MongoOptions: m.Options}
-			if m.Client != nil {
-				db.Mongo = StartWithOptions(t, m.Client)
-			} else {
-				db.Mongo = Start(t)
-			}
+			db := storetest.DB{MongoOptions: m.Options, Mongo: StartWithOptions(t, counting(m.Client, &commands))}
 			if m.Pause != nil {
 				db.Pause = func(testing.TB) func() { return m.Pause() }
 			}
@@ -81,6 +95,13 @@ func (m Harness) Store() storetest.Harness {
 			}
 		},
 	}
+	// FerretDB v1 refuses projections in findAndModify and $slice ones:
+	// the adapter resends such a command without, once per client (each
+	// database Open returns has a client of its own), and appends with a
+	// find and an update.
+	if !Real() {
+		h.Facts = map[access.Term]int{access.IfProjectionRefused: 1, access.IfNoProjection: 1, access.IfSliceRefused: 1}
+	}
 	if m.UniqueTables {
 		// The entry of a unique value is keyed by the value alone.
 		h.DropClaim = func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
@@ -91,4 +112,27 @@ func (m Harness) Store() storetest.Harness {
 		}
 	}
 	return h
+}
+
+// counting returns a copy of the client options base (none: the
+// defaults) whose command monitor also counts the commands started in n.
+func counting(base *options.ClientOptions, n *atomic.Int64) *options.ClientOptions {
+	o := options.Client()
+	if base != nil {
+		c := *base
+		o = &c
+	}
+	next := o.Monitor
+	o.Monitor = &event.CommandMonitor{
+		Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			n.Add(1)
+			if next != nil && next.Started != nil {
+				next.Started(ctx, e)
+			}
+		},
+	}
+	if next != nil {
+		o.Monitor.Succeeded, o.Monitor.Failed = next.Succeeded, next.Failed
+	}
+	return o
 }

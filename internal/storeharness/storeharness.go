@@ -15,14 +15,18 @@ package storeharness
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/redis/go-redis/v9"
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/internal/dynalitetest"
@@ -31,6 +35,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/boltstore"
 	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	dynamolayout "github.com/noamgen/noamgen/runtime/dynamostore/layout"
+	redislayout "github.com/noamgen/noamgen/runtime/redisstore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -139,7 +145,7 @@ func RedisCaps(cluster bool) runtime.Caps {
 func Redis() storetest.Harness {
 	return redisHarness("redis", false, func(t *testing.T) storetest.DB {
 		needMain(t)
-		return storetest.DB{Redis: redistest.Server(t)}
+		return storetest.DB{Redis: countRedis(redistest.Server(t))}
 	})
 }
 
@@ -149,7 +155,7 @@ func Redis() storetest.Harness {
 func RedisCluster() storetest.Harness {
 	return redisHarness("redis-cluster", true, func(t *testing.T) storetest.DB {
 		needMain(t)
-		return storetest.DB{Redis: redistest.Cluster(t)}
+		return storetest.DB{Redis: countRedis(redistest.Cluster(t))}
 	})
 }
 
@@ -158,7 +164,7 @@ func RedisCluster() storetest.Harness {
 func RedisPrivate() storetest.Harness {
 	return redisHarness("redis", false, func(t *testing.T) storetest.DB {
 		c, p := redistest.PrivateServer(t)
-		return storetest.DB{Redis: c, Pause: p.Pause}
+		return storetest.DB{Redis: countRedis(c), Pause: p.Pause}
 	})
 }
 
@@ -167,16 +173,23 @@ func RedisPrivate() storetest.Harness {
 func RedisClusterPrivate() storetest.Harness {
 	return redisHarness("redis-cluster", true, func(t *testing.T) storetest.DB {
 		c, p := redistest.PrivateCluster(t)
-		return storetest.DB{Redis: c, Pause: p.Pause}
+		return storetest.DB{Redis: countRedis(c), Pause: p.Pause}
 	})
 }
 
 func redisHarness(name string, cluster bool, open func(t *testing.T) storetest.DB) storetest.Harness {
+	mode := redislayout.Node
+	if cluster {
+		mode = redislayout.Cluster
+	}
 	return storetest.Harness{
-		Name:       name,
-		Caps:       RedisCaps(cluster),
-		Concurrent: true,
-		Open:       open,
+		Name:        name,
+		Caps:        RedisCaps(cluster),
+		Concurrent:  true,
+		Open:        open,
+		Declaration: redislayout.Store,
+		Requests:    func() int { return int(redisRequests.n.Load()) },
+		Mode:        mode,
 		// A unique lookup's claims hash (keys.go) maps each value to its
 		// holder.
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
@@ -197,6 +210,46 @@ func redisHarness(name string, cluster bool, open func(t *testing.T) storetest.D
 	}
 }
 
+// redisRequests counts what the harnesses' clients send, as the
+// declaration (runtime/redisstore/layout) counts it: one per command, one
+// per pipeline (a script run is one command).
+var redisRequests struct {
+	n      atomic.Int64
+	mu     sync.Mutex
+	hooked map[redis.UniversalClient]bool
+}
+
+// countRedis adds the request counter to c once (the shared servers'
+// clients are the same from test to test).
+func countRedis(c redis.UniversalClient) redis.UniversalClient {
+	redisRequests.mu.Lock()
+	defer redisRequests.mu.Unlock()
+	if redisRequests.hooked == nil {
+		redisRequests.hooked = map[redis.UniversalClient]bool{}
+	}
+	if !redisRequests.hooked[c] {
+		redisRequests.hooked[c] = true
+		c.AddHook(redisCounter{})
+	}
+	return c
+}
+
+type redisCounter struct{}
+
+func (redisCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		redisRequests.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		redisRequests.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
 // ---- DynamoDB
 
 // DynamoCaps are the capabilities the DynamoDB adapter declares.
@@ -213,7 +266,7 @@ func client(srv *dynalitetest.Server) *dynamodb.Client {
 	defer clientsMu.Unlock()
 	c := clients[srv]
 	if c == nil {
-		c = srv.Client()
+		c = srv.Client(countDynamo)
 		clients[srv] = c
 	}
 	return c
@@ -235,16 +288,18 @@ func Dynamo() storetest.Harness {
 func DynamoPrivate() storetest.Harness {
 	return dynamoHarness(func(t *testing.T) storetest.DB {
 		srv := dynalitetest.Start(t)
-		return storetest.DB{Dynamo: srv.Client(), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t)}, Pause: srv.Pause}
+		return storetest.DB{Dynamo: srv.Client(countDynamo), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t)}, Pause: srv.Pause}
 	})
 }
 
 func dynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 	return storetest.Harness{
-		Name:       "dynamo",
-		Caps:       DynamoCaps,
-		Concurrent: true, // every block write is one conditional request
-		Open:       open,
+		Name:        "dynamo",
+		Caps:        DynamoCaps,
+		Concurrent:  true, // every block write is one conditional request
+		Open:        open,
+		Declaration: dynamolayout.Store,
+		Requests:    func() int { return int(dynamoRequests.Load()) },
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
@@ -274,4 +329,25 @@ func dynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 			}
 		},
 	}
+}
+
+// dynamoRequests counts the HTTP requests of the harnesses' clients: one
+// per DynamoDB request, as the declaration (runtime/dynamostore/layout)
+// counts them.
+var dynamoRequests atomic.Int64
+
+type countingClient struct{ next aws.HTTPClient }
+
+func (c countingClient) Do(r *http.Request) (*http.Response, error) {
+	dynamoRequests.Add(1)
+	return c.next.Do(r)
+}
+
+// countDynamo is a client option that counts the client's requests.
+func countDynamo(o *dynamodb.Options) {
+	next := o.HTTPClient
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	o.HTTPClient = countingClient{next}
 }

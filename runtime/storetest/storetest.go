@@ -32,6 +32,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
@@ -80,6 +81,21 @@ type Harness struct {
 	// unreadable-block subtest (RELIABILITY.md, "Depth and unreadable
 	// blocks").
 	Corrupt func(t *testing.T, db DB, collection, id, entry string)
+	// Declaration is the store's declaration of its layout and requests
+	// (runtime/<store>store/layout), and Requests counts the requests the
+	// clients of the databases Open returned have sent so far (a command,
+	// a pipeline or a script run each, as the declaration counts them):
+	// the DeclaredRequests subtest compares the two. Mode is the
+	// deployment (access.Store.Modes) the harness runs; Tables, when set,
+	// says which lookups the store keeps in index tables whatever their
+	// table option (MongoDB's IndexTables and UniqueTables options); Facts
+	// gives the terms that depend on the deployment
+	// (access.IfProjectionRefused).
+	Declaration *access.Store
+	Requests    func() int
+	Mode        access.Mode
+	Tables      func(access.Lookup) bool
+	Facts       map[access.Term]int
 }
 
 // DB is an empty database of one store, as Harness.Open returns it: the
@@ -191,6 +207,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, lookupTests...)
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
+	all = append(all, accessTests...)
 	all = append(all, depthTests...)
 	all = append(all, concurrentTests...)
 	all = append(all, regressionTests...)

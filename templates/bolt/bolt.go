@@ -20,7 +20,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
-	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/boltstore/layout"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -30,6 +30,7 @@ const (
 )
 
 func init() {
+	t.RegisterLayout(layout.Store)
 	t.Register(t.Store{
 		Name:     "bolt",
 		Title:    "Bolt",
@@ -44,7 +45,7 @@ func init() {
 			}
 			return out
 		},
-		Own: []t.Name{{Name: boltstore.CountersBucket, What: "the bbolt bucket of enumerable-key counters"}},
+		Own: []t.Name{{Name: layout.CountersBucket, What: "the bbolt bucket of enumerable-key counters"}},
 	})
 }
 

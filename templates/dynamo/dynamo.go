@@ -18,7 +18,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
-	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -28,6 +28,7 @@ const (
 )
 
 func init() {
+	t.RegisterLayout(layout.Store)
 	t.Register(t.Store{
 		Name:     "dynamo",
 		Title:    "Dynamo",
@@ -39,15 +40,15 @@ func init() {
 		// under 3 characters is refused by EnsureIndexes, as a
 		// table-name prefix (dynamostore.Options) may lengthen it.
 		Collection: func(name string) string {
-			if why := dynamostore.CheckTableName(dynamostore.IndexTable(name)); why != "" {
+			if why := layout.CheckTableName(layout.IndexTable(name)); why != "" {
 				return "is not a valid DynamoDB table name (" + why + ")"
 			}
 			return ""
 		},
 		Names: func(a *model.Aggregate) []t.Name {
-			return []t.Name{{Name: dynamostore.IndexTable(a.Collection), What: "the DynamoDB index table of aggregate " + a.Name, Pos: a.Pos}}
+			return []t.Name{{Name: layout.IndexTable(a.Collection), What: "the DynamoDB index table of aggregate " + a.Name, Pos: a.Pos}}
 		},
-		Own: []t.Name{{Name: dynamostore.CountersTable, What: "the DynamoDB table of enumerable-key counters"}},
+		Own: []t.Name{{Name: layout.Counters, What: "the DynamoDB table of enumerable-key counters"}},
 	})
 }
 

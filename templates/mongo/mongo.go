@@ -16,7 +16,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
-	"github.com/noamgen/noamgen/runtime/mongostore"
+	"github.com/noamgen/noamgen/runtime/mongostore/layout"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -26,6 +26,7 @@ const (
 )
 
 func init() {
+	t.RegisterLayout(layout.Store)
 	t.Register(t.Store{
 		Name:     "mongo",
 		Title:    "Mongo",
@@ -42,11 +43,11 @@ func init() {
 		Names: func(a *model.Aggregate) []t.Name {
 			var out []t.Name
 			for _, l := range a.Lookups {
-				out = append(out, t.Name{Name: mongostore.TableName(a.Collection, l.Name), What: fmt.Sprintf("the MongoDB index collection of lookup %s of %s", l.Name, a.Name), Pos: l.Pos})
+				out = append(out, t.Name{Name: layout.TableName(a.Collection, l.Name), What: fmt.Sprintf("the MongoDB index collection of lookup %s of %s", l.Name, a.Name), Pos: l.Pos})
 			}
 			return out
 		},
-		Own: []t.Name{{Name: mongostore.CountersCollection, What: "the MongoDB collection of enumerable-key counters"}},
+		Own: []t.Name{{Name: layout.Counters, What: "the MongoDB collection of enumerable-key counters"}},
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/redisstore/layout"
 	t "github.com/noamgen/noamgen/templates"
 )
 
@@ -28,6 +29,7 @@ const (
 )
 
 func init() {
+	t.RegisterLayout(layout.Store)
 	t.Register(t.Store{
 		Name:     "redis",
 		Title:    "Redis",

@@ -1,0 +1,141 @@
+// Package layout declares, as data, how runtime/dynamostore lays out
+// blocks in DynamoDB and what each repository operation sends (package
+// runtime/access). It imports no driver: the generator and `noamgen
+// explain` read it; the conformance suite counts the requests the adapter
+// sends and compares them with it.
+package layout
+
+import (
+	"fmt"
+
+	"github.com/noamgen/noamgen/runtime/access"
+)
+
+// Names the adapter uses (dynamostore.IndexTable, CountersTable,
+// ScopeLookup and the attributes).
+const (
+	Index    = "$coll__index"
+	Counters = "noam_counters"
+	Scope    = "noam:scope"
+	ID       = "_id"
+	Root     = "_root"
+	Len      = "_len"
+	Seq      = "_seq"
+	Inc      = "_inc"
+)
+
+// Limits (runtime.Caps): an item, a partition key, a sort key of the
+// index table; AppendPast is the element index a single-request append
+// writes past.
+const (
+	MaxItemBytes     = 400 * 1024
+	MaxKeyBytes      = 2048
+	MaxIndexKeyBytes = 1024
+	AppendPast       = 1 << 16
+)
+
+const (
+	one      = "one item: the block is read or written whole, atomically"
+	each     = "each block is read whole (not a snapshot across blocks)"
+	protocol = "the block write is atomic; index items are added before it and removed after it (not atomic with it: a crash leaves stale items, which reads skip and Repair removes)"
+	bump     = "[?version:, ADD $version 1]"
+)
+
+var (
+	counter = access.Step{When: access.HasCounter, N: 1, Op: "UpdateItem " + Counters + " {ADD n 1} when the key is 0, else {SET n = max} (a request of its own)"}
+	read    = access.Step{N: 1, Op: "GetItem $coll {_id} (ConsistentRead: indexed attributes, version, _seq, _inc)"}
+	gained  = access.Step{N: 1, Per: access.PerGained, Op: "PutItem " + Index + " per index item the block gains (attribute_not_exists(k) for a unique value)"}
+	lost    = access.Step{N: 1, Per: access.PerLost, Op: "DeleteItem " + Index + " per index item the block loses"}
+	guarded = " (on condition of _seq and _inc)"
+)
+
+// Store is the DynamoDB declaration.
+var Store = &access.Store{
+	Name: "dynamo", Title: "DynamoDB", KeyStyle: access.KeyAttribute, ScopeItems: true,
+	Names:    access.Names{Index: Index, Counter: Counters},
+	Elements: 2,
+	Summary:  `Table "$coll" (after the optional dynamostore.Options.TablePrefix) holds one item per block (NoAM Fig. 5): the partition key _id is the block key (N for an integer key, B holding the order-preserving encoding of a string or composite key), and every entry is an attribute of its own in native attribute values (S, N, BOOL, M, L, NULL); a partitioned field is a list attribute written element by element, its length in the map _len.`,
+	Containers: []access.Container{
+		{When: access.ETF, Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, $allFields[?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_id: $block, ...}"},
+		{When: access.EAO, Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, _root: M[?ownFields:, $ownFields][?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_id: $block, ...}"},
+		{Each: "lookup", Kind: "table", Name: Index, Role: "index table of lookup $lookup", Key: "partition key p = \"$lookup\", sort key k = B(lookup value[?shared: ‖ block key]); item {p, k, id: <block key>, inc, s, w}", Example: "{p: \"$lookup\", k: B($indexKey), id: $block, ...}"},
+		{When: access.Scoped, Kind: "table", Name: Index, Role: "scope items of the counter (ListBy<scope>)", Key: "partition key p = \"" + Scope + "\", sort key k = B(block key)", Example: "{p: \"" + Scope + "\", k: B($key), id: $block}"},
+		{When: access.HasCounter, Kind: "table", Name: Counters, Role: "counters", Key: "partition key _id = <collection>[:scope]; item {_id, n: <last number allocated>}", Example: "{_id: \"$coll\", n: <n>}"},
+	},
+	Block: []access.Stored{
+		{Key: ID, Value: "$block"},
+		{When: access.EAO, Key: Root, Entry: "ε", Value: "M {$fields}"},
+		{When: access.ETF, Each: "field", Key: "$entry", Entry: "$entry", Value: "<$type>"},
+		{Each: "partition", Key: "$entry", Entry: "$entry[0], $entry[1]", Value: "L [<$elem>, <$elem>]"},
+		{Each: "version", Key: "$entry", Entry: "$entry", Value: "N (the version)"},
+		{Each: "partition", Key: Len + ".$entry", Entry: "$entry", Value: "N $n (the element count)"},
+		{When: access.Indexed, Key: Seq, Value: "N (write sequence of the lookup protocol)"},
+		{When: access.Indexed, Key: Inc, Value: "N (incarnation of the lookup protocol)"},
+	},
+	Notes: []access.Note{
+		{Text: "A write of one block is one request on one item (PutItem, UpdateItem, DeleteItem) whose ConditionExpression checks the version (and the element index or count) and bumps it: atomic without transactions."},
+		{When: access.Indexed, Text: "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions)."},
+		{Text: "An item (the whole block: attribute names and values) is at most 409600 bytes (400 KB); a block key (the partition key) at most 2048 bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most 1024 bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent."},
+		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
+	},
+	Costs: []access.Cost{
+		{Methods: []access.Method{access.Get}, Atomic: one, Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id: $block} (ConsistentRead)"}}},
+		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (100 keys per request, unprocessed keys retried)"}, {N: 1, Per: access.PerRetry}}},
+		{Methods: []access.Method{access.List}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Scan $coll {ExclusiveStartKey: the cursor's block key, Limit: n+1} (table order, not block-key order; the server may stop a Scan at 1 MB)"}}},
+		{Methods: []access.Method{access.All}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Scan $coll page by page"}}},
+		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"" + Scope + "\", k between the scope's keys}"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the page's blocks)"}}},
+		{Methods: []access.Method{access.ListElems}, Atomic: "each request reads one item version", Steps: []access.Step{{N: 1, Per: access.Per100Elements, Op: "GetItem $coll {_id} ProjectionExpression " + Len + ".$field, $field[i], ..., $field[i+n] (100 elements per request)"}}},
+
+		{Methods: []access.Method{access.Create}, When: access.Indexed, Atomic: protocol + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{counter, gained, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)" + guarded}}},
+		{Methods: []access.Method{access.Create}, Atomic: one + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)"}}},
+		{Methods: []access.Method{access.Put}, When: access.Writes, Atomic: protocol,
+			Steps: []access.Step{counter, read, gained, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]" + guarded}, lost}},
+		{Methods: []access.Method{access.Put}, Atomic: one,
+			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]"}}},
+		{Methods: []access.Method{access.Delete}, When: access.Indexed, Atomic: "the item delete is atomic; its index items are removed after it",
+			Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id} (indexed attributes, _inc)"}, {N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}, {N: 1, Per: access.PerEntry, Op: "DeleteItem " + Index + " per index item of the block"}}},
+		{Methods: []access.Method{access.Delete}, Atomic: one, Steps: []access.Step{{N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}}},
+
+		{Methods: []access.Method{access.Set}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)" + guarded}, lost}},
+		{Methods: []access.Method{access.SetAt}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field" + guarded}, lost}},
+		{Methods: []access.Method{access.Update}, When: access.Writes, Atomic: protocol + "; an update that changes no indexed entry is one UpdateItem, atomic",
+			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}, gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}},
+		{Methods: []access.Method{access.Append}, When: access.Writes, Atomic: protocol,
+			Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field = list_append($field, [the new element]), " + Len + ".$field = n+1" + bump + "} on condition " + Len + ".$field = n (retried when another append came first)" + guarded}, lost}},
+		{Methods: []access.Method{access.Set}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)"}}},
+		{Methods: []access.Method{access.SetAt}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field"}}},
+		{Methods: []access.Method{access.Update}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]"}}},
+		{Methods: []access.Method{access.Append}, Atomic: "one conditional item write; a block written before the partition existed, or with more than 65536 elements, fails it and is appended to after a read of its count",
+			Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field[65536] = the new element (past the end: appended), " + Len + ".$field = " + Len + ".$field+1" + bump + "} on condition size($field) = " + Len + ".$field <= 65536, ReturnValues UPDATED_NEW (the new count: the index is one less)"},
+				{N: 2, Per: access.IfAppendFallback, Op: "when refused: GetItem $coll (the count), then UpdateItem with list_append on condition of the count"}}},
+
+		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the index item is read, then its block, which must hold the value (a stale item is skipped)",
+			Steps: []access.Step{{N: 1, Op: "GetItem " + Index + " {p: \"$lookup\", k: B(value)} (ConsistentRead)"}, {N: 1, Op: "GetItem $coll {_id: the item's id} (verifies that the block holds the value)"}}},
+		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: items are read, then their blocks, and every block is checked to hold the value (stale items are skipped)",
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"$lookup\", k in the query's range} (sort-key order: value, block key)"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the blocks of the page's items)"}, {N: 1, Per: access.PerStale, Op: "DeleteItem " + Index + " per stale item older than dynamostore.StaleAfter"}}},
+		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each item is a request of its own",
+			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "Scan $coll (the blocks' indexed attributes)"}, {Op: "Query " + Index + " per lookup", When: access.HasLookups}, {Op: "PutItem / DeleteItem " + Index + " for the missing and stale items", When: access.HasLookups}}},
+		{Methods: []access.Method{access.Ensure}, Atomic: "each request on its own; safe to repeat",
+			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}}},
+	},
+}
+
+// IndexTable is the index table of collection c (dynamostore.IndexTable).
+func IndexTable(c string) string { return c + "__index" }
+
+// CheckTableName says why DynamoDB refuses the table name t ("" when it
+// takes it): 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'
+// (dynamostore.CheckTableName).
+func CheckTableName(t string) string {
+	if len(t) < 3 || len(t) > 255 {
+		return fmt.Sprintf("DynamoDB table names have 3 to 255 characters, this one %d", len(t))
+	}
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Sprintf("DynamoDB table names hold only a-z, A-Z, 0-9, '_', '-' and '.', not %q", r)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,159 @@
+// Package layout declares, as data, how runtime/mongostore lays out blocks
+// in MongoDB and what each repository operation sends (package
+// runtime/access). It imports no driver: the generator and `noamgen
+// explain` read it; the conformance suite checks it against the commands
+// the adapter sends.
+//
+// Lookups follow the mapping of issue 11: a lookup without the table
+// option is a native secondary index of the aggregate's own collection,
+// kept by the server in the write of the document; one with it
+// (noam:"lookup,table") is an index-table collection kept by the lookup
+// protocol.
+package layout
+
+import (
+	"strings"
+
+	"github.com/noamgen/noamgen/runtime/access"
+)
+
+// Names the adapter uses (mongostore.TableName, CountersCollection,
+// LenKey, SeqKey, IncKey).
+const (
+	Table    = "$coll__$lookup"
+	Counters = "noam_counters"
+	Len      = "_len"
+	Seq      = "_seq"
+	Inc      = "_inc"
+)
+
+// MaxDocumentBytes is the largest document (runtime.Caps.MaxValueBytes).
+const MaxDocumentBytes = 16 << 20
+
+const one = "one document: the block is read or written whole, atomically"
+
+const each = "each block is read whole (not a snapshot across blocks)"
+
+const protocol = "the document write is atomic; index-table entries are added before it and removed after it (not atomic with it: a crash leaves stale entries, which reads skip and Repair removes)"
+
+var counter = access.Step{When: access.HasCounter, N: 1, Op: "findAndModify " + Counters + " {$inc n} when the key is 0 (again while numbers are in use), else update {$max n}"}
+
+// Store is the MongoDB declaration.
+var Store = &access.Store{
+	Name: "mongo", Title: "MongoDB", Native: true, KeyStyle: access.KeyDocument,
+	Names:    access.Names{Index: Table, Counter: Counters},
+	Elements: 2,
+	Summary:  `Collection "$coll" holds one document per block (NoAM Fig. 10): _id is the block key and every entry is a top-level field; a partitioned field is an array written element by element ($push, $set "f.i"), its length kept in _len.`,
+	Containers: []access.Container{
+		{Kind: "collection", Name: "$coll", Role: "blocks", Key: "{_id: <block key>, $allFields[?parts:, _len][?tables:, _seq, _inc]}", Example: "{_id: $block, ...}"},
+		{Each: "lookup", Kind: "collection", Name: Table, Role: "index table of lookup $lookup", Key: "{_id: hex(lookup value[?shared: ‖ block key]), id: <block key>, inc: <incarnation>, s: <write sequence>, w: <attempt>}", Example: "{_id: hex($indexKey), id: $block, ...}"},
+		{When: access.HasCounter | access.NotScoped, Kind: "collection", Name: Counters, Role: "counters", Key: "{_id: <collection>, n: <last number allocated>}", Example: `{_id: "$coll", n: <n>}`},
+		{When: access.Scoped, Kind: "collection", Name: Counters, Role: "counters", Key: "{_id: <collection>:hex(scope), n: <last number allocated>}", Example: `{_id: "$coll:<hex of the scope>", n: <n>}`},
+	},
+	Block: []access.Stored{
+		{Key: "_id", Value: "$block"},
+		{When: access.ETF, Each: "field", Key: "$entry", Entry: "$entry", Value: "<$type>"},
+		{When: access.EAO, Each: "field", Key: "$entry", Entry: "ε (part)", Value: "<$type>"},
+		{Each: "partition", Key: "$entry", Entry: "$entry[0], $entry[1]", Value: "[<$elem>, <$elem>]"},
+		{Each: "version", Key: "$entry", Entry: "$entry", Value: "int64 (the version)"},
+		{Each: "partition", Key: Len + ".$entry", Entry: "$entry", Value: "$n (the element count)"},
+		{When: access.HasTables, Key: Seq, Value: "int64 (write sequence of the lookup protocol)"},
+		{When: access.HasTables, Key: Inc, Value: "int64 (incarnation of the lookup protocol)"},
+	},
+	NativeIndex: nativeIndex,
+	Notes: []access.Note{
+		{Text: "A write of one block is one command on one document, which MongoDB applies atomically (native index entries included)."},
+		{When: access.EAO, Text: "Under EAO the root entry ε is the document's top-level fields, written together by Put."},
+		{When: access.HasTables, Text: `Index tables (noam:"lookup,table") are other collections: without transactions a write adds the entries its new state gains before the document write and removes the lost ones after it; reads verify entries, Repair rebuilds them (RELIABILITY.md).`},
+		{When: access.HasNative, Text: "Lookups without the table option are native secondary indexes (the mapping of issue 11): the server keeps them in the document's write."},
+		{Text: "A document (the whole block) is at most 16777216 bytes (16 MiB, runtime.Caps.MaxValueBytes)."},
+	},
+	Costs: []access.Cost{
+		{Methods: []access.Method{access.Get}, Atomic: one, Steps: []access.Step{{N: 1, Op: "find $coll {_id: $block}"}}},
+		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} (one batch)"}}},
+		{Methods: []access.Method{access.List}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$gt: cursor}} sort {_id: 1} limit n+1 (one batch)"}}},
+		{Methods: []access.Method{access.All}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerBlocks, Op: "find $coll sort {_id: 1}, one find per 100 blocks"}}},
+		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id.<scope parts>: ..., _id.<counted part>: {$gt: cursor}} sort by the counted part"}}},
+		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
+			{N: 1, Per: access.IfSliceRefused, Op: "on a server without $slice projections (FerretDB v1): find $coll {_id} projection {$field}, sliced by the adapter"}}},
+
+		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: one + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{counter, {N: 1, Op: "insert $coll {the whole document}"}}},
+		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{counter, gained, {N: 1, Op: "insert $coll (stamped with _seq and _inc)"}}},
+		{Methods: []access.Method{access.Put}, When: access.NoWrites | access.HasVersion, Atomic: one,
+			Steps: []access.Step{counter, {N: 1, Op: "replaceOne $coll {_id, $version: v} (insert when v is 0)"}}},
+		{Methods: []access.Method{access.Put}, When: access.NoWrites | access.NoVersion, Atomic: one,
+			Steps: []access.Step{counter, {N: 1, Op: "replaceOne $coll {_id} upsert"}}},
+		{Methods: []access.Method{access.Put}, Atomic: protocol,
+			Steps: []access.Step{counter, read, gained, {N: 1, Op: "replaceOne $coll {_id[?version:, $version: v]} (on condition of _seq and _inc)"}, lost}},
+		{Methods: []access.Method{access.Delete}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "deleteOne $coll {_id}"}}},
+		{Methods: []access.Method{access.Delete}, Atomic: "the document delete is atomic; its index-table entries are removed after it",
+			Steps: []access.Step{{N: 1, Op: "findOneAndDelete $coll {_id} projection {_inc}"}, refusedProjection, {Each: true, N: 1, Op: "deleteMany $index {id, inc}"}}},
+
+		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id} {$set $field" + bump + "}"}}},
+		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id, $field.i: {$exists}} {$set $field.i" + bump + "}"}}},
+		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id[?version:, $version][?parts:, f.i: {$exists} for each element given]} {$set of the entries given" + bump + "}"}}},
+		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "findAndModify $coll {_id} {$push $field, $inc " + Len + ".$field" + bump + "} returning " + Len + ".$field"},
+			refusedProjection, {N: 1, Per: access.IfNoProjection, Op: "on a server without projections in findAndModify (FerretDB v1) instead: find " + Len + ".$field, then updateOne on condition of it"}}},
+		{Methods: []access.Method{access.Set, access.SetAt, access.Append}, Atomic: protocol,
+			Steps: []access.Step{read, gained, {N: 1, Op: "updateOne $coll {_id, _seq, _inc} (the change" + bump + ")"}, lost}},
+		{Methods: []access.Method{access.Update}, Atomic: protocol + "; an update that changes no field of an index table is one updateOne, atomic",
+			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op}, gained, {N: 1, Op: "updateOne $coll {_id, _seq, _inc} {$set of the entries given" + bump + "}"}, lost}},
+
+		{Methods: []access.Method{access.GetBy}, When: access.ByNative, Atomic: one, Steps: []access.Step{{N: 1, Op: "findOne $coll {$paths} (native index)"}}},
+		{Methods: []access.Method{access.ListBy}, When: access.ByNative, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "find $coll {$paths in the query's range} sort {$paths, _id} limit n+1 (native index)"}}},
+		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the entry is read, then its block, which must hold the value (a stale entry is skipped)",
+			Steps: []access.Step{{N: 1, Op: "find $index {_id: hex(value)}"}, {N: 1, Op: "find $coll {_id: the entry's id}"}}},
+		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: entries are read, then their blocks, and every block is checked to hold the value (stale entries are skipped)",
+			Steps: []access.Step{{N: 2, Per: access.PerBatch, Op: "find $index {_id in the query's hex range} sort {_id: 1}"}, {Op: "find $coll {_id: {$in: the entries' ids}}"}, {N: 1, Per: access.PerStale, Op: "deleteOne $index per stale entry older than 30 s"}}},
+
+		{Methods: []access.Method{access.Repair}, When: access.NoTables, Atomic: "-", Steps: []access.Step{{Op: "nothing to do: native indexes are kept by the server"}}},
+		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each batch is a command of its own",
+			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "find $coll (indexed fields, cursor)"}, {Op: "find $indexes (cursor)"}, {Op: "insert/delete the missing and stale entries in batches"}}},
+		{Methods: []access.Method{access.Ensure}, Atomic: "each command on its own; safe to repeat",
+			Steps: []access.Step{{N: 1, Per: access.PerCollection, Op: "create the collections that do not exist"}, {When: access.HasNative, Op: "createIndexes $coll: the native index of each lookup"}, {When: access.HasTables, Op: "createIndexes {id: 1} on $indexes"}}},
+	},
+}
+
+// refusedProjection is the resend of a findAndModify whose projection the
+// server refused (once per client).
+var refusedProjection = access.Step{N: 1, Per: access.IfProjectionRefused}
+
+// The steps of the lookup protocol around a document write.
+var (
+	read   = access.Step{N: 1, Op: "find $coll {_id} (indexed fields, version, _seq, _inc)"}
+	gained = access.Step{Each: true, N: 1, Per: access.PerValueGained, Op: "insert or findAndModify $index: one per index entry the block gains"}
+	lost   = access.Step{Each: true, N: 1, Per: access.IfLoses, Op: "deleteMany $index: the entries it lost"}
+)
+
+// bump is the version's increment in an update, when there is a version.
+const bump = "[?version:, $inc $version]"
+
+// nativeIndex is the native index of lookup l (issue 11's mapping).
+func nativeIndex(l access.Lookup) access.Index {
+	var ix access.Index
+	var conds []string
+	for _, p := range l.Paths {
+		dotted := strings.ReplaceAll(p, "[]", "")
+		ix.Keys = append(ix.Keys, dotted+": 1")
+		conds = append(conds, dotted+" not its zero value")
+	}
+	if len(l.Paths) > 1 {
+		ix.Keys = append(ix.Keys, "_id: 1")
+	}
+	if l.Multi {
+		ix.Options = append(ix.Options, "multikey (one index key per element)")
+	}
+	if l.Unique {
+		ix.Options = append(ix.Options, "unique: true")
+		if !l.Zeros {
+			ix.Options = append(ix.Options, "partialFilterExpression: "+strings.Join(conds, " and ")+" (zero values are not indexed)")
+		}
+	}
+	return ix
+}
+
+// TableName is the index-table collection of lookup l of collection c
+// (mongostore.TableName).
+func TableName(c, l string) string { return c + "__" + l }

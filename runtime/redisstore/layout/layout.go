@@ -1,0 +1,152 @@
+// Package layout declares, as data, how runtime/redisstore lays out blocks
+// in Redis and what each repository operation sends, on a single node and
+// on a Redis Cluster (package runtime/access). It imports no driver: the
+// generator and `noamgen explain` read it; the conformance suite counts
+// the requests the adapter sends (a command, a script run or a pipeline
+// each) and compares them with it.
+package layout
+
+import "github.com/noamgen/noamgen/runtime/access"
+
+// Deployments.
+const (
+	Node    access.Mode = "node"
+	Cluster access.Mode = "cluster"
+)
+
+// Names the adapter uses (keys.go).
+const (
+	Block   = "$coll:{$block}"
+	Listing = "$coll:blocks"
+	Index   = "{$coll.$lookup}"
+	Counter = "$coll:counter[?scopeKey::{$scopeKey}]"
+)
+
+// Hidden hash fields.
+const (
+	Seq  = "_seq"
+	Inc  = "_inc"
+	Once = "_w"
+)
+
+// MaxValueBytes is the largest hash field, key name or index member
+// (Redis's limit of one argument, proto-max-bulk-len).
+const MaxValueBytes = 512 << 20
+
+const (
+	each     = "each block is read whole (not a snapshot across blocks)"
+	script   = "all of it: one script run on the block's hash"
+	listed   = "node: all of it, one script run; cluster: the block's script is atomic, the listing follows it"
+	protocol = "node: all of it, one script run; cluster: the block's script is atomic, index entries are added before it and removed after it (a crash leaves stale entries, which reads skip and Repair removes)"
+)
+
+// The steps of writes.
+var (
+	allocate = access.Step{When: access.HasCounter, N: 1, Per: access.IfAllocates, Op: "INCR " + Counter + " when the key's number is 0 (again while numbers are in use)"}
+	readHash = access.Step{N: 1, Op: "HGETALL " + Block + " (_seq, _inc, the indexed values)"}
+	claim    = access.Step{Mode: Cluster, Each: true, When: access.UniqueLookup, N: 1, Per: access.PerValueGained, Op: "EVALSHA per new value of $index: claim it (check-and-set $index:claims), ZADD $index, HSET $index:meta"}
+	add      = access.Step{Mode: Cluster, Each: true, When: access.OtherLookup, N: 1, Per: access.IfGains, Op: "EVALSHA: ZADD $index and HSET $index:meta for the new values"}
+	remove   = access.Step{Mode: Cluster, Each: true, N: 1, Per: access.IfLoses, Op: "EVALSHA: remove the lost values' entries of this incarnation written before this write (ZREM $index, HDEL $index:meta[?unique:, $index:claims])"}
+	nodeRun  = func(what string) access.Step { return access.Step{Mode: Node, N: 1, Op: "EVALSHA [" + what + "]"} }
+	blockRun = func(what string) access.Step {
+		return access.Step{Mode: Cluster, N: 1, Op: "EVALSHA " + Block + " [" + what + "]"}
+	}
+)
+
+// Store is the Redis declaration.
+var Store = &access.Store{
+	Name: "redis", Title: "Redis", Modes: []access.Mode{Node, Cluster}, KeyStyle: access.KeyTag,
+	Names:    access.Names{Index: Index, Counter: Counter},
+	Elements: 2,
+	Summary:  `One Redis hash per block (NoAM Fig. 4 and 9, the key-value mapping), named by the collection and the block key in a hash tag, "` + Block + `", so that a block is one key on one hash slot of a cluster; one hash field per entry ("" for the root entry of an EAO block, "f[i]" for an element). Values are BSON values (runtime/bsonval: the type byte and the BSON bytes); element counts and the version are decimal integers, which scripts bump with HINCRBY. The same keys serve a single node and a Redis Cluster.`,
+	Containers: []access.Container{
+		{Kind: "hash", Name: "$coll:{<block key>}", Role: "blocks (one hash each)", Key: "entry key, f[i] for an element", Value: "BSON value per entry; counts and version in decimal; _seq[?lookups:, _inc], _w", Example: Block},
+		{Kind: "sorted set", Name: Listing, Role: "block listing (List, All, scopes, Repair)", Key: "member: encoded block key, score 0 (ZRANGE BYLEX)", Example: Listing + " ∋ $key"},
+		{Each: "lookup", Kind: "sorted set", Name: Index, Role: "index table of lookup $lookup", Key: "member: encoded lookup value ‖ encoded block key, score 0", Example: Index + " ∋ $value ‖ $key"},
+		{Each: "lookup", Kind: "hash", Name: Index + ":meta", Role: "bookkeeping of lookup $lookup (the lookup protocol)", Key: "field: a member of " + Index, Value: "<incarnation> <write sequence> of the write that added it", Example: Index + ":meta"},
+		{Each: "unique", Kind: "hash", Name: Index + ":claims", Role: "claims of unique lookup $lookup", Key: "field: encoded lookup value", Value: "encoded block key of the holder", Example: Index + ":claims"},
+		{When: access.HasCounter | access.NotScoped, Kind: "string", Name: "$coll:counter", Role: "counter", Key: "-", Value: "last number allocated (INCR) or used (decimal)", Example: Counter + " -> <n>"},
+		{When: access.Scoped, Kind: "string", Name: "$coll:counter:{<$scope>}", Role: "counter", Key: "-", Value: "last number allocated (INCR) or used (decimal)", Example: Counter + " -> <n>"},
+	},
+	Block: []access.Stored{
+		{When: access.EAO, Key: `""`, Entry: "ε", Value: "BSON document {$fields}"},
+		{When: access.ETF, Each: "field", Key: "$entry", Entry: "$entry", Value: "BSON $type"},
+		{Each: "element", Key: "$entry[$i]", Entry: "$entry[$i]", Value: "BSON $elem"},
+		{Each: "partition", Key: "$entry", Entry: "$entry", Value: "decimal $n (the element count)"},
+		{Each: "version", Key: "$entry", Entry: "$entry", Value: "decimal (the version)"},
+		{When: access.HasLookups, Key: Inc, Value: "the block's incarnation, drawn at creation (the lookup protocol)"},
+		{Key: Seq, Value: "the write sequence, 20 decimal digits (conditional writes compare it)"},
+		{Key: Once, Value: "the last write's token and result (a script run go-redis resends after a lost reply is not applied twice)"},
+	},
+	Notes: []access.Note{
+		{Text: "Every write is one run of one Lua script (EVALSHA) that checks its conditions (block exists or not, version, element index, unique claims, block unchanged since read) before it changes anything: a write of one block is atomic on a single node and on a cluster."},
+		{When: access.NoLookups, Text: "Single node: the same script run changes the block and the block listing[?counted: (and the counter when a write raises it)], all or nothing. Redis Cluster: they live on other hash slots and change in runs of their own, after the block's, so they may lag behind the block after a crash; Repair rebuilds them."},
+		{When: access.HasLookups, Text: "Single node: the same script run changes the block, the block listing and the index tables[?counted: (and the counter when a write raises it)], all or nothing. Redis Cluster: they live on other hash slots and change in runs of their own, after the block's (the listing[?counted:, the counter]) or around it (index tables: the lookup protocol below), so they may lag behind the block after a crash; Repair rebuilds them."},
+		{When: access.HasLookups, Text: "The lookup protocol on a cluster (as runtime/mongostore's, RELIABILITY.md): unique values are claimed first (a check-and-set script on the :claims hash), the other new entries added, then the block written on condition that its _seq is the one read, then the entries of the old values removed, only those of this incarnation (_inc) written before this write. Reads verify every entry against its block and skip stale ones."},
+		{When: access.HasPartitions, Text: "Appending an element sends the element only: the script bumps the count (HINCRBY) and writes f[n] (plus the version), whatever the partition's size."},
+		{Text: "EnsureIndexes loads the script (SCRIPT LOAD, on every master of a cluster); otherwise the first write on a server costs one more round trip (EVALSHA answers NOSCRIPT, go-redis sends EVAL)."},
+		{Text: "A hash field holds at most 536870912 bytes (512 MB, runtime.Caps.MaxValueBytes), and so does a key name or an index member (Redis's limit of one argument, proto-max-bulk-len): a larger one fails with runtime.ErrTooLarge before anything is sent; a write whose values together pass the limit sends them as several arguments. A block has no limit of its own, but it lives on one node."},
+	},
+	Costs: []access.Cost{
+		{Methods: []access.Method{access.Get}, Atomic: "the block: one hash on one slot, read whole", Steps: []access.Step{{N: 1, Op: "HGETALL " + Block}}},
+		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Op: "pipeline: HGETALL per key (on a cluster, one pipeline per node, sent together)"}}},
+		{Methods: []access.Method{access.List, access.ListScope}, Atomic: each + "; a listed block that is gone (a cluster write in flight) is skipped and the next batch read",
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "ZRANGE " + Listing + " BYLEX after the cursor (in the scope's range for a scope) LIMIT n+1"}, {N: 1, Per: access.PerPage, Op: "pipeline: HGETALL per block"}}},
+		{Methods: []access.Method{access.All}, Atomic: each + "; a listed block that is gone (a cluster write in flight) is skipped and the next batch read",
+			Steps: []access.Step{{N: 1, Per: access.PerBlocks, Op: "ZRANGE " + Listing + " BYLEX after the cursor LIMIT 101"}, {N: 1, Per: access.PerBlocks, Op: "pipeline: HGETALL per block"}}},
+		{Methods: []access.Method{access.ListElems}, Atomic: "the page and the count are read from one state of the hash", Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "HMGET " + Block + " _seq $field $field[i] … $field[i+n]"}}},
+		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: entries are read, then their blocks; every block is checked to hold the value (stale entries are skipped and the next batch read)",
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "ZRANGE $index BYLEX in the query's range, after the cursor, LIMIT n+1"}, {N: 1, Per: access.PerPage, Op: "pipeline: HGETALL per entry's block"}}},
+		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the claim, then the block, which is checked to hold the value",
+			Steps: []access.Step{{N: 1, Op: "HGET $index:claims <value>"}, {N: 1, Op: "pipeline: HGETALL of the holder's block"}}},
+		{Methods: []access.Method{access.Ensure}, Atomic: "safe to repeat",
+			Steps: []access.Step{{Mode: Node, N: 1, Op: "SCRIPT LOAD the write script; Redis needs nothing else created"}, {Mode: Cluster, N: 1, Per: access.PerMaster, Op: "SCRIPT LOAD the write script on every master"}}},
+		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: run it while nothing else writes the collection",
+			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "SCAN $coll:{*} (on every master of a cluster)"}, {Op: "pipeline: HGETALL per 256 blocks"}, {Op: "ZRANGE " + Listing},
+				{Op: "ZRANGE, HGETALL :meta (and :claims) of $indexes", When: access.HasLookups}, {Op: "pipeline: ZADD/ZREM/HSET/HDEL per 256 fixes"}}},
+
+		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: listed + "[?counted:; INCR is a command of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent; DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
+				blockRun("check absent; DEL, HSET each entry, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raise}},
+		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; INCR is a command of its own (a failed write leaves its number unused)]",
+			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent[?uniques: and the claims of $uniques]; DEL, HSET each entry, _inc, _seq; ZADD $indexes, HSET their :meta[?uniques: and :claims]; ZADD " + Listing + "[?counted:; raise the counter]"),
+				claim, add, blockRun("check absent; DEL, HSET each entry, _inc, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raise}},
+		{Methods: []access.Method{access.Put}, When: access.NoWrites, Atomic: listed,
+			Steps: []access.Step{allocate, nodeRun("[?version:check $version as given (absent when 0); ]DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
+				blockRun("[?version:check $version as given; ]DEL, HSET each entry, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways}},
+		{Methods: []access.Method{access.Put}, Atomic: protocol + "; the read and the script are retried while the block changes in between",
+			Steps: []access.Step{allocate, readHash, nodeRun("check " + Block + " unchanged since read (_seq)[?version:, $version as given][?uniques:, the claims of new values of $uniques]; DEL, HSET each entry, _inc, _seq; ZADD/ZREM $indexes and their :meta[?uniques: and :claims] for the values gained/lost; ZADD " + Listing + "[?counted:; raise the counter]"),
+				claim, add, blockRun("check unchanged since read[?version:, $version as given]; DEL, HSET each entry, _inc, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways, remove}},
+		{Methods: []access.Method{access.Delete}, When: access.NoWrites, Atomic: listed,
+			Steps: []access.Step{nodeRun("check " + Block + " exists; DEL " + Block + "; ZREM " + Listing), blockRun("check exists; DEL")}},
+		{Methods: []access.Method{access.Delete}, Atomic: "node: all of it, one script run; cluster: the block's script is atomic, its listing and index entries are removed after it (a crash leaves stale entries, which reads skip and Repair removes)",
+			Steps: []access.Step{readHash, nodeRun("check " + Block + " unchanged since read (_seq); DEL " + Block + "; ZREM $indexes, HDEL their :meta[?uniques: and :claims] for its values; ZREM " + Listing), blockRun("check unchanged since read (_seq); DEL"), unlist, exists, relist, remove}},
+
+		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists; HSET $field" + bump + ", _seq]"}}},
+		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists, i < $field; HSET $field[i]" + bump + ", _seq]"}}},
+		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists; HINCRBY $field 1, HSET $field[n]" + bump + ", _seq]"}}},
+		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists[?version:, $version = IfVersion when set][?parts:, i < count per element]; HSET of the entries given" + bump + ", _seq]"}}},
+		{Methods: []access.Method{access.Set}, Atomic: protocol,
+			Steps: []access.Step{readHash, nodeRun("check " + Block + " exists, unchanged since read (_seq)[?uniques:, the claims of new values of $uniques]; HSET $field" + bump + ", _seq; ZADD/ZREM $indexes and their :meta[?uniques: and :claims] for the values gained/lost"),
+				claim, add, blockRun("check exists, unchanged since read (_seq); HSET $field" + bump + ", _seq"), remove}},
+		{Methods: []access.Method{access.SetAt}, Atomic: protocol,
+			Steps: []access.Step{readHash, nodeRun("check " + Block + " exists, i < $field, unchanged since read (_seq)[?uniques:, the claims of new values of $uniques]; HSET $field[i]" + bump + ", _seq; ZADD/ZREM $indexes and their :meta[?uniques: and :claims] for the values gained/lost"),
+				claim, add, blockRun("check exists, i < $field, unchanged since read (_seq); HSET $field[i]" + bump + ", _seq"), remove}},
+		{Methods: []access.Method{access.Append}, Atomic: protocol,
+			Steps: []access.Step{{N: 1, Op: "HMGET " + Block + " _inc _seq"}, nodeRun("check " + Block + " exists, _inc as read[?uniques:, the claims of new values of $uniques]; HINCRBY $field 1, HSET $field[n]" + bump + ", _seq; ZADD $indexes and their :meta[?uniques: and :claims] for the new values"),
+				claim, add, blockRun("check exists, _inc as read; HINCRBY $field 1, HSET $field[n]" + bump + ", _seq")}},
+		{Methods: []access.Method{access.Update}, Atomic: protocol + "; changes of no indexed field: one script run, atomic",
+			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: readHash.Op + " when the changes touch an indexed field"}, nodeRun("check " + Block + " exists[?version:, $version = IfVersion when set], unchanged since read (_seq)[?uniques:, the claims of new values of $uniques]; HSET of the entries given" + bump + ", _seq; ZADD/ZREM $indexes and their :meta[?uniques: and :claims] for the values gained/lost"),
+				claim, add, blockRun("check exists[?version:, $version = IfVersion when set], unchanged since read (_seq); HSET of the entries given" + bump + ", _seq"), remove}},
+	},
+}
+
+const bump = "[?version:, HINCRBY $version 1]"
+
+var (
+	unlist      = access.Step{Mode: Cluster, N: 1, Op: "ZREM " + Listing}
+	exists      = access.Step{Mode: Cluster, N: 1, Op: "EXISTS " + Block}
+	relist      = access.Step{Mode: Cluster, N: 1, Per: access.IfRecreated, Op: "ZADD " + Listing + " again if the block was created again meanwhile"}
+	raise       = access.Step{Mode: Cluster, When: access.HasCounter, N: 1, Per: access.IfKeyGiven, Op: "EVALSHA: raise " + Counter + " to a given number"}
+	raiseAlways = access.Step{Mode: Cluster, When: access.HasCounter, N: 1, Op: "EVALSHA: raise " + Counter}
+)

@@ -1,0 +1,282 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/access"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
+)
+
+// The declaration check: a store's declaration (runtime/access, in
+// runtime/<store>store/layout) says how many requests each operation
+// sends; Harness.Requests counts what the adapter really sends, and the
+// two must agree on every scenario below. A declaration that says one
+// request where the adapter sends two fails here.
+
+var accessTests = []subtest{
+	{name: "DeclaredRequests", fn: testDeclaredRequests},
+}
+
+// shapeOf is aggregate class d as declarations see it; tables, when set,
+// says which lookups are kept in an index table (a store option, such as
+// MongoDB's IndexTables).
+func shapeOf[T any, K comparable](d *runtime.Desc[T, K], tables func(access.Lookup) bool) *access.Shape {
+	s := &access.Shape{Collection: d.Collection, EAO: d.EAO, Key: []access.KeyValue{{Value: "2345"}}}
+	for _, f := range d.Fields {
+		s.Fields = append(s.Fields, access.Field{Key: f.Key, Partition: f.Kind == runtime.KindPartition})
+	}
+	if d.Version != nil {
+		s.Fields = append(s.Fields, access.Field{Key: d.Version.Key, Version: true})
+	}
+	for _, l := range d.Lookups {
+		al := access.Lookup{Name: l.Name, Unique: l.Unique, Table: l.Table}
+		al.Table = al.Table || (tables != nil && tables(al))
+		s.Lookups = append(s.Lookups, al)
+	}
+	if d.Counter != nil {
+		s.Counter = true
+		var zero K
+		if scope, _ := d.Counter.Split(zero); scope != nil {
+			s.Scope = []string{"scope"}
+		}
+	}
+	return s
+}
+
+// accessCase is one operation of a scenario: run does it; before and
+// after are the aggregate before and after it (nil: no block), from which
+// the index entries gained and lost are counted.
+type accessCase[T any] struct {
+	name   string
+	op     access.Op
+	before func() *T
+	run    func() error
+	after  func() *T
+	// facts gives the terms that do not follow from before and after.
+	facts map[access.Term]int
+	// changed lists the entries an Update sets: it touches an indexed
+	// field (access.IfIndexedChange) when a lookup in an index table
+	// reads one of them.
+	changed []string
+}
+
+// checkRequests runs the cases on repository repo and compares the
+// requests each sends with what the harness's declaration says.
+//
+// once holds the terms that count the first time per client only
+// (access.Term.Once) and have counted already: the subtest's operations
+// share one client.
+func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Term]bool, repo any, cases []accessCase[T]) {
+	t.Helper()
+	r, ok := repoOf[T, K](repo)
+	if !ok {
+		t.Skipf("the %T repository does not reveal its runtime.Repo", repo)
+	}
+	d := r.D
+	shape := shapeOf(d, e.h.Tables)
+	table := map[string]bool{} // the lookups kept in index tables
+	for _, l := range shape.Lookups {
+		table[l.Name] = l.Table || !e.h.Declaration.Native
+	}
+	must(t, r.S.Ensure(bg))
+	keys := func(l *runtime.Lookup[T], v *T) [][]byte {
+		if v == nil {
+			return nil
+		}
+		return l.Keys(v)
+	}
+	for _, c := range cases {
+		op := c.op
+		op.Writes = nil
+		for _, l := range d.Lookups {
+			switch op.Method {
+			case access.Create, access.Put, access.Delete, access.Update:
+				// Update: every lookup of a field it may set, as explain says.
+				op.Writes = append(op.Writes, l.Name)
+				continue
+			}
+			if slices.Contains(l.Fields, op.Field) {
+				op.Writes = append(op.Writes, l.Name)
+			}
+		}
+		var before *T
+		if c.before != nil {
+			before = c.before()
+		}
+		n0 := e.h.Requests()
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		sent := e.h.Requests() - n0
+		var after *T
+		if c.after != nil {
+			after = c.after()
+		}
+		gained, lost := map[string]int{}, map[string]int{}
+		entries := 0
+		for _, l := range d.Lookups {
+			b, a := keys(l, before), keys(l, after)
+			entries += len(b)
+			for _, k := range a {
+				if !slices.ContainsFunc(b, func(x []byte) bool { return string(x) == string(k) }) {
+					gained[l.Name]++
+				}
+			}
+			for _, k := range b {
+				if !slices.ContainsFunc(a, func(x []byte) bool { return string(x) == string(k) }) {
+					lost[l.Name]++
+				}
+			}
+		}
+		if e.h.Declaration.ScopeItems && len(shape.Scope) > 0 {
+			// The scope item of the block (ListBy<scope>) is an index
+			// entry too.
+			switch {
+			case before == nil && after != nil:
+				gained[""]++
+			case before != nil && after == nil:
+				lost[""]++
+			}
+			if before != nil {
+				entries++
+			}
+		}
+		sum := func(m map[string]int) (n int) {
+			for _, v := range m {
+				n += v
+			}
+			return n
+		}
+		one := func(n int) int { return min(n, 1) }
+		facts := func(term access.Term, lookup string) (int, bool) {
+			if n, ok := c.facts[term]; ok {
+				return n, true
+			}
+			if n, ok := e.h.Facts[term]; ok {
+				if term.Once() {
+					if once[term] {
+						return 0, true
+					}
+					once[term] = n > 0
+				}
+				return n, true
+			}
+			switch term {
+			case access.PerGained:
+				return sum(gained), true
+			case access.PerLost:
+				return sum(lost), true
+			case access.PerEntry:
+				return entries, true
+			case access.PerValueGained:
+				return gained[lookup], true
+			case access.IfGains:
+				return one(gained[lookup]), true
+			case access.IfLoses:
+				return one(lost[lookup]), true
+			case access.IfAllocates, access.IfKeyGiven, access.IfRecreated, access.IfAppendFallback, access.PerStale, access.PerRetry, access.IfProjectionRefused, access.IfNoProjection, access.IfSliceRefused:
+				return 0, true // none of the scenarios meets them
+			case access.IfIndexedChange:
+				for _, l := range d.Lookups {
+					if table[l.Name] && slices.ContainsFunc(c.changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
+						return 1, true
+					}
+				}
+				return 0, true
+			case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
+				return 1, true // the scenarios' reads fit one page or batch
+			}
+			return 0, false
+		}
+		want, err := e.h.Declaration.Requests(shape, op, e.h.Mode, facts)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if sent != want {
+			t.Errorf("%s: the %s adapter sent %d requests, its declaration says %d (%s: %s)", c.name, e.h.Name, sent, want,
+				e.h.Declaration.Render(shape, op).RoundTrips, fmt.Sprintf("gained %v, lost %v", gained, lost))
+		}
+	}
+}
+
+func testDeclaredRequests(t *testing.T, e *env) {
+	if e.h.Declaration == nil || e.h.Requests == nil {
+		t.Skipf("the %s harness has no Declaration and Requests", e.h.Name)
+	}
+	if e.h.Declaration.Embedded {
+		t.Skipf("%s is embedded: it sends no requests", e.h.Name)
+	}
+	once := map[access.Term]bool{}
+	get := func(id string) func() *model.Match {
+		return func() *model.Match {
+			m, err := e.Matches.Get(bg, id)
+			must(t, err)
+			return m
+		}
+	}
+	m := &model.Match{ID: "m", Code: "c1", Region: "r", Level: 1, Tags: []string{"a", "b"}, Rounds: []model.Round{newRound("m", 0)}}
+	var old *model.Match
+	checkRequests[model.Match, string](t, e, once, e.Matches, []accessCase[model.Match]{
+		{name: "Create", op: access.Op{Method: access.Create}, run: func() error { return e.Matches.Create(bg, m) }, after: get("m")},
+		{name: "Get", op: access.Op{Method: access.Get}, before: get("m"), run: func() error { _, err := e.Matches.Get(bg, "m"); return err }, after: get("m")},
+		{name: "SetCode (an indexed field)", op: access.Op{Method: access.Set, Field: "code"}, before: get("m"),
+			run: func() error { return e.Matches.SetCode(bg, "m", "c2") }, after: get("m")},
+		{name: "SetStart (no indexed field)", op: access.Op{Method: access.Set, Field: "start"}, before: get("m"),
+			run: func() error { return e.Matches.SetStart(bg, "m", t0) }, after: get("m")},
+		{name: "AppendRounds (an indexed partition)", op: access.Op{Method: access.Append, Field: "rounds"}, before: get("m"),
+			run: func() error { _, err := e.Matches.AppendRounds(bg, "m", newRound("m", 1)); return err }, after: get("m")},
+		{name: "GetByCode", op: access.Op{Method: access.GetBy, Lookup: "code"}, before: get("m"),
+			run: func() error { _, err := e.Matches.GetByCode(bg, "c2"); return err }, after: get("m")},
+		{name: "GetMany", op: access.Op{Method: access.GetMany}, before: get("m"),
+			run: func() error { _, err := e.Matches.GetMany(bg, []string{"m", "none"}); return err }, after: get("m")},
+		{name: "Put (tags a, b to b, c)", op: access.Op{Method: access.Put},
+			before: func() *model.Match { old = get("m")(); return old },
+			run: func() error {
+				n := *old
+				n.Tags = []string{"b", "c"}
+				return e.Matches.Put(bg, &n)
+			}, after: get("m")},
+		{name: "Update (region, an indexed field)", op: access.Op{Method: access.Update}, before: get("m"), changed: []string{"region"},
+			run: func() error { return e.Matches.Update(bg, "m", model.MatchUpdate{Region: runtime.Ptr("s")}) }, after: get("m")},
+		{name: "SetRoundsAt (an indexed partition)", op: access.Op{Method: access.SetAt, Field: "rounds"}, before: get("m"),
+			run: func() error { return e.Matches.SetRoundsAt(bg, "m", 0, newRound("m", 7)) }, after: get("m")},
+		{name: "ListRounds", op: access.Op{Method: access.ListElems, Field: "rounds"}, before: get("m"),
+			run: func() error { _, err := e.Matches.ListRounds(bg, "m", runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
+		{name: "List", op: access.Op{Method: access.List}, before: get("m"),
+			run: func() error { _, err := e.Matches.List(bg, runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
+		{name: "ListByTags", op: access.Op{Method: access.ListBy, Lookup: "tags"}, before: get("m"),
+			run: func() error { _, err := e.Matches.ListByTags(bg, "c", runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
+		{name: "Delete", op: access.Op{Method: access.Delete}, before: get("m"), run: func() error { return e.Matches.Delete(bg, "m") }},
+	})
+	// A key from a counter per thread: the thread's listing.
+	rk := &model.Reply{Key: model.ReplyKey{Thread: "t"}, Author: "a", Edits: []string{"e"}}
+	getReply := func() *model.Reply {
+		got, err := e.Replies.Get(bg, rk.Key)
+		must(t, err)
+		return got
+	}
+	checkRequests[model.Reply, model.ReplyKey](t, e, once, e.Replies, []accessCase[model.Reply]{
+		{name: "Reply Create (the scoped counter allocates the key)", op: access.Op{Method: access.Create}, facts: map[access.Term]int{access.IfAllocates: 1},
+			run: func() error { return e.Replies.Create(bg, rk) }, after: getReply},
+		{name: "ListByThread", op: access.Op{Method: access.ListScope}, before: getReply,
+			run: func() error { _, err := e.Replies.ListByThread(bg, "t", runtime.PageRequest{Limit: 5}); return err }, after: getReply},
+		{name: "Reply SetBody (no indexed field)", op: access.Op{Method: access.Set, Field: "body"}, before: getReply,
+			run: func() error { return e.Replies.SetBody(bg, rk.Key, "b") }, after: getReply},
+		{name: "Reply Delete", op: access.Op{Method: access.Delete}, before: getReply, run: func() error { return e.Replies.Delete(bg, rk.Key) }},
+	})
+	// A key from the counter.
+	j := &model.Journal{Owner: "o"}
+	checkRequests[model.Journal, model.JournalID](t, e, once, e.Journals, []accessCase[model.Journal]{
+		{name: "Journal Create (the counter allocates the key)", op: access.Op{Method: access.Create}, facts: map[access.Term]int{access.IfAllocates: 1},
+			run: func() error { return e.Journals.Create(bg, j) },
+			after: func() *model.Journal {
+				got, err := e.Journals.Get(bg, j.ID)
+				must(t, err)
+				return got
+			}},
+	})
+}
