@@ -23,19 +23,22 @@ type primitives[T any, K comparable] struct{ s *Store[T, K] }
 var _ index.Primitives[*struct{}] = primitives[struct{}, string]{}
 
 // item reads the item at key k of lookup l from its bucket (nil if none).
-func (p primitives[T, K]) item(l indexTable[T], ib *bbolt.Bucket, k []byte) (*index.Item, error) {
+func (p primitives[T, K]) item(l indexTable[T], ib *bbolt.Bucket, k []byte) *index.Item {
 	if ib == nil {
-		return nil, nil
+		return nil
 	}
-	v := ib.Get(k)
-	if v == nil {
-		return nil, nil
+	if v := ib.Get(k); v != nil {
+		return itemOf(l, k, v)
 	}
-	_, blockKey, err := entry(l, k, v)
-	if err != nil {
-		return nil, fmt.Errorf("index table %s: entry %x: %w", l.Name, k, err)
-	}
-	return &index.Item{Key: bytes.Clone(k), Block: bytes.Clone(blockKey)}, nil
+	return nil
+}
+
+// itemOf is the item of the pair k, v of lookup l's bucket.
+func itemOf[T any](l indexTable[T], k, v []byte) *index.Item {
+	// A key that does not split into a value and a block key points at no
+	// block (Block nil): Repair removes it.
+	_, blockKey, _ := entry(l, k, v)
+	return &index.Item{Key: bytes.Clone(k), Block: bytes.Clone(blockKey)}
 }
 
 // meets reports whether stored item it satisfies condition c.
@@ -82,8 +85,8 @@ func (p primitives[T, K]) updateItems(ctx context.Context, l int, fn func(indexT
 // with the block key.
 func (p primitives[T, K]) PutItem(ctx context.Context, l int, it index.Item, c index.Cond) (ok bool, prev *index.Item, err error) {
 	err = p.updateItems(ctx, l, func(lt indexTable[T], ib *bbolt.Bucket, stats *block) error {
-		if prev, err = p.item(lt, ib, it.Key); err != nil || !meets(prev, c) {
-			return err
+		if prev = p.item(lt, ib, it.Key); !meets(prev, c) {
+			return nil
 		}
 		v := []byte{}
 		if lt.Unique {
@@ -108,11 +111,7 @@ func (p primitives[T, K]) GetItems(ctx context.Context, l int, keys [][]byte) ([
 	var out []index.Item
 	err := p.viewItems(ctx, l, func(lt indexTable[T], ib *bbolt.Bucket) error {
 		for _, k := range keys {
-			it, err := p.item(lt, ib, k)
-			if err != nil {
-				return err
-			}
-			if it != nil {
+			if it := p.item(lt, ib, k); it != nil {
 				out = append(out, *it)
 			}
 		}
@@ -128,10 +127,7 @@ func (p primitives[T, K]) DeleteItems(ctx context.Context, l int, keys [][]byte,
 	err := p.updateItems(ctx, l, func(lt indexTable[T], ib *bbolt.Bucket, stats *block) error {
 		n = 0
 		for _, k := range keys {
-			it, err := p.item(lt, ib, k)
-			if err != nil {
-				return err
-			}
+			it := p.item(lt, ib, k)
 			if it == nil || c.Kind == index.Always || c.Kind == index.Absent || !meets(it, c) {
 				continue
 			}
@@ -154,16 +150,12 @@ func (p primitives[T, K]) ScanItems(ctx context.Context, l int, from, to []byte,
 			return nil
 		}
 		cur := ib.Cursor()
-		k, _ := cur.First()
+		k, v := cur.First()
 		if from != nil {
-			k, _ = cur.Seek(from)
+			k, v = cur.Seek(from)
 		}
-		for ; k != nil && len(out) < limit && (to == nil || bytes.Compare(k, to) < 0); k, _ = cur.Next() {
-			it, err := p.item(lt, ib, k)
-			if err != nil {
-				return err
-			}
-			out = append(out, *it)
+		for ; k != nil && len(out) < limit && (to == nil || bytes.Compare(k, to) < 0); k, v = cur.Next() {
+			out = append(out, *itemOf(lt, k, v))
 		}
 		return nil
 	})
