@@ -38,7 +38,9 @@
 // Index tables (lookups) are buckets of their own, named after the lookup
 // ("Hotel.cityStars"), and counters of enumerable keys live in the bucket
 // CountersBucket; both are written in the transaction of the block's write
-// (lookup.go).
+// (lookup.go), with the index keys of runtime/index (index.IndexKey).
+// Repair is runtime/index's (index.Engine.Repair), over the primitives of
+// primitives.go; the engine's cross-item protocol never runs here.
 package boltstore
 
 import (

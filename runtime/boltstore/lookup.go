@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // indexTable is one index table of aggregate type A: the bucket Name (the
@@ -128,26 +129,20 @@ func (b *block) index(name string, unique bool, value []byte) {
 	if b.err != nil {
 		return
 	}
-	what := func() string { return "lookup " + name }
+	k, v := index.IndexKey(unique, value, b.blockKey), []byte{}
 	if unique {
-		if !b.fits(what, value, b.blockKey) {
-			return
-		}
-		switch owner := bk.Get(value); {
-		case owner == nil:
-			b.putIn(bk, bytes.Clone(value), bytes.Clone(b.blockKey))
-		case !bytes.Equal(owner, b.blockKey):
-			b.err = b.failAt(fmt.Sprintf("%s %s (held by %s)", name, FormatKey(value), FormatKey(owner)), runtime.ErrDuplicate)
-		}
+		v = b.blockKey
+	}
+	if !b.fits(func() string { return "lookup " + name }, k, v) {
 		return
 	}
-	k := make([]byte, 0, len(value)+len(b.blockKey))
-	k = append(append(k, value...), b.blockKey...)
-	if !b.fits(what, k, nil) {
-		return
-	}
-	if bk.Get(k) == nil {
-		b.putIn(bk, k, []byte{})
+	switch stored := bk.Get(k); {
+	case stored == nil && unique:
+		b.putIn(bk, bytes.Clone(k), bytes.Clone(v)) // bbolt keeps both: value and blockKey are the caller's
+	case stored == nil:
+		b.putIn(bk, k, v) // a new key
+	case unique && !bytes.Equal(stored, b.blockKey):
+		b.err = b.failAt(fmt.Sprintf("%s %s (held by %s)", name, FormatKey(value), FormatKey(stored)), runtime.ErrDuplicate)
 	}
 }
 
@@ -159,16 +154,10 @@ func (b *block) unindex(name string, unique bool, value []byte) {
 	if b.err != nil {
 		return
 	}
-	k := value
-	if unique {
-		if !bytes.Equal(bk.Get(value), b.blockKey) {
-			return
-		}
-	} else {
-		k = append(append(make([]byte, 0, len(value)+len(b.blockKey)), value...), b.blockKey...)
-		if bk.Get(k) == nil {
-			return
-		}
+	k := index.IndexKey(unique, value, b.blockKey)
+	switch stored := bk.Get(k); {
+	case stored == nil, unique && !bytes.Equal(stored, b.blockKey):
+		return
 	}
 	if b.err = bk.Delete(k); b.err == nil {
 		b.deletes++
@@ -389,112 +378,4 @@ func (c collection[K]) Ensure(ctx context.Context, lookups ...string) error {
 		return runtime.Fail("EnsureIndexes", c.Aggregate, nil, nil, err)
 	}
 	return nil
-}
-
-// repair rebuilds the index tables lookups of the collection from its
-// blocks, in one write transaction: it reads every block with read (which
-// may read only the fields the lookups index), computes the entries each
-// lookup should hold, deletes the entries that should not be there (the
-// stale ones) and writes the missing ones. A unique value held by several
-// blocks is kept for the first in block-key order and reported as a
-// conflict; a unique entry naming the wrong holder counts as one removed
-// and one added.
-func repair[K, A any](ctx context.Context, c collection[K], read func(*block) (*A, error), lookups ...indexTable[A]) (runtime.RepairReport, error) {
-	const op = "Repair"
-	var rep runtime.RepairReport
-	if err := ctx.Err(); err != nil {
-		return rep, runtime.Fail(op, c.Aggregate, nil, nil, err)
-	}
-	var stats block
-	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
-		rep = runtime.RepairReport{}
-		stats = block{}
-		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
-		if err != nil {
-			return err
-		}
-		// The entries each lookup should hold: entry key -> value.
-		want := make([]map[string][]byte, len(lookups))
-		for i := range want {
-			want[i] = map[string][]byte{}
-		}
-		// Blocks that cannot be decoded keep their entries as they are.
-		unreadable := map[string]bool{}
-		cur := b.Cursor()
-		for k, _ := cur.First(); k != nil; {
-			r := runtime.NewKeyReader(k)
-			id, err := c.Keys.Read(r)
-			if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
-				return fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, c.Name)
-			}
-			blk := c.block(tx, b, op, id)
-			a, err := read(blk)
-			if err != nil {
-				rep.AddUnreadable(c.Aggregate, id, err)
-				unreadable[string(blk.blockKey)] = true
-				k, _ = cur.Seek(runtime.PrefixEnd(blk.prefix))
-				continue
-			}
-			rep.Aggregates++
-			for i, l := range lookups {
-				for _, v := range l.Keys(a) {
-					if !l.Unique {
-						want[i][string(v)+string(blk.blockKey)] = []byte{}
-						continue
-					}
-					if owner, taken := want[i][string(v)]; taken {
-						if !bytes.Equal(owner, blk.blockKey) {
-							rep.AddConflict(l.Name, v, owner, blk.blockKey)
-						}
-						continue
-					}
-					want[i][string(v)] = blk.blockKey
-				}
-			}
-			k, _ = cur.Seek(runtime.PrefixEnd(blk.prefix))
-		}
-		for i, l := range lookups {
-			ib, err := tx.CreateBucketIfNotExists([]byte(l.Name))
-			if err != nil {
-				return err
-			}
-			var stale [][]byte
-			err = ib.ForEach(func(k, v []byte) error {
-				if w, ok := want[i][string(k)]; ok && bytes.Equal(v, w) {
-					delete(want[i], string(k)) // present and right
-					return nil
-				}
-				if _, bk, err := entry(l, k, v); err == nil && unreadable[string(bk)] {
-					return nil // an unreadable block's: left as it is
-				}
-				stale = append(stale, bytes.Clone(k))
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, k := range stale {
-				if err := ib.Delete(k); err != nil {
-					return err
-				}
-				stats.deletes++
-				rep.Removed++
-			}
-			for k, v := range want[i] {
-				stats.putIn(ib, []byte(k), bytes.Clone(v))
-				if stats.err != nil {
-					return stats.err
-				}
-				rep.Added++
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return runtime.RepairReport{}, c.fail(op, nil, err)
-	}
-	written.keys.Add(stats.keys)
-	written.bytes.Add(stats.bytes)
-	written.deletes.Add(stats.deletes)
-	return rep, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // Store is the bbolt adapter of the store contract (runtime.Store) for
@@ -21,6 +22,8 @@ type Store[T any, K comparable] struct {
 	c       collection[K]
 	d       *runtime.Desc[T, K]
 	lookups []indexTable[T]
+	// e runs Repair over the primitives; its lookups are s.lookups.
+	e index.Engine[*T]
 	// indexed are the entry keys the lookups read.
 	indexed []string
 }
@@ -41,8 +44,15 @@ func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K]
 	if d.Counter != nil {
 		s.c.Counter = &counter[K]{Split: d.Counter.Split, With: d.Counter.With}
 	}
+	s.e = index.Engine[*T]{Agg: d.Aggregate, P: primitives[T, K]{s}, ID: func(b []byte) any {
+		if id, err := s.id(b); err == nil {
+			return id
+		}
+		return FormatKey(b)
+	}}
 	for _, l := range d.Lookups {
 		s.lookups = append(s.lookups, indexTable[T]{Name: IndexBucket(d.Collection, l.Name), Unique: l.Unique, Parts: l.Parts, Keys: l.Keys})
+		s.e.Lookups = append(s.e.Lookups, index.Lookup[*T]{Name: IndexBucket(d.Collection, l.Name), Unique: l.Unique, Values: l.Keys})
 		for _, f := range l.Fields {
 			if !slices.Contains(s.indexed, f) {
 				s.indexed = append(s.indexed, f)
@@ -559,9 +569,20 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 	return items, last, more, nil
 }
 
-// Repair rebuilds the lookups' index buckets from the blocks.
+// Repair rebuilds the lookups' index buckets from the blocks
+// (index.Engine.Repair), a page of blocks or entries per transaction.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	return repair(ctx, s.c, func(blk *block) (*T, error) { return s.readIndexed(blk) }, s.lookups...)
+	return s.e.Repair(ctx)
+}
+
+// id decodes an encoded block key.
+func (s *Store[T, K]) id(b []byte) (K, error) {
+	r := runtime.NewKeyReader(b)
+	id, err := s.d.Keys.Read(r)
+	if err == nil && !r.Done() {
+		err = fmt.Errorf("block key %x: trailing bytes", b)
+	}
+	return id, err
 }
 
 // Ensure creates the buckets: the collection's, the index buckets and the
