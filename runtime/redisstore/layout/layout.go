@@ -45,7 +45,7 @@ var (
 	allocate = access.Step{When: access.HasCounter, N: 1, Per: access.IfAllocates, Op: "INCR " + Counter + " when the key's number is 0 (again while numbers are in use)"}
 	readHash = access.Step{N: 1, Op: "HGETALL " + Block + " (_seq, _inc, the indexed values)"}
 	claim    = access.Step{Mode: Cluster, Each: true, When: access.UniqueLookup, N: 1, Per: access.PerValueGained, Op: "EVALSHA per new value of $index: claim it (check-and-set $index:claims), ZADD $index, HSET $index:meta"}
-	add      = access.Step{Mode: Cluster, Each: true, When: access.OtherLookup, N: 1, Per: access.IfGains, Op: "EVALSHA: ZADD $index and HSET $index:meta for the new values"}
+	add      = access.Step{Mode: Cluster, Each: true, When: access.OtherLookup, N: 1, Per: access.PerValueGained, Op: "EVALSHA per new value of $index: ZADD $index, HSET $index:meta"}
 	remove   = access.Step{Mode: Cluster, Each: true, N: 1, Per: access.IfLoses, Op: "EVALSHA: remove the lost values' entries of this incarnation written before this write (ZREM $index, HDEL $index:meta[?unique:, $index:claims])"}
 	nodeRun  = func(what string) access.Step { return access.Step{Mode: Node, N: 1, Op: "EVALSHA [" + what + "]"} }
 	blockRun = func(what string) access.Step {
@@ -96,14 +96,14 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Per: access.PerBlocks, Op: "ZRANGE " + Listing + " BYLEX after the cursor LIMIT 101"}, {N: 1, Per: access.PerBlocks, Op: "pipeline: HGETALL per block"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "the page and the count are read from one state of the hash", Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "HMGET " + Block + " _seq $field $field[i] … $field[i+n]"}}},
 		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: entries are read, then their blocks; every block is checked to hold the value (stale entries are skipped and the next batch read)",
-			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "ZRANGE $index BYLEX in the query's range, after the cursor, LIMIT n+1"}, {N: 1, Per: access.PerPage, Op: "pipeline: HGETALL per entry's block"}}},
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "EVALSHA: ZRANGE $index BYLEX in the query's range, after the cursor, LIMIT n+1, with the entries' :meta"}, {N: 1, Per: access.PerPage, Op: "pipeline: HGETALL per entry's block"}}},
 		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the claim, then the block, which is checked to hold the value",
-			Steps: []access.Step{{N: 1, Op: "HGET $index:claims <value>"}, {N: 1, Op: "pipeline: HGETALL of the holder's block"}}},
+			Steps: []access.Step{{N: 1, Op: "EVALSHA: HGET $index:claims <value> and its :meta"}, {N: 1, Op: "pipeline: HGETALL of the holder's block"}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "safe to repeat",
-			Steps: []access.Step{{Mode: Node, N: 1, Op: "SCRIPT LOAD the write script; Redis needs nothing else created"}, {Mode: Cluster, N: 1, Per: access.PerMaster, Op: "SCRIPT LOAD the write script on every master"}}},
+			Steps: []access.Step{{Mode: Node, N: 2, Op: "SCRIPT LOAD the write script and the index script; Redis needs nothing else created"}, {Mode: Cluster, N: 2, Per: access.PerMaster, Op: "SCRIPT LOAD the write script and the index script on every master"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: run it while nothing else writes the collection",
-			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "SCAN $coll:{*} (on every master of a cluster)"}, {Op: "pipeline: HGETALL per 256 blocks"}, {Op: "ZRANGE " + Listing},
-				{Op: "ZRANGE, HGETALL :meta (and :claims) of $indexes", When: access.HasLookups}, {Op: "pipeline: ZADD/ZREM/HSET/HDEL per 256 fixes"}}},
+			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "SCAN $coll:{*} (on every master of a cluster)"}, {Op: "pipeline: HGETALL per 64 blocks"}, {Op: "ZRANGE " + Listing + ", ZADD/ZREM of its fixes"},
+				{Op: "EVALSHA per 64 entries of $indexes: ZRANGE with their :meta (and :claims)", When: access.HasLookups}, {Op: "EVALSHA per missing or stale entry: put or delete it on condition", When: access.HasLookups}}},
 
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: listed + "[?counted:; INCR is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent; DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
