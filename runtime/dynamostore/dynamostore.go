@@ -56,6 +56,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore/layout"
 )
 
 // Attribute names the adapter uses itself (entry keys cannot be these).
@@ -88,18 +89,9 @@ type Options struct {
 }
 
 // CheckTableName says why DynamoDB refuses the table name t ("" when it
-// takes it): 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'.
-func CheckTableName(t string) string {
-	if len(t) < 3 || len(t) > 255 {
-		return fmt.Sprintf("DynamoDB table names have 3 to 255 characters, this one %d", len(t))
-	}
-	for _, r := range t {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return fmt.Sprintf("DynamoDB table names hold only a-z, A-Z, 0-9, '_', '-' and '.', not %q", r)
-		}
-	}
-	return ""
-}
+// takes it): 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'. The
+// rule lives in the declaration package, which the generator links too.
+func CheckTableName(t string) string { return layout.CheckTableName(t) }
 
 // tooLarge reports DynamoDB's refusal of an item over 400 KB.
 func tooLarge(err error) bool {
