@@ -62,6 +62,18 @@ var (
 	// (bbolt, Redis) never return it; no store serves a call before
 	// EnsureIndexes with a weaker guarantee (a unique value not enforced).
 	ErrNotReady = errors.New("not ready: call EnsureIndexes first")
+	// ErrIndexBuilding: the lookup was added to a collection that already
+	// held data and EnsureIndexes is still building its index from the
+	// blocks (or a build stopped: run EnsureIndexes again). Its reads,
+	// and writes that claim values of a unique lookup, fail until the
+	// build is complete: never a partial answer. Nothing was changed.
+	ErrIndexBuilding = errors.New("lookup index being built")
+	// ErrLayout: the block is stored in another layout than the
+	// repository's (the model's strategy or partitioning changed since it
+	// was written) and the operation could not read or write it right in
+	// both. The *Error names the entry and both layouts; nothing was
+	// written. Migrate rewrites old blocks into the current layout.
+	ErrLayout = errors.New("stored in another layout")
 )
 
 // Error is the error type of generated repositories.

@@ -73,6 +73,26 @@ type Store[T any, K comparable] interface {
 
 	// Caps declares what the store promises.
 	Caps() Caps
+
+	// The schema primitives (runtime/evolve.go). LoadSchema returns the
+	// collection's schema record as stored, nil when there is none.
+	LoadSchema(ctx context.Context) ([]byte, error)
+	// SaveSchema stores rec as the collection's schema record if the
+	// stored one is still old (nil: none), in one conditional write; it
+	// fails with ErrConflict when it is not.
+	SaveSchema(ctx context.Context, old, rec []byte) error
+	// DropLookup removes what the store holds for lookup l, which the
+	// repository no longer has (an index table, a native index); a
+	// lookup that holds nothing is no error.
+	DropLookup(ctx context.Context, l LookupLayout) error
+	// MigrateBlocks reads up to n blocks in listing order after position
+	// after (nil: from the first) and rewrites each that is stored in
+	// another layout (ETF/EAO, a field whole/partitioned, see ErrLayout)
+	// into the descriptor's, each in one atomic write conditional on the
+	// block being as read; in a dry run it writes nothing. It returns
+	// what it did per block, the position of the last and whether more
+	// follow.
+	MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) (res []BlockMigration, last []byte, more bool, err error)
 }
 
 // Caps declares a store's capabilities, so that shared code and tests
@@ -129,13 +149,14 @@ const (
 // adapter. Its methods add what is the same on every store (argument
 // checks, cursors and pages) and delegate the rest.
 type Repo[T any, K comparable] struct {
-	D *Desc[T, K]
-	S Store[T, K]
+	D  *Desc[T, K]
+	S  Store[T, K]
+	st *schemaState
 }
 
 // NewRepo returns the repository of store s for aggregate class d.
 func NewRepo[T any, K comparable](d *Desc[T, K], s Store[T, K]) Repo[T, K] {
-	return Repo[T, K]{D: d, S: s}
+	return Repo[T, K]{D: d, S: s, st: newSchemaState(len(d.Lookups))}
 }
 
 func (r Repo[T, K]) fail(op string, id any, kind error, detail string) error {
@@ -266,6 +287,9 @@ func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
 	if err := r.keyTooLarge("Create", *r.D.ID(t)); err != nil {
 		return err
 	}
+	if err := r.gate(ctx, "Create", nil); err != nil {
+		return err
+	}
 	return r.ctxErr(ctx, "Create", r.S.Create(ctx, t))
 }
 
@@ -275,6 +299,9 @@ func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
 		return err
 	}
 	if err := r.keyTooLarge("Put", *r.D.ID(t)); err != nil {
+		return err
+	}
+	if err := r.gate(ctx, "Put", nil); err != nil {
 		return err
 	}
 	return r.ctxErr(ctx, "Put", r.S.Put(ctx, t))
@@ -298,6 +325,11 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 	if err := r.writeKey(op, id); err != nil {
 		return err
 	}
+	if len(r.D.LookupsOf(u.Keys()...)) > 0 {
+		if err := r.gate(ctx, op, nil); err != nil {
+			return err
+		}
+	}
 	return r.ctxErr(ctx, op, r.S.Update(ctx, op, id, u))
 }
 
@@ -305,6 +337,11 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error) {
 	if err := r.writeKey(op, id); err != nil {
 		return 0, err
+	}
+	if len(r.D.LookupsOf(f.Key)) > 0 {
+		if err := r.gate(ctx, op, nil); err != nil {
+			return 0, err
+		}
 	}
 	i, err := r.S.Append(ctx, op, id, f, elem)
 	return i, r.ctxErr(ctx, op, err)
@@ -317,8 +354,13 @@ func (r Repo[T, K]) Repair(ctx context.Context) (RepairReport, error) {
 }
 
 // Ensure creates what the repository stores into.
+// It then records the repository's layout in the store and builds the
+// lookups new to the collection's data (runtime/evolve.go).
 func (r Repo[T, K]) Ensure(ctx context.Context) error {
-	return r.ctxErr(ctx, "Ensure", r.S.Ensure(ctx))
+	if err := r.S.Ensure(ctx); err != nil {
+		return r.ctxErr(ctx, "Ensure", err)
+	}
+	return r.ctxErr(ctx, "EnsureIndexes", r.reconcile(ctx))
 }
 
 // GetBy reads the aggregate holding value (encoded) of unique lookup l. A
@@ -333,6 +375,9 @@ func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []
 	}
 	if limit, _ := indexLimit(r.S.Caps()); limit > 0 && len(value) > limit {
 		return nil, FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("%s (a value of %d bytes encoded, over the store's %d-byte index key limit)", l.Name, len(value), limit), ErrNotFound, nil)
+	}
+	if err := r.gate(ctx, op, l); err != nil {
+		return nil, err
 	}
 	t, err := r.S.GetBy(ctx, op, l, value)
 	return t, r.ctxErr(ctx, op, err)
@@ -408,6 +453,9 @@ func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 	}
 	if rng.invalid != nil {
 		return Page[*T]{}, CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, rng.invalid)
+	}
+	if err := r.gate(ctx, op, l); err != nil {
+		return Page[*T]{}, err
 	}
 	query := rng.Query(r.D.Aggregate + "." + l.Name)
 	// The store holds no index key longer than its limit: bounds past it

@@ -52,7 +52,8 @@ func (e *Engine[T]) repairBatch() int {
 
 // repairBlocks is Repair's first pass.
 func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport, held conflicts) error {
-	var after []byte
+	o := runtime.RepairOptionsOf(ctx)
+	after := o.After
 	for {
 		page, err := e.P.ScanBlocks(ctx, after, e.repairBatch())
 		if err != nil {
@@ -73,6 +74,11 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport,
 		}
 		for l := range e.Lookups {
 			if err := e.repairKeys(ctx, l, readable, rep, held); err != nil {
+				return err
+			}
+		}
+		if o.OnPage != nil {
+			if err := o.OnPage(after, len(page)); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,592 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// This file is schema and layout evolution, written once for every store
+// (issue 23): the layout a repository serves (Layout), the record of it
+// that EnsureIndexes keeps in the store (SchemaRecord), the building of
+// lookups added to a collection that already holds data, the gate that
+// keeps reads of a lookup from answering before it is complete, and the
+// migration of blocks written in an older layout. Stores provide the
+// primitives (Store.LoadSchema, SaveSchema, DropLookup, MigrateBlocks).
+
+// Layout is the physical layout a repository serves, as EnsureIndexes
+// records it per collection.
+type Layout struct {
+	Collection string `json:"collection"`
+	// Strategy is "etf" (one entry per top-level field) or "eao" (one root
+	// entry).
+	Strategy string `json:"strategy"`
+	// Fields are the entry keys of the non-partitioned fields.
+	Fields []string `json:"fields,omitempty"`
+	// Partitions are the entry keys of the partitioned fields.
+	Partitions []string `json:"partitions,omitempty"`
+	// Version is the version entry's key, "" for none.
+	Version string `json:"version,omitempty"`
+	// Counter is set for enumerable (counted) block keys.
+	Counter bool           `json:"counter,omitempty"`
+	Lookups []LookupLayout `json:"lookups,omitempty"`
+}
+
+// LookupLayout is one lookup of a Layout, with the state of its index.
+type LookupLayout struct {
+	Name   string   `json:"name"`
+	Fields []string `json:"fields"`
+	Unique bool     `json:"unique,omitempty"`
+	Table  bool     `json:"table,omitempty"`
+	Zeros  bool     `json:"zeros,omitempty"`
+	// Building is set while the lookup's index is being built from the
+	// blocks written before it existed: its reads fail with
+	// ErrIndexBuilding until the build is complete.
+	Building bool `json:"building,omitempty"`
+	// Resume is the block position (the store's own bytes) the build has
+	// reached: a build cut short resumes after it.
+	Resume []byte `json:"resume,omitempty"`
+}
+
+// Same reports whether l and o index the same values the same way (their
+// build state aside).
+func (l LookupLayout) Same(o LookupLayout) bool {
+	return l.Name == o.Name && slices.Equal(l.Fields, o.Fields) && l.Unique == o.Unique && l.Table == o.Table && l.Zeros == o.Zeros
+}
+
+func (l LookupLayout) String() string {
+	s := l.Name + "(" + strings.Join(l.Fields, ", ") + ")"
+	if l.Unique {
+		s += " unique"
+	}
+	if l.Zeros {
+		s += " zeros"
+	}
+	if l.Table {
+		s += " table"
+	}
+	return s
+}
+
+// SchemaRecord is what a store keeps per collection: the layout the last
+// EnsureIndexes served and the earlier layouts blocks may still be written
+// in (oldest first), until a complete Migrate clears them.
+type SchemaRecord struct {
+	Layout  Layout   `json:"layout"`
+	History []Layout `json:"history,omitempty"`
+}
+
+// maxHistory bounds SchemaRecord.History.
+const maxHistory = 16
+
+// LayoutOf is the layout descriptor d serves, every lookup ready.
+func LayoutOf[T any, K comparable](d *Desc[T, K]) Layout {
+	l := Layout{Collection: d.Collection, Strategy: "etf", Version: d.VersionKey(), Counter: d.Counter != nil}
+	if d.EAO {
+		l.Strategy = "eao"
+	}
+	for _, f := range d.Fields {
+		if f.Kind == KindPartition {
+			l.Partitions = append(l.Partitions, f.Key)
+		} else {
+			l.Fields = append(l.Fields, f.Key)
+		}
+	}
+	for _, lk := range d.Lookups {
+		l.Lookups = append(l.Lookups, LookupLayout{Name: lk.Name, Fields: slices.Clone(lk.Fields), Unique: lk.Unique, Table: lk.Table, Zeros: lk.IndexZero})
+	}
+	return l
+}
+
+// Lookup finds a lookup of the layout by name.
+func (l Layout) Lookup(name string) (LookupLayout, bool) {
+	for _, lk := range l.Lookups {
+		if lk.Name == name {
+			return lk, true
+		}
+	}
+	return LookupLayout{}, false
+}
+
+// SameBlocks reports whether blocks written in layout l read the same in
+// layout o: same strategy, partitions and version entry (fields may come
+// and go: an absent entry reads as the zero value, an unknown one is
+// left alone).
+func (l Layout) SameBlocks(o Layout) bool {
+	return l.Strategy == o.Strategy && slices.Equal(sorted(l.Partitions), sorted(o.Partitions)) && l.Version == o.Version
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// Changes lists, one line each, what changed from layout l (the recorded
+// one) to o (the repository's): what `noamgen explain` shows beside the two.
+func (l Layout) Changes(o Layout) []string {
+	var out []string
+	if l.Strategy != o.Strategy {
+		out = append(out, fmt.Sprintf("strategy %s -> %s", l.Strategy, o.Strategy))
+	}
+	for _, p := range o.Partitions {
+		if !slices.Contains(l.Partitions, p) {
+			out = append(out, fmt.Sprintf("%s: whole -> partitioned", p))
+		}
+	}
+	for _, p := range l.Partitions {
+		if !slices.Contains(o.Partitions, p) {
+			out = append(out, fmt.Sprintf("%s: partitioned -> whole", p))
+		}
+	}
+	if l.Version != o.Version {
+		out = append(out, fmt.Sprintf("version entry %q -> %q", l.Version, o.Version))
+	}
+	for _, f := range o.Fields {
+		if !slices.Contains(l.Fields, f) && !slices.Contains(l.Partitions, f) {
+			out = append(out, "field "+f+" added")
+		}
+	}
+	for _, f := range l.Fields {
+		if !slices.Contains(o.Fields, f) && !slices.Contains(o.Partitions, f) {
+			out = append(out, "field "+f+" removed")
+		}
+	}
+	for _, lk := range o.Lookups {
+		old, ok := l.Lookup(lk.Name)
+		switch {
+		case !ok:
+			out = append(out, "lookup "+lk.String()+" added")
+		case !old.Same(lk):
+			out = append(out, "lookup "+old.String()+" -> "+lk.String())
+		}
+	}
+	for _, lk := range l.Lookups {
+		if _, ok := o.Lookup(lk.Name); !ok {
+			out = append(out, "lookup "+lk.String()+" removed")
+		}
+	}
+	return out
+}
+
+// DecodeSchema decodes a stored schema record (nil: none).
+func DecodeSchema(raw []byte) (*SchemaRecord, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var rec SchemaRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("schema record: %w", err)
+	}
+	return &rec, nil
+}
+
+func encodeSchema(rec *SchemaRecord) []byte {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(err) // strings, bools and bytes only
+	}
+	return b
+}
+
+// LayoutMismatch is the error of an operation on block id that found entry
+// stored in another layout than the repository's (stored and want say
+// which, e.g. "etf" and "eao", "whole" and "partitioned"): it reads
+// nothing it cannot read right and writes nothing a layout could not read.
+func LayoutMismatch(op, agg string, id any, entry, stored, want string) error {
+	return FailAt(op, agg, id, fmt.Sprintf("entry %s is stored %s, this repository's layout has it %s (Migrate rewrites old blocks)", entry, stored, want), ErrLayout, nil)
+}
+
+// BlockMigration is what Migrate did (or, in a dry run, would do) to one
+// block.
+type BlockMigration struct {
+	// ID is the block key.
+	ID any
+	// From describes the layout the block was found in ("etf", "eao",
+	// "rounds whole"); "" when it was current.
+	From string
+	// Migrated: the block was rewritten (or would be, in a dry run).
+	Migrated bool
+	// Err is why the block could not be migrated.
+	Err error
+}
+
+// MigrateOptions tune Migrate.
+type MigrateOptions struct {
+	// DryRun counts what would change and writes nothing.
+	DryRun bool
+	// Batch is the number of blocks read and rewritten per step (default 64).
+	Batch int
+	// Resume, from a MigrateReport.Resume, starts after the last block an
+	// earlier run reached.
+	Resume []byte
+	// Progress, when set, is called after each batch.
+	Progress func(MigrateReport)
+}
+
+// MigrateReport says what Migrate did.
+type MigrateReport struct {
+	Scanned  int // blocks read
+	Migrated int // rewritten into the current layout (dry run: would be)
+	Current  int // already in the current layout
+	// Failed lists the blocks that could not be migrated, with why.
+	Failed []BlockMigration
+	// Resume is the position reached: MigrateOptions.Resume continues
+	// from it.
+	Resume []byte
+}
+
+// Migrate rewrites every block of the collection that is stored in an
+// older layout into the repository's, a batch at a time, each block in one
+// conditional write (a block changed meanwhile is left to the writer, who
+// wrote it in the current layout). It is idempotent and safe while the
+// application writes. A complete run without failures clears the layout
+// history of the collection's schema record.
+func (r Repo[T, K]) Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
+	rep := MigrateReport{Resume: o.Resume}
+	n := o.Batch
+	if n <= 0 {
+		n = 64
+	}
+	after := o.Resume
+	for {
+		res, last, more, err := r.S.MigrateBlocks(ctx, after, n, o.DryRun)
+		for _, b := range res {
+			rep.Scanned++
+			switch {
+			case b.Err != nil:
+				rep.Failed = append(rep.Failed, b)
+			case b.Migrated:
+				rep.Migrated++
+			default:
+				rep.Current++
+			}
+		}
+		if last != nil {
+			after, rep.Resume = last, last
+		}
+		if err != nil {
+			return rep, r.ctxErr(ctx, "Migrate", err)
+		}
+		if o.Progress != nil {
+			o.Progress(rep)
+		}
+		if !more {
+			break
+		}
+	}
+	if o.DryRun || len(rep.Failed) > 0 || o.Resume != nil {
+		return rep, nil
+	}
+	err := r.updateSchema(ctx, "Migrate", func(rec *SchemaRecord) bool {
+		if len(rec.History) == 0 {
+			return false
+		}
+		rec.History = nil
+		return true
+	})
+	return rep, r.ctxErr(ctx, "Migrate", err)
+}
+
+// BuildProgress is what EnsureIndexes reports while it builds lookups over
+// existing blocks (WithBuildProgress).
+type BuildProgress struct {
+	Collection string
+	Lookups    []string // the lookups being built
+	Blocks     int      // blocks scanned so far
+	Done       bool
+}
+
+type buildProgressKey struct{}
+
+// WithBuildProgress returns a context under which EnsureIndexes calls fn
+// as it builds lookups added to a collection that holds data.
+func WithBuildProgress(ctx context.Context, fn func(BuildProgress)) context.Context {
+	return context.WithValue(ctx, buildProgressKey{}, fn)
+}
+
+// RepairOptions are what a lookup build passes to the index engine's
+// Repair through the context (RepairOptionsOf): where to start the scan of
+// blocks, and a call after each page of blocks.
+type RepairOptions struct {
+	// After is the block position to start after (nil: the first block).
+	After []byte
+	// OnPage is called after each page of blocks with the position of its
+	// last block and the number of blocks in it.
+	OnPage func(last []byte, blocks int) error
+}
+
+type repairOptionsKey struct{}
+
+// WithRepairOptions returns a context carrying o to Store.Repair.
+func WithRepairOptions(ctx context.Context, o RepairOptions) context.Context {
+	return context.WithValue(ctx, repairOptionsKey{}, o)
+}
+
+// RepairOptionsOf returns the options ctx carries (zero: a whole Repair).
+func RepairOptionsOf(ctx context.Context) RepairOptions {
+	o, _ := ctx.Value(repairOptionsKey{}).(RepairOptions)
+	return o
+}
+
+// schemaState is a repository's view of its collection's schema record:
+// ready once the record says every lookup of the repository is complete
+// (it never goes back: see README "Changing a model").
+type schemaState struct {
+	ready atomic.Bool
+}
+
+func newSchemaState(lookups int) *schemaState {
+	s := &schemaState{}
+	s.ready.Store(lookups == 0)
+	return s
+}
+
+// gate returns nil when lookup l (nil: every lookup, for a write that may
+// claim unique values) can be trusted: the schema record lists it with the
+// same options, complete. Otherwise it fails with ErrNotReady (no record,
+// or the record does not have the lookup: EnsureIndexes has not run with
+// this layout) or ErrIndexBuilding. Once every lookup is complete the
+// answer is cached: no request is sent again.
+func (r Repo[T, K]) gate(ctx context.Context, op string, l *Lookup[T]) error {
+	if r.st == nil || r.st.ready.Load() {
+		return nil
+	}
+	if l == nil && !slices.ContainsFunc(r.D.Lookups, func(l *Lookup[T]) bool { return l.Unique }) {
+		return nil
+	}
+	raw, err := r.S.LoadSchema(ctx)
+	if err != nil {
+		return r.ctxErr(ctx, op, err)
+	}
+	rec, err := DecodeSchema(raw)
+	if err != nil {
+		return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
+	}
+	cur := LayoutOf(r.D)
+	if rec == nil {
+		return FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(collection %s has no recorded layout: its lookups are not known to be complete)", cur.Collection), ErrNotReady, nil)
+	}
+	all := true
+	for _, want := range cur.Lookups {
+		have, ok := rec.Layout.Lookup(want.Name)
+		var bad error
+		switch {
+		case !ok || !have.Same(want):
+			bad = FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(lookup %s is not in the layout recorded for collection %s)", want, cur.Collection), ErrNotReady, nil)
+		case have.Building:
+			bad = FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(lookup %s of collection %s)", want, cur.Collection), ErrIndexBuilding, nil)
+		}
+		if bad == nil {
+			continue
+		}
+		all = false
+		if l == nil && want.Unique || l != nil && l.Name == want.Name {
+			return bad
+		}
+	}
+	if all {
+		r.st.ready.Store(true)
+	}
+	return nil
+}
+
+// updateSchema applies fn to the stored schema record (it must exist) and
+// stores the result, retrying when another process changed it meanwhile;
+// fn returns false to leave the record as it is.
+func (r Repo[T, K]) updateSchema(ctx context.Context, op string, fn func(*SchemaRecord) bool) error {
+	for range 20 {
+		raw, err := r.S.LoadSchema(ctx)
+		if err != nil {
+			return err
+		}
+		rec, err := DecodeSchema(raw)
+		if err != nil {
+			return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
+		}
+		if rec == nil || !fn(rec) {
+			return nil
+		}
+		err = r.S.SaveSchema(ctx, raw, encodeSchema(rec))
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return FailAt(op, r.D.Aggregate, nil, "(the schema record kept changing)", ErrConflict, nil)
+}
+
+// reconcile is the second half of EnsureIndexes, after the store has made
+// what it needs: it records the repository's layout in the schema record
+// (the old one goes to the history when blocks would read differently),
+// drops the lookups the repository no longer has, and builds the lookups
+// that are new to the collection's data, so that their reads are complete.
+func (r Repo[T, K]) reconcile(ctx context.Context) error {
+	const op = "EnsureIndexes"
+	cur := LayoutOf(r.D)
+	var dropped []LookupLayout
+	var building []string
+	saved := false
+	for range 20 {
+		raw, err := r.S.LoadSchema(ctx)
+		if err != nil {
+			return err
+		}
+		rec, err := DecodeSchema(raw)
+		if err != nil {
+			return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
+		}
+		next := &SchemaRecord{Layout: cur}
+		next.Layout.Lookups = slices.Clone(cur.Lookups)
+		dropped, building = nil, nil
+		if rec == nil {
+			// No record: a new collection, or blocks written before
+			// records existed, whose lookups nothing vouches for.
+			items, _, _, err := r.S.ReadBlocks(ctx, op, nil, 1)
+			if len(items) > 0 || errors.Is(err, ErrUnreadable) {
+				for i := range next.Layout.Lookups {
+					next.Layout.Lookups[i].Building = true
+				}
+			} else if err != nil {
+				return err
+			}
+		} else {
+			next.History = rec.History
+			if !rec.Layout.SameBlocks(cur) {
+				next.History = append(slices.Clone(rec.History), rec.Layout)
+				if len(next.History) > maxHistory {
+					next.History = next.History[len(next.History)-maxHistory:]
+				}
+			}
+			for i, lk := range next.Layout.Lookups {
+				old, ok := rec.Layout.Lookup(lk.Name)
+				if ok && old.Same(lk) {
+					next.Layout.Lookups[i].Building, next.Layout.Lookups[i].Resume = old.Building, old.Resume
+				} else {
+					next.Layout.Lookups[i].Building = true
+				}
+			}
+			for _, lk := range rec.Layout.Lookups {
+				if _, ok := cur.Lookup(lk.Name); !ok {
+					dropped = append(dropped, lk)
+				}
+			}
+		}
+		for _, lk := range next.Layout.Lookups {
+			if lk.Building {
+				building = append(building, lk.Name)
+			}
+		}
+		enc := encodeSchema(next)
+		if string(enc) == string(raw) {
+			saved = true
+			break
+		}
+		err = r.S.SaveSchema(ctx, raw, enc)
+		if err == nil {
+			saved = true
+			break
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	if !saved {
+		return FailAt(op, r.D.Aggregate, nil, "(the schema record kept changing)", ErrConflict, nil)
+	}
+	for _, lk := range dropped {
+		if err := r.S.DropLookup(ctx, lk); err != nil {
+			return err
+		}
+	}
+	if len(building) == 0 {
+		r.st.ready.Store(true)
+		return nil
+	}
+	return r.build(ctx, building)
+}
+
+// build fills the lookups being built from the blocks, resuming where an
+// earlier build stopped, then marks them complete. A unique lookup whose
+// values the blocks already hold twice stays building and the build fails
+// with ErrDuplicate naming the value and the blocks.
+func (r Repo[T, K]) build(ctx context.Context, names []string) error {
+	const op = "EnsureIndexes"
+	raw, err := r.S.LoadSchema(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := DecodeSchema(raw)
+	if err != nil || rec == nil {
+		return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
+	}
+	var resume []byte
+	for i, name := range names {
+		lk, _ := rec.Layout.Lookup(name)
+		if i == 0 || lk.Resume == nil || string(lk.Resume) < string(resume) {
+			resume = lk.Resume
+		}
+	}
+	report, _ := ctx.Value(buildProgressKey{}).(func(BuildProgress))
+	progress := BuildProgress{Collection: rec.Layout.Collection, Lookups: names}
+	bctx := WithRepairOptions(ctx, RepairOptions{After: resume, OnPage: func(last []byte, blocks int) error {
+		progress.Blocks += blocks
+		if report != nil {
+			report(progress)
+		}
+		return r.updateSchema(ctx, op, func(rec *SchemaRecord) bool {
+			changed := false
+			for i, lk := range rec.Layout.Lookups {
+				if lk.Building && slices.Contains(names, lk.Name) {
+					rec.Layout.Lookups[i].Resume = slices.Clone(last)
+					changed = true
+				}
+			}
+			return changed
+		})
+	}})
+	rep, err := r.S.Repair(bctx)
+	if err != nil {
+		return err
+	}
+	var dups []string
+	for _, c := range rep.UniqueConflicts {
+		if slices.Contains(names, c.Lookup) {
+			dups = append(dups, c.String())
+		}
+	}
+	if len(dups) > 0 {
+		// Start the next build from the first block: the holders must
+		// be looked at again once the duplicates are resolved.
+		_ = r.updateSchema(ctx, op, func(rec *SchemaRecord) bool {
+			for i, lk := range rec.Layout.Lookups {
+				if slices.Contains(names, lk.Name) {
+					rec.Layout.Lookups[i].Resume = nil
+				}
+			}
+			return true
+		})
+		return FailAt(op, r.D.Aggregate, nil, "(the blocks already hold these values of a unique lookup: "+strings.Join(dups, "; ")+"; change or delete all but one, then run EnsureIndexes again)", ErrDuplicate, nil)
+	}
+	err = r.updateSchema(ctx, op, func(rec *SchemaRecord) bool {
+		changed := false
+		for i, lk := range rec.Layout.Lookups {
+			if lk.Building && slices.Contains(names, lk.Name) {
+				rec.Layout.Lookups[i].Building, rec.Layout.Lookups[i].Resume = false, nil
+				changed = true
+			}
+		}
+		return changed
+	})
+	if err != nil {
+		return err
+	}
+	if report != nil {
+		progress.Done = true
+		report(progress)
+	}
+	return nil
+}
