@@ -54,25 +54,31 @@ func (c Constructors[S]) On(t *testing.T, db DB) S {
 // The constructors of each version of the evolution model.
 var (
 	etfPlayers = Constructors[etf.PlayerRepository]{
-		Bolt:   func(db *bbolt.DB) etf.PlayerRepository { return etf.NewPlayerBoltRepository(db) },
-		Redis:  func(c redis.UniversalClient) etf.PlayerRepository { return etf.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) etf.PlayerRepository { return etf.NewPlayerDynamoRepository(c, o) },
+		Bolt:  func(db *bbolt.DB) etf.PlayerRepository { return etf.NewPlayerBoltRepository(db) },
+		Redis: func(c redis.UniversalClient) etf.PlayerRepository { return etf.NewPlayerRedisRepository(c) },
+		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) etf.PlayerRepository {
+			return etf.NewPlayerDynamoRepository(c, o)
+		},
 		Mongo: func(db *mongo.Database, o ...mongostore.Option) etf.PlayerRepository {
 			return etf.NewPlayerMongoRepository(db, o...)
 		},
 	}
 	eaoPlayers = Constructors[eao.PlayerRepository]{
-		Bolt:   func(db *bbolt.DB) eao.PlayerRepository { return eao.NewPlayerBoltRepository(db) },
-		Redis:  func(c redis.UniversalClient) eao.PlayerRepository { return eao.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) eao.PlayerRepository { return eao.NewPlayerDynamoRepository(c, o) },
+		Bolt:  func(db *bbolt.DB) eao.PlayerRepository { return eao.NewPlayerBoltRepository(db) },
+		Redis: func(c redis.UniversalClient) eao.PlayerRepository { return eao.NewPlayerRedisRepository(c) },
+		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) eao.PlayerRepository {
+			return eao.NewPlayerDynamoRepository(c, o)
+		},
 		Mongo: func(db *mongo.Database, o ...mongostore.Option) eao.PlayerRepository {
 			return eao.NewPlayerMongoRepository(db, o...)
 		},
 	}
 	partPlayers = Constructors[part.PlayerRepository]{
-		Bolt:   func(db *bbolt.DB) part.PlayerRepository { return part.NewPlayerBoltRepository(db) },
-		Redis:  func(c redis.UniversalClient) part.PlayerRepository { return part.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) part.PlayerRepository { return part.NewPlayerDynamoRepository(c, o) },
+		Bolt:  func(db *bbolt.DB) part.PlayerRepository { return part.NewPlayerBoltRepository(db) },
+		Redis: func(c redis.UniversalClient) part.PlayerRepository { return part.NewPlayerRedisRepository(c) },
+		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) part.PlayerRepository {
+			return part.NewPlayerDynamoRepository(c, o)
+		},
 		Mongo: func(db *mongo.Database, o ...mongostore.Option) part.PlayerRepository {
 			return part.NewPlayerMongoRepository(db, o...)
 		},
