@@ -180,12 +180,29 @@ func wantPlayer(t *testing.T, r runtime.Repo[player, string], want *player, what
 	}
 }
 
-// pairs calls fn with every ordered pair of different layouts.
-func pairs(t *testing.T, fn func(t *testing.T, v1, v2 version)) {
-	for _, v1 := range layouts {
-		for _, v2 := range layouts {
-			if v1 != v2 {
-				t.Run(v1.name+"-"+v2.name, func(t *testing.T) { fn(t, v1, v2) })
+// pairs calls fn with every ordered pair of different layouts, without
+// lookups and with them (in both versions: the email, unique, and the
+// city), and checks the lookups with Repair after each.
+func pairs(t *testing.T, c redis.UniversalClient, fn func(t *testing.T, v1, v2 version)) {
+	for _, l := range []bool{false, true} {
+		for _, v1 := range layouts {
+			for _, v2 := range layouts {
+				if v1 == v2 {
+					continue
+				}
+				name := v1.name + "-" + v2.name
+				if l {
+					name += "-lookups"
+				}
+				t.Run(name, func(t *testing.T) {
+					flush(t, c)
+					v1, v2 := v1.with(l, false), v2.with(l, false)
+					fn(t, v1, v2)
+					if l {
+						r, _ := v2.repo(c)
+						clean(t, v1.name+" -> "+v2.name, r.Repair)
+					}
+				})
 			}
 		}
 	}
@@ -197,7 +214,7 @@ func pairs(t *testing.T, fn func(t *testing.T, v1, v2 version)) {
 // the rewritten block right too.
 func TestEvolutionReads(t *testing.T) {
 	modes(t, func(t *testing.T, c redis.UniversalClient) {
-		pairs(t, func(t *testing.T, v1, v2 version) {
+		pairs(t, c, func(t *testing.T, v1, v2 version) {
 			r1, _ := v1.ensure(t, c)
 			want := newPlayer(v1.name + "-" + v2.name)
 			must(t, r1.Create(bg, want))
@@ -238,7 +255,7 @@ func TestEvolutionReads(t *testing.T) {
 // change and every other value, and the old version reads it right too.
 func TestEvolutionEntryWrites(t *testing.T) {
 	modes(t, func(t *testing.T, c redis.UniversalClient) {
-		pairs(t, func(t *testing.T, v1, v2 version) {
+		pairs(t, c, func(t *testing.T, v1, v2 version) {
 			r1, _ := v1.ensure(t, c)
 			r2, m2 := v2.ensure(t, c)
 			type write struct {
