@@ -554,7 +554,7 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	}
 	var dups []string
 	for _, c := range rep.UniqueConflicts {
-		// The adapters' engines name a lookup "<collection>.<name>".
+		// Stores name the engine's lookups "<collection>.<lookup>".
 		if slices.ContainsFunc(names, func(n string) bool { return c.Lookup == n || c.Lookup == rec.Layout.Collection+"."+n }) {
 			dups = append(dups, c.String())
 		}
