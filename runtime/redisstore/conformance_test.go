@@ -18,6 +18,14 @@ func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Redis()) }
 // the lookup protocol.
 func TestConformanceCluster(t *testing.T) { storetest.Run(t, storeharness.RedisCluster()) }
 
+// TestEvolution runs the schema and layout evolution suite on a single
+// Redis node.
+func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Redis()) }
+
+// TestEvolutionCluster runs the evolution suite on a 3-master Redis
+// Cluster.
+func TestEvolutionCluster(t *testing.T) { storetest.Evolution(t, storeharness.RedisCluster()) }
+
 // TestDeadlines runs the deadline test on a private single node paused
 // with SIGSTOP: every call returns within its deadline plus
 // runtime.CleanupTimeout, the read-back that decides an unknown outcome
