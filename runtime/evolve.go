@@ -554,8 +554,8 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	}
 	var dups []string
 	for _, c := range rep.UniqueConflicts {
-		// Stores name a lookup "<collection>.<lookup>" in reports.
-		if slices.Contains(names, c.Lookup) || slices.Contains(names, strings.TrimPrefix(c.Lookup, r.D.Collection+".")) {
+		// The adapters' engines name a lookup "<collection>.<name>".
+		if slices.ContainsFunc(names, func(n string) bool { return c.Lookup == n || c.Lookup == rec.Layout.Collection+"."+n }) {
 			dups = append(dups, c.String())
 		}
 	}

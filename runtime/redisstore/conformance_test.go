@@ -18,14 +18,6 @@ func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Redis()) }
 // the lookup protocol.
 func TestConformanceCluster(t *testing.T) { storetest.Run(t, storeharness.RedisCluster()) }
 
-// TestEvolution runs the schema and layout evolution suite on a single
-// Redis node.
-func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Redis()) }
-
-// TestEvolutionCluster runs the evolution suite on a 3-master Redis
-// Cluster.
-func TestEvolutionCluster(t *testing.T) { storetest.Evolution(t, storeharness.RedisCluster()) }
-
 // TestDeadlines runs the deadline test on a private single node paused
 // with SIGSTOP: every call returns within its deadline plus
 // runtime.CleanupTimeout, the read-back that decides an unknown outcome
@@ -37,3 +29,10 @@ func TestDeadlines(t *testing.T) { storetest.Deadlines(t, storeharness.RedisPriv
 // and cleanup (the listing, the old entries) end runtime.CleanupTimeout
 // after the caller's deadline.
 func TestDeadlinesCluster(t *testing.T) { storetest.Deadlines(t, storeharness.RedisClusterPrivate()) }
+
+// TestEvolution runs the schema and layout evolution suite on a single
+// node.
+func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Redis()) }
+
+// TestEvolutionCluster runs the evolution suite on the cluster.
+func TestEvolutionCluster(t *testing.T) { storetest.Evolution(t, storeharness.RedisCluster()) }
