@@ -14,9 +14,6 @@ func TestMain(m *testing.M) { storeharness.Main(m) }
 // (a new table-name prefix) per subtest.
 func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Dynamo()) }
 
-// TestEvolution runs the schema and layout evolution suite on DynamoDB.
-func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Dynamo()) }
-
 // TestDeadlines runs the deadline test on a dynalite of its own, paused
 // with SIGSTOP: the SDK's requests and retries, and the read-back, undo
 // and cleanup of the lookup protocol, end with the caller's deadline
