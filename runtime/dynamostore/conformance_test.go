@@ -19,3 +19,6 @@ func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Dynamo()) }
 // and cleanup of the lookup protocol, end with the caller's deadline
 // (plus runtime.CleanupTimeout).
 func TestDeadlines(t *testing.T) { storetest.Deadlines(t, storeharness.DynamoPrivate()) }
+
+// TestEvolution runs the schema and layout evolution suite (issue 23).
+func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Dynamo()) }

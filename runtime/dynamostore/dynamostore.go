@@ -78,6 +78,11 @@ const MaxItemBytes = 400 * 1024
 // CountersTable names the table of the counters of enumerable keys.
 const CountersTable = "noam_counters"
 
+// SchemaTable names the table of the schema records (runtime.SchemaRecord,
+// one item per collection: _id the collection name, rec the record), after
+// Options.TablePrefix.
+const SchemaTable = "_noam_schema"
+
 // IndexTable names the index table of a collection.
 func IndexTable(collection string) string { return collection + "__index" }
 
@@ -278,7 +283,7 @@ func (s *Store[T, K]) NotReady(err error) string {
 		return ""
 	}
 	tables := []string{s.table}
-	for _, t := range []string{s.index, s.counters} {
+	for _, t := range []string{s.index, s.counters, s.schema} {
 		if t != "" {
 			tables = append(tables, t)
 		}

@@ -3,21 +3,444 @@ package dynamostore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// TEMPORARY (issue 23 in progress): the schema primitives of the store
-// contract, replaced by the dynamo helper.
+// Schema and layout evolution (runtime/evolve.go, README "Changing a
+// model"): the schema record of a collection is one item of table
+// SchemaTable; blocks written in another layout (ETF or EAO, a field
+// whole or partitioned) are read right (decode), entry-level writes
+// guard their ConditionExpression against them (layoutGuards), and
+// MigrateBlocks rewrites them.
 
-var errTODO = errors.New("dynamostore: schema primitives not written yet")
+// RecAttr is the attribute of a schema record item holding the record.
+const RecAttr = "rec"
 
-func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) { return nil, errTODO }
+// LoadSchema implements runtime.Store: a GetItem of the collection's item
+// of the schema table (ConsistentRead).
+func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
+	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.schema), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{IDAttr: &types.AttributeValueMemberS{Value: s.d.Collection}},
+	})
+	if err != nil {
+		return nil, wrap("EnsureIndexes", s.d.Aggregate, nil, err)
+	}
+	b, ok := out.Item[RecAttr].(*types.AttributeValueMemberB)
+	if !ok {
+		return nil, nil
+	}
+	return b.Value, nil
+}
 
-func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error { return errTODO }
+// SaveSchema implements runtime.Store: one PutItem of the collection's
+// schema record, on condition that the stored one is still old
+// (attribute_not_exists(_id) when old is nil).
+func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
+	const op = "EnsureIndexes"
+	e := newExpr()
+	cond := "attribute_not_exists(" + e.name(IDAttr) + ")"
+	if old != nil {
+		cond = e.name(RecAttr) + " = " + e.value(&types.AttributeValueMemberB{Value: old})
+	}
+	var sent sends
+	_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.schema),
+		Item: map[string]types.AttributeValue{
+			IDAttr:  &types.AttributeValueMemberS{Value: s.d.Collection},
+			RecAttr: &types.AttributeValueMemberB{Value: rec},
+		},
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.valuesOrNil(),
+	}, sent.count)
+	if condFailed(err) {
+		if sent.resent() {
+			// The first send may have been applied, its reply lost.
+			if now, err := s.LoadSchema(ctx); err == nil && string(now) == string(rec) {
+				return nil
+			}
+		}
+		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(the schema record of collection %s changed meanwhile)", s.d.Collection), runtime.ErrConflict, nil)
+	}
+	if err != nil {
+		return wrap(op, s.d.Aggregate, nil, err)
+	}
+	return nil
+}
 
-func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error { return errTODO }
+// DropLookup implements runtime.Store: it deletes the index items of
+// lookup l (partition p = l.Name of the collection's index table), a
+// Query page and a DeleteItem per item at a time. An index table that
+// does not exist holds nothing to drop.
+func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
+	const op = "EnsureIndexes"
+	table := s.prefix + IndexTable(s.d.Collection)
+	for {
+		out, err := s.c.Query(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("#p = :p"),
+			ProjectionExpression:      aws.String("#p, #k"),
+			ExpressionAttributeNames:  map[string]string{"#p": "p", "#k": "k"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: l.Name}},
+		})
+		var nf *types.ResourceNotFoundException
+		if errors.As(err, &nf) {
+			return nil
+		}
+		if err != nil {
+			return wrap(op, s.d.Aggregate, nil, err)
+		}
+		for _, item := range out.Items {
+			_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"p": item["p"], "k": item["k"]}})
+			if err != nil {
+				return wrap(op, s.d.Aggregate, nil, err)
+			}
+		}
+		if len(out.Items) == 0 {
+			return nil
+		}
+	}
+}
 
+// listFields are the entry keys of d's non-partitioned fields whose values
+// are slices: fields that an older layout may have partitioned.
+func listFields[T any, K comparable](d *runtime.Desc[T, K]) map[string]bool {
+	var m map[string]bool
+	t := new(T)
+	for _, f := range d.Fields {
+		if f.Kind != runtime.KindField {
+			continue
+		}
+		if p := f.Addr(t); p != nil && reflect.TypeOf(p).Elem().Kind() == reflect.Slice && reflect.TypeOf(p).Elem().Elem().Kind() != reflect.Uint8 {
+			if m == nil {
+				m = map[string]bool{}
+			}
+			m[f.Key] = true
+		}
+	}
+	return m
+}
+
+// rootMember is member k of the item's root entry (nil: none).
+func rootMember(item map[string]types.AttributeValue, k string) types.AttributeValue {
+	if r, ok := item[RootAttr].(*types.AttributeValueMemberM); ok {
+		return r.Value[k]
+	}
+	return nil
+}
+
+// hasLen reports whether the item counts the elements of field k (_len.k):
+// it holds k partitioned.
+func hasLen(item map[string]types.AttributeValue, k string) bool {
+	m, ok := item[LenAttr].(*types.AttributeValueMemberM)
+	if !ok {
+		return false
+	}
+	_, ok = m.Value[k]
+	return ok
+}
+
+// strategyOf is the strategy an item is stored in: "eao" when it has a
+// root entry.
+func strategyOf(item map[string]types.AttributeValue) string {
+	if _, ok := item[RootAttr]; ok {
+		return "eao"
+	}
+	return "etf"
+}
+
+// differences lists how item's layout differs from the descriptor's, one
+// phrase each ("eao", "scores whole", "scores partitioned"); none for a
+// block in the current layout.
+func (s *Store[T, K]) differences(item map[string]types.AttributeValue) []string {
+	var out []string
+	want := "etf"
+	if s.d.EAO {
+		want = "eao"
+	}
+	if have := strategyOf(item); have != want {
+		// An EAO block with no field outside its partitions has no
+		// root entry to tell.
+		if have == "eao" || slices.ContainsFunc(s.d.Fields, func(f *runtime.Field[T]) bool { _, ok := item[f.Key]; return ok && f.Kind == runtime.KindField }) {
+			out = append(out, have)
+		}
+	}
+	for _, f := range s.d.Fields {
+		_, top := item[f.Key]
+		switch {
+		case f.Kind == runtime.KindPartition && !hasLen(item, f.Key) && (top || rootMember(item, f.Key) != nil):
+			out = append(out, f.Key+" whole")
+		case f.Kind == runtime.KindField && hasLen(item, f.Key):
+			out = append(out, f.Key+" partitioned")
+		case f.Kind == runtime.KindField && s.d.EAO && top && rootMember(item, f.Key) == nil && strategyOf(item) == "eao":
+			out = append(out, f.Key+" outside the root entry")
+		}
+	}
+	return out
+}
+
+// writeMismatch returns the ErrLayout of an entry-level write of the given
+// changes (or, app non-nil, of an append to partition app) to block id
+// stored as item: the mismatches the write's ConditionExpression refuses
+// (layoutGuards), nil when there is none.
+func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.AttributeValue, changes []runtime.Change[T], app *runtime.Field[T]) error {
+	if item == nil {
+		return nil
+	}
+	type write struct {
+		f    *runtime.Field[T]
+		elem bool
+	}
+	writes := make([]write, 0, len(changes)+1)
+	for _, c := range changes {
+		writes = append(writes, write{c.Field, c.Elem})
+	}
+	if app != nil {
+		writes = append(writes, write{app, true})
+	}
+	_, root := item[RootAttr]
+	parts := len(s.d.Partitions()) > 0
+	for _, w := range writes {
+		f := w.f
+		switch f.Kind {
+		case runtime.KindField:
+			if !s.d.EAO && root {
+				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "eao (inside the root entry)", "etf (an entry of its own)")
+			}
+			if parts && s.listy[f.Key] && hasLen(item, f.Key) {
+				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "partitioned", "whole")
+			}
+		case runtime.KindPartition:
+			if rootMember(item, f.Key) != nil {
+				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "whole (inside the root entry)", "partitioned")
+			}
+			if _, ok := item[f.Key]; ok && w.elem && !hasLen(item, f.Key) {
+				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "whole", "partitioned")
+			}
+		case runtime.KindRoot:
+			if !parts {
+				continue
+			}
+			for _, k := range f.Fields {
+				if s.listy[k] && hasLen(item, k) {
+					return runtime.LayoutMismatch(op, s.d.Aggregate, id, k, "partitioned", "whole (inside the root entry)")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// layoutGuards adds to w what makes an entry-level write of changes right
+// on a block stored in another layout, in the write's own request:
+// conditions that refuse what it cannot convert (writeMismatch says
+// which), and the REMOVE of what a conversion leaves behind. On a block
+// in the current layout the conditions hold and the REMOVEs find nothing.
+//
+//   - Under ETF, a field is not written beside a root entry, where
+//     neither version would read it.
+//   - A partition written whole is not also whole inside a root entry; a
+//     whole list written with its count converts a whole f. (An element
+//     change's condition, _len.f > i, refuses a whole f already.)
+//   - A list field written whole is not partitioned (_len.f), or, under
+//     a descriptor without partitions, whose _len map counts nothing of
+//     its layout, its count goes (REMOVE _len).
+//   - Under EAO, the root entry written whole also REMOVEs its fields
+//     stored as entries of their own (an ETF block): it converts it.
+func (s *Store[T, K]) layoutGuards(w *update, changes []runtime.Change[T]) {
+	e := w.e
+	parts := len(s.d.Partitions()) > 0
+	dropLen, noRoot := false, false
+	listField := func(k string) {
+		if !s.listy[k] {
+			return
+		}
+		if parts {
+			w.cond = append(w.cond, fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(LenAttr), e.name(k)))
+		} else {
+			dropLen = true
+		}
+	}
+	for _, c := range changes {
+		switch c.Field.Kind {
+		case runtime.KindPartition:
+			if !c.Elem {
+				w.cond = append(w.cond, fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(RootAttr), e.name(c.Field.Key)))
+			}
+		case runtime.KindField:
+			noRoot = noRoot || !s.d.EAO
+			listField(c.Field.Key)
+		case runtime.KindRoot:
+			for _, k := range c.Field.Fields {
+				w.remove = append(w.remove, e.name(k))
+				listField(k)
+			}
+		}
+	}
+	if noRoot {
+		w.cond = append(w.cond, "attribute_not_exists("+e.name(RootAttr)+")")
+	}
+	if dropLen {
+		w.remove = append(w.remove, e.name(LenAttr))
+	}
+}
+
+// appendGuard is the condition of an append to partition f after a read
+// of its count n = 0 (appendOf): f is not stored whole, on its own or
+// inside a root entry.
+func appendGuard(e *expr, f string) string {
+	fn := e.name(f)
+	return fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s)) AND attribute_not_exists(%s.%s)", e.name(LenAttr), fn, fn, e.name(RootAttr), fn)
+}
+
+// MigrateBlocks implements runtime.Store: a Scan of up to n blocks after
+// position after; each block stored in another layout is decoded (reads
+// take every layout) and put back in the current one by one PutItem on
+// condition that the item is still the one read (every attribute equal,
+// none added), its version and lookup stamp kept (a rewrite changes no
+// value). A block changed meanwhile is read again.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
-	return nil, nil, false, errTODO
+	const op = "Migrate"
+	var start map[string]types.AttributeValue
+	if after != nil {
+		k, err := s.position(after)
+		if err != nil {
+			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		}
+		start = s.key(k)
+	}
+	var items []map[string]types.AttributeValue
+	more := true
+	for len(items) < n && more {
+		out, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(n - len(items))), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, nil, false, wrap(op, s.d.Aggregate, nil, err)
+		}
+		items = append(items, out.Items...)
+		start, more = out.LastEvaluatedKey, len(out.LastEvaluatedKey) > 0
+	}
+	var res []runtime.BlockMigration
+	var last []byte
+	for _, item := range items {
+		id, err := s.keyOf(item[IDAttr])
+		if err != nil {
+			return res, last, more, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		}
+		last = s.d.Keys.Bytes(id)
+		res = append(res, s.migrate(ctx, op, id, item, dryRun))
+	}
+	return res, last, more, nil
+}
+
+// migrate rewrites block id, read as item, in the current layout.
+func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[string]types.AttributeValue, dryRun bool) runtime.BlockMigration {
+	m := runtime.BlockMigration{ID: id}
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				m.Err = runtime.Fail(op, s.d.Aggregate, id, nil, err)
+				return m
+			}
+			got, err := s.getItem(ctx, id, "", nil)
+			if err != nil {
+				m.Err = wrap(op, s.d.Aggregate, id, err)
+				return m
+			}
+			if got == nil {
+				return m // deleted meanwhile: nothing to migrate
+			}
+			item = got
+		}
+		diff := s.differences(item)
+		m.From, m.Migrated = strings.Join(diff, ", "), false
+		if len(diff) == 0 {
+			return m
+		}
+		t, err := s.decode(item)
+		if err != nil {
+			m.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
+			return m
+		}
+		if dryRun {
+			m.Migrated = true
+			return m
+		}
+		next, err := s.item(t, versionOf(item, s.d.VersionKey()), nil)
+		if err != nil {
+			m.Err = runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			return m
+		}
+		if s.d.Version != nil {
+			if _, ok := item[s.d.Version.Key]; !ok {
+				delete(next, s.d.Version.Key) // still at version 0
+			}
+		}
+		for _, k := range []string{SeqAttr, IncAttr, WriteAttr} {
+			if v, ok := item[k]; ok {
+				next[k] = v
+			}
+		}
+		if err := s.checkSize(op, id, next); err != nil {
+			m.Err = err
+			return m
+		}
+		w := &update{e: newExpr()}
+		s.unchanged(w, item, next)
+		_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: next,
+			ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
+		if condFailed(err) {
+			continue
+		}
+		if err != nil {
+			m.Err = wrap(op, s.d.Aggregate, id, err)
+			return m
+		}
+		m.Migrated = true
+		return m
+	}
+	m.Err = s.contended(op, id)
+	return m
+}
+
+// unchanged adds the conditions that the item is still old: every
+// attribute of old equal, and no attribute that next or any layout's
+// writer could add.
+func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeValue) {
+	e := w.e
+	names := []string{IDAttr, RootAttr, LenAttr, SeqAttr, IncAttr, WriteAttr}
+	for _, f := range s.d.Fields {
+		names = append(names, f.Key)
+	}
+	if s.d.Root != nil {
+		names = append(names, s.d.Root.Fields...)
+	}
+	if s.d.Version != nil {
+		names = append(names, s.d.Version.Key)
+	}
+	for k := range next {
+		names = append(names, k)
+	}
+	for k := range old {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range slices.Compact(names) {
+		if v, ok := old[k]; ok {
+			if k != IDAttr {
+				w.cond = append(w.cond, e.name(k)+" = "+e.value(v))
+			} else {
+				w.cond = append(w.cond, "attribute_exists("+e.name(k)+")")
+			}
+		} else {
+			w.cond = append(w.cond, "attribute_not_exists("+e.name(k)+")")
+		}
+	}
 }

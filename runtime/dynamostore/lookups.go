@@ -202,6 +202,10 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 					// A write of unindexed fields changes the version, not
 					// the stamp.
 					s.version(w, want, false)
+					if want == 0 {
+						// A block written before the version existed.
+						w.cond = append(w.cond, "attribute_not_exists("+w.e.name(s.d.Version.Key)+")")
+					}
 				}
 				_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
 					ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
@@ -224,8 +228,12 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 		if err != nil {
 			return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
 		}
-		if s.d.Version != nil && (st.found != (want != 0) || st.version != want) {
-			return index.Attempt{}, s.conflict(op, id, st.found, st.version, want)
+		if s.d.Version != nil {
+			// A block without a version entry is at version 0.
+			_, versioned := st.item[s.d.Version.Key]
+			if versioned != (want != 0) || st.version != want {
+				return index.Attempt{}, s.conflict(op, id, st.found, st.version, want)
+			}
 		}
 		return attempt(st)
 	})
@@ -268,7 +276,7 @@ func (s *Store[T, K]) protocolUpdate(ctx context.Context, op string, id K, u run
 		if err := s.checkValues(op, id, st.t); err != nil {
 			return index.Attempt{}, err
 		}
-		w, err := s.changes(u)
+		w, err := s.changes(u, false)
 		if err != nil {
 			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
@@ -299,15 +307,19 @@ func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *ru
 		if !st.found {
 			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
 		}
+		if err := s.writeMismatch(op, id, st.item, nil, f); err != nil {
+			return index.Attempt{}, err
+		}
 		before := s.keys(id, st.t)
 		n = lenOf(st.item, f.Key)
+		_, counts := st.item[LenAttr]
 		if err := f.AppendValue(st.t, elem); err != nil {
 			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 		if err := s.checkValues(op, id, st.t); err != nil {
 			return index.Attempt{}, err
 		}
-		return s.stamped(op, id, st, before, s.appendOf(f.Key, v, n)), nil
+		return s.stamped(op, id, st, before, s.appendOf(f.Key, v, n, !counts)), nil
 	})
 	if err != nil {
 		return 0, err

@@ -37,6 +37,11 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		if item == nil {
 			return false, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
 		}
+		if !hasLen(item, f.Key) {
+			// No count: the block holds f whole (another layout), or
+			// not at all.
+			return s.readWholeElems(ctx, op, id, f, start+read, n-read, fn)
+		}
 		count := int(lenOf(item, f.Key))
 		var elems []types.AttributeValue
 		if l, ok := item[f.Key].(*types.AttributeValueMemberL); ok {
@@ -57,6 +62,41 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			return start+read < count, nil
 		}
 	}
+}
+
+// readWholeElems is ReadElems of a block that holds partition f whole (a
+// list without a count, on its own or inside the root entry of an EAO
+// block), or not at all: one GetItem of the list.
+func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+	e := newExpr()
+	fk := e.name(f.Key)
+	item, err := s.getItem(ctx, id, strings.Join([]string{e.name(IDAttr), fk, e.name(RootAttr) + "." + fk}, ", "), e)
+	if err != nil {
+		return false, wrap(op, s.d.Aggregate, id, err)
+	}
+	if item == nil {
+		return false, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	av := item[f.Key]
+	if av == nil {
+		av = rootMember(item, f.Key)
+	}
+	var elems []types.AttributeValue
+	switch l := av.(type) {
+	case nil, *types.AttributeValueMemberNULL:
+	case *types.AttributeValueMemberL:
+		elems = l.Value
+	default:
+		return false, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("entry %s: want a list, have %T", f.Key, av))
+	}
+	var dec decoder
+	for i := start; i < len(elems) && i < start+n; i++ {
+		dec.av = elems[i]
+		if err := fn(&dec); err != nil {
+			return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+	}
+	return start+n < len(elems), nil
 }
 
 // position decodes a listing position (an encoded block key).

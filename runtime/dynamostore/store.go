@@ -25,7 +25,12 @@ type Store[T any, K comparable] struct {
 	table    string
 	index    string // "" without lookups
 	counters string // "" without a counter
+	prefix   string // Options.TablePrefix
+	schema   string // the schema record table, SchemaTable after the prefix
 	kind     keyKind
+	// listy are the entry keys of the non-partitioned fields whose values
+	// are lists (slices): fields an older layout may have partitioned.
+	listy map[string]bool
 	// lookups are the descriptor's, and for a scoped counter the scope
 	// index (scopeLookup).
 	lookups []*runtime.Lookup[T]
@@ -48,7 +53,8 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 	for _, x := range opts {
 		o = x
 	}
-	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, kind: kindOf[K](), lookups: d.Lookups}
+	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
+	s.listy = listFields(d)
 	if d.Counter != nil {
 		var zero K
 		if scope, _ := d.Counter.Split(zero); scope != nil {
@@ -88,10 +94,11 @@ func (s *Store[T, K]) Caps() runtime.Caps {
 // dynalite, which has no limit.
 const MaxDepth = 30
 
-// Ensure creates the tables (on-demand billing) and waits until they are
-// active; tables that exist are left as they are.
+// Ensure creates the tables (on-demand billing), the schema record table
+// among them, and waits until they are active; tables that exist are left
+// as they are.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
-	for _, t := range []string{s.table, s.index, s.counters} {
+	for _, t := range []string{s.table, s.index, s.counters, s.schema} {
 		if why := CheckTableName(t); t != "" && why != "" {
 			return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(table %q: %s; choose a longer collection=NAME or set Options.TablePrefix)", t, why), runtime.ErrInvalid, nil)
 		}
@@ -104,6 +111,9 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	}
 	if err == nil && s.counters != "" {
 		err = createTable(ctx, s.c, s.counters, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: types.ScalarAttributeTypeS})
+	}
+	if err == nil {
+		err = createTable(ctx, s.c, s.schema, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: types.ScalarAttributeTypeS})
 	}
 	if err != nil {
 		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
@@ -218,7 +228,13 @@ func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]typ
 }
 
 // decode turns an item into an aggregate; attributes of removed entries
-// and the adapter's own are skipped.
+// and the adapter's own are skipped. It reads every layout (README
+// "Changing a model"): under ETF, the members of a root entry (an EAO
+// block) are decoded into the fields by key, before the entries of their
+// own; under EAO, fields stored as entries of their own (an ETF block) are
+// decoded as such; a partition stored whole (no count, or inside a root
+// entry) is decoded whole, and a field partitioned (a list with a count)
+// is decoded as the list it is.
 func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	id, err := s.keyOf(item[IDAttr])
 	if err != nil {
@@ -226,6 +242,20 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	}
 	t := s.d.New(id)
 	var dec decoder
+	root, _ := item[RootAttr].(*types.AttributeValueMemberM)
+	if root != nil && s.d.Root == nil {
+		for k, av := range root.Value {
+			if _, own := item[k]; own {
+				continue // an entry of its own too: it is read below
+			}
+			if f := s.d.Field(k); f != nil {
+				dec.av = av
+				if err := f.Decode(t, &dec); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	for k, av := range item {
 		dec.av = av
 		switch k {
@@ -244,6 +274,9 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 			continue
 		}
 		if f.Kind != runtime.KindPartition {
+			if root != nil && s.d.Root != nil && slices.Contains(s.d.Root.Fields, k) {
+				continue // the root entry's, which is the layout's
+			}
 			if err := f.Decode(t, &dec); err != nil {
 				return nil, err
 			}
@@ -251,7 +284,11 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 		}
 		l, ok := av.(*types.AttributeValueMemberL)
 		if !ok {
-			return nil, fmt.Errorf("entry %s: want a list, have %T", k, av)
+			// A whole slice of another layout (null for a nil slice).
+			if err := f.Decode(t, &dec); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		f.Reset(t, len(l.Value))
 		for _, e := range l.Value {
@@ -262,7 +299,20 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 		}
 	}
 	for _, f := range s.d.Partitions() {
-		if _, ok := item[f.Key]; !ok {
+		if _, ok := item[f.Key]; ok {
+			continue
+		}
+		if root != nil && s.d.Root != nil { // (under ETF: read above)
+			if av, ok := root.Value[f.Key]; ok {
+				// Whole inside the root entry of an EAO block.
+				dec.av = av
+				if err := f.Decode(t, &dec); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if root == nil || s.d.Root != nil || root.Value[f.Key] == nil {
 			f.Reset(t, 0)
 		}
 	}

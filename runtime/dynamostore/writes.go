@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -160,7 +161,9 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	if s.d.Version != nil {
 		e := newExpr()
 		if want == 0 {
-			in.ConditionExpression = aws.String("attribute_not_exists(" + e.name(IDAttr) + ")")
+			// No block, or one written before the version existed
+			// (version 0, which the Put replaces).
+			in.ConditionExpression = aws.String("attribute_not_exists(" + e.name(IDAttr) + ") OR attribute_not_exists(" + e.name(s.d.Version.Key) + ")")
 		} else {
 			in.ConditionExpression = aws.String(e.name(s.d.Version.Key) + " = " + e.value(num(want)))
 		}
@@ -228,15 +231,23 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 
 // update is one UpdateItem being built.
 type update struct {
-	e    *expr
-	set  []string
-	cond []string
+	e      *expr
+	set    []string
+	remove []string
+	cond   []string
 }
 
 func (u *update) input(table string, key map[string]types.AttributeValue) *dynamodb.UpdateItemInput {
 	in := &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key}
+	var x []string
 	if len(u.set) > 0 {
-		in.UpdateExpression = aws.String("SET " + strings.Join(u.set, ", "))
+		x = append(x, "SET "+strings.Join(u.set, ", "))
+	}
+	if len(u.remove) > 0 {
+		x = append(x, "REMOVE "+strings.Join(u.remove, ", "))
+	}
+	if len(x) > 0 {
+		in.UpdateExpression = aws.String(strings.Join(x, " "))
 	}
 	if len(u.cond) > 0 {
 		in.ConditionExpression = aws.String(strings.Join(u.cond, " AND "))
@@ -247,11 +258,19 @@ func (u *update) input(table string, key map[string]types.AttributeValue) *dynam
 
 // changes builds the SET clauses and conditions of u's changes: whole
 // entries, elements (on condition that they exist), the version bump and
-// check.
-func (s *Store[T, K]) changes(u runtime.Update[T]) (*update, error) {
+// check, and the layout guards. newLen is for a block without a _len map
+// (written before its partitions, or with them whole): the counts of the
+// partitions written whole are then a new _len, on condition that there
+// is none.
+func (s *Store[T, K]) changes(u runtime.Update[T], newLen bool) (*update, error) {
 	w := &update{e: newExpr()}
 	e := w.e
 	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	var lens map[string]types.AttributeValue
+	if newLen {
+		lens = map[string]types.AttributeValue{}
+		w.cond = append(w.cond, "attribute_not_exists("+e.name(LenAttr)+")")
+	}
 	for _, c := range u.Changes {
 		v, err := Encode(c.Value)
 		if err != nil {
@@ -270,13 +289,27 @@ func (s *Store[T, K]) changes(u runtime.Update[T]) (*update, error) {
 				l = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 			}
 			f := e.name(c.Field.Key)
+			if lens != nil {
+				w.set = append(w.set, f+" = "+e.value(l))
+				lens[c.Field.Key] = num(int64(len(l.Value)))
+				continue
+			}
 			w.set = append(w.set, f+" = "+e.value(l), fmt.Sprintf("%s.%s = %s", e.name(LenAttr), f, e.value(num(int64(len(l.Value))))))
 		default:
 			w.set = append(w.set, e.name(c.Field.Key)+" = "+e.value(v))
 		}
 	}
+	if len(lens) > 0 {
+		w.set = append(w.set, e.name(LenAttr)+" = "+e.value(&types.AttributeValueMemberM{Value: lens}))
+	}
+	s.layoutGuards(w, u.Changes)
 	s.version(w, u.IfVersion, len(u.Changes) > 0)
 	return w, nil
+}
+
+// setsPartition reports whether u writes a partition whole.
+func setsPartition[T any](u runtime.Update[T]) bool {
+	return slices.ContainsFunc(u.Changes, func(c runtime.Change[T]) bool { return !c.Elem && c.Field.Kind == runtime.KindPartition })
 }
 
 // version adds the version check (want != 0) and bump to w.
@@ -312,20 +345,30 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		// Nothing to write: only the checks.
 		return s.diagnose(ctx, op, id, u)
 	}
-	w, err := s.changes(u)
-	if err != nil {
-		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-	}
 	// A versioned block records the update's token: a resend of an
 	// update already applied fails on it (instead of moving the version
 	// twice, or failing its version check), and is then recognized.
 	var tok string
 	if s.d.Version != nil {
 		tok = token.New()
-		wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
-		w.set = append(w.set, wn+" = "+tv)
-		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
 	}
+	build := func(newLen bool) (*update, error) {
+		w, err := s.changes(u, newLen)
+		if err != nil {
+			return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		if tok != "" {
+			wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
+			w.set = append(w.set, wn+" = "+tv)
+			w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
+		}
+		return w, nil
+	}
+	w, err := build(false)
+	if err != nil {
+		return err
+	}
+	newLen := false
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -334,6 +377,15 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)), sent.count)
 		if err == nil {
 			return nil
+		}
+		if invalidPath(err) && setsPartition(u) {
+			// No _len map to count the partition in: write a new one
+			// (or, if one came meanwhile, the counts in it).
+			newLen = !newLen
+			if w, err = build(newLen); err != nil {
+				return err
+			}
+			continue
 		}
 		if !condFailed(err) {
 			return wrap(op, s.d.Aggregate, id, err)
@@ -345,22 +397,22 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			return err
 		}
 		// The block now passes the checks: it changed meanwhile.
+		if newLen {
+			newLen = false // a _len map came meanwhile
+			if w, err = build(newLen); err != nil {
+				return err
+			}
+		}
 	}
 	return s.contended(op, id)
 }
 
 // diagnose reads block id and returns the error a write of u fails
-// with: the block or an element missing, a version conflict (nil: none).
+// with: the block or an element missing, a version conflict, a block in
+// another layout (nil: none). It reads the whole item: only a refused
+// write comes here.
 func (s *Store[T, K]) diagnose(ctx context.Context, op string, id K, u runtime.Update[T]) error {
-	e := newExpr()
-	proj := []string{e.name(IDAttr)}
-	if s.d.Version != nil {
-		proj = append(proj, e.name(s.d.Version.Key))
-	}
-	if len(s.d.Partitions()) > 0 {
-		proj = append(proj, e.name(LenAttr))
-	}
-	item, err := s.getItem(ctx, id, strings.Join(proj, ", "), e)
+	item, err := s.getItem(ctx, id, "", nil)
 	if err != nil {
 		return wrap(op, s.d.Aggregate, id, err)
 	}
@@ -371,6 +423,11 @@ func (s *Store[T, K]) diagnose(ctx context.Context, op string, id K, u runtime.U
 func (s *Store[T, K]) check(op string, id K, item map[string]types.AttributeValue, u runtime.Update[T]) error {
 	if item == nil {
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	if len(u.Changes) > 0 {
+		if err := s.writeMismatch(op, id, item, u.Changes, nil); err != nil {
+			return err
+		}
 	}
 	if s.d.Version != nil && u.IfVersion != 0 {
 		if v := versionOf(item, s.d.Version.Key); v != u.IfVersion {
@@ -398,7 +455,11 @@ func lenOf(item map[string]types.AttributeValue, f string) int64 {
 // appendOf builds the UpdateItem that appends elem (already encoded) as
 // element n of partition f: list_append sends only the new element; the
 // condition on the count makes n its index.
-func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64) *update {
+//
+// newLen is for a block without a _len map (written before its
+// partitions): the count is then a new _len, on condition that there is
+// none.
+func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64, newLen bool) *update {
 	w := &update{e: newExpr()}
 	e := w.e
 	fn, ln := e.name(f), e.name(LenAttr)
@@ -406,12 +467,20 @@ func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64) *updat
 	// written before the partition existed (an older schema) take its
 	// first element.
 	w.set = append(w.set,
-		fmt.Sprintf("%s = list_append(if_not_exists(%s, %s), %s)", fn, fn, e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}}), e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{v}})),
-		fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n+1))))
-	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
-	if n == 0 {
-		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s.%s) OR %s.%s = %s)", ln, fn, ln, fn, e.value(num(0))))
+		fmt.Sprintf("%s = list_append(if_not_exists(%s, %s), %s)", fn, fn, e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{}}), e.value(&types.AttributeValueMemberL{Value: []types.AttributeValue{v}})))
+	if newLen {
+		w.set = append(w.set, fmt.Sprintf("%s = %s", ln, e.value(&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{f: num(n + 1)}})))
 	} else {
+		w.set = append(w.set, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n+1))))
+	}
+	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	switch {
+	case newLen:
+		// Not a list stored whole, which the new element would join.
+		w.cond = append(w.cond, "attribute_not_exists("+ln+")", appendGuard(e, f))
+	case n == 0:
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s.%s) OR %s.%s = %s)", ln, fn, ln, fn, e.value(num(0))), appendGuard(e, f))
+	default:
 		w.cond = append(w.cond, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n))))
 	}
 	s.version(w, 0, true)
@@ -507,16 +576,20 @@ func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtim
 		if err := backoff(ctx, attempt); err != nil {
 			return 0, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
-		e := newExpr()
-		item, err := s.getItem(ctx, id, e.name(IDAttr)+", "+e.name(LenAttr)+"."+e.name(f.Key), e)
+		// The whole item: the count, and the layout the block is in.
+		item, err := s.getItem(ctx, id, "", nil)
 		if err != nil {
 			return 0, wrap(op, s.d.Aggregate, id, err)
 		}
 		if item == nil {
 			return 0, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
 		}
+		if err := s.writeMismatch(op, id, item, nil, f); err != nil {
+			return 0, err
+		}
 		n := lenOf(item, f.Key)
-		_, err = s.c.UpdateItem(ctx, s.appendOf(f.Key, v, n).input(s.table, s.key(id)))
+		_, counts := item[LenAttr]
+		_, err = s.c.UpdateItem(ctx, s.appendOf(f.Key, v, n, !counts).input(s.table, s.key(id)))
 		if err == nil {
 			return int(n), nil
 		}
