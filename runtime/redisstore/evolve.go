@@ -110,36 +110,24 @@ func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) er
 // evolution is what the adapter derives once from the descriptor to tell
 // layouts apart.
 type evolution struct {
-	// slices are the keys of the fields (not partitioned) of a slice
-	// type: an earlier layout may have partitioned them.
-	slices map[string]bool
-	// guards are the layout checks' pieces (see lay) per entry key;
-	// rootGuard is the piece of a write of the EAO root entry: its slice
-	// fields and the partitions.
-	guards    map[string]string
-	rootGuard string
-	eao       string // the lay check's flag: "1" under EAO
+	// spec and eao are the arguments of the layout check of the
+	// entry-level writes (lay in script.go): every partition ("p" and
+	// its key, "\x00") and slice field ("w"), and "1" under EAO.
+	spec, eao string
 }
 
 func newEvolution[T any, K comparable](d *runtime.Desc[T, K]) evolution {
-	e := evolution{slices: map[string]bool{}, guards: map[string]string{}, eao: "0"}
+	e := evolution{eao: "0"}
 	if d.EAO {
 		e.eao = "1"
 	}
 	for _, f := range d.Fields {
 		switch {
 		case f.Kind == runtime.KindPartition:
-			e.guards[f.Key] = "p" + f.Key + "\x00"
+			e.spec += "p" + f.Key + "\x00"
 		case isSlice(f.Addr(new(T))):
-			e.slices[f.Key] = true
-			e.guards[f.Key] = "w" + f.Key + "\x00"
-		default:
-			continue
-		}
-		if d.EAO {
-			// A root entry written over an old one drops the members
-			// it does not have: a partition kept whole in the old one.
-			e.rootGuard += e.guards[f.Key]
+			// (an earlier layout may have partitioned it)
+			e.spec += "w" + f.Key + "\x00"
 		}
 	}
 	return e
@@ -155,24 +143,13 @@ func isSlice(p any) bool {
 	return t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8
 }
 
-// guard adds to p the check that block b holds the entries u writes in the
-// descriptor's layout (see lay in script.go): the root entry there under
-// EAO and absent under ETF, the partitions u writes counted, the slice
-// fields it writes whole.
-func (s *Store[T, K]) guard(p *prog, b string, u runtime.Update[T]) {
-	spec := ""
-	for i, c := range u.Changes {
-		g := s.evo.guards[c.Field.Key]
-		if c.Field.Kind == runtime.KindRoot {
-			g = s.evo.rootGuard
-		}
-		if i == 0 {
-			spec = g
-		} else if !strings.Contains(spec, g) {
-			spec += g
-		}
-	}
-	p.check("", "lay", b, s.evo.eao, spec)
+// guard adds to p the check that block b is laid out as the descriptor
+// says (see lay in script.go), as far as an entry-level write can tell it
+// cheaply: the root entry there under EAO and absent under ETF, the
+// partitions counted, the slice fields whole. A write that fails it is
+// made again by convert, which rewrites the block whole.
+func (s *Store[T, K]) guard(p *prog, b string) {
+	p.check("", "lay", b, s.evo.eao, s.evo.spec)
 }
 
 // isCount reports whether a partition's field holds an element count

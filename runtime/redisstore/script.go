@@ -165,18 +165,20 @@ for n = 1, nchecks do
       if (v or '0') ~= a[3] then return {'fail', 'conflict', v or '0', n} end
     end
   elseif name == 'lay' then
-    -- the block holds the entries the write changes as the write lays
-    -- them out: a[2] '1' (EAO: the root entry is there) or '0' (ETF: it
-    -- is not); a[3] lists 'p'..key..'\0' (a partition: its field is its
-    -- element count; under EAO an absent count may be inside the root
-    -- entry) and 'w'..key..'\0' (a slice field written whole: no count).
+    -- the block is laid out as the write has it: a[2] '1' (EAO: the root
+    -- entry is there) or '0' (ETF: it is not); a[3] lists 'p'..key..'\0'
+    -- (a partition: its field is its element count, a decimal; under EAO
+    -- an absent count may be inside the root entry) and 'w'..key..'\0'
+    -- (a slice field kept whole: no count). Counts are short: a longer
+    -- value is not read to tell.
     local root = redis.call('HEXISTS', key(a[1]), '') == 1
     if root ~= (a[2] == '1') then return {'fail', 'layout', root and 'eao' or 'etf', n} end
     for kind, f in string.gmatch(a[3], '(.)(%Z*)%z') do
-      local v = redis.call('HGET', key(a[1]), f)
+      local len = redis.call('HSTRLEN', key(a[1]), f)
+      local count = len > 0 and len <= 20 and string.find(redis.call('HGET', key(a[1]), f), '^%d')
       if kind == 'p' then
-        if (v and not string.find(v, '^%d')) or (not v and root) then return {'fail', 'layout', f .. ' whole', n} end
-      elseif v and (root or string.find(v, '^%d')) then
+        if (len > 0 and not count) or (len == 0 and root) then return {'fail', 'layout', f .. ' whole', n} end
+      elseif len > 0 and (root or count) then
         return {'fail', 'layout', f .. ' partitioned', n}
       end
     end

@@ -423,7 +423,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		p.once = b
 		p.check("", "exists", b)
 		if len(u.Changes) > 0 {
-			s.guard(p, b, u)
+			s.guard(p, b)
 		}
 		if u.IfVersion != 0 && s.d.Version != nil {
 			p.check(fmt.Sprintf("expected %d", u.IfVersion), "ver", b, s.d.Version.Key, strconv.FormatInt(u.IfVersion, 10))
@@ -491,7 +491,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		b := p.k(s.blockKey(bk))
 		p.once = b
 		p.check("", "exists", b)
-		p.check("", "lay", b, s.evo.eao, s.evo.guards[f.Key])
+		s.guard(p, b)
 		if len(ls) > 0 {
 			// Only the incarnation is read: the new element's values are
 			// added, nothing is removed.
