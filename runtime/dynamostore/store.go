@@ -242,10 +242,11 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	}
 	t := s.d.New(id)
 	var dec decoder
-	root, _ := item[RootAttr].(*types.AttributeValueMemberM)
-	if av, ok := item[RootAttr]; ok && s.d.Root != nil {
+	rav, hasRoot := item[RootAttr]
+	root, _ := rav.(*types.AttributeValueMemberM)
+	if hasRoot && s.d.Root != nil {
 		// First: it sets every field it holds, present or not.
-		dec.av = av
+		dec.av = rav
 		if err := s.d.Root.Decode(t, &dec); err != nil {
 			return nil, err
 		}
