@@ -229,7 +229,9 @@ func TestEvolveStrategy(t *testing.T) {
 }
 
 // TestEvolvePartitionStrategy: part <-> eaopart (the partition stays, the
-// strategy changes).
+// strategy changes). Reads are right both ways; an entry-level write
+// leaves a block in the writer's layout or writes nothing, so one on a
+// block of the other strategy that does not convert it is ErrLayout.
 func TestEvolvePartitionStrategy(t *testing.T) {
 	e := newEvo(t)
 	v1 := e.part()
@@ -238,41 +240,63 @@ func TestEvolvePartitionStrategy(t *testing.T) {
 	got, err := v2.Get(ctx, "p1")
 	must(t, err)
 	e.same("eaopart Get of a part block", got, mary)
-	// An append to the partition is right in both layouts.
+	page, err := v2.ListScores(ctx, "p1", runtime.PageRequest{})
+	must(t, err)
+	if len(page.Items) != 2 || page.Items[1].Points != 5 {
+		t.Fatalf("eaopart ListScores of a part block: %+v", page)
+	}
+	before := e.raw("p1")
+	_, err = v2.AppendScores(ctx, "p1", eaopart.Score{Game: "g3", Points: 7})
+	wantErr(t, err, runtime.ErrLayout, "eaopart AppendScores on a part block")
+	wantErr(t, v2.SetScoresAt(ctx, "p1", 0, eaopart.Score{Points: 4}), runtime.ErrLayout, "eaopart SetScoresAt on a part block")
+	if after := e.raw("p1"); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the refused writes changed the item:\n%v\n%v", before, after)
+	}
+	// The root entry written whole converts the block.
+	got.Name = "Anna"
+	must(t, v2.Update(ctx, "p1", eaopart.PlayerUpdate{Root: got}))
+	if a := attrs(e.raw("p1")); !slices.Equal(a, []string{"_id", "_len", "_root", "scores"}) {
+		t.Fatalf("the eaopart Update left attributes %v", a)
+	}
+	anna := mary
+	anna.Name = "Anna"
+	got1, err := v1.Get(ctx, "p1")
+	must(t, err)
+	e.same("part Get of the converted block", got1, anna)
 	i, err := v2.AppendScores(ctx, "p1", eaopart.Score{Game: "g3", Points: 7})
 	must(t, err)
 	if i != 2 {
 		t.Fatalf("AppendScores: index %d, want 2", i)
 	}
-	seven := mary
+	seven := anna
 	seven.Scores = []int{3, 5, 7}
-	got1, err := v1.Get(ctx, "p1")
-	must(t, err)
-	e.same("part Get after the eaopart append", got1, seven)
-	// Get then Put: EAO with the partition.
-	got, err = v2.Get(ctx, "p1")
-	must(t, err)
-	must(t, v2.Put(ctx, got))
-	if a := attrs(e.raw("p1")); !slices.Equal(a, []string{"_id", "_len", "_root", "scores"}) {
-		t.Fatalf("the eaopart Put left attributes %v", a)
-	}
 	got1, err = v1.Get(ctx, "p1")
 	must(t, err)
-	e.same("part Get of an eaopart block", got1, seven)
-	page, err := v1.ListScores(ctx, "p1", runtime.PageRequest{Limit: 2})
+	e.same("part Get after the eaopart append", got1, seven)
+	page1, err := v1.ListScores(ctx, "p1", runtime.PageRequest{Limit: 2})
 	must(t, err)
-	if len(page.Items) != 2 || page.Items[1].Points != 5 || page.Next == "" {
-		t.Fatalf("part ListScores of an eaopart block: %+v", page)
+	if len(page1.Items) != 2 || page1.Items[1].Points != 5 || page1.Next == "" {
+		t.Fatalf("part ListScores of an eaopart block: %+v", page1)
 	}
-	// A field write of the ETF version on the EAO block: refused.
+	// The ETF version's writes on the EAO block: refused.
+	before = e.raw("p1")
 	wantErr(t, v1.SetCity(ctx, "p1", "Oslo"), runtime.ErrLayout, "part SetCity on an eaopart block")
-	// The partition's element write is right in both layouts.
-	must(t, v1.SetScoresAt(ctx, "p1", 0, part.Score{Game: "g1", Points: 4}))
+	wantErr(t, v1.SetScoresAt(ctx, "p1", 0, part.Score{Points: 4}), runtime.ErrLayout, "part SetScoresAt on an eaopart block")
+	_, err = v1.AppendScores(ctx, "p1", part.Score{Points: 4})
+	wantErr(t, err, runtime.ErrLayout, "part AppendScores on an eaopart block")
+	if after := e.raw("p1"); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the refused writes changed the item:\n%v\n%v", before, after)
+	}
+	// Get then Put through the ETF version: ETF again.
+	got1, err = v1.Get(ctx, "p1")
+	must(t, err)
+	must(t, v1.Put(ctx, got1))
+	if a := attrs(e.raw("p1")); !slices.Equal(a, []string{"_id", "_len", "city", "email", "name", "scores"}) {
+		t.Fatalf("the part Put left attributes %v", a)
+	}
 	got, err = v2.Get(ctx, "p1")
 	must(t, err)
-	four := seven
-	four.Scores = []int{4, 5, 7}
-	e.same("eaopart Get after the part SetScoresAt", got, four)
+	e.same("eaopart Get after the part Put", got, seven)
 }
 
 // TestEvolveWholeToPartition: etf (scores whole) -> part (scores
