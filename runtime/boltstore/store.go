@@ -237,8 +237,14 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 				return err
 			}
 		}
-		// A block of another layout is first rewritten in this one.
-		if err := s.current(blk, marker, u.Keys()); err != nil {
+		// A block of another layout is first rewritten in this one. The
+		// root entry of an old block may hold any field (a partition
+		// it kept whole): a write of it checks them all.
+		fields := u.Keys()
+		if slices.ContainsFunc(u.Changes, func(c runtime.Change[T]) bool { return c.Field.Kind == runtime.KindRoot }) {
+			fields = nil
+		}
+		if err := s.current(blk, marker, fields); err != nil {
 			return err
 		}
 		if ls := s.d.LookupsOf(u.Keys()...); len(ls) > 0 {
