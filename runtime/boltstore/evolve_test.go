@@ -40,7 +40,9 @@ type score struct {
 	Points int
 }
 
-func (p player) String() string { return fmt.Sprintf("%+v", p.Scores) + " " + p.ID + "/" + p.Name + "/" + p.Email + "/" + p.City }
+func (p player) String() string {
+	return fmt.Sprintf("%+v", p.Scores) + " " + p.ID + "/" + p.Name + "/" + p.Email + "/" + p.City
+}
 
 // same compares two players, an empty slice of scores equal to none.
 func same(a, b player) bool {
