@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -677,4 +678,51 @@ func TestMigrateUnreadable(t *testing.T) {
 	if rec := schemaOf(t, repoOf[eao.Player](t, v2.Repo())); len(rec.History) != 1 {
 		t.Fatalf("a Migrate with failures cleared the history: %+v", rec)
 	}
+}
+
+// TestLookupChanged: a lookup whose options changed (recorded as not
+// unique, the model has it unique) is not trusted until EnsureIndexes has
+// dropped its old index, whose entries are of the other form, and built
+// it anew.
+func TestLookupChanged(t *testing.T) {
+	db := storeharness.OpenBolt(t)
+	v1 := lookups.NewPlayerBoltRepository(db)
+	must(t, v1.EnsureIndexes(bg))
+	must(t, v1.Create(bg, &lookups.Player{ID: "p", Email: "p@example.com", City: "Rome"}))
+	// As a version with a non-unique email lookup would have left it: the
+	// record says so, and the bucket holds an entry of the non-unique form
+	// (value and block key, empty value).
+	r := repoOf[lookups.Player](t, v1)
+	raw, err := r.S.LoadSchema(bg)
+	must(t, err)
+	rec, err := runtime.DecodeSchema(raw)
+	must(t, err)
+	for i := range rec.Layout.Lookups {
+		if rec.Layout.Lookups[i].Name == "email" {
+			rec.Layout.Lookups[i].Unique = false
+		}
+	}
+	changed, err := json.Marshal(rec)
+	must(t, err)
+	must(t, r.S.SaveSchema(bg, raw, changed))
+	must(t, db.Update(func(tx *bbolt.Tx) error {
+		k := append(runtime.AppendString(nil, "q@example.com"), runtime.AppendString(nil, "q")...)
+		return tx.Bucket([]byte("players.email")).Put(k, []byte{})
+	}))
+	v2 := lookups.NewPlayerBoltRepository(db)
+	if _, err := v2.GetByEmail(bg, "p@example.com"); !errors.Is(err, runtime.ErrNotReady) {
+		t.Fatalf("GetByEmail of a lookup recorded with other options: %v, want ErrNotReady", err)
+	}
+	must(t, v2.EnsureIndexes(bg))
+	emails(t, v2, "p")
+	all, err := page(v2.ListByEmail(bg, "q@example.com", runtime.PageRequest{}))
+	if err != nil || len(all) != 0 {
+		t.Fatalf("ListByEmail of the old entry's value: %v, %v", all, err)
+	}
+	must(t, db.View(func(tx *bbolt.Tx) error {
+		if n := tx.Bucket([]byte("players.email")).Stats().KeyN; n != 1 {
+			t.Errorf("the rebuilt bucket holds %d entries, want 1", n)
+		}
+		return nil
+	}))
 }
