@@ -114,7 +114,8 @@ type evolution struct {
 	// type: an earlier layout may have partitioned them.
 	slices map[string]bool
 	// guards are the layout checks' pieces (see lay) per entry key;
-	// rootGuard is the piece of a write of the EAO root entry.
+	// rootGuard is the piece of a write of the EAO root entry: its slice
+	// fields and the partitions.
 	guards    map[string]string
 	rootGuard string
 	eao       string // the lay check's flag: "1" under EAO
@@ -132,9 +133,13 @@ func newEvolution[T any, K comparable](d *runtime.Desc[T, K]) evolution {
 		case isSlice(f.Addr(new(T))):
 			e.slices[f.Key] = true
 			e.guards[f.Key] = "w" + f.Key + "\x00"
-			if d.EAO {
-				e.rootGuard += e.guards[f.Key]
-			}
+		default:
+			continue
+		}
+		if d.EAO {
+			// A root entry written over an old one drops the members
+			// it does not have: a partition kept whole in the old one.
+			e.rootGuard += e.guards[f.Key]
 		}
 	}
 	return e
