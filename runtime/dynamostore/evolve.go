@@ -48,8 +48,10 @@ func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	const op = "EnsureIndexes"
 	e := newExpr()
-	cond := "attribute_not_exists(" + e.name(IDAttr) + ")"
-	if old != nil {
+	var cond string
+	if old == nil {
+		cond = "attribute_not_exists(" + e.name(IDAttr) + ")"
+	} else {
 		cond = e.name(RecAttr) + " = " + e.value(&types.AttributeValueMemberB{Value: old})
 	}
 	var sent sends
@@ -226,6 +228,11 @@ func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.Attri
 				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "whole", "partitioned")
 			}
 		case runtime.KindRoot:
+			for _, p := range s.d.Partitions() {
+				if rootMember(item, p.Key) != nil {
+					return runtime.LayoutMismatch(op, s.d.Aggregate, id, p.Key, "whole (inside the root entry)", "partitioned")
+				}
+			}
 			if !parts {
 				continue
 			}
@@ -254,7 +261,9 @@ func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.Attri
 //     a descriptor without partitions, whose _len map counts nothing of
 //     its layout, its count goes (REMOVE _len).
 //   - Under EAO, the root entry written whole also REMOVEs its fields
-//     stored as entries of their own (an ETF block): it converts it.
+//     stored as entries of their own (an ETF block): it converts it. It
+//     is refused where the root holds a partition whole, which it would
+//     drop.
 func (s *Store[T, K]) layoutGuards(w *update, changes []runtime.Change[T]) {
 	e := w.e
 	parts := len(s.d.Partitions()) > 0
@@ -282,6 +291,11 @@ func (s *Store[T, K]) layoutGuards(w *update, changes []runtime.Change[T]) {
 			for _, k := range c.Field.Fields {
 				w.remove = append(w.remove, e.name(k))
 				listField(k)
+			}
+			// The root written whole would drop a partition stored
+			// whole inside it.
+			for _, p := range s.d.Partitions() {
+				w.cond = append(w.cond, fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(RootAttr), e.name(p.Key)))
 			}
 		}
 	}
@@ -410,9 +424,16 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[str
 	return m
 }
 
+// maxCompare bounds the length of the ConditionExpression of a
+// migration (DynamoDB takes 4 KB).
+const maxCompare = 3500
+
 // unchanged adds the conditions that the item is still old: every
-// attribute of old equal, and no attribute that next or any layout's
-// writer could add.
+// attribute of old the same, and none that next or any layout's writer
+// could add. Scalars compare with =, documents (DynamoDB compares no maps
+// or lists with =) by their size and member by member down to their
+// scalars, as far as the expression's length allows (past it, a document
+// compares by its size).
 func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeValue) {
 	e := w.e
 	names := []string{IDAttr, RootAttr, LenAttr, SeqAttr, IncAttr, WriteAttr}
@@ -432,15 +453,91 @@ func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeV
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	var docs []string // the documents, compared last
 	for _, k := range slices.Compact(names) {
-		if v, ok := old[k]; ok {
-			if k != IDAttr {
-				w.cond = append(w.cond, e.name(k)+" = "+e.value(v))
-			} else {
-				w.cond = append(w.cond, "attribute_exists("+e.name(k)+")")
-			}
-		} else {
+		v, ok := old[k]
+		switch {
+		case !ok:
 			w.cond = append(w.cond, "attribute_not_exists("+e.name(k)+")")
+		case k == IDAttr:
+			w.cond = append(w.cond, "attribute_exists("+e.name(k)+")")
+		default:
+			if !same(w, e.name(k), v, false) {
+				docs = append(docs, k)
+			}
 		}
 	}
+	size := 0
+	for _, c := range w.cond {
+		size += len(c) + 5
+	}
+	for _, k := range docs {
+		size = sameDoc(w, e.name(k), old[k], size)
+	}
+}
+
+// same adds the condition that path holds scalar v and reports true, or
+// false for a document (doc false) or a set; doc true compares those by
+// their size.
+func same(w *update, path string, v types.AttributeValue, doc bool) bool {
+	e := w.e
+	switch a := v.(type) {
+	case *types.AttributeValueMemberNULL:
+		w.cond = append(w.cond, "attribute_type("+path+", "+e.value(&types.AttributeValueMemberS{Value: "NULL"})+")")
+	case *types.AttributeValueMemberS, *types.AttributeValueMemberN, *types.AttributeValueMemberB, *types.AttributeValueMemberBOOL:
+		w.cond = append(w.cond, path+" = "+e.value(v))
+	default:
+		if !doc {
+			return false
+		}
+		n := 0
+		switch a := a.(type) {
+		case *types.AttributeValueMemberM:
+			n = len(a.Value)
+		case *types.AttributeValueMemberL:
+			n = len(a.Value)
+		case *types.AttributeValueMemberSS:
+			n = len(a.Value)
+		case *types.AttributeValueMemberNS:
+			n = len(a.Value)
+		case *types.AttributeValueMemberBS:
+			n = len(a.Value)
+		}
+		w.cond = append(w.cond, "size("+path+") = "+e.value(num(int64(n))))
+	}
+	return true
+}
+
+// sameDoc adds the conditions that path holds document v (its size, then
+// its members, as long as the expression stays within maxCompare; size
+// is its length so far) and returns the new length.
+func sameDoc(w *update, path string, v types.AttributeValue, size int) int {
+	add := func() bool {
+		size += len(w.cond[len(w.cond)-1]) + 5
+		return size < maxCompare
+	}
+	same(w, path, v, true)
+	if !add() {
+		return size
+	}
+	switch a := v.(type) {
+	case *types.AttributeValueMemberM:
+		keys := make([]string, 0, len(a.Value))
+		for k := range a.Value {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if size = sameDoc(w, path+"."+w.e.name(k), a.Value[k], size); size >= maxCompare {
+				return size
+			}
+		}
+	case *types.AttributeValueMemberL:
+		for i, x := range a.Value {
+			if size = sameDoc(w, fmt.Sprintf("%s[%d]", path, i), x, size); size >= maxCompare {
+				return size
+			}
+		}
+	}
+	return size
 }
