@@ -554,7 +554,8 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	}
 	var dups []string
 	for _, c := range rep.UniqueConflicts {
-		if slices.Contains(names, c.Lookup) {
+		// Stores name a lookup "<collection>.<lookup>" in reports.
+		if slices.Contains(names, strings.TrimPrefix(c.Lookup, rec.Layout.Collection+".")) {
 			dups = append(dups, c.String())
 		}
 	}

@@ -22,3 +22,7 @@ func TestConformance(t *testing.T) { storetest.Run(t, mongotest.Native().Store()
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.
 func TestConformanceIndexTables(t *testing.T) { storetest.Run(t, mongotest.IndexTables().Store()) }
+
+// TestEvolution runs the schema and layout evolution suite (data written
+// by one version of a model, read and written by another).
+func TestEvolution(t *testing.T) { storetest.Evolution(t, mongotest.Native().Store()) }
