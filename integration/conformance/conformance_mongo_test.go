@@ -22,3 +22,12 @@ func TestConformance(t *testing.T) { storetest.Run(t, mongotest.Native().Store()
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.
 func TestConformanceIndexTables(t *testing.T) { storetest.Run(t, mongotest.IndexTables().Store()) }
+
+// TestEvolution runs the schema and layout evolution suite with lookups
+// on native indexes, and TestEvolutionIndexTables with every lookup in an
+// index table.
+func TestEvolution(t *testing.T) { storetest.Evolution(t, mongotest.Native().Store()) }
+
+func TestEvolutionIndexTables(t *testing.T) {
+	storetest.Evolution(t, mongotest.IndexTables().Store())
+}

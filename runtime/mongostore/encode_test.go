@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,8 +176,12 @@ func TestAppendDoc(t *testing.T) {
 // oldUpdate is the filter and update command Update sent as bson.D.
 func oldUpdate(t *testing.T, s *Store[encT, encKey], id encKey, u runtime.Update[encT]) (bson.D, bson.D) {
 	filter := ByID(id)
-	set := bson.D{}
+	set, unset := bson.D{}, bson.D{}
 	for _, c := range u.Changes {
+		if c.Field.Kind == runtime.KindField && slices.Contains(s.sliceKeys, c.Field.Key) {
+			// A slice set whole drops the count of a partitioned layout.
+			unset = append(unset, bson.E{Key: LenKey + "." + c.Field.Key, Value: ""})
+		}
 		if c.Elem {
 			e := Elem{Field: c.Field.Key, Index: c.Index}
 			filter = append(filter, bson.E{Key: e.Path(), Value: bson.D{{Key: "$exists", Value: true}}})
@@ -195,7 +200,11 @@ func oldUpdate(t *testing.T, s *Store[encT, encKey], id encKey, u runtime.Update
 	if u.IfVersion != 0 {
 		filter = append(filter, bson.E{Key: "version", Value: u.IfVersion})
 	}
-	return filter, bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: s.versionInc()}}
+	update := bson.D{{Key: "$set", Value: set}}
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	return filter, append(update, bson.E{Key: "$inc", Value: s.versionInc()})
 }
 
 // TestAppendUpdate: Update's filter and command built in a buffer have the
@@ -256,8 +265,10 @@ func TestAppendUpdateRoot(t *testing.T) {
 	if err != nil || empty {
 		t.Fatal(err, empty)
 	}
-	// A nil slice in the root is null, as bson.Marshal writes it.
-	want := driverBytes(t, bson.D{{Key: "$set", Value: bson.D{{Key: "street", Value: "s"}, {Key: "tags", Value: nil}}}})
+	// A nil slice in the root is null, as bson.Marshal writes it; the
+	// count a partitioned layout kept of it is removed.
+	want := driverBytes(t, bson.D{{Key: "$set", Value: bson.D{{Key: "street", Value: "s"}, {Key: "tags", Value: nil}}},
+		{Key: "$unset", Value: bson.D{{Key: LenKey + ".tags", Value: ""}}}})
 	if !bytes.Equal(w.b[nf:], want) {
 		t.Errorf("update:\n got %v\nwant %v", bson.Raw(w.b[nf:]), bson.Raw(want))
 	}

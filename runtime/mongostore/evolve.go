@@ -3,21 +3,460 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
-// TEMPORARY (issue 23 in progress): the schema primitives of the store
-// contract, replaced by the mongo helper.
+// Schema and layout evolution (runtime/evolve.go, README "Changing a
+// model") on MongoDB.
+//
+// The schema record of a collection is the document
+//
+//	{_id: <collection>, rec: <binary>}
+//
+// of the collection SchemaCollection, changed by one conditional command:
+// an insert when there is none (a duplicate key is runtime.ErrConflict) or
+// an updateOne whose filter is the record as read.
+//
+// A document reads the same under ETF and EAO (the root entry's fields are
+// top-level fields of the document either way), so a change of strategy
+// leaves nothing to migrate. A partitioned field is the same array as a
+// whole slice field, plus its count in _len: a block written while the
+// field was whole has no count (an Append counts its elements first, in a
+// conditional write of its own, see countElems), and a write of a whole
+// slice field removes the count the partitioned layout kept (see
+// Store.unsetLens), so that the document never holds a count that
+// disagrees with its array. MigrateBlocks adds and removes those counts.
 
-var errTODO = errors.New("mongostore: schema primitives not written yet")
+// SchemaCollection holds the schema records of the database's
+// collections, one document per collection.
+const SchemaCollection = "_noam_schema"
 
-func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) { return nil, errTODO }
+// schemaDoc is a schema record document.
+type schemaDoc struct {
+	ID  string      `bson:"_id"`
+	Rec bson.Binary `bson:"rec"`
+}
 
-func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error { return errTODO }
+func (s *Store[T, K]) schema() *mongo.Collection {
+	return s.coll.Database().Collection(SchemaCollection)
+}
 
-func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error { return errTODO }
+// LoadSchema reads the collection's schema record with one findOne; nil
+// when there is none.
+func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
+	var doc schemaDoc
+	err := s.schema().FindOne(ctx, ByID(s.coll.Name())).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, runtime.FailAt("LoadSchema", s.d.Aggregate, nil, "(schema record of collection "+s.coll.Name()+")", nil, err)
+	}
+	if doc.Rec.Data == nil {
+		return []byte{}, nil
+	}
+	return doc.Rec.Data, nil
+}
 
+// SaveSchema stores rec as the collection's schema record if the stored
+// one is still old: an insert when old is nil, else an updateOne whose
+// filter holds old. Either fails with runtime.ErrConflict when the record
+// is not old any more.
+func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
+	const op = "SaveSchema"
+	coll := s.coll.Name()
+	if old == nil {
+		_, err := s.schema().InsertOne(ctx, schemaDoc{ID: coll, Rec: bson.Binary{Data: rec}})
+		switch {
+		case mongo.IsDuplicateKeyError(err):
+			return runtime.FailAt(op, s.d.Aggregate, nil, "(the schema record of collection "+coll+" was written meanwhile)", runtime.ErrConflict, err)
+		case err != nil:
+			return runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		}
+		return nil
+	}
+	res, err := s.schema().UpdateOne(ctx, bson.D{{Key: "_id", Value: coll}, {Key: "rec", Value: bson.Binary{Data: old}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "rec", Value: bson.Binary{Data: rec}}}}})
+	if err != nil {
+		return runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	if res.MatchedCount == 0 {
+		return runtime.FailAt(op, s.d.Aggregate, nil, "(the schema record of collection "+coll+" changed meanwhile)", runtime.ErrConflict, nil)
+	}
+	return nil
+}
+
+// DropLookup removes what the store kept for lookup l, which the
+// repository no longer has: its native index (dropIndexes) and its index
+// table (drop), whichever exists; a second call finds neither.
+func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
+	const op = "EnsureIndexes"
+	if s.Native(l.Name) || s.tables[l.Name] {
+		// The repository has a lookup of that name: it keeps it.
+		return nil
+	}
+	err := s.coll.Indexes().DropOne(ctx, IndexName(l.Name))
+	if err != nil && !isCode(err, codeIndexNotFound) && !isCode(err, codeNamespaceNotFound) {
+		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index %s.%s of removed lookup %s)", s.coll.Name(), IndexName(l.Name), l), nil, err)
+	}
+	table := TableName(s.coll.Name(), l.Name)
+	if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
+		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index table %s of removed lookup %s)", table, l), nil, err)
+	}
+	return nil
+}
+
+// Server error codes.
+const (
+	codeNamespaceNotFound = 26
+	codeIndexNotFound     = 27
+)
+
+// MigrateBlocks reads up to n documents in _id order after position after
+// (one find) and rewrites those whose partition counts (_len) are not the
+// descriptor's: a count added for each partitioned array that has none
+// (the field was whole), a count removed for each field that is whole
+// now. Each rewrite is one updateOne whose filter holds the counts and
+// array lengths as read, so that a block changed meanwhile is read again.
+// Documents read the same under ETF and EAO, and a block without a version
+// field reads as version 0 (a Put of version 0 replaces it): neither is
+// rewritten. In a dry run nothing is written.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
-	return nil, nil, false, errTODO
+	const op = "Migrate"
+	filter := bson.D{}
+	if after != nil {
+		r := runtime.NewKeyReader(after)
+		k, err := s.d.Keys.Read(r)
+		if err != nil || !r.Done() {
+			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrBadCursor, errors.New("bad position"))
+		}
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	cur, err := s.coll.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	more := len(docs) > n
+	docs = docs[:min(len(docs), n)]
+	res := make([]runtime.BlockMigration, 0, len(docs))
+	var last []byte
+	for _, raw := range docs {
+		id := s.idOf(raw)
+		last = s.d.Keys.Bytes(id)
+		m, err := s.migrate(ctx, op, id, raw, dryRun)
+		if err != nil {
+			return res, last, more, err
+		}
+		res = append(res, m)
+	}
+	return res, last, more, nil
+}
+
+// migrate migrates one block as read (raw), reading it again when it
+// changed before the rewrite.
+func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, raw bson.Raw, dryRun bool) (runtime.BlockMigration, error) {
+	m := runtime.BlockMigration{ID: id}
+	for range index.MaxAttempts {
+		if _, err := s.decode(raw); err != nil {
+			m.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
+			return m, nil
+		}
+		plan, err := s.planCounts(op, id, raw)
+		if err != nil {
+			m.Err = err
+			return m, nil
+		}
+		m.From = plan.from
+		if plan.from == "" {
+			return m, nil
+		}
+		m.Migrated = true
+		if dryRun {
+			return m, nil
+		}
+		res, err := s.coll.UpdateOne(ctx, plan.filter, plan.update)
+		if err != nil {
+			return m, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		if res.MatchedCount == 1 {
+			return m, nil
+		}
+		// Changed or deleted since it was read: read it again.
+		m.From, m.Migrated = "", false
+		raw, err = s.coll.FindOne(ctx, ByID(id)).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return m, nil
+		}
+		if err != nil {
+			return m, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+	}
+	m.Err = runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, fmt.Errorf("the block changed %d times while it was migrated", index.MaxAttempts))
+	return m, nil
+}
+
+// countPlan is the rewrite of a document's partition counts: from
+// describes what is not the descriptor's layout ("" for nothing), filter
+// selects the document while it is as read, update sets the counts.
+type countPlan struct {
+	from           string
+	filter, update bson.D
+}
+
+// planCounts compares the counts (_len) of document raw of block id with
+// the descriptor's partitions.
+func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, error) {
+	var plan countPlan
+	lens, hasLens := raw.Lookup(LenKey).DocumentOK()
+	var from []string
+	want := bson.D{}
+	plan.filter = ByID(id)
+	changed := false
+	for _, f := range s.d.Fields {
+		if f.Kind != runtime.KindPartition {
+			continue
+		}
+		v := raw.Lookup(f.Key)
+		var n int
+		switch v.Type {
+		case 0, bson.TypeNull:
+			// No elements (a field added to the model since).
+			plan.filter = append(plan.filter, bson.E{Key: f.Key, Value: nil})
+		case bson.TypeArray:
+			vals, err := v.Array().Values()
+			if err != nil {
+				return plan, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("%s: %w", f.Key, err))
+			}
+			n = len(vals)
+			plan.filter = append(plan.filter, bson.E{Key: f.Key, Value: bson.D{{Key: "$size", Value: n}}})
+		default:
+			return plan, runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "as a "+v.Type.String(), "partitioned (an array)")
+		}
+		var count bson.RawValue
+		if hasLens {
+			count = lens.Lookup(f.Key)
+		}
+		got, ok := count.AsInt64OK()
+		switch {
+		case !ok && v.Type == bson.TypeArray:
+			from = append(from, f.Key+" whole")
+			changed = true
+		case ok && got != int64(n):
+			from = append(from, fmt.Sprintf("%s counted %d of %d elements", f.Key, got, n))
+			changed = true
+		case !ok:
+			continue // no elements, no count: an Append counts them
+		}
+		want = append(want, bson.E{Key: f.Key, Value: n})
+	}
+	if hasLens {
+		elems, err := lens.Elements()
+		if err != nil {
+			return plan, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("%s: %w", LenKey, err))
+		}
+		for _, e := range elems {
+			if f := s.d.Field(e.Key()); f == nil || f.Kind != runtime.KindPartition {
+				from = append(from, e.Key()+" partitioned")
+				changed = true
+			}
+		}
+		plan.filter = append(plan.filter, bson.E{Key: LenKey, Value: lens})
+	} else {
+		plan.filter = append(plan.filter, bson.E{Key: LenKey, Value: bson.D{{Key: "$exists", Value: false}}})
+	}
+	if !changed {
+		return plan, nil
+	}
+	plan.from = strings.Join(from, ", ")
+	if len(want) == 0 {
+		plan.update = bson.D{{Key: "$unset", Value: bson.D{{Key: LenKey, Value: ""}}}}
+	} else {
+		plan.update = bson.D{{Key: "$set", Value: bson.D{{Key: LenKey, Value: want}}}}
+	}
+	return plan, nil
+}
+
+// countElems gives partitioned array field of block id its count when the
+// document has none (the block was written while the field was whole, or
+// before it existed): one updateOne {_id, _len.<field>: {$exists: false},
+// <field>: {$size: n}} that sets it to the array's length n, read first.
+// Appends call it when their conditional write finds no count, so that
+// the index they return is the element's. A field that is not an array is
+// runtime.ErrLayout.
+func countElems(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string) error {
+	path := LenKey + "." + field
+	for range index.MaxAttempts {
+		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: field, Value: 1}})).Raw()
+		if err != nil {
+			return Err(op, agg, id, err)
+		}
+		if _, ok := raw.Lookup(LenKey, field).AsInt64OK(); ok {
+			return nil
+		}
+		n := 0
+		var cond any
+		switch v := raw.Lookup(field); v.Type {
+		case 0, bson.TypeNull:
+			cond = nil
+		case bson.TypeArray:
+			vals, err := v.Array().Values()
+			if err != nil {
+				return runtime.Unreadable(op, agg, id, fmt.Errorf("%s: %w", field, err))
+			}
+			n = len(vals)
+			cond = bson.D{{Key: "$size", Value: n}}
+		default:
+			return runtime.LayoutMismatch(op, agg, id, field, "as a "+v.Type.String(), "partitioned (an array)")
+		}
+		filter := bson.D{{Key: "_id", Value: id}, {Key: path, Value: bson.D{{Key: "$exists", Value: false}}}, {Key: field, Value: cond}}
+		res, err := coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: path, Value: n}}}})
+		if err != nil {
+			return Err(op, agg, id, err)
+		}
+		if res.MatchedCount == 1 {
+			return nil
+		}
+	}
+	return runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, index.MaxAttempts))
+}
+
+// counted reports whether a write of the whole value of entry f
+// removes the count (_len.<key>) a partitioned layout may have kept of
+// field key: key is one of f's slice fields (f itself, or a field of the
+// root entry).
+func (s *Store[T, K]) counted(f *runtime.Field[T], key string) bool {
+	switch f.Kind {
+	case runtime.KindField:
+		return f.Key == key
+	case runtime.KindRoot:
+		return slices.Contains(f.Fields, key)
+	}
+	return false
+}
+
+// unsetLens lists the counts the changes of u remove, once each: those of
+// the slice fields written whole (counted).
+func (s *Store[T, K]) unsetLens(u runtime.Update[T]) []string {
+	var out []string
+	for _, key := range s.sliceKeys {
+		for _, c := range u.Changes {
+			if !c.Elem && s.counted(c.Field, key) {
+				out = append(out, key)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sameIndex reports whether the index described by spec (an entry of
+// listIndexes) is the one m makes: the same keys in the same order, the
+// same uniqueness and a partial filter exactly when m has one.
+func sameIndex(spec bson.Raw, m mongo.IndexModel) bool {
+	keys, ok := spec.Lookup("key").DocumentOK()
+	if !ok {
+		return false
+	}
+	elems, err := keys.Elements()
+	want := m.Keys.(bson.D)
+	if err != nil || len(elems) != len(want) {
+		return false
+	}
+	for i, e := range elems {
+		dir, ok := e.Value().AsInt64OK()
+		if !ok || e.Key() != want[i].Key || dir != 1 {
+			return false
+		}
+	}
+	unique, _ := spec.Lookup("unique").BooleanOK()
+	_, partial := spec.Lookup("partialFilterExpression").DocumentOK()
+	var o options.IndexOptions
+	for _, set := range m.Options.List() {
+		_ = set(&o)
+	}
+	return unique == (o.Unique != nil && *o.Unique) && partial == (o.PartialFilterExpression != nil)
+}
+
+// indexSpecs lists the collection's indexes by name (none when there is
+// no collection yet).
+func (s *Store[T, K]) indexSpecs(ctx context.Context) (map[string]bson.Raw, error) {
+	cur, err := s.coll.Indexes().List(ctx)
+	if isCode(err, codeNamespaceNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bson.Raw, len(docs))
+	for _, d := range docs {
+		if name, ok := d.Lookup("name").StringValueOK(); ok {
+			out[name] = d
+		}
+	}
+	return out, nil
+}
+
+// nativeDuplicates explains why the unique index of native lookup n
+// cannot be built: the values more than one document holds, with their
+// holders (runtime.ErrDuplicate, as the build of an index table reports
+// them); nil when it finds none. It reads the lookup's fields of every
+// document once, in _id order, and keeps the values seen in memory.
+func (s *Store[T, K]) nativeDuplicates(ctx context.Context, n nativeLookup[T]) error {
+	l := n.l
+	proj := bson.D{{Key: "_id", Value: 1}}
+	for _, f := range l.Fields {
+		proj = append(proj, bson.E{Key: f, Value: 1})
+	}
+	cur, err := s.coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(proj))
+	if err != nil {
+		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
+	}
+	defer cur.Close(ctx)
+	first := map[string][]byte{}
+	var rep runtime.RepairReport
+	name := s.coll.Name() + "." + l.Name
+	for cur.Next(ctx) {
+		t, err := s.decode(cur.Current)
+		if err != nil {
+			continue // an unreadable block: its values are not known
+		}
+		vals := l.Keys(t)
+		if s.noPartial {
+			vals = l.Values(t) // the index holds zero values too
+		}
+		blk := s.d.Keys.Bytes(*s.d.ID(t))
+		for _, v := range vals {
+			if f, ok := first[string(v)]; ok {
+				rep.AddConflict(name, v, f, blk)
+				continue
+			}
+			first[string(v)] = blk
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
+	}
+	if len(rep.Conflicts) == 0 {
+		return nil
+	}
+	return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(the blocks already hold these values of a unique lookup: "+strings.Join(rep.Conflicts, "; ")+
+		"; change or delete all but one, then run EnsureIndexes again)", runtime.ErrDuplicate, nil)
 }

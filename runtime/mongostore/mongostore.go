@@ -128,7 +128,8 @@ func notImplemented(err error) bool {
 // increments its length (and the version entry, when versionKey is not
 // ""), in one atomic findAndModify that returns only the new length. The
 // other elements are neither sent nor read back. It returns the index of
-// the new element.
+// the new element. A block whose array has no count (written while the
+// field was whole) gets one first (countElems).
 //
 // Servers without projections in findAndModify (FerretDB v1) would send
 // the whole document back: there Append reads the length alone and pushes
@@ -147,8 +148,18 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 	if _, no := noFindAndModifyProjection.Load(client); no {
 		return appendAt(ctx, coll, op, agg, id, field, update)
 	}
-	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(bson.D{{Key: LenKey + "." + field, Value: 1}})
-	raw, err := coll.FindOneAndUpdate(ctx, ByID(id), update, opts).Raw()
+	// The filter: the block, with the array's count (a block written
+	// while the field was whole has none: countElems counts them first).
+	path := LenKey + "." + field
+	filter := bson.D{{Key: "_id", Value: id}, {Key: path, Value: bson.D{{Key: "$exists", Value: true}}}}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(bson.D{{Key: path, Value: 1}})
+	raw, err := coll.FindOneAndUpdate(ctx, filter, update, opts).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		if err := countElems(ctx, coll, op, agg, id, field); err != nil {
+			return 0, err
+		}
+		raw, err = coll.FindOneAndUpdate(ctx, filter, update, opts).Raw()
+	}
 	if notImplemented(err) {
 		noFindAndModifyProjection.Store(client, true)
 		return appendAt(ctx, coll, op, agg, id, field, update)
@@ -176,11 +187,14 @@ func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id an
 			return 0, Err(op, agg, id, err)
 		}
 		n, ok := raw.Lookup(LenKey, field).AsInt64OK()
-		var cond any = n
 		if !ok {
-			n, cond = 0, bson.D{{Key: "$exists", Value: false}}
+			// Written while the field was whole (or before it existed).
+			if err := countElems(ctx, coll, op, agg, id, field); err != nil {
+				return 0, err
+			}
+			continue
 		}
-		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: path, Value: cond}}, update)
+		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: path, Value: n}}, update)
 		if err != nil {
 			return 0, Err(op, agg, id, err)
 		}

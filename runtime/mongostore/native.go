@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,15 +104,59 @@ func nonZeroCond(p runtime.LookupPath) bson.D {
 	return bson.D{{Key: p.Path, Value: bson.D{{Key: "$gt", Value: ""}}}}
 }
 
-// ensureNative creates the native indexes: every one the server accepts,
-// then it reports the first it refused.
+// ensureNative makes the native indexes as the lookups are now, after
+// listing the collection's indexes: it creates those missing, replaces
+// those whose lookup changed (its keys, unique, zeros: an index of the
+// same name made for the model's earlier version, which the server would
+// keep as it is), and drops the native index of a lookup that keeps an
+// index table now. It makes every index the server accepts, then reports
+// the first it refused: a unique index over documents that already hold
+// a value twice is runtime.ErrDuplicate naming the values and their
+// blocks (the index of the earlier version is then left in place).
 func (s *Store[T, K]) ensureNative(ctx context.Context) error {
+	if len(s.native) == 0 && len(s.tables) == 0 {
+		return nil
+	}
+	specs, err := s.indexSpecs(ctx)
+	if err != nil {
+		return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(listing the indexes of "+s.coll.Name()+")", nil, err)
+	}
+	for name := range s.tables {
+		if _, ok := specs[IndexName(name)]; ok {
+			if err := s.dropIndex(ctx, IndexName(name)); err != nil {
+				return err
+			}
+		}
+	}
 	var first error
 	for _, n := range s.native {
 		m := indexModel(n.l, !s.noPartial)
+		spec, exists := specs[n.index]
+		if exists && sameIndex(spec, m) {
+			continue
+		}
+		if exists {
+			// Made for another version of the lookup: replaced, once it
+			// is known that the new one can be built.
+			if n.l.Unique {
+				if err := s.nativeDuplicates(ctx, n); err != nil {
+					first = cmp.Or(first, err)
+					continue
+				}
+			}
+			if err := s.dropIndex(ctx, n.index); err != nil {
+				first = cmp.Or(first, err)
+				continue
+			}
+		}
 		_, err := s.coll.Indexes().CreateOne(ctx, m)
 		switch {
 		case err == nil || first != nil:
+		case n.l.Unique && isDuplicate(err):
+			first = s.nativeDuplicates(ctx, n)
+			if first == nil {
+				first = runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(lookup %s.%s: the documents hold a value twice)", s.coll.Name(), n.l.Name), runtime.ErrDuplicate, err)
+			}
 		case n.l.SkipsZeros() && !s.noPartial && (notImplemented(err) || badValue(err) || isCode(err, 67)):
 			first = runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil,
 				fmt.Sprintf("(lookup %s.%s: the server refuses the partial unique index that leaves zero values out; "+
@@ -123,6 +168,15 @@ func (s *Store[T, K]) ensureNative(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// dropIndex drops the collection's index name, if it exists.
+func (s *Store[T, K]) dropIndex(ctx context.Context, name string) error {
+	err := s.coll.Indexes().DropOne(ctx, name)
+	if err != nil && !isCode(err, codeIndexNotFound) && !isCode(err, codeNamespaceNotFound) {
+		return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(dropping the index %s.%s)", s.coll.Name(), name), nil, err)
+	}
+	return nil
 }
 
 func isCode(err error, code int) bool {
@@ -511,23 +565,24 @@ func (s *Store[T, K]) checkReady(ctx context.Context, op string) error {
 	if s.ready.Load() {
 		return nil
 	}
-	var want []string
-	for _, n := range s.native {
-		if n.l.Unique {
-			want = append(want, n.index)
-		}
-	}
-	if len(want) == 0 {
+	if !s.uniqueNative() {
 		s.ready.Store(true)
 		return nil
 	}
-	names, err := s.coll.Indexes().ListSpecifications(ctx)
-	if err != nil && !isCode(err, 26) { // 26: NamespaceNotFound, no collection yet
+	specs, err := s.indexSpecs(ctx)
+	if err != nil {
 		return runtime.FailAt(op, s.d.Aggregate, nil, "(listing the unique indexes)", nil, err)
 	}
-	for _, w := range want {
-		if !slices.ContainsFunc(names, func(sp mongo.IndexSpecification) bool { return sp.Name == w }) {
-			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(unique index %s.%s missing: call EnsureIndexes once before writing)", s.coll.Name(), w), runtime.ErrNotReady, nil)
+	for _, n := range s.native {
+		if !n.l.Unique {
+			continue
+		}
+		spec, ok := specs[n.index]
+		switch {
+		case !ok:
+			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(unique index %s.%s missing: call EnsureIndexes once before writing)", s.coll.Name(), n.index), runtime.ErrNotReady, nil)
+		case !sameIndex(spec, indexModel(n.l, !s.noPartial)):
+			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(index %s.%s is not the unique index of lookup %s yet: call EnsureIndexes once before writing)", s.coll.Name(), n.index, n.l.Name), runtime.ErrNotReady, nil)
 		}
 	}
 	s.ready.Store(true)

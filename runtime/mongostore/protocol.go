@@ -37,8 +37,11 @@ type state[T any] struct {
 	found   bool
 	stamp   index.Stamp
 	version int64
-	raw     bson.Raw
-	value   *T
+	// versioned: the document has a version field (a block written
+	// before the model had one has none, and is at version 0).
+	versioned bool
+	raw       bson.Raw
+	value     *T
 }
 
 func (x *indexed[T, K]) projection() bson.D {
@@ -66,7 +69,7 @@ func (x *indexed[T, K]) read(ctx context.Context, op string, id K) (state[T], er
 	st.stamp.Seq, _ = raw.Lookup(SeqKey).AsInt64OK()
 	st.stamp.Inc, _ = raw.Lookup(IncKey).AsInt64OK()
 	if x.versionKey != "" {
-		st.version, _ = raw.Lookup(x.versionKey).AsInt64OK()
+		st.version, st.versioned = raw.Lookup(x.versionKey).AsInt64OK()
 	}
 	st.value = x.s.convert(&raw)
 	return st, nil
@@ -126,7 +129,7 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 		}
 		switch {
 		case !versioned:
-		case version == 0 && st.found:
+		case version == 0 && st.found && st.versioned:
 			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, "(the block exists, expected none)", runtime.ErrConflict, nil)
 		case version != 0 && !st.found:
 			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", version), runtime.ErrConflict, nil)
@@ -147,8 +150,13 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 					return err == nil, err
 				}
 				filter := stamped(id, st.stamp)
-				if versioned {
+				switch {
+				case versioned && st.versioned:
 					filter = append(filter, bson.E{Key: x.versionKey, Value: version})
+				case versioned:
+					// A block written before the model had a version:
+					// at version 0 as long as it has none.
+					filter = append(filter, bson.E{Key: x.versionKey, Value: bson.D{{Key: "$exists", Value: false}}})
 				}
 				res, err := x.s.coll.ReplaceOne(ctx, filter, d)
 				if isDuplicate(err) {
@@ -169,8 +177,12 @@ type Change[T any] struct {
 	// Filter selects the block, with any condition the write needs (e.g.
 	// that an element exists); nil selects it by key.
 	Filter bson.D
-	// Set, Inc and Push are the $set, $inc and $push of the update.
-	Set, Inc, Push bson.D
+	// Set, Unset, Inc and Push are the $set, $unset, $inc and $push of
+	// the update.
+	Set, Unset, Inc, Push bson.D
+	// Count, when set, is the partitioned field whose count (_len) the
+	// write relies on: a block without one gets it first (countElems).
+	Count string
 	// IfVersion, when not 0, is the version the block must have.
 	IfVersion int64
 	// Elems are elements of partitioned arrays that must exist.
@@ -195,6 +207,7 @@ func (x *indexed[T, K]) Change(ctx context.Context, op string, id K, c Change[*T
 // appends elem to the aggregate as read.
 func (x *indexed[T, K]) Append(ctx context.Context, op string, id K, field string, elem any, c Change[*T]) (int, error) {
 	c.Push = append(c.Push, bson.E{Key: field, Value: elem})
+	c.Count = field
 	c.Inc = append(bson.D{{Key: LenKey + "." + field, Value: 1}}, c.Inc...)
 	st, err := x.change(ctx, op, id, c)
 	if err != nil {
@@ -230,6 +243,15 @@ func (x *indexed[T, K]) change(ctx context.Context, op string, id K, c Change[*T
 		if st, err = x.read(ctx, op, id); err != nil {
 			return index.Attempt{}, err
 		}
+		if _, ok := st.raw.Lookup(LenKey, c.Count).AsInt64OK(); c.Count != "" && st.found && !ok {
+			// Written while the field was whole: count its elements.
+			if err := countElems(ctx, x.s.coll, op, x.s.d.Aggregate, id, c.Count); err != nil {
+				return index.Attempt{}, err
+			}
+			if st, err = x.read(ctx, op, id); err != nil {
+				return index.Attempt{}, err
+			}
+		}
 		if err := x.check(op, id, st, c.IfVersion, c.Elems); err != nil {
 			return index.Attempt{}, err
 		}
@@ -248,7 +270,15 @@ func (x *indexed[T, K]) change(ctx context.Context, op string, id K, c Change[*T
 					filter = ByID(id)
 				}
 				filter = append(filter, stamped(id, read.stamp)[1:]...)
+				if c.Count != "" {
+					// The count the new element's index is read from.
+					n, _ := read.raw.Lookup(LenKey, c.Count).AsInt64OK()
+					filter = append(filter, bson.E{Key: LenKey + "." + c.Count, Value: n})
+				}
 				update := bson.D{{Key: "$set", Value: append(slices.Clone(c.Set), bson.E{Key: SeqKey, Value: stamp.Seq})}}
+				if len(c.Unset) > 0 {
+					update = append(update, bson.E{Key: "$unset", Value: c.Unset})
+				}
 				if len(c.Inc) > 0 {
 					update = append(update, bson.E{Key: "$inc", Value: c.Inc})
 				}

@@ -39,6 +39,10 @@ type Store[T any, K comparable] struct {
 	// encoder reads through their addresses (see byAddr).
 	idAddr bool
 	addrs  []bool
+	// sliceKeys are the keys of the fields written whole that are
+	// slices: a write of one removes the count a partitioned layout kept
+	// of it (see unsetLens).
+	sliceKeys []string
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -237,7 +241,11 @@ func (s *Store[T, K]) initAddrs() {
 	s.addrs = make([]bool, len(s.d.Fields))
 	for i, f := range s.d.Fields {
 		if p := f.Addr(new(T)); p != nil {
-			s.addrs[i] = byAddr(reflect.TypeOf(p).Elem())
+			t := reflect.TypeOf(p).Elem()
+			s.addrs[i] = byAddr(t)
+			if f.Kind == runtime.KindField && t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 {
+				s.sliceKeys = append(s.sliceKeys, f.Key)
+			}
 		}
 	}
 }
@@ -545,14 +553,24 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 	case want == 0:
 		// A new block: inserting fails if one exists already.
-		if _, err := s.coll.InsertOne(ctx, doc); err != nil {
-			if mongo.IsDuplicateKeyError(err) {
-				if derr := s.duplicate(ctx, "Put", id, t, true, err); derr != nil {
-					return derr
-				}
-				return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
-			}
+		_, err := s.coll.InsertOne(ctx, doc)
+		if err == nil {
+			return nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
 			return s.fail("Put", id, err)
+		}
+		if derr := s.duplicate(ctx, "Put", id, t, true, err); derr != nil {
+			return derr
+		}
+		// A block written before the model had a version is at version
+		// 0 as long as it has none: it is replaced.
+		res, rerr := s.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: bson.D{{Key: "$exists", Value: false}}}}, doc)
+		if rerr != nil {
+			return s.writeErr(ctx, "Put", id, t, false, rerr)
+		}
+		if res.MatchedCount == 0 {
+			return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
 		}
 	default:
 		// Replace only the version the caller read.
@@ -649,8 +667,12 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
 		return err
 	}
+	var unset bson.D
+	for _, k := range s.unsetLens(u) {
+		unset = append(unset, bson.E{Key: LenKey + "." + k, Value: ""})
+	}
 	return s.x.Change(ctx, op, id, Change[*T]{
-		Filter: filter, Set: set, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elemsOf(u),
+		Filter: filter, Set: set, Unset: unset, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elemsOf(u),
 		Apply: func(t *T) {
 			for _, c := range u.Changes {
 				_ = c.Apply(t) // elements were checked to exist
@@ -714,7 +736,8 @@ func (s *Store[T, K]) updateOne(ctx context.Context, op string, id K, u runtime.
 
 // appendUpdate appends the filter and the update command of u to w: the
 // bytes the driver makes of the filter {_id, "f.i": {$exists: true} for
-// each element replaced, version} and of {$set: {...}, $inc: {version: 1}}.
+// each element replaced, version} and of {$set: {...}, $unset: {"_len.f":
+// ""} for each slice field f set whole, $inc: {version: 1}}.
 // The update starts at nf; empty says that $set is empty.
 func (s *Store[T, K]) appendUpdate(w *docBuf, id K, u runtime.Update[T]) (int, bool, error) {
 	versionKey := s.d.VersionKey()
@@ -766,6 +789,15 @@ func (s *Store[T, K]) appendUpdate(w *docBuf, id K, u runtime.Update[T]) (int, b
 	}
 	empty := len(w.b) == nset
 	w.end(set)
+	// The counts a partitioned layout kept of the slice fields written
+	// whole (none on a block written in this layout).
+	if lens := s.unsetLens(u); len(lens) > 0 {
+		un := w.startDoc(pathOf("$unset"))
+		for _, k := range lens {
+			w.string(pathOf(LenKey+"."+k), "")
+		}
+		w.end(un)
+	}
 	if versionKey != "" {
 		inc := w.startDoc(pathOf("$inc"))
 		w.int(pathOf(versionKey), 1)
@@ -1086,7 +1118,9 @@ func refused(err error) error {
 // Layout lists the entries block id's document holds: one per top-level
 // field (under EAO the root fields together make the root entry ""), a
 // partitioned array's count and elements; _id and the hidden fields are
-// not entries.
+// not entries. An array is partitioned when the document counts it (in
+// _len): one written whole, even of a field this repository partitions,
+// is one entry.
 func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	raw, err := s.coll.FindOne(ctx, ByID(id)).Raw()
 	if err != nil {
@@ -1098,6 +1132,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	}
 	var out []string
 	root := false
+	lens, _ := raw.Lookup(LenKey).DocumentOK()
 	for _, e := range elems {
 		key := e.Key()
 		switch key {
@@ -1105,12 +1140,16 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 			continue
 		}
 		f := s.d.Field(key)
+		_, counted := lens.Lookup(key).AsInt64OK()
 		switch {
-		case f != nil && f.Kind == runtime.KindPartition:
+		case counted:
+			// A partitioned array (whatever this repository's layout
+			// has it): its count and its elements.
 			out = append(out, key)
-			vals, _ := e.Value().Array().Values()
+			arr, _ := e.Value().ArrayOK()
+			vals, _ := arr.Values()
 			for i := range vals {
-				out = append(out, f.ElemKey(i))
+				out = append(out, runtime.ElemKey(key, i))
 			}
 		case f != nil && f.Kind == runtime.KindField && s.d.EAO:
 			if !root {

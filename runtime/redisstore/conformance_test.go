@@ -29,3 +29,10 @@ func TestDeadlines(t *testing.T) { storetest.Deadlines(t, storeharness.RedisPriv
 // and cleanup (the listing, the old entries) end runtime.CleanupTimeout
 // after the caller's deadline.
 func TestDeadlinesCluster(t *testing.T) { storetest.Deadlines(t, storeharness.RedisClusterPrivate()) }
+
+// TestEvolution runs the schema and layout evolution suite on a single
+// node.
+func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Redis()) }
+
+// TestEvolutionCluster runs the evolution suite on the cluster.
+func TestEvolutionCluster(t *testing.T) { storetest.Evolution(t, storeharness.RedisCluster()) }

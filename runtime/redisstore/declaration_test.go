@@ -30,7 +30,7 @@ func TestDeclaredKeys(t *testing.T) {
 	c := redistest.Server(t)
 	ctx := context.Background()
 	m := &model.Match{ID: "2345", Code: "c", Region: "r", Tags: []string{"t"}, Venue: model.Venue{City: "x"}, Rounds: []model.Round{{Serial: "s"}, {Serial: "u"}}}
-	if err := model.NewMatchRedisRepository(c).Create(ctx, m); err != nil {
+	if err := ensured(t, model.NewMatchRedisRepository(c)).Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	r := &model.Reply{Key: model.ReplyKey{Thread: "2345"}, Author: "a"}
@@ -57,6 +57,9 @@ func TestDeclaredKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schema record EnsureIndexes keeps is the collection's, not
+	// of the layout of its blocks.
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == redisstore.SchemaKey("matches") })
 	slices.Sort(keys)
 	slices.Sort(named)
 	if !slices.Equal(keys, named) {

@@ -3,21 +3,631 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// TEMPORARY (issue 23 in progress): the schema primitives of the store
-// contract, replaced by the redis helper.
+// Schema and layout evolution (runtime/evolve.go, README "Changing a
+// model") on Redis.
+//
+// The schema record of a collection is the string
+// "noam:schema:{<collection>}": a hash tag of its own, so that it lives on
+// one slot of a cluster like any key, and a name no block, listing, index
+// or counter of the collection has (those start with the collection's
+// name or "{<collection>."). SaveSchema sets it with a small script that
+// compares the stored record first.
+//
+// A block is one hash whatever its layout (redisstore.go), so a block
+// written by an earlier version of the model is told apart by its fields:
+// the root entry "" (EAO) or one field per top-level field (ETF); a
+// partition's field holds its element count, a decimal, where a whole
+// field holds a value of the value codec, which starts with a BSON type
+// byte, never a digit. Reads decode every such block into the
+// descriptor's fields (decodeAcross); Create and Put write the block whole
+// in the descriptor's layout and remove every other field (replace); an
+// entry-level write checks in its script that the fields it writes are
+// laid out as the descriptor says (the "lay" check of script.go) and, if
+// not, is made again as a whole-block write of the block as read, with the
+// changes applied, on condition that it is unchanged (convert).
 
-var errTODO = errors.New("redisstore: schema primitives not written yet")
+// SchemaKey is the name of the string holding the schema record of
+// collection coll.
+func SchemaKey(coll string) string { return "noam:schema:{" + coll + "}" }
 
-func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) { return nil, errTODO }
+// schemaSource sets KEYS[1] to ARGV[3] if it holds ARGV[2] (or, when
+// ARGV[1] is empty, if it does not exist): 1 if it did, 0 if not.
+const schemaSource = `
+local v = redis.call('GET', KEYS[1])
+if ARGV[1] == '' then
+  if v then return 0 end
+elseif v ~= ARGV[2] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3])
+return 1
+`
 
-func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error { return errTODO }
+var schemaScript = redis.NewScript(schemaSource)
 
-func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error { return errTODO }
+// LoadSchema reads the collection's schema record (GET), nil when there
+// is none.
+func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
+	v, err := s.c.Get(ctx, SchemaKey(s.coll)).Bytes()
+	if isNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.fail("LoadSchema", nil, nil, err)
+	}
+	return v, nil
+}
 
+// SaveSchema stores rec as the collection's schema record if the stored
+// one is still old (nil: none), in one script run; else it fails with
+// runtime.ErrConflict.
+func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
+	const op = "SaveSchema"
+	given := ""
+	if old != nil {
+		given = "1"
+	}
+	n, err := schemaScript.Run(ctx, s.w, []string{SchemaKey(s.coll)}, given, old, rec).Int()
+	if _, ok := isUnreplicated(err); ok {
+		// Set on the master, not acknowledged by the replicas asked for.
+		return s.failAt(op, nil, "(the schema record: "+err.Error()+")", runtime.ErrUnknownOutcome)
+	}
+	if err != nil {
+		return s.fail(op, nil, nil, err)
+	}
+	if n != 1 {
+		return s.failAt(op, nil, "(the schema record of collection "+s.coll+" changed meanwhile)", runtime.ErrConflict)
+	}
+	return nil
+}
+
+// DropLookup removes the keys of lookup l, which the repository no longer
+// has: its index sorted set, its meta hash and its claims hash (one
+// UNLINK: they share a hash tag). Keys that are gone already are no error.
+func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
+	tag := "{" + s.coll + "." + l.Name + "}"
+	if err := s.w.Unlink(ctx, tag, tag+":meta", tag+":claims").Err(); err != nil {
+		if _, ok := isUnreplicated(err); !ok {
+			return s.fail("DropLookup", nil, nil, err)
+		}
+	}
+	return nil
+}
+
+// ---- layouts
+
+// evolution is what the adapter derives once from the descriptor to tell
+// layouts apart.
+type evolution struct {
+	// slices are the keys of the fields (not partitioned) of a slice
+	// type: an earlier layout may have partitioned them.
+	slices map[string]bool
+	// guards are the layout checks' pieces (see lay) per entry key;
+	// rootGuard is the piece of a write of the EAO root entry: its slice
+	// fields and the partitions.
+	guards    map[string]string
+	rootGuard string
+	eao       string // the lay check's flag: "1" under EAO
+}
+
+func newEvolution[T any, K comparable](d *runtime.Desc[T, K]) evolution {
+	e := evolution{slices: map[string]bool{}, guards: map[string]string{}, eao: "0"}
+	if d.EAO {
+		e.eao = "1"
+	}
+	for _, f := range d.Fields {
+		switch {
+		case f.Kind == runtime.KindPartition:
+			e.guards[f.Key] = "p" + f.Key + "\x00"
+		case isSlice(f.Addr(new(T))):
+			e.slices[f.Key] = true
+			e.guards[f.Key] = "w" + f.Key + "\x00"
+		default:
+			continue
+		}
+		if d.EAO {
+			// A root entry written over an old one drops the members
+			// it does not have: a partition kept whole in the old one.
+			e.rootGuard += e.guards[f.Key]
+		}
+	}
+	return e
+}
+
+// isSlice reports whether p points at a slice (but bytes).
+func isSlice(p any) bool {
+	t := reflect.TypeOf(p)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	t = t.Elem()
+	return t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8
+}
+
+// guard adds to p the check that block b holds the entries u writes in the
+// descriptor's layout (see lay in script.go): the root entry there under
+// EAO and absent under ETF, the partitions u writes counted, the slice
+// fields it writes whole.
+func (s *Store[T, K]) guard(p *prog, b string, u runtime.Update[T]) {
+	spec := ""
+	for i, c := range u.Changes {
+		g := s.evo.guards[c.Field.Key]
+		if c.Field.Kind == runtime.KindRoot {
+			g = s.evo.rootGuard
+		}
+		if i == 0 {
+			spec = g
+		} else if !strings.Contains(spec, g) {
+			spec += g
+		}
+	}
+	p.check("", "lay", b, s.evo.eao, spec)
+}
+
+// isCount reports whether a partition's field holds an element count
+// (a decimal) rather than a whole value of the value codec (a BSON type
+// byte first).
+func isCount(v string) bool { return v != "" && v[0] >= '0' && v[0] <= '9' }
+
+// current reports whether hash h is a block in the descriptor's layout,
+// as far as decode reads it: a block in another layout goes to
+// decodeAcross. It only looks up the fields decode reads.
+func (s *Store[T, K]) current(h map[string]string) bool {
+	_, root := h[""]
+	if root != s.d.EAO {
+		// The root entry of an EAO block read under ETF, or an ETF block
+		// (or a block without entries) read under EAO.
+		return !root && !s.etfEntries(h)
+	}
+	for _, f := range s.d.Fields {
+		v, ok := h[f.Key]
+		switch {
+		case f.Kind == runtime.KindPartition:
+			// Every write of the layout writes the count; under EAO an
+			// absent one may be inside the root entry.
+			if ok && !isCount(v) || !ok && root {
+				return false
+			}
+		case s.d.EAO:
+			if ok {
+				return false
+			}
+		case ok && isCount(v):
+			return false
+		}
+	}
+	return true
+}
+
+// etfEntries reports whether h holds a field of a top-level field.
+func (s *Store[T, K]) etfEntries(h map[string]string) bool {
+	for _, f := range s.d.Fields {
+		if _, ok := h[f.Key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// storedAs describes how block h is laid out where it differs from the
+// descriptor ("etf", "eao", "scores whole", "scores partitioned", joined
+// by ", "), "" when it does not.
+func (s *Store[T, K]) storedAs(h map[string]string) (string, error) {
+	if s.current(h) {
+		return "", nil
+	}
+	var out []string
+	rv, root := h[""]
+	var members bson.Raw
+	if root {
+		var err error
+		if members, err = rootDoc(rv); err != nil {
+			return "", err
+		}
+	}
+	switch {
+	case root && !s.d.EAO:
+		out = append(out, "eao")
+	case !root && s.d.EAO && s.etfEntries(h):
+		out = append(out, "etf")
+	}
+	for _, f := range s.d.Fields {
+		v, ok := h[f.Key]
+		inRoot := false
+		if members != nil {
+			_, err := members.LookupErr(f.Key)
+			inRoot = err == nil
+		}
+		switch {
+		case f.Kind == runtime.KindPartition && (ok && !isCount(v) || !ok && inRoot):
+			out = append(out, f.Key+" whole")
+		case f.Kind != runtime.KindPartition && ok && isCount(v):
+			out = append(out, f.Key+" partitioned")
+		}
+	}
+	if len(out) == 0 {
+		// Fields of the layout are missing (added since), which
+		// reads as their zero values: the block is current.
+		return "", nil
+	}
+	return strings.Join(out, ", "), nil
+}
+
+// rootDoc returns the document of a root entry.
+func rootDoc(v string) (bson.Raw, error) {
+	if len(v) < 6 || v[0] != byte(bson.TypeEmbeddedDocument) {
+		return nil, errors.New("the root entry is not a document")
+	}
+	doc := bson.Raw(v[1:])
+	if err := doc.Validate(); err != nil {
+		return nil, fmt.Errorf("the root entry: %w", err)
+	}
+	return doc, nil
+}
+
+// decodeAcross decodes block id from hash h written in any layout of the
+// model: the root entry's members and the entries, each into the
+// descriptor's field of its key, whole or partitioned as it is stored.
+func (s *Store[T, K]) decodeAcross(id K, h map[string]string) (*T, error) {
+	t := s.d.New(id)
+	rv, root := h[""]
+	var members bson.Raw
+	if root {
+		var err error
+		if members, err = rootDoc(rv); err != nil {
+			return nil, err
+		}
+		if s.d.EAO {
+			if err := s.d.Root.Decode(t, decoder(rv)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range s.d.Fields {
+		if s.d.EAO && f.Kind != runtime.KindPartition && root {
+			if _, err := members.LookupErr(f.Key); err == nil {
+				continue // decoded with the root entry
+			}
+		}
+		if v, ok := h[f.Key]; ok {
+			if err := s.decodeEntry(t, f, v, h); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if root {
+			if m, err := members.LookupErr(f.Key); err == nil {
+				if err := f.Decode(t, decoder(string(byte(m.Type))+string(m.Value))); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if f.Kind == runtime.KindPartition {
+			f.Reset(t, 0)
+		}
+	}
+	if s.d.Version != nil {
+		if v, ok := h[s.d.Version.Key]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("entry %s: bad version %q", s.d.Version.Key, v)
+			}
+			s.d.SetVersion(t, n)
+		}
+	}
+	return t, nil
+}
+
+// decodeEntry decodes field f of t from its field v in block h: a count
+// (the field stored partitioned: its elements follow) or a whole value.
+func (s *Store[T, K]) decodeEntry(t *T, f *runtime.Field[T], v string, h map[string]string) error {
+	if !isCount(v) {
+		return f.Decode(t, decoder(v))
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("entry %s: bad element count %q", f.Key, v)
+	}
+	elems := make([]string, n)
+	for i := range n {
+		e, ok := h[elemField(f.Key, i)]
+		if !ok {
+			return fmt.Errorf("entry %s is missing: the block is corrupt", elemField(f.Key, i))
+		}
+		elems[i] = e
+	}
+	if f.Kind == runtime.KindPartition {
+		f.Reset(t, n)
+		for _, e := range elems {
+			if err := f.AppendDecoded(t, decoder(e)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	arr, err := arrayOf(elems)
+	if err != nil {
+		return fmt.Errorf("entry %s: %w", f.Key, err)
+	}
+	return f.Decode(t, decoder(arr))
+}
+
+// arrayOf is the value (of the value codec) of the array of the given
+// elements, each a value of the value codec.
+func arrayOf(elems []string) (string, error) {
+	b := []byte{byte(bson.TypeArray), 0, 0, 0, 0}
+	for i, e := range elems {
+		if e == "" {
+			return "", fmt.Errorf("element %d is empty", i)
+		}
+		b = append(b, e[0])
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, 0)
+		b = append(b, e[1:]...)
+	}
+	b = append(b, 0)
+	n := len(b) - 1
+	b[1], b[2], b[3], b[4] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+	return string(b), nil
+}
+
+// elemsOf returns the elements (values of the value codec) of v, a whole
+// slice value of the value codec (an array, or null for none).
+func elemsOf(v string) ([]string, error) {
+	if v == "" {
+		return nil, errors.New("empty value")
+	}
+	switch bson.Type(v[0]) {
+	case bson.TypeNull:
+		return nil, nil
+	case bson.TypeArray:
+	default:
+		return nil, fmt.Errorf("a value of BSON type %s, not an array", bson.Type(v[0]))
+	}
+	vals, err := bson.Raw(v[1:]).Values()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(vals))
+	for i, rv := range vals {
+		out[i] = string(byte(rv.Type)) + string(rv.Value)
+	}
+	return out, nil
+}
+
+// ---- writes across layouts
+
+// convert makes an entry-level write (op) of block id, found in another
+// layout by the write's check, as a whole-block write: it reads the block,
+// applies the write to it (apply returns what the write returns) and
+// writes it whole in the descriptor's layout, removing every field of the
+// old one, in one script run on condition that the block is unchanged
+// since read (its _seq), with the version bumped as the entry-level
+// write would have.
+func (s *Store[T, K]) convert(ctx context.Context, op string, id K, ifVersion int64, apply func(*T) (int, error)) (int, error) {
+	bk := s.d.Keys.Bytes(id)
+	for range maxAttempts {
+		st, err := s.read(ctx, op, id)
+		if err != nil {
+			return 0, err
+		}
+		if !st.found {
+			return 0, s.fail(op, id, runtime.ErrNotFound, nil)
+		}
+		stored := s.d.VersionOf(st.t)
+		if ifVersion != 0 && s.d.Version != nil && stored != ifVersion {
+			return 0, s.failAt(op, id, fmt.Sprintf("(stored version %d, expected %d)", stored, ifVersion), runtime.ErrConflict)
+		}
+		nw, err := s.decode(id, st.h)
+		if err != nil {
+			return 0, runtime.Unreadable(op, s.d.Aggregate, id, err)
+		}
+		res, err := apply(nw)
+		if err != nil {
+			return 0, err
+		}
+		w := &write[K]{op: op, id: id, bk: bk, inc: st.inc, seq: nextSeq(parseSeq(st.seq))}
+		if len(s.d.Lookups) > 0 {
+			w.before, w.after = s.values(st.t, nil), s.values(nw, nil)
+		}
+		if _, err := s.rewrite(ctx, w, st.seq, nw, stored+1); err != nil {
+			if _, changed := failed(err, "changed"); changed {
+				continue
+			}
+			return 0, s.checkFailed(op, id, err)
+		}
+		return res, nil
+	}
+	return 0, s.contended(op, id)
+}
+
+// rewrite writes t whole in the descriptor's layout at version version,
+// in one script run on condition that the block's _seq is still seq (as
+// read): write w with its lookup values set.
+func (s *Store[T, K]) rewrite(ctx context.Context, w *write[K], seq string, t *T, version int64) (int64, error) {
+	fields, err := s.fields(w.op, w.id, t, version)
+	if err != nil {
+		return 0, err
+	}
+	p := &prog{}
+	b := p.k(s.blockKey(w.bk))
+	p.once = b
+	p.check("", "seq", b, seq)
+	replace(p, b, fields, w)
+	w.block = p
+	return s.commit(ctx, w)
+}
+
+// updateAcross is Update of a block found in another layout (convert).
+func (s *Store[T, K]) updateAcross(ctx context.Context, op string, id K, u runtime.Update[T]) error {
+	_, err := s.convert(ctx, op, id, u.IfVersion, func(t *T) (int, error) {
+		for _, c := range u.Changes {
+			if err := c.Apply(t); err != nil {
+				if errors.Is(err, runtime.ErrNotFound) {
+					return 0, s.failAt(op, id, c.Entry(), runtime.ErrNotFound)
+				}
+				return 0, s.fail(op, id, nil, err)
+			}
+		}
+		return 0, nil
+	})
+	return err
+}
+
+// appendAcross is Append of a block found in another layout (convert).
+func (s *Store[T, K]) appendAcross(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+	return s.convert(ctx, op, id, 0, func(t *T) (int, error) {
+		if err := f.AppendValue(t, elem); err != nil {
+			return 0, s.fail(op, id, nil, err)
+		}
+		return f.Len(t) - 1, nil
+	})
+}
+
+// ---- migration
+
+// MigrateBlocks reads up to n blocks of the listing after position after
+// (an encoded block key) and rewrites each that is laid out otherwise than
+// the descriptor says (storedAs) whole in the descriptor's layout: one
+// script run per block, on condition that it is unchanged since read (its
+// _seq; a block changed meanwhile is read again), with its version and
+// incarnation kept. On a cluster the run goes through the lookup protocol
+// like any write (its lookup values do not change). A block that does not
+// decode is reported, not migrated.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
-	return nil, nil, false, errTODO
+	const op = "Migrate"
+	lo := "-"
+	if after != nil {
+		r := runtime.NewKeyReader(after)
+		if _, err := s.d.Keys.Read(r); err != nil || !r.Done() {
+			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
+		}
+		lo = "(" + string(after)
+	}
+	ms, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.listKey(), Start: lo, Stop: "+", ByLex: true, Count: int64(n + 1)}).Result()
+	if err != nil {
+		return nil, nil, false, s.fail(op, nil, nil, err)
+	}
+	more := len(ms) > n
+	ms = ms[:min(len(ms), n)]
+	var res []runtime.BlockMigration
+	var last []byte
+	for _, m := range ms {
+		r := runtime.NewKeyReader([]byte(m))
+		id, err := s.d.Keys.Read(r)
+		if err != nil || !r.Done() {
+			return res, last, true, s.fail(op, nil, nil, fmt.Errorf("listing %s: member %x is no %s block key", s.listKey(), m, s.d.Aggregate))
+		}
+		bm, found, err := s.migrate(ctx, op, id, dryRun)
+		if err != nil {
+			return res, last, true, err
+		}
+		if found {
+			res = append(res, bm)
+		}
+		last = []byte(m)
+	}
+	return res, last, more, nil
+}
+
+// migrate migrates block id (see MigrateBlocks); found is false for a
+// block that is gone.
+func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, dryRun bool) (runtime.BlockMigration, bool, error) {
+	bm := runtime.BlockMigration{ID: id}
+	bk := s.d.Keys.Bytes(id)
+	for range maxAttempts {
+		h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
+		if err != nil {
+			return bm, false, s.fail(op, id, nil, err)
+		}
+		if len(h) == 0 {
+			return bm, false, nil
+		}
+		from, err := s.storedAs(h)
+		if err != nil {
+			bm.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
+			return bm, true, nil
+		}
+		bm.From = from
+		if from == "" {
+			return bm, true, nil
+		}
+		t, err := s.decodeAcross(id, h)
+		if err != nil {
+			bm.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
+			return bm, true, nil
+		}
+		if dryRun {
+			bm.Migrated = true
+			return bm, true, nil
+		}
+		w := &write[K]{op: op, id: id, bk: bk, inc: h[incField], seq: nextSeq(parseSeq(h[seqField]))}
+		if len(s.d.Lookups) > 0 {
+			w.before = s.values(t, nil)
+			w.after = w.before
+		}
+		if _, err := s.rewrite(ctx, w, h[seqField], t, s.d.VersionOf(t)); err != nil {
+			if _, changed := failed(err, "changed"); changed {
+				continue
+			}
+			if errors.Is(err, runtime.ErrTooLarge) || errors.Is(err, runtime.ErrInvalidValue) {
+				bm.Err = err
+				return bm, true, nil
+			}
+			return bm, false, s.checkFailed(op, id, err)
+		}
+		bm.Migrated = true
+		return bm, true, nil
+	}
+	return bm, false, s.contended(op, id)
+}
+
+// ---- partitions stored whole
+
+// rootMember reads member key of the root entry of block id (HGET), if
+// the block has a root entry with that member.
+func (s *Store[T, K]) rootMember(ctx context.Context, op string, id K, key string) (string, bool, error) {
+	rv, err := s.c.HGet(ctx, s.BlockKey(id), "").Result()
+	if isNil(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, s.fail(op, id, nil, err)
+	}
+	doc, err := rootDoc(rv)
+	if err != nil {
+		return "", false, runtime.Unreadable(op, s.d.Aggregate, id, err)
+	}
+	m, err := doc.LookupErr(key)
+	if err != nil {
+		return "", false, nil
+	}
+	return string(byte(m.Type)) + string(m.Value), true, nil
+}
+
+// readWhole is ReadElems of partition f stored whole as value v: the
+// elements of the slice from index start on.
+func (s *Store[T, K]) readWhole(op string, id K, f *runtime.Field[T], v string, start, n int, fn func(runtime.Decoder) error) (bool, error) {
+	elems, err := elemsOf(v)
+	if err != nil {
+		return false, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("entry %s: %w", f.Key, err))
+	}
+	for i := start; i < min(start+n, len(elems)); i++ {
+		if err := fn(decoder(elems[i])); err != nil {
+			return false, s.fail(op, id, nil, err)
+		}
+	}
+	return start+n < len(elems), nil
 }

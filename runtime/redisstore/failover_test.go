@@ -43,7 +43,7 @@ func TestWaitReplicasWithoutReplicas(t *testing.T) {
 	opts := redisstore.Options{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond}
 	t.Run("single", func(t *testing.T) {
 		c := redistest.Server(t)
-		plain := model.NewMatchRedisRepository(c)
+		plain := ensured(t, model.NewMatchRedisRepository(c))
 		waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, opts))
 		if waited.Client() != redis.UniversalClient(c) {
 			t.Fatalf("Client() is %T, want the client given to WithOptions", waited.Client())
@@ -65,7 +65,7 @@ func TestWaitReplicasWithoutReplicas(t *testing.T) {
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c := redistest.Cluster(t)
-		plain := model.NewMatchRedisRepository(c)
+		plain := ensured(t, model.NewMatchRedisRepository(c))
 		waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, opts))
 		err := waited.Create(bg, &model.Match{ID: "m", Code: "a"})
 		wantKind(t, "Create", err, runtime.ErrUnavailable, "claim not replicated, block not written")
@@ -167,6 +167,7 @@ func TestFailover(t *testing.T) {
 	began := time.Now()
 	rc := redistest.StartReplicated(t)
 	c := rc.Client
+	ensured(t, model.NewMatchRedisRepository(withTimeouts(t, c)))
 	plain := model.NewMatchRedisRepository(c)
 	waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 2 * time.Second}))
 	quick := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond}))
@@ -335,7 +336,7 @@ func TestWaitReplicasLostReply(t *testing.T) {
 	defer c.Close()
 	f := &pipelineLoss{key: matchKey("m")}
 	c.AddHook(f)
-	plain := model.NewMatchRedisRepository(srv)
+	plain := ensured(t, model.NewMatchRedisRepository(srv))
 	must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a"}))
 	waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond}))
 	err := waited.SetCode(bg, "m", "b")
@@ -365,6 +366,7 @@ func TestWaitReplicasResentRun(t *testing.T) {
 	p := newDropProxy(t, pair.Master.Addr, "resent-marker")
 	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String()})
 	defer c.Close()
+	ensured(t, model.NewMatchRedisRepository(withTimeouts(t, mc)))
 	plain := model.NewMatchRedisRepository(mc)
 	waited := model.NewMatchRedisRepository(redisstore.WithOptions(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond}))
 	// The replica acknowledges (a generous wait: a loaded machine may take

@@ -25,6 +25,8 @@ import (
 //	                       encoded block key of its holder
 //	Game:counter           string, the counter of enumerable keys (INCR);
 //	Game:counter:{scope}   the counter of one scope of a composite key
+//	noam:schema:{Game}     string, the collection's schema record: the
+//	                       layout EnsureIndexes recorded (evolve.go)
 //
 // The three keys of a lookup share the hash tag {Game.name}, so that one
 // script changes them together on a cluster too.

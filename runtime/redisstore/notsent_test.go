@@ -130,7 +130,7 @@ func TestCancelBeforeBlockScript(t *testing.T) {
 	h := &cancelBefore{}
 	c.AddHook(h)
 	matches := model.NewMatchRedisRepository(c)
-	plain := model.NewMatchRedisRepository(shared)
+	plain := ensured(t, model.NewMatchRedisRepository(shared))
 	for _, id := range []string{"dry", "m"} {
 		must(t, plain.Create(bg, storetest.StartMatch(id)))
 	}

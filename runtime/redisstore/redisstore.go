@@ -117,6 +117,8 @@ type Store[T any, K comparable] struct {
 	// writes' protocol) over the primitives px.
 	eng *index.Engine[*T]
 	px  *prims[*T]
+	// evo tells layouts apart (evolve.go).
+	evo evolution
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -128,7 +130,7 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *
 	var zero K
 	c, o := unwrap(c)
 	_, cluster := c.(*redis.ClusterClient)
-	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster}
+	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d)}
 	s.px = &prims[*T]{c: s.c, w: s.w, names: s.naming, decode: func(bk []byte, h map[string]string) (*T, error) {
 		r := runtime.NewKeyReader(bk)
 		id, err := d.Keys.Read(r)
@@ -275,8 +277,13 @@ func (s *Store[T, K]) fields(op string, id K, t *T, version int64) ([]string, er
 	return out, nil
 }
 
-// decode builds the aggregate of block id from its hash (HGETALL).
+// decode builds the aggregate of block id from its hash (HGETALL), or
+// from some of its fields (readFor). A block written in another layout of
+// the model is decoded by decodeAcross (evolve.go).
 func (s *Store[T, K]) decode(id K, h map[string]string) (*T, error) {
+	if !s.current(h) {
+		return s.decodeAcross(id, h)
+	}
 	t := s.d.New(id)
 	if s.d.EAO {
 		if v, ok := h[""]; ok {
@@ -399,9 +406,9 @@ func (s *Store[T, K]) readFor(ctx context.Context, op string, id K, ls []*runtim
 			h[fields[i]] = v
 		}
 	}
-	if len(h) == 0 {
-		// Missing, or a block without these entries and stamps: the
-		// whole read decides.
+	if len(h) == 0 || !s.current(h) {
+		// Missing, or a block without these entries and stamps, or a
+		// field stored partitioned: the whole read decides.
 		return s.read(ctx, op, id)
 	}
 	st := state[T]{found: true, seq: h[seqField], inc: h[incField], h: h}

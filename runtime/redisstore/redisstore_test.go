@@ -55,7 +55,7 @@ func TestConflictingUpdates(t *testing.T) {
 		per = 50
 	}
 	modes(t, func(t *testing.T, c redis.UniversalClient) {
-		matches := model.NewMatchRedisRepository(c)
+		matches := ensured(t, model.NewMatchRedisRepository(c))
 		must(t, matches.Create(bg, &model.Match{ID: "c", Code: "c", Region: "r", Tags: []string{"t"}}))
 		const workers = 16
 		errs := make([]error, workers)
@@ -126,8 +126,8 @@ func TestOneScriptOnANode(t *testing.T) {
 		}
 		defer c.Close()
 		matches := model.NewMatchRedisRepository(c)
-		must(t, matches.Create(bg, &model.Match{ID: "m", Code: "a"}))
 		must(t, matches.EnsureIndexes(bg))
+		must(t, matches.Create(bg, &model.Match{ID: "m", Code: "a"}))
 		var mu sync.Mutex
 		var names []string
 		var read []any
@@ -199,7 +199,7 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 // may be in flight), and is taken over once older.
 func TestStaleClaim(t *testing.T) {
 	c := redistest.Cluster(t)
-	matches := model.NewMatchRedisRepository(c)
+	matches := ensured(t, model.NewMatchRedisRepository(c))
 	value := string(runtime.AppendString(nil, "prize"))
 	ghost := string(runtime.AppendString(nil, "ghost"))
 	claim := func(age time.Duration) {
@@ -279,6 +279,7 @@ func TestTooLarge(t *testing.T) {
 	if n := c.DBSize(bg).Val(); n != 0 {
 		t.Fatalf("%d keys after a refused write", n)
 	}
+	must(t, matches.EnsureIndexes(bg))
 	must(t, matches.Create(bg, &model.Match{ID: "m", Code: "m"}))
 	_, err = matches.AppendRounds(bg, "m", model.Round{Serial: big})
 	if !errors.Is(err, runtime.ErrTooLarge) {
@@ -355,7 +356,7 @@ func TestLostReply(t *testing.T) {
 			c.AddHook(f)
 			return model.NewMatchRedisRepository(c), func() { c.Close() }
 		}
-		plain := model.NewMatchRedisRepository(shared)
+		plain := ensured(t, model.NewMatchRedisRepository(shared))
 		must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a"}))
 
 		lost := &fault{key: "matches:{m}", lose: true}
@@ -466,7 +467,7 @@ func TestResentWrite(t *testing.T) {
 			c.AddHook(r)
 			return model.NewMatchRedisRepository(c), r, func() { c.Close() }
 		}
-		plain := model.NewMatchRedisRepository(shared)
+		plain := ensured(t, model.NewMatchRedisRepository(shared))
 		ms, r, done := open("create-marker")
 		err := ms.Create(bg, &model.Match{ID: "r", Code: "create-marker", Rounds: []model.Round{{Serial: "s0"}}})
 		done()
@@ -581,7 +582,7 @@ func TestGoRedisResendsAfterALostReply(t *testing.T) {
 	opts.Addr = p.ln.Addr().String()
 	c := redis.NewClient(&opts)
 	defer c.Close()
-	games := model.NewMatchRedisRepository(c)
+	games := ensured(t, model.NewMatchRedisRepository(c))
 	must(t, games.Create(bg, &model.Match{ID: "p", Code: "p0"})) // loads the script
 	p.armed.Store(true)
 	i, err := games.AppendRounds(bg, "p", model.Round{Serial: "lost-reply-marker"})
@@ -597,4 +598,30 @@ func TestGoRedisResendsAfterALostReply(t *testing.T) {
 		t.Fatalf("after a lost reply: %d rounds, version %d", len(got.Rounds), got.Version)
 	}
 	clean(t, "a lost reply", model.NewMatchRedisRepository(srv).Repair)
+}
+
+// ensured runs EnsureIndexes of r, which records the collection's layout
+// (until it has, writes that may claim unique values fail with
+// runtime.ErrNotReady), and returns r.
+func ensured[R interface{ EnsureIndexes(context.Context) error }](t testing.TB, r R) R {
+	t.Helper()
+	must(t, r.EnsureIndexes(bg))
+	return r
+}
+
+// withTimeouts returns a client of the servers of c that honours context
+// deadlines, as EnsureIndexes requires, closed when t ends.
+func withTimeouts(t testing.TB, c redis.UniversalClient) redis.UniversalClient {
+	var out redis.UniversalClient
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		o := *cc.Options()
+		o.ContextTimeoutEnabled = true
+		out = redis.NewClusterClient(&o)
+	} else {
+		o := *c.(*redis.Client).Options()
+		o.ContextTimeoutEnabled = true
+		out = redis.NewClient(&o)
+	}
+	t.Cleanup(func() { out.Close() })
+	return out
 }

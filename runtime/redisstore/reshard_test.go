@@ -153,8 +153,8 @@ func (s *slots) other(i int) int { return (i + 1) % len(s.masters) }
 func TestWritesInAMigratingSlot(t *testing.T) {
 	cc := redistest.Cluster(t)
 	sl := newSlots(t, cc)
-	matches := model.NewMatchRedisRepository(cc)
-	cards := model.NewCardRedisRepository(cc)
+	matches := ensured(t, model.NewMatchRedisRepository(cc))
+	cards := ensured(t, model.NewCardRedisRepository(cc))
 	m := &model.Match{ID: "mig", Code: "c0", Tags: []string{"a", "b"}, Rounds: []model.Round{{Serial: "s0"}, {Serial: "s1"}}}
 	must(t, matches.Create(bg, m))
 	must(t, cards.Create(bg, &model.Card{ID: 7, Title: "t0", Labels: []string{"x"}}))
@@ -232,7 +232,7 @@ func TestWritesInAMigratingSlot(t *testing.T) {
 func TestRefusedWriteIsUnavailable(t *testing.T) {
 	cc := redistest.Cluster(t)
 	sl := newSlots(t, cc)
-	matches := model.NewMatchRedisRepository(cc)
+	matches := ensured(t, model.NewMatchRedisRepository(cc))
 	must(t, matches.Create(bg, &model.Match{ID: "m1", Code: "a"}))
 	// The claims hash is gone; the entries and metas stay.
 	must(t, cc.Del(bg, "{matches.code}:claims").Err())
@@ -545,6 +545,7 @@ func TestReshardUnderLoad(t *testing.T) {
 		addSlot(k)
 	}
 	tables := len(moving)
+	must(t, model.NewMatchRedisRepository(cc).EnsureIndexes(bg))
 	ws := make([]*reshardWriter, writers)
 	ids := make([][]string, writers)
 	for i := range ws {
@@ -783,7 +784,7 @@ func TestRefusedBlockRunUndoes(t *testing.T) {
 			c = redis.NewClient(shared.(*redis.Client).Options())
 		}
 		defer c.Close()
-		plain := model.NewMatchRedisRepository(shared)
+		plain := ensured(t, model.NewMatchRedisRepository(shared))
 		must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a", Tags: []string{"x"}}))
 		f := &refuse{key: "matches:{m}"}
 		c.AddHook(f)

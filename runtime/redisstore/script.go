@@ -52,7 +52,7 @@ import (
 // fields first and then removes the stale ones (prune); reads and
 // removals of a key the run may have emptied see it as missing.
 const vmSource = `
-local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, elem=3, claim=3, heq=3,
+local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, lay=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
   hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1}
 local function key(i) return KEYS[tonumber(i)] end
@@ -155,15 +155,30 @@ for n = 1, nchecks do
     local s = redis.call('HGET', key(a[1]), '_seq')
     if (s or '') ~= a[2] then return {'fail', 'changed', s or '', n} end
   elseif name == 'ver' then
-    local exists = redis.call('EXISTS', key(a[1])) == 1
+    local v = redis.call('HGET', key(a[1]), a[2])
     if a[3] == '0' then
-      if exists then
-        return {'fail', 'conflict', redis.call('HGET', key(a[1]), a[2]) or '0', n}
-      end
+      -- version 0: no block, or a block without a version (written
+      -- before the model had one) or at version 0 (migrated so).
+      if v and v ~= '0' then return {'fail', 'conflict', v, n} end
     else
-      if not exists then return {'fail', 'conflict', 'none', n} end
-      local v = redis.call('HGET', key(a[1]), a[2]) or '0'
-      if v ~= a[3] then return {'fail', 'conflict', v, n} end
+      if redis.call('EXISTS', key(a[1])) == 0 then return {'fail', 'conflict', 'none', n} end
+      if (v or '0') ~= a[3] then return {'fail', 'conflict', v or '0', n} end
+    end
+  elseif name == 'lay' then
+    -- the block holds the entries the write changes as the write lays
+    -- them out: a[2] '1' (EAO: the root entry is there) or '0' (ETF: it
+    -- is not); a[3] lists 'p'..key..'\0' (a partition: its field is its
+    -- element count; under EAO an absent count may be inside the root
+    -- entry) and 'w'..key..'\0' (a slice field written whole: no count).
+    local root = redis.call('HEXISTS', key(a[1]), '') == 1
+    if root ~= (a[2] == '1') then return {'fail', 'layout', root and 'eao' or 'etf', n} end
+    for kind, f in string.gmatch(a[3], '(.)(%Z*)%z') do
+      local v = redis.call('HGET', key(a[1]), f)
+      if kind == 'p' then
+        if (v and not string.find(v, '^%d')) or (not v and root) then return {'fail', 'layout', f .. ' whole', n} end
+      elseif v and (root or string.find(v, '^%d')) then
+        return {'fail', 'layout', f .. ' partitioned', n}
+      end
     end
   elseif name == 'elem' then
     local c = redis.call('HGET', key(a[1]), a[2]) or '0'
@@ -377,7 +392,7 @@ func (p *prog) merge(q *prog) {
 func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 
 // arity mirrors the script's table.
-var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "elem": 3, "claim": 3, "heq": 3,
+var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "lay": 3, "elem": 3, "claim": 3, "heq": 3,
 	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
 	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "raise": 2, "prune": 1}
 

@@ -76,7 +76,7 @@ func TestConformanceSizes(t *testing.T) {
 func TestSplitArguments(t *testing.T) {
 	modes(t, func(t *testing.T, c redis.UniversalClient) {
 		lowerBulk(t, c)
-		matches := model.NewMatchRedisRepository(c)
+		matches := ensured(t, model.NewMatchRedisRepository(c))
 		big := func(tag string) model.Round {
 			return model.Round{Serial: tag, Moves: []string{strings.Repeat(tag, 700<<10/len(tag))}}
 		}

@@ -45,6 +45,8 @@ func (s *Store[T, K]) checkFailed(op string, id K, err error) error {
 		return s.failAt(op, id, f.note, runtime.ErrNotFound)
 	case "toolarge":
 		return s.fail(op, id, runtime.ErrTooLarge, f)
+	case "layout":
+		return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.detail, "otherwise", "as the write has it")
 	}
 	return s.fail(op, id, nil, err)
 }
@@ -420,6 +422,9 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		b := p.k(s.blockKey(bk))
 		p.once = b
 		p.check("", "exists", b)
+		if len(u.Changes) > 0 {
+			s.guard(p, b, u)
+		}
 		if u.IfVersion != 0 && s.d.Version != nil {
 			p.check(fmt.Sprintf("expected %d", u.IfVersion), "ver", b, s.d.Version.Key, strconv.FormatInt(u.IfVersion, 10))
 		}
@@ -461,6 +466,9 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			if _, changed := failed(err, "changed"); changed {
 				continue
 			}
+			if _, other := failed(err, "layout"); other {
+				return s.updateAcross(ctx, op, id, u)
+			}
 			return s.checkFailed(op, id, err)
 		}
 		return nil
@@ -483,6 +491,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		b := p.k(s.blockKey(bk))
 		p.once = b
 		p.check("", "exists", b)
+		p.check("", "lay", b, s.evo.eao, s.evo.guards[f.Key])
 		if len(ls) > 0 {
 			// Only the incarnation is read: the new element's values are
 			// added, nothing is removed.
@@ -520,6 +529,9 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 			if _, changed := failed(err, "changed"); changed {
 				continue
 			}
+			if _, other := failed(err, "layout"); other {
+				return s.appendAcross(ctx, op, id, f, elem)
+			}
 			return 0, s.checkFailed(op, id, err)
 		}
 		return int(i), nil
@@ -543,9 +555,23 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		return false, s.fail(op, id, runtime.ErrNotFound, nil)
 	}
 	count := 0
-	if c, ok := vals[1].(string); ok {
+	c, ok := vals[1].(string)
+	switch {
+	case ok && isCount(c):
 		if count, err = strconv.Atoi(c); err != nil {
 			return false, s.fail(op, id, nil, fmt.Errorf("entry %s: bad element count %q", f.Key, c))
+		}
+	case ok:
+		// Stored whole (an earlier layout of the model).
+		return s.readWhole(op, id, f, c, start, n, fn)
+	default:
+		// No count: a partition added since the block was written, or
+		// stored whole in an EAO block's root entry (evolve.go).
+		if v, ok, err := s.rootMember(ctx, op, id, f.Key); err != nil || ok {
+			if err != nil {
+				return false, err
+			}
+			return s.readWhole(op, id, f, v, start, n, fn)
 		}
 	}
 	for j, v := range vals[2:] {
