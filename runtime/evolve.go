@@ -318,6 +318,12 @@ type RepairOptions struct {
 	// OnPage is called after each page of blocks with the position of its
 	// last block and the number of blocks in it.
 	OnPage func(last []byte, blocks int) error
+	// Lookups, when set, makes Repair the build of these lookups (named
+	// as the model names them, "email", or as the store does,
+	// "players.email"): it only adds the index entries the blocks hold
+	// (its first pass), and leaves the other lookups and the entries no
+	// block holds alone, so that it is safe while the application writes.
+	Lookups []string
 }
 
 type repairOptionsKey struct{}
@@ -469,8 +475,11 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 					next.Layout.Lookups[i].Building = true
 				}
 			}
+			// Lookups the model no longer has are dropped, and so are
+			// those whose options changed (unique, zeros, table): their
+			// index holds entries of another form, and is built anew.
 			for _, lk := range rec.Layout.Lookups {
-				if _, ok := cur.Lookup(lk.Name); !ok {
+				if now, ok := cur.Lookup(lk.Name); !ok || !now.Same(lk) {
 					dropped = append(dropped, lk)
 				}
 			}
@@ -532,7 +541,7 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	}
 	report, _ := ctx.Value(buildProgressKey{}).(func(BuildProgress))
 	progress := BuildProgress{Collection: rec.Layout.Collection, Lookups: names}
-	bctx := WithRepairOptions(ctx, RepairOptions{After: resume, OnPage: func(last []byte, blocks int) error {
+	bctx := WithRepairOptions(ctx, RepairOptions{After: resume, Lookups: names, OnPage: func(last []byte, blocks int) error {
 		progress.Blocks += blocks
 		if report != nil {
 			report(progress)

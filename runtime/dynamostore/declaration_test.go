@@ -25,6 +25,7 @@ func TestDeclaredNames(t *testing.T) {
 	for _, c := range []struct{ decl, real any }{
 		{layout.IndexTable("Game"), dynamostore.IndexTable("Game")},
 		{layout.Counters, dynamostore.CountersTable},
+		{layout.Schema, dynamostore.SchemaTable},
 		{layout.Scope, dynamostore.ScopeLookup},
 		{[]string{layout.ID, layout.Root, layout.Len, layout.Seq, layout.Inc}, []string{dynamostore.IDAttr, dynamostore.RootAttr, dynamostore.LenAttr, dynamostore.SeqAttr, dynamostore.IncAttr}},
 		{[]int{layout.MaxItemBytes, layout.MaxKeyBytes, layout.MaxIndexKeyBytes, layout.AppendPast}, []int{dynamostore.MaxItemBytes, dynamostore.MaxKeyBytes, dynamostore.MaxIndexKeyBytes, dynamostore.AppendPast}},

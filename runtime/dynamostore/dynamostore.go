@@ -32,6 +32,15 @@
 //     bumped with UpdateItem ADD. The blocks of a scoped counter are also
 //     index items (lookup ScopeLookup, sort key the block key), so that
 //     ListBy<Scope> is one Query in number order whatever the gaps.
+//   - Schema records (runtime/evolve.go): the layout EnsureIndexes
+//     recorded for a collection is one item of the table "_noam_schema"
+//     (after the prefix; SchemaTable), keyed by the collection name (_id,
+//     S), the record in rec (B), replaced by a conditional PutItem.
+//     Blocks written in another layout (ETF or EAO, a field whole or
+//     partitioned) read right; an entry-level write checks the layout in
+//     its own ConditionExpression and fails with runtime.ErrLayout, or
+//     converts the block in the same request; MigrateBlocks rewrites them
+//     (evolve.go).
 //   - Limits: an item holds 400 KB (MaxItemBytes), an index key 1,024
 //     bytes (MaxIndexKeyBytes); larger writes fail with runtime.ErrTooLarge
 //     and change nothing.

@@ -48,8 +48,10 @@ func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	const op = "EnsureIndexes"
 	e := newExpr()
-	cond := "attribute_not_exists(" + e.name(IDAttr) + ")"
-	if old != nil {
+	var cond string
+	if old == nil {
+		cond = "attribute_not_exists(" + e.name(IDAttr) + ")"
+	} else {
 		cond = e.name(RecAttr) + " = " + e.value(&types.AttributeValueMemberB{Value: old})
 	}
 	var sent sends
@@ -187,118 +189,115 @@ func (s *Store[T, K]) differences(item map[string]types.AttributeValue) []string
 	return out
 }
 
-// writeMismatch returns the ErrLayout of an entry-level write of the given
-// changes (or, app non-nil, of an append to partition app) to block id
-// stored as item: the mismatches the write's ConditionExpression refuses
-// (layoutGuards), nil when there is none.
+// layoutCheck is one condition an entry-level write puts on the block's
+// layout: cond in the write's ConditionExpression, bad the same test of an
+// item as read (to say why a refused write was refused).
+type layoutCheck struct {
+	cond                 string
+	bad                  func(item map[string]types.AttributeValue) bool
+	entry, stored, wants string
+}
+
+// layoutChecks are what makes an entry-level write of changes (or, app
+// non-nil, an append to partition app) right on a block stored in
+// another layout, in the write's own request: it leaves the block in the
+// current layout, whole, or it writes nothing. The checks refuse what the
+// write cannot convert (runtime.ErrLayout); remove lists what a
+// conversion REMOVEs. On a block in the current layout the conditions
+// hold and the REMOVEs find nothing.
+//
+//   - The strategy: under ETF, no root entry; under EAO, a root entry,
+//     unless the write sets it: then it also REMOVEs the fields stored as
+//     entries of their own (an ETF block), which converts it.
+//   - Lists: under a descriptor without partitions, _len counts nothing
+//     of its layout and goes (REMOVE _len: a partitioned list is then a
+//     whole one); otherwise a list field is not partitioned (_len.f).
+//   - A partition: not whole inside a root entry, and not whole on its
+//     own (f without _len.f) unless the write sets it whole with its
+//     count (which converts it), or appends (whose own condition on
+//     _len.f refuses a whole f).
+func (s *Store[T, K]) layoutChecks(e *expr, changes []runtime.Change[T], app *runtime.Field[T]) (checks []layoutCheck, remove []string) {
+	setsRoot := false
+	whole := map[string]bool{} // partitions written whole (or appended to)
+	if app != nil {
+		whole[app.Key] = true
+	}
+	for _, c := range changes {
+		switch {
+		case c.Field.Kind == runtime.KindRoot:
+			setsRoot = true
+		case c.Field.Kind == runtime.KindPartition && !c.Elem:
+			whole[c.Field.Key] = true
+		}
+	}
+	hasRoot := func(item map[string]types.AttributeValue) bool { _, ok := item[RootAttr]; return ok }
+	switch {
+	case !s.d.EAO:
+		checks = append(checks, layoutCheck{cond: "attribute_not_exists(" + e.name(RootAttr) + ")", bad: hasRoot, entry: "ε", stored: "eao (a root entry)", wants: "etf (no root entry)"})
+	case setsRoot:
+		for _, k := range s.d.Root.Fields {
+			remove = append(remove, e.name(k))
+		}
+	default:
+		checks = append(checks, layoutCheck{cond: "attribute_exists(" + e.name(RootAttr) + ")", bad: func(item map[string]types.AttributeValue) bool { return !hasRoot(item) }, entry: "ε", stored: "etf (no root entry)", wants: "eao (a root entry)"})
+	}
+	parts := s.d.Partitions()
+	if len(parts) == 0 {
+		remove = append(remove, e.name(LenAttr))
+	} else {
+		for _, f := range s.d.Fields {
+			if f.Kind == runtime.KindField && s.listy[f.Key] {
+				k := f.Key
+				checks = append(checks, layoutCheck{cond: fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(LenAttr), e.name(k)), bad: func(item map[string]types.AttributeValue) bool { return hasLen(item, k) }, entry: k, stored: "partitioned", wants: "whole"})
+			}
+		}
+	}
+	for _, f := range parts {
+		k := f.Key
+		if s.d.EAO {
+			checks = append(checks, layoutCheck{cond: fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(RootAttr), e.name(k)), bad: func(item map[string]types.AttributeValue) bool { return rootMember(item, k) != nil }, entry: k, stored: "whole (inside the root entry)", wants: "partitioned"})
+		}
+		if !whole[k] {
+			fn := e.name(k)
+			checks = append(checks, layoutCheck{cond: fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s))", e.name(LenAttr), fn, fn), bad: func(item map[string]types.AttributeValue) bool {
+				_, ok := item[k]
+				return ok && !hasLen(item, k)
+			}, entry: k, stored: "whole", wants: "partitioned"})
+		}
+	}
+	return checks, remove
+}
+
+// layoutGuards adds the layout checks and conversions of an entry-level
+// write of changes (layoutChecks) to w.
+func (s *Store[T, K]) layoutGuards(w *update, changes []runtime.Change[T], app *runtime.Field[T]) {
+	checks, remove := s.layoutChecks(w.e, changes, app)
+	for _, c := range checks {
+		w.cond = append(w.cond, c.cond)
+	}
+	w.remove = append(w.remove, remove...)
+}
+
+// writeMismatch returns the ErrLayout of an entry-level write of changes
+// (or of an append to partition app) to block id stored as item: the
+// first layout check it fails (nil: none).
 func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.AttributeValue, changes []runtime.Change[T], app *runtime.Field[T]) error {
 	if item == nil {
 		return nil
 	}
-	type write struct {
-		f    *runtime.Field[T]
-		elem bool
-	}
-	writes := make([]write, 0, len(changes)+1)
-	for _, c := range changes {
-		writes = append(writes, write{c.Field, c.Elem})
-	}
-	if app != nil {
-		writes = append(writes, write{app, true})
-	}
-	_, root := item[RootAttr]
-	parts := len(s.d.Partitions()) > 0
-	for _, w := range writes {
-		f := w.f
-		switch f.Kind {
-		case runtime.KindField:
-			if !s.d.EAO && root {
-				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "eao (inside the root entry)", "etf (an entry of its own)")
-			}
-			if parts && s.listy[f.Key] && hasLen(item, f.Key) {
-				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "partitioned", "whole")
-			}
-		case runtime.KindPartition:
-			if rootMember(item, f.Key) != nil {
-				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "whole (inside the root entry)", "partitioned")
-			}
-			if _, ok := item[f.Key]; ok && w.elem && !hasLen(item, f.Key) {
-				return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "whole", "partitioned")
-			}
-		case runtime.KindRoot:
-			if !parts {
-				continue
-			}
-			for _, k := range f.Fields {
-				if s.listy[k] && hasLen(item, k) {
-					return runtime.LayoutMismatch(op, s.d.Aggregate, id, k, "partitioned", "whole (inside the root entry)")
-				}
-			}
+	checks, _ := s.layoutChecks(newExpr(), changes, app)
+	for _, c := range checks {
+		if c.bad(item) {
+			return runtime.LayoutMismatch(op, s.d.Aggregate, id, c.entry, c.stored, c.wants)
 		}
+	}
+	if app == nil {
+		return nil
+	}
+	if _, ok := item[app.Key]; ok && !hasLen(item, app.Key) {
+		return runtime.LayoutMismatch(op, s.d.Aggregate, id, app.Key, "whole", "partitioned")
 	}
 	return nil
-}
-
-// layoutGuards adds to w what makes an entry-level write of changes right
-// on a block stored in another layout, in the write's own request:
-// conditions that refuse what it cannot convert (writeMismatch says
-// which), and the REMOVE of what a conversion leaves behind. On a block
-// in the current layout the conditions hold and the REMOVEs find nothing.
-//
-//   - Under ETF, a field is not written beside a root entry, where
-//     neither version would read it.
-//   - A partition written whole is not also whole inside a root entry; a
-//     whole list written with its count converts a whole f. (An element
-//     change's condition, _len.f > i, refuses a whole f already.)
-//   - A list field written whole is not partitioned (_len.f), or, under
-//     a descriptor without partitions, whose _len map counts nothing of
-//     its layout, its count goes (REMOVE _len).
-//   - Under EAO, the root entry written whole also REMOVEs its fields
-//     stored as entries of their own (an ETF block): it converts it.
-func (s *Store[T, K]) layoutGuards(w *update, changes []runtime.Change[T]) {
-	e := w.e
-	parts := len(s.d.Partitions()) > 0
-	dropLen, noRoot := false, false
-	listField := func(k string) {
-		if !s.listy[k] {
-			return
-		}
-		if parts {
-			w.cond = append(w.cond, fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(LenAttr), e.name(k)))
-		} else {
-			dropLen = true
-		}
-	}
-	for _, c := range changes {
-		switch c.Field.Kind {
-		case runtime.KindPartition:
-			if !c.Elem {
-				w.cond = append(w.cond, fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(RootAttr), e.name(c.Field.Key)))
-			}
-		case runtime.KindField:
-			noRoot = noRoot || !s.d.EAO
-			listField(c.Field.Key)
-		case runtime.KindRoot:
-			for _, k := range c.Field.Fields {
-				w.remove = append(w.remove, e.name(k))
-				listField(k)
-			}
-		}
-	}
-	if noRoot {
-		w.cond = append(w.cond, "attribute_not_exists("+e.name(RootAttr)+")")
-	}
-	if dropLen {
-		w.remove = append(w.remove, e.name(LenAttr))
-	}
-}
-
-// appendGuard is the condition of an append to partition f after a read
-// of its count n = 0 (appendOf): f is not stored whole, on its own or
-// inside a root entry.
-func appendGuard(e *expr, f string) string {
-	fn := e.name(f)
-	return fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s)) AND attribute_not_exists(%s.%s)", e.name(LenAttr), fn, fn, e.name(RootAttr), fn)
 }
 
 // MigrateBlocks implements runtime.Store: a Scan of up to n blocks after
@@ -410,9 +409,16 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[str
 	return m
 }
 
+// maxCompare bounds the length of the ConditionExpression of a
+// migration (DynamoDB takes 4 KB).
+const maxCompare = 3500
+
 // unchanged adds the conditions that the item is still old: every
-// attribute of old equal, and no attribute that next or any layout's
-// writer could add.
+// attribute of old the same, and none that next or any layout's writer
+// could add. Scalars compare with =, documents (DynamoDB compares no maps
+// or lists with =) by their size and member by member down to their
+// scalars, as far as the expression's length allows (past it, a document
+// compares by its size).
 func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeValue) {
 	e := w.e
 	names := []string{IDAttr, RootAttr, LenAttr, SeqAttr, IncAttr, WriteAttr}
@@ -432,15 +438,91 @@ func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeV
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	var docs []string // the documents, compared last
 	for _, k := range slices.Compact(names) {
-		if v, ok := old[k]; ok {
-			if k != IDAttr {
-				w.cond = append(w.cond, e.name(k)+" = "+e.value(v))
-			} else {
-				w.cond = append(w.cond, "attribute_exists("+e.name(k)+")")
-			}
-		} else {
+		v, ok := old[k]
+		switch {
+		case !ok:
 			w.cond = append(w.cond, "attribute_not_exists("+e.name(k)+")")
+		case k == IDAttr:
+			w.cond = append(w.cond, "attribute_exists("+e.name(k)+")")
+		default:
+			if !same(w, e.name(k), v, false) {
+				docs = append(docs, k)
+			}
 		}
 	}
+	size := 0
+	for _, c := range w.cond {
+		size += len(c) + 5
+	}
+	for _, k := range docs {
+		size = sameDoc(w, e.name(k), old[k], size)
+	}
+}
+
+// same adds the condition that path holds scalar v and reports true, or
+// false for a document (doc false) or a set; doc true compares those by
+// their size.
+func same(w *update, path string, v types.AttributeValue, doc bool) bool {
+	e := w.e
+	switch a := v.(type) {
+	case *types.AttributeValueMemberNULL:
+		w.cond = append(w.cond, "attribute_type("+path+", "+e.value(&types.AttributeValueMemberS{Value: "NULL"})+")")
+	case *types.AttributeValueMemberS, *types.AttributeValueMemberN, *types.AttributeValueMemberB, *types.AttributeValueMemberBOOL:
+		w.cond = append(w.cond, path+" = "+e.value(v))
+	default:
+		if !doc {
+			return false
+		}
+		n := 0
+		switch a := a.(type) {
+		case *types.AttributeValueMemberM:
+			n = len(a.Value)
+		case *types.AttributeValueMemberL:
+			n = len(a.Value)
+		case *types.AttributeValueMemberSS:
+			n = len(a.Value)
+		case *types.AttributeValueMemberNS:
+			n = len(a.Value)
+		case *types.AttributeValueMemberBS:
+			n = len(a.Value)
+		}
+		w.cond = append(w.cond, "size("+path+") = "+e.value(num(int64(n))))
+	}
+	return true
+}
+
+// sameDoc adds the conditions that path holds document v (its size, then
+// its members, as long as the expression stays within maxCompare; size
+// is its length so far) and returns the new length.
+func sameDoc(w *update, path string, v types.AttributeValue, size int) int {
+	add := func() bool {
+		size += len(w.cond[len(w.cond)-1]) + 5
+		return size < maxCompare
+	}
+	same(w, path, v, true)
+	if !add() {
+		return size
+	}
+	switch a := v.(type) {
+	case *types.AttributeValueMemberM:
+		keys := make([]string, 0, len(a.Value))
+		for k := range a.Value {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if size = sameDoc(w, path+"."+w.e.name(k), a.Value[k], size); size >= maxCompare {
+				return size
+			}
+		}
+	case *types.AttributeValueMemberL:
+		for i, x := range a.Value {
+			if size = sameDoc(w, fmt.Sprintf("%s[%d]", path, i), x, size); size >= maxCompare {
+				return size
+			}
+		}
+	}
+	return size
 }

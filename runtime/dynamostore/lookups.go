@@ -319,7 +319,7 @@ func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *ru
 		if err := s.checkValues(op, id, st.t); err != nil {
 			return index.Attempt{}, err
 		}
-		return s.stamped(op, id, st, before, s.appendOf(f.Key, v, n, !counts)), nil
+		return s.stamped(op, id, st, before, s.appendOf(f, v, n, !counts)), nil
 	})
 	if err != nil {
 		return 0, err

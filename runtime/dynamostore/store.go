@@ -242,8 +242,15 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	}
 	t := s.d.New(id)
 	var dec decoder
-	root, _ := item[RootAttr].(*types.AttributeValueMemberM)
-	if root != nil && s.d.Root == nil {
+	rav, hasRoot := item[RootAttr]
+	root, _ := rav.(*types.AttributeValueMemberM)
+	if hasRoot && s.d.Root != nil {
+		// First: it sets every field it holds, present or not.
+		dec.av = rav
+		if err := s.d.Root.Decode(t, &dec); err != nil {
+			return nil, err
+		}
+	} else if root != nil {
 		for k, av := range root.Value {
 			if _, own := item[k]; own {
 				continue // an entry of its own too: it is read below
@@ -259,14 +266,7 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	for k, av := range item {
 		dec.av = av
 		switch k {
-		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr:
-			continue
-		case RootAttr:
-			if s.d.Root != nil {
-				if err := s.d.Root.Decode(t, &dec); err != nil {
-					return nil, err
-				}
-			}
+		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr, RootAttr:
 			continue
 		}
 		f := s.d.Field(k)
@@ -274,8 +274,8 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 			continue
 		}
 		if f.Kind != runtime.KindPartition {
-			if root != nil && s.d.Root != nil && slices.Contains(s.d.Root.Fields, k) {
-				continue // the root entry's, which is the layout's
+			if s.d.Root != nil && root != nil && root.Value[k] != nil {
+				continue // in the root entry too, which is the layout's
 			}
 			if err := f.Decode(t, &dec); err != nil {
 				return nil, err

@@ -302,7 +302,7 @@ func (s *Store[T, K]) changes(u runtime.Update[T], newLen bool) (*update, error)
 	if len(lens) > 0 {
 		w.set = append(w.set, e.name(LenAttr)+" = "+e.value(&types.AttributeValueMemberM{Value: lens}))
 	}
-	s.layoutGuards(w, u.Changes)
+	s.layoutGuards(w, u.Changes, nil)
 	s.version(w, u.IfVersion, len(u.Changes) > 0)
 	return w, nil
 }
@@ -459,9 +459,10 @@ func lenOf(item map[string]types.AttributeValue, f string) int64 {
 // newLen is for a block without a _len map (written before its
 // partitions): the count is then a new _len, on condition that there is
 // none.
-func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64, newLen bool) *update {
+func (s *Store[T, K]) appendOf(p *runtime.Field[T], v types.AttributeValue, n int64, newLen bool) *update {
 	w := &update{e: newExpr()}
 	e := w.e
+	f := p.Key
 	fn, ln := e.name(f), e.name(LenAttr)
 	// if_not_exists and the condition on a missing count let a block
 	// written before the partition existed (an older schema) take its
@@ -474,15 +475,17 @@ func (s *Store[T, K]) appendOf(f string, v types.AttributeValue, n int64, newLen
 		w.set = append(w.set, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n+1))))
 	}
 	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	// Not a list stored whole, which the new element would join.
+	notWhole := fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s))", ln, fn, fn)
 	switch {
 	case newLen:
-		// Not a list stored whole, which the new element would join.
-		w.cond = append(w.cond, "attribute_not_exists("+ln+")", appendGuard(e, f))
+		w.cond = append(w.cond, "attribute_not_exists("+ln+")", notWhole)
 	case n == 0:
-		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s.%s) OR %s.%s = %s)", ln, fn, ln, fn, e.value(num(0))), appendGuard(e, f))
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s.%s) OR %s.%s = %s)", ln, fn, ln, fn, e.value(num(0))), notWhole)
 	default:
 		w.cond = append(w.cond, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n))))
 	}
+	s.layoutGuards(w, nil, p)
 	s.version(w, 0, true)
 	return w
 }
@@ -545,6 +548,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		// a ValidationException even when the condition fails first.
 		fmt.Sprintf("%s.%s = if_not_exists(%s.%s, %s) + %s", ln, fn, ln, fn, e.value(num(0)), one))
 	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")", fmt.Sprintf("size(%s) = %s.%s", fn, ln, fn), fmt.Sprintf("size(%s) <= %s", fn, e.value(num(AppendPast))))
+	s.layoutGuards(w, nil, f)
 	s.version(w, 0, true)
 	in := w.input(s.table, s.key(id))
 	in.ReturnValues = types.ReturnValueUpdatedNew
@@ -589,7 +593,7 @@ func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtim
 		}
 		n := lenOf(item, f.Key)
 		_, counts := item[LenAttr]
-		_, err = s.c.UpdateItem(ctx, s.appendOf(f.Key, v, n, !counts).input(s.table, s.key(id)))
+		_, err = s.c.UpdateItem(ctx, s.appendOf(f, v, n, !counts).input(s.table, s.key(id)))
 		if err == nil {
 			return int(n), nil
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
@@ -23,6 +24,12 @@ import (
 // Primitives.ScanBlocks). Blocks that do not decode
 // are reported as unreadable. Run it while nothing else writes the
 // collection: an item of a write in flight may be removed.
+//
+// A lookup build of EnsureIndexes (runtime/evolve.go) passes options in
+// ctx (runtime.RepairOptionsOf): the first pass starts after block
+// o.After and calls o.OnPage after each page, and with o.Lookups set only
+// those lookups get items and the second pass does not run, which makes
+// the build safe while the application writes.
 func (e *Engine[T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	var rep runtime.RepairReport
 	held := conflicts{}
@@ -34,6 +41,9 @@ func (e *Engine[T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	held.report(names, &rep)
 	if err != nil {
 		return rep, runtime.Fail("Repair", e.Agg, nil, nil, err)
+	}
+	if runtime.RepairOptionsOf(ctx).Lookups != nil {
+		return rep, nil // a build: see RepairOptions.Lookups
 	}
 	for l := range e.Lookups {
 		if err := e.repairItems(ctx, l, &rep); err != nil {
@@ -72,7 +82,10 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport,
 			rep.Aggregates++
 			readable = append(readable, b)
 		}
-		for l := range e.Lookups {
+		for l, lk := range e.Lookups {
+			if !building(o.Lookups, lk.Name) {
+				continue
+			}
 			if err := e.repairKeys(ctx, l, readable, rep, held); err != nil {
 				return err
 			}
@@ -86,6 +99,21 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport,
 			return nil
 		}
 	}
+}
+
+// building reports whether the lookup named name is one of those a build
+// fills (RepairOptions.Lookups, nil: every lookup), named as the model
+// names them or as the store does ("email" is "players.email").
+func building(names []string, name string) bool {
+	if names == nil {
+		return true
+	}
+	for _, n := range names {
+		if n == name || strings.HasSuffix(name, "."+n) {
+			return true
+		}
+	}
+	return false
 }
 
 // repairKeys makes sure the items of lookup l of a page of blocks are

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
 	"github.com/noamgen/noamgen/runtime/index/memindex"
 )
@@ -104,5 +105,54 @@ func testRepair(t *testing.T, reverse bool) {
 	// Nothing left to do.
 	if rep, err := f.e.Repair(ctx); err != nil || rep.Added+rep.Removed != 0 || len(rep.Conflicts) != 1 {
 		t.Errorf("second Repair: %v, %v", rep, err)
+	}
+}
+
+// TestRepairBuild: Repair as a lookup build (runtime.RepairOptions in its
+// context) starts after the position given, reports each page, gives
+// items to the lookups named only, and removes nothing: an item no block
+// holds may be a write's in flight.
+func TestRepairBuild(t *testing.T) {
+	f := newFixture(30 * time.Second)
+	st := index.Stamp{Seq: 10, Inc: 5}
+	for _, d := range []Doc{
+		{ID: "d1", Code: "c1", Tags: []string{"red"}},
+		{ID: "d2", Code: "c2", Tags: []string{"red"}},
+		{ID: "d3", Code: "c3", Tags: []string{"blue"}},
+		{ID: "d4", Code: "c4", Tags: []string{"blue"}},
+		{ID: "d5", Code: "c5"},
+	} {
+		f.s.Set(d.Key(), st, d)
+	}
+	// An item no block holds (as a write in flight leaves it).
+	f.s.SetItem(1, index.Item{Key: index.IndexKey(false, key("green"), key("d9")), Block: key("d9"), Inc: 5, Seq: 1})
+	var pages [][]byte
+	ctx := runtime.WithRepairOptions(context.Background(), runtime.RepairOptions{
+		After:   key("d1"),
+		Lookups: []string{"tags"}, // Doc.tags, as the model names it
+		OnPage: func(last []byte, blocks int) error {
+			pages = append(pages, last)
+			return nil
+		},
+	})
+	rep, err := f.e.Repair(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pages of two after d1: d2 d3, d4 d5.
+	if want := [][]byte{key("d3"), key("d5")}; !slices.EqualFunc(pages, want, bytes.Equal) {
+		t.Errorf("pages ending at %q, want %q", pages, want)
+	}
+	if n := len(f.s.Items(0)); n != 0 {
+		t.Errorf("%d code items: the build gave items to a lookup it was not building", n)
+	}
+	var got []string
+	for _, it := range f.s.Items(1) {
+		got = append(got, string(it.Block[1:len(it.Block)-1]))
+	}
+	// d2 red, d3 blue, d4 blue, and d9's item left alone; d1 is before
+	// the start.
+	if want := []string{"d3", "d4", "d9", "d2"}; len(got) != len(want) || rep.Added != 3 || rep.Removed != 0 {
+		t.Errorf("tag items of %v (report %v), want those of %v", got, rep, want)
 	}
 }

@@ -48,7 +48,7 @@ func init() {
 		Names: func(a *model.Aggregate) []t.Name {
 			return []t.Name{{Name: layout.IndexTable(a.Collection), What: "the DynamoDB index table of aggregate " + a.Name, Pos: a.Pos}}
 		},
-		Own: []t.Name{{Name: layout.Counters, What: "the DynamoDB table of enumerable-key counters"}},
+		Own: []t.Name{{Name: layout.Counters, What: "the DynamoDB table of enumerable-key counters"}, {Name: layout.Schema, What: "the DynamoDB table of schema records"}},
 	})
 }
 

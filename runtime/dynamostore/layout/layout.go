@@ -16,6 +16,7 @@ import (
 const (
 	Index    = "$coll__index"
 	Counters = "noam_counters"
+	Schema   = "_noam_schema"
 	Scope    = "noam:scope"
 	ID       = "_id"
 	Root     = "_root"
@@ -61,6 +62,7 @@ var Store = &access.Store{
 		{Each: "lookup", Kind: "table", Name: Index, Role: "index table of lookup $lookup", Key: "partition key p = \"$lookup\", sort key k = B(lookup value[?shared: ‖ block key]); item {p, k, id: <block key>, inc, s, w}", Example: "{p: \"$lookup\", k: B($indexKey), id: $block, ...}"},
 		{When: access.Scoped, Kind: "table", Name: Index, Role: "scope items of the counter (ListBy<scope>)", Key: "partition key p = \"" + Scope + "\", sort key k = B(block key)", Example: "{p: \"" + Scope + "\", k: B($key), id: $block}"},
 		{When: access.HasCounter, Kind: "table", Name: Counters, Role: "counters", Key: "partition key _id = <collection>[:scope]; item {_id, n: <last number allocated>}", Example: "{_id: \"$coll\", n: <n>}"},
+		{Kind: "table", Name: Schema, Role: "schema records (the layout EnsureIndexes recorded)", Key: "partition key _id = <collection>; item {_id, rec: B (runtime.SchemaRecord as JSON)}", Example: "{_id: \"$coll\", rec: B(...)}"},
 	},
 	Block: []access.Stored{
 		{Key: ID, Value: "$block"},
@@ -77,6 +79,7 @@ var Store = &access.Store{
 		{When: access.Indexed, Text: "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions)."},
 		{Text: "An item (the whole block: attribute names and values) is at most 409600 bytes (400 KB); a block key (the partition key) at most 2048 bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most 1024 bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent."},
 		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
+		{Text: "A block written in another layout (ETF or EAO, a field whole or partitioned) reads right. Put rewrites the item whole in the current layout; an entry-level write checks the layout in its own ConditionExpression (attribute_not_exists(_root) for an ETF field, _len for a partition's elements) and fails with runtime.ErrLayout writing nothing, or converts the block in the same request (an EAO root write REMOVEs the ETF attributes, a partition written whole gets its count). Migrate rewrites old blocks, each with one PutItem on condition that the item is as read."},
 	},
 	Costs: []access.Cost{
 		{Methods: []access.Method{access.Get}, Atomic: one, Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id: $block} (ConsistentRead)"}}},
@@ -118,7 +121,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each item is a request of its own",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "Scan $coll (the blocks' indexed attributes)"}, {Op: "Query " + Index + " per lookup", When: access.HasLookups}, {Op: "PutItem / DeleteItem " + Index + " for the missing and stale items", When: access.HasLookups}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "each request on its own; safe to repeat",
-			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}}},
+			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}, {Op: "the same for " + Schema + " (partition key _id: S); then (runtime.Repo) a GetItem of the collection's schema record and, when the layout changed, a PutItem of it on condition that it is still the one read"}}},
 	},
 }
 

@@ -94,7 +94,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id} {$set $field" + bump + "}"}}},
 		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id, $field.i: {$exists}} {$set $field.i" + bump + "}"}}},
 		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id[?version:, $version][?parts:, f.i: {$exists} for each element given]} {$set of the entries given" + bump + "}"}}},
-		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "findAndModify $coll {_id} {$push $field, $inc " + Len + ".$field" + bump + "} returning " + Len + ".$field"},
+		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "findAndModify $coll {_id, " + Len + ".$field: {$exists}} {$push $field, $inc " + Len + ".$field" + bump + "} returning " + Len + ".$field"},
 			refusedProjection, {N: 1, Per: access.IfNoProjection, Op: "on a server without projections in findAndModify (FerretDB v1) instead: find " + Len + ".$field, then updateOne on condition of it"}}},
 		{Methods: []access.Method{access.Set, access.SetAt, access.Append}, Atomic: protocol,
 			Steps: []access.Step{read, gained, {N: 1, Op: "updateOne $coll {_id, _seq, _inc} (the change" + bump + ")"}, lost}},
@@ -112,7 +112,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each batch is a command of its own",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "find $coll (indexed fields, cursor)"}, {Op: "find $indexes (cursor)"}, {Op: "insert/delete the missing and stale entries in batches"}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "each command on its own; safe to repeat",
-			Steps: []access.Step{{N: 1, Per: access.PerCollection, Op: "create the collections that do not exist"}, {When: access.HasNative, Op: "createIndexes $coll: the native index of each lookup"}, {When: access.HasTables, Op: "createIndexes {id: 1} on $indexes"}}},
+			Steps: []access.Step{{N: 1, Per: access.PerCollection, Op: "create the collections that do not exist"}, {When: access.HasNative, Op: "listIndexes $coll, then createIndexes $coll: the native index of each lookup that is missing or was made for another version of the lookup (dropIndexes first)"}, {When: access.HasTables, Op: "createIndexes {id: 1} on $indexes"}}},
 	},
 }
 
