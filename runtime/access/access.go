@@ -43,6 +43,7 @@ const (
 	GetBy     Method = "getBy"
 	Repair    Method = "repair"
 	Ensure    Method = "ensureIndexes"
+	Migrate   Method = "migrate" // rewrite blocks stored in an older layout
 )
 
 // Cond is a condition on the aggregate class and the operation, as a set
