@@ -190,16 +190,16 @@ type migrator func(context.Context, runtime.MigrateOptions) (runtime.MigrateRepo
 func main() { os.Exit(run()) }
 
 func run() int {
-	var cfg struct {
+	var settings struct {
 		DryRun bool              ` + "`json:\"dryRun\"`" + `
 		Batch  int               ` + "`json:\"batch\"`" + `
 		Conn   map[string]string ` + "`json:\"conn\"`" + `
 	}
-	if err := json.Unmarshal([]byte(os.Getenv({{printf "%q" .Env}})), &cfg); err != nil {
+	if err := json.Unmarshal([]byte(os.Getenv({{printf "%q" .Env}})), &settings); err != nil {
 		fmt.Fprintln(os.Stderr, "noamgen migrate: this program is run by noamgen migrate:", err)
 		return 2
 	}
-	conn := cfg.Conn
+	conn := settings.Conn
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	{{.Open}}
@@ -211,14 +211,14 @@ func run() int {
 {{end}}	}
 	out := json.NewEncoder(os.Stdout)
 	for _, a := range aggregates {
-		if !cfg.DryRun && !pass(ctx, out, a.name, "count", a.migrate, runtime.MigrateOptions{DryRun: true, Batch: cfg.Batch}) {
+		if !settings.DryRun && !pass(ctx, out, a.name, "count", a.migrate, runtime.MigrateOptions{DryRun: true, Batch: settings.Batch}) {
 			return 1
 		}
 		phase := "migrate"
-		if cfg.DryRun {
+		if settings.DryRun {
 			phase = "dry-run"
 		}
-		if !pass(ctx, out, a.name, phase, a.migrate, runtime.MigrateOptions{DryRun: cfg.DryRun, Batch: cfg.Batch}) {
+		if !pass(ctx, out, a.name, phase, a.migrate, runtime.MigrateOptions{DryRun: settings.DryRun, Batch: settings.Batch}) {
 			return 1
 		}
 	}
