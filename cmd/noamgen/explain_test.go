@@ -169,6 +169,10 @@ func TestExplainSampleRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	rec, _ := json.Marshal(runtime.SchemaRecord{Layout: runtime.Layout{Collection: "Game", Strategy: "eao", Fields: []string{"firstPlayer", "secondPlayer"}, Partitions: []string{"rounds"}, Version: "version"}})
+	if err := c.Set(context.Background(), "noam:schema:{Game}", rec, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	url := fmt.Sprintf("redis://%s/%d", c.Options().Addr, c.Options().DB)
 	wd, _ := os.Getwd()
 	code, out, errs := runIn(t, filepath.Join(wd, "..", "..", "example", "game"), nil, "explain", "-store", "redis", "-sample", "2", "-redis", url)
@@ -176,7 +180,8 @@ func TestExplainSampleRedis(t *testing.T) {
 		t.Fatalf("explain -sample: exit %d: %s", code, errs)
 	}
 	src := c.Options().Addr + " db " + fmt.Sprint(c.Options().DB)
-	for _, want := range []string{"### Sample of Redis (" + src + ", listing Game:blocks): 2 blocks", "| `rounds[i]` | 6 |", "Largest partitions: `rounds` of `a`", "### Sample of Redis (" + src + ", listing Player:blocks): 0 blocks"} {
+	for _, want := range []string{"### Sample of Redis (" + src + ", listing Game:blocks): 2 blocks", "| `rounds[i]` | 6 |", "Largest partitions: `rounds` of `a`", "### Sample of Redis (" + src + ", listing Player:blocks): 0 blocks",
+		"- recorded: `eao: firstPlayer, secondPlayer; partitioned: rounds; version: version`", "- strategy eao -> etf\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
