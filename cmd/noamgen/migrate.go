@@ -18,8 +18,7 @@ const migrateUsage = `usage: noamgen migrate -store bolt|mongo|redis|dynamo [-dr
 
 noamgen migrate rewrites the blocks of every aggregate of one Go package
 that are stored in an older layout (another strategy, a field partitioned
-or not, a version entry added) into the layout of the package's current
-model, on one store, by calling each repository's generated Migrate. Run
+or no longer partitioned) into the layout of the package's current model, on one store, by calling each repository's generated Migrate. Run
 it after the new build's EnsureIndexes has recorded the new layout.
 
 It writes a small program in a temporary directory of the package's module

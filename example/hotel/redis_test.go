@@ -73,6 +73,7 @@ func redisDump(t *testing.T, c redis.UniversalClient) map[string]map[string]stri
 func seedRedis(t *testing.T, c redis.UniversalClient) *hotel.HotelRedisRepository {
 	t.Helper()
 	hotels := hotel.NewHotelRedisRepository(c)
+	must(t, hotels.EnsureIndexes(ctx))
 	for _, h := range []*hotel.Hotel{
 		{ID: "h1", Name: "Wittekind", City: "Dortmund", Stars: 4, Tags: []string{"spa", "wifi"}, Address: hotel.Address{Zip: "44139"}},
 		{ID: "h2", Name: "Ibis", City: "Dortmund", Stars: 2, Tags: []string{"wifi"}, Address: hotel.Address{Zip: "44137"}},
@@ -85,8 +86,9 @@ func seedRedis(t *testing.T, c redis.UniversalClient) *hotel.HotelRedisRepositor
 }
 
 // TestRedisIndexLayout checks the keys of the hotels: one hash per block,
-// the listing, and per lookup a sorted set of (value, block key) members
-// with its meta hash, plus the claims hash of a unique lookup.
+// the listing, the schema record EnsureIndexes keeps, and per lookup a
+// sorted set of (value, block key) members with its meta hash, plus the
+// claims hash of a unique lookup.
 func TestRedisIndexLayout(t *testing.T) {
 	redisModes(t, func(t *testing.T, c redis.UniversalClient) {
 		seedRedis(t, c)
@@ -98,6 +100,7 @@ func TestRedisIndexLayout(t *testing.T) {
 			}
 			return m
 		}())), "Hotel:blocks", "Hotel:{h1}", "Hotel:{h2}", "Hotel:{h3}", "Hotel:{h4}",
+			"noam:schema:{Hotel}",
 			"{Hotel.addressZip}", "{Hotel.addressZip}:meta",
 			"{Hotel.cityStars}", "{Hotel.cityStars}:meta",
 			"{Hotel.name}", "{Hotel.name}:claims", "{Hotel.name}:meta",
@@ -258,6 +261,7 @@ func TestRedisFailedUniqueWritesChangeNothing(t *testing.T) {
 func TestRedisUniqueRace(t *testing.T) {
 	redisModes(t, func(t *testing.T, c redis.UniversalClient) {
 		hotels := hotel.NewHotelRedisRepository(c)
+		must(t, hotels.EnsureIndexes(ctx))
 		const n = 16
 		for i := range n / 2 {
 			must(t, hotels.Create(ctx, &hotel.Hotel{ID: fmt.Sprint("old", i), Name: fmt.Sprint("name", i), City: "Hamm"}))

@@ -125,7 +125,7 @@ type ItemRepository interface {
 	EnsureIndexes(ctx context.Context) error
 
 	// Migrate rewrites the Item blocks stored in an older layout (another
-	// strategy, a field partitioned or not, a version entry added, as the layout
+	// strategy, a field partitioned or no longer partitioned, as the layout
 	// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 	// at a time (64 by default), calling o.Progress after each batch. Each block
 	// is rewritten in one conditional write, so Migrate is safe while the
@@ -466,7 +466,7 @@ func (r _itemRepo) EnsureIndexes(ctx context.Context) error {
 }
 
 // Migrate rewrites the Item blocks stored in an older layout (another
-// strategy, a field partitioned or not, a version entry added, as the layout
+// strategy, a field partitioned or no longer partitioned, as the layout
 // history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 // at a time (64 by default), calling o.Progress after each batch.
 func (r _itemRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {

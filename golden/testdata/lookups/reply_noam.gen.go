@@ -90,7 +90,7 @@ type ReplyRepository interface {
 	EnsureIndexes(ctx context.Context) error
 
 	// Migrate rewrites the Reply blocks stored in an older layout (another
-	// strategy, a field partitioned or not, a version entry added, as the layout
+	// strategy, a field partitioned or no longer partitioned, as the layout
 	// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 	// at a time (64 by default), calling o.Progress after each batch. Each block
 	// is rewritten in one conditional write, so Migrate is safe while the
@@ -295,7 +295,7 @@ func (r _replyRepo) EnsureIndexes(ctx context.Context) error {
 }
 
 // Migrate rewrites the Reply blocks stored in an older layout (another
-// strategy, a field partitioned or not, a version entry added, as the layout
+// strategy, a field partitioned or no longer partitioned, as the layout
 // history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 // at a time (64 by default), calling o.Progress after each batch.
 func (r _replyRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {

@@ -55,16 +55,16 @@ type KRepository interface {
 	EnsureIndexes(ctx context.Context) error
 
 	// Migrate rewrites the K blocks stored in an older layout (another strategy, a
-	// field partitioned or not, a version entry added, as the layout history
-	// recorded by EnsureIndexes says) into the current one, o.Batch blocks at a
-	// time (64 by default), calling o.Progress after each batch. Each block is
-	// rewritten in one conditional write, so Migrate is safe while the application
-	// writes (a block written meanwhile is in the current layout already) and
-	// idempotent: a run that stopped early can be run again, or resumed from its
-	// report's Resume. With o.DryRun it counts what would change and writes
-	// nothing. The report counts the blocks migrated and those already current,
-	// and lists those that failed, with why; a complete run without failures
-	// clears the collection's layout history. Run EnsureIndexes first.
+	// field partitioned or no longer partitioned, as the layout history recorded
+	// by EnsureIndexes says) into the current one, o.Batch blocks at a time (64 by
+	// default), calling o.Progress after each batch. Each block is rewritten in
+	// one conditional write, so Migrate is safe while the application writes (a
+	// block written meanwhile is in the current layout already) and idempotent: a
+	// run that stopped early can be run again, or resumed from its report's
+	// Resume. With o.DryRun it counts what would change and writes nothing. The
+	// report counts the blocks migrated and those already current, and lists those
+	// that failed, with why; a complete run without failures clears the
+	// collection's layout history. Run EnsureIndexes first.
 	Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error)
 
 	// List reads one page of K aggregates, in the store's listing order (block-key
@@ -200,9 +200,9 @@ func (r _kRepo) EnsureIndexes(ctx context.Context) error {
 }
 
 // Migrate rewrites the K blocks stored in an older layout (another strategy, a
-// field partitioned or not, a version entry added, as the layout history
-// recorded by EnsureIndexes says) into the current one, o.Batch blocks at a
-// time (64 by default), calling o.Progress after each batch.
+// field partitioned or no longer partitioned, as the layout history recorded
+// by EnsureIndexes says) into the current one, o.Batch blocks at a time (64 by
+// default), calling o.Progress after each batch.
 func (r _kRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {
 	return r.r.Migrate(ctx, o)
 }

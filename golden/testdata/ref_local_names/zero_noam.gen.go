@@ -55,7 +55,7 @@ type ZeroRepository interface {
 	EnsureIndexes(ctx context.Context) error
 
 	// Migrate rewrites the Zero blocks stored in an older layout (another
-	// strategy, a field partitioned or not, a version entry added, as the layout
+	// strategy, a field partitioned or no longer partitioned, as the layout
 	// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 	// at a time (64 by default), calling o.Progress after each batch. Each block
 	// is rewritten in one conditional write, so Migrate is safe while the
@@ -203,7 +203,7 @@ func (r _zeroRepo) EnsureIndexes(ctx context.Context) error {
 }
 
 // Migrate rewrites the Zero blocks stored in an older layout (another
-// strategy, a field partitioned or not, a version entry added, as the layout
+// strategy, a field partitioned or no longer partitioned, as the layout
 // history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 // at a time (64 by default), calling o.Progress after each batch.
 func (r _zeroRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {

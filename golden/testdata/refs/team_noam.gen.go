@@ -72,7 +72,7 @@ type TeamRepository interface {
 	EnsureIndexes(ctx context.Context) error
 
 	// Migrate rewrites the Team blocks stored in an older layout (another
-	// strategy, a field partitioned or not, a version entry added, as the layout
+	// strategy, a field partitioned or no longer partitioned, as the layout
 	// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 	// at a time (64 by default), calling o.Progress after each batch. Each block
 	// is rewritten in one conditional write, so Migrate is safe while the
@@ -307,7 +307,7 @@ func (r _teamRepo) EnsureIndexes(ctx context.Context) error {
 }
 
 // Migrate rewrites the Team blocks stored in an older layout (another
-// strategy, a field partitioned or not, a version entry added, as the layout
+// strategy, a field partitioned or no longer partitioned, as the layout
 // history recorded by EnsureIndexes says) into the current one, o.Batch blocks
 // at a time (64 by default), calling o.Progress after each batch.
 func (r _teamRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {
