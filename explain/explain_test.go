@@ -137,6 +137,9 @@ func TestBuild(t *testing.T) {
 		t.Errorf("native indexes of Hotel: %+v", ms.Indexes)
 	}
 	for _, m := range hotel.Methods {
+		if m.Kind == "migrate" {
+			continue // its requests are the adapter's MigrateBlocks, not declared (TestEveryStoreExplained)
+		}
 		c, ok := m.Stores["mongo"]
 		if !ok || len(c.Ops) == 0 || c.RoundTrips == "" || c.Atomic == "" {
 			t.Errorf("%s: mongo cost %+v", m.Name, c)
