@@ -554,7 +554,8 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	}
 	var dups []string
 	for _, c := range rep.UniqueConflicts {
-		if slices.Contains(names, c.Lookup) {
+		// Stores name the engine's lookups "<collection>.<lookup>".
+		if slices.ContainsFunc(names, func(n string) bool { return c.Lookup == n || c.Lookup == rec.Layout.Collection+"."+n }) {
 			dups = append(dups, c.String())
 		}
 	}

@@ -216,11 +216,18 @@ func (b *block) Changed() bool { return b.keys > 0 || b.deletes > 0 }
 
 // Exists reports whether the block exists, that is, has its marker.
 func (b *block) Exists() bool {
+	_, ok := b.marker()
+	return ok
+}
+
+// marker reads the block marker: empty for an ETF block, the root entry of
+// an EAO block; ok is false when the block does not exist.
+func (b *block) marker() (v []byte, ok bool) {
 	if b.bucket == nil {
-		return false
+		return nil, false
 	}
-	k, _ := b.bucket.Cursor().Seek(b.prefix)
-	return bytes.Equal(k, b.prefix)
+	k, v := b.bucket.Cursor().Seek(b.prefix)
+	return v, bytes.Equal(k, b.prefix)
 }
 
 // key returns a new key: the block prefix, the entry key's first step and
@@ -348,8 +355,9 @@ func (b *block) version(key string) (int64, error) {
 }
 
 // CheckVersion checks that the stored version entry named key is want,
-// where a block that does not exist has version 0: otherwise it returns a
-// runtime.ErrConflict.
+// where a block that does not exist has version 0, and so has a block
+// without a version entry (written before the aggregate had a version):
+// otherwise it returns a runtime.ErrConflict.
 func (b *block) CheckVersion(key string, want int64) error {
 	if !b.Exists() {
 		if want == 0 {
@@ -361,6 +369,8 @@ func (b *block) CheckVersion(key string, want int64) error {
 	switch {
 	case err != nil:
 		return err
+	case want == 0 && b.bucket.Get(b.key(key, -1)) == nil:
+		return nil // no version entry: at version 0
 	case want == 0:
 		return b.failAt(fmt.Sprintf("(the block exists, at version %d)", stored), runtime.ErrConflict)
 	case stored != want:

@@ -28,3 +28,6 @@ func TestConformanceSizes(t *testing.T) {
 // waiting for the lock at its deadline (bbolt takes no context; see
 // update), reads, which never wait for a writer, run.
 func TestDeadlines(t *testing.T) { storetest.Deadlines(t, storeharness.Bolt()) }
+
+// TestEvolution runs the schema and layout evolution suite on bbolt.
+func TestEvolution(t *testing.T) { storetest.Evolution(t, storeharness.Bolt()) }

@@ -72,12 +72,36 @@ func (g *elems) elem(i int, buf []byte) []byte {
 	return append(append(buf[:0], g.arr[nameStart-1]), g.arr[g.offs[i]:end]...)
 }
 
-// blockReader decodes the entries of one block, in key order, into t.
+// blockReader decodes the entries of one block, in key order, into t. It
+// reads a block written in another layout of the aggregate (issue 23,
+// runtime/evolve.go) as the layout that wrote it meant: the root entry of
+// an EAO block under ETF (its members are the fields), the field entries
+// of an ETF block under EAO (the field accessors decode them), a
+// partition stored whole (one value) and a whole slice stored partitioned
+// (a count and elements). What it cannot read right is runtime.ErrLayout,
+// never a zero value.
 type blockReader[T any, K comparable] struct {
 	s   *Store[T, K]
 	t   *T
 	dec valueDecoder
 	g   *elems
+	op  string
+	id  any
+	// root is the stored root entry of an EAO block (nil under ETF).
+	root []byte
+}
+
+// reader returns a reader of block blk into a new aggregate with key id;
+// release returns its buffers.
+func (s *Store[T, K]) reader(blk *block, id K) *blockReader[T, K] {
+	return &blockReader[T, K]{s: s, t: s.d.New(id), g: elemsPool.Get().(*elems), op: blk.op, id: id}
+}
+
+func (r *blockReader[T, K]) release() {
+	r.g.f = nil
+	if cap(r.g.arr) <= 1<<20 {
+		elemsPool.Put(r.g)
+	}
 }
 
 func (r *blockReader[T, K]) entry(e blockEntry) error {
@@ -97,13 +121,28 @@ func (r *blockReader[T, K]) entry(e blockEntry) error {
 		}
 	}
 	if e.Key == "" {
-		return r.s.decode(r.t, e, &r.dec)
+		return r.rootEntry(e)
 	}
 	f := r.s.d.Field(e.Key)
-	if f == nil || f.Kind != runtime.KindPartition {
-		return r.s.decode(r.t, e, &r.dec)
+	if f == nil {
+		return nil // an entry of a removed field
+	}
+	if f.Kind != runtime.KindPartition {
+		if e.Elem || r.s.wholeSlices[f.Key] && isCount(e.Value) {
+			// The count or an element of a slice this layout keeps
+			// whole: a layout with the field partitioned wrote it.
+			return r.gather(f, e)
+		}
+		r.dec.b = e.Value
+		return f.Decode(r.t, &r.dec)
 	}
 	if !e.Elem {
+		if !isCount(e.Value) {
+			// The partition stored whole, by a layout without it: the
+			// partition's Decode decodes the whole slice.
+			r.dec.b = e.Value
+			return f.Decode(r.t, &r.dec)
+		}
 		n, err := decodeInt(e.Value)
 		if err != nil {
 			return fmt.Errorf("entry %s: %w", e, err)
@@ -129,12 +168,76 @@ func (r *blockReader[T, K]) entry(e blockEntry) error {
 	return nil
 }
 
+// gather starts gathering the elements of f, a field this layout keeps
+// whole that the block holds partitioned (e is its count or its first
+// element): flush decodes them as the whole slice.
+func (r *blockReader[T, K]) gather(f *runtime.Field[T], e blockEntry) error {
+	if !r.s.wholeSlices[f.Key] {
+		return runtime.LayoutMismatch(r.op, r.s.d.Aggregate, r.id, e.String(), "partitioned", "whole (not a slice)")
+	}
+	r.g.start(f)
+	if !e.Elem {
+		return nil
+	}
+	if e.Index != 0 {
+		return fmt.Errorf("entry %s: want element 0: the block is corrupt", e)
+	}
+	if err := r.g.add(e.Value); err != nil {
+		return fmt.Errorf("entry %s: %w", e, err)
+	}
+	return nil
+}
+
+// rootEntry decodes the block marker: the root entry of an EAO block, or
+// the empty marker of an ETF block (whose field entries follow, and decode
+// into the fields under either strategy).
+func (r *blockReader[T, K]) rootEntry(e blockEntry) error {
+	if len(e.Value) == 0 {
+		return nil
+	}
+	r.root = e.Value
+	if r.s.d.Root != nil {
+		r.dec.b = e.Value
+		return r.s.d.Root.Decode(r.t, &r.dec)
+	}
+	// The root entry of an EAO block read under ETF: its members are the
+	// fields, by entry key.
+	return r.s.members(r.t, e.Value, nil, &r.dec)
+}
+
+// finish decodes what the last entries left pending; under EAO, a
+// partition without entries of its own is read from the root entry, where
+// a layout without the partition keeps it.
+func (r *blockReader[T, K]) finish() error {
+	if r.g.f != nil {
+		if err := r.flush(); err != nil {
+			return err
+		}
+	}
+	if r.root == nil || !r.s.d.EAO {
+		return nil
+	}
+	for _, f := range r.s.parts {
+		if f.Len(r.t) == 0 {
+			if err := r.s.members(r.t, r.root, f, &r.dec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (r *blockReader[T, K]) fieldKey() string { return r.g.f.(*runtime.Field[T]).Key }
 
 // flush decodes the gathered partition into t.
 func (r *blockReader[T, K]) flush() error {
 	f := r.g.f.(*runtime.Field[T])
 	r.g.f = nil
+	if f.Kind != runtime.KindPartition {
+		// The elements of a field this layout keeps whole: one array.
+		r.dec.b = r.g.value()
+		return f.Decode(r.t, &r.dec)
+	}
 	if r.g.n == 0 {
 		f.Reset(r.t, 0)
 		return nil
@@ -160,20 +263,13 @@ func (r *blockReader[T, K]) flush() error {
 
 // read reads block blk, key id, whole.
 func (s *Store[T, K]) read(blk *block, id K) (*T, error) {
-	r := blockReader[T, K]{s: s, t: s.d.New(id), g: elemsPool.Get().(*elems)}
-	defer func() {
-		r.g.f = nil
-		if cap(r.g.arr) <= 1<<20 {
-			elemsPool.Put(r.g)
-		}
-	}()
+	r := s.reader(blk, id)
+	defer r.release()
 	if err := blk.Scan(r.entry); err != nil {
 		return nil, runtime.Unreadable(blk.op, s.d.Aggregate, id, err)
 	}
-	if r.g.f != nil {
-		if err := r.flush(); err != nil {
-			return nil, runtime.Unreadable(blk.op, s.d.Aggregate, id, err)
-		}
+	if err := r.finish(); err != nil {
+		return nil, runtime.Unreadable(blk.op, s.d.Aggregate, id, err)
 	}
 	return r.t, nil
 }

@@ -26,6 +26,11 @@ type Store[T any, K comparable] struct {
 	e index.Engine[*T]
 	// indexed are the entry keys the lookups read.
 	indexed []string
+	// wholeSlices are the non-partitioned fields holding slices, parts
+	// the partitions: what another layout may store the other way
+	// (layouts.go).
+	wholeSlices map[string]bool
+	parts       []*runtime.Field[T]
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -44,6 +49,7 @@ func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K]
 	if d.Counter != nil {
 		s.c.Counter = &counter[K]{Split: d.Counter.Split, With: d.Counter.With}
 	}
+	s.wholeSlices, s.parts = wholeSlices(d), d.Partitions()
 	s.e = index.Engine[*T]{Agg: d.Aggregate, P: primitives[T, K]{s}, ID: func(b []byte) any {
 		if id, err := s.id(b); err == nil {
 			return id
@@ -80,50 +86,20 @@ type valueDecoder struct{ b []byte }
 
 func (d *valueDecoder) Decode(v any) error { return Decode(d.b, v) }
 
-// decode decodes entry e into t.
-func (s *Store[T, K]) decode(t *T, e blockEntry, dec *valueDecoder) error {
-	dec.b = e.Value
-	if e.Key == "" {
-		if s.d.Root != nil && len(e.Value) > 0 {
-			return s.d.Root.Decode(t, dec)
-		}
-		return nil // the marker of an ETF block
-	}
-	f := s.d.Field(e.Key)
-	if f == nil {
-		return nil // an entry of a removed field
-	}
-	if f.Kind != runtime.KindPartition {
-		return f.Decode(t, dec)
-	}
-	if !e.Elem {
-		n, err := decodeInt(e.Value)
-		if err != nil {
-			return fmt.Errorf("entry %s: %w", e, err)
-		}
-		if n < 0 {
-			return fmt.Errorf("entry %s: negative element count %d", e, n)
-		}
-		f.Reset(t, int(min(n, 1<<20)))
-		return nil
-	}
-	if e.Index != f.Len(t) {
-		return fmt.Errorf("entry %s: want element %d: the block is corrupt", e, f.Len(t))
-	}
-	return f.AppendDecoded(t, dec)
-}
-
 // readIndexed reads the entries the lookups read (nil if the block does
-// not exist); fields narrows them, when given.
+// not exist); fields narrows them, when given. A block of the other
+// strategy (ETF under EAO, EAO under ETF) is read whole.
 func (s *Store[T, K]) readIndexed(blk *block, fields ...string) (*T, error) {
-	if !blk.Exists() {
+	marker, ok := blk.marker()
+	if !ok {
 		return nil, nil
+	}
+	if (len(marker) > 0) != s.d.EAO {
+		return s.read(blk, blk.id.(K))
 	}
 	if fields == nil {
 		fields = s.indexed
 	}
-	t := new(T)
-	var dec valueDecoder
 	scan := fields
 	if s.d.EAO {
 		// Under EAO the indexed fields live in the root entry.
@@ -136,10 +112,18 @@ func (s *Store[T, K]) readIndexed(blk *block, fields ...string) (*T, error) {
 			}
 		}
 	}
-	if err := blk.ScanFields(func(e blockEntry) error { return s.decode(t, e, &dec) }, scan...); err != nil {
+	r := s.reader(blk, blk.id.(K))
+	defer r.release()
+	if s.d.EAO {
+		r.root = marker // where a partition without entries may be
+	}
+	if err := blk.ScanFields(r.entry, scan...); err != nil {
 		return nil, err
 	}
-	return t, nil
+	if err := r.finish(); err != nil {
+		return nil, err
+	}
+	return r.t, nil
 }
 
 // index moves the block's lookup entries from old's values to nw's.
@@ -244,13 +228,18 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 // name, the index entries of the lookups that read them, the version.
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
 	return s.c.Update(ctx, op, id, func(blk *block) error {
-		if !blk.Exists() {
+		marker, ok := blk.marker()
+		if !ok {
 			return blk.Fail(runtime.ErrNotFound)
 		}
 		if u.IfVersion != 0 && s.d.Version != nil {
 			if err := blk.CheckVersion(s.d.Version.Key, u.IfVersion); err != nil {
 				return err
 			}
+		}
+		// A block of another layout is first rewritten in this one.
+		if err := s.current(blk, marker, u.Keys()); err != nil {
+			return err
 		}
 		if ls := s.d.LookupsOf(u.Keys()...); len(ls) > 0 {
 			if err := s.reindex(blk, ls, func(nw *T, read []string) error {
@@ -372,8 +361,13 @@ func (s *Store[T, K]) reindex(blk *block, ls []*runtime.Lookup[T], change func(n
 func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
 	var i int
 	err := s.c.Update(ctx, op, id, func(blk *block) error {
-		if !blk.Exists() {
+		marker, ok := blk.marker()
+		if !ok {
 			return blk.Fail(runtime.ErrNotFound)
+		}
+		// A block of another layout is first rewritten in this one.
+		if err := s.current(blk, marker, []string{f.Key}); err != nil {
+			return err
 		}
 		if ls := s.d.LookupsOf(f.Key); len(ls) > 0 {
 			if err := s.reindex(blk, ls, func(nw *T, _ []string) error { return f.AppendValue(nw, elem) }); err != nil {
@@ -397,7 +391,8 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
 	var more bool
 	err := s.c.View(ctx, op, id, func(b *block) error {
-		if !b.Exists() {
+		marker, ok := b.marker()
+		if !ok {
 			return b.Fail(runtime.ErrNotFound)
 		}
 		fieldKey := b.key(f.Key, -1)
@@ -422,9 +417,51 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			}
 			read++
 		}
+		if read == 0 {
+			// None: the block may hold the partition whole, as a layout
+			// without it wrote it.
+			var err error
+			more, err = s.readWhole(b, marker, f, start, n, fn)
+			return err
+		}
 		return nil
 	})
 	return more, err
+}
+
+// readWhole is ReadElems of a block that holds partition f whole (its
+// entry, or under EAO a member of its root entry): the slice is decoded
+// and its elements from start on are passed to fn one by one.
+func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+	t := new(T)
+	var dec valueDecoder
+	switch v := b.bucket.Get(b.key(f.Key, -1)); {
+	case v != nil && !isCount(v):
+		dec.b = v
+		if err := f.Decode(t, &dec); err != nil {
+			return false, runtime.Unreadable(b.op, s.d.Aggregate, b.id, err)
+		}
+	case v == nil && len(marker) > 0:
+		if err := s.members(t, marker, f, &dec); err != nil {
+			return false, runtime.Unreadable(b.op, s.d.Aggregate, b.id, err)
+		}
+	default:
+		return false, nil
+	}
+	for i := start; i < f.Len(t); i++ {
+		if i == start+n {
+			return true, nil
+		}
+		v, err := Encode(f.Elem(t, i))
+		if err != nil {
+			return false, err
+		}
+		dec.b = v
+		if err := fn(&dec); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // ReadBlocks reads up to n blocks in block-key order after the block whose

@@ -77,7 +77,8 @@ func (p *pairs) addRaw(blk *block, entry string, i int, val []byte) {
 }
 
 // build appends every pair of a block holding t with version entry
-// version, in key order.
+// version (none if version is negative: a block without one, rewritten
+// into another layout), in key order.
 func (s *Store[T, K]) build(p *pairs, blk *block, t *T, version int64) error {
 	if s.d.EAO {
 		if err := p.add(blk, "", -1, s.d.Root.Value(t)); err != nil {
@@ -103,7 +104,7 @@ func (s *Store[T, K]) build(p *pairs, blk *block, t *T, version int64) error {
 			}
 		}
 	}
-	if s.d.Version != nil {
+	if s.d.Version != nil && version >= 0 {
 		var v [9]byte
 		p.addRaw(blk, s.d.Version.Key, -1, bsonval.AppendInt(v[:0], version))
 	}
