@@ -265,14 +265,7 @@ func aggregate(a *model.Aggregate, stores []string, ts func(types.Type) string) 
 		mm := Method{Name: m.Name, Kind: KindName(m.Kind), Access: acc, Stores: map[string]access.Rendered{}}
 		for _, st := range stores {
 			d, _ := templates.LayoutOf(st)
-			op := opOf(m, acc)
-			if _, ok := d.Cost(shape, op); !ok && m.Kind == templates.MMigrate {
-				// Migrate's requests are the adapter's MigrateBlocks: a
-				// store that does not declare them is left out rather
-				// than shown as "(not declared)".
-				continue
-			}
-			mm.Stores[st] = d.Render(shape, op)
+			mm.Stores[st] = d.Render(shape, opOf(m, acc))
 		}
 		out.Methods = append(out.Methods, mm)
 	}

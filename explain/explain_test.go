@@ -41,9 +41,6 @@ func TestEveryStoreExplained(t *testing.T) {
 		for _, s := range []*model.Schema{load(t, "game"), load(t, "hotel"), table} {
 			for _, a := range s.Aggregates {
 				for _, m := range templates.Methods(a) {
-					if m.Kind == templates.MMigrate {
-						continue // declared by the adapters that implement MigrateBlocks (evolution)
-					}
 					if r := d.Render(explain.ShapeOf(a), explain.OpOf(a, m)); r.RoundTrips == "?" {
 						t.Errorf("%s: %s.%s has no declared cost", st, a.Name, m.Name)
 					}
@@ -137,9 +134,6 @@ func TestBuild(t *testing.T) {
 		t.Errorf("native indexes of Hotel: %+v", ms.Indexes)
 	}
 	for _, m := range hotel.Methods {
-		if m.Kind == "migrate" {
-			continue // its requests are the adapter's MigrateBlocks, not declared (TestEveryStoreExplained)
-		}
 		c, ok := m.Stores["mongo"]
 		if !ok || len(c.Ops) == 0 || c.RoundTrips == "" || c.Atomic == "" {
 			t.Errorf("%s: mongo cost %+v", m.Name, c)

@@ -258,16 +258,9 @@ func methodsMD(b *strings.Builder, r *Report, a *Aggregate) {
 	}
 	b.WriteString("\n")
 	for _, m := range a.Methods {
-		if len(m.Stores) == 0 {
-			continue // Migrate, where no store declares its requests
-		}
 		fmt.Fprintf(b, "| %s |", m.Name)
 		for _, s := range r.Stores {
-			c, ok := m.Stores[s]
-			if !ok {
-				b.WriteString(" - |")
-				continue
-			}
+			c := m.Stores[s]
 			var lines []string
 			for _, op := range c.Ops {
 				lines = append(lines, code(op))

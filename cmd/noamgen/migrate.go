@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/noamgen/noamgen/explain"
@@ -68,6 +69,10 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	if *batch <= 0 {
 		fmt.Fprintln(stderr, "noamgen migrate: -batch must be positive")
+		return 2
+	}
+	if *store != "" && !slices.Contains(migrate.Stores(), *store) {
+		fmt.Fprintf(stderr, "noamgen migrate: -store %s: noamgen migrate knows %s\n", *store, strings.Join(migrate.Stores(), ", "))
 		return 2
 	}
 	if *store == "" {

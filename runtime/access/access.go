@@ -191,6 +191,11 @@ const (
 	PerTable       Term = "per table (create, then describe until active)"
 	PerBlocks      Term = "per 100 blocks"
 	PerRepairBatch Term = "per batch of blocks and entries"
+	// PerMigrateBatch, PerMigrateBlock, PerMigrated: Migrate's batches of
+	// blocks (MigrateOptions.Batch), the blocks read, those rewritten.
+	PerMigrateBatch Term = "per batch of blocks"
+	PerMigrateBlock Term = "per block"
+	PerMigrated     Term = "per block rewritten"
 )
 
 // Once reports whether t counts only the first time an operation meets it
