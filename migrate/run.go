@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/templates"
@@ -59,6 +60,12 @@ func Run(s *model.Schema, o Options, stdout, stderr io.Writer) (ok bool, err err
 	cmd := exec.Command("go", "run", "./"+filepath.Base(dir))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), EnvConfig+"="+string(cfg))
+	// The program's stderr (build errors, its own failures) and the
+	// progress lines share stderr: one write at a time, and through Write
+	// alone (a bytes.Buffer's ReadFrom, which exec would use, keeps the
+	// buffer's length across a blocking read and drops what was written
+	// meanwhile).
+	stderr = &lockedWriter{w: stderr}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -85,6 +92,18 @@ func Run(s *model.Schema, o Options, stdout, stderr io.Writer) (ok bool, err err
 		return false, fmt.Errorf("the migration program failed: %w", werr)
 	}
 	return r.ok, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // checkGenerated makes sure the package has the store's repositories, so

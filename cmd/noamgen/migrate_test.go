@@ -86,10 +86,14 @@ func TestMigrateBolt(t *testing.T) {
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return err
 		}
-		// An old-layout block that does not decode: v1 writes again,
-		// and its name entry is broken.
+		// A block in the old layout (etf: a marker and an entry per
+		// field) whose name entry does not decode.
 		b := tx.Bucket([]byte("players"))
-		return b.Put(runtime.AppendString(boltstore.BlockPrefix(runtime.AppendString(nil, "p149")), "name"), []byte{0xff, 1, 2})
+		prefix := boltstore.BlockPrefix(runtime.AppendString(nil, "p150"))
+		if err := b.Put(prefix, []byte{}); err != nil {
+			return err
+		}
+		return b.Put(runtime.AppendString(prefix, "name"), []byte{0xff, 1, 2})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +108,7 @@ func TestMigrateBolt(t *testing.T) {
 	}
 	must(t, db.Close())
 	code, out, errs = runIn(t, pkg, nil, "migrate", "-store", "bolt", "-bolt", path)
-	if code != 1 || !strings.Contains(out, "Player: 150 blocks: 0 migrated, 149 already current, 1 failed\n  block p149") {
+	if code != 1 || !strings.Contains(out, "Player: 151 blocks: 0 migrated, 150 already current, 1 failed\n  block p150") {
 		t.Errorf("migrate with a broken block: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
