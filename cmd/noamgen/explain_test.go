@@ -14,6 +14,7 @@ import (
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/evolve/lookups"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -258,5 +259,22 @@ func TestExplainRecordedLayout(t *testing.T) {
 	code, out, _ = runIn(t, filepath.Join(evolve, "etf"), nil, "explain", "-store", "bolt", "-sample", "1", "-bolt", path)
 	if code != 0 || !strings.Contains(out, "The recorded layout is the current one.") {
 		t.Errorf("explain of the recorded model: exit %d:\n%s", code, out)
+	}
+
+	// A record the repository's EnsureIndexes writes (runtime.LayoutOf
+	// of its descriptor) is the layout explain computes from the model.
+	path = filepath.Join(t.TempDir(), "lookups.db")
+	db, err = bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lookups.NewPlayerBoltRepository(db).EnsureIndexes(context.Background())
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runIn(t, filepath.Join(evolve, "lookups"), nil, "explain", "-store", "bolt", "-sample", "1", "-bolt", path)
+	if code != 0 || !strings.Contains(out, "The recorded layout is the current one.") || !strings.Contains(out, "- recorded: `etf: name, email, city, scores; lookups: email(email) unique, city(city)`") {
+		t.Errorf("explain of the layout EnsureIndexes recorded: exit %d:\n%s", code, out)
 	}
 }
