@@ -32,11 +32,24 @@ once and writes nothing. The report says, per aggregate, how many blocks
 were migrated (or would be), how many were already current, and which
 failed, with why.
 
-Exit status: 0 when every block is current; 1 when a block could not be
-migrated or the store failed; 2 for a bad command line.
+Exit status: 0 when no block failed (after a real run, every block read
+is current); 1 when a block could not be migrated or the store failed; 2
+for a bad command line.
 
 Flags:
 `
+
+// migrateConnUsage describes the connection flags, which are explain
+// -sample's (same names and environment variables), for a command that
+// writes.
+var migrateConnUsage = map[string]string{
+	"bolt":          "bbolt database `file` to migrate (opened for writing: stop the application that holds it)",
+	"mongo":         "MongoDB connection `URI`",
+	"db":            "MongoDB `database` (with -mongo)",
+	"redis":         "Redis `URL` (redis://host:port/db; a cluster node's URL migrates the cluster)",
+	"dynamo":        "DynamoDB endpoint `URL` (credentials and region from AWS_* variables; dummy ones for a local endpoint)",
+	"dynamo-prefix": "table-name `prefix` of the DynamoDB tables (dynamostore.Options.TablePrefix)",
+}
 
 func runMigrate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("noamgen migrate", flag.ContinueOnError)
@@ -46,11 +59,13 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	batch := fs.Int("batch", 64, "blocks read and rewritten per step")
 	conn := map[string]*string{}
 	for _, c := range explain.ConnSettings() {
-		usage := c.Usage
+		usage := migrateConnUsage[c.Name]
+		if usage == "" {
+			usage = c.Usage
+		}
 		if c.Env != "" {
 			usage += " (default $" + c.Env + ")"
 		}
-		usage = strings.Replace(usage, " to sample", "", 1)
 		conn[c.Name] = fs.String(c.Name, os.Getenv(c.Env), usage)
 	}
 	fs.Usage = func() {
