@@ -80,6 +80,8 @@ func methodOf(k templates.MethodKind) access.Method {
 		return access.Repair
 	case templates.MEnsure:
 		return access.Ensure
+	case templates.MMigrate:
+		return access.Migrate
 	}
 	return "unknown"
 }
@@ -253,6 +255,10 @@ func AccessOf(a *model.Aggregate, m templates.Method) Access {
 		acc.Blocks = "all"
 	case templates.MEnsure:
 		acc.Blocks = "none"
+	case templates.MMigrate:
+		acc.Reads = all
+		acc.Writes = all
+		acc.Blocks = "all"
 	}
 	return acc
 }

@@ -37,7 +37,7 @@
 //	    "refs": [{"path": "firstPlayer", "target": "Player", "goType": "string"}],
 //	    "methods": [{"name": "SetFirstPlayer", "kind": "set", "access": {Access}, "stores": {"bolt": {access.Rendered}}}],
 //	    "stores": {"bolt": {access.Physical}},
-//	    "samples": {"bolt": {Sample}}
+//	    "samples": {"bolt": {Sample, "recorded": {"layout": {runtime.Layout} or null, "current": {...}, "history": [...], "changes": ["strategy etf -> eao"]}}}
 //	  }]
 //	}
 package explain

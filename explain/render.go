@@ -320,4 +320,8 @@ func sampleMD(b *strings.Builder, store string, s *Sample) {
 	if len(warn) > 0 {
 		b.WriteString("\n")
 	}
+	if s.Recorded != nil {
+		fmt.Fprintf(b, "#### Layout recorded in %s\n\n", storeTitle(store))
+		recordedMD(b, s.Recorded)
+	}
 }

@@ -46,6 +46,9 @@ type Sample struct {
 	// LimitOf says what MaxValueBytes limits ("document", "value").
 	LimitOf  string   `json:"limitOf,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Recorded is the layout the store has recorded for the collection,
+	// beside the current one.
+	Recorded *Recorded `json:"recorded,omitempty"`
 }
 
 // EntrySize is the size of one entry class over the sampled blocks.

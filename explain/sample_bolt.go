@@ -38,6 +38,15 @@ func boltSample(ctx context.Context, a *model.Aggregate, conn map[string]string,
 	s := &Sample{Source: path, MaxValueBytes: bbolt.MaxValueSize, LimitOf: "value"}
 	acc := NewSampleSizes(a)
 	err = db.View(func(tx *bbolt.Tx) error {
+		var raw []byte
+		if b := tx.Bucket([]byte(SchemaBucket)); b != nil {
+			raw = bytes.Clone(b.Get([]byte(a.Collection)))
+		}
+		rec, err := recordedOf(a, raw)
+		if err != nil {
+			return err
+		}
+		s.Recorded = rec
 		b := tx.Bucket([]byte(a.Collection))
 		if b == nil {
 			return nil

@@ -4,6 +4,7 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -82,6 +83,21 @@ func dynamoSample(ctx context.Context, a *model.Aggregate, conn map[string]strin
 	c := dynamodb.NewFromConfig(cfg)
 	table := conn["dynamo-prefix"] + a.Collection
 	s := &Sample{Source: "table " + table + " at " + endpoint, MaxValueBytes: dlayout.MaxItemBytes, LimitOf: "item"}
+	schema := conn["dynamo-prefix"] + SchemaTable
+	got, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(schema), Key: map[string]types.AttributeValue{"_id": &types.AttributeValueMemberS{Value: a.Collection}}, ConsistentRead: aws.Bool(true)})
+	var missing *types.ResourceNotFoundException
+	if err != nil && !errors.As(err, &missing) {
+		return nil, fmt.Errorf("reading %s: %w", schema, err)
+	}
+	var raw []byte
+	if got != nil {
+		if b, ok := got.Item["rec"].(*types.AttributeValueMemberB); ok {
+			raw = b.Value
+		}
+	}
+	if s.Recorded, err = recordedOf(a, raw); err != nil {
+		return nil, err
+	}
 	acc := NewSampleSizes(a)
 	var start map[string]types.AttributeValue
 	for s.Blocks < n {

@@ -4,6 +4,7 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,13 +43,31 @@ func mongoSample(ctx context.Context, a *model.Aggregate, conn map[string]string
 		return nil, fmt.Errorf("connecting to MongoDB: %w", err)
 	}
 	defer client.Disconnect(context.WithoutCancel(ctx))
+	var raw []byte
+	doc, err := client.Database(conn["db"]).Collection(SchemaCollection).FindOne(ctx, bson.D{{Key: "_id", Value: a.Collection}}).Raw()
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+	case err != nil:
+		return nil, fmt.Errorf("reading %s.%s: %w", conn["db"], SchemaCollection, err)
+	default:
+		v := doc.Lookup("rec")
+		if _, data, ok := v.BinaryOK(); ok {
+			raw = data
+		} else if str, ok := v.StringValueOK(); ok {
+			raw = []byte(str)
+		}
+	}
+	rec, err := recordedOf(a, raw)
+	if err != nil {
+		return nil, err
+	}
 	coll := client.Database(conn["db"]).Collection(a.Collection)
 	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n)))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s.%s: %w", conn["db"], a.Collection, err)
 	}
 	defer cur.Close(ctx)
-	s := &Sample{Source: "database " + conn["db"] + ", collection " + a.Collection, MaxValueBytes: mlayout.MaxDocumentBytes, LimitOf: "document"}
+	s := &Sample{Source: "database " + conn["db"] + ", collection " + a.Collection, MaxValueBytes: mlayout.MaxDocumentBytes, LimitOf: "document", Recorded: rec}
 	acc := NewSampleSizes(a)
 	fields := map[string]*model.Field{}
 	for _, f := range a.Fields {

@@ -68,6 +68,14 @@ func redisSample(ctx context.Context, a *model.Aggregate, conn map[string]string
 		return nil, err
 	}
 	defer c.Close()
+	raw, err := c.Get(ctx, SchemaKey(a.Collection)).Bytes()
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("reading %s: %w", SchemaKey(a.Collection), err)
+	}
+	rec, err := recordedOf(a, raw)
+	if err != nil {
+		return nil, err
+	}
 	members, err := c.ZRange(ctx, redisListing(a), 0, int64(n)-1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", redisListing(a), err)
@@ -86,7 +94,7 @@ func redisSample(ctx context.Context, a *model.Aggregate, conn map[string]string
 			return nil, fmt.Errorf("reading the blocks of %s: %w", a.Collection, err)
 		}
 	}
-	s := &Sample{Source: where + ", listing " + redisListing(a), MaxValueBytes: rlayout.MaxValueBytes, LimitOf: "value"}
+	s := &Sample{Source: where + ", listing " + redisListing(a), MaxValueBytes: rlayout.MaxValueBytes, LimitOf: "value", Recorded: rec}
 	acc := NewSampleSizes(a)
 	for i, cmd := range cmds {
 		h := cmd.Val()

@@ -32,6 +32,7 @@ const (
 	MListScope // page through the children of one counter scope
 	MRepair    // rebuild the lookups from the blocks
 	MEnsure    // create the collections, buckets and indexes
+	MMigrate   // rewrite blocks stored in an older layout
 )
 
 // Method is one method of the repository interface: its signature and doc,
@@ -170,10 +171,22 @@ func moreMethods(a *model.Aggregate) []Method {
 			Doc:    fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository. Native indexes (MongoDB lookups without the table option) are kept by the server and need no repair: the report says so.", a.Name),
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{RT("RepairReport"), jen.Error()}})
 	}
-	ms = append(ms, Method{Kind: MEnsure, Name: "EnsureIndexes",
-		Doc:    fmt.Sprintf("EnsureIndexes creates what the %s repository stores into (collections or buckets, index tables, counters) and the indexes it relies on, if they do not exist yet. Call it once before the first write; it is safe to call on every start. Until it has run, a call that needs what it creates fails with runtime.ErrNotReady.", a.Name),
+	ms = append(ms, Method{Kind: MEnsure, Name: "EnsureIndexes", Doc: ensureDoc(a),
 		Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Error()}})
+	ms = append(ms, Method{Kind: MMigrate, Name: "Migrate",
+		Doc:    fmt.Sprintf("Migrate rewrites the %s blocks stored in an older layout (another strategy, a field partitioned or no longer partitioned, as the layout history recorded by EnsureIndexes says) into the current one, o.Batch blocks at a time (64 by default), calling o.Progress after each batch. Each block is rewritten in one conditional write, so Migrate is safe while the application writes (a block written meanwhile is in the current layout already) and idempotent: a run that stopped early can be run again, or resumed from its report's Resume. With o.DryRun it counts what would change and writes nothing. The report counts the blocks migrated and those already current, and lists those that failed, with why; a complete run without failures clears the collection's layout history. Run EnsureIndexes first.", a.Name),
+		Params: []jen.Code{Ctx(), jen.Id("o").Add(RT("MigrateOptions"))}, Results: []jen.Code{RT("MigrateReport"), jen.Error()}})
 	return ms
+}
+
+// ensureDoc documents EnsureIndexes: what it creates, the layout it
+// records and, with lookups, how it builds them over existing data.
+func ensureDoc(a *model.Aggregate) string {
+	s := fmt.Sprintf("EnsureIndexes creates what the %s repository stores into (collections or buckets, index tables, counters) and the indexes it relies on, if they do not exist yet, and records in the store the layout it serves (strategy, partitions, version entry, lookups). Call it before the first write and on every start: it is idempotent.", a.Name)
+	if len(a.Lookups) > 0 {
+		s += " Until it has run with this layout, reads through a lookup, and writes that claim unique values, fail with runtime.ErrNotReady. A lookup added to a collection that already holds data is built from the existing blocks, in batches, before EnsureIndexes returns; meanwhile its reads fail with runtime.ErrIndexBuilding, and a build cut short resumes where it stopped at the next call. If the blocks already hold a value of a new unique lookup twice, it fails with runtime.ErrDuplicate naming the value and the blocks."
+	}
+	return s + " Lookups the collection had and the repository no longer has are dropped. Blocks written in an older layout are read right or refused with runtime.ErrLayout until Migrate rewrites them. Do not run an older build's EnsureIndexes after a newer one's: it would record the older layout and drop the lookups the newer one added."
 }
 
 func createDoc(a *model.Aggregate) string {

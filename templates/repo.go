@@ -326,6 +326,8 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 			call = r.Clone().Dot("Repair").Call(jen.Id("ctx"))
 		case MEnsure:
 			call = r.Clone().Dot("Ensure").Call(jen.Id("ctx"))
+		case MMigrate:
+			call = r.Clone().Dot("Migrate").Call(jen.Id("ctx"), jen.Id("o"))
 		case MList:
 			call = r.Clone().Dot("List").Call(jen.Id("ctx"), jen.Id("req"))
 		case MAll:

@@ -30,7 +30,10 @@ documented in package explain (it has a version field).
 With -sample N it also reads up to N real blocks of each aggregate from the
 stores named by the connection flags (nothing is written) and shows their
 sizes per entry, the largest blocks and partitions, and warnings where they
-approach the store's limit.
+approach the store's limit; and the layout the store has recorded for each
+collection (what EnsureIndexes last served: strategy, partitions, version,
+lookups and whether they are built) beside the current model's, with what
+changed and the older layouts blocks may still be stored in.
 
 Flags:
 `

@@ -13,6 +13,8 @@ import (
 
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/evolve/lookups"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -145,6 +147,9 @@ func TestExplainSampleBolt(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(out, "Recorded layout: none.") {
+		t.Errorf("no record, and explain does not say so:\n%s", out)
+	}
 	// The Player bucket does not exist: zero blocks, no error.
 	if !strings.Contains(out, "### Sample of bbolt ("+path+"): 0 blocks") {
 		t.Errorf("no sample of the empty Player bucket:\n%s", out)
@@ -165,6 +170,10 @@ func TestExplainSampleRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	rec, _ := json.Marshal(runtime.SchemaRecord{Layout: runtime.Layout{Collection: "Game", Strategy: "eao", Fields: []string{"firstPlayer", "secondPlayer"}, Partitions: []string{"rounds"}, Version: "version"}})
+	if err := c.Set(context.Background(), "noam:schema:{Game}", rec, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	url := fmt.Sprintf("redis://%s/%d", c.Options().Addr, c.Options().DB)
 	wd, _ := os.Getwd()
 	code, out, errs := runIn(t, filepath.Join(wd, "..", "..", "example", "game"), nil, "explain", "-store", "redis", "-sample", "2", "-redis", url)
@@ -172,9 +181,100 @@ func TestExplainSampleRedis(t *testing.T) {
 		t.Fatalf("explain -sample: exit %d: %s", code, errs)
 	}
 	src := c.Options().Addr + " db " + fmt.Sprint(c.Options().DB)
-	for _, want := range []string{"### Sample of Redis (" + src + ", listing Game:blocks): 2 blocks", "| `rounds[i]` | 6 |", "Largest partitions: `rounds` of `a`", "### Sample of Redis (" + src + ", listing Player:blocks): 0 blocks"} {
+	for _, want := range []string{"### Sample of Redis (" + src + ", listing Game:blocks): 2 blocks", "| `rounds[i]` | 6 |", "Largest partitions: `rounds` of `a`", "### Sample of Redis (" + src + ", listing Player:blocks): 0 blocks",
+		"- recorded: `eao: firstPlayer, secondPlayer; partitioned: rounds; version: version`", "- strategy eao -> etf\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestExplainRecordedLayout: with -sample, explain reads the layout the
+// store recorded for the collection (bolt: bucket _noam_schema, keyed by
+// collection) and shows it beside the model's, with what changed.
+func TestExplainRecordedLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "players.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := runtime.Layout{Collection: "players", Strategy: "etf", Fields: []string{"name", "email", "city", "scores"}}
+	older := v1
+	older.Strategy = "eao"
+	rec, err := json.Marshal(runtime.SchemaRecord{Layout: v1, History: []runtime.Layout{older}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("_noam_schema"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("players"), rec)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	evolve := filepath.Join(wd, "..", "..", "runtime", "storetest", "evolve")
+	code, out, errs := runIn(t, filepath.Join(evolve, "lookups"), nil, "explain", "-store", "bolt", "-sample", "1", "-bolt", path)
+	if code != 0 {
+		t.Fatalf("explain -sample: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"#### Layout recorded in bbolt",
+		"- recorded: `etf: name, email, city, scores`",
+		"- current: `etf: name, email, city, scores; lookups: email(email) unique, city(city)`",
+		"- lookup email(email) unique added\n- lookup city(city) added\n",
+		"older layouts", "- `eao: name, email, city, scores`",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runIn(t, filepath.Join(evolve, "eao"), nil, "explain", "-store", "bolt", "-sample", "1", "-bolt", path, "-format", "json")
+	if code != 0 {
+		t.Fatalf("explain -sample -format json: exit %d: %s", code, errs)
+	}
+	var r struct {
+		Aggregates []struct {
+			Samples map[string]struct {
+				Recorded struct {
+					Layout  *runtime.Layout
+					Current runtime.Layout
+					Changes []string
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Aggregates[0].Samples["bolt"].Recorded
+	if got.Layout == nil || got.Layout.Strategy != "etf" || got.Current.Strategy != "eao" || strings.Join(got.Changes, "; ") != "strategy etf -> eao" {
+		t.Errorf("recorded: %+v", got)
+	}
+	// The etf model is the recorded layout.
+	code, out, _ = runIn(t, filepath.Join(evolve, "etf"), nil, "explain", "-store", "bolt", "-sample", "1", "-bolt", path)
+	if code != 0 || !strings.Contains(out, "The recorded layout is the current one.") {
+		t.Errorf("explain of the recorded model: exit %d:\n%s", code, out)
+	}
+
+	// A record the repository's EnsureIndexes writes (runtime.LayoutOf
+	// of its descriptor) is the layout explain computes from the model.
+	path = filepath.Join(t.TempDir(), "lookups.db")
+	db, err = bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lookups.NewPlayerBoltRepository(db).EnsureIndexes(context.Background())
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runIn(t, filepath.Join(evolve, "lookups"), nil, "explain", "-store", "bolt", "-sample", "1", "-bolt", path)
+	if code != 0 || !strings.Contains(out, "The recorded layout is the current one.") || !strings.Contains(out, "- recorded: `etf: name, email, city, scores; lookups: email(email) unique, city(city)`") {
+		t.Errorf("explain of the layout EnsureIndexes recorded: exit %d:\n%s", code, out)
 	}
 }

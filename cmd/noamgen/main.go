@@ -71,12 +71,16 @@ a difference; 2 for a bad command line.
 
 The tag language is described in the README's "Tag reference".
 noamgen explain -h describes the explain subcommand (storage layout, round
-trips and atomicity of every method, per store).
+trips and atomicity of every method, per store); noamgen migrate -h the
+migrate subcommand (rewriting blocks stored in an older layout).
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "explain" {
 		return runExplain(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "migrate" {
+		return runMigrate(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("noamgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -60,10 +60,27 @@ type RoundsGameRepository interface {
 
 	// EnsureIndexes creates what the RoundsGame repository stores into
 	// (collections or buckets, index tables, counters) and the indexes it relies
-	// on, if they do not exist yet. Call it once before the first write; it is
-	// safe to call on every start. Until it has run, a call that needs what it
-	// creates fails with runtime.ErrNotReady.
+	// on, if they do not exist yet, and records in the store the layout it serves
+	// (strategy, partitions, version entry, lookups). Call it before the first
+	// write and on every start: it is idempotent. Lookups the collection had and
+	// the repository no longer has are dropped. Blocks written in an older layout
+	// are read right or refused with runtime.ErrLayout until Migrate rewrites
+	// them. Do not run an older build's EnsureIndexes after a newer one's: it
+	// would record the older layout and drop the lookups the newer one added.
 	EnsureIndexes(ctx context.Context) error
+
+	// Migrate rewrites the RoundsGame blocks stored in an older layout (another
+	// strategy, a field partitioned or no longer partitioned, as the layout
+	// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
+	// at a time (64 by default), calling o.Progress after each batch. Each block
+	// is rewritten in one conditional write, so Migrate is safe while the
+	// application writes (a block written meanwhile is in the current layout
+	// already) and idempotent: a run that stopped early can be run again, or
+	// resumed from its report's Resume. With o.DryRun it counts what would change
+	// and writes nothing. The report counts the blocks migrated and those already
+	// current, and lists those that failed, with why; a complete run without
+	// failures clears the collection's layout history. Run EnsureIndexes first.
+	Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error)
 
 	// List reads one page of RoundsGame aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
@@ -222,9 +239,18 @@ func (r _roundsGameRepo) GetMany(ctx context.Context, ids []string) (map[string]
 
 // EnsureIndexes creates what the RoundsGame repository stores into
 // (collections or buckets, index tables, counters) and the indexes it relies
-// on, if they do not exist yet.
+// on, if they do not exist yet, and records in the store the layout it serves
+// (strategy, partitions, version entry, lookups).
 func (r _roundsGameRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
+}
+
+// Migrate rewrites the RoundsGame blocks stored in an older layout (another
+// strategy, a field partitioned or no longer partitioned, as the layout
+// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
+// at a time (64 by default), calling o.Progress after each batch.
+func (r _roundsGameRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {
+	return r.r.Migrate(ctx, o)
 }
 
 // List reads one page of RoundsGame aggregates, in the store's listing order

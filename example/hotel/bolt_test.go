@@ -40,6 +40,7 @@ func wantErr(t testing.TB, err, kind error, what string) {
 func seed(t *testing.T, db *bbolt.DB) *hotel.HotelBoltRepository {
 	t.Helper()
 	hotels := hotel.NewHotelBoltRepository(db)
+	must(t, hotels.EnsureIndexes(ctx))
 	for _, h := range []*hotel.Hotel{
 		{ID: "h1", Name: "Wittekind", City: "Dortmund", Stars: 4, Tags: []string{"spa", "wifi"}, Address: hotel.Address{Zip: "44139"}},
 		{ID: "h2", Name: "Ibis", City: "Dortmund", Stars: 2, Tags: []string{"wifi"}, Address: hotel.Address{Zip: "44137"}},
@@ -288,6 +289,7 @@ func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m
 func TestBoltUniqueRace(t *testing.T) {
 	db := storeharness.OpenBolt(t)
 	hotels := hotel.NewHotelBoltRepository(db)
+	must(t, hotels.EnsureIndexes(ctx))
 	for i := range 4 {
 		must(t, hotels.Create(ctx, &hotel.Hotel{ID: fmt.Sprint("old", i), Name: fmt.Sprint("name", i), City: "Hamm"}))
 	}
@@ -340,17 +342,22 @@ func TestBoltUniqueRace(t *testing.T) {
 	}
 }
 
-// TestBoltWithoutEnsureIndexes: EnsureIndexes is optional on bbolt. Reads
-// of a database without any bucket find nothing, and writes create the
-// buckets they need.
-func TestBoltWithoutEnsureIndexes(t *testing.T) {
+// TestBoltBeforeEnsureIndexes: on bbolt too, lookups need EnsureIndexes,
+// since only the layout it records says that their index tables are
+// complete. Before it, reads through a lookup and writes that claim
+// unique values fail with runtime.ErrNotReady and change nothing; other
+// reads find nothing and create no bucket; other writes work, and
+// EnsureIndexes then builds the lookups over what they wrote.
+func TestBoltBeforeEnsureIndexes(t *testing.T) {
 	db := storeharness.OpenBolt(t)
 	s := hoteltest.Stores{Hotels: hotel.NewHotelBoltRepository(db), Posts: hotel.NewPostBoltRepository(db), Comments: hotel.NewCommentBoltRepository(db)}
 	all := runtime.PageRequest{}
-	eq(t, "ListByName", hotelIDs(s.Hotels.ListByName(ctx, "x", all)))
-	eq(t, "ListByCityStars", hotelIDs(s.Hotels.ListByCityStars(ctx, hotel.HotelCityStarsQuery{}, all)))
-	_, err := s.Hotels.GetByName(ctx, "x")
-	wantErr(t, err, runtime.ErrNotFound, "GetByName")
+	_, err := s.Hotels.ListByName(ctx, "x", all)
+	wantErr(t, err, runtime.ErrNotReady, "ListByName")
+	_, err = s.Hotels.ListByCityStars(ctx, hotel.HotelCityStarsQuery{}, all)
+	wantErr(t, err, runtime.ErrNotReady, "ListByCityStars")
+	_, err = s.Hotels.GetByName(ctx, "x")
+	wantErr(t, err, runtime.ErrNotReady, "GetByName")
 	m, err := s.Hotels.GetMany(ctx, []string{"h1"})
 	if err != nil || len(m) != 0 {
 		t.Fatalf("GetMany: %v, %v", m, err)
@@ -359,22 +366,30 @@ func TestBoltWithoutEnsureIndexes(t *testing.T) {
 	if err != nil || len(page.Items) != 0 || page.Next != "" {
 		t.Fatalf("ListByPost: %+v, %v", page, err)
 	}
+	err = s.Hotels.Create(ctx, &hotel.Hotel{ID: "h1", Name: "Ibis", City: "Essen", Tags: []string{"wifi"}})
+	wantErr(t, err, runtime.ErrNotReady, "Create of a hotel (a unique name)")
 	if tables := dump(t, db); len(tables) != 0 {
-		t.Fatalf("reads created buckets: %v", slices.Sorted(maps.Keys(tables)))
+		t.Fatalf("reads and a refused write created buckets: %v", slices.Sorted(maps.Keys(tables)))
 	}
 
-	must(t, s.Hotels.Create(ctx, &hotel.Hotel{ID: "h1", Name: "Ibis", City: "Essen", Tags: []string{"wifi"}}))
+	// Comment has no unique lookup: its writes need nothing.
 	must(t, s.Comments.Create(ctx, &hotel.Comment{Key: hotel.CommentKey{Post: 35}, Author: "bob"}))
-	eq(t, "ListByTags after Create", hotelIDs(s.Hotels.ListByTags(ctx, "wifi", all)), "h1")
 	page, err = s.Comments.ListByPost(ctx, 35, all)
 	if err != nil || len(page.Items) != 1 {
 		t.Fatalf("ListByPost after Create: %+v, %v", page, err)
 	}
-	// The zip lookup's bucket holds the hotel's zero zip.
-	eq(t, "ListByAddressZip of the zero value", hotelIDs(s.Hotels.ListByAddressZip(ctx, "", all)), "h1")
 	must(t, s.Hotels.EnsureIndexes(ctx))
 	must(t, s.Posts.EnsureIndexes(ctx))
-	want := []string{"Comment", "Comment.author", "Hotel", "Hotel.addressZip", "Hotel.cityStars", "Hotel.name", "Hotel.tags", "Post", "Post.author", "noam.counters"}
+	must(t, s.Comments.EnsureIndexes(ctx))
+	page, err = s.Comments.ListByAuthor(ctx, "bob", all)
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("ListByAuthor of the comment written before EnsureIndexes: %+v, %v", page, err)
+	}
+	must(t, s.Hotels.Create(ctx, &hotel.Hotel{ID: "h1", Name: "Ibis", City: "Essen", Tags: []string{"wifi"}}))
+	eq(t, "ListByTags after Create", hotelIDs(s.Hotels.ListByTags(ctx, "wifi", all)), "h1")
+	// The zip lookup's bucket holds the hotel's zero zip.
+	eq(t, "ListByAddressZip of the zero value", hotelIDs(s.Hotels.ListByAddressZip(ctx, "", all)), "h1")
+	want := []string{"Comment", "Comment.author", "Hotel", "Hotel.addressZip", "Hotel.cityStars", "Hotel.name", "Hotel.tags", "Post", "Post.author", "_noam_schema", "noam.counters"}
 	if got := slices.Sorted(maps.Keys(dump(t, db))); !slices.Equal(got, want) {
 		t.Fatalf("buckets %q, want %q", got, want)
 	}

@@ -43,6 +43,7 @@ const (
 	GetBy     Method = "getBy"
 	Repair    Method = "repair"
 	Ensure    Method = "ensureIndexes"
+	Migrate   Method = "migrate" // rewrite blocks stored in an older layout
 )
 
 // Cond is a condition on the aggregate class and the operation, as a set
@@ -190,6 +191,11 @@ const (
 	PerTable       Term = "per table (create, then describe until active)"
 	PerBlocks      Term = "per 100 blocks"
 	PerRepairBatch Term = "per batch of blocks and entries"
+	// PerMigrateBatch, PerMigrateBlock, PerMigrated: Migrate's batches of
+	// blocks (MigrateOptions.Batch), the blocks read, those rewritten.
+	PerMigrateBatch Term = "per batch of blocks"
+	PerMigrateBlock Term = "per block"
+	PerMigrated     Term = "per block rewritten"
 )
 
 // Once reports whether t counts only the first time an operation meets it

@@ -65,7 +65,7 @@ var shapes = []*access.Shape{
 }
 
 var methods = []access.Method{access.Get, access.GetMany, access.Create, access.Put, access.Delete, access.Set, access.SetAt, access.Append,
-	access.Update, access.ListElems, access.List, access.All, access.ListScope, access.ListBy, access.GetBy, access.Repair, access.Ensure}
+	access.Update, access.ListElems, access.List, access.All, access.ListScope, access.ListBy, access.GetBy, access.Repair, access.Ensure, access.Migrate}
 
 // mongoOps are MongoDB operators, which templates write with a $ too.
 var leftover = regexp.MustCompile(`\$[a-zA-Z]+|\[\?`)

@@ -81,7 +81,7 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 	for _, l := range shape.Lookups {
 		table[l.Name] = l.Table || !e.h.Declaration.Native
 	}
-	must(t, r.S.Ensure(bg))
+	must(t, r.Ensure(bg))
 	keys := func(l *runtime.Lookup[T], v *T) [][]byte {
 		if v == nil {
 			return nil

@@ -88,7 +88,7 @@ func CheckSampleLayout[T any, K comparable](t *testing.T, d *runtime.Desc[T, K],
 	t.Helper()
 	ctx := context.Background()
 	repo := runtime.NewRepo(d, s)
-	if err := repo.S.Ensure(ctx); err != nil {
+	if err := repo.Ensure(ctx); err != nil {
 		t.Fatalf("%s: Ensure: %v", d.Aggregate, err)
 	}
 	check := func(what string, id K, n int, v *T) {

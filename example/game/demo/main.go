@@ -64,6 +64,14 @@ func main() {
 func run(ctx context.Context, r repos) error {
 	step := func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) }
 
+	// At start-up: create what the store needs and record the layout each
+	// repository serves (its lookups answer runtime.ErrNotReady until then).
+	for _, ensure := range []func(context.Context) error{r.games.EnsureIndexes, r.players.EnsureIndexes, r.tournaments.EnsureIndexes} {
+		if err := ensure(ctx); err != nil {
+			return err
+		}
+	}
+
 	fmt.Println("players (ETF: one entry per top-level field)")
 	for _, p := range []*game.Player{
 		{Username: "mary", FirstName: "Mary", LastName: "Wilson"},

@@ -25,6 +25,9 @@ func TestBoltInitialisms(t *testing.T) {
 	}
 	defer db.Close()
 	products := NewProductBoltRepository(db)
+	if err := products.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []*Product{
 		{ID: "p1", SKU: "A-1", URL: "/a", Vendor: Vendor{ID: "v1"}, Category: "toys", Price: 1999},
 		{ID: "p2", SKU: "A-2", URL: "/b", Vendor: Vendor{ID: "v1"}, Category: "toys", Price: 4999},

@@ -171,6 +171,7 @@ func TestBoltPartitionLookups(t *testing.T) {
 func TestBoltUniqueElements(t *testing.T) {
 	db := openBolt(t)
 	shops := NewShopBoltRepository(db)
+	must(t, shops.EnsureIndexes(ctx))
 	must(t, shops.Create(ctx, &Shop{ID: "s1", Email: "a@x", Codes: []int32{1, 2, 2}}))
 	wantErr(t, shops.Create(ctx, &Shop{ID: "s2", Email: "b@x", Codes: []int32{3, 2}}), runtime.ErrDuplicate, "Create with a taken code")
 	must(t, shops.Create(ctx, &Shop{ID: "s2", Email: "b@x", Codes: []int32{3}}))
@@ -223,6 +224,7 @@ func TestBoltUniqueElements(t *testing.T) {
 func TestBoltScopedCounterConversions(t *testing.T) {
 	db := openBolt(t)
 	replies := NewReplyBoltRepository(db)
+	must(t, replies.EnsureIndexes(ctx))
 	for _, ticket := range []TicketID{7, 7, 8, 7} {
 		must(t, replies.Create(ctx, &Reply{Key: ReplyKey{Ticket: ticket}}))
 	}
@@ -250,6 +252,7 @@ func TestBoltScopedCounterConversions(t *testing.T) {
 // duplicate, and GetByCode("") finds the first.
 func TestBoltUniqueZeros(t *testing.T) {
 	badges := NewBadgeBoltRepository(openBolt(t))
+	must(t, badges.EnsureIndexes(ctx))
 	must(t, badges.Create(ctx, &Badge{ID: "b1"}))
 	if err := badges.Create(ctx, &Badge{ID: "b2"}); !errors.Is(err, runtime.ErrDuplicate) {
 		t.Fatalf("a second badge without a code: %v, want ErrDuplicate", err)

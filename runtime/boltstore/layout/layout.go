@@ -67,6 +67,8 @@ var Store = &access.Store{
 			Steps: []access.Step{readTx, {Op: "get " + block + "/$field"}, {Op: "seek " + block + "/$field/i and read n elements"}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "all of it: one bbolt transaction",
 			Steps: []access.Step{writeTx, {Op: "create the buckets of the blocks, index tables and counters if missing"}}},
+		{Methods: []access.Method{access.Migrate}, Atomic: "each batch of blocks is one write transaction (a dry run: one read transaction); safe while the application writes",
+			Steps: []access.Step{{Op: "1 write transaction per batch of blocks"}, {Op: "scan bucket $coll in key order from the position"}, {Op: "rewrite the entries of each block stored in an older layout (strategy, partitions) in the current one"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic as a whole: each page of 64 blocks or index entries is read in one transaction and each fix is a transaction of its own (the shared Repair of runtime/index); run it while nothing else writes the collection",
 			Steps: []access.Step{{Op: "1 read transaction per 64 blocks: their indexed entries"}, {Op: "1 read transaction per 64 entries of $indexes", When: access.HasLookups}, {Op: "1 write transaction per missing or stale entry of $indexes", When: access.HasLookups}}},
 		{Methods: []access.Method{access.Create}, Atomic: "all of it: one bbolt transaction",

@@ -118,6 +118,8 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Op: "GetItem " + Index + " {p: \"$lookup\", k: B(value)} (ConsistentRead)"}, {N: 1, Op: "GetItem $coll {_id: the item's id} (verifies that the block holds the value)"}}},
 		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: items are read, then their blocks, and every block is checked to hold the value (stale items are skipped)",
 			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"$lookup\", k in the query's range} (sort-key order: value, block key)"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the blocks of the page's items)"}, {N: 1, Per: access.PerStale, Op: "DeleteItem " + Index + " per stale item older than dynamostore.StaleAfter"}}},
+		{Methods: []access.Method{access.Migrate}, Atomic: "each block: one PutItem on condition that the item is unchanged since read; safe while the application writes",
+			Steps: []access.Step{{N: 1, Per: access.PerMigrateBatch, Op: "Scan $coll from the position, up to the batch"}, {N: 1, Per: access.PerMigrated, Op: "PutItem $coll in the current layout on condition that every attribute is as read"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each item is a request of its own",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "Scan $coll (the blocks' indexed attributes)"}, {Op: "Query " + Index + " per lookup", When: access.HasLookups}, {Op: "PutItem / DeleteItem " + Index + " for the missing and stale items", When: access.HasLookups}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "each request on its own; safe to repeat",

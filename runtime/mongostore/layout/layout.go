@@ -108,6 +108,8 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: entries are read, then their blocks, and every block is checked to hold the value (stale entries are skipped)",
 			Steps: []access.Step{{N: 2, Per: access.PerBatch, Op: "find $index {_id in the query's hex range} sort {_id: 1}"}, {Op: "find $coll {_id: {$in: the entries' ids}}"}, {N: 1, Per: access.PerStale, Op: "deleteOne $index per stale entry older than 30 s"}}},
 
+		{Methods: []access.Method{access.Migrate}, Atomic: "each block: one updateOne on condition that its counts are as read; safe while the application writes",
+			Steps: []access.Step{{N: 1, Per: access.PerMigrateBatch, Op: "find $coll {_id > position} sorted by _id, limit the batch"}, {N: 1, Per: access.PerMigrated, Op: "updateOne $coll {_id, _len and array lengths as read}: add or remove the partition counts"}}},
 		{Methods: []access.Method{access.Repair}, When: access.NoTables, Atomic: "-", Steps: []access.Step{{Op: "nothing to do: native indexes are kept by the server"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each batch is a command of its own",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "find $coll (indexed fields, cursor)"}, {Op: "find $indexes (cursor)"}, {Op: "insert/delete the missing and stale entries in batches"}}},

@@ -101,6 +101,8 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Op: "EVALSHA: HGET $index:claims <value> and its :meta"}, {N: 1, Op: "pipeline: HGETALL of the holder's block"}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "safe to repeat",
 			Steps: []access.Step{{Mode: Node, N: 2, Op: "SCRIPT LOAD the write script and the index script; Redis needs nothing else created"}, {Mode: Cluster, N: 2, Per: access.PerMaster, Op: "SCRIPT LOAD the write script and the index script on every master"}}},
+		{Methods: []access.Method{access.Migrate}, Atomic: "each block: one script run on condition that it is unchanged since read (its _seq); safe while the application writes",
+			Steps: []access.Step{{N: 1, Per: access.PerMigrateBatch, Op: "ZRANGE " + Listing + " from the position"}, {N: 1, Per: access.PerMigrateBlock, Op: "HGETALL $coll:{key}"}, {N: 1, Per: access.PerMigrated, Op: "EVALSHA $coll:{key} [check _seq; rewrite the hash in the current layout]"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: run it while nothing else writes the collection",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "SCAN $coll:{*} (on every master of a cluster)"}, {Op: "pipeline: HGETALL per 64 blocks"}, {Op: "ZRANGE " + Listing + ", ZADD/ZREM of its fixes"},
 				{Op: "EVALSHA per 64 entries of $indexes: ZRANGE with their :meta (and :claims)", When: access.HasLookups}, {Op: "EVALSHA per missing or stale entry: put or delete it on condition", When: access.HasLookups}}},
