@@ -128,6 +128,14 @@ type Engine[T any] struct {
 	// block back: a client that resends a request after a lost reply
 	// (DynamoDB's SDK) may see its own first send as a failed condition.
 	CheckUnmatched bool
+	// Atomic says that the store changes a block and its items in one
+	// atomic step (Redis on a single node), so that no item is ever
+	// stale: Get and Range read items without the protocol's fields
+	// (through P's ItemReader methods when it has them) and never drop
+	// one. They still check that each block they read holds the value
+	// its item names, since a write may land between the two reads; a
+	// block that does not is skipped.
+	Atomic bool
 }
 
 // Attempt is what one attempt of a write (Run) read of its block and what
