@@ -5,8 +5,9 @@
 // tables, DynamoDB, Redis Cluster), verifies lookup reads against their
 // blocks and rebuilds index tables (Repair), all over a store's
 // Primitives. It is tested once, against the in-memory primitives of
-// memindex with a crash, a lost reply and a cancellation injected at every
-// call; indextest checks a store's primitives behave like those.
+// runtime/storetest/memindex with a crash, a lost reply and a
+// cancellation injected at every call; runtime/storetest/indextest checks
+// a store's primitives behave like those.
 //
 // # The protocol
 //

@@ -10,7 +10,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/memindex"
+	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
 // atomicReader are memindex primitives with an index.ItemReader whose
@@ -81,16 +81,16 @@ func TestAtomicReads(t *testing.T) {
 					}
 				}
 			}
-			// Items whose blocks do not hold their values (old enough to
-			// be stale for the protocol).
+			// Items whose blocks do not hold their values, of sequence 0
+			// (stale for the protocol; as a bare item reads).
 			moved := []struct {
 				l  int
 				it index.Item
 			}{
-				{0, index.Item{Key: key("c9"), Block: key("d1"), Inc: st.Inc, Seq: 1}},
-				{1, index.Item{Key: index.IndexKey(false, key("red"), key("d0")), Block: key("d0"), Inc: st.Inc, Seq: 1}},
-				{1, index.Item{Key: index.IndexKey(false, key("red"), key("d25")), Block: key("d2"), Inc: st.Inc, Seq: 1}},
-				{1, index.Item{Key: index.IndexKey(false, key("green"), key("d1")), Block: key("d1"), Inc: st.Inc, Seq: 1}},
+				{0, index.Item{Key: key("c9"), Block: key("d1"), Inc: st.Inc}},
+				{1, index.Item{Key: index.IndexKey(false, key("red"), key("d0")), Block: key("d0"), Inc: st.Inc}},
+				{1, index.Item{Key: index.IndexKey(false, key("red"), key("d25")), Block: key("d2"), Inc: st.Inc}},
+				{1, index.Item{Key: index.IndexKey(false, key("green"), key("d1")), Block: key("d1"), Inc: st.Inc}},
 			}
 			for _, m := range moved {
 				f.s.SetItem(m.l, m.it)
