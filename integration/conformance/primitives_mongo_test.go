@@ -10,8 +10,8 @@ import (
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/indextest"
 	"github.com/noamgen/noamgen/runtime/mongostore"
+	"github.com/noamgen/noamgen/runtime/storetest/indextest"
 )
 
 // pdoc is the aggregate of the primitives' suite: indextest.Doc with a

@@ -63,7 +63,7 @@ func (s *Store[T, K]) engine() *index.Engine[*T] {
 // Primitives returns the store primitives the index engine runs the
 // lookups on (nil without lookups), in the order of the descriptor's
 // lookups (then the scope index): for the primitives' conformance suite
-// (runtime/index/indextest).
+// (runtime/storetest/indextest).
 func (s *Store[T, K]) Primitives() index.Primitives[*T] {
 	if s.eng == nil {
 		return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/indextest"
+	"github.com/noamgen/noamgen/runtime/storetest/indextest"
 )
 
 // pdoc is the aggregate of the primitives' suite: indextest.Doc with a

@@ -5,8 +5,9 @@
 // tables, DynamoDB, Redis Cluster), verifies lookup reads against their
 // blocks and rebuilds index tables (Repair), all over a store's
 // Primitives. It is tested once, against the in-memory primitives of
-// memindex with a crash, a lost reply and a cancellation injected at every
-// call; indextest checks a store's primitives behave like those.
+// runtime/storetest/memindex with a crash, a lost reply and a
+// cancellation injected at every call; runtime/storetest/indextest checks
+// a store's primitives behave like those.
 //
 // # The protocol
 //
@@ -128,6 +129,14 @@ type Engine[T any] struct {
 	// block back: a client that resends a request after a lost reply
 	// (DynamoDB's SDK) may see its own first send as a failed condition.
 	CheckUnmatched bool
+	// Atomic says that the store changes a block and its items in one
+	// atomic step (Redis on a single node), so that no item is ever
+	// stale: Get and Range read items without the protocol's fields
+	// (through P's ItemReader methods when it has them) and never drop
+	// one. They still check that each block they read holds the value
+	// its item names, since a write may land between the two reads; a
+	// block that does not is skipped.
+	Atomic bool
 }
 
 // Attempt is what one attempt of a write (Run) read of its block and what

@@ -12,8 +12,8 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/indextest"
-	"github.com/noamgen/noamgen/runtime/index/memindex"
+	"github.com/noamgen/noamgen/runtime/storetest/indextest"
+	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
 type Doc = indextest.Doc

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/noamgen/noamgen/runtime/index/memindex"
+	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
 // TestLostEntryPutUndone: a write whose put of a new non-unique entry

@@ -3,14 +3,60 @@ package index
 import (
 	"bytes"
 	"context"
+	"slices"
 
 	"github.com/noamgen/noamgen/runtime"
 )
 
+// ItemReader may be implemented by the Primitives of an Engine with
+// Atomic set: its reads (Get, Range) then take their items from it. The
+// methods are GetItems and ScanItems, except that the items need carry
+// only Key and Block: a store whose block and items change in one step
+// need not read the protocol's fields (Inc, Seq, W) for a read.
+type ItemReader interface {
+	ReadItems(ctx context.Context, l int, keys [][]byte) ([]Item, error)
+	RangeItems(ctx context.Context, l int, from, to []byte, limit int) ([]Item, error)
+}
+
+// getItems is GetItems for the reads (ReadItems when Atomic allows it).
+func (e *Engine[T]) getItems(ctx context.Context, l int, keys [][]byte) ([]Item, error) {
+	if r, ok := e.P.(ItemReader); ok && e.Atomic {
+		return r.ReadItems(ctx, l, keys)
+	}
+	return e.P.GetItems(ctx, l, keys)
+}
+
+// scanItems is ScanItems for the reads (RangeItems when Atomic allows it).
+func (e *Engine[T]) scanItems(ctx context.Context, l int, from, to []byte, limit int) ([]Item, error) {
+	if r, ok := e.P.(ItemReader); ok && e.Atomic {
+		return r.RangeItems(ctx, l, from, to, limit)
+	}
+	return e.P.ScanItems(ctx, l, from, to, limit)
+}
+
+// holds reports whether block value v holds item key of lookup l with
+// block key block: whether key is the index key (IndexKey) of one of its
+// values.
+func (e *Engine[T]) holds(l int, v T, block, key []byte) bool {
+	lk := e.Lookups[l]
+	for _, x := range lk.Values(v) {
+		if lk.Unique {
+			if bytes.Equal(x, key) {
+				return true
+			}
+		} else if len(x)+len(block) == len(key) && bytes.HasPrefix(key, x) && bytes.HasSuffix(key, block) {
+			return true
+		}
+	}
+	return false
+}
+
 // drop removes a stale item a read met, once it is older than StaleAfter
-// and unless it changed since it was read.
+// and unless it changed since it was read. With Atomic, no item is stale:
+// a block that does not hold its item's value changed after the item was
+// read, and the item is gone with the value.
 func (e *Engine[T]) drop(ctx context.Context, l int, it Item) {
-	if e.stale(it.Seq) {
+	if !e.Atomic && e.stale(it.Seq) {
 		ctx, cancel := runtime.Detach(ctx)
 		defer cancel()
 		_, _ = e.P.DeleteItems(ctx, l, [][]byte{it.Key}, Cond{Kind: Same, Item: it})
@@ -22,13 +68,12 @@ func (e *Engine[T]) drop(ctx context.Context, l int, it Item) {
 // not hold the value is skipped (and dropped once stale).
 func (e *Engine[T]) Get(ctx context.Context, op string, l int, value []byte) (T, error) {
 	var zero T
-	notFound := runtime.FailAt(op, e.Agg, nil, runtime.FormatKey(value), runtime.ErrNotFound, nil)
-	items, err := e.P.GetItems(ctx, l, [][]byte{value})
+	items, err := e.getItems(ctx, l, [][]byte{value})
 	if err != nil {
 		return zero, runtime.Fail(op, e.Agg, nil, nil, err)
 	}
 	if len(items) == 0 {
-		return zero, notFound
+		return zero, e.notFound(op, value)
 	}
 	it := items[0]
 	b, found, err := e.readBlock(ctx, it.Block)
@@ -38,11 +83,15 @@ func (e *Engine[T]) Get(ctx context.Context, op string, l int, value []byte) (T,
 	if found && b.Err != nil {
 		return zero, runtime.Unreadable(op, e.Agg, e.id(it.Block), b.Err)
 	}
-	if found && Holds(LookupKeys(true, e.Lookups[l].Values(b.Value), it.Block), value) {
+	if found && e.holds(l, b.Value, it.Block, value) {
 		return b.Value, nil
 	}
 	e.drop(ctx, l, it)
-	return zero, notFound
+	return zero, e.notFound(op, value)
+}
+
+func (e *Engine[T]) notFound(op string, value []byte) error {
+	return runtime.FailAt(op, e.Agg, nil, runtime.FormatKey(value), runtime.ErrNotFound, nil)
 }
 
 // Range reads up to n blocks found by lookup l in key range rng after
@@ -55,16 +104,15 @@ func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.Ke
 	fail := func(err error) ([]T, []byte, bool, error) {
 		return nil, nil, false, runtime.Fail(op, e.Agg, nil, nil, err)
 	}
-	unique := e.Lookups[l].Unique
-	out := make([]T, 0, min(n, 64))
-	var keys [][]byte
+	out := make([]T, 0, min(n+1, 64))
+	keys := make([][]byte, 0, cap(out))
 	start, end := rng.Start(), rng.To
 	for len(out) <= n && bytes.Compare(start, end) < 0 {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
 		want := n + 1 - len(out)
-		items, err := e.P.ScanItems(ctx, l, start, end, want)
+		items, err := e.scanItems(ctx, l, start, end, want)
 		if err != nil {
 			return fail(err)
 		}
@@ -76,11 +124,11 @@ func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.Ke
 			return fail(err)
 		}
 		for _, it := range items {
-			if b, ok := blocks[string(it.Block)]; ok {
+			if b, ok := find(blocks, it.Block); ok {
 				if b.Err != nil {
 					return nil, nil, false, runtime.Unreadable(op, e.Agg, e.id(it.Block), b.Err)
 				}
-				if Holds(LookupKeys(unique, e.Lookups[l].Values(b.Value), it.Block), it.Key) {
+				if e.holds(l, b.Value, it.Block, it.Key) {
 					out, keys = append(out, b.Value), append(keys, it.Key)
 					continue
 				}
@@ -101,25 +149,36 @@ func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.Ke
 	return out, last, more, nil
 }
 
-// readBlocks reads the blocks items point at, in batches, by encoded key.
-func (e *Engine[T]) readBlocks(ctx context.Context, items []Item) (map[string]Block[T], error) {
-	seen := make(map[string]bool, len(items))
-	var keys [][]byte
-	for _, it := range items {
-		if !seen[string(it.Block)] {
-			seen[string(it.Block)] = true
-			keys = append(keys, it.Block)
-		}
+// readBlocks reads the blocks items point at, each once, in batches, and
+// returns them sorted by key (find looks one up).
+func (e *Engine[T]) readBlocks(ctx context.Context, items []Item) ([]Block[T], error) {
+	keys := make([][]byte, len(items))
+	for i, it := range items {
+		keys[i] = it.Block
 	}
-	out := make(map[string]Block[T], len(keys))
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, bytes.Equal)
+	var out []Block[T]
 	for _, run := range batches(keys, e.Batch) {
 		bs, err := e.P.ReadBlocks(ctx, run)
 		if err != nil {
 			return nil, err
 		}
-		for _, b := range bs {
-			out[string(b.Key)] = b
+		if out == nil {
+			out = bs
+		} else {
+			out = append(out, bs...)
 		}
 	}
+	slices.SortFunc(out, func(a, b Block[T]) int { return bytes.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+// find returns the block with key key of blocks (sorted by key).
+func find[T any](blocks []Block[T], key []byte) (Block[T], bool) {
+	i, ok := slices.BinarySearchFunc(blocks, key, func(b Block[T], k []byte) int { return bytes.Compare(b.Key, k) })
+	if !ok {
+		return Block[T]{}, false
+	}
+	return blocks[i], true
 }

@@ -213,7 +213,7 @@ func (e *Engine[T]) repairItems(ctx context.Context, l int, rep *runtime.RepairR
 			return err
 		}
 		for _, it := range items {
-			b, found := blocks[string(it.Block)]
+			b, found := find(blocks, it.Block)
 			switch {
 			case found && b.Err != nil:
 				continue // an unreadable block's: left as it is

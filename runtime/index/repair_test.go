@@ -10,7 +10,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/memindex"
+	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
 // TestRepair runs Repair over blocks scanned in key order and in reverse

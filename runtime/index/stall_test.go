@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/index/memindex"
+	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
 // stall runs write in a goroutine that stops before its first call

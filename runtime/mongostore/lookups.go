@@ -109,7 +109,7 @@ func newIndexed[T any, K comparable](s *Store[T, K], ls []*runtime.Lookup[T], fi
 // Primitives returns the store primitives the index engine runs the
 // index-table lookups on (nil when every lookup is on a native index), in
 // the order of the descriptor's index-table lookups: for the primitives'
-// conformance suite (runtime/index/indextest).
+// conformance suite (runtime/storetest/indextest).
 func (s *Store[T, K]) Primitives() index.Primitives[*T] {
 	if s.x == nil {
 		return nil

@@ -503,7 +503,7 @@ func (p *prims[V]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Block
 		}
 		return nil, err
 	}
-	var out []index.Block[V]
+	out := make([]index.Block[V], 0, len(keys))
 	for i, c := range cmds {
 		h := c.Val()
 		if len(h) == 0 {

@@ -10,7 +10,7 @@ import (
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/indextest"
+	"github.com/noamgen/noamgen/runtime/storetest/indextest"
 )
 
 // docPrims are the primitives of a collection "docs" of indextest.Doc

@@ -139,7 +139,7 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *
 		}
 		return s.decode(id, h)
 	}}
-	s.eng = &index.Engine[*T]{Agg: d.Aggregate, P: s.px, ID: s.id, StaleAfter: func() time.Duration { return StaleAfter }}
+	s.eng = &index.Engine[*T]{Agg: d.Aggregate, P: s.px, ID: s.id, StaleAfter: func() time.Duration { return StaleAfter }, Atomic: !cluster}
 	for i, l := range d.Lookups {
 		lk := s.lookupKeys(i)
 		s.px.lookups = append(s.px.lookups, ixLookup{z: lk.z, meta: lk.meta, claims: lk.claims, parts: l.Parts})

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/runtime/index"
-	"github.com/noamgen/noamgen/runtime/index/indextest"
-	"github.com/noamgen/noamgen/runtime/index/memindex"
+	"github.com/noamgen/noamgen/runtime/storetest/indextest"
+	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
 func TestPrimitives(t *testing.T) {

@@ -1,8 +1,9 @@
 // Package memindex is an in-memory store of blocks and index items that
 // implements index.Primitives: the reference the engine's protocol is
 // tested on, and the model other stores' primitives are checked against
-// (runtime/index/indextest). Every call can be made to fail as a crash of
-// the process or a lost reply (Hook).
+// (runtime/storetest/indextest). Every call can be made to fail as a
+// crash of the process or a lost reply (Hook). It is test support, not
+// production code.
 package memindex
 
 import (

@@ -1,5 +1,5 @@
 // Package indextest checks that a store's index.Primitives behave like
-// the in-memory ones of runtime/index/memindex, which the engine's
+// the in-memory ones of runtime/storetest/memindex, which the engine's
 // protocol is tested on: run Primitives from a store's tests.
 package indextest
 
