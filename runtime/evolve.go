@@ -425,6 +425,36 @@ func (r Repo[T, K]) updateSchema(ctx context.Context, op string, fn func(*Schema
 	return FailAt(op, r.D.Aggregate, nil, "(the schema record kept changing)", ErrConflict, nil)
 }
 
+// dropChanged is the first step of EnsureIndexes, before Store.Ensure
+// makes what the repository needs: it drops the lookups whose options
+// changed since the recorded layout (unique, zeros, table), whose indexes
+// hold entries of another form (or are of another kind); reconcile then
+// builds them anew. A lookup the record already has with the
+// repository's options is left alone, so that running it again drops
+// nothing.
+func (r Repo[T, K]) dropChanged(ctx context.Context) error {
+	raw, err := r.S.LoadSchema(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := DecodeSchema(raw)
+	if err != nil {
+		return Fail("EnsureIndexes", r.D.Aggregate, nil, ErrUnreadable, err)
+	}
+	if rec == nil {
+		return nil
+	}
+	cur := LayoutOf(r.D)
+	for _, lk := range rec.Layout.Lookups {
+		if now, ok := cur.Lookup(lk.Name); ok && !now.Same(lk) {
+			if err := r.S.DropLookup(ctx, lk); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // reconcile is the second half of EnsureIndexes, after the store has made
 // what it needs: it records the repository's layout in the schema record
 // (the old one goes to the history when blocks would read differently),
@@ -475,11 +505,11 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 					next.Layout.Lookups[i].Building = true
 				}
 			}
-			// Lookups the model no longer has are dropped, and so are
-			// those whose options changed (unique, zeros, table): their
-			// index holds entries of another form, and is built anew.
+			// Lookups the model no longer has are dropped (those whose
+			// options changed were dropped before Store.Ensure: see
+			// dropChanged).
 			for _, lk := range rec.Layout.Lookups {
-				if now, ok := cur.Lookup(lk.Name); !ok || !now.Same(lk) {
+				if _, ok := cur.Lookup(lk.Name); !ok {
 					dropped = append(dropped, lk)
 				}
 			}

@@ -353,10 +353,14 @@ func (r Repo[T, K]) Repair(ctx context.Context) (RepairReport, error) {
 	return rep, r.ctxErr(ctx, "Repair", err)
 }
 
-// Ensure creates what the repository stores into.
-// It then records the repository's layout in the store and builds the
-// lookups new to the collection's data (runtime/evolve.go).
+// Ensure creates what the repository stores into, after dropping the
+// lookups whose options changed since the recorded layout. It then
+// records the repository's layout in the store and builds the lookups new
+// to the collection's data (runtime/evolve.go).
 func (r Repo[T, K]) Ensure(ctx context.Context) error {
+	if err := r.dropChanged(ctx); err != nil {
+		return r.ctxErr(ctx, "EnsureIndexes", err)
+	}
 	if err := r.S.Ensure(ctx); err != nil {
 		return r.ctxErr(ctx, "Ensure", err)
 	}

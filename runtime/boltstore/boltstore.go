@@ -308,9 +308,14 @@ func (b *block) Put(entry string, v any) { b.putValue(b.key(entry, -1), v) }
 // the element count: two keys, whatever the number of elements. It
 // returns the new element's index.
 func (b *block) Append(field string, v any) int {
-	n := b.count(field)
+	return b.appendAt(field, b.key(field, -1), b.count(field), v)
+}
+
+// appendAt is Append of element n, the next, where countKey is the key of
+// the element count (as read, n).
+func (b *block) appendAt(field string, countKey []byte, n int, v any) int {
 	b.putValue(b.key(field, n), v)
-	b.put(b.key(field, -1), encodeInt(int64(n+1)))
+	b.put(countKey, encodeInt(int64(n+1)))
 	return n
 }
 

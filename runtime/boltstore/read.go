@@ -93,8 +93,8 @@ type blockReader[T any, K comparable] struct {
 
 // reader returns a reader of block blk into a new aggregate with key id;
 // release returns its buffers.
-func (s *Store[T, K]) reader(blk *block, id K) *blockReader[T, K] {
-	return &blockReader[T, K]{s: s, t: s.d.New(id), g: elemsPool.Get().(*elems), op: blk.op, id: id}
+func (s *Store[T, K]) reader(blk *block, id K) blockReader[T, K] {
+	return blockReader[T, K]{s: s, t: s.d.New(id), g: elemsPool.Get().(*elems), op: blk.op, id: blk.id}
 }
 
 func (r *blockReader[T, K]) release() {

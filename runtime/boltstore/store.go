@@ -371,16 +371,24 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		if !ok {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// A block of another layout is first rewritten in this one.
-		if err := s.current(blk, marker, []string{f.Key}); err != nil {
-			return err
+		// The element count, which also says whether the block holds the
+		// partition as this layout does: a block of another layout is
+		// first rewritten in this one.
+		countKey := blk.key(f.Key, -1)
+		n, stale := s.elemCount(blk, marker, f, countKey)
+		if stale {
+			if err := s.convert(blk, s.mismatches(blk, marker, nil)); err != nil {
+				return err
+			}
+			marker, _ = blk.marker()
+			n, _ = s.elemCount(blk, marker, f, countKey)
 		}
 		if ls := s.d.LookupsOf(f.Key); len(ls) > 0 {
 			if err := s.reindex(blk, ls, func(nw *T, _ []string) error { return f.AppendValue(nw, elem) }); err != nil {
 				return err
 			}
 		}
-		i = blk.Append(f.Key, elem)
+		i = blk.appendAt(f.Key, countKey, n, elem)
 		if s.d.Version != nil {
 			blk.BumpVersion(s.d.Version.Key)
 		}
@@ -390,6 +398,29 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		return 0, err
 	}
 	return i, nil
+}
+
+// elemCount reads the element count of partition f of block blk (whose
+// marker holds marker) at countKey; stale reports a block stored in
+// another layout: of the other strategy, or holding the partition whole
+// (in its entry, or under EAO in the root entry).
+func (s *Store[T, K]) elemCount(blk *block, marker []byte, f *runtime.Field[T], countKey []byte) (n int, stale bool) {
+	eao := len(marker) > 0
+	v := blk.bucket.Get(countKey)
+	switch {
+	case eao != s.d.EAO, v != nil && !isCount(v), v == nil && eao && hasMember(marker, f.Key):
+		return 0, true
+	case v == nil:
+		return 0, false
+	}
+	c, err := decodeInt(v)
+	if err == nil && (c < 0 || c > int64(^uint(0)>>1)) {
+		err = fmt.Errorf("bad element count %d", c)
+	}
+	if err != nil && blk.err == nil {
+		blk.err = fmt.Errorf("%s: %w", entryName(blk.prefix, countKey), err)
+	}
+	return int(c), false
 }
 
 // ReadElems reads elements of partition f of block id from index start
