@@ -434,6 +434,9 @@ func (r Repo[T, K]) updateSchema(ctx context.Context, op string, fn func(*Schema
 // nothing.
 func (r Repo[T, K]) dropChanged(ctx context.Context) error {
 	raw, err := r.S.LoadSchema(ctx)
+	if errors.Is(notReady(r.S, "EnsureIndexes", r.D.Aggregate, err), ErrNotReady) {
+		return nil // no place for a record yet (DynamoDB's table): nothing to drop
+	}
 	if err != nil {
 		return err
 	}
