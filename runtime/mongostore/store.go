@@ -1084,13 +1084,18 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 	return rep, err
 }
 
-// Ensure creates the collection, the index tables and the counters.
+// Ensure creates the collection, the index tables and the counters, and
+// the native indexes; it follows a lookup moved between an index table and
+// a native index (remap).
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	had, err := s.indexTables(ctx)
+	if err != nil {
+		return err
+	}
 	var more []string
 	if s.counters != nil {
 		more = append(more, CountersCollection)
 	}
-	var err error
 	if s.x != nil {
 		err = s.x.EnsureIndexes(ctx, more...)
 	} else {
@@ -1099,7 +1104,10 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.ensureNative(ctx)
+	if err := s.ensureNative(ctx); err != nil {
+		return err
+	}
+	return s.remap(ctx, had)
 }
 
 // refused marks a store failure caused by a value the server refuses (a
