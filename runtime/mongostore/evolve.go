@@ -97,19 +97,28 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 }
 
 // DropLookup removes what the store kept for lookup l, which the
-// repository no longer has: its native index (dropIndexes) and its index
-// table (drop), whichever exists; a second call finds neither.
+// repository no longer has (or has with other options): its native index
+// (dropIndexes) and its index table (drop), whichever exists; a second
+// call finds neither. A lookup the repository has under the same name
+// keeps what Ensure made for it as it is now: its native index (Ensure
+// replaced the earlier one), or its index table, emptied of the entries of
+// the earlier options for the build that follows.
 func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
 	const op = "EnsureIndexes"
-	if s.Native(l.Name) || s.tables[l.Name] {
-		// The repository has a lookup of that name: it keeps it.
+	table := TableName(s.coll.Name(), l.Name)
+	if s.tables[l.Name] {
+		if _, err := Collection(s.coll.Database(), table).DeleteMany(ctx, bson.D{}); err != nil {
+			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(emptying the index table %s of lookup %s)", table, l), nil, err)
+		}
+		return nil
+	}
+	if s.Native(l.Name) {
 		return nil
 	}
 	err := s.coll.Indexes().DropOne(ctx, IndexName(l.Name))
 	if err != nil && !isCode(err, codeIndexNotFound) && !isCode(err, codeNamespaceNotFound) {
 		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index %s.%s of removed lookup %s)", s.coll.Name(), IndexName(l.Name), l), nil, err)
 	}
-	table := TableName(s.coll.Name(), l.Name)
 	if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
 		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index table %s of removed lookup %s)", table, l), nil, err)
 	}
