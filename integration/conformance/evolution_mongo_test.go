@@ -318,6 +318,21 @@ func TestEvolutionMongoEntryWrites(t *testing.T) {
 				}
 				readsAll(t, v2, p, empty)
 				readsAll(t, v1, p, empty)
+				// An element written in an array written whole leaves the
+				// block in the old layout, read right by both versions.
+				old := newPlayer("p3", 2)
+				must(t, v1.create(bg, old))
+				must(t, v2.setScoreAt(bg, "p3", 1, score{Game: "set", Points: 5}))
+				old.Scores[1] = score{Game: "set", Points: 5}
+				inLayout(t, v1, old)
+				// As v2 sees it: whole, in v2's strategy (no mix).
+				got, err := v2.layout(bg, "p3")
+				must(t, err)
+				if slices.Contains(got, "") && len(got) != 1 || slices.Contains(got, "scores[0]") {
+					t.Fatalf("%s sees the block written whole as %q", v2.name, got)
+				}
+				readsAll(t, v2, p, empty, old)
+				readsAll(t, v1, p, empty, old)
 			})
 		}
 		t.Run("part_set_whole_by_etf", func(t *testing.T) {

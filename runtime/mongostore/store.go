@@ -1159,7 +1159,9 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 			for i := range vals {
 				out = append(out, runtime.ElemKey(key, i))
 			}
-		case f != nil && f.Kind == runtime.KindField && s.d.EAO:
+		case f != nil && (f.Kind == runtime.KindField || f.Kind == runtime.KindPartition) && s.d.EAO:
+			// Under EAO a field written whole is part of the root entry,
+			// also one this repository partitions (written before it did).
 			if !root {
 				root = true
 				out = append(out, "")
