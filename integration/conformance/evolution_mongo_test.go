@@ -318,6 +318,21 @@ func TestEvolutionMongoEntryWrites(t *testing.T) {
 				}
 				readsAll(t, v2, p, empty)
 				readsAll(t, v1, p, empty)
+				// An element written in an array written whole leaves the
+				// block in the old layout, read right by both versions.
+				old := newPlayer("p3", 2)
+				must(t, v1.create(bg, old))
+				must(t, v2.setScoreAt(bg, "p3", 1, score{Game: "set", Points: 5}))
+				old.Scores[1] = score{Game: "set", Points: 5}
+				inLayout(t, v1, old)
+				// As v2 sees it: whole, in v2's strategy (no mix).
+				got, err := v2.layout(bg, "p3")
+				must(t, err)
+				if slices.Contains(got, "") && len(got) != 1 || slices.Contains(got, "scores[0]") {
+					t.Fatalf("%s sees the block written whole as %q", v2.name, got)
+				}
+				readsAll(t, v2, p, empty, old)
+				readsAll(t, v1, p, empty, old)
 			})
 		}
 		t.Run("part_set_whole_by_etf", func(t *testing.T) {
@@ -740,4 +755,54 @@ func TestEvolutionMongoAppendIndexed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEvolutionMongoLookupRemapped: a lookup moved from a native index to
+// an index table (here by the option IndexTables, which the schema record
+// does not show) is built from the blocks by EnsureIndexes, its native
+// index dropped; moved back, its index table is dropped, so that a later
+// move to a table builds it again rather than trusting stale entries.
+func TestEvolutionMongoLookupRemapped(t *testing.T) {
+	db := mongotest.Start(t)
+	native := []mongostore.Option{mongostore.NoPartialIndexes()}
+	tables := []mongostore.Option{mongostore.IndexTables()}
+	v1 := lookups.NewPlayerMongoRepository(db, native...)
+	must(t, v1.EnsureIndexes(bg))
+	must(t, v1.Create(bg, &lookups.Player{ID: "p1", Email: "a@x", City: "Rome"}))
+	must(t, v1.Create(bg, &lookups.Player{ID: "p2", Email: "b@x", City: "Rome"}))
+	check := func(r *lookups.PlayerMongoRepository, email, id string, gone ...string) {
+		t.Helper()
+		if got, err := r.GetByEmail(bg, email); err != nil || got.ID != id {
+			t.Fatalf("GetByEmail %s: %+v, %v; want %s", email, got, err, id)
+		}
+		for _, g := range gone {
+			if _, err := r.GetByEmail(bg, g); !errors.Is(err, runtime.ErrNotFound) {
+				t.Fatalf("GetByEmail %s: %v, want ErrNotFound", g, err)
+			}
+		}
+		if page, err := r.ListByCity(bg, "Rome", runtime.PageRequest{}); err != nil || len(page.Items) != 2 {
+			t.Fatalf("ListByCity: %d players, %v; want 2", len(page.Items), err)
+		}
+		if err := r.Create(bg, &lookups.Player{ID: "p9", Email: email}); !errors.Is(err, runtime.ErrDuplicate) {
+			t.Fatalf("Create with a taken value: %v, want ErrDuplicate", err)
+		}
+	}
+	v2 := lookups.NewPlayerMongoRepository(db, tables...)
+	must(t, v2.EnsureIndexes(bg))
+	if got := indexNames(t, v2.Collection()); !slices.Equal(got, []string{"_id_"}) {
+		t.Fatalf("indexes once the lookups keep index tables: %q", got)
+	}
+	check(v2, "a@x", "p1")
+	v3 := lookups.NewPlayerMongoRepository(db, native...)
+	must(t, v3.EnsureIndexes(bg))
+	for _, c := range collectionNames(t, db) {
+		if strings.HasPrefix(c, "players__") {
+			t.Fatalf("index table %s left once its lookup is a native index", c)
+		}
+	}
+	must(t, v3.SetEmail(bg, "p1", "c@x"))
+	check(v3, "c@x", "p1", "a@x")
+	v4 := lookups.NewPlayerMongoRepository(db, tables...)
+	must(t, v4.EnsureIndexes(bg))
+	check(v4, "c@x", "p1", "a@x")
 }

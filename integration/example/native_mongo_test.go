@@ -239,18 +239,21 @@ func TestMongoNativeEnsureWithoutPartialIndexes(t *testing.T) {
 }
 
 // TestMongoNativeToTables: hotels written with native lookups, then opened
-// with every lookup in an index table: EnsureIndexes and Repair fill the
-// tables from the aggregates, and reads and writes through the tables work
-// on the documents the native mapping wrote (README, changing a lookup's
-// mapping).
+// with every lookup in an index table: EnsureIndexes fills the tables from
+// the aggregates (a Repair then finds nothing to add), and reads and
+// writes through the tables work on the documents the native mapping wrote
+// (README, changing a lookup's mapping).
 func TestMongoNativeToTables(t *testing.T) {
 	db := mongotest.Start(t)
 	nativeHotels(t, db)
 	hotels := hotel.NewHotelMongoRepository(db, mongostore.IndexTables())
 	must(t, hotels.EnsureIndexes(bg))
+	if n, _ := db.Collection("Hotel__name").CountDocuments(bg, bson.D{}); n != 6 {
+		t.Fatalf("Hotel__name holds %d entries after EnsureIndexes, want 6", n)
+	}
 	rep, err := hotels.Repair(bg)
 	must(t, err)
-	if rep.Aggregates != 6 || rep.Added == 0 || len(rep.Native) != 0 {
+	if rep.Aggregates != 6 || rep.Added != 0 || rep.Removed != 0 || len(rep.Native) != 0 {
 		t.Fatalf("Repair: %+v", rep)
 	}
 	h, err := hotels.GetByName(bg, "Adlon")
@@ -277,7 +280,9 @@ func TestMongoNativeToTables(t *testing.T) {
 // index of Hotel.name, a write fails with runtime.ErrNotReady naming
 // EnsureIndexes (MongoDB would otherwise take two hotels with one name
 // without a word) and writes nothing; after it, writes work and the value
-// is enforced.
+// is enforced. (The repository's gate answers first, there being no
+// recorded layout; the store's own check of the index is tested by
+// integration/conformance's TestEvolutionMongoIndexReplaced.)
 func TestMongoNativeNotReady(t *testing.T) {
 	db := mongotest.Start(t)
 	var opts []mongostore.Option
@@ -287,8 +292,8 @@ func TestMongoNativeNotReady(t *testing.T) {
 	hotels := hotel.NewHotelMongoRepository(db, opts...)
 	h := &hotel.Hotel{ID: "h1", Name: "Wittekind", City: "Dortmund"}
 	err := hotels.Create(bg, h)
-	if !errors.Is(err, runtime.ErrNotReady) || !strings.Contains(err.Error(), "EnsureIndexes") || !strings.Contains(err.Error(), "noam_name") {
-		t.Fatalf("Create before EnsureIndexes: %v, want ErrNotReady naming the index and EnsureIndexes", err)
+	if !errors.Is(err, runtime.ErrNotReady) || !strings.Contains(err.Error(), "EnsureIndexes") {
+		t.Fatalf("Create before EnsureIndexes: %v, want ErrNotReady naming EnsureIndexes", err)
 	}
 	if _, err := hotels.Get(bg, "h1"); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("Get after the refused Create: %v, want ErrNotFound", err)

@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -96,19 +97,28 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 }
 
 // DropLookup removes what the store kept for lookup l, which the
-// repository no longer has: its native index (dropIndexes) and its index
-// table (drop), whichever exists; a second call finds neither.
+// repository no longer has (or has with other options): its native index
+// (dropIndexes) and its index table (drop), whichever exists; a second
+// call finds neither. A lookup the repository has under the same name
+// keeps what Ensure made for it as it is now: its native index (Ensure
+// replaced the earlier one), or its index table, emptied of the entries of
+// the earlier options for the build that follows.
 func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
 	const op = "EnsureIndexes"
-	if s.Native(l.Name) || s.tables[l.Name] {
-		// The repository has a lookup of that name: it keeps it.
+	table := TableName(s.coll.Name(), l.Name)
+	if s.tables[l.Name] {
+		if _, err := Collection(s.coll.Database(), table).DeleteMany(ctx, bson.D{}); err != nil {
+			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(emptying the index table %s of lookup %s)", table, l), nil, err)
+		}
+		return nil
+	}
+	if s.Native(l.Name) {
 		return nil
 	}
 	err := s.coll.Indexes().DropOne(ctx, IndexName(l.Name))
 	if err != nil && !isCode(err, codeIndexNotFound) && !isCode(err, codeNamespaceNotFound) {
 		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index %s.%s of removed lookup %s)", s.coll.Name(), IndexName(l.Name), l), nil, err)
 	}
-	table := TableName(s.coll.Name(), l.Name)
 	if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
 		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index table %s of removed lookup %s)", table, l), nil, err)
 	}
@@ -459,4 +469,84 @@ func (s *Store[T, K]) nativeDuplicates(ctx context.Context, n nativeLookup[T]) e
 	}
 	return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(the blocks already hold these values of a unique lookup: "+strings.Join(rep.Conflicts, "; ")+
 		"; change or delete all but one, then run EnsureIndexes again)", runtime.ErrDuplicate, nil)
+}
+
+// indexTables lists which of the index tables the lookups would have
+// exist (one listCollections; none without lookups).
+func (s *Store[T, K]) indexTables(ctx context.Context) (map[string]bool, error) {
+	if len(s.d.Lookups) == 0 {
+		return nil, nil
+	}
+	var names bson.A
+	for _, l := range s.d.Lookups {
+		names = append(names, TableName(s.coll.Name(), l.Name))
+	}
+	got, err := s.coll.Database().ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: names}}}})
+	if err != nil {
+		return nil, runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(listing the index tables)", nil, err)
+	}
+	out := make(map[string]bool, len(got))
+	for _, n := range got {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// remap follows the lookups moved between an index table and a native
+// index (noam:"lookup,table" added or removed, or the options IndexTables
+// and UniqueTables, which the schema record does not show), given the
+// index tables that existed before Ensure (had): the index table of a
+// lookup on a native index now is dropped (were the lookup moved back, its
+// entries would be stale), and a lookup whose index table Ensure has just
+// created while the schema record has it complete is marked building in
+// the record, so that EnsureIndexes fills the table from the blocks before
+// its reads are trusted. A native index needs nothing: the server builds
+// it from the documents when it is created.
+func (s *Store[T, K]) remap(ctx context.Context, had map[string]bool) error {
+	var fresh []string
+	for _, l := range s.d.Lookups {
+		table := TableName(s.coll.Name(), l.Name)
+		switch {
+		case s.tables[l.Name] && !had[table]:
+			fresh = append(fresh, l.Name)
+		case !s.tables[l.Name] && had[table]:
+			if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
+				return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(dropping the index table "+table+" of a lookup on a native index now)", nil, err)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	for range index.MaxAttempts {
+		raw, err := s.LoadSchema(ctx)
+		if err != nil {
+			return err
+		}
+		rec, err := runtime.DecodeSchema(raw)
+		if err != nil {
+			return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, runtime.ErrUnreadable, err)
+		}
+		if rec == nil {
+			return nil // EnsureIndexes builds every lookup over existing blocks
+		}
+		changed := false
+		for i, lk := range rec.Layout.Lookups {
+			if slices.Contains(fresh, lk.Name) && !lk.Building {
+				rec.Layout.Lookups[i].Building, rec.Layout.Lookups[i].Resume = true, nil
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		enc, err := json.Marshal(rec)
+		if err != nil {
+			return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
+		}
+		if err := s.SaveSchema(ctx, raw, enc); !errors.Is(err, runtime.ErrConflict) {
+			return err
+		}
+	}
+	return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(the schema record kept changing)", runtime.ErrConflict, nil)
 }

@@ -1084,13 +1084,18 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 	return rep, err
 }
 
-// Ensure creates the collection, the index tables and the counters.
+// Ensure creates the collection, the index tables and the counters, and
+// the native indexes; it follows a lookup moved between an index table and
+// a native index (remap).
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	had, err := s.indexTables(ctx)
+	if err != nil {
+		return err
+	}
 	var more []string
 	if s.counters != nil {
 		more = append(more, CountersCollection)
 	}
-	var err error
 	if s.x != nil {
 		err = s.x.EnsureIndexes(ctx, more...)
 	} else {
@@ -1099,7 +1104,10 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.ensureNative(ctx)
+	if err := s.ensureNative(ctx); err != nil {
+		return err
+	}
+	return s.remap(ctx, had)
 }
 
 // refused marks a store failure caused by a value the server refuses (a
@@ -1151,7 +1159,9 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 			for i := range vals {
 				out = append(out, runtime.ElemKey(key, i))
 			}
-		case f != nil && f.Kind == runtime.KindField && s.d.EAO:
+		case f != nil && (f.Kind == runtime.KindField || f.Kind == runtime.KindPartition) && s.d.EAO:
+			// Under EAO a field written whole is part of the root entry,
+			// also one this repository partitions (written before it did).
 			if !root {
 				root = true
 				out = append(out, "")
