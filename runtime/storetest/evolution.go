@@ -741,9 +741,12 @@ func testEvoMigrate(t *testing.T, e *env) {
 			var batches int
 			rep, err := v2.migrate(ctx, runtime.MigrateOptions{DryRun: true, Batch: 3, Progress: func(runtime.MigrateReport) { batches++ }})
 			must(t, err)
-			if rep.Scanned != n || rep.Migrated != old || rep.Current != n-old || len(rep.Failed) != 0 {
-				t.Fatalf("dry run: %+v, want %d scanned, %d to migrate (the blocks whose entries are not %s's)", rep, n, old, v2.name)
+			// At least those (the model's notation does not tell an
+			// element count from a whole slice: "scores").
+			if rep.Scanned != n || rep.Migrated < old || rep.Migrated+rep.Current != n || len(rep.Failed) != 0 {
+				t.Fatalf("dry run: %+v, want %d scanned, at least %d to migrate (the blocks whose entries are not %s's)", rep, n, old, v2.name)
 			}
+			dry := rep.Migrated
 			if batches < 3 {
 				t.Errorf("dry run in batches of 3 over %d blocks: %d progress calls, want at least 3", n, batches)
 			}
@@ -759,8 +762,8 @@ func testEvoMigrate(t *testing.T, e *env) {
 			}
 			rep, err = v2.migrate(ctx, runtime.MigrateOptions{Batch: 3})
 			must(t, err)
-			if rep.Scanned != n || rep.Migrated != old || rep.Current != n-old || len(rep.Failed) != 0 {
-				t.Fatalf("migration: %+v, want %d migrated", rep, old)
+			if rep.Scanned != n || rep.Migrated != dry || rep.Current != n-dry || len(rep.Failed) != 0 {
+				t.Fatalf("migration: %+v, want the %d blocks of the dry run migrated", rep, dry)
 			}
 			rep, err = v2.migrate(ctx, runtime.MigrateOptions{})
 			must(t, err)
