@@ -724,12 +724,29 @@ func testEvoMigrate(t *testing.T, e *env) {
 			if rec := loadRecord(t, v2); len(rec.History) == 0 || !rec.History[len(rec.History)-1].SameBlocks(v1.layout) {
 				t.Fatalf("after EnsureIndexes of %s: history %+v, want the %s layout last", v2.name, rec.History, v1.name)
 			}
+			// The blocks the store holds in another layout than v2's: all
+			// of them, unless the store keeps both layouts alike (a
+			// MongoDB document is the same under ETF and EAO).
+			old := 0
+			for id := range want {
+				stored, model, err := v2.entries(id)
+				must(t, err)
+				if !slices.Equal(stored, model) {
+					old++
+				}
+			}
+			if old == 0 {
+				t.Logf("the %s store holds the %s blocks as %s would write them: nothing to migrate", e.h.Name, v1.name, v2.name)
+			}
 			var batches int
 			rep, err := v2.migrate(ctx, runtime.MigrateOptions{DryRun: true, Batch: 3, Progress: func(runtime.MigrateReport) { batches++ }})
 			must(t, err)
-			if rep.Scanned != n || rep.Migrated != n || rep.Current != 0 || len(rep.Failed) != 0 {
-				t.Fatalf("dry run: %+v, want %d scanned, all to migrate", rep, n)
+			// At least those (the model's notation does not tell an
+			// element count from a whole slice: "scores").
+			if rep.Scanned != n || rep.Migrated < old || rep.Migrated+rep.Current != n || len(rep.Failed) != 0 {
+				t.Fatalf("dry run: %+v, want %d scanned, at least %d to migrate (the blocks whose entries are not %s's)", rep, n, old, v2.name)
 			}
+			dry := rep.Migrated
 			if batches < 3 {
 				t.Errorf("dry run in batches of 3 over %d blocks: %d progress calls, want at least 3", n, batches)
 			}
@@ -740,13 +757,13 @@ func testEvoMigrate(t *testing.T, e *env) {
 				}
 				v1.checkEntries(t, id, nil)
 			}
-			if rec := loadRecord(t, v2); len(rec.History) == 0 {
+			if rec := loadRecord(t, v2); len(rec.History) == 0 && old > 0 {
 				t.Errorf("the dry run cleared the history")
 			}
 			rep, err = v2.migrate(ctx, runtime.MigrateOptions{Batch: 3})
 			must(t, err)
-			if rep.Scanned != n || rep.Migrated != n || rep.Current != 0 || len(rep.Failed) != 0 {
-				t.Fatalf("migration: %+v, want %d migrated", rep, n)
+			if rep.Scanned != n || rep.Migrated != dry || rep.Current != n-dry || len(rep.Failed) != 0 {
+				t.Fatalf("migration: %+v, want the %d blocks of the dry run migrated", rep, dry)
 			}
 			rep, err = v2.migrate(ctx, runtime.MigrateOptions{})
 			must(t, err)
