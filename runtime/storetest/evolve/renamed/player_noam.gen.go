@@ -58,10 +58,27 @@ type PlayerRepository interface {
 
 	// EnsureIndexes creates what the Player repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
-	// not exist yet. Call it once before the first write; it is safe to call on
-	// every start. Until it has run, a call that needs what it creates fails with
-	// runtime.ErrNotReady.
+	// not exist yet, and records in the store the layout it serves (strategy,
+	// partitions, version entry, lookups). Call it before the first write and on
+	// every start: it is idempotent. Lookups the collection had and the repository
+	// no longer has are dropped. Blocks written in an older layout are read right
+	// or refused with runtime.ErrLayout until Migrate rewrites them. Do not run an
+	// older build's EnsureIndexes after a newer one's: it would record the older
+	// layout and drop the lookups the newer one added.
 	EnsureIndexes(ctx context.Context) error
+
+	// Migrate rewrites the Player blocks stored in an older layout (another
+	// strategy, a field partitioned or no longer partitioned, as the layout
+	// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
+	// at a time (64 by default), calling o.Progress after each batch. Each block
+	// is rewritten in one conditional write, so Migrate is safe while the
+	// application writes (a block written meanwhile is in the current layout
+	// already) and idempotent: a run that stopped early can be run again, or
+	// resumed from its report's Resume. With o.DryRun it counts what would change
+	// and writes nothing. The report counts the blocks migrated and those already
+	// current, and lists those that failed, with why; a complete run without
+	// failures clears the collection's layout history. Run EnsureIndexes first.
+	Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error)
 
 	// List reads one page of Player aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
@@ -209,9 +226,18 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 
 // EnsureIndexes creates what the Player repository stores into (collections or
 // buckets, index tables, counters) and the indexes it relies on, if they do
-// not exist yet.
+// not exist yet, and records in the store the layout it serves (strategy,
+// partitions, version entry, lookups).
 func (r _playerRepo) EnsureIndexes(ctx context.Context) error {
 	return r.r.Ensure(ctx)
+}
+
+// Migrate rewrites the Player blocks stored in an older layout (another
+// strategy, a field partitioned or no longer partitioned, as the layout
+// history recorded by EnsureIndexes says) into the current one, o.Batch blocks
+// at a time (64 by default), calling o.Progress after each batch.
+func (r _playerRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (runtime.MigrateReport, error) {
+	return r.r.Migrate(ctx, o)
 }
 
 // List reads one page of Player aggregates, in the store's listing order
