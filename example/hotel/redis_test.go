@@ -160,24 +160,33 @@ func TestRedisRepair(t *testing.T) {
 		wantErr(t, err, runtime.ErrNotFound, "GetByName through a claim naming the wrong holder")
 		eq(t, "name Ibis (stale)", hotelIDs(hotels.ListByName(ctx, "Ibis", all)))
 
-		// The reads dropped the stale entries without a meta (the tag,
-		// the zip) and the claim naming the wrong holder: their write
-		// sequence is 0, older than StaleAfter. Ibis's entry is recent:
+		// On a cluster the reads dropped the stale entries without a
+		// meta (the tag, the zip) and the claim naming the wrong holder:
+		// their write sequence is 0, older than StaleAfter. A single
+		// node's reads change nothing (its index writes are atomic with
+		// the block's, so a stale entry is damage from outside, for
+		// Repair); they only skipped them. Ibis's entry is recent:
 		// Repair removes it.
+		_, cluster := c.(*redis.ClusterClient)
+		stale := func(err error) bool { return errors.Is(err, redis.Nil) != cluster }
 		for _, k := range []struct{ key, member string }{
 			{"{Hotel.tags}", string(cat(str("pool"), str("h2")))},
 			{"{Hotel.addressZip}", string(cat(str("99999"), str("ghost")))},
 		} {
-			if err := c.ZScore(ctx, k.key, k.member).Err(); !errors.Is(err, redis.Nil) {
-				t.Fatalf("the stale member of %s after a read: %v", k.key, err)
+			if err := c.ZScore(ctx, k.key, k.member).Err(); stale(err) {
+				t.Fatalf("the stale member of %s after a read (cluster %v): %v", k.key, cluster, err)
 			}
 		}
-		if err := c.HGet(ctx, "{Hotel.name}:claims", string(str("Adlon"))).Err(); !errors.Is(err, redis.Nil) {
-			t.Fatalf("the claim naming the wrong holder after a read: %v", err)
+		if err := c.HGet(ctx, "{Hotel.name}:claims", string(str("Adlon"))).Err(); stale(err) {
+			t.Fatalf("the claim naming the wrong holder after a read (cluster %v): %v", cluster, err)
 		}
 		rep, err := hotels.Repair(ctx)
 		must(t, err)
-		if rep.Aggregates != 4 || rep.Added != 2 || rep.Removed != 1 || len(rep.Conflicts) != 1 {
+		removed := 1
+		if !cluster {
+			removed = 4 // and the stale tag, zip and Adlon claim
+		}
+		if rep.Aggregates != 4 || rep.Added != 2 || rep.Removed != removed || len(rep.Conflicts) != 1 {
 			t.Fatalf("Repair: %v %q", rep, rep.Conflicts)
 		}
 		if c := rep.Conflicts[0]; !strings.Contains(c, `Hotel.name "Wittekind"`) || !strings.Contains(c, `kept for "h1"`) || !strings.Contains(c, `"h2"`) {
