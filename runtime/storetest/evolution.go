@@ -623,37 +623,38 @@ func testEvoLayouts(t *testing.T, e *env) {
 					checkRead(t, "Get after Put through "+v2.name, v1, id, got, err, want[id], pair.mustRead)
 				}
 			})
-			t.Run("EntryWrites", func(t *testing.T) {
-				if len(v2.writes) == 0 {
-					t.Skipf("%s has no entry-level writes", v2.name)
-				}
-				for _, w := range v2.writes {
-					id := "w-" + w.name
-					old := data[0]
-					old.ID = id
-					err := w.do(ctx, id)
-					switch {
-					case err == nil:
-						nw := old
-						w.apply(&nw)
-						got, err := v2.get(ctx, id)
-						checkRead(t, w.name+" then Get", v2, id, got, err, nw, true)
-						v2.checkEntries(t, id, v1)
-						got, err = v1.get(ctx, id)
-						checkRead(t, w.name+" through "+v2.name+", then Get", v1, id, got, err, nw, pair.mustRead)
-					case errors.Is(err, runtime.ErrLayout):
-						checkLayoutErr(t, w.name, err, id)
-						t.Logf("%s on a %s block: %v", w.name, v1.name, err)
-						got, err := v1.get(ctx, id)
-						if err != nil || !got.same(v1.seen(old)) {
-							t.Errorf("%s failed with ErrLayout but changed the block: %s reads %v, %v; want %v", w.name, v1.name, got, err, old)
+			// A version without entry-level writes (EAO without partitions:
+			// its fields are written whole, by Put) has nothing to check here.
+			if len(v2.writes) > 0 {
+				t.Run("EntryWrites", func(t *testing.T) {
+					for _, w := range v2.writes {
+						id := "w-" + w.name
+						old := data[0]
+						old.ID = id
+						err := w.do(ctx, id)
+						switch {
+						case err == nil:
+							nw := old
+							w.apply(&nw)
+							got, err := v2.get(ctx, id)
+							checkRead(t, w.name+" then Get", v2, id, got, err, nw, true)
+							v2.checkEntries(t, id, v1)
+							got, err = v1.get(ctx, id)
+							checkRead(t, w.name+" through "+v2.name+", then Get", v1, id, got, err, nw, pair.mustRead)
+						case errors.Is(err, runtime.ErrLayout):
+							checkLayoutErr(t, w.name, err, id)
+							t.Logf("%s on a %s block: %v", w.name, v1.name, err)
+							got, err := v1.get(ctx, id)
+							if err != nil || !got.same(v1.seen(old)) {
+								t.Errorf("%s failed with ErrLayout but changed the block: %s reads %v, %v; want %v", w.name, v1.name, got, err, old)
+							}
+							v1.checkEntries(t, id, nil)
+						default:
+							t.Errorf("%s through %s on a %s block: %v, want success or ErrLayout", w.name, v2.name, v1.name, err)
 						}
-						v1.checkEntries(t, id, nil)
-					default:
-						t.Errorf("%s through %s on a %s block: %v, want success or ErrLayout", w.name, v2.name, v1.name, err)
 					}
-				}
-			})
+				})
+			}
 		})
 	}
 }
