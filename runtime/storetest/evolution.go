@@ -80,89 +80,26 @@ func (c Constructors[S]) On(t *testing.T, db DB) S {
 
 // The constructors of each version of the evolution model.
 var (
-	etfPlayers = Constructors[etf.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) etf.PlayerRepository { return etf.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) etf.PlayerRepository { return etf.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) etf.PlayerRepository {
-			return etf.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) etf.PlayerRepository {
-			return etf.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	eaoPlayers = Constructors[eao.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) eao.PlayerRepository { return eao.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) eao.PlayerRepository { return eao.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) eao.PlayerRepository {
-			return eao.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) eao.PlayerRepository {
-			return eao.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	partPlayers = Constructors[part.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) part.PlayerRepository { return part.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) part.PlayerRepository { return part.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) part.PlayerRepository {
-			return part.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) part.PlayerRepository {
-			return part.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	eaopartPlayers = Constructors[eaopart.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) eaopart.PlayerRepository { return eaopart.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) eaopart.PlayerRepository { return eaopart.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) eaopart.PlayerRepository {
-			return eaopart.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) eaopart.PlayerRepository {
-			return eaopart.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	lookupPlayers = Constructors[lookups.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) lookups.PlayerRepository { return lookups.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) lookups.PlayerRepository { return lookups.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) lookups.PlayerRepository {
-			return lookups.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) lookups.PlayerRepository {
-			return lookups.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	uniquePlayers = Constructors[lookupsunique.PlayerRepository]{
-		Bolt: func(db *bbolt.DB) lookupsunique.PlayerRepository { return lookupsunique.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) lookupsunique.PlayerRepository {
-			return lookupsunique.NewPlayerRedisRepository(c)
-		},
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) lookupsunique.PlayerRepository {
-			return lookupsunique.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) lookupsunique.PlayerRepository {
-			return lookupsunique.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	versionedPlayers = Constructors[versioned.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) versioned.PlayerRepository { return versioned.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) versioned.PlayerRepository { return versioned.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) versioned.PlayerRepository {
-			return versioned.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) versioned.PlayerRepository {
-			return versioned.NewPlayerMongoRepository(db, o...)
-		},
-	}
-	renamedPlayers = Constructors[renamed.PlayerRepository]{
-		Bolt:  func(db *bbolt.DB) renamed.PlayerRepository { return renamed.NewPlayerBoltRepository(db) },
-		Redis: func(c redis.UniversalClient) renamed.PlayerRepository { return renamed.NewPlayerRedisRepository(c) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) renamed.PlayerRepository {
-			return renamed.NewPlayerDynamoRepository(c, o)
-		},
-		Mongo: func(db *mongo.Database, o ...mongostore.Option) renamed.PlayerRepository {
-			return renamed.NewPlayerMongoRepository(db, o...)
-		},
-	}
+	etfPlayers       = constructors[etf.PlayerRepository](etf.NewPlayerBoltRepository, etf.NewPlayerRedisRepository, etf.NewPlayerDynamoRepository, etf.NewPlayerMongoRepository)
+	eaoPlayers       = constructors[eao.PlayerRepository](eao.NewPlayerBoltRepository, eao.NewPlayerRedisRepository, eao.NewPlayerDynamoRepository, eao.NewPlayerMongoRepository)
+	partPlayers      = constructors[part.PlayerRepository](part.NewPlayerBoltRepository, part.NewPlayerRedisRepository, part.NewPlayerDynamoRepository, part.NewPlayerMongoRepository)
+	eaopartPlayers   = constructors[eaopart.PlayerRepository](eaopart.NewPlayerBoltRepository, eaopart.NewPlayerRedisRepository, eaopart.NewPlayerDynamoRepository, eaopart.NewPlayerMongoRepository)
+	lookupPlayers    = constructors[lookups.PlayerRepository](lookups.NewPlayerBoltRepository, lookups.NewPlayerRedisRepository, lookups.NewPlayerDynamoRepository, lookups.NewPlayerMongoRepository)
+	uniquePlayers    = constructors[lookupsunique.PlayerRepository](lookupsunique.NewPlayerBoltRepository, lookupsunique.NewPlayerRedisRepository, lookupsunique.NewPlayerDynamoRepository, lookupsunique.NewPlayerMongoRepository)
+	versionedPlayers = constructors[versioned.PlayerRepository](versioned.NewPlayerBoltRepository, versioned.NewPlayerRedisRepository, versioned.NewPlayerDynamoRepository, versioned.NewPlayerMongoRepository)
+	renamedPlayers   = constructors[renamed.PlayerRepository](renamed.NewPlayerBoltRepository, renamed.NewPlayerRedisRepository, renamed.NewPlayerDynamoRepository, renamed.NewPlayerMongoRepository)
 )
+
+// constructors makes the Constructors of one model version from its
+// generated constructors, whose repositories implement R.
+func constructors[R, B, S, D, M any](bolt func(*bbolt.DB) B, rds func(redis.UniversalClient) S, dyn func(*dynamodb.Client, ...dynamostore.Options) D, mgo func(*mongo.Database, ...mongostore.Option) M) Constructors[R] {
+	return Constructors[R]{
+		Bolt:   func(db *bbolt.DB) R { return any(bolt(db)).(R) },
+		Redis:  func(c redis.UniversalClient) R { return any(rds(c)).(R) },
+		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) R { return any(dyn(c, o)).(R) },
+		Mongo:  func(db *mongo.Database, o ...mongostore.Option) R { return any(mgo(db, o...)).(R) },
+	}
+}
 
 // player is a Player of any version of the model, so that one check
 // serves every version: the conversions (playerOf, asPlayer) go by field
