@@ -240,13 +240,13 @@ type MigrateReport struct {
 	Resume []byte
 }
 
-// Migrate rewrites every block of the collection that is stored in an
+// migrate rewrites every block of the collection that is stored in an
 // older layout into the repository's, a batch at a time, each block in one
 // conditional write (a block changed meanwhile is left to the writer, who
 // wrote it in the current layout). It is idempotent and safe while the
 // application writes. A complete run without failures clears the layout
 // history of the collection's schema record.
-func (r Repo[T, K]) Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
+func (r Repo[T, K]) migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 	rep := MigrateReport{Resume: o.Resume}
 	n := o.Batch
 	if n <= 0 {

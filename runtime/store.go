@@ -149,14 +149,17 @@ const (
 // adapter. Its methods add what is the same on every store (argument
 // checks, cursors and pages) and delegate the rest.
 type Repo[T any, K comparable] struct {
-	D  *Desc[T, K]
-	S  Store[T, K]
-	st *schemaState
+	D   *Desc[T, K]
+	S   Store[T, K]
+	st  *schemaState
+	cfg *config
 }
 
 // NewRepo returns the repository of store s for aggregate class d.
-func NewRepo[T any, K comparable](d *Desc[T, K], s Store[T, K]) Repo[T, K] {
-	return Repo[T, K]{D: d, S: s, st: newSchemaState(len(d.Lookups))}
+// opts are the runtime's options (WithHook, WithClock); others (a store's)
+// are ignored.
+func NewRepo[T any, K comparable](d *Desc[T, K], s Store[T, K], opts ...Option) Repo[T, K] {
+	return Repo[T, K]{D: d, S: s, st: newSchemaState(len(d.Lookups)), cfg: newConfig(opts)}
 }
 
 func (r Repo[T, K]) fail(op string, id any, kind error, detail string) error {
@@ -244,8 +247,8 @@ func (r Repo[T, K]) readKey(op string, id K) (over bool, err error) {
 	return r.keyTooLarge(op, id) != nil, nil
 }
 
-// Get reads the block with key id.
-func (r Repo[T, K]) Get(ctx context.Context, id K) (*T, error) {
+// get reads the block with key id.
+func (r Repo[T, K]) get(ctx context.Context, id K) (*T, error) {
 	if over, err := r.readKey("Get", id); err != nil || over {
 		if over {
 			err = FailAt("Get", r.D.Aggregate, shortID(id), "(a block key over the store's key limit)", ErrNotFound, nil)
@@ -256,9 +259,9 @@ func (r Repo[T, K]) Get(ctx context.Context, id K) (*T, error) {
 	return t, r.ctxErr(ctx, "Get", err)
 }
 
-// GetMany reads the blocks with the given keys; keys too large for any
+// getMany reads the blocks with the given keys; keys too large for any
 // block are absent from the map, as missing blocks are.
-func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
+func (r Repo[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
 	fit := ids
 	for i, id := range ids {
 		over, err := r.readKey("GetMany", id)
@@ -279,8 +282,8 @@ func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 	return m, r.ctxErr(ctx, "GetMany", err)
 }
 
-// Create stores a new block.
-func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
+// create stores a new block.
+func (r Repo[T, K]) create(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Create", t); err != nil {
 		return err
 	}
@@ -293,8 +296,8 @@ func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
 	return r.ctxErr(ctx, "Create", r.S.Create(ctx, t))
 }
 
-// Put creates or replaces a block whole.
-func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
+// put creates or replaces a block whole.
+func (r Repo[T, K]) put(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Put", t); err != nil {
 		return err
 	}
@@ -307,8 +310,8 @@ func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
 	return r.ctxErr(ctx, "Put", r.S.Put(ctx, t))
 }
 
-// Delete removes a block.
-func (r Repo[T, K]) Delete(ctx context.Context, id K) error {
+// del removes a block.
+func (r Repo[T, K]) del(ctx context.Context, id K) error {
 	if err := r.writeKey("Delete", id); err != nil {
 		return err
 	}
@@ -320,8 +323,8 @@ func (r Repo[T, K]) Set(ctx context.Context, op string, id K, c ...Change[T]) er
 	return r.Update(ctx, op, id, Update[T]{Changes: c})
 }
 
-// Update writes the changes of u to block id in one atomic write.
-func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) error {
+// update writes the changes of u to block id in one atomic write.
+func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) error {
 	if err := r.writeKey(op, id); err != nil {
 		return err
 	}
@@ -333,8 +336,8 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 	return r.ctxErr(ctx, op, r.S.Update(ctx, op, id, u))
 }
 
-// Append adds elem as the last element of partition f of block id.
-func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error) {
+// appendElem adds elem as the last element of partition f of block id.
+func (r Repo[T, K]) appendElem(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error) {
 	if err := r.writeKey(op, id); err != nil {
 		return 0, err
 	}
@@ -347,17 +350,17 @@ func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], el
 	return i, r.ctxErr(ctx, op, err)
 }
 
-// Repair rebuilds the lookups from the aggregates.
-func (r Repo[T, K]) Repair(ctx context.Context) (RepairReport, error) {
+// repair rebuilds the lookups from the aggregates.
+func (r Repo[T, K]) repair(ctx context.Context) (RepairReport, error) {
 	rep, err := r.S.Repair(ctx)
 	return rep, r.ctxErr(ctx, "Repair", err)
 }
 
-// Ensure creates what the repository stores into, after dropping the
+// ensure creates what the repository stores into, after dropping the
 // lookups whose options changed since the recorded layout. It then
 // records the repository's layout in the store and builds the lookups new
 // to the collection's data (runtime/evolve.go).
-func (r Repo[T, K]) Ensure(ctx context.Context) error {
+func (r Repo[T, K]) ensure(ctx context.Context) error {
 	if err := r.dropChanged(ctx); err != nil {
 		return r.ctxErr(ctx, "EnsureIndexes", err)
 	}
@@ -367,10 +370,10 @@ func (r Repo[T, K]) Ensure(ctx context.Context) error {
 	return r.ctxErr(ctx, "EnsureIndexes", r.reconcile(ctx))
 }
 
-// GetBy reads the aggregate holding value (encoded) of unique lookup l. A
+// getBy reads the aggregate holding value (encoded) of unique lookup l. A
 // value too long for the store's index keys is held by no aggregate:
 // ErrNotFound.
-func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error) {
+func (r Repo[T, K]) getBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error) {
 	if err := CheckKey(op, r.D.Aggregate, nil, "lookup "+l.Name, value); err != nil {
 		return nil, err
 	}
@@ -390,10 +393,10 @@ func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []
 // listQuery names the query List cursors are bound to.
 func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
 
-// List reads one page of blocks. At an unreadable block it returns the
+// list reads one page of blocks. At an unreadable block it returns the
 // blocks before it, a Next cursor that resumes after it, and an error of
 // kind ErrUnreadable naming it: following Next lists every readable block.
-func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
+func (r Repo[T, K]) list(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, "List", &err)
 	return paginate(r.listQuery(), req, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		items, last, more, err := r.S.ReadBlocks(ctx, "List", after, n)
@@ -420,12 +423,12 @@ func Unreadable(op, agg string, id any, err error) error {
 // allPage is how many blocks All reads per store call.
 const allPage = DefaultPageLimit
 
-// All iterates over every block, a page of blocks per store call, so that
+// all iterates over every block, a page of blocks per store call, so that
 // no store transaction or cursor stays open while the caller's loop runs.
 // An unreadable block is yielded as an error of kind ErrUnreadable naming
 // it, and the iteration goes on with the next block (a loop that returns
 // at the first error stops there); any other error ends it.
-func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
+func (r Repo[T, K]) all(ctx context.Context) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {
 		var after []byte
 		for {
@@ -448,9 +451,9 @@ func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 	}
 }
 
-// ListBy reads one page of the aggregates found by lookup l in key range
+// listBy reads one page of the aggregates found by lookup l in key range
 // rng (op is the method, e.g. "ListByCityStars").
-func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (_ Page[*T], err error) {
+func (r Repo[T, K]) listBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
 	if err := rng.Err(); err != nil {
 		return Page[*T]{}, Fail(op, r.D.Aggregate, nil, nil, err)
@@ -478,9 +481,9 @@ func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
-// ListScope reads one page of the blocks of one counter scope, the scope
+// listScope reads one page of the blocks of one counter scope, the scope
 // of key scope (its counted part is ignored).
-func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (_ Page[*T], err error) {
+func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
 	if over, err := r.readKey(op, scope); err != nil || over {
 		return Page[*T]{}, err // a scope too large for any block has none
@@ -508,9 +511,9 @@ func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageR
 // come from a forged cursor.
 const MaxElemIndex = 1<<31 - 1
 
-// ListElems reads one page of the elements of partition f of block id in
+// listElems reads one page of the elements of partition f of block id in
 // index order (op is the method, e.g. "ListRounds").
-func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (_ Page[E], err error) {
+func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (_ Page[E], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
 	if over, err := r.readKey(op, id); err != nil || over {
 		if over {

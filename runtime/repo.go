@@ -1,0 +1,249 @@
+package runtime
+
+import (
+	"context"
+	"iter"
+)
+
+// The repository's operations. Each passes through the hooks (WithHook)
+// when there are any, as one Call, and is otherwise the plain call of the
+// unexported method that does the work (store.go).
+
+// Get reads the block with key id.
+func (r Repo[T, K]) Get(ctx context.Context, id K) (t *T, err error) {
+	if !r.hooked() {
+		return r.get(ctx, id)
+	}
+	c := r.call("Get", id)
+	err = r.run(ctx, c, func(ctx context.Context) (err error) {
+		t, err = r.get(ctx, id)
+		r.read(c, false, t)
+		return err
+	})
+	return t, err
+}
+
+// GetMany reads the blocks with the given keys; keys too large for any
+// block are absent from the map, as missing blocks are.
+func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (m map[K]*T, err error) {
+	if !r.hooked() {
+		return r.getMany(ctx, ids)
+	}
+	c := r.call("GetMany", anys(ids)...)
+	err = r.run(ctx, c, func(ctx context.Context) (err error) {
+		m, err = r.getMany(ctx, ids)
+		for _, id := range ids {
+			r.read(c, false, m[id])
+		}
+		return err
+	})
+	return m, err
+}
+
+// Create stores a new block.
+func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
+	if !r.hooked() || t == nil {
+		return r.create(ctx, t)
+	}
+	return r.run(ctx, r.written("Create", t), func(ctx context.Context) error { return r.create(ctx, t) })
+}
+
+// Put creates or replaces a block whole.
+func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
+	if !r.hooked() || t == nil {
+		return r.put(ctx, t)
+	}
+	return r.run(ctx, r.written("Put", t), func(ctx context.Context) error { return r.put(ctx, t) })
+}
+
+// written is the Call of a whole-block write of t: every entry of it.
+func (r Repo[T, K]) written(op string, t *T) *Call {
+	c := r.call(op, *r.D.ID(t))
+	c.Entries = r.D.Entries(t)
+	return c
+}
+
+// Delete removes a block.
+func (r Repo[T, K]) Delete(ctx context.Context, id K) error {
+	if !r.hooked() {
+		return r.del(ctx, id)
+	}
+	return r.run(ctx, r.call("Delete", id), func(ctx context.Context) error { return r.del(ctx, id) })
+}
+
+// Update writes the changes of u to block id in one atomic write.
+func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) error {
+	if !r.hooked() {
+		return r.update(ctx, op, id, u)
+	}
+	c := r.call(op, id)
+	for _, ch := range u.Changes {
+		c.Entries = append(c.Entries, ch.Entry())
+	}
+	return r.run(ctx, c, func(ctx context.Context) error { return r.update(ctx, op, id, u) })
+}
+
+// Append adds elem as the last element of partition f of block id and
+// returns its index.
+func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], elem any) (i int, err error) {
+	if !r.hooked() {
+		return r.appendElem(ctx, op, id, f, elem)
+	}
+	c := r.call(op, id)
+	err = r.run(ctx, c, func(ctx context.Context) (err error) {
+		i, err = r.appendElem(ctx, op, id, f, elem)
+		if err == nil {
+			c.Entries = append(c.Entries, f.ElemKey(i), f.Key)
+		}
+		return err
+	})
+	return i, err
+}
+
+// Repair rebuilds the lookups from the aggregates.
+func (r Repo[T, K]) Repair(ctx context.Context) (rep RepairReport, err error) {
+	if !r.hooked() {
+		return r.repair(ctx)
+	}
+	err = r.run(ctx, r.call("Repair"), func(ctx context.Context) (err error) {
+		rep, err = r.repair(ctx)
+		return err
+	})
+	return rep, err
+}
+
+// Ensure creates what the repository stores into, after dropping the
+// lookups whose options changed since the recorded layout. It then
+// records the repository's layout in the store and builds the lookups new
+// to the collection's data (runtime/evolve.go).
+func (r Repo[T, K]) Ensure(ctx context.Context) error {
+	if !r.hooked() {
+		return r.ensure(ctx)
+	}
+	return r.run(ctx, r.call("EnsureIndexes"), r.ensure)
+}
+
+// Migrate rewrites every block of the collection that is stored in an
+// older layout into the repository's, a batch at a time, each block in one
+// conditional write (a block changed meanwhile is left to the writer, who
+// wrote it in the current layout). It is idempotent and safe while the
+// application writes. A complete run without failures clears the layout
+// history of the collection's schema record.
+func (r Repo[T, K]) Migrate(ctx context.Context, o MigrateOptions) (rep MigrateReport, err error) {
+	if !r.hooked() {
+		return r.migrate(ctx, o)
+	}
+	err = r.run(ctx, r.call("Migrate"), func(ctx context.Context) (err error) {
+		rep, err = r.migrate(ctx, o)
+		return err
+	})
+	return rep, err
+}
+
+// GetBy reads the aggregate holding value (encoded) of unique lookup l. A
+// value too long for the store's index keys is held by no aggregate:
+// ErrNotFound.
+func (r Repo[T, K]) GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (t *T, err error) {
+	if !r.hooked() {
+		return r.getBy(ctx, op, l, value)
+	}
+	c := r.call(op)
+	err = r.run(ctx, c, func(ctx context.Context) (err error) {
+		t, err = r.getBy(ctx, op, l, value)
+		r.read(c, true, t)
+		return err
+	})
+	return t, err
+}
+
+// List reads one page of blocks. At an unreadable block it returns the
+// blocks before it, a Next cursor that resumes after it, and an error of
+// kind ErrUnreadable naming it: following Next lists every readable block.
+func (r Repo[T, K]) List(ctx context.Context, req PageRequest) (Page[*T], error) {
+	return hookPage(r, ctx, "List", func(ctx context.Context) (Page[*T], error) { return r.list(ctx, req) })
+}
+
+// ListBy reads one page of the aggregates found by lookup l in key range
+// rng (op is the method, e.g. "ListByCityStars").
+func (r Repo[T, K]) ListBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, req PageRequest) (Page[*T], error) {
+	return hookPage(r, ctx, op, func(ctx context.Context) (Page[*T], error) { return r.listBy(ctx, op, l, rng, req) })
+}
+
+// ListScope reads one page of the blocks of one counter scope, the scope
+// of key scope (its counted part is ignored).
+func (r Repo[T, K]) ListScope(ctx context.Context, op string, scope K, req PageRequest) (Page[*T], error) {
+	return hookPage(r, ctx, op, func(ctx context.Context) (Page[*T], error) { return r.listScope(ctx, op, scope, req) })
+}
+
+// hookPage runs a listing of blocks through the hooks.
+func hookPage[T any, K comparable](r Repo[T, K], ctx context.Context, op string, fn func(context.Context) (Page[*T], error)) (p Page[*T], err error) {
+	if !r.hooked() {
+		return fn(ctx)
+	}
+	c := r.call(op)
+	err = r.run(ctx, c, func(ctx context.Context) (err error) {
+		p, err = fn(ctx)
+		r.read(c, true, p.Items...)
+		return err
+	})
+	return p, err
+}
+
+// All iterates over every block, a page of blocks per store call, so that
+// no store transaction or cursor stays open while the caller's loop runs.
+// An unreadable block is yielded as an error of kind ErrUnreadable naming
+// it, and the iteration goes on with the next block (a loop that returns
+// at the first error stops there); any other error ends it. With hooks,
+// the whole iteration is one Call, the caller's loop included.
+func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
+	if !r.hooked() {
+		return r.all(ctx)
+	}
+	return func(yield func(*T, error) bool) {
+		c := r.call("All")
+		var last error
+		_ = r.run(ctx, c, func(ctx context.Context) error {
+			for t, err := range r.all(ctx) {
+				r.read(c, true, t)
+				last = err
+				if !yield(t, err) {
+					break
+				}
+			}
+			return last
+		})
+	}
+}
+
+// ListElems reads one page of the elements of partition f of block id in
+// index order (op is the method, e.g. "ListRounds").
+func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (p Page[E], err error) {
+	if !r.hooked() {
+		return listElems[E](ctx, r, op, id, f, req)
+	}
+	c := r.call(op, id)
+	err = r.run(ctx, c, func(ctx context.Context) (err error) {
+		p, err = listElems[E](ctx, r, op, id, f, req)
+		start := 0
+		if req.Cursor != "" {
+			if pos, e := DecodeCursor(ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id)), req.Cursor); e == nil {
+				if v, e := positionIn(pos, 1, MaxElemIndex); e == nil {
+					start = int(v)
+				}
+			}
+		}
+		for i := range p.Items {
+			c.Entries = append(c.Entries, f.ElemKey(start+i))
+		}
+		return err
+	})
+	return p, err
+}
+
+func anys[K any](ks []K) []any {
+	out := make([]any, len(ks))
+	for i, k := range ks {
+		out[i] = k
+	}
+	return out
+}
