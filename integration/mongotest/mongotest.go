@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -37,6 +36,14 @@ const (
 	// EnvURI names the environment variable holding the URI of a real
 	// MongoDB deployment to test against instead of FerretDB.
 	EnvURI = "NOAM_MONGO_URI"
+
+	// EnvFerretDBURI names the environment variable holding the URI of a
+	// FerretDB already running out of process (cmd mongotest/ferretdb):
+	// tests use it instead of starting one in-process, and Real stays
+	// false. scripts/test-all.sh uses it for the -race run, whose binary
+	// is built with -tags noferret: without FerretDB in it, the race
+	// build is a fraction of the size.
+	EnvFerretDBURI = "NOAM_FERRETDB_URI"
 
 	// EnvFerretDBLog names the environment variable enabling FerretDB's
 	// logging to stderr: "1" for info level, "debug" for debug level.
@@ -54,6 +61,15 @@ func Real() bool {
 	return os.Getenv(EnvURI) != ""
 }
 
+// envURI is the server the environment names: a real MongoDB, or else a
+// FerretDB running out of process; "" for none.
+func envURI() string {
+	if uri := os.Getenv(EnvURI); uri != "" {
+		return uri
+	}
+	return os.Getenv(EnvFerretDBURI)
+}
+
 // shared is the server and client set up by Main, if any.
 var shared struct {
 	mu     sync.Mutex
@@ -69,7 +85,7 @@ func Main(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	uri := os.Getenv(EnvURI)
+	uri := envURI()
 	if uri == "" {
 		dir, err := os.MkdirTemp("", "noam-ferretdb-")
 		if err != nil {
@@ -143,7 +159,7 @@ func start(tb testing.TB, opts *options.ClientOptions) *mongo.Database {
 	shared.mu.Unlock()
 
 	if uri == "" {
-		uri = os.Getenv(EnvURI)
+		uri = envURI()
 	}
 	if uri == "" {
 		// Not tb.TempDir(): subtest names put characters such as '#' in
@@ -227,55 +243,6 @@ func disconnect(client *mongo.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	_ = client.Disconnect(ctx)
-}
-
-// server is a running in-process FerretDB.
-type server struct {
-	uri    string
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startFerretDB starts FerretDB with the SQLite backend storing its data in
-// dir, an existing directory. The path must not contain characters that are
-// special in URIs ('#', '?', '%'): FerretDB puts it unescaped into SQLite URIs.
-//
-// Telemetry needs no configuration: ferretdb.New disables and locks it, and
-// the embedded package never runs the telemetry reporter.
-func startFerretDB(dir string) (*server, error) {
-	if strings.ContainsAny(dir, "#?%") {
-		return nil, fmt.Errorf("FerretDB data directory %q: path contains '#', '?' or '%%'", dir)
-	}
-	if !strings.HasSuffix(dir, "/") {
-		dir += "/"
-	}
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
-		Logger:    ferretLogger(),
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + dir,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting FerretDB: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{
-		// ferretdb.New has already bound the listener, so MongoDBURI does not block.
-		uri:    f.MongoDBURI(),
-		cancel: cancel,
-		done:   make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		_ = f.Run(ctx)
-	}()
-	return s, nil
-}
-
-// stop stops the server and waits until its connections and backend are closed.
-func (s *server) stop() {
-	s.cancel()
-	<-s.done
 }
 
 func ferretLogger() *slog.Logger {
