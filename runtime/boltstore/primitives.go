@@ -199,9 +199,9 @@ func (p primitives[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]inde
 
 // ScanBlocks reads up to limit blocks after after in block-key order,
 // with the fields the lookups read.
-func (p primitives[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[*T], error) {
+func (p primitives[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[*T], []byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var from []byte
 	if after != nil {
@@ -216,7 +216,7 @@ func (p primitives[T, K]) ScanBlocks(ctx context.Context, after []byte, limit in
 		})
 		return err
 	})
-	return out, err
+	return out, index.NextAfter(out, limit), err
 }
 
 var errStamps = errors.New("boltstore: blocks carry no stamp: bbolt writes a block and its index entries in one transaction")

@@ -418,28 +418,28 @@ func (p prims[T, K]) DeleteBlock(ctx context.Context, key []byte, st index.Stamp
 // ScanBlocks implements index.Primitives: Scan pages of the block table,
 // resumed after block after (ExclusiveStartKey). DynamoDB scans in its
 // own (hash) order, not in key order (index.Primitives allows it).
-func (p prims[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[*T], error) {
+func (p prims[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[*T], []byte, error) {
 	var start map[string]types.AttributeValue
 	if after != nil {
 		id, err := p.blockAttr(after)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		start = map[string]types.AttributeValue{IDAttr: id}
 	}
 	var out []index.Block[*T]
 	for len(out) < limit {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res, err := p.s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(p.s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(limit - len(out))), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, item := range res.Items {
 			b, err := p.block(item)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, b)
 		}
@@ -448,7 +448,7 @@ func (p prims[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([
 		}
 		start = res.LastEvaluatedKey
 	}
-	return out, nil
+	return out, index.NextAfter(out, limit), nil
 }
 
 // Ambiguous implements index.Primitives: an error that is no reply of

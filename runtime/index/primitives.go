@@ -119,17 +119,42 @@ type Primitives[T any] interface {
 	// DeleteBlock deletes block key on condition that its stamp is st. It
 	// reports whether it did.
 	DeleteBlock(ctx context.Context, key []byte, st Stamp) (bool, error)
-	// ScanBlocks reads up to limit blocks after block after (nil: from
-	// the first), with their stamps and values (at least the fields the
-	// lookups read), in the store's scan order: encoded key order
+	// ScanBlocks reads up to limit blocks from scan position after (nil:
+	// from the start), with their stamps and values (at least the fields
+	// the lookups read), in the store's scan order: encoded key order
 	// (bytes.Compare) where the store has one, else any order that pages
-	// resume in (DynamoDB's hash order), so that paging through visits
-	// every block that stays once. Fewer than limit blocks end the scan.
-	ScanBlocks(ctx context.Context, after []byte, limit int) ([]Block[T], error)
+	// resume in (DynamoDB's hash order, Redis's SCAN order), so that
+	// paging through visits every block that stays (a store without an
+	// order may visit one twice). It returns the position the next page
+	// starts from, nil at the end. A position is the store's own, kept
+	// across processes (a lookup build resumes from it, see
+	// runtime.RepairOptions): the last block's key where a key says where
+	// the scan is (NextAfter), a SCAN cursor on Redis.
+	ScanBlocks(ctx context.Context, after []byte, limit int) (page []Block[T], next []byte, err error)
 
 	// Ambiguous reports whether err, returned by a write, leaves its
 	// outcome unknown: the command may have been applied although its
 	// reply did not arrive (a network error, a timeout, a cancelled
 	// context while the command was in flight).
 	Ambiguous(err error) bool
+}
+
+// FieldReader may be implemented by Primitives whose ReadBlocks reads
+// whole blocks where a read of the lookups' fields would do (MongoDB
+// documents): Repair, which only derives index keys from the blocks it
+// reads, then reads them with ReadFields.
+type FieldReader[T any] interface {
+	// ReadFields is ReadBlocks, except that a value need hold only the
+	// fields the lookups read (as ScanBlocks's values).
+	ReadFields(ctx context.Context, keys [][]byte) ([]Block[T], error)
+}
+
+// NextAfter is the next position of a page of ScanBlocks read with limit
+// limit by a store whose positions are block keys: the last block's key,
+// or nil when the page is short (the scan is done).
+func NextAfter[T any](page []Block[T], limit int) []byte {
+	if len(page) < limit || len(page) == 0 {
+		return nil
+	}
+	return page[len(page)-1].Key
 }

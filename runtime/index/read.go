@@ -152,6 +152,21 @@ func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.Ke
 // readBlocks reads the blocks items point at, each once, in batches, and
 // returns them sorted by key (find looks one up).
 func (e *Engine[T]) readBlocks(ctx context.Context, items []Item) ([]Block[T], error) {
+	return e.readBatches(ctx, items, e.P.ReadBlocks)
+}
+
+// readFields is readBlocks for Repair: with the primitives' ReadFields
+// when they have it (the values then hold only the lookups' fields).
+func (e *Engine[T]) readFields(ctx context.Context, items []Item) ([]Block[T], error) {
+	if r, ok := e.P.(FieldReader[T]); ok {
+		return e.readBatches(ctx, items, r.ReadFields)
+	}
+	return e.readBlocks(ctx, items)
+}
+
+// readBatches reads the blocks items point at with read (ReadBlocks or
+// ReadFields), each once, in batches, sorted by key.
+func (e *Engine[T]) readBatches(ctx context.Context, items []Item, read func(context.Context, [][]byte) ([]Block[T], error)) ([]Block[T], error) {
 	keys := make([][]byte, len(items))
 	for i, it := range items {
 		keys[i] = it.Block
@@ -160,7 +175,7 @@ func (e *Engine[T]) readBlocks(ctx context.Context, items []Item) ([]Block[T], e
 	keys = slices.CompactFunc(keys, bytes.Equal)
 	var out []Block[T]
 	for _, run := range batches(keys, e.Batch) {
-		bs, err := e.P.ReadBlocks(ctx, run)
+		bs, err := read(ctx, run)
 		if err != nil {
 			return nil, err
 		}

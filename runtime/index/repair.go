@@ -26,10 +26,11 @@ import (
 // collection: an item of a write in flight may be removed.
 //
 // A lookup build of EnsureIndexes (runtime/evolve.go) passes options in
-// ctx (runtime.RepairOptionsOf): the first pass starts after block
-// o.After and calls o.OnPage after each page, and with o.Lookups set only
-// those lookups get items and the second pass does not run, which makes
-// the build safe while the application writes.
+// ctx (runtime.RepairOptionsOf): the first pass starts from scan
+// position o.After (Primitives.ScanBlocks) and calls o.OnPage after each
+// page with the position of the next (nil after the last), and with
+// o.Lookups set only those lookups get items and the second pass does not
+// run, which makes the build safe while the application writes.
 func (e *Engine[T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	var rep runtime.RepairReport
 	held := conflicts{}
@@ -65,14 +66,14 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport,
 	o := runtime.RepairOptionsOf(ctx)
 	after := o.After
 	for {
-		page, err := e.P.ScanBlocks(ctx, after, e.repairBatch())
+		page, next, err := e.P.ScanBlocks(ctx, after, e.repairBatch())
 		if err != nil {
 			return err
 		}
-		if len(page) == 0 {
+		if len(page) == 0 && next == nil {
 			return nil
 		}
-		after = page[len(page)-1].Key
+		after = next
 		var readable []Block[T]
 		for _, b := range page {
 			if b.Err != nil {
@@ -95,7 +96,7 @@ func (e *Engine[T]) repairBlocks(ctx context.Context, rep *runtime.RepairReport,
 				return err
 			}
 		}
-		if len(page) < e.repairBatch() {
+		if next == nil {
 			return nil
 		}
 	}
@@ -163,10 +164,11 @@ func (e *Engine[T]) repairKeys(ctx context.Context, l int, page []Block[T], rep 
 		case !bytes.Equal(it.Block, w.block.Key):
 			// A unique value recorded for another block: keep it there if
 			// that block holds it and comes first.
-			holder, found, err := e.readBlock(ctx, it.Block)
+			holders, err := e.readFields(ctx, []Item{it})
 			if err != nil {
 				return err
 			}
+			holder, found := find(holders, it.Block)
 			if found && holder.Err == nil && Holds(LookupKeys(true, lk.Values(holder.Value), holder.Key), w.key) {
 				// Both hold it: the first in key order keeps it (blocks
 				// may come in any order, so the holders are gathered and
@@ -208,7 +210,7 @@ func (e *Engine[T]) repairItems(ctx context.Context, l int, rep *runtime.RepairR
 			return nil
 		}
 		from = append(append([]byte(nil), items[len(items)-1].Key...), 0)
-		blocks, err := e.readBlocks(ctx, items)
+		blocks, err := e.readFields(ctx, items)
 		if err != nil {
 			return err
 		}

@@ -17,32 +17,51 @@ import (
 // key order (a store without ordered scans, Primitives.ScanBlocks): the
 // same conflicts and the same index tables.
 func TestRepair(t *testing.T) {
-	t.Run("KeyOrder", func(t *testing.T) { testRepair(t, false) })
-	t.Run("ReverseOrder", func(t *testing.T) { testRepair(t, true) })
+	t.Run("KeyOrder", func(t *testing.T) { testRepair(t, nil) })
+	t.Run("ReverseOrder", func(t *testing.T) {
+		testRepair(t, func(s *memindex.Store[Doc]) index.Primitives[Doc] { return reversed{s} })
+	})
+	t.Run("FieldReader", func(t *testing.T) {
+		testRepair(t, func(s *memindex.Store[Doc]) index.Primitives[Doc] { return fieldReader{s} })
+	})
+}
+
+// fieldReader are memindex primitives with a FieldReader, whose
+// ReadBlocks (a read of whole blocks) fails: Repair must read the blocks
+// its items point at with ReadFields.
+type fieldReader struct{ *memindex.Store[Doc] }
+
+func (r fieldReader) ReadBlocks(context.Context, [][]byte) ([]index.Block[Doc], error) {
+	return nil, errors.New("ReadBlocks: Repair read whole blocks")
+}
+
+func (r fieldReader) ReadFields(ctx context.Context, keys [][]byte) ([]index.Block[Doc], error) {
+	return r.Store.ReadBlocks(ctx, keys)
 }
 
 // reversed are memindex primitives whose ScanBlocks pages through the
 // blocks in reverse key order.
 type reversed struct{ *memindex.Store[Doc] }
 
-func (r reversed) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[Doc], error) {
+func (r reversed) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[Doc], []byte, error) {
 	all := r.Blocks()
 	slices.Reverse(all)
 	i := 0
 	if after != nil {
 		i = slices.IndexFunc(all, func(b index.Block[Doc]) bool { return bytes.Compare(b.Key, after) < 0 })
 		if i < 0 {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
-	return all[i:min(i+limit, len(all))], ctx.Err()
+	page := all[i:min(i+limit, len(all))]
+	return page, index.NextAfter(page, limit), ctx.Err()
 }
 
-func testRepair(t *testing.T, reverse bool) {
+func testRepair(t *testing.T, wrap func(*memindex.Store[Doc]) index.Primitives[Doc]) {
 	ctx := context.Background()
 	f := newFixture(30 * time.Second)
-	if reverse {
-		f.e.P = reversed{f.s}
+	if wrap != nil {
+		f.e.P = wrap(f.s)
 	}
 	f.s.Decode = func(d Doc) error {
 		if d.ID == "bad" {
@@ -85,7 +104,7 @@ func testRepair(t *testing.T, reverse bool) {
 	// Removed: c4, d1 green. In reverse order c1 is corrected twice (d5 ->
 	// d3 -> d1).
 	added, removed := 5, 4
-	if reverse {
+	if _, reverse := f.e.P.(reversed); reverse {
 		added, removed = 6, 5
 	}
 	if rep.Added != added || rep.Removed != removed {

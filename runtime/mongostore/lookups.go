@@ -339,8 +339,30 @@ func (x *indexed[T, K]) findBlocks(ctx context.Context, f bson.D, opts *options.
 	return out, nil
 }
 
-// ReadBlocks implements index.Primitives.
+// ReadBlocks implements index.Primitives: the documents whole.
 func (x *indexed[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Block[*T], error) {
+	return x.readBlocks(ctx, keys, nil)
+}
+
+// ReadFields implements index.FieldReader: the key, the stamp and the
+// lookup fields of the documents (Repair reads no more).
+func (x *indexed[T, K]) ReadFields(ctx context.Context, keys [][]byte) ([]index.Block[*T], error) {
+	return x.readBlocks(ctx, keys, x.lookupFields())
+}
+
+// lookupFields is the projection of what the engine derives index keys
+// from: the key, the stamp and the fields holding lookup parts.
+func (x *indexed[T, K]) lookupFields() bson.D {
+	proj := bson.D{{Key: "_id", Value: 1}, {Key: SeqKey, Value: 1}, {Key: IncKey, Value: 1}}
+	for _, fl := range x.fields {
+		proj = append(proj, bson.E{Key: fl, Value: 1})
+	}
+	return proj
+}
+
+// readBlocks reads the documents with the given keys, with projection
+// proj (nil: whole).
+func (x *indexed[T, K]) readBlocks(ctx context.Context, keys [][]byte, proj bson.D) ([]index.Block[*T], error) {
 	ids := make(bson.A, len(keys))
 	for i, b := range keys {
 		id, err := x.id(b)
@@ -353,7 +375,11 @@ func (x *indexed[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.
 	if len(ids) == 1 {
 		f[0].Value = ids[0]
 	}
-	return x.findBlocks(ctx, f, options.Find().SetBatchSize(oneBatch(len(ids))))
+	opts := options.Find().SetBatchSize(oneBatch(len(ids)))
+	if proj != nil {
+		opts.SetProjection(proj)
+	}
+	return x.findBlocks(ctx, f, opts)
 }
 
 // stamped is the filter matching block id only while its stamp is st.
@@ -397,21 +423,18 @@ func (x *indexed[T, K]) DeleteBlock(ctx context.Context, key []byte, st index.St
 
 // ScanBlocks implements index.Primitives: the lookup fields of the
 // documents, in _id order (which is encoded key order).
-func (x *indexed[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[*T], error) {
+func (x *indexed[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[*T], []byte, error) {
 	f := bson.D{}
 	if after != nil {
 		id, err := x.id(after)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: id}}}}
 	}
-	proj := bson.D{{Key: "_id", Value: 1}, {Key: SeqKey, Value: 1}, {Key: IncKey, Value: 1}}
-	for _, fl := range x.fields {
-		proj = append(proj, bson.E{Key: fl, Value: 1})
-	}
-	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(proj).SetLimit(int64(limit)).SetBatchSize(oneBatch(limit))
-	return x.findBlocks(ctx, f, opts)
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(x.lookupFields()).SetLimit(int64(limit)).SetBatchSize(oneBatch(limit))
+	page, err := x.findBlocks(ctx, f, opts)
+	return page, index.NextAfter(page, limit), err
 }
 
 // Ambiguous implements index.Primitives.

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -199,7 +200,10 @@ type prims[V any] struct {
 	decode func(bk []byte, h map[string]string) (V, error)
 
 	mu   sync.Mutex
-	scan [][]byte // ScanBlocks: the block keys its first page found, sorted
+	rest scanRest // scanKeys: the rest of the SCAN reply it stopped in
+	// held, when set (by tests), is told how many block names scanKeys
+	// holds after each SCAN reply.
+	held func(n int)
 }
 
 var _ index.Primitives[struct{}] = (*prims[struct{}])(nil)
@@ -538,86 +542,175 @@ func (p *prims[V]) onBlock(ctx context.Context, op string, key []byte, st index.
 	return n == 1, nil
 }
 
-// ScanBlocks implements index.Primitives. Redis keeps no ordered list of
-// the block hashes it can trust (the listing is what Repair restores):
-// the first page (after nil) finds every block hash (SCAN, on every
-// master of a cluster) and keeps their keys, sorted; later pages page
-// through them; each page reads its blocks with one pipeline.
-func (p *prims[V]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[V], error) {
-	p.mu.Lock()
-	all := p.scan
-	p.mu.Unlock()
-	if after == nil || all == nil {
-		var err error
-		if all, err = p.scanNames(ctx); err != nil {
-			return nil, err
-		}
-		p.mu.Lock()
-		p.scan = all
-		p.mu.Unlock()
+// ScanBlocks implements index.Primitives: the block hashes SCAN finds
+// (scanKeys), read with one pipeline per page. A position is where the
+// SCAN is, so a build resumes from it in any process.
+func (p *prims[V]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[V], []byte, error) {
+	keys, next, err := p.scanKeys(ctx, after, limit)
+	if err != nil || len(keys) == 0 {
+		return nil, next, err
 	}
-	i := 0
-	if after != nil {
-		i, _ = slices.BinarySearchFunc(all, after, bytes.Compare)
-		if i < len(all) && bytes.Equal(all[i], after) {
-			i++
-		}
-	}
-	page := all[i:min(i+limit, len(all))]
-	if len(page) == 0 {
-		return nil, nil
-	}
-	bs, err := p.ReadBlocks(ctx, page)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(bs, func(a, b index.Block[V]) int { return bytes.Compare(a.Key, b.Key) })
-	if len(bs) < len(page) && i+len(page) < len(all) {
-		// Blocks deleted since the scan: keep the page full enough that
-		// a short page still means the end.
-		more, err := p.ScanBlocks(ctx, page[len(page)-1], limit-len(bs))
-		if err != nil {
-			return nil, err
-		}
-		bs = append(bs, more...)
-	}
-	return bs, nil
+	bs, err := p.ReadBlocks(ctx, keys) // (without the blocks deleted since the SCAN)
+	return bs, next, err
 }
 
-// scanNames returns the encoded keys of every block hash of the
-// collection (SCAN on every master of a cluster), sorted.
-func (p *prims[V]) scanNames(ctx context.Context) ([][]byte, error) {
-	match := globEscape(p.names.coll) + ":{*}"
-	var names []string
+// scanCount is the COUNT of the SCAN commands of Repair: about how many
+// names one reply holds.
+var scanCount = 512
+
+// scanPos is a position of scanKeys: in the SCAN of master addr ("" on a
+// single node) from cursor, past the names of its reply up to skip (nil:
+// none).
+type scanPos struct {
+	addr   string
+	cursor uint64
+	skip   []byte
+}
+
+func (s scanPos) bytes() []byte {
+	b := binary.AppendUvarint(nil, uint64(len(s.addr)))
+	b = append(b, s.addr...)
+	b = binary.AppendUvarint(b, s.cursor)
+	return append(b, s.skip...)
+}
+
+func parseScanPos(b []byte) (scanPos, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return scanPos{}, fmt.Errorf("redisstore: scan position %x", b)
+	}
+	s := scanPos{addr: string(b[w : w+int(n)])}
+	b = b[w+int(n):]
+	if s.cursor, w = binary.Uvarint(b); w <= 0 {
+		return scanPos{}, fmt.Errorf("redisstore: scan position %x", b)
+	}
+	if len(b) > w {
+		s.skip = b[w:]
+	}
+	return s, nil
+}
+
+// scanNode is one node SCAN runs on: the client, and the master's
+// address on a cluster ("" on a single node).
+type scanNode struct {
+	addr string
+	c    redis.UniversalClient
+}
+
+// scanNodes are the nodes holding the block hashes: the masters of a
+// cluster in address order, or the single node.
+func (p *prims[V]) scanNodes(ctx context.Context) ([]scanNode, error) {
+	cc, ok := p.c.(*redis.ClusterClient)
+	if !ok {
+		return []scanNode{{c: p.c}}, nil
+	}
 	var mu sync.Mutex
-	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		it := c.Scan(ctx, 0, match, 512).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			names = append(names, it.Val())
-			mu.Unlock()
+	var nodes []scanNode
+	err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		nodes = append(nodes, scanNode{c.Options().Addr, c})
+		mu.Unlock()
+		return nil
+	})
+	slices.SortFunc(nodes, func(a, b scanNode) int { return strings.Compare(a.addr, b.addr) })
+	return nodes, err
+}
+
+// scanKeys returns up to limit encoded keys of the collection's block
+// hashes from position after (nil: the start), and the position after
+// them (nil at the end). It holds one SCAN reply at a time (Repair's
+// memory bound): a reply's names are sorted, so that a position inside a
+// reply is its cursor and the last name taken, and the rest of the reply
+// is kept for the next call from there (or read again by another process
+// resuming a build). A node gone since the position was taken (a cluster
+// failover) restarts the scan from the first. SCAN may return a name
+// twice.
+func (p *prims[V]) scanKeys(ctx context.Context, after []byte, limit int) ([][]byte, []byte, error) {
+	nodes, err := p.scanNodes(ctx)
+	if err != nil || len(nodes) == 0 {
+		return nil, nil, err
+	}
+	pos, i := scanPos{addr: nodes[0].addr}, 0
+	if after != nil {
+		at, err := parseScanPos(after)
+		if err != nil {
+			return nil, nil, err
 		}
-		return it.Err()
+		if j := slices.IndexFunc(nodes, func(n scanNode) bool { return n.addr == at.addr }); j >= 0 {
+			pos, i = at, j
+		}
 	}
-	var err error
-	if cc, ok := p.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, p.c)
+	match := globEscape(p.names.coll) + ":{*}"
+	var out [][]byte
+	for {
+		keys, cursor, err := p.scanReply(ctx, nodes[i].c, pos, match)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.held != nil {
+			p.held(len(out) + len(keys))
+		}
+		n := min(len(keys), limit-len(out))
+		out = append(out, keys[:n]...)
+		if n < len(keys) {
+			// The reply goes on: the next call takes the rest.
+			next := scanPos{addr: pos.addr, cursor: pos.cursor, skip: out[len(out)-1]}
+			p.mu.Lock()
+			p.rest = scanRest{pos: string(next.bytes()), keys: keys[n:], cursor: cursor}
+			p.mu.Unlock()
+			return out, next.bytes(), nil
+		}
+		if cursor == 0 {
+			if i++; i == len(nodes) {
+				return out, nil, nil
+			}
+			pos = scanPos{addr: nodes[i].addr}
+		} else {
+			pos = scanPos{addr: pos.addr, cursor: cursor}
+		}
+		if len(out) == limit {
+			return out, pos.bytes(), nil
+		}
 	}
+}
+
+// scanRest is the rest of the SCAN reply a call of scanKeys stopped in:
+// the keys after position pos, and the reply's next cursor.
+type scanRest struct {
+	pos    string
+	keys   [][]byte
+	cursor uint64
+}
+
+// scanReply returns the encoded keys of the collection's block hashes in
+// the SCAN reply from pos.cursor on node c, sorted, after pos.skip, and
+// the reply's cursor.
+func (p *prims[V]) scanReply(ctx context.Context, c redis.UniversalClient, pos scanPos, match string) ([][]byte, uint64, error) {
+	p.mu.Lock()
+	rest := p.rest
+	if rest.pos == string(pos.bytes()) {
+		p.rest = scanRest{}
+	}
+	p.mu.Unlock()
+	if pos.skip != nil && rest.pos == string(pos.bytes()) {
+		return rest.keys, rest.cursor, nil
+	}
+	names, cursor, err := c.Scan(ctx, pos.cursor, match, int64(scanCount)).Result()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([][]byte, 0, len(names))
+	keys := make([][]byte, 0, len(names))
 	for _, n := range names {
 		bk, err := p.names.parse(n)
 		if err != nil || p.names.blockKey(bk) != n {
 			continue // another collection's key that matches the pattern
 		}
-		out = append(out, bk)
+		if pos.skip == nil || bytes.Compare(bk, pos.skip) > 0 {
+			keys = append(keys, bk)
+		}
 	}
-	slices.SortFunc(out, bytes.Compare)
-	return slices.CompactFunc(out, bytes.Equal), nil
+	slices.SortFunc(keys, bytes.Compare)
+	return slices.CompactFunc(keys, bytes.Equal), cursor, nil
 }
 
 // Ambiguous implements index.Primitives: an error without a reply (the

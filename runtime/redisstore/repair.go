@@ -26,53 +26,66 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 	return rep, nil
 }
 
-// listBatch is how many listing members Repair reads or fixes per command.
+// listBatch is how many listing members or block names Repair reads or
+// fixes per command.
 const listBatch = 256
 
 // repairListing makes the listing hold exactly the block hashes found
-// (SCAN): readable or not.
+// (SCAN): readable or not. It holds one page of members or names at a
+// time: it removes the members whose hash is gone, then adds (ZADD NX)
+// the names SCAN finds.
 func (s *Store[T, K]) repairListing(ctx context.Context) error {
-	names, err := s.px.scanNames(ctx)
-	if err != nil {
-		return err
-	}
-	found := make(map[string]bool, len(names))
-	for _, bk := range names {
-		found[string(bk)] = true
-	}
-	var drop []any
 	lo := "-"
 	for {
 		ms, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.listKey(), Start: lo, Stop: "+", ByLex: true, Count: listBatch}).Result()
 		if err != nil {
 			return err
 		}
-		for _, m := range ms {
-			if !found[m] {
+		exists := make([]*redis.IntCmd, len(ms))
+		if _, err := s.c.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			for i, m := range ms {
+				exists[i] = pl.Exists(ctx, s.naming.blockKey([]byte(m)))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		var drop []any
+		for i, m := range ms {
+			if exists[i].Val() == 0 {
 				drop = append(drop, m)
 			}
-			delete(found, m)
+		}
+		if len(drop) > 0 {
+			if err := s.c.ZRem(ctx, s.listKey(), drop...).Err(); err != nil {
+				return err
+			}
 		}
 		if len(ms) < listBatch {
 			break
 		}
 		lo = "(" + ms[len(ms)-1]
 	}
-	for start := 0; start < len(drop); start += listBatch {
-		if err := s.c.ZRem(ctx, s.listKey(), drop[start:min(start+listBatch, len(drop))]...).Err(); err != nil {
+	var after []byte
+	for {
+		keys, next, err := s.px.scanKeys(ctx, after, listBatch)
+		if err != nil {
 			return err
 		}
-	}
-	var add []redis.Z
-	for m := range found {
-		add = append(add, redis.Z{Member: m})
-	}
-	for start := 0; start < len(add); start += listBatch {
-		if err := s.c.ZAdd(ctx, s.listKey(), add[start:min(start+listBatch, len(add))]...).Err(); err != nil {
-			return err
+		if len(keys) > 0 {
+			add := make([]redis.Z, len(keys))
+			for i, bk := range keys {
+				add[i] = redisZ(bk)
+			}
+			if err := s.c.ZAddNX(ctx, s.listKey(), add...).Err(); err != nil {
+				return err
+			}
 		}
+		if next == nil {
+			return nil
+		}
+		after = next
 	}
-	return nil
 }
 
 // globEscape escapes the glob characters of SCAN MATCH.

@@ -420,7 +420,7 @@ func testScanBlocks[T any](t *testing.T, ctx context.Context, h Harness[T]) {
 		var got []Doc
 		var after []byte
 		for {
-			page, err := h.P.ScanBlocks(ctx, after, limit)
+			page, next, err := h.P.ScanBlocks(ctx, after, limit)
 			must(t, err)
 			if len(page) > limit {
 				t.Fatalf("ScanBlocks limit %d: %d blocks", limit, len(page))
@@ -431,10 +431,10 @@ func testScanBlocks[T any](t *testing.T, ctx context.Context, h Harness[T]) {
 				}
 				got = append(got, h.View(b.Value))
 			}
-			if len(page) < limit {
+			if next == nil {
 				break
 			}
-			after = page[len(page)-1].Key
+			after = next
 		}
 		if len(got) != len(ds) {
 			t.Fatalf("ScanBlocks limit %d: %d blocks, want %d", limit, len(got), len(ds))

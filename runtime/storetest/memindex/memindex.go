@@ -287,11 +287,11 @@ func (s *Store[T]) DeleteBlock(ctx context.Context, key []byte, st index.Stamp) 
 }
 
 // ScanBlocks implements index.Primitives.
-func (s *Store[T]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[T], error) {
+func (s *Store[T]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]index.Block[T], []byte, error) {
 	lost, err := s.enter(ctx, "ScanBlocks")
 	defer s.exit()
 	if err != nil || lost {
-		return nil, errors.Join(err, leave(lost))
+		return nil, nil, errors.Join(err, leave(lost))
 	}
 	var keys []string
 	for k := range s.blocks {
@@ -304,7 +304,7 @@ func (s *Store[T]) ScanBlocks(ctx context.Context, after []byte, limit int) ([]i
 	for _, k := range keys[:min(len(keys), limit)] {
 		out = append(out, s.get(k))
 	}
-	return out, nil
+	return out, index.NextAfter(out, limit), nil
 }
 
 // Ambiguous implements index.Primitives: a lost reply, a crash, or a
