@@ -53,9 +53,12 @@ const (
 	StoredEAO LayoutChange = iota + 1
 	// StoredETF: an ETF block under an EAO descriptor.
 	StoredETF
-	// PartitionWhole: a partition stored whole, in an entry of its own or
-	// in the root entry, as a layout without the partition wrote it.
+	// PartitionWhole: a partition stored whole in an entry of its own, as
+	// an ETF layout without the partition wrote it.
 	PartitionWhole
+	// PartitionInRoot: a partition stored whole in the root entry, as an
+	// EAO layout without the partition wrote it.
+	PartitionInRoot
 	// FieldSplit: a field the descriptor keeps whole stored partitioned.
 	FieldSplit
 	// OutsideRoot: under EAO, a field of the root entry stored in an
@@ -93,6 +96,8 @@ func (d LayoutDiff) Words() (stored, want string) {
 		return "etf", "eao"
 	case PartitionWhole:
 		return "whole", "partitioned"
+	case PartitionInRoot:
+		return "whole in the root entry", "partitioned"
 	case FieldSplit:
 		return "partitioned", "whole"
 	case OutsideRoot:
@@ -153,8 +158,10 @@ func (d *Desc[T, K]) LayoutDiffs(s StoredShape) []LayoutDiff {
 		e := s.Entry(f.Key)
 		switch {
 		case f.Kind == KindPartition:
-			if e == EntryWhole || e == NoEntry && s.Strategy == "eao" && s.Member != nil && s.Member(f.Key) {
+			if e == EntryWhole {
 				out = append(out, LayoutDiff{Change: PartitionWhole, Entry: f.Key})
+			} else if e == NoEntry && s.Strategy == "eao" && s.Member != nil && s.Member(f.Key) {
+				out = append(out, LayoutDiff{Change: PartitionInRoot, Entry: f.Key})
 			}
 		case e == EntrySplit:
 			out = append(out, LayoutDiff{Change: FieldSplit, Entry: f.Key})
