@@ -1,24 +1,25 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
 // How a stored block differs from its descriptor's layout (issue 23,
 // README "Changing a model"), decided once for every store: an adapter
-// says what it physically found of one block (StoredShape: a root entry,
-// and per field an entry of its own, whole or counted, or a member of the
-// root entry) and Desc.LayoutDiffs names the differences (LayoutDiff),
-// with the words every store's ErrLayout messages and Migrate reports use.
+// says what it physically found of one block (StoredShape) and
+// Desc.LayoutDiffs names the differences (LayoutDiff), in the words of
+// every store's ErrLayout messages and Migrate reports.
 
 // Stored is how a block holds one field in an entry of its own.
 type Stored uint8
 
 const (
-	// NoEntry: no entry of its own (a field added since, kept in the
-	// root entry, or not looked at).
+	// NoEntry: no entry of its own (a field added since, one of the root
+	// entry, or one not looked at).
 	NoEntry Stored = iota
 	// EntryWhole: one entry holds the whole value.
 	EntryWhole
@@ -31,17 +32,13 @@ const (
 // whatever its physical tests are (a marker, an attribute, an element
 // count).
 type StoredShape struct {
-	// Strategy is the strategy the block shows it was written in: "eao"
-	// when it has a root entry, "etf" when it has entries of their own
-	// for its fields and no root entry, "" when nothing tells (no root
-	// entry and no entry of a field, or a store whose blocks are the same
-	// under both).
-	Strategy string
+	// Root: the block has a root entry (EAO wrote it). A block without
+	// one was written by ETF if it has an entry of a field.
+	Root bool
 	// Entry says how the block holds field key in an entry of its own.
 	Entry func(key string) Stored
-	// Member reports whether the block's root entry holds field key; it
-	// is asked only of partitions and only under Strategy "eao" (nil:
-	// never).
+	// Member reports whether the root entry holds field key; it is asked
+	// only of partitions (nil: never).
 	Member func(key string) bool
 }
 
@@ -49,24 +46,13 @@ type StoredShape struct {
 type LayoutChange uint8
 
 const (
-	// StoredEAO: an EAO block under an ETF descriptor.
-	StoredEAO LayoutChange = iota + 1
-	// StoredETF: an ETF block under an EAO descriptor.
-	StoredETF
-	// PartitionWhole: a partition stored whole in an entry of its own, as
-	// an ETF layout without the partition wrote it.
-	PartitionWhole
-	// PartitionInRoot: a partition stored whole in the root entry, as an
-	// EAO layout without the partition wrote it.
-	PartitionInRoot
-	// FieldSplit: a field the descriptor keeps whole stored partitioned.
-	FieldSplit
-	// OutsideRoot: under EAO, a field of the root entry stored in an
-	// entry of its own beside it.
-	OutsideRoot
-	// Miscounted: a partition whose element count is not its number of
-	// elements (MongoDB's _len, see Miscount).
-	Miscounted
+	StoredEAO       LayoutChange = iota + 1 // an EAO block, the descriptor ETF
+	StoredETF                               // an ETF block, the descriptor EAO
+	PartitionWhole                          // a partition in one entry of its own (ETF without it)
+	PartitionInRoot                         // a partition in the root entry (EAO without it)
+	FieldSplit                              // a field kept whole stored partitioned
+	OutsideRoot                             // under EAO, a field of the root entry in an entry of its own
+	Miscounted                              // a partition's count is not its number of elements (MongoDB's _len)
 )
 
 // LayoutDiff is one way a stored block differs from its descriptor's
@@ -80,32 +66,22 @@ type LayoutDiff struct {
 	Count, Elems int
 }
 
-// Miscount is the difference of a partition whose count is count, where
-// it holds elems elements.
-func Miscount(key string, count, elems int) LayoutDiff {
-	return LayoutDiff{Change: Miscounted, Entry: key, Count: count, Elems: elems}
+// layoutWords are how a block stores an entry and how the descriptor has
+// it, per LayoutChange.
+var layoutWords = [...][2]string{
+	StoredEAO: {"eao", "etf"}, StoredETF: {"etf", "eao"},
+	PartitionWhole: {"whole", "partitioned"}, PartitionInRoot: {"whole in the root entry", "partitioned"},
+	FieldSplit: {"partitioned", "whole"}, OutsideRoot: {"outside the root entry", "inside it"},
 }
 
 // Words says how the block stores the entry, and how the descriptor has
 // it: "eao" and "etf", "whole" and "partitioned".
 func (d LayoutDiff) Words() (stored, want string) {
-	switch d.Change {
-	case StoredEAO:
-		return "eao", "etf"
-	case StoredETF:
-		return "etf", "eao"
-	case PartitionWhole:
-		return "whole", "partitioned"
-	case PartitionInRoot:
-		return "whole in the root entry", "partitioned"
-	case FieldSplit:
-		return "partitioned", "whole"
-	case OutsideRoot:
-		return "outside the root entry", "inside it"
-	case Miscounted:
+	if d.Change == Miscounted {
 		return fmt.Sprintf("counted %d of %d elements", d.Count, d.Elems), fmt.Sprintf("counted %d", d.Elems)
 	}
-	return "otherwise", "as the repository has it"
+	w := layoutWords[d.Change]
+	return w[0], w[1]
 }
 
 // String names the layout the block was found in where it differs:
@@ -123,10 +99,7 @@ func (d LayoutDiff) String() string {
 // in the descriptor's layout either.
 func (d LayoutDiff) Err(op, agg string, id any, cause error) error {
 	stored, want := d.Words()
-	entry := d.Entry
-	if entry == "" {
-		entry = "ε"
-	}
+	entry := cmp.Or(d.Entry, "ε")
 	if cause == nil {
 		return LayoutMismatch(op, agg, id, entry, stored, want)
 	}
@@ -143,30 +116,28 @@ func DescribeDiffs(ds []LayoutDiff) string {
 	return strings.Join(parts, ", ")
 }
 
-// LayoutDiffs lists how block s differs from d's layout, in the order of
-// d's fields after the strategy; nil for a block in d's layout (fields
-// missing from the block are no difference: they read as zero values).
+// LayoutDiffs lists how block s differs from d's layout, the strategy
+// first, then in the order of d's fields; nil for a block in d's layout
+// (fields missing from the block are no difference: they read as zero
+// values).
 func (d *Desc[T, K]) LayoutDiffs(s StoredShape) []LayoutDiff {
 	var out []LayoutDiff
 	switch {
-	case s.Strategy == "eao" && !d.EAO:
+	case s.Root && !d.EAO:
 		out = append(out, LayoutDiff{Change: StoredEAO})
-	case s.Strategy == "etf" && d.EAO:
+	case !s.Root && d.EAO && slices.ContainsFunc(d.Fields, func(f *Field[T]) bool { return s.Entry(f.Key) != NoEntry }):
 		out = append(out, LayoutDiff{Change: StoredETF})
 	}
 	for _, f := range d.Fields {
-		e := s.Entry(f.Key)
-		switch {
-		case f.Kind == KindPartition:
-			if e == EntryWhole {
-				out = append(out, LayoutDiff{Change: PartitionWhole, Entry: f.Key})
-			} else if e == NoEntry && s.Strategy == "eao" && s.Member != nil && s.Member(f.Key) {
-				out = append(out, LayoutDiff{Change: PartitionInRoot, Entry: f.Key})
-			}
-		case e == EntrySplit:
+		switch e := s.Entry(f.Key); {
+		case f.Kind == KindField && e == EntrySplit:
 			out = append(out, LayoutDiff{Change: FieldSplit, Entry: f.Key})
-		case e == EntryWhole && d.EAO && s.Strategy == "eao":
+		case f.Kind == KindField && e == EntryWhole && d.EAO && s.Root:
 			out = append(out, LayoutDiff{Change: OutsideRoot, Entry: f.Key})
+		case f.Kind == KindPartition && e == EntryWhole:
+			out = append(out, LayoutDiff{Change: PartitionWhole, Entry: f.Key})
+		case f.Kind == KindPartition && e == NoEntry && s.Root && s.Member != nil && s.Member(f.Key):
+			out = append(out, LayoutDiff{Change: PartitionInRoot, Entry: f.Key})
 		}
 	}
 	return out
@@ -179,11 +150,7 @@ func (f *Field[T]) Slice() bool {
 	if f.Kind != KindField || f.addr == nil {
 		return false
 	}
-	p := f.addr(new(T))
-	if p == nil {
-		return false
-	}
-	t := reflect.TypeOf(p).Elem()
+	t := reflect.TypeOf(f.addr(new(T))).Elem()
 	return t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8
 }
 

@@ -9,11 +9,11 @@ import (
 
 // shapeOf is the StoredShape of a block given as its entries of their own
 // (key: Whole or Split) and the members of its root entry (nil: none).
-func shapeOf(strategy string, entries map[string]Stored, members ...string) StoredShape {
+func shapeOf(root bool, entries map[string]Stored, members ...string) StoredShape {
 	return StoredShape{
-		Strategy: strategy,
-		Entry:    func(k string) Stored { return entries[k] },
-		Member:   func(k string) bool { return slices.Contains(members, k) },
+		Root:   root,
+		Entry:  func(k string) Stored { return entries[k] },
+		Member: func(k string) bool { return slices.Contains(members, k) },
 	}
 }
 
@@ -29,10 +29,10 @@ func TestLayoutDiffs(t *testing.T) {
 		return m
 	}
 	// The blocks each of the four layouts writes.
-	etfBlock := shapeOf("etf", with("scores", EntryWhole))
-	eaoBlock := shapeOf("eao", nil, "name", "email", "city", "scores")
-	partBlock := shapeOf("etf", with("scores", EntrySplit))
-	eaopartBlock := shapeOf("eao", map[string]Stored{"scores": EntrySplit}, "name", "email", "city")
+	etfBlock := shapeOf(false, with("scores", EntryWhole))
+	eaoBlock := shapeOf(true, nil, "name", "email", "city", "scores")
+	partBlock := shapeOf(false, with("scores", EntrySplit))
+	eaopartBlock := shapeOf(true, map[string]Stored{"scores": EntrySplit}, "name", "email", "city")
 	for _, c := range []struct {
 		name  string
 		d     *Desc[evoPlayer, string]
@@ -53,11 +53,13 @@ func TestLayoutDiffs(t *testing.T) {
 		{"etf as eaopart", eaopart, etfBlock, "etf, scores whole"},
 		{"eaopart as etf", etf, eaopartBlock, "eao, scores partitioned"},
 		// A field beside the root entry of an EAO block.
-		{"loose field", eao, shapeOf("eao", map[string]Stored{"city": EntryWhole}), "city outside the root entry"},
-		// Nothing tells the strategy: no difference.
-		{"no strategy", eao, shapeOf("", nil), ""},
+		{"loose field", eao, shapeOf(true, map[string]Stored{"city": EntryWhole}), "city outside the root entry"},
+		// No root entry and no entry of a field: nothing tells ETF.
+		{"no entries", eao, shapeOf(false, nil), ""},
+		// An ETF block whose fields are all partitions.
+		{"partitions only", eaopart, shapeOf(false, map[string]Stored{"scores": EntrySplit}), "etf"},
 		// A field added since is missing: no difference.
-		{"added field", etf, shapeOf("etf", map[string]Stored{"name": EntryWhole}), ""},
+		{"added field", etf, shapeOf(false, map[string]Stored{"name": EntryWhole}), ""},
 	} {
 		if got := DescribeDiffs(c.d.LayoutDiffs(c.block)); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
@@ -67,7 +69,7 @@ func TestLayoutDiffs(t *testing.T) {
 		t.Errorf("a block in the descriptor's layout: %v, want nil", ds)
 	}
 	// A partition in the root entry counts only under a root entry.
-	if got := DescribeDiffs(part.LayoutDiffs(shapeOf("etf", fields, "scores"))); got != "" {
+	if got := DescribeDiffs(part.LayoutDiffs(shapeOf(false, fields, "scores"))); got != "" {
 		t.Errorf("members without a root entry: %q, want none", got)
 	}
 }
@@ -83,7 +85,7 @@ func TestLayoutDiffWords(t *testing.T) {
 		{LayoutDiff{Change: PartitionInRoot, Entry: "scores"}, "scores whole in the root entry", "whole in the root entry", "partitioned"},
 		{LayoutDiff{Change: FieldSplit, Entry: "scores"}, "scores partitioned", "partitioned", "whole"},
 		{LayoutDiff{Change: OutsideRoot, Entry: "city"}, "city outside the root entry", "outside the root entry", "inside it"},
-		{Miscount("scores", 3, 5), "scores counted 3 of 5 elements", "counted 3 of 5 elements", "counted 5"},
+		{LayoutDiff{Change: Miscounted, Entry: "scores", Count: 3, Elems: 5}, "scores counted 3 of 5 elements", "counted 3 of 5 elements", "counted 5"},
 	} {
 		if got := c.d.String(); got != c.str {
 			t.Errorf("%+v: String %q, want %q", c.d, got, c.str)

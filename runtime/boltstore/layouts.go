@@ -67,17 +67,13 @@ func hasMember(root []byte, key string) bool {
 }
 
 // shape is what block blk, whose marker holds marker, shows of its layout
-// (runtime.Desc.LayoutDiffs): its marker tells the strategy, the entry of
+// (runtime.Desc.LayoutDiffs): its marker holds the root entry, the entry of
 // a partition or slice field holds its element count when the field is
 // stored partitioned. It looks only at the fields given (every field when
 // fields is nil), reading one entry per field it is asked about.
 func (s *Store[T, K]) shape(blk *block, marker []byte, fields []string) runtime.StoredShape {
-	strategy := "etf"
-	if len(marker) > 0 {
-		strategy = "eao"
-	}
 	return runtime.StoredShape{
-		Strategy: strategy,
+		Root: len(marker) > 0,
 		Entry: func(k string) runtime.Stored {
 			if fields != nil && !slices.Contains(fields, k) {
 				return runtime.NoEntry

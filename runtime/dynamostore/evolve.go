@@ -131,18 +131,12 @@ func hasLen(item map[string]types.AttributeValue, k string) bool {
 }
 
 // shape is what item shows of the block's layout
-// (runtime.Desc.LayoutDiffs): a root entry (_root) tells EAO, and
-// attributes of the descriptor's fields without it ETF; a field counted in
-// _len is partitioned.
+// (runtime.Desc.LayoutDiffs): the root entry is attribute _root, a field
+// counted in _len is partitioned.
 func (s *Store[T, K]) shape(item map[string]types.AttributeValue) runtime.StoredShape {
-	strategy := ""
-	if _, ok := item[RootAttr]; ok {
-		strategy = "eao"
-	} else if slices.ContainsFunc(s.d.Fields, func(f *runtime.Field[T]) bool { _, ok := item[f.Key]; return ok }) {
-		strategy = "etf"
-	}
+	_, root := item[RootAttr]
 	return runtime.StoredShape{
-		Strategy: strategy,
+		Root: root,
 		Entry: func(k string) runtime.Stored {
 			if hasLen(item, k) {
 				return runtime.EntrySplit

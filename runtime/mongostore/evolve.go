@@ -165,12 +165,12 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 	var last []byte
 	for _, raw := range docs {
 		id := s.idOf(raw)
-		last = s.d.Keys.Bytes(id)
 		m, err := s.migrate(ctx, op, id, raw, dryRun)
 		if err != nil {
-			return res, last, more, err
+			// (last is the block before: a resumed run starts with this one)
+			return res, last, true, err
 		}
-		res = append(res, m)
+		res, last = append(res, m), s.d.Keys.Bytes(id)
 	}
 	return res, last, more, nil
 }
@@ -227,10 +227,11 @@ type countPlan struct {
 }
 
 // planCounts compares the counts (_len) of document raw of block id with
-// the descriptor's partitions. A document is the same under ETF and EAO:
-// its shape (runtime.Desc.LayoutDiffs) tells no strategy, only the fields
-// counted in _len (partitioned) and the partitions held as arrays without
-// a count (whole).
+// the descriptor's partitions. A document holds its fields the same under
+// ETF and EAO (as if it had the repository's root entry, and no entry of
+// its own for a field but the partitions' arrays); its shape
+// (runtime.Desc.LayoutDiffs) tells the fields counted in _len
+// (partitioned) and the partitions held as arrays without a count (whole).
 func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, error) {
 	var plan countPlan
 	lens, hasLens := raw.Lookup(LenKey).DocumentOK()
@@ -266,7 +267,7 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 		got, ok := counted(f.Key)
 		switch {
 		case ok && got != int64(n):
-			miscounts = append(miscounts, runtime.Miscount(f.Key, int(got), n))
+			miscounts = append(miscounts, runtime.LayoutDiff{Change: runtime.Miscounted, Entry: f.Key, Count: int(got), Elems: n})
 		case !ok && v.Type != bson.TypeArray:
 			continue // no elements, no count: an Append counts them
 		}
@@ -277,11 +278,11 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 	} else {
 		plan.filter = append(plan.filter, bson.E{Key: LenKey, Value: bson.D{{Key: "$exists", Value: false}}})
 	}
-	ds := append(s.d.LayoutDiffs(runtime.StoredShape{Entry: func(k string) runtime.Stored {
+	ds := append(s.d.LayoutDiffs(runtime.StoredShape{Root: s.d.EAO, Entry: func(k string) runtime.Stored {
 		if _, ok := counted(k); ok {
 			return runtime.EntrySplit
 		}
-		if t := raw.Lookup(k).Type; t != 0 && t != bson.TypeNull {
+		if f := s.d.Field(k); f.Kind == runtime.KindPartition && raw.Lookup(k).Type == bson.TypeArray {
 			return runtime.EntryWhole
 		}
 		return runtime.NoEntry

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -147,20 +146,13 @@ func (s *Store[T, K]) guard(p *prog, b string) {
 func isCount(v string) bool { return v != "" && v[0] >= '0' && v[0] <= '9' }
 
 // shape is what hash h shows of the block's layout
-// (runtime.Desc.LayoutDiffs): the root entry "" tells EAO, and fields of
-// the descriptor's fields without it ETF; a field holding a decimal is an
-// element count (the field is partitioned), a whole value starts with a
-// BSON type byte.
+// (runtime.Desc.LayoutDiffs): the root entry is field ""; a field holding
+// a decimal is an element count (the field is partitioned), a whole value
+// starts with a BSON type byte.
 func (s *Store[T, K]) shape(h map[string]string) runtime.StoredShape {
 	rv, root := h[""]
-	strategy := ""
-	if root {
-		strategy = "eao"
-	} else if slices.ContainsFunc(s.d.Fields, func(f *runtime.Field[T]) bool { _, ok := h[f.Key]; return ok }) {
-		strategy = "etf"
-	}
 	return runtime.StoredShape{
-		Strategy: strategy,
+		Root: root,
 		Entry: func(k string) runtime.Stored {
 			v, ok := h[k]
 			switch {
