@@ -228,10 +228,10 @@ type countPlan struct {
 
 // planCounts compares the counts (_len) of document raw of block id with
 // the descriptor's partitions. A document holds its fields the same under
-// ETF and EAO (as if it had the repository's root entry, and no entry of
-// its own for a field but the partitions' arrays); its shape
-// (runtime.Desc.LayoutDiffs) tells the fields counted in _len
-// (partitioned) and the partitions held as arrays without a count (whole).
+// ETF and EAO: its shape (runtime.Desc.LayoutDiffs) is the repository's
+// strategy, the fields counted in _len (partitioned) and the partitions
+// held as arrays without a count (whole: in an entry of their own under
+// ETF, in the root entry under EAO, as the other stores say).
 func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, error) {
 	var plan countPlan
 	lens, hasLens := raw.Lookup(LenKey).DocumentOK()
@@ -278,11 +278,15 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 	} else {
 		plan.filter = append(plan.filter, bson.E{Key: LenKey, Value: bson.D{{Key: "$exists", Value: false}}})
 	}
-	ds := append(s.d.LayoutDiffs(runtime.StoredShape{Root: s.d.EAO, Entry: func(k string) runtime.Stored {
+	whole := func(k string) bool { // a partition's array without a count
+		_, ok := counted(k)
+		return !ok && s.d.Field(k).Kind == runtime.KindPartition && raw.Lookup(k).Type == bson.TypeArray
+	}
+	ds := append(s.d.LayoutDiffs(runtime.StoredShape{Root: s.d.EAO, Member: whole, Entry: func(k string) runtime.Stored {
 		if _, ok := counted(k); ok {
 			return runtime.EntrySplit
 		}
-		if f := s.d.Field(k); f.Kind == runtime.KindPartition && raw.Lookup(k).Type == bson.TypeArray {
+		if !s.d.EAO && whole(k) {
 			return runtime.EntryWhole
 		}
 		return runtime.NoEntry
