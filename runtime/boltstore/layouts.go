@@ -115,8 +115,8 @@ func (s *Store[T, K]) convert(blk *block, ds []runtime.LayoutDiff) error {
 // current converts block blk when it is stored in another layout in the
 // way the fields given are (the strategy, and the fields' own entries): an
 // entry-level write then writes into a block of the descriptor's layout.
-// On a block of the descriptor's layout it costs one read per partition or
-// slice field given.
+// On a block of the descriptor's layout it costs one read per field given
+// (every field when fields is nil).
 func (s *Store[T, K]) current(blk *block, marker []byte, fields []string) error {
 	if ds := s.d.LayoutDiffs(s.shape(blk, marker, fields)); len(ds) > 0 {
 		return s.convert(blk, ds)
