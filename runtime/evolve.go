@@ -282,7 +282,7 @@ func (r Repo[T, K]) migrate(ctx context.Context, o MigrateOptions) (MigrateRepor
 	if o.DryRun || len(rep.Failed) > 0 || o.Resume != nil {
 		return rep, nil
 	}
-	err := r.updateSchema(ctx, "Migrate", func(rec *SchemaRecord) bool {
+	err := UpdateSchema(ctx, r.S, "Migrate", r.D.Aggregate, func(rec *SchemaRecord) bool {
 		if len(rec.History) == 0 {
 			return false
 		}
@@ -401,28 +401,35 @@ func (r Repo[T, K]) gate(ctx context.Context, op string, l *Lookup[T]) error {
 	return nil
 }
 
-// updateSchema applies fn to the stored schema record (it must exist) and
-// stores the result, retrying when another process changed it meanwhile;
-// fn returns false to leave the record as it is.
-func (r Repo[T, K]) updateSchema(ctx context.Context, op string, fn func(*SchemaRecord) bool) error {
+// SchemaKeeper is the part of a Store that keeps the schema record.
+type SchemaKeeper interface {
+	LoadSchema(ctx context.Context) ([]byte, error)
+	SaveSchema(ctx context.Context, old, rec []byte) error
+}
+
+// UpdateSchema applies fn to the schema record s keeps (none: nothing is
+// done) and stores the result, retrying when another process changed it
+// meanwhile; fn returns false to leave the record as it is. op and agg
+// name the operation and aggregate in errors.
+func UpdateSchema(ctx context.Context, s SchemaKeeper, op, agg string, fn func(*SchemaRecord) bool) error {
 	for range 20 {
-		raw, err := r.S.LoadSchema(ctx)
+		raw, err := s.LoadSchema(ctx)
 		if err != nil {
 			return err
 		}
 		rec, err := DecodeSchema(raw)
 		if err != nil {
-			return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
+			return Fail(op, agg, nil, ErrUnreadable, err)
 		}
 		if rec == nil || !fn(rec) {
 			return nil
 		}
-		err = r.S.SaveSchema(ctx, raw, encodeSchema(rec))
+		err = s.SaveSchema(ctx, raw, encodeSchema(rec))
 		if !errors.Is(err, ErrConflict) {
 			return err
 		}
 	}
-	return FailAt(op, r.D.Aggregate, nil, "(the schema record kept changing)", ErrConflict, nil)
+	return FailAt(op, agg, nil, "(the schema record kept changing)", ErrConflict, nil)
 }
 
 // dropChanged is the first step of EnsureIndexes, before Store.Ensure
@@ -579,7 +586,7 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 		if report != nil {
 			report(progress)
 		}
-		return r.updateSchema(ctx, op, func(rec *SchemaRecord) bool {
+		return UpdateSchema(ctx, r.S, op, r.D.Aggregate, func(rec *SchemaRecord) bool {
 			changed := false
 			for i, lk := range rec.Layout.Lookups {
 				if lk.Building && slices.Contains(names, lk.Name) {
@@ -604,7 +611,7 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	if len(dups) > 0 {
 		// Start the next build from the first block: the holders must
 		// be looked at again once the duplicates are resolved.
-		_ = r.updateSchema(ctx, op, func(rec *SchemaRecord) bool {
+		_ = UpdateSchema(ctx, r.S, op, r.D.Aggregate, func(rec *SchemaRecord) bool {
 			for i, lk := range rec.Layout.Lookups {
 				if slices.Contains(names, lk.Name) {
 					rec.Layout.Lookups[i].Resume = nil
@@ -614,7 +621,7 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 		})
 		return FailAt(op, r.D.Aggregate, nil, "(the blocks already hold these values of a unique lookup: "+strings.Join(dups, "; ")+"; change or delete all but one, then run EnsureIndexes again)", ErrDuplicate, nil)
 	}
-	err = r.updateSchema(ctx, op, func(rec *SchemaRecord) bool {
+	err = UpdateSchema(ctx, r.S, op, r.D.Aggregate, func(rec *SchemaRecord) bool {
 		changed := false
 		for i, lk := range rec.Layout.Lookups {
 			if lk.Building && slices.Contains(names, lk.Name) {

@@ -369,7 +369,7 @@ func TestEvolutionMongoMigrate(t *testing.T) {
 		{"etf", "part", "scores whole"},
 		{"part", "etf", "scores partitioned"},
 		{"eaopart", "eao", "scores partitioned"},
-		{"eao", "eaopart", "scores whole"},
+		{"eao", "eaopart", "scores whole in the root entry"},
 		{"etf", "eao", ""},
 		{"eao", "etf", ""},
 		{"etf", "versioned", ""},

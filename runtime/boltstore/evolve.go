@@ -97,11 +97,11 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 	migrate := func(blk *block, id K) (runtime.BlockMigration, error) {
 		m := runtime.BlockMigration{ID: id}
 		marker, _ := blk.marker()
-		ms := s.mismatches(blk, marker, nil)
-		if len(ms) == 0 {
+		ds := s.d.LayoutDiffs(s.shape(blk, marker, nil))
+		if len(ds) == 0 {
 			return m, nil
 		}
-		m.From = describe(ms)
+		m.From = runtime.DescribeDiffs(ds)
 		if _, err := s.read(blk, id); err != nil {
 			m.Err = err
 			return m, nil
@@ -110,7 +110,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 		if dryRun {
 			return m, nil
 		}
-		if err := s.convert(blk, ms); err != nil {
+		if err := s.convert(blk, ds); err != nil {
 			// Nothing of it is kept: the transaction rolls back.
 			return m, err
 		}

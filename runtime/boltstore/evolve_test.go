@@ -110,6 +110,8 @@ type version interface {
 	ListScores(id string) ([]score, bool, error)
 	Entries(id string) (got, want []string)
 	Migrate(dry bool) (runtime.MigrateReport, error)
+	// Blocks is the store's MigrateBlocks of the first ten blocks.
+	Blocks(dry bool) ([]runtime.BlockMigration, error)
 	Repo() any
 }
 
@@ -160,6 +162,11 @@ func (m *model[T]) Entries(id string) (got, want []string) {
 }
 func (m *model[T]) Migrate(dry bool) (runtime.MigrateReport, error) {
 	return m.r.Migrate(bg, runtime.MigrateOptions{DryRun: dry, Batch: 2})
+}
+
+func (m *model[T]) Blocks(dry bool) ([]runtime.BlockMigration, error) {
+	res, _, _, err := m.r.S.MigrateBlocks(bg, nil, 10, dry)
+	return res, err
 }
 
 func page[E any](p runtime.Page[E], err error) ([]E, error) { return p.Items, err }
@@ -657,6 +664,32 @@ func TestMigrateHistory(t *testing.T) {
 }
 
 // TestMigrateUnreadable: a block no layout reads is reported, not fatal.
+// TestMigrateFrom: what MigrateBlocks says a block was found in, in the
+// words of every store (runtime.LayoutDiff).
+func TestMigrateFrom(t *testing.T) {
+	for _, c := range []struct{ v1, v2, from string }{
+		{"etf", "eao", "etf"}, {"eao", "etf", "eao"}, {"etf", "part", "scores whole"}, {"part", "etf", "scores partitioned"},
+		{"eao", "eaopart", "scores whole in the root entry"}, {"eaopart", "eao", "scores partitioned"}, {"part", "eaopart", "etf"},
+		{"etf", "eaopart", "etf, scores whole"}, {"eaopart", "etf", "eao, scores partitioned"}, {"part", "part", ""},
+	} {
+		db := storeharness.OpenBolt(t)
+		v1 := versions[c.v1](t, db)
+		must(t, v1.Ensure(bg))
+		must(t, v1.Create(players()[0]))
+		// A dry run, the migration, and a run over the migrated block.
+		for i, dry := range []bool{true, false, false} {
+			res, err := versions[c.v2](t, db).Blocks(dry)
+			must(t, err)
+			if len(res) != 1 || res[0].From != c.from || res[0].Migrated != (c.from != "") || res[0].Err != nil {
+				t.Errorf("%s -> %s, run %d: %+v, want from %q", c.v1, c.v2, i, res, c.from)
+			}
+			if !dry {
+				c.from = ""
+			}
+		}
+	}
+}
+
 func TestMigrateUnreadable(t *testing.T) {
 	db := storeharness.OpenBolt(t)
 	v1 := versions["etf"](t, db)

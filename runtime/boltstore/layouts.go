@@ -2,8 +2,7 @@ package boltstore
 
 import (
 	"fmt"
-	"reflect"
-	"strings"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -22,28 +21,6 @@ import (
 
 // isCount reports whether a stored value is an element count.
 func isCount(v []byte) bool { return len(v) == 9 && bson.Type(v[0]) == bson.TypeInt64 }
-
-// wholeSlices returns the keys of d's non-partitioned fields whose values
-// are slices (but not []byte, which is one BSON binary value): the fields
-// another layout may have partitioned.
-func wholeSlices[T any, K comparable](d *runtime.Desc[T, K]) map[string]bool {
-	out := map[string]bool{}
-	t := new(T)
-	for _, f := range d.Fields {
-		if f.Kind != runtime.KindField {
-			continue
-		}
-		p := f.Addr(t)
-		if p == nil {
-			continue
-		}
-		typ := reflect.TypeOf(p).Elem()
-		if typ.Kind() == reflect.Slice && typ.Elem().Kind() != reflect.Uint8 {
-			out[f.Key] = true
-		}
-	}
-	return out
-}
 
 // rootMembers calls fn with each member of root, a stored root entry (a
 // BSON document value), as a stored value (type byte, then the value).
@@ -89,76 +66,41 @@ func hasMember(root []byte, key string) bool {
 	return found
 }
 
-// mismatch is one way a stored block differs from the descriptor's
-// layout: entry is stored as stored, the layout wants it as want.
-type mismatch struct{ entry, stored, want string }
-
-// mismatches lists how block blk, whose marker holds marker, is stored in
-// another layout than the descriptor's: its strategy, and how it stores
-// the fields given (every field when fields is nil). It reads one entry per
-// partition or slice field it checks, and nothing for the others.
-func (s *Store[T, K]) mismatches(blk *block, marker []byte, fields []string) []mismatch {
-	var out []mismatch
-	eao := len(marker) > 0
-	switch {
-	case eao && !s.d.EAO:
-		out = append(out, mismatch{"ε", "eao", "etf"})
-	case !eao && s.d.EAO:
-		out = append(out, mismatch{"ε", "etf", "eao"})
-	}
-	check := func(f *runtime.Field[T]) {
-		switch {
-		case f.Kind == runtime.KindPartition:
-			v := blk.bucket.Get(blk.key(f.Key, -1))
-			if v != nil && !isCount(v) || v == nil && eao && hasMember(marker, f.Key) {
-				out = append(out, mismatch{f.Key, "whole", "partitioned"})
+// shape is what block blk, whose marker holds marker, shows of its layout
+// (runtime.Desc.LayoutDiffs): its marker holds the root entry, the entry of
+// a partition or slice field holds its element count when the field is
+// stored partitioned. It looks only at the fields given (every field when
+// fields is nil), reading one entry per field it is asked about.
+func (s *Store[T, K]) shape(blk *block, marker []byte, fields []string) runtime.StoredShape {
+	return runtime.StoredShape{
+		Root: len(marker) > 0,
+		Entry: func(k string) runtime.Stored {
+			if fields != nil && !slices.Contains(fields, k) {
+				return runtime.NoEntry
 			}
-		case s.wholeSlices[f.Key]:
-			if v := blk.bucket.Get(blk.key(f.Key, -1)); v != nil && isCount(v) {
-				out = append(out, mismatch{f.Key, "partitioned", "whole"})
+			switch v := blk.bucket.Get(blk.key(k, -1)); {
+			case v == nil:
+				return runtime.NoEntry
+			case isCount(v) && (s.wholeSlices[k] || s.d.Field(k).Kind == runtime.KindPartition):
+				// (an int64 value of another field is no count)
+				return runtime.EntrySplit
 			}
-		}
+			return runtime.EntryWhole
+		},
+		Member: func(k string) bool { return hasMember(marker, k) },
 	}
-	if fields == nil {
-		for _, f := range s.d.Fields {
-			check(f)
-		}
-		return out
-	}
-	for _, k := range fields {
-		if f := s.d.Field(k); f != nil {
-			check(f)
-		}
-	}
-	return out
 }
 
-// describe names the layout a block was found in, for
-// runtime.BlockMigration.From: "etf", "eao", "scores whole", joined by
-// ", ".
-func describe(ms []mismatch) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		if m.entry == "ε" {
-			parts[i] = m.stored
-		} else {
-			parts[i] = m.entry + " " + m.stored
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// convert rewrites block blk, stored in another layout (ms), in the
+// convert rewrites block blk, stored in another layout (ds), in the
 // descriptor's, inside the write's transaction: the values read in the
 // layout that wrote them, the version entry as stored (none if none). A
 // block it cannot read fails with runtime.ErrLayout, and the transaction
 // writes nothing.
-func (s *Store[T, K]) convert(blk *block, ms []mismatch) error {
+func (s *Store[T, K]) convert(blk *block, ds []runtime.LayoutDiff) error {
 	id := blk.id.(K)
 	t, err := s.read(blk, id)
 	if err != nil {
-		m := ms[0]
-		return runtime.FailAt(blk.op, s.d.Aggregate, id, fmt.Sprintf("entry %s is stored %s, this repository's layout has it %s, and the block cannot be rewritten in it (Migrate reports such blocks)", m.entry, m.stored, m.want), runtime.ErrLayout, err)
+		return ds[0].Err(blk.op, s.d.Aggregate, id, err)
 	}
 	version := int64(-1)
 	if s.d.Version != nil && blk.bucket.Get(blk.key(s.d.Version.Key, -1)) != nil {
@@ -173,11 +115,11 @@ func (s *Store[T, K]) convert(blk *block, ms []mismatch) error {
 // current converts block blk when it is stored in another layout in the
 // way the fields given are (the strategy, and the fields' own entries): an
 // entry-level write then writes into a block of the descriptor's layout.
-// On a block of the descriptor's layout it costs one read per partition or
-// slice field given.
+// On a block of the descriptor's layout it costs one read per field given
+// (every field when fields is nil).
 func (s *Store[T, K]) current(blk *block, marker []byte, fields []string) error {
-	if ms := s.mismatches(blk, marker, fields); len(ms) > 0 {
-		return s.convert(blk, ms)
+	if ds := s.d.LayoutDiffs(s.shape(blk, marker, fields)); len(ds) > 0 {
+		return s.convert(blk, ds)
 	}
 	return nil
 }

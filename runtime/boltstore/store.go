@@ -49,7 +49,7 @@ func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K]
 	if d.Counter != nil {
 		s.c.Counter = &counter[K]{Split: d.Counter.Split, With: d.Counter.With}
 	}
-	s.wholeSlices, s.parts = wholeSlices(d), d.Partitions()
+	s.wholeSlices, s.parts = d.Slices(), d.Partitions()
 	s.e = index.Engine[*T]{Agg: d.Aggregate, P: primitives[T, K]{s}, ID: func(b []byte) any {
 		if id, err := s.id(b); err == nil {
 			return id
@@ -371,18 +371,13 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		if !ok {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		// The element count, which also says whether the block holds the
-		// partition as this layout does: a block of another layout is
-		// first rewritten in this one.
-		countKey := blk.key(f.Key, -1)
-		n, stale := s.elemCount(blk, marker, f, countKey)
-		if stale {
-			if err := s.convert(blk, s.mismatches(blk, marker, nil)); err != nil {
-				return err
-			}
-			marker, _ = blk.marker()
-			n, _ = s.elemCount(blk, marker, f, countKey)
+		// A block of another layout (its strategy, or the partition
+		// stored whole) is first rewritten in this one.
+		if err := s.current(blk, marker, []string{f.Key}); err != nil {
+			return err
 		}
+		countKey := blk.key(f.Key, -1)
+		n := s.elemCount(blk, countKey)
 		if ls := s.d.LookupsOf(f.Key); len(ls) > 0 {
 			if err := s.reindex(blk, ls, func(nw *T, _ []string) error { return f.AppendValue(nw, elem) }); err != nil {
 				return err
@@ -400,18 +395,12 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	return i, nil
 }
 
-// elemCount reads the element count of partition f of block blk (whose
-// marker holds marker) at countKey; stale reports a block stored in
-// another layout: of the other strategy, or holding the partition whole
-// (in its entry, or under EAO in the root entry).
-func (s *Store[T, K]) elemCount(blk *block, marker []byte, f *runtime.Field[T], countKey []byte) (n int, stale bool) {
-	eao := len(marker) > 0
+// elemCount reads the element count of a partition of block blk at
+// countKey (0 when there is none).
+func (s *Store[T, K]) elemCount(blk *block, countKey []byte) int {
 	v := blk.bucket.Get(countKey)
-	switch {
-	case eao != s.d.EAO, v != nil && !isCount(v), v == nil && eao && hasMember(marker, f.Key):
-		return 0, true
-	case v == nil:
-		return 0, false
+	if v == nil {
+		return 0
 	}
 	c, err := decodeInt(v)
 	if err == nil && (c < 0 || c > int64(^uint(0)>>1)) {
@@ -420,7 +409,7 @@ func (s *Store[T, K]) elemCount(blk *block, marker []byte, f *runtime.Field[T], 
 	if err != nil && blk.err == nil {
 		blk.err = fmt.Errorf("%s: %w", entryName(blk.prefix, countKey), err)
 	}
-	return int(c), false
+	return int(c)
 }
 
 // ReadElems reads elements of partition f of block id from index start

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -112,25 +111,6 @@ func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) er
 	}
 }
 
-// listFields are the entry keys of d's non-partitioned fields whose values
-// are slices: fields that an older layout may have partitioned.
-func listFields[T any, K comparable](d *runtime.Desc[T, K]) map[string]bool {
-	var m map[string]bool
-	t := new(T)
-	for _, f := range d.Fields {
-		if f.Kind != runtime.KindField {
-			continue
-		}
-		if p := f.Addr(t); p != nil && reflect.TypeOf(p).Elem().Kind() == reflect.Slice && reflect.TypeOf(p).Elem().Elem().Kind() != reflect.Uint8 {
-			if m == nil {
-				m = map[string]bool{}
-			}
-			m[f.Key] = true
-		}
-	}
-	return m
-}
-
 // rootMember is member k of the item's root entry (nil: none).
 func rootMember(item map[string]types.AttributeValue, k string) types.AttributeValue {
 	if r, ok := item[RootAttr].(*types.AttributeValueMemberM); ok {
@@ -150,52 +130,32 @@ func hasLen(item map[string]types.AttributeValue, k string) bool {
 	return ok
 }
 
-// strategyOf is the strategy an item is stored in: "eao" when it has a
-// root entry.
-func strategyOf(item map[string]types.AttributeValue) string {
-	if _, ok := item[RootAttr]; ok {
-		return "eao"
+// shape is what item shows of the block's layout
+// (runtime.Desc.LayoutDiffs): the root entry is attribute _root, a field
+// counted in _len is partitioned.
+func (s *Store[T, K]) shape(item map[string]types.AttributeValue) runtime.StoredShape {
+	_, root := item[RootAttr]
+	return runtime.StoredShape{
+		Root: root,
+		Entry: func(k string) runtime.Stored {
+			if hasLen(item, k) {
+				return runtime.EntrySplit
+			}
+			if _, ok := item[k]; ok {
+				return runtime.EntryWhole
+			}
+			return runtime.NoEntry
+		},
+		Member: func(k string) bool { return rootMember(item, k) != nil },
 	}
-	return "etf"
-}
-
-// differences lists how item's layout differs from the descriptor's, one
-// phrase each ("eao", "scores whole", "scores partitioned"); none for a
-// block in the current layout.
-func (s *Store[T, K]) differences(item map[string]types.AttributeValue) []string {
-	var out []string
-	want := "etf"
-	if s.d.EAO {
-		want = "eao"
-	}
-	if have := strategyOf(item); have != want {
-		// An EAO block with no field outside its partitions has no
-		// root entry to tell.
-		if have == "eao" || slices.ContainsFunc(s.d.Fields, func(f *runtime.Field[T]) bool { _, ok := item[f.Key]; return ok && f.Kind == runtime.KindField }) {
-			out = append(out, have)
-		}
-	}
-	for _, f := range s.d.Fields {
-		_, top := item[f.Key]
-		switch {
-		case f.Kind == runtime.KindPartition && !hasLen(item, f.Key) && (top || rootMember(item, f.Key) != nil):
-			out = append(out, f.Key+" whole")
-		case f.Kind == runtime.KindField && hasLen(item, f.Key):
-			out = append(out, f.Key+" partitioned")
-		case f.Kind == runtime.KindField && s.d.EAO && top && rootMember(item, f.Key) == nil && strategyOf(item) == "eao":
-			out = append(out, f.Key+" outside the root entry")
-		}
-	}
-	return out
 }
 
 // layoutCheck is one condition an entry-level write puts on the block's
-// layout: cond in the write's ConditionExpression, bad the same test of an
-// item as read (to say why a refused write was refused).
+// layout: cond in the write's ConditionExpression, diff the difference
+// (runtime.Desc.LayoutDiffs) of a block it refuses.
 type layoutCheck struct {
-	cond                 string
-	bad                  func(item map[string]types.AttributeValue) bool
-	entry, stored, wants string
+	cond string
+	diff runtime.LayoutDiff
 }
 
 // layoutChecks are what makes an entry-level write of changes (or, app
@@ -230,16 +190,15 @@ func (s *Store[T, K]) layoutChecks(e *expr, changes []runtime.Change[T], app *ru
 			whole[c.Field.Key] = true
 		}
 	}
-	hasRoot := func(item map[string]types.AttributeValue) bool { _, ok := item[RootAttr]; return ok }
 	switch {
 	case !s.d.EAO:
-		checks = append(checks, layoutCheck{cond: "attribute_not_exists(" + e.name(RootAttr) + ")", bad: hasRoot, entry: "ε", stored: "eao (a root entry)", wants: "etf (no root entry)"})
+		checks = append(checks, layoutCheck{"attribute_not_exists(" + e.name(RootAttr) + ")", runtime.LayoutDiff{Change: runtime.StoredEAO}})
 	case setsRoot:
 		for _, k := range s.d.Root.Fields {
 			remove = append(remove, e.name(k))
 		}
 	default:
-		checks = append(checks, layoutCheck{cond: "attribute_exists(" + e.name(RootAttr) + ")", bad: func(item map[string]types.AttributeValue) bool { return !hasRoot(item) }, entry: "ε", stored: "etf (no root entry)", wants: "eao (a root entry)"})
+		checks = append(checks, layoutCheck{"attribute_exists(" + e.name(RootAttr) + ")", runtime.LayoutDiff{Change: runtime.StoredETF}})
 	}
 	parts := s.d.Partitions()
 	if len(parts) == 0 {
@@ -247,22 +206,18 @@ func (s *Store[T, K]) layoutChecks(e *expr, changes []runtime.Change[T], app *ru
 	} else {
 		for _, f := range s.d.Fields {
 			if f.Kind == runtime.KindField && s.listy[f.Key] {
-				k := f.Key
-				checks = append(checks, layoutCheck{cond: fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(LenAttr), e.name(k)), bad: func(item map[string]types.AttributeValue) bool { return hasLen(item, k) }, entry: k, stored: "partitioned", wants: "whole"})
+				checks = append(checks, layoutCheck{fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(LenAttr), e.name(f.Key)), runtime.LayoutDiff{Change: runtime.FieldSplit, Entry: f.Key}})
 			}
 		}
 	}
 	for _, f := range parts {
 		k := f.Key
 		if s.d.EAO {
-			checks = append(checks, layoutCheck{cond: fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(RootAttr), e.name(k)), bad: func(item map[string]types.AttributeValue) bool { return rootMember(item, k) != nil }, entry: k, stored: "whole (inside the root entry)", wants: "partitioned"})
+			checks = append(checks, layoutCheck{fmt.Sprintf("attribute_not_exists(%s.%s)", e.name(RootAttr), e.name(k)), runtime.LayoutDiff{Change: runtime.PartitionInRoot, Entry: k}})
 		}
 		if !whole[k] {
 			fn := e.name(k)
-			checks = append(checks, layoutCheck{cond: fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s))", e.name(LenAttr), fn, fn), bad: func(item map[string]types.AttributeValue) bool {
-				_, ok := item[k]
-				return ok && !hasLen(item, k)
-			}, entry: k, stored: "whole", wants: "partitioned"})
+			checks = append(checks, layoutCheck{fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s))", e.name(LenAttr), fn, fn), runtime.LayoutDiff{Change: runtime.PartitionWhole, Entry: k}})
 		}
 	}
 	return checks, remove
@@ -280,22 +235,24 @@ func (s *Store[T, K]) layoutGuards(w *update, changes []runtime.Change[T], app *
 
 // writeMismatch returns the ErrLayout of an entry-level write of changes
 // (or of an append to partition app) to block id stored as item: the
-// first layout check it fails (nil: none).
+// first difference of the block's layout that a check of the write (or
+// the append's own condition) refuses (nil: none).
 func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.AttributeValue, changes []runtime.Change[T], app *runtime.Field[T]) error {
 	if item == nil {
 		return nil
 	}
-	checks, _ := s.layoutChecks(newExpr(), changes, app)
-	for _, c := range checks {
-		if c.bad(item) {
-			return runtime.LayoutMismatch(op, s.d.Aggregate, id, c.entry, c.stored, c.wants)
-		}
-	}
-	if app == nil {
+	ds := s.d.LayoutDiffs(s.shape(item))
+	if len(ds) == 0 {
 		return nil
 	}
-	if _, ok := item[app.Key]; ok && !hasLen(item, app.Key) {
-		return runtime.LayoutMismatch(op, s.d.Aggregate, id, app.Key, "whole", "partitioned")
+	checks, _ := s.layoutChecks(newExpr(), changes, app)
+	if app != nil {
+		checks = append(checks, layoutCheck{diff: runtime.LayoutDiff{Change: runtime.PartitionWhole, Entry: app.Key}})
+	}
+	for _, c := range checks {
+		if slices.Contains(ds, c.diff) {
+			return c.diff.Err(op, s.d.Aggregate, id, nil)
+		}
 	}
 	return nil
 }
@@ -358,9 +315,8 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[str
 			}
 			item = got
 		}
-		diff := s.differences(item)
-		m.From, m.Migrated = strings.Join(diff, ", "), false
-		if len(diff) == 0 {
+		m.From, m.Migrated = runtime.DescribeDiffs(s.d.LayoutDiffs(s.shape(item))), false
+		if m.From == "" {
 			return m
 		}
 		t, err := s.decode(item)

@@ -54,7 +54,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 		o = x
 	}
 	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
-	s.listy = listFields(d)
+	s.listy = d.Slices()
 	if d.Counter != nil {
 		var zero K
 		if scope, _ := d.Counter.Split(zero); scope != nil {

@@ -2,7 +2,6 @@ package mongostore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,12 +165,12 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 	var last []byte
 	for _, raw := range docs {
 		id := s.idOf(raw)
-		last = s.d.Keys.Bytes(id)
 		m, err := s.migrate(ctx, op, id, raw, dryRun)
 		if err != nil {
-			return res, last, more, err
+			// (last is the block before: a resumed run starts with this one)
+			return res, last, true, err
 		}
-		res = append(res, m)
+		res, last = append(res, m), s.d.Keys.Bytes(id)
 	}
 	return res, last, more, nil
 }
@@ -228,14 +227,23 @@ type countPlan struct {
 }
 
 // planCounts compares the counts (_len) of document raw of block id with
-// the descriptor's partitions.
+// the descriptor's partitions. A document holds its fields the same under
+// ETF and EAO: its shape (runtime.Desc.LayoutDiffs) is the repository's
+// strategy, the fields counted in _len (partitioned) and the partitions
+// held as arrays without a count (whole: in an entry of their own under
+// ETF, in the root entry under EAO, as the other stores say).
 func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, error) {
 	var plan countPlan
 	lens, hasLens := raw.Lookup(LenKey).DocumentOK()
-	var from []string
+	counted := func(k string) (int64, bool) {
+		if !hasLens {
+			return 0, false
+		}
+		return lens.Lookup(k).AsInt64OK()
+	}
+	var miscounts []runtime.LayoutDiff
 	want := bson.D{}
 	plan.filter = ByID(id)
-	changed := false
 	for _, f := range s.d.Fields {
 		if f.Kind != runtime.KindPartition {
 			continue
@@ -256,42 +264,37 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 		default:
 			return plan, runtime.LayoutMismatch(op, s.d.Aggregate, id, f.Key, "as a "+v.Type.String(), "partitioned (an array)")
 		}
-		var count bson.RawValue
-		if hasLens {
-			count = lens.Lookup(f.Key)
-		}
-		got, ok := count.AsInt64OK()
+		got, ok := counted(f.Key)
 		switch {
-		case !ok && v.Type == bson.TypeArray:
-			from = append(from, f.Key+" whole")
-			changed = true
 		case ok && got != int64(n):
-			from = append(from, fmt.Sprintf("%s counted %d of %d elements", f.Key, got, n))
-			changed = true
-		case !ok:
+			miscounts = append(miscounts, runtime.LayoutDiff{Change: runtime.Miscounted, Entry: f.Key, Count: int(got), Elems: n})
+		case !ok && v.Type != bson.TypeArray:
 			continue // no elements, no count: an Append counts them
 		}
 		want = append(want, bson.E{Key: f.Key, Value: n})
 	}
 	if hasLens {
-		elems, err := lens.Elements()
-		if err != nil {
-			return plan, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("%s: %w", LenKey, err))
-		}
-		for _, e := range elems {
-			if f := s.d.Field(e.Key()); f == nil || f.Kind != runtime.KindPartition {
-				from = append(from, e.Key()+" partitioned")
-				changed = true
-			}
-		}
 		plan.filter = append(plan.filter, bson.E{Key: LenKey, Value: lens})
 	} else {
 		plan.filter = append(plan.filter, bson.E{Key: LenKey, Value: bson.D{{Key: "$exists", Value: false}}})
 	}
-	if !changed {
+	whole := func(k string) bool { // a partition's array without a count
+		_, ok := counted(k)
+		return !ok && s.d.Field(k).Kind == runtime.KindPartition && raw.Lookup(k).Type == bson.TypeArray
+	}
+	ds := append(s.d.LayoutDiffs(runtime.StoredShape{Root: s.d.EAO, Member: whole, Entry: func(k string) runtime.Stored {
+		if _, ok := counted(k); ok {
+			return runtime.EntrySplit
+		}
+		if !s.d.EAO && whole(k) {
+			return runtime.EntryWhole
+		}
+		return runtime.NoEntry
+	}}), miscounts...)
+	if len(ds) == 0 {
 		return plan, nil
 	}
-	plan.from = strings.Join(from, ", ")
+	plan.from = runtime.DescribeDiffs(ds)
 	if len(want) == 0 {
 		plan.update = bson.D{{Key: "$unset", Value: bson.D{{Key: LenKey, Value: ""}}}}
 	} else {
@@ -518,18 +521,9 @@ func (s *Store[T, K]) remap(ctx context.Context, had map[string]bool) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	for range index.MaxAttempts {
-		raw, err := s.LoadSchema(ctx)
-		if err != nil {
-			return err
-		}
-		rec, err := runtime.DecodeSchema(raw)
-		if err != nil {
-			return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, runtime.ErrUnreadable, err)
-		}
-		if rec == nil {
-			return nil // EnsureIndexes builds every lookup over existing blocks
-		}
+	return runtime.UpdateSchema(ctx, s, "EnsureIndexes", s.d.Aggregate, func(rec *runtime.SchemaRecord) bool {
+		// (no record: EnsureIndexes builds every lookup over existing
+		// blocks)
 		changed := false
 		for i, lk := range rec.Layout.Lookups {
 			if slices.Contains(fresh, lk.Name) && !lk.Building {
@@ -537,16 +531,6 @@ func (s *Store[T, K]) remap(ctx context.Context, had map[string]bool) error {
 				changed = true
 			}
 		}
-		if !changed {
-			return nil
-		}
-		enc, err := json.Marshal(rec)
-		if err != nil {
-			return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
-		}
-		if err := s.SaveSchema(ctx, raw, enc); !errors.Is(err, runtime.ErrConflict) {
-			return err
-		}
-	}
-	return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(the schema record kept changing)", runtime.ErrConflict, nil)
+		return changed
+	})
 }

@@ -243,7 +243,7 @@ func (s *Store[T, K]) initAddrs() {
 		if p := f.Addr(new(T)); p != nil {
 			t := reflect.TypeOf(p).Elem()
 			s.addrs[i] = byAddr(t)
-			if f.Kind == runtime.KindField && t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 {
+			if f.Slice() {
 				s.sliceKeys = append(s.sliceKeys, f.Key)
 			}
 		}

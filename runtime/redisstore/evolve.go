@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -125,22 +123,12 @@ func newEvolution[T any, K comparable](d *runtime.Desc[T, K]) evolution {
 		switch {
 		case f.Kind == runtime.KindPartition:
 			e.spec += "p" + f.Key + "\x00"
-		case isSlice(f.Addr(new(T))):
+		case f.Slice():
 			// (an earlier layout may have partitioned it)
 			e.spec += "w" + f.Key + "\x00"
 		}
 	}
 	return e
-}
-
-// isSlice reports whether p points at a slice (but bytes).
-func isSlice(p any) bool {
-	t := reflect.TypeOf(p)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return false
-	}
-	t = t.Elem()
-	return t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8
 }
 
 // guard adds to p the check that block b is laid out as the descriptor
@@ -157,88 +145,36 @@ func (s *Store[T, K]) guard(p *prog, b string) {
 // byte first).
 func isCount(v string) bool { return v != "" && v[0] >= '0' && v[0] <= '9' }
 
+// shape is what hash h shows of the block's layout
+// (runtime.Desc.LayoutDiffs): the root entry is field ""; a field holding
+// a decimal is an element count (the field is partitioned), a whole value
+// starts with a BSON type byte.
+func (s *Store[T, K]) shape(h map[string]string) runtime.StoredShape {
+	rv, root := h[""]
+	return runtime.StoredShape{
+		Root: root,
+		Entry: func(k string) runtime.Stored {
+			v, ok := h[k]
+			switch {
+			case !ok:
+				return runtime.NoEntry
+			case isCount(v):
+				return runtime.EntrySplit
+			}
+			return runtime.EntryWhole
+		},
+		Member: func(k string) bool {
+			doc, err := rootDoc(rv)
+			return err == nil && doc.Lookup(k).Type != 0
+		},
+	}
+}
+
 // current reports whether hash h is a block in the descriptor's layout,
 // as far as decode reads it: a block in another layout goes to
-// decodeAcross. It only looks up the fields decode reads.
+// decodeAcross.
 func (s *Store[T, K]) current(h map[string]string) bool {
-	_, root := h[""]
-	if root != s.d.EAO {
-		// The root entry of an EAO block read under ETF, or an ETF block
-		// (or a block without entries) read under EAO.
-		return !root && !s.etfEntries(h)
-	}
-	for _, f := range s.d.Fields {
-		v, ok := h[f.Key]
-		switch {
-		case f.Kind == runtime.KindPartition:
-			// Every write of the layout writes the count; under EAO an
-			// absent one may be inside the root entry.
-			if ok && !isCount(v) || !ok && root {
-				return false
-			}
-		case s.d.EAO:
-			if ok {
-				return false
-			}
-		case ok && isCount(v):
-			return false
-		}
-	}
-	return true
-}
-
-// etfEntries reports whether h holds a field of a top-level field.
-func (s *Store[T, K]) etfEntries(h map[string]string) bool {
-	for _, f := range s.d.Fields {
-		if _, ok := h[f.Key]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// storedAs describes how block h is laid out where it differs from the
-// descriptor ("etf", "eao", "scores whole", "scores partitioned", joined
-// by ", "), "" when it does not.
-func (s *Store[T, K]) storedAs(h map[string]string) (string, error) {
-	if s.current(h) {
-		return "", nil
-	}
-	var out []string
-	rv, root := h[""]
-	var members bson.Raw
-	if root {
-		var err error
-		if members, err = rootDoc(rv); err != nil {
-			return "", err
-		}
-	}
-	switch {
-	case root && !s.d.EAO:
-		out = append(out, "eao")
-	case !root && s.d.EAO && s.etfEntries(h):
-		out = append(out, "etf")
-	}
-	for _, f := range s.d.Fields {
-		v, ok := h[f.Key]
-		inRoot := false
-		if members != nil {
-			_, err := members.LookupErr(f.Key)
-			inRoot = err == nil
-		}
-		switch {
-		case f.Kind == runtime.KindPartition && (ok && !isCount(v) || !ok && inRoot):
-			out = append(out, f.Key+" whole")
-		case f.Kind != runtime.KindPartition && ok && isCount(v):
-			out = append(out, f.Key+" partitioned")
-		}
-	}
-	if len(out) == 0 {
-		// Fields of the layout are missing (added since), which
-		// reads as their zero values: the block is current.
-		return "", nil
-	}
-	return strings.Join(out, ", "), nil
+	return s.d.LayoutDiffs(s.shape(h)) == nil
 }
 
 // rootDoc returns the document of a root entry.
@@ -477,7 +413,7 @@ func (s *Store[T, K]) appendAcross(ctx context.Context, op string, id K, f *runt
 
 // MigrateBlocks reads up to n blocks of the listing after position after
 // (an encoded block key) and rewrites each that is laid out otherwise than
-// the descriptor says (storedAs) whole in the descriptor's layout: one
+// the descriptor says (runtime.Desc.LayoutDiffs) whole in the descriptor's layout: one
 // script run per block, on condition that it is unchanged since read (its
 // _seq; a block changed meanwhile is read again), with its version and
 // incarnation kept. On a cluster the run goes through the lookup protocol
@@ -532,13 +468,8 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, dryRun bool)
 		if len(h) == 0 {
 			return bm, false, nil
 		}
-		from, err := s.storedAs(h)
-		if err != nil {
-			bm.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
-			return bm, true, nil
-		}
-		bm.From = from
-		if from == "" {
+		bm.From = runtime.DescribeDiffs(s.d.LayoutDiffs(s.shape(h)))
+		if bm.From == "" {
 			return bm, true, nil
 		}
 		t, err := s.decodeAcross(id, h)

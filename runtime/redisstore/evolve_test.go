@@ -486,7 +486,7 @@ func TestEvolutionMigrateFrom(t *testing.T) {
 		from   string
 	}{
 		{vETF, vEAO, "etf"}, {vEAO, vETF, "eao"}, {vETF, vPart, "scores whole"}, {vPart, vETF, "scores partitioned"},
-		{vEAO, vEAOPart, "scores whole"}, {vEAOPart, vEAO, "scores partitioned"}, {vPart, vEAOPart, "etf"},
+		{vEAO, vEAOPart, "scores whole in the root entry"}, {vEAOPart, vEAO, "scores partitioned"}, {vPart, vEAOPart, "etf"},
 		{vETF, vEAOPart, "etf, scores whole"}, {vEAOPart, vETF, "eao, scores partitioned"},
 	} {
 		flush(t, c)
