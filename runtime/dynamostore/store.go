@@ -46,12 +46,15 @@ const ScopeLookup = "noam:scope"
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over client c: table
-// d.Collection (after opts' prefix), its index table and the counters
-// table.
-func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts ...Options) *Store[T, K] {
+// d.Collection (after the prefix of the last Options in opts), its index
+// table and the counters table. It ignores the other options (the
+// runtime's).
+func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var o Options
 	for _, x := range opts {
-		o = x
+		if x, ok := x.(Options); ok {
+			o = x
+		}
 	}
 	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
 	s.listy = listFields(d)

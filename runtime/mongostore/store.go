@@ -47,8 +47,13 @@ type Store[T any, K comparable] struct {
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
-// Option changes how Open maps an aggregate's lookups.
+// Option changes how Open maps an aggregate's lookups. It is a
+// runtime.Option, so that a generated constructor takes it in the one
+// list of options it passes to Open and to runtime.NewRepo.
 type Option func(*config)
+
+// RepoOption makes Option a runtime.Option.
+func (Option) RepoOption() {}
 
 type config struct {
 	tables, uniqueTables, noPartial bool
@@ -74,10 +79,14 @@ func NoPartialIndexes() Option { return func(c *config) { c.noPartial = true } }
 
 // Open returns the adapter of aggregate class d over db's collection
 // d.Collection (and the index tables of the lookups that keep them).
-func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...Option) *Store[T, K] {
+// Of opts it keeps its own (Option) and ignores the others (the
+// runtime's).
+func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o, ok := o.(Option); ok {
+			o(&c)
+		}
 	}
 	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial}
 	s.initAddrs()

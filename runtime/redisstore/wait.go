@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Options configure an adapter. Give them with WithOptions, which wraps
-// the client that Open (and every generated New...RedisRepository
-// constructor) takes.
+// Options configure an adapter. Give them to Open, or to a generated
+// New...RedisRepository constructor, among its options (Options is a
+// runtime.Option), or with WithOptions, which wraps the client they take.
 type Options struct {
 	// WaitReplicas, when above 0, makes every script run a write depends
 	// on wait until that many replicas of the node that ran it have
@@ -53,6 +53,9 @@ type Options struct {
 	// reply is read in time.
 	WaitTimeout time.Duration
 }
+
+// RepoOption makes Options a runtime.Option.
+func (Options) RepoOption() {}
 
 // DefaultWaitTimeout is the WaitTimeout of Options that leave it 0.
 const DefaultWaitTimeout = time.Second
