@@ -20,7 +20,10 @@ import (
 // Store is the DynamoDB adapter of the store contract for aggregate class
 // T with block keys K (see the package documentation for the mapping).
 type Store[T any, K comparable] struct {
-	c        *dynamodb.Client
+	// c is the client Open was given with the counting of round trips
+	// (countTrips), which every request goes through; client is the one
+	// Open was given.
+	c, client *dynamodb.Client
 	d        *runtime.Desc[T, K]
 	table    string
 	index    string // "" without lookups
@@ -56,7 +59,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 			o = x
 		}
 	}
-	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
+	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
 	s.listy = listFields(d)
 	if d.Counter != nil {
 		var zero K
@@ -78,7 +81,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 }
 
 // Client returns the DynamoDB client.
-func (s *Store[T, K]) Client() *dynamodb.Client { return s.c }
+func (s *Store[T, K]) Client() *dynamodb.Client { return s.client }
 
 // Table returns the name of the aggregate table.
 func (s *Store[T, K]) Table() string { return s.table }

@@ -601,7 +601,10 @@ func (p *prims[V]) scanNames(ctx context.Context) ([][]byte, error) {
 	}
 	var err error
 	if cc, ok := p.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			runtime.RoundTrip(ctx) // a node's client, which has no hook
+			return scan(ctx, c)
+		})
 	} else {
 		err = scan(ctx, p.c)
 	}

@@ -136,6 +136,7 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K], o
 			o = x
 		}
 	}
+	countTrips(c)
 	_, cluster := c.(*redis.ClusterClient)
 	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d)}
 	s.px = &prims[*T]{c: s.c, w: s.w, names: s.naming, decode: func(bk []byte, h map[string]string) (*T, error) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
 // Options configure an adapter. Give them to Open, or to a generated
@@ -173,6 +175,9 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 		}
 		var ev *redis.Cmd
 		var wt *redis.IntCmd
+		if cluster {
+			runtime.RoundTrip(ctx) // a node's client, which has no hook
+		}
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if asking {
 				p.Do(ctx, "asking")
@@ -188,6 +193,9 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 		case err == nil:
 		case redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded:
 			loaded = true
+			if cluster {
+				runtime.RoundTrip(ctx)
+			}
 			if err := sc.Load(ctx, node).Err(); err != nil {
 				return nil, err
 			}
