@@ -24,13 +24,13 @@ type Store[T any, K comparable] struct {
 	// (countTrips), which every request goes through; client is the one
 	// Open was given.
 	c, client *dynamodb.Client
-	d        *runtime.Desc[T, K]
-	table    string
-	index    string // "" without lookups
-	counters string // "" without a counter
-	prefix   string // Options.TablePrefix
-	schema   string // the schema record table, SchemaTable after the prefix
-	kind     keyKind
+	d         *runtime.Desc[T, K]
+	table     string
+	index     string // "" without lookups
+	counters  string // "" without a counter
+	prefix    string // Options.TablePrefix
+	schema    string // the schema record table, SchemaTable after the prefix
+	kind      keyKind
 	// listy are the entry keys of the non-partitioned fields whose values
 	// are lists (slices): fields an older layout may have partitioned.
 	listy map[string]bool
