@@ -606,8 +606,11 @@ func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtim
 
 // countTrips returns a client like c whose HTTP requests count as round
 // trips of the operation running in their context (runtime.RoundTrip):
-// one per request sent, the retryer's resends included.
+// one per request sent, the retryer's resends included (nil for nil).
 func countTrips(c *dynamodb.Client) *dynamodb.Client {
+	if c == nil {
+		return nil
+	}
 	return dynamodb.New(c.Options(), func(o *dynamodb.Options) {
 		if o.HTTPClient != nil {
 			o.HTTPClient = tripClient{o.HTTPClient}
