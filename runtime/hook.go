@@ -88,11 +88,19 @@ type Call struct {
 	Keys []any
 	// Entries are the entries the call wrote or read, in the model's
 	// notation ("" for the EAO root, "firstPlayer", "rounds[3]", "rounds"
-	// for an element count): complete after next returns. A call that
-	// reads many blocks lists each block's entries once per block.
+	// for an element count, "version"): a whole-block write lists every
+	// entry of the block, an entry-level write the entries it sets and the
+	// version entry it bumps (an append: the element, the count, the
+	// version), a read every entry of each block it returned (once per
+	// block) and an element listing the elements of its page. Delete,
+	// Repair, EnsureIndexes and Migrate list none. Reads' entries are
+	// complete when next has returned.
 	Entries []string
-	// RoundTrips counts the requests the adapter sent to the store (0 for
-	// bbolt, which is embedded: its transactions count instead).
+	// RoundTrips counts the requests the adapter sent to the store for
+	// the call: commands, pipelines and script runs on Redis, commands on
+	// MongoDB, HTTP requests (retries included) on DynamoDB, and
+	// transactions on bbolt, which is embedded and sends nothing. It is
+	// set when next returns.
 	RoundTrips int
 
 	trips atomic.Int64

@@ -80,6 +80,7 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 	for _, ch := range u.Changes {
 		c.Entries = append(c.Entries, ch.Entry())
 	}
+	r.bumped(c)
 	return r.run(ctx, c, func(ctx context.Context) error { return r.update(ctx, op, id, u) })
 }
 
@@ -94,10 +95,19 @@ func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], el
 		i, err = r.appendElem(ctx, op, id, f, elem)
 		if err == nil {
 			c.Entries = append(c.Entries, f.ElemKey(i), f.Key)
+			r.bumped(c)
 		}
 		return err
 	})
 	return i, err
+}
+
+// bumped adds the version entry, which every entry-level write bumps, to
+// the entries c writes.
+func (r Repo[T, K]) bumped(c *Call) {
+	if r.D.Version != nil {
+		c.Entries = append(c.Entries, r.D.Version.Key)
+	}
 }
 
 // Repair rebuilds the lookups from the aggregates.
@@ -194,15 +204,19 @@ func hookPage[T any, K comparable](r Repo[T, K], ctx context.Context, op string,
 // An unreadable block is yielded as an error of kind ErrUnreadable naming
 // it, and the iteration goes on with the next block (a loop that returns
 // at the first error stops there); any other error ends it. With hooks,
-// the whole iteration is one Call, the caller's loop included.
+// the whole iteration is one Call, the caller's loop included; its error
+// is that of the last pair yielded, and a hook's refusal is yielded as the
+// only pair.
 func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 	if !r.hooked() {
 		return r.all(ctx)
 	}
 	return func(yield func(*T, error) bool) {
 		c := r.call("All")
-		var last error
-		_ = r.run(ctx, c, func(ctx context.Context) error {
+		ran := false
+		err := r.run(ctx, c, func(ctx context.Context) error {
+			ran = true
+			var last error
 			for t, err := range r.all(ctx) {
 				r.read(c, true, t)
 				last = err
@@ -212,6 +226,9 @@ func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 			}
 			return last
 		})
+		if !ran && err != nil {
+			yield(nil, err)
+		}
 	}
 }
 
@@ -219,22 +236,11 @@ func (r Repo[T, K]) All(ctx context.Context) iter.Seq2[*T, error] {
 // index order (op is the method, e.g. "ListRounds").
 func ListElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (p Page[E], err error) {
 	if !r.hooked() {
-		return listElems[E](ctx, r, op, id, f, req)
+		return listElems[E](ctx, r, op, id, f, req, nil)
 	}
 	c := r.call(op, id)
 	err = r.run(ctx, c, func(ctx context.Context) (err error) {
-		p, err = listElems[E](ctx, r, op, id, f, req)
-		start := 0
-		if req.Cursor != "" {
-			if pos, e := DecodeCursor(ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id)), req.Cursor); e == nil {
-				if v, e := positionIn(pos, 1, MaxElemIndex); e == nil {
-					start = int(v)
-				}
-			}
-		}
-		for i := range p.Items {
-			c.Entries = append(c.Entries, f.ElemKey(start+i))
-		}
+		p, err = listElems[E](ctx, r, op, id, f, req, c)
 		return err
 	})
 	return p, err

@@ -512,8 +512,9 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 const MaxElemIndex = 1<<31 - 1
 
 // listElems reads one page of the elements of partition f of block id in
-// index order (op is the method, e.g. "ListRounds").
-func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest) (_ Page[E], err error) {
+// index order (op is the method, e.g. "ListRounds"), adding the entries
+// it reads to c when c is not nil.
+func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest, c *Call) (_ Page[E], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
 	if over, err := r.readKey(op, id); err != nil || over {
 		if over {
@@ -538,6 +539,9 @@ func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 			var e E
 			if err := d.Decode(&e); err != nil {
 				return fmt.Errorf("%s: %w", f.ElemKey(start+len(items)), err)
+			}
+			if c != nil {
+				c.Entries = append(c.Entries, f.ElemKey(start+len(items)))
 			}
 			items = append(items, e)
 			return nil
@@ -599,9 +603,14 @@ func isBadCursor(err error) bool {
 // [MinGenVersion, MaxGenVersion] (after protobuf-go's EnforceVersion): a
 // mismatch is a constant overflow naming EnforceVersion, fixed by
 // regenerating with the noamgen that matches this runtime.
+//
+// Version 4: constructors take ...Option and pass them to the store's
+// Open and to NewRepo. Version 3 code cannot run on this runtime: its
+// MongoDB and DynamoDB constructors pass a []mongostore.Option or
+// []dynamostore.Options to Open, which takes ...Option now.
 const (
-	MinGenVersion = 3
-	MaxGenVersion = 3
+	MinGenVersion = 4
+	MaxGenVersion = 4
 )
 
 // EnforceVersion is used by generated code to check the contract version.

@@ -344,20 +344,28 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 }
 
 // StoreRepoDecl renders a store's repository type and constructor: the
-// type embeds the store-independent implementation and keeps the adapter;
-// open is the expression opening the adapter with the descriptor (named
-// "s" in the constructor).
-func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over string, param jen.Code, adapter jen.Code, open jen.Code) {
+// type embeds the store-independent implementation and keeps the adapter.
+// The constructor takes the store's client (parameter client of type
+// clientType) and options, opens the adapter with open, the store
+// package's Open, called with the client, the descriptor and the options,
+// and passes the options to runtime.NewRepo too: each keeps its own.
+// storeOpts names the store's options in the constructor's documentation
+// ("" when it has none).
+func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over, storeOpts, client string, clientType, adapter, open jen.Code) {
 	name := StoreRepo(a, title)
 	f.Add(Doc("%s", doc)).Type().Id(name).Struct(
 		jen.Id(RepoImpl(a)),
 		jen.Id("store").Add(adapter),
 	)
 	f.Line()
-	f.Add(Doc("New%s returns the %s repository over %s.", name, a.Name, over)).
-		Func().Id("New"+name).Params(param).Op("*").Id(name).Block(
-		jen.Id("s").Op(":=").Add(open),
-		jen.Return(jen.Op("&").Id(name).Values(jen.Id(RepoImpl(a)).Values(RT("NewRepo").Call(jen.Id(DescVar(a)), jen.Id("s"))), jen.Id("s"))),
+	opts := "opts are the repository's options (runtime.WithHook, runtime.WithClock)"
+	if storeOpts != "" {
+		opts += " and the store's (" + storeOpts + ")"
+	}
+	f.Add(Doc("New%s returns the %s repository over %s. %s.", name, a.Name, over, opts)).
+		Func().Id("New"+name).Params(jen.Id(client).Add(clientType), jen.Id("opts").Op("...").Add(RT("Option"))).Op("*").Id(name).Block(
+		jen.Id("s").Op(":=").Add(open).Call(jen.Id(client), jen.Id(DescVar(a)), jen.Id("opts").Op("...")),
+		jen.Return(jen.Op("&").Id(name).Values(jen.Id(RepoImpl(a)).Values(RT("NewRepo").Call(jen.Id(DescVar(a)), jen.Id("s"), jen.Id("opts").Op("..."))), jen.Id("s"))),
 	)
 	f.Line()
 }

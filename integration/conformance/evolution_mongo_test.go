@@ -161,23 +161,23 @@ func versionOf[P, S any](t *testing.T, name string, repo generated[P]) version {
 }
 
 // versions open each version of the model over a database.
-var versions = map[string]func(*testing.T, *mongo.Database, ...mongostore.Option) version{
-	"etf": func(t *testing.T, db *mongo.Database, o ...mongostore.Option) version {
+var versions = map[string]func(*testing.T, *mongo.Database, ...runtime.Option) version{
+	"etf": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
 		return versionOf[etf.Player, etf.Score](t, "etf", etf.NewPlayerMongoRepository(db, o...))
 	},
-	"eao": func(t *testing.T, db *mongo.Database, o ...mongostore.Option) version {
+	"eao": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
 		return versionOf[eao.Player, eao.Score](t, "eao", eao.NewPlayerMongoRepository(db, o...))
 	},
-	"part": func(t *testing.T, db *mongo.Database, o ...mongostore.Option) version {
+	"part": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
 		return versionOf[part.Player, part.Score](t, "part", part.NewPlayerMongoRepository(db, o...))
 	},
-	"eaopart": func(t *testing.T, db *mongo.Database, o ...mongostore.Option) version {
+	"eaopart": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
 		return versionOf[eaopart.Player, eaopart.Score](t, "eaopart", eaopart.NewPlayerMongoRepository(db, o...))
 	},
-	"lookups": func(t *testing.T, db *mongo.Database, o ...mongostore.Option) version {
+	"lookups": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
 		return versionOf[lookups.Player, lookups.Score](t, "lookups", lookups.NewPlayerMongoRepository(db, o...))
 	},
-	"versioned": func(t *testing.T, db *mongo.Database, o ...mongostore.Option) version {
+	"versioned": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
 		return versionOf[versioned.Player, versioned.Score](t, "versioned", versioned.NewPlayerMongoRepository(db, o...))
 	},
 }
@@ -283,7 +283,7 @@ func TestEvolutionMongoLayouts(t *testing.T) {
 // element's), a whole slice written over a partitioned array drops its
 // count.
 func TestEvolutionMongoEntryWrites(t *testing.T) {
-	for _, opts := range [][]mongostore.Option{nil, {mongostore.IndexTables()}} {
+	for _, opts := range [][]runtime.Option{nil, {mongostore.IndexTables()}} {
 		for _, pair := range [][2]string{{"etf", "part"}, {"etf", "eaopart"}, {"eao", "part"}} {
 			t.Run(pair[0]+"_appended_by_"+pair[1], func(t *testing.T) {
 				db := mongotest.Start(t)
@@ -550,11 +550,11 @@ func TestEvolutionMongoSchemaRecord(t *testing.T) {
 // FerretDB, unique indexes without the partial filter).
 var lookupMappings = []struct {
 	name string
-	opts []mongostore.Option
+	opts []runtime.Option
 }{
 	{"default", mongotest.NativeOptions()},
-	{"tables", []mongostore.Option{mongostore.IndexTables()}},
-	{"native", []mongostore.Option{mongostore.NoPartialIndexes()}},
+	{"tables", []runtime.Option{mongostore.IndexTables()}},
+	{"native", []runtime.Option{mongostore.NoPartialIndexes()}},
 }
 
 // indexNames lists the names of coll's indexes.
@@ -673,7 +673,7 @@ func TestEvolutionMongoUniqueOverDuplicates(t *testing.T) {
 // it, which it does only once the blocks hold no value twice.
 func TestEvolutionMongoIndexReplaced(t *testing.T) {
 	db := mongotest.Start(t)
-	opts := []mongostore.Option{mongostore.NoPartialIndexes()}
+	opts := []runtime.Option{mongostore.NoPartialIndexes()}
 	v1 := etf.NewPlayerMongoRepository(db, opts...)
 	must(t, v1.EnsureIndexes(bg))
 	old := mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName(mongostore.IndexName("email"))}
@@ -764,8 +764,8 @@ func TestEvolutionMongoAppendIndexed(t *testing.T) {
 // move to a table builds it again rather than trusting stale entries.
 func TestEvolutionMongoLookupRemapped(t *testing.T) {
 	db := mongotest.Start(t)
-	native := []mongostore.Option{mongostore.NoPartialIndexes()}
-	tables := []mongostore.Option{mongostore.IndexTables()}
+	native := []runtime.Option{mongostore.NoPartialIndexes()}
+	tables := []runtime.Option{mongostore.IndexTables()}
 	v1 := lookups.NewPlayerMongoRepository(db, native...)
 	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.Create(bg, &lookups.Player{ID: "p1", Email: "a@x", City: "Rome"}))

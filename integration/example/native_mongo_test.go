@@ -29,7 +29,7 @@ import (
 // gets the partial index that leaves empty names out.
 func nativeHotels(t *testing.T, db *mongo.Database) *hotel.HotelMongoRepository {
 	t.Helper()
-	var opts []mongostore.Option
+	var opts []runtime.Option
 	if !mongotest.Real() {
 		opts = append(opts, mongostore.NoPartialIndexes())
 	}
@@ -285,7 +285,7 @@ func TestMongoNativeToTables(t *testing.T) {
 // integration/conformance's TestEvolutionMongoIndexReplaced.)
 func TestMongoNativeNotReady(t *testing.T) {
 	db := mongotest.Start(t)
-	var opts []mongostore.Option
+	var opts []runtime.Option
 	if !mongotest.Real() {
 		opts = append(opts, mongostore.NoPartialIndexes())
 	}

@@ -281,8 +281,8 @@ func TestMongoTooLarge(t *testing.T) {
 	huge := strings.Repeat("x", 17<<20)
 	for _, mapping := range []struct {
 		name string
-		opts []mongostore.Option
-	}{{"native", mongotest.NativeOptions()}, {"tables", []mongostore.Option{mongostore.IndexTables()}}} {
+		opts []runtime.Option
+	}{{"native", mongotest.NativeOptions()}, {"tables", []runtime.Option{mongostore.IndexTables()}}} {
 		t.Run(mapping.name, func(t *testing.T) {
 			db := mongotest.Start(t)
 			r := hotel.NewHotelMongoRepository(db, mapping.opts...)

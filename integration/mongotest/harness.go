@@ -25,7 +25,7 @@ type Harness struct {
 	// Name names the harness in messages and subtests.
 	Name string
 	// Options are the mongostore options of every repository.
-	Options []mongostore.Option
+	Options []runtime.Option
 	// Atomic: every lookup is a native index, so AtomicLookups holds for
 	// aggregates whose lookups are all native.
 	Atomic bool
@@ -58,7 +58,7 @@ func Native() Harness {
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.
 func IndexTables() Harness {
-	return Harness{Name: "mongo-tables", Options: []mongostore.Option{mongostore.IndexTables()}, UniqueTables: true, Tables: func(access.Lookup) bool { return true }}
+	return Harness{Name: "mongo-tables", Options: []runtime.Option{mongostore.IndexTables()}, UniqueTables: true, Tables: func(access.Lookup) bool { return true }}
 }
 
 // Store returns the storetest harness. The concurrency subtests run only

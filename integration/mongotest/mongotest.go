@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/mongostore"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -266,9 +267,9 @@ func URI() string { return shared.uri }
 // make a unique index on an array path unique per element, so there unique
 // lookups keep their index tables (mongostore.UniqueTables); a real
 // MongoDB serves every lookup with a native index.
-func NativeOptions() []mongostore.Option {
+func NativeOptions() []runtime.Option {
 	if Real() {
 		return nil
 	}
-	return []mongostore.Option{mongostore.UniqueTables()}
+	return []runtime.Option{mongostore.UniqueTables()}
 }

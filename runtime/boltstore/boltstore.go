@@ -154,7 +154,7 @@ func (c collection[K]) viewTx(ctx context.Context, op string, id any, fn func(*b
 	if err := ctx.Err(); err != nil {
 		return runtime.Fail(op, c.Aggregate, id, nil, err)
 	}
-	err := c.DB.View(func(tx *bbolt.Tx) error {
+	err := view(ctx, c.DB, func(tx *bbolt.Tx) error {
 		return fn(tx, tx.Bucket([]byte(c.Name)))
 	})
 	if err != nil {

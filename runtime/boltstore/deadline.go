@@ -4,7 +4,17 @@ import (
 	"context"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/noamgen/noamgen/runtime"
 )
+
+// view runs fn in one read transaction of db, as db.View does, counting
+// the transaction as a round trip of the operation running in ctx
+// (runtime.RoundTrip).
+func view(ctx context.Context, db *bbolt.DB, fn func(*bbolt.Tx) error) error {
+	runtime.RoundTrip(ctx)
+	return db.View(fn)
+}
 
 // update runs fn in one write transaction of db, as db.Update does, but
 // bounded by ctx, which bbolt does not take: it waits for the database's
@@ -13,7 +23,10 @@ import (
 // ended, rolling back otherwise, so that a write whose context is done
 // writes nothing. The commit itself (writing and syncing the pages) is not
 // cancellable: a write that began committing before its deadline finishes.
+// The transaction counts as a round trip of the operation running in ctx
+// (runtime.RoundTrip).
 func update(ctx context.Context, db *bbolt.DB, fn func(*bbolt.Tx) error) error {
+	runtime.RoundTrip(ctx)
 	tx, err := begin(ctx, db)
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 		return nil, runtime.Fail("LoadSchema", s.d.Aggregate, nil, nil, err)
 	}
 	var out []byte
-	err := s.c.DB.View(func(tx *bbolt.Tx) error {
+	err := view(ctx, s.c.DB, func(tx *bbolt.Tx) error {
 		if b := tx.Bucket([]byte(SchemaBucket)); b != nil {
 			if v := b.Get([]byte(s.c.Name)); v != nil {
 				out = bytes.Clone(v)
@@ -124,7 +124,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 	var err error
 	if dryRun {
 		if err = ctx.Err(); err == nil {
-			err = s.c.DB.View(run)
+			err = view(ctx, s.c.DB, run)
 		}
 	} else {
 		err = update(ctx, s.c.DB, run)

@@ -166,7 +166,7 @@ func (p primitives[T, K]) viewItems(ctx context.Context, l int, fn func(indexTab
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return p.s.c.DB.View(func(tx *bbolt.Tx) error { return fn(p.s.lookups[l], tx.Bucket([]byte(p.s.lookups[l].Name))) })
+	return view(ctx, p.s.c.DB, func(tx *bbolt.Tx) error { return fn(p.s.lookups[l], tx.Bucket([]byte(p.s.lookups[l].Name))) })
 }
 
 // ReadBlocks reads the blocks with the given keys whole.
@@ -175,7 +175,7 @@ func (p primitives[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]inde
 		return nil, err
 	}
 	var out []index.Block[*T]
-	err := p.s.c.DB.View(func(tx *bbolt.Tx) error {
+	err := view(ctx, p.s.c.DB, func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(p.s.c.Name))
 		if b == nil {
 			return nil
@@ -208,7 +208,7 @@ func (p primitives[T, K]) ScanBlocks(ctx context.Context, after []byte, limit in
 		from = runtime.PrefixEnd(BlockPrefix(after))
 	}
 	var out []index.Block[*T]
-	err := p.s.c.DB.View(func(tx *bbolt.Tx) error {
+	err := view(ctx, p.s.c.DB, func(tx *bbolt.Tx) error {
 		var err error
 		out, _, _, err = readBlocks(p.s.c, tx.Bucket([]byte(p.s.c.Name)), "Repair", from, limit, func(blk *block, _ K) (index.Block[*T], error) {
 			t, err := p.s.readIndexed(blk)

@@ -36,8 +36,10 @@ type Store[T any, K comparable] struct {
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over db: bucket
-// d.Collection, one index bucket per lookup ("Hotel.cityStars").
-func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K]) *Store[T, K] {
+// d.Collection, one index bucket per lookup ("Hotel.cityStars"). The
+// adapter has no options of its own: it ignores opts, which a generated
+// constructor passes to every store's Open.
+func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	s := &Store[T, K]{d: d, c: collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
 	s.c.names = map[string]string{}
 	for _, f := range d.Fields {

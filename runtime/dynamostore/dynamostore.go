@@ -95,12 +95,17 @@ const SchemaTable = "_noam_schema"
 // IndexTable names the index table of a collection.
 func IndexTable(collection string) string { return collection + "__index" }
 
-// Options configure an adapter.
+// Options configure an adapter. They are a runtime.Option, so that a
+// generated constructor takes them in the one list of options it passes
+// to Open and to runtime.NewRepo.
 type Options struct {
 	// TablePrefix is put before every table name ("prod_" makes
 	// "prod_Game", "prod_Game__index", "prod_noam_counters").
 	TablePrefix string
 }
+
+// RepoOption makes Options a runtime.Option.
+func (Options) RepoOption() {}
 
 // CheckTableName says why DynamoDB refuses the table name t ("" when it
 // takes it): 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'. The

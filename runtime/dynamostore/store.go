@@ -20,14 +20,17 @@ import (
 // Store is the DynamoDB adapter of the store contract for aggregate class
 // T with block keys K (see the package documentation for the mapping).
 type Store[T any, K comparable] struct {
-	c        *dynamodb.Client
-	d        *runtime.Desc[T, K]
-	table    string
-	index    string // "" without lookups
-	counters string // "" without a counter
-	prefix   string // Options.TablePrefix
-	schema   string // the schema record table, SchemaTable after the prefix
-	kind     keyKind
+	// c is the client Open was given with the counting of round trips
+	// (countTrips), which every request goes through; client is the one
+	// Open was given.
+	c, client *dynamodb.Client
+	d         *runtime.Desc[T, K]
+	table     string
+	index     string // "" without lookups
+	counters  string // "" without a counter
+	prefix    string // Options.TablePrefix
+	schema    string // the schema record table, SchemaTable after the prefix
+	kind      keyKind
 	// listy are the entry keys of the non-partitioned fields whose values
 	// are lists (slices): fields an older layout may have partitioned.
 	listy map[string]bool
@@ -46,14 +49,17 @@ const ScopeLookup = "noam:scope"
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over client c: table
-// d.Collection (after opts' prefix), its index table and the counters
-// table.
-func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts ...Options) *Store[T, K] {
+// d.Collection (after the prefix of the last Options in opts), its index
+// table and the counters table. It ignores the other options (the
+// runtime's).
+func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var o Options
 	for _, x := range opts {
-		o = x
+		if x, ok := x.(Options); ok {
+			o = x
+		}
 	}
-	s := &Store[T, K]{c: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
+	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
 	s.listy = d.Slices()
 	if d.Counter != nil {
 		var zero K
@@ -75,7 +81,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 }
 
 // Client returns the DynamoDB client.
-func (s *Store[T, K]) Client() *dynamodb.Client { return s.c }
+func (s *Store[T, K]) Client() *dynamodb.Client { return s.client }
 
 // Table returns the name of the aggregate table.
 func (s *Store[T, K]) Table() string { return s.table }

@@ -603,3 +603,24 @@ func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtim
 	}
 	return 0, s.contended(op, id)
 }
+
+// countTrips returns a client like c whose HTTP requests count as round
+// trips of the operation running in their context (runtime.RoundTrip):
+// one per request sent, the retryer's resends included (nil for nil).
+func countTrips(c *dynamodb.Client) *dynamodb.Client {
+	if c == nil {
+		return nil
+	}
+	return dynamodb.New(c.Options(), func(o *dynamodb.Options) {
+		if o.HTTPClient != nil {
+			o.HTTPClient = tripClient{o.HTTPClient}
+		}
+	})
+}
+
+type tripClient struct{ next dynamodb.HTTPClient }
+
+func (c tripClient) Do(r *http.Request) (*http.Response, error) {
+	runtime.RoundTrip(r.Context())
+	return c.next.Do(r)
+}

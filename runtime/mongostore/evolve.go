@@ -54,6 +54,7 @@ func (s *Store[T, K]) schema() *mongo.Collection {
 // when there is none.
 func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 	var doc schemaDoc
+	runtime.RoundTrip(ctx)
 	err := s.schema().FindOne(ctx, ByID(s.coll.Name())).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
@@ -75,6 +76,7 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	const op = "SaveSchema"
 	coll := s.coll.Name()
 	if old == nil {
+		runtime.RoundTrip(ctx)
 		_, err := s.schema().InsertOne(ctx, schemaDoc{ID: coll, Rec: bson.Binary{Data: rec}})
 		switch {
 		case mongo.IsDuplicateKeyError(err):
@@ -84,6 +86,7 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 		}
 		return nil
 	}
+	runtime.RoundTrip(ctx)
 	res, err := s.schema().UpdateOne(ctx, bson.D{{Key: "_id", Value: coll}, {Key: "rec", Value: bson.Binary{Data: old}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "rec", Value: bson.Binary{Data: rec}}}}})
 	if err != nil {
@@ -106,6 +109,7 @@ func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) er
 	const op = "EnsureIndexes"
 	table := TableName(s.coll.Name(), l.Name)
 	if s.tables[l.Name] {
+		runtime.RoundTrip(ctx)
 		if _, err := Collection(s.coll.Database(), table).DeleteMany(ctx, bson.D{}); err != nil {
 			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(emptying the index table %s of lookup %s)", table, l), nil, err)
 		}
@@ -114,10 +118,12 @@ func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) er
 	if s.Native(l.Name) {
 		return nil
 	}
+	runtime.RoundTrip(ctx)
 	err := s.coll.Indexes().DropOne(ctx, IndexName(l.Name))
 	if err != nil && !isCode(err, codeIndexNotFound) && !isCode(err, codeNamespaceNotFound) {
 		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index %s.%s of removed lookup %s)", s.coll.Name(), IndexName(l.Name), l), nil, err)
 	}
+	runtime.RoundTrip(ctx)
 	if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
 		return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(dropping the index table %s of removed lookup %s)", table, l), nil, err)
 	}
@@ -151,6 +157,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
 	}
 	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -197,6 +204,7 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, raw bson.Raw
 		if dryRun {
 			return m, nil
 		}
+		runtime.RoundTrip(ctx)
 		res, err := s.coll.UpdateOne(ctx, plan.filter, plan.update)
 		if err != nil {
 			return m, runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -206,6 +214,7 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, raw bson.Raw
 		}
 		// Changed or deleted since it was read: read it again.
 		m.From, m.Migrated = "", false
+		runtime.RoundTrip(ctx)
 		raw, err = s.coll.FindOne(ctx, ByID(id)).Raw()
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return m, nil
@@ -313,6 +322,7 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 func countElems(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string) error {
 	path := LenKey + "." + field
 	for range index.MaxAttempts {
+		runtime.RoundTrip(ctx)
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: field, Value: 1}})).Raw()
 		if err != nil {
 			return Err(op, agg, id, err)
@@ -336,6 +346,7 @@ func countElems(ctx context.Context, coll *mongo.Collection, op, agg string, id 
 			return runtime.LayoutMismatch(op, agg, id, field, "as a "+v.Type.String(), "partitioned (an array)")
 		}
 		filter := bson.D{{Key: "_id", Value: id}, {Key: path, Value: bson.D{{Key: "$exists", Value: false}}}, {Key: field, Value: cond}}
+		runtime.RoundTrip(ctx)
 		res, err := coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: path, Value: n}}}})
 		if err != nil {
 			return Err(op, agg, id, err)
@@ -407,6 +418,7 @@ func sameIndex(spec bson.Raw, m mongo.IndexModel) bool {
 // indexSpecs lists the collection's indexes by name (none when there is
 // no collection yet).
 func (s *Store[T, K]) indexSpecs(ctx context.Context) (map[string]bson.Raw, error) {
+	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Indexes().List(ctx)
 	if isCode(err, codeNamespaceNotFound) {
 		return nil, nil
@@ -438,6 +450,7 @@ func (s *Store[T, K]) nativeDuplicates(ctx context.Context, n nativeLookup[T]) e
 	for _, f := range l.Fields {
 		proj = append(proj, bson.E{Key: f, Value: 1})
 	}
+	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(proj))
 	if err != nil {
 		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
@@ -484,6 +497,7 @@ func (s *Store[T, K]) indexTables(ctx context.Context) (map[string]bool, error) 
 	for _, l := range s.d.Lookups {
 		names = append(names, TableName(s.coll.Name(), l.Name))
 	}
+	runtime.RoundTrip(ctx)
 	got, err := s.coll.Database().ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: names}}}})
 	if err != nil {
 		return nil, runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(listing the index tables)", nil, err)
@@ -513,6 +527,7 @@ func (s *Store[T, K]) remap(ctx context.Context, had map[string]bool) error {
 		case s.tables[l.Name] && !had[table]:
 			fresh = append(fresh, l.Name)
 		case !s.tables[l.Name] && had[table]:
+			runtime.RoundTrip(ctx)
 			if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
 				return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(dropping the index table "+table+" of a lookup on a native index now)", nil, err)
 			}

@@ -32,6 +32,7 @@ func getMany[K comparable, D, T any](ctx context.Context, coll *mongo.Collection
 	}
 	in := distinctIDs(ids)
 	opts := options.Find().SetBatchSize(oneBatch(len(in)))
+	runtime.RoundTrip(ctx)
 	cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, opts)
 	if err != nil {
 		return nil, err
@@ -51,6 +52,7 @@ func getMany[K comparable, D, T any](ctx context.Context, coll *mongo.Collection
 // yet (agg names the aggregate for errors).
 func EnsureCollections(ctx context.Context, db *mongo.Database, agg string, names ...string) error {
 	for _, name := range names {
+		runtime.RoundTrip(ctx)
 		err := db.CreateCollection(ctx, name)
 		var se mongo.ServerError
 		if err != nil && !(errors.As(err, &se) && se.HasErrorCode(codeNamespaceExists)) {
@@ -87,6 +89,7 @@ type counterDoc struct {
 // counter), in one atomic findAndModify.
 func NextID(ctx context.Context, counters *mongo.Collection, id string) (int64, error) {
 	var c counterDoc
+	runtime.RoundTrip(ctx)
 	err := counters.FindOneAndUpdate(ctx, ByID(id), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1)}}}},
 		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&c)
 	return c.N, err
@@ -95,6 +98,7 @@ func NextID(ctx context.Context, counters *mongo.Collection, id string) (int64, 
 // RaiseCounter makes counter id at least n, so that numbers given
 // explicitly are not allocated again and scope listings reach them.
 func RaiseCounter(ctx context.Context, counters *mongo.Collection, id string, n int64) error {
+	runtime.RoundTrip(ctx)
 	_, err := counters.UpdateOne(ctx, ByID(id), bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: n}}}}, options.UpdateOne().SetUpsert(true))
 	return err
 }
@@ -102,6 +106,7 @@ func RaiseCounter(ctx context.Context, counters *mongo.Collection, id string, n 
 // counterValue reads counter id (0 if it does not exist).
 func counterValue(ctx context.Context, counters *mongo.Collection, id string) (int64, error) {
 	var c counterDoc
+	runtime.RoundTrip(ctx)
 	err := counters.FindOne(ctx, ByID(id)).Decode(&c)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, nil
@@ -148,6 +153,7 @@ func Raise(ctx context.Context, counters *mongo.Collection, op, agg string, key 
 // Insert inserts the document of a new block: a block key in use is
 // runtime.ErrDuplicate.
 func Insert(ctx context.Context, coll *mongo.Collection, op, agg string, id, doc any) error {
+	runtime.RoundTrip(ctx)
 	_, err := coll.InsertOne(ctx, doc)
 	switch {
 	case err == nil:

@@ -211,6 +211,7 @@ func (x *indexed[T, K]) PutItem(ctx context.Context, l int, it index.Item, c ind
 			u = append(u, bson.E{Key: "$set", Value: set}, bson.E{Key: "$unset", Value: bson.D{{Key: "w", Value: ""}}})
 		}
 		var prev entry[K]
+		runtime.RoundTrip(ctx)
 		err := t.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: k}}, u,
 			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.Before)).Decode(&prev)
 		if errors.Is(err, mongo.ErrNoDocuments) {
@@ -226,6 +227,7 @@ func (x *indexed[T, K]) PutItem(ctx context.Context, l int, it index.Item, c ind
 		if it.W != 0 {
 			doc = append(doc, bson.E{Key: "w", Value: it.W})
 		}
+		runtime.RoundTrip(ctx)
 		_, err := t.InsertOne(ctx, doc)
 		if mongo.IsDuplicateKeyError(err) {
 			return false, nil, nil
@@ -236,6 +238,7 @@ func (x *indexed[T, K]) PutItem(ctx context.Context, l int, it index.Item, c ind
 	if err != nil {
 		return false, nil, err
 	}
+	runtime.RoundTrip(ctx)
 	res, err := t.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: k}}, f...), x.set(it, id))
 	if err != nil {
 		return false, nil, err
@@ -263,6 +266,7 @@ func (x *indexed[T, K]) GetItems(ctx context.Context, l int, keys [][]byte) ([]i
 }
 
 func (x *indexed[T, K]) findItems(ctx context.Context, l int, f bson.D, opts *options.FindOptionsBuilder) ([]index.Item, error) {
+	runtime.RoundTrip(ctx)
 	cur, err := x.tables[l].Find(ctx, f, opts)
 	if err != nil {
 		return nil, err
@@ -292,6 +296,7 @@ func (x *indexed[T, K]) DeleteItems(ctx context.Context, l int, keys [][]byte, c
 	if len(keys) == 1 {
 		f[0].Value = IndexKey(keys[0])
 	}
+	runtime.RoundTrip(ctx)
 	res, err := x.tables[l].DeleteMany(ctx, f)
 	if err != nil {
 		return 0, err
@@ -324,6 +329,7 @@ func (x *indexed[T, K]) block(raw bson.Raw) index.Block[*T] {
 }
 
 func (x *indexed[T, K]) findBlocks(ctx context.Context, f bson.D, opts *options.FindOptionsBuilder) ([]index.Block[*T], error) {
+	runtime.RoundTrip(ctx)
 	cur, err := x.s.coll.Find(ctx, f, opts)
 	if err != nil {
 		return nil, err
@@ -401,6 +407,7 @@ func (x *indexed[T, K]) FenceBlock(ctx context.Context, key []byte, old index.St
 	if err != nil {
 		return false, err
 	}
+	runtime.RoundTrip(ctx)
 	res, err := x.s.coll.UpdateOne(ctx, stamped(id, old), bson.D{{Key: "$set", Value: bson.D{{Key: SeqKey, Value: seq}}}})
 	if err != nil {
 		return false, err
@@ -414,6 +421,7 @@ func (x *indexed[T, K]) DeleteBlock(ctx context.Context, key []byte, st index.St
 	if err != nil {
 		return false, err
 	}
+	runtime.RoundTrip(ctx)
 	res, err := x.s.coll.DeleteOne(ctx, stamped(id, st))
 	if err != nil {
 		return false, err
@@ -452,6 +460,7 @@ func (x *indexed[T, K]) EnsureIndexes(ctx context.Context, more ...string) error
 		return err
 	}
 	for _, t := range x.tables {
+		runtime.RoundTrip(ctx)
 		if _, err := t.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "id", Value: 1}}}); err != nil {
 			return runtime.Fail("EnsureIndexes", x.s.d.Aggregate, nil, nil, err)
 		}

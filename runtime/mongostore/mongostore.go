@@ -153,11 +153,13 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 	path := LenKey + "." + field
 	filter := bson.D{{Key: "_id", Value: id}, {Key: path, Value: bson.D{{Key: "$exists", Value: true}}}}
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(bson.D{{Key: path, Value: 1}})
+	runtime.RoundTrip(ctx)
 	raw, err := coll.FindOneAndUpdate(ctx, filter, update, opts).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		if err := countElems(ctx, coll, op, agg, id, field); err != nil {
 			return 0, err
 		}
+		runtime.RoundTrip(ctx)
 		raw, err = coll.FindOneAndUpdate(ctx, filter, update, opts).Raw()
 	}
 	if notImplemented(err) {
@@ -182,6 +184,7 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update any) (int, error) {
 	path := LenKey + "." + field
 	for range index.MaxAttempts {
+		runtime.RoundTrip(ctx)
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()
 		if err != nil {
 			return 0, Err(op, agg, id, err)
@@ -194,6 +197,7 @@ func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id an
 			}
 			continue
 		}
+		runtime.RoundTrip(ctx)
 		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: path, Value: n}}, update)
 		if err != nil {
 			return 0, Err(op, agg, id, err)
@@ -240,6 +244,7 @@ func NoMatch(ctx context.Context, coll *mongo.Collection, op, agg string, id any
 	if versionKey != "" {
 		proj = append(proj, bson.E{Key: versionKey, Value: 1})
 	}
+	runtime.RoundTrip(ctx)
 	raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
 	if err != nil {
 		return Err(op, agg, id, err)

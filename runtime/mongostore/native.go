@@ -149,6 +149,7 @@ func (s *Store[T, K]) ensureNative(ctx context.Context) error {
 				continue
 			}
 		}
+		runtime.RoundTrip(ctx)
 		_, err := s.coll.Indexes().CreateOne(ctx, m)
 		switch {
 		case err == nil || first != nil:
@@ -172,6 +173,7 @@ func (s *Store[T, K]) ensureNative(ctx context.Context) error {
 
 // dropIndex drops the collection's index name, if it exists.
 func (s *Store[T, K]) dropIndex(ctx context.Context, name string) error {
+	runtime.RoundTrip(ctx)
 	err := s.coll.Indexes().DropOne(ctx, name)
 	if err != nil && !isCode(err, codeIndexNotFound) && !isCode(err, codeNamespaceNotFound) {
 		return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(dropping the index %s.%s)", s.coll.Name(), name), nil, err)
@@ -402,6 +404,7 @@ func (s *Store[T, K]) readNative(ctx context.Context, op string, l *runtime.Look
 		return nil, nil, false, nil
 	}
 	opts := options.Find().SetSort(sort).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -467,6 +470,7 @@ func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Looku
 	if err != nil {
 		return nil, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrInvalid, err)
 	}
+	runtime.RoundTrip(ctx)
 	raw, err := s.coll.FindOne(ctx, filter).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, notFound
@@ -522,6 +526,7 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 		// The server does not say which index (FerretDB): the block key
 		// is in use if its document exists.
 		dctx, cancel := runtime.Detach(ctx)
+		runtime.RoundTrip(dctx)
 		n, cerr := s.coll.CountDocuments(dctx, ByID(id), options.Count().SetLimit(1))
 		cancel()
 		if cerr == nil && n > 0 {
@@ -540,6 +545,7 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 				continue
 			}
 			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: id}}})
+			runtime.RoundTrip(ctx)
 			if c, cerr := s.coll.CountDocuments(ctx, filter, options.Count().SetLimit(1)); cerr == nil && c > 0 {
 				return runtime.FailAt(op, s.d.Aggregate, id, "(lookup "+s.coll.Name()+"."+nl.l.Name+" "+runtime.FormatKey(v)+" is taken)", runtime.ErrDuplicate, err)
 			}

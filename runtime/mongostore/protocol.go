@@ -58,6 +58,7 @@ func (x *indexed[T, K]) projection() bson.D {
 // read reads the state of block id (found is false if there is none).
 func (x *indexed[T, K]) read(ctx context.Context, op string, id K) (state[T], error) {
 	var st state[T]
+	runtime.RoundTrip(ctx)
 	raw, err := x.s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(x.projection())).Raw()
 	if err == mongo.ErrNoDocuments {
 		return st, nil
@@ -93,6 +94,7 @@ func (x *indexed[T, K]) Create(ctx context.Context, op string, id K, v *T, doc f
 	var dup error
 	blk := x.s.d.Keys.Bytes(id)
 	done, err := x.e.Commit(ctx, op, id, blk, index.NewInc(), nil, x.e.Keys(blk, v), index.NextSeq(0), true, func(ctx context.Context, st index.Stamp) (bool, error) {
+		runtime.RoundTrip(ctx)
 		_, err := x.s.coll.InsertOne(ctx, doc(Stamp(st)))
 		if mongo.IsDuplicateKeyError(err) {
 			if rerr := x.s.duplicate(ctx, op, id, v, true, err); rerr != nil {
@@ -140,6 +142,7 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 			Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {
 				d := doc(Stamp(stamp))
 				if !st.found {
+					runtime.RoundTrip(ctx)
 					_, err := x.s.coll.InsertOne(ctx, d)
 					if mongo.IsDuplicateKeyError(err) {
 						if rerr := x.s.duplicate(ctx, op, id, v, true, err); rerr != nil {
@@ -158,6 +161,7 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 					// at version 0 as long as it has none.
 					filter = append(filter, bson.E{Key: x.versionKey, Value: bson.D{{Key: "$exists", Value: false}}})
 				}
+				runtime.RoundTrip(ctx)
 				res, err := x.s.coll.ReplaceOne(ctx, filter, d)
 				if isDuplicate(err) {
 					if rerr := x.s.duplicate(ctx, op, id, v, false, err); rerr != nil {
@@ -285,6 +289,7 @@ func (x *indexed[T, K]) change(ctx context.Context, op string, id K, c Change[*T
 				if len(c.Push) > 0 {
 					update = append(update, bson.E{Key: "$push", Value: c.Push})
 				}
+				runtime.RoundTrip(ctx)
 				res, err := x.s.coll.UpdateOne(ctx, filter, update)
 				if isDuplicate(err) {
 					if rerr := x.s.duplicate(ctx, op, id, read.value, false, err); rerr != nil {
@@ -308,9 +313,11 @@ func (x *indexed[T, K]) Delete(ctx context.Context, op string, id K) error {
 	if _, no := noFindAndModifyProjection.Load(client); !no {
 		opts.SetProjection(x.projection())
 	}
+	runtime.RoundTrip(ctx)
 	raw, err := x.s.coll.FindOneAndDelete(ctx, ByID(id), opts).Raw()
 	if notImplemented(err) {
 		noFindAndModifyProjection.Store(client, true)
+		runtime.RoundTrip(ctx)
 		raw, err = x.s.coll.FindOneAndDelete(ctx, ByID(id)).Raw()
 	}
 	if err != nil {

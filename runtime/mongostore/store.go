@@ -47,8 +47,18 @@ type Store[T any, K comparable] struct {
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
-// Option changes how Open maps an aggregate's lookups.
+// Round trips: every command the adapter sends through the driver is
+// counted where it is sent (runtime.RoundTrip; a made client takes no
+// command monitor). A cursor's further batches (getMore) are not counted:
+// the adapter sizes a listing's batch to read its page in one.
+
+// Option changes how Open maps an aggregate's lookups. It is a
+// runtime.Option, so that a generated constructor takes it in the one
+// list of options it passes to Open and to runtime.NewRepo.
 type Option func(*config)
+
+// RepoOption makes Option a runtime.Option.
+func (Option) RepoOption() {}
 
 type config struct {
 	tables, uniqueTables, noPartial bool
@@ -74,10 +84,14 @@ func NoPartialIndexes() Option { return func(c *config) { c.noPartial = true } }
 
 // Open returns the adapter of aggregate class d over db's collection
 // d.Collection (and the index tables of the lookups that keep them).
-func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...Option) *Store[T, K] {
+// Of opts it keeps its own (Option) and ignores the others (the
+// runtime's).
+func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o, ok := o.(Option); ok {
+			o(&c)
+		}
 	}
 	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial}
 	s.initAddrs()
@@ -328,6 +342,7 @@ func (s *Store[T, K]) fail(op string, id any, err error) error {
 
 // Get reads block id with one find.
 func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
+	runtime.RoundTrip(ctx)
 	raw, err := s.coll.FindOne(ctx, ByID(id)).Raw()
 	if err != nil {
 		return nil, s.fail("Get", id, err)
@@ -380,6 +395,7 @@ func (s *Store[T, K]) convert(raw *bson.Raw) *T {
 
 // find runs a find and decodes every document.
 func (s *Store[T, K]) find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) ([]*T, error) {
+	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts...)
 	if err != nil {
 		return nil, err
@@ -548,11 +564,13 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	filter := bson.Raw(w.b[n:])
 	switch {
 	case !versioned:
+		runtime.RoundTrip(ctx)
 		if _, err := s.coll.ReplaceOne(ctx, filter, doc, options.Replace().SetUpsert(true)); err != nil {
 			return s.writeErr(ctx, "Put", id, t, false, err)
 		}
 	case want == 0:
 		// A new block: inserting fails if one exists already.
+		runtime.RoundTrip(ctx)
 		_, err := s.coll.InsertOne(ctx, doc)
 		if err == nil {
 			return nil
@@ -565,6 +583,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 		// A block written before the model had a version is at version
 		// 0 as long as it has none: it is replaced.
+		runtime.RoundTrip(ctx)
 		res, rerr := s.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: bson.D{{Key: "$exists", Value: false}}}}, doc)
 		if rerr != nil {
 			return s.writeErr(ctx, "Put", id, t, false, rerr)
@@ -574,6 +593,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 	default:
 		// Replace only the version the caller read.
+		runtime.RoundTrip(ctx)
 		res, err := s.coll.ReplaceOne(ctx, filter, doc)
 		if err != nil {
 			return s.writeErr(ctx, "Put", id, t, false, err)
@@ -590,6 +610,7 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 	if s.x != nil {
 		return s.x.Delete(ctx, "Delete", id)
 	}
+	runtime.RoundTrip(ctx)
 	res, err := s.coll.DeleteOne(ctx, ByID(id))
 	if err != nil {
 		return s.fail("Delete", id, err)
@@ -706,6 +727,7 @@ func (s *Store[T, K]) updateOne(ctx context.Context, op string, id K, u runtime.
 	filter, update := bson.Raw(w.b[:nf]), bson.Raw(w.b[nf:])
 	if empty {
 		// Nothing to write: only check that the block exists (at the version).
+		runtime.RoundTrip(ctx)
 		n, err := s.coll.CountDocuments(ctx, filter)
 		if err != nil {
 			return s.fail(op, id, err)
@@ -721,6 +743,7 @@ func (s *Store[T, K]) updateOne(ctx context.Context, op string, id K, u runtime.
 	if len(update) > MaxDocumentBytes {
 		return tooLarge(op, s.d.Aggregate, id, len(update), nil)
 	}
+	runtime.RoundTrip(ctx)
 	res, err := s.coll.UpdateOne(ctx, filter, update)
 	if err != nil {
 		if isDuplicate(err) {
@@ -938,6 +961,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			{Key: LenKey + "." + field, Value: 1},
 			{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
 		}
+		runtime.RoundTrip(ctx)
 		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
 		if notImplemented(err) {
 			noSliceProjection.Store(client, true)
@@ -945,6 +969,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		}
 	}
 	if noSlice {
+		runtime.RoundTrip(ctx)
 		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: field, Value: 1}})).Raw()
 	}
 	if err != nil {
@@ -987,6 +1012,7 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
 	}
 	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -1130,6 +1156,7 @@ func refused(err error) error {
 // _len): one written whole, even of a field this repository partitions,
 // is one entry.
 func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
+	runtime.RoundTrip(ctx)
 	raw, err := s.coll.FindOne(ctx, ByID(id)).Raw()
 	if err != nil {
 		return nil, s.fail("Layout", id, err)

@@ -695,6 +695,9 @@ func (p *prims[V]) scanReply(ctx context.Context, c redis.UniversalClient, pos s
 	if pos.skip != nil && rest.pos == string(pos.bytes()) {
 		return rest.keys, rest.cursor, nil
 	}
+	if c != p.c {
+		runtime.RoundTrip(ctx) // a cluster node's client, which has no hook
+	}
 	names, cursor, err := c.Scan(ctx, pos.cursor, match, int64(scanCount)).Result()
 	if err != nil {
 		return nil, 0, err

@@ -125,10 +125,18 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over client c (a
 // *redis.Client, a *redis.ClusterClient, or any UniversalClient), with
-// the Options c carries if it comes from WithOptions.
-func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K]) *Store[T, K] {
+// the Options c carries if it comes from WithOptions, or the last Options
+// in opts, which take precedence; it ignores the other options (the
+// runtime's).
+func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var zero K
 	c, o := unwrap(c)
+	for _, x := range opts {
+		if x, ok := x.(Options); ok {
+			o = x
+		}
+	}
+	countTrips(c)
 	_, cluster := c.(*redis.ClusterClient)
 	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d)}
 	s.px = &prims[*T]{c: s.c, w: s.w, names: s.naming, decode: func(bk []byte, h map[string]string) (*T, error) {

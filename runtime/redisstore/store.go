@@ -775,6 +775,7 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			runtime.RoundTrip(ctx) // a node's client, which has no hook
 			return loadScripts(ctx, c)
 		})
 	} else {

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
-// Options configure an adapter. Give them with WithOptions, which wraps
-// the client that Open (and every generated New...RedisRepository
-// constructor) takes.
+// Options configure an adapter. Give them to Open, or to a generated
+// New...RedisRepository constructor, among its options (Options is a
+// runtime.Option), or with WithOptions, which wraps the client they take.
 type Options struct {
 	// WaitReplicas, when above 0, makes every script run a write depends
 	// on wait until that many replicas of the node that ran it have
@@ -53,6 +55,9 @@ type Options struct {
 	// reply is read in time.
 	WaitTimeout time.Duration
 }
+
+// RepoOption makes Options a runtime.Option.
+func (Options) RepoOption() {}
 
 // DefaultWaitTimeout is the WaitTimeout of Options that leave it 0.
 const DefaultWaitTimeout = time.Second
@@ -170,6 +175,9 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 		}
 		var ev *redis.Cmd
 		var wt *redis.IntCmd
+		if cluster {
+			runtime.RoundTrip(ctx) // a node's client, which has no hook
+		}
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if asking {
 				p.Do(ctx, "asking")
@@ -185,6 +193,9 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 		case err == nil:
 		case redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded:
 			loaded = true
+			if cluster {
+				runtime.RoundTrip(ctx)
+			}
 			if err := sc.Load(ctx, node).Err(); err != nil {
 				return nil, err
 			}

@@ -16,8 +16,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/dynamostore"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eao"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eaopart"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/etf"
@@ -61,17 +59,18 @@ func EvolutionSubtests() []string {
 	return out
 }
 
-// On returns the repositories the constructor of db's store makes over db.
-func (c Constructors[S]) On(t *testing.T, db DB) S {
+// On returns the repositories the constructor of db's store makes over db,
+// with the store's options of db and opts.
+func (c Constructors[S]) On(t *testing.T, db DB, opts ...runtime.Option) S {
 	switch {
 	case db.Bolt != nil:
-		return c.Bolt(db.Bolt)
+		return c.Bolt(db.Bolt, opts...)
 	case db.Redis != nil:
-		return c.Redis(db.Redis)
+		return c.Redis(db.Redis, opts...)
 	case db.Dynamo != nil:
-		return c.Dynamo(db.Dynamo, db.DynamoOptions)
+		return c.Dynamo(db.Dynamo, append([]runtime.Option{db.DynamoOptions}, opts...)...)
 	case db.Mongo != nil:
-		return c.Mongo(db.Mongo, db.MongoOptions...)
+		return c.Mongo(db.Mongo, append(slices.Clip(db.MongoOptions), opts...)...)
 	}
 	t.Fatal("storetest: the database has no store handle")
 	var none S
@@ -92,12 +91,12 @@ var (
 
 // constructors makes the Constructors of one model version from its
 // generated constructors, whose repositories implement R.
-func constructors[R, B, S, D, M any](bolt func(*bbolt.DB) B, rds func(redis.UniversalClient) S, dyn func(*dynamodb.Client, ...dynamostore.Options) D, mgo func(*mongo.Database, ...mongostore.Option) M) Constructors[R] {
+func constructors[R, B, S, D, M any](bolt func(*bbolt.DB, ...runtime.Option) B, rds func(redis.UniversalClient, ...runtime.Option) S, dyn func(*dynamodb.Client, ...runtime.Option) D, mgo func(*mongo.Database, ...runtime.Option) M) Constructors[R] {
 	return Constructors[R]{
-		Bolt:   func(db *bbolt.DB) R { return any(bolt(db)).(R) },
-		Redis:  func(c redis.UniversalClient) R { return any(rds(c)).(R) },
-		Dynamo: func(c *dynamodb.Client, o dynamostore.Options) R { return any(dyn(c, o)).(R) },
-		Mongo:  func(db *mongo.Database, o ...mongostore.Option) R { return any(mgo(db, o...)).(R) },
+		Bolt:   func(db *bbolt.DB, o ...runtime.Option) R { return any(bolt(db, o...)).(R) },
+		Redis:  func(c redis.UniversalClient, o ...runtime.Option) R { return any(rds(c, o...)).(R) },
+		Dynamo: func(c *dynamodb.Client, o ...runtime.Option) R { return any(dyn(c, o...)).(R) },
+		Mongo:  func(db *mongo.Database, o ...runtime.Option) R { return any(mgo(db, o...)).(R) },
 	}
 }
 

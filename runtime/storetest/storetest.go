@@ -34,7 +34,6 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -110,7 +109,7 @@ type DB struct {
 	DynamoOptions dynamostore.Options
 	// Mongo and MongoOptions (the lookup mapping under test).
 	Mongo        *mongo.Database
-	MongoOptions []mongostore.Option
+	MongoOptions []runtime.Option
 	// Pause, set when the database is the test's own (its own server or
 	// bbolt file), stops it from answering (a stopped server, a held write
 	// lock) until resume is called: what Deadlines needs.
@@ -118,46 +117,35 @@ type DB struct {
 }
 
 // Constructors make a suite's repositories (S) over a database of each
-// store, with its model's generated constructors.
+// store, with its model's generated constructors, which take the
+// repository's options and the store's.
 type Constructors[S any] struct {
-	Bolt   func(db *bbolt.DB) S
-	Redis  func(c redis.UniversalClient) S
-	Dynamo func(c *dynamodb.Client, o dynamostore.Options) S
-	Mongo  func(db *mongo.Database, opts ...mongostore.Option) S
+	Bolt   func(db *bbolt.DB, opts ...runtime.Option) S
+	Redis  func(c redis.UniversalClient, opts ...runtime.Option) S
+	Dynamo func(c *dynamodb.Client, opts ...runtime.Option) S
+	Mongo  func(db *mongo.Database, opts ...runtime.Option) S
 }
 
 // Open opens an empty database of h and returns the repositories the
 // constructor of its store makes over it.
 func (c Constructors[S]) Open(t *testing.T, h Harness) (S, DB) {
 	db := h.Open(t)
-	switch {
-	case db.Bolt != nil:
-		return c.Bolt(db.Bolt), db
-	case db.Redis != nil:
-		return c.Redis(db.Redis), db
-	case db.Dynamo != nil:
-		return c.Dynamo(db.Dynamo, db.DynamoOptions), db
-	case db.Mongo != nil:
-		return c.Mongo(db.Mongo, db.MongoOptions...), db
-	}
-	t.Fatalf("storetest: the database of %s has no store handle", h.Name)
-	var none S
-	return none, db
+	return c.On(t, db), db
 }
 
 // repos are the constructors of the model's repositories.
 var repos = Constructors[Repos]{
-	Bolt: func(db *bbolt.DB) Repos {
-		return Repos{model.NewMatchBoltRepository(db), model.NewJournalBoltRepository(db), model.NewCardBoltRepository(db), model.NewReplyBoltRepository(db)}
+	Bolt: func(db *bbolt.DB, o ...runtime.Option) Repos {
+		return Repos{model.NewMatchBoltRepository(db, o...), model.NewJournalBoltRepository(db, o...), model.NewCardBoltRepository(db, o...), model.NewReplyBoltRepository(db, o...)}
 	},
-	Redis: func(c redis.UniversalClient) Repos {
-		return Repos{model.NewMatchRedisRepository(c), model.NewJournalRedisRepository(c), model.NewCardRedisRepository(c), model.NewReplyRedisRepository(c)}
+	Redis: func(c redis.UniversalClient, o ...runtime.Option) Repos {
+		return Repos{model.NewMatchRedisRepository(c, o...), model.NewJournalRedisRepository(c, o...), model.NewCardRedisRepository(c, o...), model.NewReplyRedisRepository(c, o...)}
 	},
-	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Repos {
-		return Repos{model.NewMatchDynamoRepository(c, o), model.NewJournalDynamoRepository(c, o), model.NewCardDynamoRepository(c, o), model.NewReplyDynamoRepository(c, o)}
+	Dynamo: func(c *dynamodb.Client, o ...runtime.Option) Repos {
+		return Repos{model.NewMatchDynamoRepository(c, o...), model.NewJournalDynamoRepository(c, o...), model.NewCardDynamoRepository(c, o...), model.NewReplyDynamoRepository(c, o...)}
 	},
-	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Repos {
-		return Repos{model.NewMatchMongoRepository(db, opts...), model.NewJournalMongoRepository(db, opts...), model.NewCardMongoRepository(db, opts...), model.NewReplyMongoRepository(db, opts...)}
+	Mongo: func(db *mongo.Database, o ...runtime.Option) Repos {
+		return Repos{model.NewMatchMongoRepository(db, o...), model.NewJournalMongoRepository(db, o...), model.NewCardMongoRepository(db, o...), model.NewReplyMongoRepository(db, o...)}
 	},
 }
 
@@ -213,6 +201,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, regressionTests...)
 	all = append(all, sizeTests...)
 	all = append(all, startUpTests...)
+	all = append(all, hookTests...)
 	runTests(t, h, all)
 }
 
@@ -238,7 +227,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

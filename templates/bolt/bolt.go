@@ -81,10 +81,10 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	}
 	doc := fmt.Sprintf("%s is %s on bbolt, after the NoAM key-value mapping. Bucket %q holds one key-value pair per entry, keyed by the block key (the major key) and the entry key (the minor key), so that each %s block is one contiguous key range: %s. Every method is one bbolt transaction.%s",
 		repo, t.Repo(a), a.Collection, a.Name, layout, more)
-	t.StoreRepoDecl(f, a, "Bolt", doc, "db; the first write creates the buckets it uses (EnsureIndexes creates them up front)",
-		jen.Id("db").Op("*").Qual(bboltPkg, "DB"),
+	t.StoreRepoDecl(f, a, "Bolt", doc, "db; the first write creates the buckets it uses (EnsureIndexes creates them up front)", "",
+		"db", jen.Op("*").Qual(bboltPkg, "DB"),
 		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
-		jen.Qual(storePkg, "Open").Call(jen.Id("db"), jen.Id(t.DescVar(a))))
+		jen.Qual(storePkg, "Open"))
 	f.Comment("DB returns the underlying database.")
 	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("DB").Params().Op("*").Qual(bboltPkg, "DB").Block(jen.Return(jen.Id("r").Dot("store").Dot("DB").Call()))
 }

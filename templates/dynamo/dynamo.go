@@ -93,10 +93,10 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	}
 	doc := fmt.Sprintf("%s is %s on Amazon DynamoDB. Each %s block is one item of table %q (after the table-name prefix of dynamostore.Options) with the block key as the partition key _id and one attribute per entry (%s), in native attribute values.%s",
 		repo, t.Repo(a), a.Name, a.Collection, strings.Join(attrs, ", "), more)
-	t.StoreRepoDecl(f, a, "Dynamo", doc, "client's tables (EnsureIndexes creates them)",
-		jen.List(jen.Id("client").Op("*").Qual(dynamoPkg, "Client"), jen.Id("opts").Op("...").Qual(storePkg, "Options")),
+	t.StoreRepoDecl(f, a, "Dynamo", doc, "client's tables (EnsureIndexes creates them)", "dynamostore.Options",
+		"client", jen.Op("*").Qual(dynamoPkg, "Client"),
 		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
-		jen.Qual(storePkg, "Open").Call(jen.Id("client"), jen.Id(t.DescVar(a)), jen.Id("opts").Op("...")))
+		jen.Qual(storePkg, "Open"))
 	f.Comment("Client returns the DynamoDB client.")
 	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("Client").Params().Op("*").Qual(dynamoPkg, "Client").Block(jen.Return(jen.Id("r").Dot("store").Dot("Client").Call()))
 }

@@ -102,10 +102,10 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	}
 	doc := fmt.Sprintf("%s is %s on MongoDB. Each %s block is one document of collection %q with the block key as _id and one top-level field per entry (%s).%s",
 		repo, t.Repo(a), a.Name, a.Collection, strings.Join(fields, ", "), more)
-	t.StoreRepoDecl(f, a, "Mongo", doc, "db's collections",
-		jen.List(jen.Id("db").Op("*").Qual(mongoPkg, "Database"), jen.Id("opts").Op("...").Qual(storePkg, "Option")),
+	t.StoreRepoDecl(f, a, "Mongo", doc, "db's collections", "mongostore.IndexTables, UniqueTables, NoPartialIndexes",
+		"db", jen.Op("*").Qual(mongoPkg, "Database"),
 		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
-		jen.Qual(storePkg, "Open").Call(jen.Id("db"), jen.Id(t.DescVar(a)), jen.Id("opts").Op("...")))
+		jen.Qual(storePkg, "Open"))
 	f.Comment("Collection returns the underlying collection.")
 	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("Collection").Params().Op("*").Qual(mongoPkg, "Collection").Block(jen.Return(jen.Id("r").Dot("store").Dot("Collection").Call()))
 }

@@ -97,10 +97,10 @@ func generate(f *jen.File, s *model.Schema, a *model.Aggregate) {
 	}
 	doc := fmt.Sprintf("%s is %s on Redis, after the NoAM key-value mapping. Each %s block is one hash named %q with one field per entry (%s) and %s; the sorted set %q lists the blocks in key order. Every write is one Lua script run, atomic on the node that owns the block's hash slot.%s",
 		repo, t.Repo(a), a.Name, a.Collection+":{<block key>}", strings.Join(fields, ", "), hidden, a.Collection+":blocks", more)
-	t.StoreRepoDecl(f, a, "Redis", doc, "rdb, a single-node or a cluster client",
-		jen.Id("rdb").Qual(redisPkg, "UniversalClient"),
+	t.StoreRepoDecl(f, a, "Redis", doc, "rdb, a single-node or a cluster client", "redisstore.Options",
+		"rdb", jen.Qual(redisPkg, "UniversalClient"),
 		jen.Op("*").Qual(storePkg, "Store").Types(jen.Id(a.Name), t.IDType(a)),
-		jen.Qual(storePkg, "Open").Call(jen.Id("rdb"), jen.Id(t.DescVar(a))))
+		jen.Qual(storePkg, "Open"))
 	f.Comment("Client returns the underlying client.")
 	f.Func().Params(jen.Id("r").Op("*").Id(repo)).Id("Client").Params().Qual(redisPkg, "UniversalClient").Block(jen.Return(jen.Id("r").Dot("store").Dot("Client").Call()))
 }

@@ -22,8 +22,6 @@ import (
 
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/dynamostore"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -50,17 +48,17 @@ func listed[K cmp.Ordered](s Stores, keys []K) []K {
 
 // stores are the constructors of the example's repositories.
 var stores = storetest.Constructors[Stores]{
-	Bolt: func(db *bbolt.DB) Stores {
-		return Stores{Games: game.NewGameBoltRepository(db), Players: game.NewPlayerBoltRepository(db), Tournaments: game.NewTournamentBoltRepository(db)}
+	Bolt: func(db *bbolt.DB, o ...runtime.Option) Stores {
+		return Stores{Games: game.NewGameBoltRepository(db, o...), Players: game.NewPlayerBoltRepository(db, o...), Tournaments: game.NewTournamentBoltRepository(db, o...)}
 	},
-	Redis: func(c redis.UniversalClient) Stores {
-		return Stores{Games: game.NewGameRedisRepository(c), Players: game.NewPlayerRedisRepository(c), Tournaments: game.NewTournamentRedisRepository(c)}
+	Redis: func(c redis.UniversalClient, o ...runtime.Option) Stores {
+		return Stores{Games: game.NewGameRedisRepository(c, o...), Players: game.NewPlayerRedisRepository(c, o...), Tournaments: game.NewTournamentRedisRepository(c, o...)}
 	},
-	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Stores {
-		return Stores{Games: game.NewGameDynamoRepository(c, o), Players: game.NewPlayerDynamoRepository(c, o), Tournaments: game.NewTournamentDynamoRepository(c, o)}
+	Dynamo: func(c *dynamodb.Client, o ...runtime.Option) Stores {
+		return Stores{Games: game.NewGameDynamoRepository(c, o...), Players: game.NewPlayerDynamoRepository(c, o...), Tournaments: game.NewTournamentDynamoRepository(c, o...)}
 	},
-	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Stores {
-		return Stores{Games: game.NewGameMongoRepository(db, opts...), Players: game.NewPlayerMongoRepository(db, opts...), Tournaments: game.NewTournamentMongoRepository(db, opts...)}
+	Mongo: func(db *mongo.Database, o ...runtime.Option) Stores {
+		return Stores{Games: game.NewGameMongoRepository(db, o...), Players: game.NewPlayerMongoRepository(db, o...), Tournaments: game.NewTournamentMongoRepository(db, o...)}
 	},
 }
 

@@ -19,8 +19,6 @@ import (
 
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/dynamostore"
-	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -37,17 +35,17 @@ type Stores struct {
 
 // stores are the constructors of the example's repositories.
 var stores = storetest.Constructors[Stores]{
-	Bolt: func(db *bbolt.DB) Stores {
-		return Stores{Hotels: hotel.NewHotelBoltRepository(db), Posts: hotel.NewPostBoltRepository(db), Comments: hotel.NewCommentBoltRepository(db)}
+	Bolt: func(db *bbolt.DB, o ...runtime.Option) Stores {
+		return Stores{Hotels: hotel.NewHotelBoltRepository(db, o...), Posts: hotel.NewPostBoltRepository(db, o...), Comments: hotel.NewCommentBoltRepository(db, o...)}
 	},
-	Redis: func(c redis.UniversalClient) Stores {
-		return Stores{Hotels: hotel.NewHotelRedisRepository(c), Posts: hotel.NewPostRedisRepository(c), Comments: hotel.NewCommentRedisRepository(c)}
+	Redis: func(c redis.UniversalClient, o ...runtime.Option) Stores {
+		return Stores{Hotels: hotel.NewHotelRedisRepository(c, o...), Posts: hotel.NewPostRedisRepository(c, o...), Comments: hotel.NewCommentRedisRepository(c, o...)}
 	},
-	Dynamo: func(c *dynamodb.Client, o dynamostore.Options) Stores {
-		return Stores{Hotels: hotel.NewHotelDynamoRepository(c, o), Posts: hotel.NewPostDynamoRepository(c, o), Comments: hotel.NewCommentDynamoRepository(c, o)}
+	Dynamo: func(c *dynamodb.Client, o ...runtime.Option) Stores {
+		return Stores{Hotels: hotel.NewHotelDynamoRepository(c, o...), Posts: hotel.NewPostDynamoRepository(c, o...), Comments: hotel.NewCommentDynamoRepository(c, o...)}
 	},
-	Mongo: func(db *mongo.Database, opts ...mongostore.Option) Stores {
-		return Stores{Hotels: hotel.NewHotelMongoRepository(db, opts...), Posts: hotel.NewPostMongoRepository(db, opts...), Comments: hotel.NewCommentMongoRepository(db, opts...)}
+	Mongo: func(db *mongo.Database, o ...runtime.Option) Stores {
+		return Stores{Hotels: hotel.NewHotelMongoRepository(db, o...), Posts: hotel.NewPostMongoRepository(db, o...), Comments: hotel.NewCommentMongoRepository(db, o...)}
 	},
 }
 
