@@ -213,6 +213,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, regressionTests...)
 	all = append(all, sizeTests...)
 	all = append(all, startUpTests...)
+	all = append(all, stampTests...)
 	runTests(t, h, all)
 }
 
@@ -238,7 +239,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, stampTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}
