@@ -79,11 +79,11 @@ type Aggregate struct {
 	Version    string   `json:"version,omitempty"` // the version entry's key
 	// Created and Updated are the timestamp entries' keys (noam:"created",
 	// noam:"updated").
-	Created string `json:"created,omitempty"`
-	Updated string `json:"updated,omitempty"`
-	Lookups    []Lookup `json:"lookups,omitempty"`
-	Refs       []Ref    `json:"refs,omitempty"`
-	Methods    []Method `json:"methods"`
+	Created string   `json:"created,omitempty"`
+	Updated string   `json:"updated,omitempty"`
+	Lookups []Lookup `json:"lookups,omitempty"`
+	Refs    []Ref    `json:"refs,omitempty"`
+	Methods []Method `json:"methods"`
 	// Stores holds each store's physical layout, by store name.
 	Stores map[string]access.Physical `json:"stores"`
 	// Samples holds what -sample read, by store name.
