@@ -77,9 +77,13 @@ type Aggregate struct {
 	Entries    []Entry  `json:"entries"`
 	Partitions []string `json:"partitions,omitempty"`
 	Version    string   `json:"version,omitempty"` // the version entry's key
-	Lookups    []Lookup `json:"lookups,omitempty"`
-	Refs       []Ref    `json:"refs,omitempty"`
-	Methods    []Method `json:"methods"`
+	// Created and Updated are the timestamp entries' keys (noam:"created",
+	// noam:"updated").
+	Created string   `json:"created,omitempty"`
+	Updated string   `json:"updated,omitempty"`
+	Lookups []Lookup `json:"lookups,omitempty"`
+	Refs    []Ref    `json:"refs,omitempty"`
+	Methods []Method `json:"methods"`
 	// Stores holds each store's physical layout, by store name.
 	Stores map[string]access.Physical `json:"stores"`
 	// Samples holds what -sample read, by store name.
@@ -113,7 +117,7 @@ type Entry struct {
 	Key string `json:"key"`
 	// Notation is the key in the paper's notation: "ε", "rounds[i]".
 	Notation string       `json:"notation"`
-	Kind     string       `json:"kind"` // field, root, count, elements, version
+	Kind     string       `json:"kind"` // field, root, count, elements, version, created, updated
 	Fields   []EntryField `json:"fields"`
 }
 
@@ -241,6 +245,15 @@ func aggregate(a *model.Aggregate, stores []string, ts func(types.Type) string) 
 		case e.Version:
 			out.Entries = append(out.Entries, Entry{Key: e.Key, Notation: e.Key, Kind: "version", Fields: []EntryField{field(e.Fields[0], false)}})
 			out.Version = e.Key
+		case e.Timestamp != "":
+			// A field that only the repository writes: created by Create
+			// (kept by Put), updated by every write.
+			out.Entries = append(out.Entries, Entry{Key: e.Key, Notation: e.Key, Kind: e.Timestamp, Fields: []EntryField{field(e.Fields[0], false)}})
+			if e.Timestamp == "created" {
+				out.Created = e.Key
+			} else {
+				out.Updated = e.Key
+			}
 		default:
 			out.Entries = append(out.Entries, Entry{Key: e.Key, Notation: e.Key, Kind: "field", Fields: []EntryField{field(e.Fields[0], false)}})
 		}

@@ -128,6 +128,12 @@ func aggregateMD(b *strings.Builder, r *Report, a *Aggregate) {
 	if a.Version != "" {
 		facts = append(facts, "version entry `"+a.Version+"`")
 	}
+	if a.Created != "" {
+		facts = append(facts, "created timestamp `"+a.Created+"` (set by Create, kept by Put)")
+	}
+	if a.Updated != "" {
+		facts = append(facts, "updated timestamp `"+a.Updated+"` (set by every write, in its atomic write)")
+	}
 	key := fmt.Sprintf("block key `%s %s`", a.BlockKey.Field, a.BlockKey.GoType)
 	if len(a.BlockKey.Parts) > 0 {
 		var ps []string

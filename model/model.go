@@ -80,6 +80,10 @@ type Aggregate struct {
 	ID *Field
 	// Version is the optional optimistic-concurrency version entry.
 	Version *Field
+	// Created and Updated are the optional timestamp fields
+	// (`noam:"created"`, `noam:"updated"`, time.Time, ETF only): Create
+	// sets both, every write sets Updated in the same atomic write.
+	Created, Updated *Field
 	// IDParts are the parts of a composite block key, when the id field is a
 	// struct (e.g. a comment keyed by post and sequence number); nil for a
 	// scalar block key. Parts are encoded in order.
@@ -113,6 +117,9 @@ type Field struct {
 
 	IsID      bool
 	IsVersion bool
+	// IsCreated and IsUpdated mark the timestamp fields: ordinary
+	// entries that only the runtime writes (no setter, no TUpdate field).
+	IsCreated, IsUpdated bool
 
 	// Partition is set for `partition=FIELD` slice fields: each element is
 	// its own entry FIELD[i]. Elem is the element type.
@@ -240,6 +247,9 @@ type Entry struct {
 	Partition bool
 	// Version is set for the version entry.
 	Version bool
+	// Timestamp is "created" or "updated" for a timestamp entry, "" for
+	// any other.
+	Timestamp string
 }
 
 // FieldKey is the key of the field behind the entry class: Key, but for a
@@ -309,7 +319,7 @@ func (a *Aggregate) Entries() []Entry {
 		case f.Partition:
 			out = append(out, Entry{Key: f.Key + "[]", Fields: []*Field{f}, Partition: true})
 		case a.Strategy == ETF:
-			out = append(out, Entry{Key: f.Key, Fields: []*Field{f}})
+			out = append(out, Entry{Key: f.Key, Fields: []*Field{f}, Timestamp: f.Timestamp()})
 		}
 	}
 	if a.Version != nil {
@@ -318,15 +328,28 @@ func (a *Aggregate) Entries() []Entry {
 	return out
 }
 
+// Timestamp is "created" or "updated" for a timestamp field, "" for any
+// other.
+func (f *Field) Timestamp() string {
+	switch {
+	case f.IsCreated:
+		return "created"
+	case f.IsUpdated:
+		return "updated"
+	}
+	return ""
+}
+
 // Settable lists the fields that get their own entry-level setter: the
-// non-id, non-version, non-partitioned fields of an ETF aggregate.
+// non-id, non-version, non-partitioned fields of an ETF aggregate but the
+// timestamps, which only the runtime writes.
 func (a *Aggregate) Settable() []*Field {
 	if a.Strategy == EAO {
 		return nil
 	}
 	var out []*Field
 	for _, f := range a.Fields {
-		if !f.IsID && !f.IsVersion && !f.Partition {
+		if !f.IsID && !f.IsVersion && !f.Partition && f.Timestamp() == "" {
 			out = append(out, f)
 		}
 	}

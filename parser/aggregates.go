@@ -222,14 +222,21 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 				continue
 			}
 			fld.IsID, fld.IsVersion = tag.id, tag.version
+			fld.IsCreated, fld.IsUpdated = tag.created, tag.updated
+			stamp := tag.created || tag.updated
 			if tag.counter && tag.id {
 				counter, counterPos = true, f.Tag.Pos()
 			}
 			for _, r := range tag.refs {
 				fld.Refs = append(fld.Refs, model.Ref{Path: fld.Key, GoPath: fld.GoName, Target: r, Type: ft, Pos: p.position(id.Pos()), Decl: name + "." + id.Name})
 			}
+			if stamp {
+				p.timestamp(a, fld, tag, f.Tag.Pos())
+			}
 			if tag.lookup {
-				if fld.IsID || fld.IsVersion {
+				if stamp {
+					p.errorf(f.Tag.Pos(), "field %s.%s: noam tag %s: a timestamp cannot have a lookup (every write changes updated, and lookups index strings and integers, not times)", name, id.Name, tag.text)
+				} else if fld.IsID || fld.IsVersion {
 					p.errorf(f.Tag.Pos(), "field %s.%s: the id and version fields cannot have a lookup (the block key is its own index)", name, id.Name)
 				} else {
 					lk := tag.lookupSpec(f.Tag.Pos(), fld.Key, fld.GoName, ft)
@@ -292,6 +299,44 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 	p.buildLookups(a, specs)
 	p.partitions(a, mt.partitions, partitionPos)
 	return a
+}
+
+// timestamp checks the created or updated field fld, tagged tag at pos,
+// and records it in a.
+func (p *loader) timestamp(a *model.Aggregate, fld *model.Field, tag *tagSpec, pos token.Pos) {
+	what := fld.Timestamp()
+	switch {
+	case fld.IsCreated && fld.IsUpdated:
+		p.errorf(pos, "field %s.%s cannot be both created and updated (noam tag %s): Create sets both, every later write only updated; tag two time.Time fields", a.Name, fld.GoName, tag.text)
+		return
+	case fld.IsID:
+		p.errorf(pos, "field %s.%s cannot be both id and %s (noam tag %s)", a.Name, fld.GoName, what, tag.text)
+		return
+	case fld.IsVersion:
+		p.errorf(pos, "field %s.%s cannot be both version and %s (noam tag %s)", a.Name, fld.GoName, what, tag.text)
+		return
+	}
+	if !isTime(fld.Type) {
+		p.errorf(pos, "%s field %s.%s has type %s; noam tag %s needs a time.Time field", what, a.Name, fld.GoName, p.typeString(fld.Type), tag.text)
+	}
+	if a.Strategy == model.EAO {
+		p.errorf(pos, "%s field %s.%s (noam tag %s): under strategy=eao the field is inside the root entry, which entry-level writes (AppendF, SetFAt) do not rewrite and a Put replaces whole, so it cannot be written alone; timestamps need strategy=etf", what, a.Name, fld.GoName, tag.text)
+	}
+	prev := &a.Created
+	if fld.IsUpdated {
+		prev = &a.Updated
+	}
+	if *prev != nil {
+		p.errorf(pos, "aggregate %s has two %s fields: %s and %s (noam tag %s)", a.Name, what, (*prev).GoName, fld.GoName, tag.text)
+		return
+	}
+	*prev = fld
+}
+
+// isTime reports whether t is time.Time.
+func isTime(t types.Type) bool {
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
 }
 
 // partitions marks the fields named by the marker's partition= options.
@@ -380,6 +425,8 @@ func (p *loader) plainStruct(d structDecl) {
 			switch o {
 			case "id", "version", "counter":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s, but %s is not an aggregate; mark it with a field `_ struct{} `noam:\"aggregate\"``", tag.text, d.spec.Name.Name, fname, d.spec.Name.Name)
+			case "created", "updated":
+				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s: %s belongs on a top-level time.Time field of an aggregate, not on a field of a plain struct (a nested value or a partition element)", tag.text, d.spec.Name.Name, fname, o)
 			case "collection", "strategy", "partition":
 				p.errorf(f.Tag.Pos(), "option %s in noam tag %s belongs on the aggregate marker `_ struct{} `noam:\"aggregate,...\"``", o, tag.text)
 			}

@@ -181,7 +181,9 @@ func (f importerFunc) Import(path string) (*types.Package, error) { return f(pat
 // word (EventRepository, EventUpdate, EventKindLabelQuery,
 // EventMongoRepository, EventBoltRepository, EventGameRefs, and for stores
 // to come EventDynamoRepository, EventRedisRepository), or with New and
-// such a name (NewEventMongoRepository).
+// such a name (NewEventMongoRepository); every unexported one with an
+// underscore and the aggregate's name, its first word in lower case
+// (_eventDesc, _eventRepo).
 func generatableNames(pkg *packages.Package) func(msg string) bool {
 	var aggs []string
 	for _, f := range pkg.Syntax {
@@ -207,6 +209,11 @@ func generatableNames(pkg *packages.Package) func(msg string) bool {
 			// The rest starts a new word: Repository, KindLabelQuery,
 			// MongoRepository (not Gamer for aggregate Game).
 			if rest, ok := strings.CutPrefix(strings.TrimPrefix(name, "New"), a); ok && rest != "" && unicode.IsUpper(rune(rest[0])) {
+				return true
+			}
+			// The unexported names (_gameDesc, _gameRepo): the
+			// aggregate's name with a lower-case first word.
+			if rest, ok := strings.CutPrefix(name, "_"); ok && len(rest) > len(a) && strings.EqualFold(rest[:len(a)], a) && unicode.IsUpper(rune(rest[len(a)])) {
 				return true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // This file is the store-independent half of the store contract: the
@@ -362,6 +363,12 @@ type Desc[T any, K comparable] struct {
 	Fields []*Field[T]
 	// Version is the version entry, nil if the aggregate has none.
 	Version *Field[T]
+	// Created and Updated are the timestamp fields (noam:"created",
+	// noam:"updated": time.Time fields of Fields, under ETF), nil when
+	// the aggregate has none. The repository sets them (Stamp); adapters
+	// write them as any field, but for Put, which keeps the created entry
+	// of a block that exists (see Store).
+	Created, Updated *Field[T]
 	// Lookups are the aggregate's lookups.
 	Lookups []*Lookup[T]
 	// Counter is set for enumerable block keys.
@@ -389,7 +396,32 @@ func (d *Desc[T, K]) Init() *Desc[T, K] {
 	if d.EAO != (d.Root != nil) {
 		panic("noam: " + d.Aggregate + ": an EAO descriptor needs a root entry, and only it")
 	}
+	for _, f := range []*Field[T]{d.Created, d.Updated} {
+		if f != nil && (d.EAO || d.byKey[f.Key] != f || f.Kind != KindField) {
+			panic("noam: " + d.Aggregate + ": a timestamp must be a top-level field of an ETF descriptor")
+		}
+	}
 	return d
+}
+
+// Stamp sets t's timestamps for a write at now: updated, and created too
+// when created is set (a new block). It returns a function that puts the
+// values t held back, for a write that failed.
+func (d *Desc[T, K]) Stamp(t *T, now time.Time, created bool) (undo func()) {
+	var undos []func()
+	for _, f := range []*Field[T]{d.Updated, d.Created} {
+		if f == nil || f == d.Created && !created {
+			continue
+		}
+		old := f.Value(t)
+		_ = f.Assign(t, now)
+		undos = append(undos, func() { _ = f.Assign(t, old) })
+	}
+	return func() {
+		for _, u := range undos {
+			u()
+		}
+	}
 }
 
 // Field finds a field accessor by entry key (the version included).

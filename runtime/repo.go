@@ -102,9 +102,15 @@ func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], el
 	return i, err
 }
 
-// bumped adds the version entry, which every entry-level write bumps, to
-// the entries c writes.
+// bumped adds the entries every entry-level write that writes something
+// writes with its changes: the updated timestamp and the version.
 func (r Repo[T, K]) bumped(c *Call) {
+	if len(c.Entries) == 0 {
+		return // an Update without changes only checks
+	}
+	if r.D.Updated != nil {
+		c.Entries = append(c.Entries, r.D.Updated.Key)
+	}
 	if r.D.Version != nil {
 		c.Entries = append(c.Entries, r.D.Version.Key)
 	}

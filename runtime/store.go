@@ -27,7 +27,14 @@ import (
 //   - Update writes only the entries it names, in one atomic write, bumps
 //     the version when it writes anything, checks IfVersion, and fails with
 //     ErrNotFound for a missing block or element: then nothing is written.
-//   - Append writes one element entry (and the count) and returns its index.
+//   - Append writes one element entry (and the count) and returns its index;
+//     the changes with it (the updated timestamp) are written in the same
+//     atomic write.
+//   - With timestamps (Desc.Created, Desc.Updated) the repository sets
+//     them on t (Create, Put) or adds the change of updated (Update,
+//     Append): adapters write them as any other field, but for Put over a
+//     block that exists, which keeps the block's stored created entry,
+//     decided in its one atomic write, and sets t's created field to it.
 //   - A failed write changes nothing.
 type Store[T any, K comparable] interface {
 	Get(ctx context.Context, id K) (*T, error)
@@ -36,7 +43,7 @@ type Store[T any, K comparable] interface {
 	Put(ctx context.Context, t *T) error
 	Delete(ctx context.Context, id K) error
 	Update(ctx context.Context, op string, id K, u Update[T]) error
-	Append(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error)
+	Append(ctx context.Context, op string, id K, f *Field[T], elem any, with ...Change[T]) (int, error)
 
 	// ReadElems reads up to n elements of partition f of block id from
 	// index start on, calling fn with each in index order, and reports
@@ -293,7 +300,12 @@ func (r Repo[T, K]) create(ctx context.Context, t *T) error {
 	if err := r.gate(ctx, "Create", nil); err != nil {
 		return err
 	}
-	return r.ctxErr(ctx, "Create", r.S.Create(ctx, t))
+	undo := r.D.Stamp(t, r.Now(), true)
+	if err := r.S.Create(ctx, t); err != nil {
+		undo()
+		return r.ctxErr(ctx, "Create", err)
+	}
+	return nil
 }
 
 // put creates or replaces a block whole.
@@ -307,7 +319,14 @@ func (r Repo[T, K]) put(ctx context.Context, t *T) error {
 	if err := r.gate(ctx, "Put", nil); err != nil {
 		return err
 	}
-	return r.ctxErr(ctx, "Put", r.S.Put(ctx, t))
+	// Created as for a new block: the store keeps the stored one of a
+	// block that exists, and sets t's to it.
+	undo := r.D.Stamp(t, r.Now(), true)
+	if err := r.S.Put(ctx, t); err != nil {
+		undo()
+		return r.ctxErr(ctx, "Put", err)
+	}
+	return nil
 }
 
 // del removes a block.
@@ -333,8 +352,16 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 			return err
 		}
 	}
+	if r.D.Updated != nil && len(u.Changes) > 0 {
+		// An update that writes something writes updated with it (one
+		// that writes nothing only checks).
+		u.Changes = append(u.Changes[:len(u.Changes):len(u.Changes)], r.touch())
+	}
 	return r.ctxErr(ctx, op, r.S.Update(ctx, op, id, u))
 }
+
+// touch is the change that sets the updated timestamp to now.
+func (r Repo[T, K]) touch() Change[T] { return Set(r.D.Updated, r.Now()) }
 
 // appendElem adds elem as the last element of partition f of block id.
 func (r Repo[T, K]) appendElem(ctx context.Context, op string, id K, f *Field[T], elem any) (int, error) {
@@ -346,7 +373,11 @@ func (r Repo[T, K]) appendElem(ctx context.Context, op string, id K, f *Field[T]
 			return 0, err
 		}
 	}
-	i, err := r.S.Append(ctx, op, id, f, elem)
+	var with []Change[T]
+	if r.D.Updated != nil {
+		with = append(with, r.touch())
+	}
+	i, err := r.S.Append(ctx, op, id, f, elem, with...)
 	return i, r.ctxErr(ctx, op, err)
 }
 

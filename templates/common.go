@@ -63,6 +63,9 @@ func Methods(a *model.Aggregate) []Method {
 	if a.Version != nil {
 		versionNote = fmt.Sprintf(" The %s entry is bumped by every write, so that a concurrent Put holding the old version fails with runtime.ErrConflict.", a.Version.Key)
 	}
+	if a.Updated != nil {
+		versionNote += fmt.Sprintf(" The %s entry is set to the repository's clock in the same atomic write.", a.Updated.Key)
+	}
 	ms := []Method{
 		{Kind: MGet, Name: "Get", Doc: fmt.Sprintf("Get reads the %s block with key id in one round trip. It fails with runtime.ErrNotFound if there is none.", a.Name),
 			Params: []jen.Code{Ctx(), id()}, Results: []jen.Code{ptr(), jen.Error()}},
@@ -194,6 +197,9 @@ func createDoc(a *model.Aggregate) string {
 	if a.Version != nil {
 		s += fmt.Sprintf(" The stored %s starts at 1, and %s.%s is set to it.", a.Version.Key, Var(a), a.Version.GoName)
 	}
+	if stamps := stampFields(a); stamps != "" {
+		s += fmt.Sprintf(" %s set to the repository's clock (UTC, milliseconds).", stamps)
+	}
 	return s + counterDoc(a, "Create")
 }
 
@@ -209,12 +215,42 @@ func counterDoc(a *model.Aggregate, op string) string {
 	return fmt.Sprintf(" When %s.%s.%s is 0, %s allocates it from the counter of its scope (the other key parts), skipping numbers in use, and sets it.", Var(a), a.ID.GoName, last.GoName, op)
 }
 
+// stampFields names the timestamp fields of a with their verb
+// ("game.Created and game.Updated are"), "" when it has none.
+func stampFields(a *model.Aggregate) string {
+	var names []string
+	for _, f := range []*model.Field{a.Created, a.Updated} {
+		if f != nil {
+			names = append(names, Var(a)+"."+f.GoName)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0] + " is"
+	}
+	return strings.Join(names, " and ") + " are"
+}
+
+// putStampDoc says what Put does with the timestamps.
+func putStampDoc(a *model.Aggregate) string {
+	var s string
+	if a.Updated != nil {
+		s += fmt.Sprintf(" %s.%s is set to the repository's clock (UTC, milliseconds).", Var(a), a.Updated.GoName)
+	}
+	if a.Created != nil {
+		s += fmt.Sprintf(" The %s entry of a block that exists is kept (decided in the same atomic write) and %s.%s is set to it; a new block gets the repository's clock.", a.Created.Key, Var(a), a.Created.GoName)
+	}
+	return s
+}
+
 func putDoc(a *model.Aggregate) string {
 	if a.Version == nil {
-		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name) + counterDoc(a, "Put")
+		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name) + putStampDoc(a) + counterDoc(a, "Put")
 	}
 	return fmt.Sprintf("Put creates the %s block or replaces it whole, with optimistic concurrency on %s: when %s.%s is runtime.NotStored (0, the zero value) the block must not exist yet; otherwise the stored %s must equal %s.%s. Either way a mismatch fails with runtime.ErrConflict and changes nothing. On success the stored %s is one more than before and %s.%s is set to it.",
-		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + counterDoc(a, "Put")
+		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + putStampDoc(a) + counterDoc(a, "Put")
 }
 
 // Signature renders a method's name, parameters and results.

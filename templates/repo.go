@@ -175,6 +175,12 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 	if a.Version != nil {
 		items = append(items, jen.Id("Version").Op(":").Id(EntryVar(a, a.Version)))
 	}
+	if a.Created != nil {
+		items = append(items, jen.Id("Created").Op(":").Id(EntryVar(a, a.Created)))
+	}
+	if a.Updated != nil {
+		items = append(items, jen.Id("Updated").Op(":").Id(EntryVar(a, a.Updated)))
+	}
 	if len(a.Lookups) > 0 {
 		var ls []jen.Code
 		for _, l := range a.Lookups {

@@ -89,6 +89,9 @@ const (
 	// counter in one (Store.ScopeItems); NotIndexed: neither.
 	Indexed
 	NotIndexed
+	// HasCreated: the aggregate has a created timestamp (a Put keeps
+	// the stored one).
+	HasCreated
 )
 
 // Lookup is one lookup of an aggregate class.
@@ -113,6 +116,9 @@ type Field struct {
 	Elem      string // a partition's element type
 	Partition bool
 	Version   bool
+	// Created, Updated: the timestamp fields (noam:"created",
+	// noam:"updated").
+	Created, Updated bool
 }
 
 // Shape is an aggregate class as declarations see it, whatever the
@@ -340,10 +346,11 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 			native++
 		}
 	}
-	version, parts := false, false
+	version, parts, created := false, false, false
 	for _, f := range s.Fields {
 		version = version || f.Version
 		parts = parts || f.Partition
+		created = created || f.Created
 	}
 	written := st.written(s, op)
 	unique := false
@@ -364,6 +371,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 		{Writes, len(written) > 0}, {NoWrites, len(written) == 0}, {WritesUnique, unique},
 		{ByTable, byOK && st.isTable(by)}, {ByNative, byOK && !st.isTable(by)},
 		{Indexed, st.indexed(s)}, {NotIndexed, !st.indexed(s)},
+		{HasCreated, created},
 	}
 	for _, k := range checks {
 		if has(k.c) && !k.ok {

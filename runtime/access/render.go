@@ -16,6 +16,7 @@ import (
 //	$scope    the scope parts of a counter (thread, post)
 //	$field    the field of Set, SetAt, Append, ListElems
 //	$version  the version entry's key
+//	$created, $updated  the timestamp entries' keys
 //	$counter  the counter (Names.Counter)
 //	$index    the index table of the lookup of an Each step, of GetBy and
 //	          ListBy (Names.Index); $lookup its name; $value its parts
@@ -160,6 +161,12 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 	for _, f := range s.Fields {
 		if f.Version {
 			v["version"] = f.Key
+		}
+		if f.Created {
+			v["created"] = f.Key
+		}
+		if f.Updated {
+			v["updated"] = f.Key
 		}
 		if f.Partition {
 			parts = append(parts, f.Key)

@@ -196,6 +196,9 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 				return err
 			}
 		}
+		if err := s.keepCreated(blk, t); err != nil {
+			return err
+		}
 		s.rewrite(blk, t, want+1)
 		s.index(blk, old, t, nil)
 		return blk.Err()
@@ -205,6 +208,23 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	}
 	*s.d.ID(t) = id
 	s.d.SetVersion(t, want+1)
+	return nil
+}
+
+// keepCreated sets t's created timestamp to the one block blk holds, if
+// it exists and holds one: a Put keeps it.
+func (s *Store[T, K]) keepCreated(blk *block, t *T) error {
+	if s.d.Created == nil || !blk.Exists() {
+		return nil
+	}
+	k := blk.key(s.d.Created.Key, -1)
+	v := blk.bucket.Get(k)
+	if v == nil {
+		return nil // written before the model had it: Put gives it one
+	}
+	if err := s.d.Created.Decode(t, &valueDecoder{b: v}); err != nil {
+		return runtime.Unreadable("Put", s.d.Aggregate, blk.id, fmt.Errorf("%s: %w", entryName(blk.prefix, k), err))
+	}
 	return nil
 }
 
@@ -365,8 +385,9 @@ func (s *Store[T, K]) reindex(blk *block, ls []*runtime.Lookup[T], change func(n
 }
 
 // Append writes elem as the next element of partition f and bumps the
-// element count (and the version): two or three keys, whatever the size.
-func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+// element count (and the version), and writes the fields of with (the
+// updated timestamp): two or three keys and those, whatever the size.
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, with ...runtime.Change[T]) (int, error) {
 	var i int
 	err := s.c.Update(ctx, op, id, func(blk *block) error {
 		marker, ok := blk.marker()
@@ -386,6 +407,9 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 			}
 		}
 		i = blk.appendAt(f.Key, countKey, n, elem)
+		for _, c := range with {
+			blk.Put(c.Field.Key, c.Value)
+		}
 		if s.d.Version != nil {
 			blk.BumpVersion(s.d.Version.Key)
 		}

@@ -186,6 +186,13 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 	after := s.keys(id, t)
 	// attempt is the write of t over block st.
 	attempt := func(st state[T]) (index.Attempt, error) {
+		if av := st.item[s.createdKey()]; av != nil {
+			// The block's created timestamp stays (the write is on
+			// condition that the block is as read).
+			if err := s.d.Created.Decode(t, &decoder{av}); err != nil {
+				return index.Attempt{}, runtime.Unreadable(op, s.d.Aggregate, id, err)
+			}
+		}
 		item, err := s.item(t, want+1, sizing)
 		if err != nil {
 			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -237,6 +244,15 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 		}
 		return attempt(st)
 	})
+}
+
+// createdKey is the attribute of the created timestamp, "" for an
+// aggregate without one.
+func (s *Store[T, K]) createdKey() string {
+	if s.d.Created == nil {
+		return ""
+	}
+	return s.d.Created.Key
 }
 
 // written is the outcome of a block write for the engine: whether its
@@ -297,7 +313,7 @@ func (s *Store[T, K]) stamped(op string, id K, st state[T], before index.Keys, w
 }
 
 // protocolAppend appends to a partition whose elements lookups read.
-func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, v types.AttributeValue) (int, error) {
+func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, v types.AttributeValue, wv []types.AttributeValue, wf []*runtime.Field[T]) (int, error) {
 	var n int64
 	err := s.run(ctx, op, id, func() (index.Attempt, error) {
 		st, err := s.readState(ctx, id)
@@ -319,7 +335,7 @@ func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *ru
 		if err := s.checkValues(op, id, st.t); err != nil {
 			return index.Attempt{}, err
 		}
-		return s.stamped(op, id, st, before, s.appendOf(f, v, n, !counts)), nil
+		return s.stamped(op, id, st, before, s.appendOf(f, v, n, !counts, wv, wf)), nil
 	})
 	if err != nil {
 		return 0, err

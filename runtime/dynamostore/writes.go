@@ -150,37 +150,95 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	if s.index != "" {
 		return s.protocolPut(ctx, op, t, false, want)
 	}
-	item, err := s.item(t, want+1, nil)
-	if err != nil {
-		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-	}
-	if err := s.checkSize(op, id, item); err != nil {
-		return err
-	}
-	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}
-	if s.d.Version != nil {
+	for attempt := range maxAttempts {
+		if err := backoff(ctx, attempt); err != nil {
+			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		// The created timestamp of a block that exists stays: read
+		// here, and the write is on condition that it is still the one
+		// read.
+		created, err := s.keepCreated(ctx, op, id, t)
+		if err != nil {
+			return err
+		}
+		item, err := s.item(t, want+1, nil)
+		if err != nil {
+			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		if err := s.checkSize(op, id, item); err != nil {
+			return err
+		}
+		in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}
 		e := newExpr()
-		if want == 0 {
-			// No block, or one written before the version existed
-			// (version 0, which the Put replaces).
-			in.ConditionExpression = aws.String("attribute_not_exists(" + e.name(IDAttr) + ") OR attribute_not_exists(" + e.name(s.d.Version.Key) + ")")
-		} else {
-			in.ConditionExpression = aws.String(e.name(s.d.Version.Key) + " = " + e.value(num(want)))
+		var cond []string
+		if s.d.Version != nil {
+			if want == 0 {
+				// No block, or one written before the version existed
+				// (version 0, which the Put replaces).
+				cond = append(cond, "(attribute_not_exists("+e.name(IDAttr)+") OR attribute_not_exists("+e.name(s.d.Version.Key)+"))")
+			} else {
+				cond = append(cond, e.name(s.d.Version.Key)+" = "+e.value(num(want)))
+			}
 		}
-		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
-	}
-	var sent sends
-	_, err = s.c.PutItem(ctx, in, sent.count)
-	if condFailed(err) {
-		if sent.resent() && s.holds(ctx, id, item) {
-			return nil
+		if s.d.Created != nil {
+			if c := e.name(s.d.Created.Key); created == nil {
+				cond = append(cond, "attribute_not_exists("+c+")")
+			} else {
+				cond = append(cond, c+" = "+e.value(created))
+			}
 		}
-		return s.versionConflict(ctx, op, id, want)
+		if len(cond) > 0 {
+			in.ConditionExpression = aws.String(strings.Join(cond, " AND "))
+			in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
+		}
+		var sent sends
+		_, err = s.c.PutItem(ctx, in, sent.count)
+		if condFailed(err) {
+			if sent.resent() && s.holds(ctx, id, item) {
+				return nil
+			}
+			if s.d.Version == nil || s.d.Created != nil && s.createdChanged(ctx, id, created) {
+				continue // created or deleted meanwhile: read it again
+			}
+			return s.versionConflict(ctx, op, id, want)
+		}
+		if err != nil {
+			return wrap(op, s.d.Aggregate, id, err)
+		}
+		return nil
 	}
+	return s.contended(op, id)
+}
+
+// keepCreated reads the created timestamp block id holds, if the aggregate
+// has one, and sets t's to it: a Put keeps it. It returns the stored
+// attribute, nil when there is none (no block, one written before the
+// model had it, or an aggregate without created).
+func (s *Store[T, K]) keepCreated(ctx context.Context, op string, id K, t *T) (types.AttributeValue, error) {
+	if s.d.Created == nil {
+		return nil, nil
+	}
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(s.d.Created.Key), e)
 	if err != nil {
-		return wrap(op, s.d.Aggregate, id, err)
+		return nil, wrap(op, s.d.Aggregate, id, err)
 	}
-	return nil
+	av := item[s.d.Created.Key]
+	if av == nil {
+		return nil, nil
+	}
+	if err := s.d.Created.Decode(t, &decoder{av}); err != nil {
+		return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
+	}
+	return av, nil
+}
+
+// createdChanged reports whether block id no longer holds created as its
+// created attribute (nil: none): a Put's condition on it failed.
+func (s *Store[T, K]) createdChanged(ctx context.Context, id K, created types.AttributeValue) bool {
+	e := newExpr()
+	item, err := s.getItem(ctx, id, e.name(s.d.Created.Key), e)
+	return err == nil && !reflect.DeepEqual(item[s.d.Created.Key], created)
 }
 
 // versionConflict reads the version of block id to say why a write
@@ -459,7 +517,7 @@ func lenOf(item map[string]types.AttributeValue, f string) int64 {
 // newLen is for a block without a _len map (written before its
 // partitions): the count is then a new _len, on condition that there is
 // none.
-func (s *Store[T, K]) appendOf(p *runtime.Field[T], v types.AttributeValue, n int64, newLen bool) *update {
+func (s *Store[T, K]) appendOf(p *runtime.Field[T], v types.AttributeValue, n int64, newLen bool, with []types.AttributeValue, fields []*runtime.Field[T]) *update {
 	w := &update{e: newExpr()}
 	e := w.e
 	f := p.Key
@@ -487,7 +545,31 @@ func (s *Store[T, K]) appendOf(p *runtime.Field[T], v types.AttributeValue, n in
 	}
 	s.layoutGuards(w, nil, p)
 	s.version(w, 0, true)
+	setFields(w, fields, with)
 	return w
+}
+
+// withValues encodes the values of with, the top-level field changes an
+// Append writes with its element (the updated timestamp), and returns
+// them with their fields.
+func withValues[T any](with []runtime.Change[T]) ([]types.AttributeValue, []*runtime.Field[T], error) {
+	vals := make([]types.AttributeValue, 0, len(with))
+	fields := make([]*runtime.Field[T], 0, len(with))
+	for _, c := range with {
+		v, err := Encode(c.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", c.Entry(), err)
+		}
+		vals, fields = append(vals, v), append(fields, c.Field)
+	}
+	return vals, fields, nil
+}
+
+// setFields adds the SET of each field to its value to w.
+func setFields[T any](w *update, fields []*runtime.Field[T], vals []types.AttributeValue) {
+	for i, f := range fields {
+		w.set = append(w.set, w.e.name(f.Key)+" = "+w.e.value(vals[i]))
+	}
 }
 
 // noResend makes the SDK's retryer resend a request only after the server
@@ -527,7 +609,7 @@ const AppendPast = 1 << 16
 // existed) fails the condition or the path (SET of an element of a list
 // it does not have), as does a missing block: nothing is written, and
 // Append reads the count and appends with list_append (appendRead).
-func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, with ...runtime.Change[T]) (int, error) {
 	if err := bsonval.CheckElem(op, s.d, id, f, elem, MaxDepth); err != nil {
 		return 0, err
 	}
@@ -535,8 +617,12 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	if err != nil {
 		return 0, runtime.Fail(op, s.d.Aggregate, id, nil, fmt.Errorf("%s: %w", f.Key, err))
 	}
+	wv, wf, err := withValues(with)
+	if err != nil {
+		return 0, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
 	if s.index != "" && len(s.d.LookupsOf(f.Key)) > 0 {
-		return s.protocolAppend(ctx, op, id, f, elem, v)
+		return s.protocolAppend(ctx, op, id, f, elem, v, wv, wf)
 	}
 	w := &update{e: newExpr()}
 	e := w.e
@@ -550,6 +636,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")", fmt.Sprintf("size(%s) = %s.%s", fn, ln, fn), fmt.Sprintf("size(%s) <= %s", fn, e.value(num(AppendPast))))
 	s.layoutGuards(w, nil, f)
 	s.version(w, 0, true)
+	setFields(w, wf, wv)
 	in := w.input(s.table, s.key(id))
 	in.ReturnValues = types.ReturnValueUpdatedNew
 	// Not resent after a lost reply: a second send would append twice.
@@ -568,14 +655,14 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	if !condFailed(err) && !invalidPath(err) {
 		return 0, wrap(op, s.d.Aggregate, id, err)
 	}
-	return s.appendRead(ctx, op, id, f, v)
+	return s.appendRead(ctx, op, id, f, v, wv, wf)
 }
 
 // appendRead appends v as the next element of partition f after a read of
 // the element count: one UpdateItem with list_append, on condition that
 // the count is still the one read (so that the index it returns is
 // right). It takes blocks written before the partition existed.
-func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtime.Field[T], v types.AttributeValue) (int, error) {
+func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtime.Field[T], v types.AttributeValue, wv []types.AttributeValue, wf []*runtime.Field[T]) (int, error) {
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return 0, runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -593,7 +680,7 @@ func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtim
 		}
 		n := lenOf(item, f.Key)
 		_, counts := item[LenAttr]
-		_, err = s.c.UpdateItem(ctx, s.appendOf(f, v, n, !counts).input(s.table, s.key(id)))
+		_, err = s.c.UpdateItem(ctx, s.appendOf(f, v, n, !counts, wv, wf).input(s.table, s.key(id)))
 		if err == nil {
 			return int(n), nil
 		}

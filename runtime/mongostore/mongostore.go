@@ -126,7 +126,8 @@ func notImplemented(err error) bool {
 
 // Append pushes elem onto the partitioned array field of block id and
 // increments its length (and the version entry, when versionKey is not
-// ""), in one atomic findAndModify that returns only the new length. The
+// "", and sets the fields of set: the updated timestamp), in one atomic
+// findAndModify that returns only the new length. The
 // other elements are neither sent nor read back. It returns the index of
 // the new element. A block whose array has no count (written while the
 // field was whole) gets one first (countElems).
@@ -135,12 +136,16 @@ func notImplemented(err error) bool {
 // the whole document back: there Append reads the length alone and pushes
 // on condition that it is unchanged (see appendAt), so that a reply is a
 // few bytes whatever the size of the aggregate.
-func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, elem any, versionKey string) (int, error) {
+func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, elem any, versionKey string, set bson.D) (int, error) {
 	inc := bson.D{{Key: LenKey + "." + field, Value: 1}}
 	if versionKey != "" {
 		inc = append(inc, bson.E{Key: versionKey, Value: 1})
 	}
-	var update any = bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
+	upd := bson.D{{Key: "$push", Value: bson.D{{Key: field, Value: elem}}}, {Key: "$inc", Value: inc}}
+	if len(set) > 0 {
+		upd = append(upd, bson.E{Key: "$set", Value: set})
+	}
+	var update any = upd
 	if !fits(update) {
 		return 0, checkSize(op, agg, id, update)
 	}

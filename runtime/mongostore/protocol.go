@@ -52,6 +52,9 @@ func (x *indexed[T, K]) projection() bson.D {
 	for _, f := range x.fields {
 		p = append(p, bson.E{Key: f, Value: 1})
 	}
+	if c := x.s.d.Created; c != nil {
+		p = append(p, bson.E{Key: c.Key, Value: 1}) // Put keeps it
+	}
 	return p
 }
 
@@ -137,6 +140,9 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", version), runtime.ErrConflict, nil)
 		case st.version != version:
 			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, fmt.Sprintf("(stored version %d, expected %d)", st.version, version), runtime.ErrConflict, nil)
+		}
+		if err := x.s.keepCreated(op, id, v, st.raw); err != nil {
+			return index.Attempt{}, err
 		}
 		return index.Attempt{Found: st.found, Stamp: st.stamp, Before: x.keys(id, st.value, st.found), After: after,
 			Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {

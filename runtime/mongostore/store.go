@@ -1,6 +1,7 @@
 package mongostore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // Store is the MongoDB adapter of the store contract (runtime.Store) for
@@ -546,63 +548,146 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 		return s.x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
 	}
+	for range index.MaxAttempts {
+		// The created timestamp of a block that exists stays: read
+		// here, and the replacement is on condition that it is still
+		// the one read.
+		var created *bson.RawValue
+		if s.d.Created != nil {
+			raw, err := s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: s.d.Created.Key, Value: 1}})).Raw()
+			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+				return s.fail("Put", id, err)
+			}
+			if err := s.keepCreated("Put", id, t, raw); err != nil {
+				return err
+			}
+			v := raw.Lookup(s.d.Created.Key) // zero when there is none
+			created = &v
+		}
+		again, err := s.replace(ctx, t, id, want, created)
+		if !again {
+			return err
+		}
+	}
+	return s.fail("Put", id, fmt.Errorf("block created or deleted concurrently %d times in a row", index.MaxAttempts))
+}
+
+// keepCreated sets t's created timestamp to the one in raw, the stored
+// document of block id (nil: none), if it holds one: a Put keeps it.
+func (s *Store[T, K]) keepCreated(op string, id K, t *T, raw bson.Raw) error {
+	if s.d.Created == nil || raw == nil {
+		return nil
+	}
+	v, err := raw.LookupErr(s.d.Created.Key)
+	if err != nil {
+		return nil // written before the model had it: Put gives it one
+	}
+	if err := s.d.Created.Decode(t, &rawDecoder{v}); err != nil {
+		return runtime.Unreadable(op, s.d.Aggregate, id, err)
+	}
+	return nil
+}
+
+// replace writes the document of t over block id (checking version want
+// when the aggregate has one) and, when created is set, on condition that
+// the block's created field is still *created (a zero value: none). again
+// reports that this condition failed: the caller reads created again.
+func (s *Store[T, K]) replace(ctx context.Context, t *T, id K, want int64, created *bson.RawValue) (again bool, err error) {
+	versioned := s.d.Version != nil
 	w, doc, err := s.encodeDoc("Put", id, t, want+1)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.release()
 	// The filter follows the document in w's buffer.
 	n := len(w.b)
 	f := w.start()
 	if err := appendID(w, "_id", id); err != nil {
-		return runtime.Fail("Put", s.d.Aggregate, id, nil, err)
+		return false, runtime.Fail("Put", s.d.Aggregate, id, nil, err)
 	}
 	if versioned && want != 0 {
 		w.int64(pathOf(s.d.Version.Key), want)
 	}
+	var createdCond bson.E
+	if created != nil {
+		createdCond = bson.E{Key: s.d.Created.Key, Value: *created}
+		if created.Type == 0 {
+			createdCond.Value = bson.D{{Key: "$exists", Value: false}}
+		}
+		if err := w.value(pathOf(createdCond.Key), createdCond.Value); err != nil {
+			return false, runtime.Fail("Put", s.d.Aggregate, id, nil, err)
+		}
+	}
 	w.end(f)
 	filter := bson.Raw(w.b[n:])
+	// changed reports whether the created field changed since it was read
+	// (a write matching nothing, or an upsert whose insert found the key
+	// taken, by a block created meanwhile).
+	changed := func() bool {
+		if created == nil {
+			return false
+		}
+		raw, err := s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: s.d.Created.Key, Value: 1}})).Raw()
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return false
+		}
+		now := raw.Lookup(s.d.Created.Key)
+		return now.Type != created.Type || !bytes.Equal(now.Value, created.Value)
+	}
 	switch {
 	case !versioned:
 		runtime.RoundTrip(ctx)
 		if _, err := s.coll.ReplaceOne(ctx, filter, doc, options.Replace().SetUpsert(true)); err != nil {
-			return s.writeErr(ctx, "Put", id, t, false, err)
+			if mongo.IsDuplicateKeyError(err) && changed() {
+				return true, nil
+			}
+			return false, s.writeErr(ctx, "Put", id, t, false, err)
 		}
 	case want == 0:
 		// A new block: inserting fails if one exists already.
 		runtime.RoundTrip(ctx)
 		_, err := s.coll.InsertOne(ctx, doc)
 		if err == nil {
-			return nil
+			return false, nil
 		}
 		if !mongo.IsDuplicateKeyError(err) {
-			return s.fail("Put", id, err)
+			return false, s.fail("Put", id, err)
 		}
 		if derr := s.duplicate(ctx, "Put", id, t, true, err); derr != nil {
-			return derr
+			return false, derr
 		}
 		// A block written before the model had a version is at version
 		// 0 as long as it has none: it is replaced.
 		runtime.RoundTrip(ctx)
-		res, rerr := s.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: bson.D{{Key: "$exists", Value: false}}}}, doc)
+		cond := bson.D{{Key: "_id", Value: id}, {Key: s.d.Version.Key, Value: bson.D{{Key: "$exists", Value: false}}}}
+		if created != nil {
+			cond = append(cond, createdCond)
+		}
+		res, rerr := s.coll.ReplaceOne(ctx, cond, doc)
 		if rerr != nil {
-			return s.writeErr(ctx, "Put", id, t, false, rerr)
+			return false, s.writeErr(ctx, "Put", id, t, false, rerr)
 		}
 		if res.MatchedCount == 0 {
-			return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
+			if changed() {
+				return true, nil
+			}
+			return false, runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
 		}
 	default:
 		// Replace only the version the caller read.
 		runtime.RoundTrip(ctx)
 		res, err := s.coll.ReplaceOne(ctx, filter, doc)
 		if err != nil {
-			return s.writeErr(ctx, "Put", id, t, false, err)
+			return false, s.writeErr(ctx, "Put", id, t, false, err)
 		}
 		if res.MatchedCount == 0 {
-			return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, nil)
+			if changed() {
+				return true, nil
+			}
+			return false, runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, nil)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // Delete removes block id (and, with lookups, its index entries).
@@ -910,18 +995,24 @@ func (s *Store[T, K]) writeErr(ctx context.Context, op string, id K, t *T, inser
 
 // Append pushes elem onto partition f with one findAndModify that returns
 // only the new length.
-func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, with ...runtime.Change[T]) (int, error) {
 	if err := bsonval.CheckElem(op, s.d, id, f, elem, MaxDepth); err != nil {
 		return 0, err
 	}
 	if err := s.checkReady(ctx, op); err != nil {
 		return 0, err
 	}
-	i, err := s.appendElem(ctx, op, id, f, elem)
+	i, err := s.appendElem(ctx, op, id, f, elem, with)
 	return i, refused(err)
 }
 
-func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, with []runtime.Change[T]) (int, error) {
+	// The top-level fields written with the element (the updated
+	// timestamp), in the same update.
+	var set bson.D
+	for _, c := range with {
+		set = append(set, bson.E{Key: c.Field.Key, Value: c.Value})
+	}
 	var t *T
 	if s.nativeReads(f.Key) {
 		t = new(T)
@@ -935,11 +1026,12 @@ func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtim
 			return 0, err
 		}
 		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
+			Set:   set,
 			Inc:   s.versionInc(),
 			Apply: func(t *T) { _ = f.AppendValue(t, elem) },
 		})
 	}
-	i, err := Append(ctx, s.coll, op, s.d.Aggregate, id, f.Key, elem, s.d.VersionKey())
+	i, err := Append(ctx, s.coll, op, s.d.Aggregate, id, f.Key, elem, s.d.VersionKey(), set)
 	if err != nil && t != nil && (errors.Is(err, runtime.ErrDuplicate) || isDuplicate(err)) {
 		if derr := s.duplicate(ctx, op, id, t, false, err); derr != nil {
 			return 0, derr

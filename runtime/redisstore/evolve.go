@@ -400,10 +400,15 @@ func (s *Store[T, K]) updateAcross(ctx context.Context, op string, id K, u runti
 }
 
 // appendAcross is Append of a block found in another layout (convert).
-func (s *Store[T, K]) appendAcross(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+func (s *Store[T, K]) appendAcross(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, with []runtime.Change[T]) (int, error) {
 	return s.convert(ctx, op, id, 0, func(t *T) (int, error) {
 		if err := f.AppendValue(t, elem); err != nil {
 			return 0, s.fail(op, id, nil, err)
+		}
+		for _, c := range with {
+			if err := c.Apply(t); err != nil {
+				return 0, s.fail(op, id, nil, err)
+			}
 		}
 		return f.Len(t) - 1, nil
 	})

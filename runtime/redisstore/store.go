@@ -266,6 +266,17 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	}
 	bk := s.d.Keys.Bytes(id)
 	for range maxAttempts {
+		// The created timestamp of a block that exists stays: read
+		// here, and checked unchanged by the run.
+		created, err := s.keepCreated(ctx, op, id, t)
+		if err != nil {
+			return err
+		}
+		if created != nil {
+			if fields, err = s.fields(op, id, t, want+1); err != nil {
+				return err
+			}
+		}
 		w := &write[K]{op: op, id: id, bk: bk, list: 1}
 		cond := ""
 		if len(s.d.Lookups) > 0 {
@@ -289,6 +300,9 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		if s.d.Version != nil {
 			s.versionCheck(w.block, bk, want)
 		}
+		if created != nil {
+			w.block.check("", "heq", w.block.k(s.blockKey(bk)), s.d.Created.Key, *created)
+		}
 		if s.d.Counter != nil {
 			scope, n := s.d.Counter.Split(id)
 			if n > 0 {
@@ -305,6 +319,28 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		return nil
 	}
 	return s.contended(op, id)
+}
+
+// keepCreated reads the created timestamp block id holds, if the
+// aggregate has one, and sets t's to it: a Put keeps it. It returns the
+// stored value ("" when there is none: no block, or one written before
+// the model had it), nil for an aggregate without created.
+func (s *Store[T, K]) keepCreated(ctx context.Context, op string, id K, t *T) (*string, error) {
+	if s.d.Created == nil {
+		return nil, nil
+	}
+	v, err := s.c.HGet(ctx, s.BlockKey(id), s.d.Created.Key).Result()
+	if errors.Is(err, redis.Nil) {
+		v = ""
+	} else if err != nil {
+		return nil, s.fail(op, id, nil, err)
+	}
+	if v != "" {
+		if err := s.d.Created.Decode(t, decoder(v)); err != nil {
+			return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
+		}
+	}
+	return &v, nil
 }
 
 // replaceProg is the unconditional whole-block write of an aggregate
@@ -479,7 +515,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 // Append writes elem as the next element of partition f and bumps the
 // element count and the version in one script run: the new element is
 // the only value sent, whatever the partition's size.
-func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any) (int, error) {
+func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, with ...runtime.Change[T]) (int, error) {
 	if err := s.nameTooLarge(op, id); err != nil {
 		return 0, err
 	}
@@ -519,6 +555,14 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		}
 		p.change("append", b, f.Key, v)
 		w.appends = true
+		for _, c := range with {
+			// Top-level fields (the updated timestamp), in the same run.
+			v, err := s.encode(op, id, c.Field.Key, c.Value)
+			if err != nil {
+				return 0, err
+			}
+			p.change("hset", b, c.Field.Key, v)
+		}
 		if s.d.Version != nil {
 			p.change("hincr", b, s.d.Version.Key, "1")
 		}
@@ -530,7 +574,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 				continue
 			}
 			if _, other := failed(err, "layout"); other {
-				return s.appendAcross(ctx, op, id, f, elem)
+				return s.appendAcross(ctx, op, id, f, elem, with)
 			}
 			return 0, s.checkFailed(op, id, err)
 		}

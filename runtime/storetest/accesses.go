@@ -26,7 +26,7 @@ var accessTests = []subtest{
 func shapeOf[T any, K comparable](d *runtime.Desc[T, K], tables func(access.Lookup) bool) *access.Shape {
 	s := &access.Shape{Collection: d.Collection, EAO: d.EAO, Key: []access.KeyValue{{Value: "2345"}}}
 	for _, f := range d.Fields {
-		s.Fields = append(s.Fields, access.Field{Key: f.Key, Partition: f.Kind == runtime.KindPartition})
+		s.Fields = append(s.Fields, access.Field{Key: f.Key, Partition: f.Kind == runtime.KindPartition, Created: f == d.Created, Updated: f == d.Updated})
 	}
 	if d.Version != nil {
 		s.Fields = append(s.Fields, access.Field{Key: d.Version.Key, Version: true})

@@ -39,7 +39,7 @@ const (
 	one      = "one item: the block is read or written whole, atomically"
 	each     = "each block is read whole (not a snapshot across blocks)"
 	protocol = "the block write is atomic; index items are added before it and removed after it (not atomic with it: a crash leaves stale items, which reads skip and Repair removes)"
-	bump     = "[?version:, ADD $version 1]"
+	bump     = "[?updated:, $updated][?version:, ADD $version 1]"
 )
 
 var (
@@ -95,8 +95,8 @@ var Store = &access.Store{
 			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)"}}},
 		{Methods: []access.Method{access.Put}, When: access.Writes, Atomic: protocol,
 			Steps: []access.Step{counter, read, gained, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]" + guarded}, lost}},
-		{Methods: []access.Method{access.Put}, Atomic: one,
-			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]"}}},
+		{Methods: []access.Method{access.Put}, Atomic: one + "[?created:; the read of $created is retried while the block's changes in between]",
+			Steps: []access.Step{counter, {When: access.HasCreated, N: 1, Op: "GetItem $coll {_id} ProjectionExpression $created (a block that exists keeps it)"}, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)][?created: and $created as read]"}}},
 		{Methods: []access.Method{access.Delete}, When: access.Indexed, Atomic: "the item delete is atomic; its index items are removed after it",
 			Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id} (indexed attributes, _inc)"}, {N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}, {N: 1, Per: access.PerEntry, Op: "DeleteItem " + Index + " per index item of the block"}}},
 		{Methods: []access.Method{access.Delete}, Atomic: one, Steps: []access.Step{{N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}}},

@@ -82,9 +82,9 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, gained, {N: 1, Op: "insert $coll (stamped with _seq and _inc)"}}},
 		{Methods: []access.Method{access.Put}, When: access.NoWrites | access.HasVersion, Atomic: one,
-			Steps: []access.Step{counter, {N: 1, Op: "replaceOne $coll {_id, $version: v} (insert when v is 0)"}}},
+			Steps: []access.Step{counter, keepCreated, {N: 1, Op: "replaceOne $coll {_id, $version: v[?created:, $created as read]} (insert when v is 0)"}}},
 		{Methods: []access.Method{access.Put}, When: access.NoWrites | access.NoVersion, Atomic: one,
-			Steps: []access.Step{counter, {N: 1, Op: "replaceOne $coll {_id} upsert"}}},
+			Steps: []access.Step{counter, keepCreated, {N: 1, Op: "replaceOne $coll {_id[?created:, $created as read]} upsert"}}},
 		{Methods: []access.Method{access.Put}, Atomic: protocol,
 			Steps: []access.Step{counter, read, gained, {N: 1, Op: "replaceOne $coll {_id[?version:, $version: v]} (on condition of _seq and _inc)"}, lost}},
 		{Methods: []access.Method{access.Delete}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "deleteOne $coll {_id}"}}},
@@ -130,7 +130,10 @@ var (
 )
 
 // bump is the version's increment in an update, when there is a version.
-const bump = "[?version:, $inc $version]"
+// keepCreated is Put's read of the created timestamp it keeps.
+var keepCreated = access.Step{When: access.HasCreated, N: 1, Op: "findOne $coll {_id} projection {$created} (a block that exists keeps it)"}
+
+const bump = "[?updated:, $set $updated][?version:, $inc $version]"
 
 // nativeIndex is the native index of lookup l (issue 11's mapping).
 func nativeIndex(l access.Lookup) access.Index {

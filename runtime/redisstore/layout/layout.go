@@ -114,10 +114,10 @@ var Store = &access.Store{
 			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent[?uniques: and the claims of $uniques]; DEL, HSET each entry, _inc, _seq; ZADD $indexes, HSET their :meta[?uniques: and :claims]; ZADD " + Listing + "[?counted:; raise the counter]"),
 				claim, add, blockRun("check absent; DEL, HSET each entry, _inc, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raise}},
 		{Methods: []access.Method{access.Put}, When: access.NoWrites, Atomic: listed,
-			Steps: []access.Step{allocate, nodeRun("[?version:check $version as given (absent when 0); ]DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
-				blockRun("[?version:check $version as given; ]DEL, HSET each entry, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways}},
+			Steps: []access.Step{allocate, keepCreated, nodeRun("[?version:check $version as given (absent when 0); ][?created:check $created as read; ]DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),
+				blockRun("[?version:check $version as given; ][?created:check $created as read; ]DEL, HSET each entry, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways}},
 		{Methods: []access.Method{access.Put}, Atomic: protocol + "; the read and the script are retried while the block changes in between",
-			Steps: []access.Step{allocate, readHash, nodeRun("check " + Block + " unchanged since read (_seq)[?version:, $version as given][?uniques:, the claims of new values of $uniques]; DEL, HSET each entry, _inc, _seq; ZADD/ZREM $indexes and their :meta[?uniques: and :claims] for the values gained/lost; ZADD " + Listing + "[?counted:; raise the counter]"),
+			Steps: []access.Step{allocate, keepCreated, readHash, nodeRun("check " + Block + " unchanged since read (_seq)[?version:, $version as given][?created:, $created as read][?uniques:, the claims of new values of $uniques]; DEL, HSET each entry, _inc, _seq; ZADD/ZREM $indexes and their :meta[?uniques: and :claims] for the values gained/lost; ZADD " + Listing + "[?counted:; raise the counter]"),
 				claim, add, blockRun("check unchanged since read[?version:, $version as given]; DEL, HSET each entry, _inc, _seq"), {Mode: Cluster, N: 1, Op: "ZADD " + Listing}, raiseAlways, remove}},
 		{Methods: []access.Method{access.Delete}, When: access.NoWrites, Atomic: listed,
 			Steps: []access.Step{nodeRun("check " + Block + " exists; DEL " + Block + "; ZREM " + Listing), blockRun("check exists; DEL")}},
@@ -143,7 +143,10 @@ var Store = &access.Store{
 	},
 }
 
-const bump = "[?version:, HINCRBY $version 1]"
+// keepCreated is Put's read of the created timestamp it keeps.
+var keepCreated = access.Step{When: access.HasCreated, N: 1, Op: "HGET " + Block + " $created (a block that exists keeps it)"}
+
+const bump = "[?updated:, HSET $updated][?version:, HINCRBY $version 1]"
 
 var (
 	unlist      = access.Step{Mode: Cluster, N: 1, Op: "ZREM " + Listing}
