@@ -3,145 +3,21 @@ package otelnoam_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/otelnoam"
-	"github.com/noamgen/noamgen/runtime/storetest"
-	"github.com/noamgen/noamgen/runtime/storetest/model"
+	"github.com/noamgen/noamgen/runtime/otelnoam/oteltest"
 )
 
 func TestMain(m *testing.M) { storeharness.Main(m) }
 
-// matches opens the Match repository of db's store with opts.
-func matches(t *testing.T, db storetest.DB, opts ...runtime.Option) model.MatchRepository {
-	var r model.MatchRepository
-	switch {
-	case db.Bolt != nil:
-		r = model.NewMatchBoltRepository(db.Bolt, opts...)
-	case db.Redis != nil:
-		r = model.NewMatchRedisRepository(db.Redis, opts...)
-	case db.Dynamo != nil:
-		r = model.NewMatchDynamoRepository(db.Dynamo, append([]runtime.Option{db.DynamoOptions}, opts...)...)
-	default:
-		t.Fatal("no store handle")
-	}
-	if err := r.EnsureIndexes(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // TestHook runs the hook on every store of the main module (MongoDB's is
-// in the integration module) with the SDK's in-memory recorder and reader.
+// in the integration module, integration/conformance).
 func TestHook(t *testing.T) {
 	for _, h := range storeharness.All() {
-		t.Run(h.Name, func(t *testing.T) { testHook(t, h) })
-	}
-}
-
-func testHook(t *testing.T, h storetest.Harness) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	r := matches(t, h.Open(t), runtime.WithHook(otelnoam.Hook(otelnoam.WithTracerProvider(tp), otelnoam.WithMeterProvider(mp))))
-
-	ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")
-	if err := r.Create(ctx, &model.Match{ID: "o1", Code: "c-o1", Rounds: []model.Round{{Serial: "s1"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.SetRegion(ctx, "o1", "north"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Get(ctx, "missing"); !errors.Is(err, runtime.ErrNotFound) {
-		t.Fatalf("Get of a missing block: %v", err)
-	}
-	parent.End()
-
-	ended := spans.Ended()
-	byName := map[string]sdktrace.ReadOnlySpan{}
-	for _, s := range ended {
-		byName[s.Name()] = s
-	}
-	system := otelnoam.System(map[string]string{"bolt": "bolt", "redis": "redis", "redis-cluster": "redis", "dynamo": "dynamo"}[h.Name])
-	for _, name := range []string{"Match.Create", "Match.SetRegion", "Match.Get"} {
-		s, ok := byName[name]
-		if !ok {
-			t.Fatalf("no span %s among %d", name, len(ended))
-		}
-		if s.SpanKind() != trace.SpanKindClient {
-			t.Errorf("%s: kind %v", name, s.SpanKind())
-		}
-		if s.Parent().SpanID() != parent.SpanContext().SpanID() || s.SpanContext().TraceID() != parent.SpanContext().TraceID() {
-			t.Errorf("%s is not a child of the caller's span", name)
-		}
-		attrs := attribute.NewSet(s.Attributes()...)
-		for k, want := range map[attribute.Key]string{"db.system.name": system, "db.collection.name": "matches", "db.operation.name": name[len("Match."):]} {
-			if v, _ := attrs.Value(k); v.AsString() != want {
-				t.Errorf("%s: %s = %q, want %q", name, k, v.AsString(), want)
-			}
-		}
-		if v, _ := attrs.Value("noam.round_trips"); v.AsInt64() < 1 {
-			t.Errorf("%s: noam.round_trips = %d", name, v.AsInt64())
-		}
-	}
-	set := attribute.NewSet(byName["Match.SetRegion"].Attributes()...)
-	if v, _ := set.Value("noam.entries"); !slices.Equal(v.AsStringSlice(), []string{"region", "version"}) {
-		t.Errorf("Match.SetRegion: noam.entries = %q", v.AsStringSlice())
-	}
-	get := byName["Match.Get"]
-	if get.Status().Code != codes.Error || len(get.Events()) == 0 || get.Events()[0].Name != "exception" {
-		t.Errorf("Match.Get of a missing block: status %v, events %v", get.Status(), get.Events())
-	}
-	getAttrs := attribute.NewSet(get.Attributes()...)
-	if v, _ := getAttrs.Value("error.type"); v.AsString() != "not_found" {
-		t.Errorf("Match.Get of a missing block: error.type %q", v.AsString())
-	}
-	if byName["Match.Create"].Status().Code == codes.Error {
-		t.Errorf("Match.Create: status %v", byName["Match.Create"].Status())
-	}
-
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var ops, failed int64
-	var errType string
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Histogram[float64]:
-				if m.Name == "db.client.operation.duration" && m.Unit == "s" {
-					for _, p := range d.DataPoints {
-						ops += int64(p.Count)
-					}
-				}
-			case metricdata.Sum[int64]:
-				if m.Name == "noam.client.operation.errors" {
-					for _, p := range d.DataPoints {
-						failed += p.Value
-						if v, ok := p.Attributes.Value("error.type"); ok {
-							errType = v.AsString()
-						}
-					}
-				}
-			}
-		}
-	}
-	// EnsureIndexes, Create, SetRegion, Get.
-	if ops != 4 || failed != 1 || errType != "not_found" {
-		t.Errorf("metrics: %d operations timed, %d errors counted (error.type %q), want 4, 1 (not_found)", ops, failed, errType)
+		t.Run(h.Name, func(t *testing.T) { oteltest.Check(t, h) })
 	}
 }
 
