@@ -31,20 +31,21 @@ func (c *testClock) set(m int) time.Time {
 }
 
 // stampRepos makes the stamped model's repositories over db, with clock c.
-func stampRepos(t *testing.T, db DB, c *testClock) (stamped.PostRepository, stamped.NoteRepository) {
+func stampRepos(t *testing.T, db DB, c *testClock, opts ...runtime.Option) (stamped.PostRepository, stamped.NoteRepository) {
 	t.Helper()
-	clock := runtime.WithClock(c.Now)
+	opts = append([]runtime.Option{runtime.WithClock(c.Now)}, opts...)
 	var posts stamped.PostRepository
 	var notes stamped.NoteRepository
 	switch {
 	case db.Bolt != nil:
-		posts, notes = stamped.NewPostBoltRepository(db.Bolt, clock), stamped.NewNoteBoltRepository(db.Bolt, clock)
+		posts, notes = stamped.NewPostBoltRepository(db.Bolt, opts...), stamped.NewNoteBoltRepository(db.Bolt, opts...)
 	case db.Redis != nil:
-		posts, notes = stamped.NewPostRedisRepository(db.Redis, clock), stamped.NewNoteRedisRepository(db.Redis, clock)
+		posts, notes = stamped.NewPostRedisRepository(db.Redis, opts...), stamped.NewNoteRedisRepository(db.Redis, opts...)
 	case db.Dynamo != nil:
-		posts, notes = stamped.NewPostDynamoRepository(db.Dynamo, db.DynamoOptions, clock), stamped.NewNoteDynamoRepository(db.Dynamo, db.DynamoOptions, clock)
+		opts = append(opts, db.DynamoOptions)
+		posts, notes = stamped.NewPostDynamoRepository(db.Dynamo, opts...), stamped.NewNoteDynamoRepository(db.Dynamo, opts...)
 	case db.Mongo != nil:
-		opts := append(slices.Clip(db.MongoOptions), clock)
+		opts = append(opts, db.MongoOptions...)
 		posts, notes = stamped.NewPostMongoRepository(db.Mongo, opts...), stamped.NewNoteMongoRepository(db.Mongo, opts...)
 	default:
 		t.Fatal("storetest: the database has no store handle")
@@ -52,6 +53,20 @@ func stampRepos(t *testing.T, db DB, c *testClock) (stamped.PostRepository, stam
 	must(t, posts.EnsureIndexes(bg))
 	must(t, notes.EnsureIndexes(bg))
 	return posts, notes
+}
+
+// wantWrote fails t unless the last call rec saw is op writing entries
+// (a hook sees the updated timestamp among them).
+func wantWrote(t *testing.T, rec *recorder, op string, entries ...string) {
+	t.Helper()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.calls) == 0 {
+		t.Fatalf("%s: the hook saw no call", op)
+	}
+	if c := rec.calls[len(rec.calls)-1]; c.Op != op || !slices.Equal(c.Entries, entries) {
+		t.Errorf("%s: the hook saw %s writing %q, want %q", op, c.Op, c.Entries, entries)
+	}
 }
 
 // wantStamps fails t unless created and updated are the times want
@@ -70,7 +85,8 @@ func wantStamps(t *testing.T, what string, created, updated, wantCreated, wantUp
 
 func testTimestamps(t *testing.T, e *env) {
 	c := &testClock{}
-	posts, notes := stampRepos(t, e.db, c)
+	rec := &recorder{}
+	posts, notes := stampRepos(t, e.db, c, runtime.WithHook(rec.hook))
 
 	// Create sets both, in the caller's aggregate and in the block.
 	t1 := c.set(1)
@@ -91,11 +107,13 @@ func testTimestamps(t *testing.T, e *env) {
 	}
 	t2 := c.set(2)
 	must(t, posts.SetTitle(bg, "p1", "second"))
+	wantWrote(t, rec, "SetTitle", "title", "changed", "version")
 	get("SetTitle", t2)
 	t3 := c.set(3)
 	if _, err := posts.AppendEdits(bg, "p1", "e0"); err != nil {
 		t.Fatal(err)
 	}
+	wantWrote(t, rec, "AppendEdits", "edits[0]", "edits", "changed", "version")
 	get("AppendEdits", t3)
 	t4 := c.set(4)
 	must(t, posts.SetEditsAt(bg, "p1", 0, "e0'"))
