@@ -47,29 +47,13 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write to `file` instead of standard output")
 	check := fs.Bool("check", false, "with -o: write nothing; exit 1 if the file is missing or differs (for CI)")
 	sample := fs.Int("sample", 0, "read up to `N` blocks of each aggregate from the stores named by the connection flags and show their sizes")
-	conn := map[string]*string{}
-	var envs []string
-	for _, c := range explain.ConnSettings() {
-		usage := c.Usage
-		if c.Env != "" {
-			usage += " (default $" + c.Env + ")"
-			envs = append(envs, c.Name+"="+c.Env)
-		}
-		conn[c.Name] = fs.String(c.Name, os.Getenv(c.Env), usage)
-	}
+	conn := defineConnFlags(fs, nil)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, explainUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 1 {
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *format != "md" && *format != "json" {
 		fmt.Fprintf(stderr, "noamgen explain: -format must be md or json, not %q\n", *format)
@@ -170,4 +154,22 @@ func connFlags() []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// defineConnFlags defines on fs a flag per live-store connection setting
+// (explain.ConnSettings), defaulting to its environment variable; usage
+// replaces a setting's own words where it has an entry.
+func defineConnFlags(fs *flag.FlagSet, usage map[string]string) map[string]*string {
+	conn := map[string]*string{}
+	for _, c := range explain.ConnSettings() {
+		u := usage[c.Name]
+		if u == "" {
+			u = c.Usage
+		}
+		if c.Env != "" {
+			u += " (default $" + c.Env + ")"
+		}
+		conn[c.Name] = fs.String(c.Name, os.Getenv(c.Env), u)
+	}
+	return conn
 }

@@ -175,3 +175,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// parseFlags parses args into fs, which takes at most one argument. It
+// reports false, with the exit code, when the command must stop: 0 after
+// -help, 2 after a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return 2, false
+	}
+	return 0, true
+}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/noamgen/noamgen/explain"
 	"github.com/noamgen/noamgen/migrate"
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
@@ -57,30 +56,13 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	store := fs.String("store", "", "the `store` to migrate: "+strings.Join(migrate.Stores(), ", ")+" (default: the one the connection flags name)")
 	dryRun := fs.Bool("dry-run", false, "count what would change and write nothing")
 	batch := fs.Int("batch", 64, "blocks read and rewritten per step")
-	conn := map[string]*string{}
-	for _, c := range explain.ConnSettings() {
-		usage := migrateConnUsage[c.Name]
-		if usage == "" {
-			usage = c.Usage
-		}
-		if c.Env != "" {
-			usage += " (default $" + c.Env + ")"
-		}
-		conn[c.Name] = fs.String(c.Name, os.Getenv(c.Env), usage)
-	}
+	conn := defineConnFlags(fs, migrateConnUsage)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, migrateUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 1 {
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *batch <= 0 {
 		fmt.Fprintln(stderr, "noamgen migrate: -batch must be positive")
