@@ -76,6 +76,18 @@ func methodOf(k templates.MethodKind) access.Method {
 		return access.GetBy
 	case templates.MListScope:
 		return access.ListScope
+	case templates.MCount:
+		return access.Count
+	case templates.MCountBy:
+		return access.CountBy
+	case templates.MCreateMany:
+		return access.CreateMany
+	case templates.MPutMany:
+		return access.PutMany
+	case templates.MDeleteMany:
+		return access.DeleteMany
+	case templates.MSweep:
+		return access.Sweep
 	case templates.MRepair:
 		return access.Repair
 	case templates.MEnsure:
@@ -163,7 +175,24 @@ func AccessOf(a *model.Aggregate, m templates.Method) Access {
 	}
 	all := allEntries(a)
 	acc.Blocks = "one"
+	// A batch writes each block as its single call does.
+	if single, ok := map[templates.MethodKind]templates.MethodKind{templates.MCreateMany: templates.MCreate, templates.MPutMany: templates.MPut, templates.MDeleteMany: templates.MDelete}[m.Kind]; ok {
+		m.Kind = single
+		acc = AccessOf(a, m)
+		acc.Blocks = "many"
+		return acc
+	}
 	switch m.Kind {
+	case templates.MCount:
+		acc.Blocks = "all"
+	case templates.MCountBy:
+		acc.ReadsIndex = []string{m.Lookup.Name}
+		acc.Blocks = "many"
+	case templates.MSweep:
+		acc.Reads = []string{a.Expires.Key}
+		acc.Deletes = all
+		acc.WritesIndex = lookupNames(a.Lookups)
+		acc.Blocks = "all"
 	case templates.MGet:
 		acc.Reads = all
 	case templates.MCreate:

@@ -84,6 +84,10 @@ type Aggregate struct {
 	// (`noam:"created"`, `noam:"updated"`, time.Time, ETF only): Create
 	// sets both, every write sets Updated in the same atomic write.
 	Created, Updated *Field
+	// Expires is the optional expiry field (`noam:"expires"`, time.Time):
+	// from the moment it holds passes, the aggregate is absent from every
+	// read; the zero time means never.
+	Expires *Field
 	// IDParts are the parts of a composite block key, when the id field is a
 	// struct (e.g. a comment keyed by post and sequence number); nil for a
 	// scalar block key. Parts are encoded in order.
@@ -120,6 +124,9 @@ type Field struct {
 	// IsCreated and IsUpdated mark the timestamp fields: ordinary
 	// entries that only the runtime writes (no setter, no TUpdate field).
 	IsCreated, IsUpdated bool
+	// IsExpires marks the expiry field: an ordinary entry (it has a
+	// setter) that the repository reads to hide expired aggregates.
+	IsExpires bool
 
 	// Partition is set for `partition=FIELD` slice fields: each element is
 	// its own entry FIELD[i]. Elem is the element type.

@@ -233,8 +233,13 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 			if stamp {
 				p.timestamp(a, fld, tag, f.Tag.Pos())
 			}
+			if tag.expires {
+				p.expires(a, fld, tag, f.Tag.Pos())
+			}
 			if tag.lookup {
-				if stamp {
+				if tag.expires {
+					p.errorf(f.Tag.Pos(), "field %s.%s: noam tag %s: the expiry field cannot have a lookup (lookups index strings and integers, not times)", name, id.Name, tag.text)
+				} else if stamp {
 					p.errorf(f.Tag.Pos(), "field %s.%s: noam tag %s: a timestamp cannot have a lookup (every write changes updated, and lookups index strings and integers, not times)", name, id.Name, tag.text)
 				} else if fld.IsID || fld.IsVersion {
 					p.errorf(f.Tag.Pos(), "field %s.%s: the id and version fields cannot have a lookup (the block key is its own index)", name, id.Name)
@@ -333,6 +338,34 @@ func (p *loader) timestamp(a *model.Aggregate, fld *model.Field, tag *tagSpec, p
 	*prev = fld
 }
 
+// expires checks the expiry field fld, tagged tag at pos, and records it
+// in a.
+func (p *loader) expires(a *model.Aggregate, fld *model.Field, tag *tagSpec, pos token.Pos) {
+	fld.IsExpires = true
+	switch {
+	case fld.IsID, fld.IsVersion, fld.IsCreated, fld.IsUpdated:
+		other := "id"
+		switch {
+		case fld.IsVersion:
+			other = "version"
+		case fld.IsCreated:
+			other = "created"
+		case fld.IsUpdated:
+			other = "updated"
+		}
+		p.errorf(pos, "field %s.%s cannot be both %s and expires (noam tag %s): tag a time.Time field of its own `noam:\"expires\"`", a.Name, fld.GoName, other, tag.text)
+		return
+	}
+	if !isTime(fld.Type) {
+		p.errorf(pos, "expires field %s.%s has type %s; noam tag %s needs a time.Time field (the zero time: never expires)", a.Name, fld.GoName, p.typeString(fld.Type), tag.text)
+	}
+	if a.Expires != nil {
+		p.errorf(pos, "aggregate %s has two expires fields: %s and %s (noam tag %s); an aggregate expires at one time", a.Name, a.Expires.GoName, fld.GoName, tag.text)
+		return
+	}
+	a.Expires = fld
+}
+
 // isTime reports whether t is time.Time.
 func isTime(t types.Type) bool {
 	n, ok := t.(*types.Named)
@@ -425,7 +458,7 @@ func (p *loader) plainStruct(d structDecl) {
 			switch o {
 			case "id", "version", "counter":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s, but %s is not an aggregate; mark it with a field `_ struct{} `noam:\"aggregate\"``", tag.text, d.spec.Name.Name, fname, d.spec.Name.Name)
-			case "created", "updated":
+			case "created", "updated", "expires":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s: %s belongs on a top-level time.Time field of an aggregate, not on a field of a plain struct (a nested value or a partition element)", tag.text, d.spec.Name.Name, fname, o)
 			case "collection", "strategy", "partition":
 				p.errorf(f.Tag.Pos(), "option %s in noam tag %s belongs on the aggregate marker `_ struct{} `noam:\"aggregate,...\"``", o, tag.text)

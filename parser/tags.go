@@ -29,6 +29,7 @@ type tagSpec struct {
 	// Field options.
 	id, version, counter bool
 	created, updated     bool   // timestamps kept by every write
+	expires              bool   // the expiry time
 	lookup               bool   // lookup or lookup=NAME
 	lookupName           string // NAME of lookup=NAME, "" for the default name
 	unique               bool
@@ -41,7 +42,7 @@ type tagSpec struct {
 // of a field; knownOptions is both, for suggestions.
 var (
 	markerOptions = []string{"aggregate", "collection", "strategy", "partition"}
-	fieldOptions  = []string{"-", "id", "version", "counter", "created", "updated", "lookup", "unique", "zeros", "table", "ref"}
+	fieldOptions  = []string{"-", "id", "version", "counter", "created", "updated", "expires", "lookup", "unique", "zeros", "table", "ref"}
 	knownOptions  = append(append([]string{}, markerOptions...), fieldOptions...)
 	strategies    = []string{"etf", "eao"}
 )
@@ -49,7 +50,7 @@ var (
 // optionValue says whether an option takes a value: "no", "yes" (required)
 // or "optional".
 var optionValue = map[string]string{
-	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "created": "no", "updated": "no", "unique": "no", "zeros": "no", "table": "no",
+	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "created": "no", "updated": "no", "expires": "no", "unique": "no", "zeros": "no", "table": "no",
 	"collection": "yes", "strategy": "yes", "partition": "yes", "ref": "yes",
 	"lookup": "optional",
 }
@@ -150,6 +151,8 @@ func parseTag(value string) (tagSpec, []string) {
 			t.created = true
 		case "updated":
 			t.updated = true
+		case "expires":
+			t.expires = true
 		case "lookup":
 			t.lookup, t.lookupName = true, v
 		case "unique":

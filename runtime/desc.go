@@ -369,6 +369,11 @@ type Desc[T any, K comparable] struct {
 	// write them as any field, but for Put, which keeps the created entry
 	// of a block that exists (see Store).
 	Created, Updated *Field[T]
+	// Expires is the expiry field (noam:"expires": a time.Time field of
+	// Fields, or of the root entry under EAO), nil when the aggregate
+	// never expires. From the moment it holds passes (Expired), the
+	// repository treats the block as absent (runtime/expire.go).
+	Expires *Field[T]
 	// Lookups are the aggregate's lookups.
 	Lookups []*Lookup[T]
 	// Counter is set for enumerable block keys.

@@ -37,7 +37,7 @@ func WithHook(h Hook) Option {
 }
 
 // WithClock makes the repository read the time from now instead of
-// time.Now (created and updated timestamps): for tests.
+// time.Now (created and updated timestamps, expiry): for tests.
 func WithClock(now func() time.Time) Option {
 	return runtimeOption(func(c *config) {
 		if now != nil {
@@ -54,6 +54,13 @@ func newConfig(opts []Option) *config {
 		}
 	}
 	return c
+}
+
+// NowFunc returns the clock that opts set (WithClock), in the resolution
+// of Repo.Now: for store adapters, which get the repository's options.
+func NowFunc(opts []Option) func() time.Time {
+	now := newConfig(opts).now
+	return func() time.Time { return now().UTC().Truncate(time.Millisecond) }
 }
 
 // Now is the repository's clock in the timestamps' resolution: the time

@@ -259,3 +259,83 @@ func anys[K any](ks []K) []any {
 	}
 	return out
 }
+
+// Count counts the aggregates of the collection (expired ones left out).
+func (r Repo[T, K]) Count(ctx context.Context) (n int64, err error) {
+	if !r.hooked() {
+		return r.count(ctx)
+	}
+	err = r.run(ctx, r.call("Count"), func(ctx context.Context) (err error) {
+		n, err = r.count(ctx)
+		return err
+	})
+	return n, err
+}
+
+// CountBy counts the aggregates lookup l finds in key range rng: as many
+// as ListBy returns over all its pages (op is the method, e.g.
+// "CountByCityStars").
+func (r Repo[T, K]) CountBy(ctx context.Context, op string, l *Lookup[T], rng *KeyRange) (n int64, err error) {
+	if !r.hooked() {
+		return r.countBy(ctx, op, l, rng)
+	}
+	err = r.run(ctx, r.call(op), func(ctx context.Context) (err error) {
+		n, err = r.countBy(ctx, op, l, rng)
+		return err
+	})
+	return n, err
+}
+
+// CreateMany stores new blocks, each as Create would; the items that
+// fail are reported in a *BatchError and the others are written.
+func (r Repo[T, K]) CreateMany(ctx context.Context, ts []*T) error {
+	if !r.hooked() {
+		return r.createMany(ctx, ts)
+	}
+	return r.run(ctx, r.writtenMany("CreateMany", ts), func(ctx context.Context) error { return r.createMany(ctx, ts) })
+}
+
+// PutMany creates or replaces blocks whole, each as Put would; the items
+// that fail are reported in a *BatchError and the others are written.
+func (r Repo[T, K]) PutMany(ctx context.Context, ts []*T) error {
+	if !r.hooked() {
+		return r.putMany(ctx, ts)
+	}
+	return r.run(ctx, r.writtenMany("PutMany", ts), func(ctx context.Context) error { return r.putMany(ctx, ts) })
+}
+
+// writtenMany is the Call of a batch of whole-block writes: the keys of
+// the aggregates and every entry of them.
+func (r Repo[T, K]) writtenMany(op string, ts []*T) *Call {
+	c := r.call(op)
+	for _, t := range ts {
+		if t != nil {
+			c.Keys = append(c.Keys, *r.D.ID(t))
+			c.Entries = append(c.Entries, r.D.Entries(t)...)
+		}
+	}
+	return c
+}
+
+// DeleteMany removes blocks, each as Delete would; the items that fail
+// (a missing block: ErrNotFound) are reported in a *BatchError and the
+// others are removed.
+func (r Repo[T, K]) DeleteMany(ctx context.Context, ids []K) error {
+	if !r.hooked() {
+		return r.deleteMany(ctx, ids)
+	}
+	return r.run(ctx, r.call("DeleteMany", anys(ids)...), func(ctx context.Context) error { return r.deleteMany(ctx, ids) })
+}
+
+// Sweep removes the expired blocks, with their lookup entries, a batch at
+// a time (see SweepOptions).
+func (r Repo[T, K]) Sweep(ctx context.Context, o SweepOptions) (rep SweepReport, err error) {
+	if !r.hooked() {
+		return r.sweep(ctx, o)
+	}
+	err = r.run(ctx, r.call("Sweep"), func(ctx context.Context) (err error) {
+		rep, err = r.sweep(ctx, o)
+		return err
+	})
+	return rep, err
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -100,6 +101,17 @@ type Store[T any, K comparable] interface {
 	// what it did per block, the position of the last and whether more
 	// follow.
 	MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) (res []BlockMigration, last []byte, more bool, err error)
+
+	// DeleteExpired removes block id, with its lookup entries, if it has
+	// expired at now (Desc.Expired: its expires entry is set and not
+	// after now), in one write conditional on that (or the index
+	// protocol's steps, the block write conditional on it); it reports
+	// whether it removed it. A missing or live block is no error: it
+	// reports false and writes nothing. Reads return expired blocks as
+	// stored but for ReadElems, which fails with ErrNotFound for a block
+	// expired by the clock of the store's options (NowFunc), and the
+	// repository drops them (runtime/expire.go).
+	DeleteExpired(ctx context.Context, id K, now time.Time) (bool, error)
 }
 
 // Caps declares a store's capabilities, so that shared code and tests
@@ -263,6 +275,9 @@ func (r Repo[T, K]) get(ctx context.Context, id K) (*T, error) {
 		return nil, err
 	}
 	t, err := r.S.Get(ctx, id)
+	if err == nil && r.D.Expired(t, r.Now()) {
+		return nil, r.expiredErr("Get", id, t)
+	}
 	return t, r.ctxErr(ctx, "Get", err)
 }
 
@@ -286,6 +301,14 @@ func (r Repo[T, K]) getMany(ctx context.Context, ids []K) (map[K]*T, error) {
 		}
 	}
 	m, err := r.S.GetMany(ctx, fit)
+	if r.D.Expires != nil {
+		now := r.Now()
+		for k, t := range m {
+			if !r.live(t, now) {
+				delete(m, k)
+			}
+		}
+	}
 	return m, r.ctxErr(ctx, "GetMany", err)
 }
 
@@ -301,7 +324,7 @@ func (r Repo[T, K]) create(ctx context.Context, t *T) error {
 		return err
 	}
 	undo := r.D.Stamp(t, r.Now(), true)
-	if err := r.S.Create(ctx, t); err != nil {
+	if err := r.retryExpired(ctx, t, func() error { return r.S.Create(ctx, t) }); err != nil {
 		undo()
 		return r.ctxErr(ctx, "Create", err)
 	}
@@ -322,7 +345,7 @@ func (r Repo[T, K]) put(ctx context.Context, t *T) error {
 	// Created as for a new block: the store keeps the stored one of a
 	// block that exists, and sets t's to it.
 	undo := r.D.Stamp(t, r.Now(), true)
-	if err := r.S.Put(ctx, t); err != nil {
+	if err := r.retryExpired(ctx, t, func() error { return r.S.Put(ctx, t) }); err != nil {
 		undo()
 		return r.ctxErr(ctx, "Put", err)
 	}
@@ -351,6 +374,9 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 		if err := r.gate(ctx, op, nil); err != nil {
 			return err
 		}
+	}
+	if err := r.notExpired(ctx, op, id, u.Keys()); err != nil {
+		return err
 	}
 	if r.D.Updated != nil && len(u.Changes) > 0 {
 		// An update that writes something writes updated with it (one
@@ -418,6 +444,9 @@ func (r Repo[T, K]) getBy(ctx context.Context, op string, l *Lookup[T], value []
 		return nil, err
 	}
 	t, err := r.S.GetBy(ctx, op, l, value)
+	if err == nil && r.D.Expired(t, r.Now()) {
+		return nil, r.expiredErr(op, *r.D.ID(t), t)
+	}
 	return t, r.ctxErr(ctx, op, err)
 }
 
@@ -429,10 +458,9 @@ func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
 // kind ErrUnreadable naming it: following Next lists every readable block.
 func (r Repo[T, K]) list(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, "List", &err)
-	return paginate(r.listQuery(), req, func(after []byte, n int) ([]*T, []byte, bool, error) {
-		items, last, more, err := r.S.ReadBlocks(ctx, "List", after, n)
-		return items, last, more, err
-	}, func(err error) error { return Fail("List", r.D.Aggregate, nil, nil, err) })
+	return paginate(r.listQuery(), req, fill(r, func(after []byte, n int) ([]*T, []byte, bool, error) {
+		return r.S.ReadBlocks(ctx, "List", after, n)
+	}), func(err error) error { return Fail("List", r.D.Aggregate, nil, nil, err) })
 }
 
 // Unreadable makes err, the failure to decode block id (an entry of it),
@@ -464,6 +492,7 @@ func (r Repo[T, K]) all(ctx context.Context) iter.Seq2[*T, error] {
 		var after []byte
 		for {
 			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage)
+			items = r.dropExpired(items)
 			for _, it := range items {
 				if !yield(it, nil) {
 					return
@@ -504,12 +533,12 @@ func (r Repo[T, K]) listBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 	} else if limit, _ := indexLimit(c); limit > 0 && len(rng.From) > limit && len(rng.To) > limit && bytes.Equal(rng.From[:limit], rng.To[:limit]) {
 		return Page[*T]{}, nil // one value too long for any block (an Eq condition)
 	}
-	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
+	return paginate(query, req, fill(r, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		if after != nil && !rng.Contains(after) {
 			return nil, nil, false, fmt.Errorf("%w: position outside the query's range", ErrBadCursor)
 		}
 		return r.S.ReadLookup(ctx, op, l, in, after, n)
-	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+	}), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
 // listScope reads one page of the blocks of one counter scope, the scope
@@ -521,7 +550,7 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 	}
 	s, _ := r.D.Counter.Split(scope)
 	query := r.D.Aggregate + "." + op + ":" + string(s)
-	return paginate(query, req, func(after []byte, n int) ([]*T, []byte, bool, error) {
+	return paginate(query, req, fill(r, func(after []byte, n int) ([]*T, []byte, bool, error) {
 		var from int64
 		if after != nil {
 			v, err := positionIn(after, 1, MaxPosition)
@@ -535,7 +564,7 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 			return items, nil, more, err // no position to resume after
 		}
 		return items, AppendInt(nil, last), more, err
-	}, func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+	}), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
 // MaxElemIndex bounds element positions in cursors: larger ones can only

@@ -33,6 +33,12 @@ const (
 	MRepair    // rebuild the lookups from the blocks
 	MEnsure    // create the collections, buckets and indexes
 	MMigrate   // rewrite blocks stored in an older layout
+	MCount     // count the blocks
+	MCountBy   // count the blocks a lookup finds
+	MCreateMany
+	MPutMany
+	MDeleteMany
+	MSweep // remove expired blocks
 )
 
 // Method is one method of the repository interface: its signature and doc,
@@ -41,7 +47,7 @@ type Method struct {
 	Kind    MethodKind
 	Name    string
 	Field   *model.Field  // for MSet, MAppend, MSetAt, MListElems
-	Lookup  *model.Lookup // for MListBy, MGetBy
+	Lookup  *model.Lookup // for MListBy, MGetBy, MCountBy
 	Doc     string
 	Params  []jen.Code
 	Results []jen.Code
@@ -145,6 +151,7 @@ func moreMethods(a *model.Aggregate) []Method {
 				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates selected by q, in (%s) order, through %s. Conditions that do not select one key range fail with runtime.ErrBadQuery; a cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, order, via),
 				Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		}
+		ms = append(ms, countBy(a, l))
 		if l.Unique {
 			var params []jen.Code
 			params = append(params, Ctx())
@@ -169,6 +176,13 @@ func moreMethods(a *model.Aggregate) []Method {
 			Doc:    fmt.Sprintf("%s reads one page of the %s aggregates with the given %s, in %s order. Their %s values are allocated 1, 2, 3, ... from the scope's counter, so a page is read by computed keys in one batch; numbers of deleted aggregates are skipped.", ListScope(a), a.Name, strings.Join(names, ", "), last.Key, last.Key),
 			Params: params, Results: []jen.Code{Page(ptr()), jen.Error()}})
 	}
+	ms = append(ms, countMethod(a))
+	ms = append(ms, batchMethods(a)...)
+	if a.Expires != nil {
+		ms = append(ms, Method{Kind: MSweep, Name: "Sweep",
+			Doc:    fmt.Sprintf("Sweep removes the %s blocks whose %s has passed, with their lookup entries, reading o.Batch blocks per round trip (64 by default) from o.Resume on and stopping after o.Limit blocks (0: all); the report's Resume goes on from there. Expired blocks are absent from every read whether or not they were swept: Sweep frees their space on stores without native expiry (bbolt) and what native expiry leaves (run Repair for index entries).", a.Name, a.Expires.Key),
+			Params: []jen.Code{Ctx(), jen.Id("o").Add(RT("SweepOptions"))}, Results: []jen.Code{RT("SweepReport"), jen.Error()}})
+	}
 	if len(a.Lookups) > 0 {
 		ms = append(ms, Method{Kind: MRepair, Name: "Repair",
 			Doc:    fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository. Native indexes (MongoDB lookups without the table option) are kept by the server and need no repair: the report says so.", a.Name),
@@ -180,6 +194,57 @@ func moreMethods(a *model.Aggregate) []Method {
 		Doc:    fmt.Sprintf("Migrate rewrites the %s blocks stored in an older layout (another strategy, a field partitioned or no longer partitioned, as the layout history recorded by EnsureIndexes says) into the current one, o.Batch blocks at a time (64 by default), calling o.Progress after each batch. Each block is rewritten in one conditional write, so Migrate is safe while the application writes (a block written meanwhile is in the current layout already) and idempotent: a run that stopped early can be run again, or resumed from its report's Resume. With o.DryRun it counts what would change and writes nothing. The report counts the blocks migrated and those already current, and lists those that failed, with why; a complete run without failures clears the collection's layout history. Run EnsureIndexes first.", a.Name),
 		Params: []jen.Code{Ctx(), jen.Id("o").Add(RT("MigrateOptions"))}, Results: []jen.Code{RT("MigrateReport"), jen.Error()}})
 	return ms
+}
+
+// expiryNote says, for the docs of reads and counts, that expired
+// aggregates are left out.
+func expiryNote(a *model.Aggregate) string {
+	if a.Expires == nil {
+		return ""
+	}
+	return fmt.Sprintf(" Aggregates whose %s has passed (by the repository's clock) are left out.", a.Expires.Key)
+}
+
+// countCost says what a count costs on each store.
+const countCost = "Cost: on bbolt one read transaction over the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index one countDocuments served by the index: no aggregate is read. Where index entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the store cannot filter on it, the matching aggregates are read through the lookup's verified reads, a page per round trip: reads proportional to the count."
+
+// countMethod is Count, which counts every aggregate.
+func countMethod(a *model.Aggregate) Method {
+	return Method{Kind: MCount, Name: "Count",
+		Doc:    fmt.Sprintf("Count returns the number of %s aggregates: as many as List returns over all its pages.%s Cost: on MongoDB one countDocuments, on DynamoDB a Scan with Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the collection's keys; no aggregate is decoded where the store can filter expiry itself.", a.Name, expiryNote(a)),
+		Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Int64(), jen.Error()}}
+}
+
+// countBy is CountByF of lookup l.
+func countBy(a *model.Aggregate, l *model.Lookup) Method {
+	name := "CountBy" + LookupTitle(l)
+	if len(l.Parts) == 1 {
+		p := l.Parts[0]
+		return Method{Kind: MCountBy, Name: name, Lookup: l,
+			Doc:    fmt.Sprintf("%s returns the number of %s aggregates %s ListBy%s returns over all its pages for v.%s %s", name, a.Name, "that", LookupTitle(l), expiryNote(a), countCost),
+			Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type))}, Results: []jen.Code{jen.Int64(), jen.Error()}}
+	}
+	return Method{Kind: MCountBy, Name: name, Lookup: l,
+		Doc:    fmt.Sprintf("%s returns the number of %s aggregates selected by q: as many as ListBy%s returns over all its pages, with the same query rules (conditions that do not select one key range fail with runtime.ErrBadQuery).%s %s", name, a.Name, LookupTitle(l), expiryNote(a), countCost),
+		Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l))}, Results: []jen.Code{jen.Int64(), jen.Error()}}
+}
+
+// batchMethods are CreateMany, PutMany and DeleteMany.
+func batchMethods(a *model.Aggregate) []Method {
+	v := Var(a) + "s"
+	ptrs := func() jen.Code { return jen.Id(v).Index().Op("*").Id(a.Name) }
+	same := "Each item is written as the single call would write it (checks, versions, counters, lookups and unique values), in as few round trips as the store allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that fail are reported in a *runtime.BatchError (which items, and why: errors.Is matches any item's error); the others are written."
+	return []Method{
+		{Kind: MCreateMany, Name: "CreateMany",
+			Doc:    fmt.Sprintf("CreateMany stores new %s blocks, each as Create would. %s", a.Name, same),
+			Params: []jen.Code{Ctx(), ptrs()}, Results: []jen.Code{jen.Error()}},
+		{Kind: MPutMany, Name: "PutMany",
+			Doc:    fmt.Sprintf("PutMany creates or replaces %s blocks whole, each as Put would. %s", a.Name, same),
+			Params: []jen.Code{Ctx(), ptrs()}, Results: []jen.Code{jen.Error()}},
+		{Kind: MDeleteMany, Name: "DeleteMany",
+			Doc:    fmt.Sprintf("DeleteMany removes the %s blocks with the given keys and their lookup entries, each as Delete would (a missing block is an item failing with runtime.ErrNotFound). %s", a.Name, same[strings.Index(same, "Items that fail"):]),
+			Params: []jen.Code{Ctx(), jen.Id("ids").Index().Add(IDType(a))}, Results: []jen.Code{jen.Error()}},
+	}
 }
 
 // ensureDoc documents EnsureIndexes: what it creates, the layout it

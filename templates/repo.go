@@ -181,6 +181,9 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 	if a.Updated != nil {
 		items = append(items, jen.Id("Updated").Op(":").Id(EntryVar(a, a.Updated)))
 	}
+	if a.Expires != nil {
+		items = append(items, jen.Id("Expires").Op(":").Id(EntryVar(a, a.Expires)))
+	}
 	if len(a.Lookups) > 0 {
 		var ls []jen.Code
 		for _, l := range a.Lookups {
@@ -316,6 +319,23 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 				rng = jen.Id(LookupRange(a, l)).Call(jen.Id("q"))
 			}
 			call = r.Clone().Dot("ListBy").Call(jen.Id("ctx"), jen.Lit(m.Name), jen.Id(LookupVar(a, m.Lookup)), rng, jen.Id("req"))
+		case MCountBy:
+			l := m.Lookup
+			var rng jen.Code
+			if len(l.Parts) == 1 {
+				rng = RT("NewKeyRange").Call(EncodeValue(l.Parts[0].Type, jen.Nil(), jen.Id("v")))
+			} else {
+				rng = jen.Id(LookupRange(a, l)).Call(jen.Id("q"))
+			}
+			call = r.Clone().Dot("CountBy").Call(jen.Id("ctx"), jen.Lit(m.Name), jen.Id(LookupVar(a, m.Lookup)), rng)
+		case MCount:
+			call = r.Clone().Dot("Count").Call(jen.Id("ctx"))
+		case MCreateMany, MPutMany:
+			call = r.Clone().Dot(m.Name).Call(jen.Id("ctx"), jen.Id(Var(a)+"s"))
+		case MDeleteMany:
+			call = r.Clone().Dot("DeleteMany").Call(jen.Id("ctx"), jen.Id("ids"))
+		case MSweep:
+			call = r.Clone().Dot("Sweep").Call(jen.Id("ctx"), jen.Id("o"))
 		case MGetBy:
 			key := jen.Nil()
 			for _, p := range m.Lookup.Parts {

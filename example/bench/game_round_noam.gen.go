@@ -45,6 +45,38 @@ type GameRoundRepository interface {
 	// aggregates are skipped.
 	ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error)
 
+	// Count returns the number of GameRound aggregates: as many as List returns
+	// over all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan
+	// with Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan
+	// of the collection's keys; no aggregate is decoded where the store can filter
+	// expiry itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new GameRound blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, gameRounds []*GameRound) error
+
+	// PutMany creates or replaces GameRound blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, gameRounds []*GameRound) error
+
+	// DeleteMany removes the GameRound blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []GameRoundKey) error
+
 	// EnsureIndexes creates what the GameRound repository stores into (collections
 	// or buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -199,6 +231,29 @@ func (r _gameRoundRepo) GetMany(ctx context.Context, ids []GameRoundKey) (map[Ga
 // in seq order.
 func (r _gameRoundRepo) ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
 	return r.r.ListScope(ctx, "ListByGame", GameRoundKey{Game: game}, req)
+}
+
+// Count returns the number of GameRound aggregates: as many as List returns
+// over all its pages.
+func (r _gameRoundRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new GameRound blocks, each as Create would.
+func (r _gameRoundRepo) CreateMany(ctx context.Context, gameRounds []*GameRound) error {
+	return r.r.CreateMany(ctx, gameRounds)
+}
+
+// PutMany creates or replaces GameRound blocks whole, each as Put would.
+func (r _gameRoundRepo) PutMany(ctx context.Context, gameRounds []*GameRound) error {
+	return r.r.PutMany(ctx, gameRounds)
+}
+
+// DeleteMany removes the GameRound blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _gameRoundRepo) DeleteMany(ctx context.Context, ids []GameRoundKey) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the GameRound repository stores into (collections

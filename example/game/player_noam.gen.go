@@ -62,6 +62,48 @@ type PlayerRepository interface {
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
 
+	// CountByGame returns the number of Player aggregates that ListByGame returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByGame(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Player aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Player blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, players []*Player) error
+
+	// PutMany creates or replaces Player blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, players []*Player) error
+
+	// DeleteMany removes the Player blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// Repair rebuilds the index tables of Player from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
@@ -313,6 +355,35 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 // secondary index on MongoDB, an index table on the other stores).
 func (r _playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByGame", _playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByGame returns the number of Player aggregates that ListByGame returns
+// over all its pages for v.
+func (r _playerRepo) CountByGame(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByGame", _playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Player aggregates: as many as List returns over
+// all its pages.
+func (r _playerRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Player blocks, each as Create would.
+func (r _playerRepo) CreateMany(ctx context.Context, players []*Player) error {
+	return r.r.CreateMany(ctx, players)
+}
+
+// PutMany creates or replaces Player blocks whole, each as Put would.
+func (r _playerRepo) PutMany(ctx context.Context, players []*Player) error {
+	return r.r.PutMany(ctx, players)
+}
+
+// DeleteMany removes the Player blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _playerRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Player from the aggregates: it writes

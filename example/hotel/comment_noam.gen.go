@@ -58,11 +58,53 @@ type CommentRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
+	// CountByAuthor returns the number of Comment aggregates that ListByAuthor
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByAuthor(ctx context.Context, v string) (int64, error)
+
 	// ListByPost reads one page of the Comment aggregates with the given post, in
 	// seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
 	// counter, so a page is read by computed keys in one batch; numbers of deleted
 	// aggregates are skipped.
 	ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error)
+
+	// Count returns the number of Comment aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Comment blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, comments []*Comment) error
+
+	// PutMany creates or replaces Comment blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, comments []*Comment) error
+
+	// DeleteMany removes the Comment blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []CommentKey) error
 
 	// Repair rebuilds the index tables of Comment from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -275,10 +317,39 @@ func (r _commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.Pa
 	return r.r.ListBy(ctx, "ListByAuthor", _commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByAuthor returns the number of Comment aggregates that ListByAuthor
+// returns over all its pages for v.
+func (r _commentRepo) CountByAuthor(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByAuthor", _commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByPost reads one page of the Comment aggregates with the given post, in
 // seq order.
 func (r _commentRepo) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListScope(ctx, "ListByPost", CommentKey{Post: post}, req)
+}
+
+// Count returns the number of Comment aggregates: as many as List returns over
+// all its pages.
+func (r _commentRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Comment blocks, each as Create would.
+func (r _commentRepo) CreateMany(ctx context.Context, comments []*Comment) error {
+	return r.r.CreateMany(ctx, comments)
+}
+
+// PutMany creates or replaces Comment blocks whole, each as Put would.
+func (r _commentRepo) PutMany(ctx context.Context, comments []*Comment) error {
+	return r.r.PutMany(ctx, comments)
+}
+
+// DeleteMany removes the Comment blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _commentRepo) DeleteMany(ctx context.Context, ids []CommentKey) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Comment from the aggregates: it writes

@@ -73,6 +73,16 @@ type HotelRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
+	// CountByName returns the number of Hotel aggregates that ListByName returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByName(ctx context.Context, v string) (int64, error)
+
 	// GetByName reads the Hotel aggregate that holds the given name, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -86,17 +96,82 @@ type HotelRepository interface {
 	// made by this query fails with runtime.ErrBadCursor.
 	ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
+	// CountByCityStars returns the number of Hotel aggregates selected by q: as
+	// many as ListByCityStars returns over all its pages, with the same query
+	// rules (conditions that do not select one key range fail with
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByCityStars(ctx context.Context, q HotelCityStarsQuery) (int64, error)
+
 	// ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
 	// block-key order, through the lookup Hotel.tags (a native secondary index on
 	// MongoDB, an index table on the other stores). A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
+	// CountByTags returns the number of Hotel aggregates that ListByTags returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByTags(ctx context.Context, v string) (int64, error)
+
 	// ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
 	// v, in block-key order, through the lookup Hotel.addressZip (a native
 	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
+
+	// CountByAddressZip returns the number of Hotel aggregates that
+	// ListByAddressZip returns over all its pages for v. Cost: on bbolt one read
+	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
+	// MongoDB with a native index one countDocuments served by the index: no
+	// aggregate is read. Where index entries may be stale (index tables on
+	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
+	// store cannot filter on it, the matching aggregates are read through the
+	// lookup's verified reads, a page per round trip: reads proportional to the
+	// count.
+	CountByAddressZip(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Hotel aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Hotel blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, hotels []*Hotel) error
+
+	// PutMany creates or replaces Hotel blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, hotels []*Hotel) error
+
+	// DeleteMany removes the Hotel blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Hotel from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -456,6 +531,12 @@ func (r _hotelRepo) ListByName(ctx context.Context, v string, req runtime.PageRe
 	return r.r.ListBy(ctx, "ListByName", _hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByName returns the number of Hotel aggregates that ListByName returns
+// over all its pages for v.
+func (r _hotelRepo) CountByName(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByName", _hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetByName reads the Hotel aggregate that holds the given name, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
@@ -470,6 +551,14 @@ func (r _hotelRepo) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, 
 	return r.r.ListBy(ctx, "ListByCityStars", _hotelLookupCityStars, _hotelCityStarsRange(q), req)
 }
 
+// CountByCityStars returns the number of Hotel aggregates selected by q: as
+// many as ListByCityStars returns over all its pages, with the same query
+// rules (conditions that do not select one key range fail with
+// runtime.ErrBadQuery).
+func (r _hotelRepo) CountByCityStars(ctx context.Context, q HotelCityStarsQuery) (int64, error) {
+	return r.r.CountBy(ctx, "CountByCityStars", _hotelLookupCityStars, _hotelCityStarsRange(q))
+}
+
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
 // block-key order, through the lookup Hotel.tags (a native secondary index on
 // MongoDB, an index table on the other stores).
@@ -477,11 +566,46 @@ func (r _hotelRepo) ListByTags(ctx context.Context, v string, req runtime.PageRe
 	return r.r.ListBy(ctx, "ListByTags", _hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByTags returns the number of Hotel aggregates that ListByTags returns
+// over all its pages for v.
+func (r _hotelRepo) CountByTags(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByTags", _hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
 // v, in block-key order, through the lookup Hotel.addressZip (a native
 // secondary index on MongoDB, an index table on the other stores).
 func (r _hotelRepo) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByAddressZip", _hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByAddressZip returns the number of Hotel aggregates that
+// ListByAddressZip returns over all its pages for v.
+func (r _hotelRepo) CountByAddressZip(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByAddressZip", _hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Hotel aggregates: as many as List returns over
+// all its pages.
+func (r _hotelRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Hotel blocks, each as Create would.
+func (r _hotelRepo) CreateMany(ctx context.Context, hotels []*Hotel) error {
+	return r.r.CreateMany(ctx, hotels)
+}
+
+// PutMany creates or replaces Hotel blocks whole, each as Put would.
+func (r _hotelRepo) PutMany(ctx context.Context, hotels []*Hotel) error {
+	return r.r.PutMany(ctx, hotels)
+}
+
+// DeleteMany removes the Hotel blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _hotelRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Hotel from the aggregates: it writes

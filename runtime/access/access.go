@@ -44,6 +44,13 @@ const (
 	Repair    Method = "repair"
 	Ensure    Method = "ensureIndexes"
 	Migrate   Method = "migrate" // rewrite blocks stored in an older layout
+
+	Count      Method = "count"   // the number of blocks
+	CountBy    Method = "countBy" // the number of blocks a lookup finds
+	CreateMany Method = "createMany"
+	PutMany    Method = "putMany"
+	DeleteMany Method = "deleteMany"
+	Sweep      Method = "sweep" // remove expired blocks
 )
 
 // Cond is a condition on the aggregate class and the operation, as a set

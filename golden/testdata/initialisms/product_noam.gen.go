@@ -69,6 +69,16 @@ type ProductRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListBySKU(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
+	// CountBySKU returns the number of Product aggregates that ListBySKU returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountBySKU(ctx context.Context, v string) (int64, error)
+
 	// GetBySKU reads the Product aggregate that holds the given sku, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -81,11 +91,31 @@ type ProductRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByURL(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
+	// CountByURL returns the number of Product aggregates that ListByURL returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByURL(ctx context.Context, v string) (int64, error)
+
 	// ListByVendorID reads one page of the Product aggregates whose vendor.id is
 	// v, in block-key order, through the lookup Product.vendorId (a native
 	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByVendorID(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
+
+	// CountByVendorID returns the number of Product aggregates that ListByVendorID
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByVendorID(ctx context.Context, v string) (int64, error)
 
 	// ListByCategoryPrice reads one page of the Product aggregates selected by q,
 	// in (category, price, block key) order, through the lookup
@@ -94,6 +124,50 @@ type ProductRepository interface {
 	// runtime.ErrBadQuery; a cursor not made by this query fails with
 	// runtime.ErrBadCursor.
 	ListByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery, req runtime.PageRequest) (runtime.Page[*Product], error)
+
+	// CountByCategoryPrice returns the number of Product aggregates selected by q:
+	// as many as ListByCategoryPrice returns over all its pages, with the same
+	// query rules (conditions that do not select one key range fail with
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery) (int64, error)
+
+	// Count returns the number of Product aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Product blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, products []*Product) error
+
+	// PutMany creates or replaces Product blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, products []*Product) error
+
+	// DeleteMany removes the Product blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Product from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -439,6 +513,12 @@ func (r _productRepo) ListBySKU(ctx context.Context, v string, req runtime.PageR
 	return r.r.ListBy(ctx, "ListBySKU", _productLookupSKU, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountBySKU returns the number of Product aggregates that ListBySKU returns
+// over all its pages for v.
+func (r _productRepo) CountBySKU(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountBySKU", _productLookupSKU, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetBySKU reads the Product aggregate that holds the given sku, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
@@ -453,11 +533,23 @@ func (r _productRepo) ListByURL(ctx context.Context, v string, req runtime.PageR
 	return r.r.ListBy(ctx, "ListByURL", _productLookupURL, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByURL returns the number of Product aggregates that ListByURL returns
+// over all its pages for v.
+func (r _productRepo) CountByURL(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByURL", _productLookupURL, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByVendorID reads one page of the Product aggregates whose vendor.id is
 // v, in block-key order, through the lookup Product.vendorId (a native
 // secondary index on MongoDB, an index table on the other stores).
 func (r _productRepo) ListByVendorID(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByVendorID", _productLookupVendorID, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByVendorID returns the number of Product aggregates that ListByVendorID
+// returns over all its pages for v.
+func (r _productRepo) CountByVendorID(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByVendorID", _productLookupVendorID, runtime.NewKeyRange(runtime.AppendString(nil, v)))
 }
 
 // ListByCategoryPrice reads one page of the Product aggregates selected by q,
@@ -466,6 +558,37 @@ func (r _productRepo) ListByVendorID(ctx context.Context, v string, req runtime.
 // on the other stores).
 func (r _productRepo) ListByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByCategoryPrice", _productLookupCategoryPrice, _productCategoryPriceRange(q), req)
+}
+
+// CountByCategoryPrice returns the number of Product aggregates selected by q:
+// as many as ListByCategoryPrice returns over all its pages, with the same
+// query rules (conditions that do not select one key range fail with
+// runtime.ErrBadQuery).
+func (r _productRepo) CountByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery) (int64, error) {
+	return r.r.CountBy(ctx, "CountByCategoryPrice", _productLookupCategoryPrice, _productCategoryPriceRange(q))
+}
+
+// Count returns the number of Product aggregates: as many as List returns over
+// all its pages.
+func (r _productRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Product blocks, each as Create would.
+func (r _productRepo) CreateMany(ctx context.Context, products []*Product) error {
+	return r.r.CreateMany(ctx, products)
+}
+
+// PutMany creates or replaces Product blocks whole, each as Put would.
+func (r _productRepo) PutMany(ctx context.Context, products []*Product) error {
+	return r.r.PutMany(ctx, products)
+}
+
+// DeleteMany removes the Product blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _productRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Product from the aggregates: it writes

@@ -44,6 +44,38 @@ type CounterRepository interface {
 	// are absent from the map.
 	GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error)
 
+	// Count returns the number of Counter aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Counter blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, counters []*Counter) error
+
+	// PutMany creates or replaces Counter blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, counters []*Counter) error
+
+	// DeleteMany removes the Counter blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []int64) error
+
 	// EnsureIndexes creates what the Counter repository stores into (collections
 	// or buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -169,6 +201,29 @@ func (r _counterRepo) Update(ctx context.Context, id int64, u CounterUpdate) err
 // application-side join: see the *CounterRefs functions).
 func (r _counterRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Counter, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Counter aggregates: as many as List returns over
+// all its pages.
+func (r _counterRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Counter blocks, each as Create would.
+func (r _counterRepo) CreateMany(ctx context.Context, counters []*Counter) error {
+	return r.r.CreateMany(ctx, counters)
+}
+
+// PutMany creates or replaces Counter blocks whole, each as Put would.
+func (r _counterRepo) PutMany(ctx context.Context, counters []*Counter) error {
+	return r.r.PutMany(ctx, counters)
+}
+
+// DeleteMany removes the Counter blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _counterRepo) DeleteMany(ctx context.Context, ids []int64) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Counter repository stores into (collections

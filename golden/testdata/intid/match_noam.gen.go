@@ -44,6 +44,38 @@ type MatchRepository interface {
 	// absent from the map.
 	GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error)
 
+	// Count returns the number of Match aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Match blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, matchs []*Match) error
+
+	// PutMany creates or replaces Match blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, matchs []*Match) error
+
+	// DeleteMany removes the Match blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []GameID) error
+
 	// EnsureIndexes creates what the Match repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -169,6 +201,29 @@ func (r _matchRepo) Update(ctx context.Context, id GameID, u MatchUpdate) error 
 // application-side join: see the *MatchRefs functions).
 func (r _matchRepo) GetMany(ctx context.Context, ids []GameID) (map[GameID]*Match, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Match aggregates: as many as List returns over
+// all its pages.
+func (r _matchRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Match blocks, each as Create would.
+func (r _matchRepo) CreateMany(ctx context.Context, matchs []*Match) error {
+	return r.r.CreateMany(ctx, matchs)
+}
+
+// PutMany creates or replaces Match blocks whole, each as Put would.
+func (r _matchRepo) PutMany(ctx context.Context, matchs []*Match) error {
+	return r.r.PutMany(ctx, matchs)
+}
+
+// DeleteMany removes the Match blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _matchRepo) DeleteMany(ctx context.Context, ids []GameID) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Match repository stores into (collections or

@@ -35,6 +35,38 @@ type ShardRepository interface {
 	// absent from the map.
 	GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error)
 
+	// Count returns the number of Shard aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Shard blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, shards []*Shard) error
+
+	// PutMany creates or replaces Shard blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, shards []*Shard) error
+
+	// DeleteMany removes the Shard blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []uint32) error
+
 	// EnsureIndexes creates what the Shard repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -149,6 +181,29 @@ func (r _shardRepo) Delete(ctx context.Context, id uint32) error {
 // application-side join: see the *ShardRefs functions).
 func (r _shardRepo) GetMany(ctx context.Context, ids []uint32) (map[uint32]*Shard, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Shard aggregates: as many as List returns over
+// all its pages.
+func (r _shardRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Shard blocks, each as Create would.
+func (r _shardRepo) CreateMany(ctx context.Context, shards []*Shard) error {
+	return r.r.CreateMany(ctx, shards)
+}
+
+// PutMany creates or replaces Shard blocks whole, each as Put would.
+func (r _shardRepo) PutMany(ctx context.Context, shards []*Shard) error {
+	return r.r.PutMany(ctx, shards)
+}
+
+// DeleteMany removes the Shard blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _shardRepo) DeleteMany(ctx context.Context, ids []uint32) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Shard repository stores into (collections or

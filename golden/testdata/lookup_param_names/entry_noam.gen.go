@@ -44,6 +44,38 @@ type EntryRepository interface {
 	// aggregates are skipped.
 	ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error)
 
+	// Count returns the number of Entry aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Entry blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, entrys []*Entry) error
+
+	// PutMany creates or replaces Entry blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, entrys []*Entry) error
+
+	// DeleteMany removes the Entry blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []EntryKey) error
+
 	// EnsureIndexes creates what the Entry repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -172,6 +204,29 @@ func (r _entryRepo) GetMany(ctx context.Context, ids []EntryKey) (map[EntryKey]*
 // order.
 func (r _entryRepo) ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error) {
 	return r.r.ListScope(ctx, "ListByFunc", EntryKey{Func: funcValue}, req)
+}
+
+// Count returns the number of Entry aggregates: as many as List returns over
+// all its pages.
+func (r _entryRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Entry blocks, each as Create would.
+func (r _entryRepo) CreateMany(ctx context.Context, entrys []*Entry) error {
+	return r.r.CreateMany(ctx, entrys)
+}
+
+// PutMany creates or replaces Entry blocks whole, each as Put would.
+func (r _entryRepo) PutMany(ctx context.Context, entrys []*Entry) error {
+	return r.r.PutMany(ctx, entrys)
+}
+
+// DeleteMany removes the Entry blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _entryRepo) DeleteMany(ctx context.Context, ids []EntryKey) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Entry repository stores into (collections or

@@ -63,6 +63,18 @@ type ItemRepository interface {
 	// fails with runtime.ErrBadCursor.
 	ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error)
 
+	// CountByKind returns the number of Item aggregates selected by q: as many as
+	// ListByKind returns over all its pages, with the same query rules (conditions
+	// that do not select one key range fail with runtime.ErrBadQuery). Cost: on
+	// bbolt one read transaction over the index range, on Redis (single node) one
+	// ZLEXCOUNT, on MongoDB with a native index one countDocuments served by the
+	// index: no aggregate is read. Where index entries may be stale (index tables
+	// on MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
+	// store cannot filter on it, the matching aggregates are read through the
+	// lookup's verified reads, a page per round trip: reads proportional to the
+	// count.
+	CountByKind(ctx context.Context, q ItemKindQuery) (int64, error)
+
 	// GetByKind reads the Item aggregate that holds the given type, r, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -77,6 +89,16 @@ type ItemRepository interface {
 	// that every lookup can be listed alike. A cursor not made by this query fails
 	// with runtime.ErrBadCursor.
 	ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error)
+
+	// CountByCtx returns the number of Item aggregates that ListByCtx returns over
+	// all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByCtx(ctx context.Context, v string) (int64, error)
 
 	// GetByCtx reads the Item aggregate that holds the given ctx, which is unique:
 	// a write that would give it to a second aggregate fails with
@@ -93,11 +115,53 @@ type ItemRepository interface {
 	// with runtime.ErrBadCursor.
 	ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error)
 
+	// CountByLen returns the number of Item aggregates that ListByLen returns over
+	// all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByLen(ctx context.Context, v int64) (int64, error)
+
 	// GetByLen reads the Item aggregate that holds the given len, which is unique:
 	// a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
 	// holds it.
 	GetByLen(ctx context.Context, lenValue int64) (*Item, error)
+
+	// Count returns the number of Item aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Item blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, items []*Item) error
+
+	// PutMany creates or replaces Item blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, items []*Item) error
+
+	// DeleteMany removes the Item blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Item from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -416,6 +480,13 @@ func (r _itemRepo) ListByKind(ctx context.Context, q ItemKindQuery, req runtime.
 	return r.r.ListBy(ctx, "ListByKind", _itemLookupKind, _itemKindRange(q), req)
 }
 
+// CountByKind returns the number of Item aggregates selected by q: as many as
+// ListByKind returns over all its pages, with the same query rules (conditions
+// that do not select one key range fail with runtime.ErrBadQuery).
+func (r _itemRepo) CountByKind(ctx context.Context, q ItemKindQuery) (int64, error) {
+	return r.r.CountBy(ctx, "CountByKind", _itemLookupKind, _itemKindRange(q))
+}
+
 // GetByKind reads the Item aggregate that holds the given type, r, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
@@ -428,6 +499,12 @@ func (r _itemRepo) GetByKind(ctx context.Context, typeValue string, rValue int) 
 // index table on the other stores).
 func (r _itemRepo) ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByCtx", _itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByCtx returns the number of Item aggregates that ListByCtx returns over
+// all its pages for v.
+func (r _itemRepo) CountByCtx(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByCtx", _itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)))
 }
 
 // GetByCtx reads the Item aggregate that holds the given ctx, which is unique:
@@ -444,11 +521,40 @@ func (r _itemRepo) ListByLen(ctx context.Context, v int64, req runtime.PageReque
 	return r.r.ListBy(ctx, "ListByLen", _itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)), req)
 }
 
+// CountByLen returns the number of Item aggregates that ListByLen returns over
+// all its pages for v.
+func (r _itemRepo) CountByLen(ctx context.Context, v int64) (int64, error) {
+	return r.r.CountBy(ctx, "CountByLen", _itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)))
+}
+
 // GetByLen reads the Item aggregate that holds the given len, which is unique:
 // a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
 func (r _itemRepo) GetByLen(ctx context.Context, lenValue int64) (*Item, error) {
 	return r.r.GetBy(ctx, "GetByLen", _itemLookupLen, runtime.AppendInt(nil, lenValue))
+}
+
+// Count returns the number of Item aggregates: as many as List returns over
+// all its pages.
+func (r _itemRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Item blocks, each as Create would.
+func (r _itemRepo) CreateMany(ctx context.Context, items []*Item) error {
+	return r.r.CreateMany(ctx, items)
+}
+
+// PutMany creates or replaces Item blocks whole, each as Put would.
+func (r _itemRepo) PutMany(ctx context.Context, items []*Item) error {
+	return r.r.PutMany(ctx, items)
+}
+
+// DeleteMany removes the Item blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _itemRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Item from the aggregates: it writes

@@ -72,6 +72,16 @@ type AccountRepository interface {
 	// made by this query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
+	// CountByEmail returns the number of Account aggregates that ListByEmail
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByEmail(ctx context.Context, v string) (int64, error)
+
 	// GetByEmail reads the Account aggregate that holds the given email, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -87,6 +97,16 @@ type AccountRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
+	// CountByNick returns the number of Account aggregates that ListByNick returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByNick(ctx context.Context, v string) (int64, error)
+
 	// GetByNick reads the Account aggregate that holds the given nick, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -99,16 +119,80 @@ type AccountRepository interface {
 	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByRegionTier(ctx context.Context, q AccountRegionTierQuery, req runtime.PageRequest) (runtime.Page[*Account], error)
 
+	// CountByRegionTier returns the number of Account aggregates selected by q: as
+	// many as ListByRegionTier returns over all its pages, with the same query
+	// rules (conditions that do not select one key range fail with
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByRegionTier(ctx context.Context, q AccountRegionTierQuery) (int64, error)
+
 	// ListByTags reads one page of the Account aggregates that hold v in tags[],
 	// in block-key order, through the lookup Account.tags (a native secondary
 	// index on MongoDB, an index table on the other stores). A cursor not made by
 	// this query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
+	// CountByTags returns the number of Account aggregates that ListByTags returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByTags(ctx context.Context, v string) (int64, error)
+
 	// ListByZone reads one page of the Account aggregates whose zone is v, in
 	// block-key order, through the index table Account.zone. A cursor not made by
 	// this query fails with runtime.ErrBadCursor.
 	ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
+
+	// CountByZone returns the number of Account aggregates that ListByZone returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByZone(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Account aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Account blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, accounts []*Account) error
+
+	// PutMany creates or replaces Account blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, accounts []*Account) error
+
+	// DeleteMany removes the Account blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Account from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -478,6 +562,12 @@ func (r _accountRepo) ListByEmail(ctx context.Context, v string, req runtime.Pag
 	return r.r.ListBy(ctx, "ListByEmail", _accountLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByEmail returns the number of Account aggregates that ListByEmail
+// returns over all its pages for v.
+func (r _accountRepo) CountByEmail(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByEmail", _accountLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetByEmail reads the Account aggregate that holds the given email, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
@@ -490,6 +580,12 @@ func (r _accountRepo) GetByEmail(ctx context.Context, email string) (*Account, e
 // on MongoDB, an index table on the other stores).
 func (r _accountRepo) ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByNick", _accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByNick returns the number of Account aggregates that ListByNick returns
+// over all its pages for v.
+func (r _accountRepo) CountByNick(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByNick", _accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)))
 }
 
 // GetByNick reads the Account aggregate that holds the given nick, which is
@@ -505,6 +601,14 @@ func (r _accountRepo) ListByRegionTier(ctx context.Context, q AccountRegionTierQ
 	return r.r.ListBy(ctx, "ListByRegionTier", _accountLookupRegionTier, _accountRegionTierRange(q), req)
 }
 
+// CountByRegionTier returns the number of Account aggregates selected by q: as
+// many as ListByRegionTier returns over all its pages, with the same query
+// rules (conditions that do not select one key range fail with
+// runtime.ErrBadQuery).
+func (r _accountRepo) CountByRegionTier(ctx context.Context, q AccountRegionTierQuery) (int64, error) {
+	return r.r.CountBy(ctx, "CountByRegionTier", _accountLookupRegionTier, _accountRegionTierRange(q))
+}
+
 // ListByTags reads one page of the Account aggregates that hold v in tags[],
 // in block-key order, through the lookup Account.tags (a native secondary
 // index on MongoDB, an index table on the other stores).
@@ -512,10 +616,45 @@ func (r _accountRepo) ListByTags(ctx context.Context, v string, req runtime.Page
 	return r.r.ListBy(ctx, "ListByTags", _accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByTags returns the number of Account aggregates that ListByTags returns
+// over all its pages for v.
+func (r _accountRepo) CountByTags(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByTags", _accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByZone reads one page of the Account aggregates whose zone is v, in
 // block-key order, through the index table Account.zone.
 func (r _accountRepo) ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByZone", _accountLookupZone, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByZone returns the number of Account aggregates that ListByZone returns
+// over all its pages for v.
+func (r _accountRepo) CountByZone(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByZone", _accountLookupZone, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Account aggregates: as many as List returns over
+// all its pages.
+func (r _accountRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Account blocks, each as Create would.
+func (r _accountRepo) CreateMany(ctx context.Context, accounts []*Account) error {
+	return r.r.CreateMany(ctx, accounts)
+}
+
+// PutMany creates or replaces Account blocks whole, each as Put would.
+func (r _accountRepo) PutMany(ctx context.Context, accounts []*Account) error {
+	return r.r.PutMany(ctx, accounts)
+}
+
+// DeleteMany removes the Account blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _accountRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Account from the aggregates: it writes

@@ -53,11 +53,53 @@ type BadgeRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
+	// CountByCode returns the number of Badge aggregates that ListByCode returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByCode(ctx context.Context, v string) (int64, error)
+
 	// GetByCode reads the Badge aggregate that holds the given code, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
 	// holds it.
 	GetByCode(ctx context.Context, code string) (*Badge, error)
+
+	// Count returns the number of Badge aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Badge blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, badges []*Badge) error
+
+	// PutMany creates or replaces Badge blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, badges []*Badge) error
+
+	// DeleteMany removes the Badge blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Badge from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -221,11 +263,40 @@ func (r _badgeRepo) ListByCode(ctx context.Context, v string, req runtime.PageRe
 	return r.r.ListBy(ctx, "ListByCode", _badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByCode returns the number of Badge aggregates that ListByCode returns
+// over all its pages for v.
+func (r _badgeRepo) CountByCode(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByCode", _badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetByCode reads the Badge aggregate that holds the given code, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
 func (r _badgeRepo) GetByCode(ctx context.Context, code string) (*Badge, error) {
 	return r.r.GetBy(ctx, "GetByCode", _badgeLookupCode, runtime.AppendString(nil, code))
+}
+
+// Count returns the number of Badge aggregates: as many as List returns over
+// all its pages.
+func (r _badgeRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Badge blocks, each as Create would.
+func (r _badgeRepo) CreateMany(ctx context.Context, badges []*Badge) error {
+	return r.r.CreateMany(ctx, badges)
+}
+
+// PutMany creates or replaces Badge blocks whole, each as Put would.
+func (r _badgeRepo) PutMany(ctx context.Context, badges []*Badge) error {
+	return r.r.PutMany(ctx, badges)
+}
+
+// DeleteMany removes the Badge blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _badgeRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Badge from the aggregates: it writes

@@ -58,11 +58,53 @@ type ReplyRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
+	// CountByAuthor returns the number of Reply aggregates that ListByAuthor
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByAuthor(ctx context.Context, v string) (int64, error)
+
 	// ListByTicket reads one page of the Reply aggregates with the given ticket,
 	// in seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
 	// counter, so a page is read by computed keys in one batch; numbers of deleted
 	// aggregates are skipped.
 	ListByTicket(ctx context.Context, ticket TicketID, req runtime.PageRequest) (runtime.Page[*Reply], error)
+
+	// Count returns the number of Reply aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Reply blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, replys []*Reply) error
+
+	// PutMany creates or replaces Reply blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, replys []*Reply) error
+
+	// DeleteMany removes the Reply blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []ReplyKey) error
 
 	// Repair rebuilds the index tables of Reply from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -274,10 +316,39 @@ func (r _replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.Page
 	return r.r.ListBy(ctx, "ListByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByAuthor returns the number of Reply aggregates that ListByAuthor
+// returns over all its pages for v.
+func (r _replyRepo) CountByAuthor(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByTicket reads one page of the Reply aggregates with the given ticket,
 // in seq order.
 func (r _replyRepo) ListByTicket(ctx context.Context, ticket TicketID, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByTicket", ReplyKey{Ticket: ticket}, req)
+}
+
+// Count returns the number of Reply aggregates: as many as List returns over
+// all its pages.
+func (r _replyRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Reply blocks, each as Create would.
+func (r _replyRepo) CreateMany(ctx context.Context, replys []*Reply) error {
+	return r.r.CreateMany(ctx, replys)
+}
+
+// PutMany creates or replaces Reply blocks whole, each as Put would.
+func (r _replyRepo) PutMany(ctx context.Context, replys []*Reply) error {
+	return r.r.PutMany(ctx, replys)
+}
+
+// DeleteMany removes the Reply blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _replyRepo) DeleteMany(ctx context.Context, ids []ReplyKey) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Reply from the aggregates: it writes

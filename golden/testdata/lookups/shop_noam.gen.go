@@ -77,6 +77,16 @@ type ShopRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
+	// CountByEmail returns the number of Shop aggregates that ListByEmail returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByEmail(ctx context.Context, v string) (int64, error)
+
 	// GetByEmail reads the Shop aggregate that holds the given email, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -90,11 +100,33 @@ type ShopRepository interface {
 	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
+	// CountByRegionRank returns the number of Shop aggregates selected by q: as
+	// many as ListByRegionRank returns over all its pages, with the same query
+	// rules (conditions that do not select one key range fail with
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByRegionRank(ctx context.Context, q ShopRegionRankQuery) (int64, error)
+
 	// ListByLabels reads one page of the Shop aggregates that hold v in labels[],
 	// in block-key order, through the lookup Shop.labels (a native secondary index
 	// on MongoDB, an index table on the other stores). A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
+
+	// CountByLabels returns the number of Shop aggregates that ListByLabels
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByLabels(ctx context.Context, v string) (int64, error)
 
 	// ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
 	// block-key order, through the lookup Shop.codes (a native secondary index on
@@ -104,6 +136,16 @@ type ShopRepository interface {
 	// there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error)
+
+	// CountByCodes returns the number of Shop aggregates that ListByCodes returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByCodes(ctx context.Context, v int32) (int64, error)
 
 	// GetByCodes reads the Shop aggregate that holds the given codes[], which is
 	// unique: a write that would give it to a second aggregate fails with
@@ -116,6 +158,49 @@ type ShopRepository interface {
 	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
+
+	// CountByAddressCity returns the number of Shop aggregates that
+	// ListByAddressCity returns over all its pages for v. Cost: on bbolt one read
+	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
+	// MongoDB with a native index one countDocuments served by the index: no
+	// aggregate is read. Where index entries may be stale (index tables on
+	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
+	// store cannot filter on it, the matching aggregates are read through the
+	// lookup's verified reads, a page per round trip: reads proportional to the
+	// count.
+	CountByAddressCity(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Shop aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Shop blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, shops []*Shop) error
+
+	// PutMany creates or replaces Shop blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, shops []*Shop) error
+
+	// DeleteMany removes the Shop blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Shop from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -500,6 +585,12 @@ func (r _shopRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRe
 	return r.r.ListBy(ctx, "ListByEmail", _shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByEmail returns the number of Shop aggregates that ListByEmail returns
+// over all its pages for v.
+func (r _shopRepo) CountByEmail(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByEmail", _shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetByEmail reads the Shop aggregate that holds the given email, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
@@ -514,6 +605,14 @@ func (r _shopRepo) ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, 
 	return r.r.ListBy(ctx, "ListByRegionRank", _shopLookupRegionRank, _shopRegionRankRange(q), req)
 }
 
+// CountByRegionRank returns the number of Shop aggregates selected by q: as
+// many as ListByRegionRank returns over all its pages, with the same query
+// rules (conditions that do not select one key range fail with
+// runtime.ErrBadQuery).
+func (r _shopRepo) CountByRegionRank(ctx context.Context, q ShopRegionRankQuery) (int64, error) {
+	return r.r.CountBy(ctx, "CountByRegionRank", _shopLookupRegionRank, _shopRegionRankRange(q))
+}
+
 // ListByLabels reads one page of the Shop aggregates that hold v in labels[],
 // in block-key order, through the lookup Shop.labels (a native secondary index
 // on MongoDB, an index table on the other stores).
@@ -521,11 +620,23 @@ func (r _shopRepo) ListByLabels(ctx context.Context, v string, req runtime.PageR
 	return r.r.ListBy(ctx, "ListByLabels", _shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByLabels returns the number of Shop aggregates that ListByLabels
+// returns over all its pages for v.
+func (r _shopRepo) CountByLabels(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByLabels", _shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
 // block-key order, through the lookup Shop.codes (a native secondary index on
 // MongoDB, an index table on the other stores).
 func (r _shopRepo) ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByCodes", _shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))), req)
+}
+
+// CountByCodes returns the number of Shop aggregates that ListByCodes returns
+// over all its pages for v.
+func (r _shopRepo) CountByCodes(ctx context.Context, v int32) (int64, error) {
+	return r.r.CountBy(ctx, "CountByCodes", _shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))))
 }
 
 // GetByCodes reads the Shop aggregate that holds the given codes[], which is
@@ -540,6 +651,35 @@ func (r _shopRepo) GetByCodes(ctx context.Context, codes int32) (*Shop, error) {
 // secondary index on MongoDB, an index table on the other stores).
 func (r _shopRepo) ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByAddressCity", _shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByAddressCity returns the number of Shop aggregates that
+// ListByAddressCity returns over all its pages for v.
+func (r _shopRepo) CountByAddressCity(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByAddressCity", _shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Shop aggregates: as many as List returns over
+// all its pages.
+func (r _shopRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Shop blocks, each as Create would.
+func (r _shopRepo) CreateMany(ctx context.Context, shops []*Shop) error {
+	return r.r.CreateMany(ctx, shops)
+}
+
+// PutMany creates or replaces Shop blocks whole, each as Put would.
+func (r _shopRepo) PutMany(ctx context.Context, shops []*Shop) error {
+	return r.r.PutMany(ctx, shops)
+}
+
+// DeleteMany removes the Shop blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _shopRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Shop from the aggregates: it writes

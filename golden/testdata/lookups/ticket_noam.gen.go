@@ -77,11 +77,64 @@ type TicketRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
+	// CountByOwner returns the number of Ticket aggregates that ListByOwner
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByOwner(ctx context.Context, v string) (int64, error)
+
 	// ListByEventsKind reads one page of the Ticket aggregates that hold v in
 	// events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
 	// native secondary index on MongoDB, an index table on the other stores). A
 	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
+
+	// CountByEventsKind returns the number of Ticket aggregates that
+	// ListByEventsKind returns over all its pages for v. Cost: on bbolt one read
+	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
+	// MongoDB with a native index one countDocuments served by the index: no
+	// aggregate is read. Where index entries may be stale (index tables on
+	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
+	// store cannot filter on it, the matching aggregates are read through the
+	// lookup's verified reads, a page per round trip: reads proportional to the
+	// count.
+	CountByEventsKind(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Ticket aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Ticket blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, tickets []*Ticket) error
+
+	// PutMany creates or replaces Ticket blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, tickets []*Ticket) error
+
+	// DeleteMany removes the Ticket blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []TicketID) error
 
 	// Repair rebuilds the index tables of Ticket from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -323,11 +376,46 @@ func (r _ticketRepo) ListByOwner(ctx context.Context, v string, req runtime.Page
 	return r.r.ListBy(ctx, "ListByOwner", _ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByOwner returns the number of Ticket aggregates that ListByOwner
+// returns over all its pages for v.
+func (r _ticketRepo) CountByOwner(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByOwner", _ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByEventsKind reads one page of the Ticket aggregates that hold v in
 // events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
 // native secondary index on MongoDB, an index table on the other stores).
 func (r _ticketRepo) ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByEventsKind", _ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByEventsKind returns the number of Ticket aggregates that
+// ListByEventsKind returns over all its pages for v.
+func (r _ticketRepo) CountByEventsKind(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByEventsKind", _ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Ticket aggregates: as many as List returns over
+// all its pages.
+func (r _ticketRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Ticket blocks, each as Create would.
+func (r _ticketRepo) CreateMany(ctx context.Context, tickets []*Ticket) error {
+	return r.r.CreateMany(ctx, tickets)
+}
+
+// PutMany creates or replaces Ticket blocks whole, each as Put would.
+func (r _ticketRepo) PutMany(ctx context.Context, tickets []*Ticket) error {
+	return r.r.PutMany(ctx, tickets)
+}
+
+// DeleteMany removes the Ticket blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _ticketRepo) DeleteMany(ctx context.Context, ids []TicketID) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Ticket from the aggregates: it writes

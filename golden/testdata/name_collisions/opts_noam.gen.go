@@ -43,6 +43,38 @@ type OptsRepository interface {
 	// absent from the map.
 	GetMany(ctx context.Context, ids []string) (map[string]*Opts, error)
 
+	// Count returns the number of Opts aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Opts blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, optss []*Opts) error
+
+	// PutMany creates or replaces Opts blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, optss []*Opts) error
+
+	// DeleteMany removes the Opts blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// EnsureIndexes creates what the Opts repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -168,6 +200,29 @@ func (r _optsRepo) Update(ctx context.Context, id string, u OptsUpdate) error {
 // application-side join: see the *OptsRefs functions).
 func (r _optsRepo) GetMany(ctx context.Context, ids []string) (map[string]*Opts, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Opts aggregates: as many as List returns over
+// all its pages.
+func (r _optsRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Opts blocks, each as Create would.
+func (r _optsRepo) CreateMany(ctx context.Context, optss []*Opts) error {
+	return r.r.CreateMany(ctx, optss)
+}
+
+// PutMany creates or replaces Opts blocks whole, each as Put would.
+func (r _optsRepo) PutMany(ctx context.Context, optss []*Opts) error {
+	return r.r.PutMany(ctx, optss)
+}
+
+// DeleteMany removes the Opts blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _optsRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Opts repository stores into (collections or

@@ -65,6 +65,38 @@ type GameRepository interface {
 	// absent from the map.
 	GetMany(ctx context.Context, ids []string) (map[string]*Game, error)
 
+	// Count returns the number of Game aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Game blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, games []*Game) error
+
+	// PutMany creates or replaces Game blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, games []*Game) error
+
+	// DeleteMany removes the Game blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// EnsureIndexes creates what the Game repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -232,6 +264,29 @@ func (r _gameRepo) Update(ctx context.Context, id string, u GameUpdate) error {
 // application-side join: see the *GameRefs functions).
 func (r _gameRepo) GetMany(ctx context.Context, ids []string) (map[string]*Game, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Game aggregates: as many as List returns over
+// all its pages.
+func (r _gameRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Game blocks, each as Create would.
+func (r _gameRepo) CreateMany(ctx context.Context, games []*Game) error {
+	return r.r.CreateMany(ctx, games)
+}
+
+// PutMany creates or replaces Game blocks whole, each as Put would.
+func (r _gameRepo) PutMany(ctx context.Context, games []*Game) error {
+	return r.r.PutMany(ctx, games)
+}
+
+// DeleteMany removes the Game blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _gameRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Game repository stores into (collections or

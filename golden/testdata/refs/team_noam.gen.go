@@ -60,6 +60,38 @@ type TeamRepository interface {
 	// absent from the map.
 	GetMany(ctx context.Context, ids []string) (map[string]*Team, error)
 
+	// Count returns the number of Team aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Team blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, teams []*Team) error
+
+	// PutMany creates or replaces Team blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, teams []*Team) error
+
+	// DeleteMany removes the Team blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// EnsureIndexes creates what the Team repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -296,6 +328,29 @@ func (r _teamRepo) Update(ctx context.Context, id string, u TeamUpdate) error {
 // application-side join: see the *TeamRefs functions).
 func (r _teamRepo) GetMany(ctx context.Context, ids []string) (map[string]*Team, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Team aggregates: as many as List returns over
+// all its pages.
+func (r _teamRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Team blocks, each as Create would.
+func (r _teamRepo) CreateMany(ctx context.Context, teams []*Team) error {
+	return r.r.CreateMany(ctx, teams)
+}
+
+// PutMany creates or replaces Team blocks whole, each as Put would.
+func (r _teamRepo) PutMany(ctx context.Context, teams []*Team) error {
+	return r.r.PutMany(ctx, teams)
+}
+
+// DeleteMany removes the Team blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _teamRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Team repository stores into (collections or

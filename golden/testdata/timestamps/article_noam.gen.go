@@ -90,6 +90,48 @@ type ArticleRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByTitle(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Article], error)
 
+	// CountByTitle returns the number of Article aggregates that ListByTitle
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByTitle(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Article aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Article blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, articles []*Article) error
+
+	// PutMany creates or replaces Article blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, articles []*Article) error
+
+	// DeleteMany removes the Article blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// Repair rebuilds the index tables of Article from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
@@ -301,6 +343,35 @@ func (r _articleRepo) GetMany(ctx context.Context, ids []string) (map[string]*Ar
 // on MongoDB, an index table on the other stores).
 func (r _articleRepo) ListByTitle(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Article], error) {
 	return r.r.ListBy(ctx, "ListByTitle", _articleLookupTitle, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByTitle returns the number of Article aggregates that ListByTitle
+// returns over all its pages for v.
+func (r _articleRepo) CountByTitle(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByTitle", _articleLookupTitle, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Article aggregates: as many as List returns over
+// all its pages.
+func (r _articleRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Article blocks, each as Create would.
+func (r _articleRepo) CreateMany(ctx context.Context, articles []*Article) error {
+	return r.r.CreateMany(ctx, articles)
+}
+
+// PutMany creates or replaces Article blocks whole, each as Put would.
+func (r _articleRepo) PutMany(ctx context.Context, articles []*Article) error {
+	return r.r.PutMany(ctx, articles)
+}
+
+// DeleteMany removes the Article blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _articleRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Article from the aggregates: it writes

@@ -49,6 +49,38 @@ type DraftRepository interface {
 	// absent from the map.
 	GetMany(ctx context.Context, ids []int64) (map[int64]*Draft, error)
 
+	// Count returns the number of Draft aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Draft blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, drafts []*Draft) error
+
+	// PutMany creates or replaces Draft blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, drafts []*Draft) error
+
+	// DeleteMany removes the Draft blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []int64) error
+
 	// EnsureIndexes creates what the Draft repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -179,6 +211,29 @@ func (r _draftRepo) Update(ctx context.Context, id int64, u DraftUpdate) error {
 // application-side join: see the *DraftRefs functions).
 func (r _draftRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Draft, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Draft aggregates: as many as List returns over
+// all its pages.
+func (r _draftRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Draft blocks, each as Create would.
+func (r _draftRepo) CreateMany(ctx context.Context, drafts []*Draft) error {
+	return r.r.CreateMany(ctx, drafts)
+}
+
+// PutMany creates or replaces Draft blocks whole, each as Put would.
+func (r _draftRepo) PutMany(ctx context.Context, drafts []*Draft) error {
+	return r.r.PutMany(ctx, drafts)
+}
+
+// DeleteMany removes the Draft blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _draftRepo) DeleteMany(ctx context.Context, ids []int64) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Draft repository stores into (collections or

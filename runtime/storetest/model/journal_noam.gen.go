@@ -97,11 +97,64 @@ type JournalRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
+	// CountByOwner returns the number of Journal aggregates that ListByOwner
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByOwner(ctx context.Context, v string) (int64, error)
+
 	// ListByLinesKind reads one page of the Journal aggregates that hold v in
 	// lines[].kind, in block-key order, through the lookup Journal.linesKind (a
 	// native secondary index on MongoDB, an index table on the other stores). A
 	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
+
+	// CountByLinesKind returns the number of Journal aggregates that
+	// ListByLinesKind returns over all its pages for v. Cost: on bbolt one read
+	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
+	// MongoDB with a native index one countDocuments served by the index: no
+	// aggregate is read. Where index entries may be stale (index tables on
+	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
+	// store cannot filter on it, the matching aggregates are read through the
+	// lookup's verified reads, a page per round trip: reads proportional to the
+	// count.
+	CountByLinesKind(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Journal aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Journal blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, journals []*Journal) error
+
+	// PutMany creates or replaces Journal blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, journals []*Journal) error
+
+	// DeleteMany removes the Journal blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []JournalID) error
 
 	// Repair rebuilds the index tables of Journal from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -385,11 +438,46 @@ func (r _journalRepo) ListByOwner(ctx context.Context, v string, req runtime.Pag
 	return r.r.ListBy(ctx, "ListByOwner", _journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByOwner returns the number of Journal aggregates that ListByOwner
+// returns over all its pages for v.
+func (r _journalRepo) CountByOwner(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByOwner", _journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByLinesKind reads one page of the Journal aggregates that hold v in
 // lines[].kind, in block-key order, through the lookup Journal.linesKind (a
 // native secondary index on MongoDB, an index table on the other stores).
 func (r _journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByLinesKind", _journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByLinesKind returns the number of Journal aggregates that
+// ListByLinesKind returns over all its pages for v.
+func (r _journalRepo) CountByLinesKind(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByLinesKind", _journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Journal aggregates: as many as List returns over
+// all its pages.
+func (r _journalRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Journal blocks, each as Create would.
+func (r _journalRepo) CreateMany(ctx context.Context, journals []*Journal) error {
+	return r.r.CreateMany(ctx, journals)
+}
+
+// PutMany creates or replaces Journal blocks whole, each as Put would.
+func (r _journalRepo) PutMany(ctx context.Context, journals []*Journal) error {
+	return r.r.PutMany(ctx, journals)
+}
+
+// DeleteMany removes the Journal blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _journalRepo) DeleteMany(ctx context.Context, ids []JournalID) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Journal from the aggregates: it writes

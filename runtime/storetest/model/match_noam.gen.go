@@ -127,6 +127,16 @@ type MatchRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
+	// CountByCode returns the number of Match aggregates that ListByCode returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByCode(ctx context.Context, v string) (int64, error)
+
 	// GetByCode reads the Match aggregate that holds the given code, which is
 	// unique: a write that would give it to a second aggregate fails with
 	// runtime.ErrDuplicate. It fails with runtime.ErrNotFound if no aggregate
@@ -140,17 +150,49 @@ type MatchRepository interface {
 	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error)
 
+	// CountByRegionLevel returns the number of Match aggregates selected by q: as
+	// many as ListByRegionLevel returns over all its pages, with the same query
+	// rules (conditions that do not select one key range fail with
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByRegionLevel(ctx context.Context, q MatchRegionLevelQuery) (int64, error)
+
 	// ListByTags reads one page of the Match aggregates that hold v in tags[], in
 	// block-key order, through the lookup matches.tags (a native secondary index
 	// on MongoDB, an index table on the other stores). A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
+	// CountByTags returns the number of Match aggregates that ListByTags returns
+	// over all its pages for v. Cost: on bbolt one read transaction over the index
+	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
+	// one countDocuments served by the index: no aggregate is read. Where index
+	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
+	// or expiry must be checked where the store cannot filter on it, the matching
+	// aggregates are read through the lookup's verified reads, a page per round
+	// trip: reads proportional to the count.
+	CountByTags(ctx context.Context, v string) (int64, error)
+
 	// ListByVenueCity reads one page of the Match aggregates whose venue.city is
 	// v, in block-key order, through the lookup matches.venueCity (a native
 	// secondary index on MongoDB, an index table on the other stores). A cursor
 	// not made by this query fails with runtime.ErrBadCursor.
 	ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
+
+	// CountByVenueCity returns the number of Match aggregates that ListByVenueCity
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByVenueCity(ctx context.Context, v string) (int64, error)
 
 	// ListByRoundsSerial reads one page of the Match aggregates that hold v in
 	// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
@@ -162,11 +204,54 @@ type MatchRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
+	// CountByRoundsSerial returns the number of Match aggregates that
+	// ListByRoundsSerial returns over all its pages for v. Cost: on bbolt one read
+	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
+	// MongoDB with a native index one countDocuments served by the index: no
+	// aggregate is read. Where index entries may be stale (index tables on
+	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
+	// store cannot filter on it, the matching aggregates are read through the
+	// lookup's verified reads, a page per round trip: reads proportional to the
+	// count.
+	CountByRoundsSerial(ctx context.Context, v string) (int64, error)
+
 	// GetByRoundsSerial reads the Match aggregate that holds the given
 	// rounds[].serial, which is unique: a write that would give it to a second
 	// aggregate fails with runtime.ErrDuplicate. It fails with runtime.ErrNotFound
 	// if no aggregate holds it.
 	GetByRoundsSerial(ctx context.Context, roundsSerial string) (*Match, error)
+
+	// Count returns the number of Match aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Match blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, matchs []*Match) error
+
+	// PutMany creates or replaces Match blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, matchs []*Match) error
+
+	// DeleteMany removes the Match blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
 
 	// Repair rebuilds the index tables of Match from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
@@ -607,6 +692,12 @@ func (r _matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRe
 	return r.r.ListBy(ctx, "ListByCode", _matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByCode returns the number of Match aggregates that ListByCode returns
+// over all its pages for v.
+func (r _matchRepo) CountByCode(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByCode", _matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetByCode reads the Match aggregate that holds the given code, which is
 // unique: a write that would give it to a second aggregate fails with
 // runtime.ErrDuplicate.
@@ -621,11 +712,25 @@ func (r _matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQue
 	return r.r.ListBy(ctx, "ListByRegionLevel", _matchLookupRegionLevel, _matchRegionLevelRange(q), req)
 }
 
+// CountByRegionLevel returns the number of Match aggregates selected by q: as
+// many as ListByRegionLevel returns over all its pages, with the same query
+// rules (conditions that do not select one key range fail with
+// runtime.ErrBadQuery).
+func (r _matchRepo) CountByRegionLevel(ctx context.Context, q MatchRegionLevelQuery) (int64, error) {
+	return r.r.CountBy(ctx, "CountByRegionLevel", _matchLookupRegionLevel, _matchRegionLevelRange(q))
+}
+
 // ListByTags reads one page of the Match aggregates that hold v in tags[], in
 // block-key order, through the lookup matches.tags (a native secondary index
 // on MongoDB, an index table on the other stores).
 func (r _matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByTags", _matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByTags returns the number of Match aggregates that ListByTags returns
+// over all its pages for v.
+func (r _matchRepo) CountByTags(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByTags", _matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)))
 }
 
 // ListByVenueCity reads one page of the Match aggregates whose venue.city is
@@ -635,6 +740,12 @@ func (r _matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.P
 	return r.r.ListBy(ctx, "ListByVenueCity", _matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByVenueCity returns the number of Match aggregates that ListByVenueCity
+// returns over all its pages for v.
+func (r _matchRepo) CountByVenueCity(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByVenueCity", _matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // ListByRoundsSerial reads one page of the Match aggregates that hold v in
 // rounds[].serial, in block-key order, through the lookup matches.roundsSerial
 // (a native secondary index on MongoDB, an index table on the other stores).
@@ -642,11 +753,40 @@ func (r _matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtim
 	return r.r.ListBy(ctx, "ListByRoundsSerial", _matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
 
+// CountByRoundsSerial returns the number of Match aggregates that
+// ListByRoundsSerial returns over all its pages for v.
+func (r _matchRepo) CountByRoundsSerial(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByRoundsSerial", _matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
 // GetByRoundsSerial reads the Match aggregate that holds the given
 // rounds[].serial, which is unique: a write that would give it to a second
 // aggregate fails with runtime.ErrDuplicate.
 func (r _matchRepo) GetByRoundsSerial(ctx context.Context, roundsSerial string) (*Match, error) {
 	return r.r.GetBy(ctx, "GetByRoundsSerial", _matchLookupRoundsSerial, runtime.AppendString(nil, roundsSerial))
+}
+
+// Count returns the number of Match aggregates: as many as List returns over
+// all its pages.
+func (r _matchRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Match blocks, each as Create would.
+func (r _matchRepo) CreateMany(ctx context.Context, matchs []*Match) error {
+	return r.r.CreateMany(ctx, matchs)
+}
+
+// PutMany creates or replaces Match blocks whole, each as Put would.
+func (r _matchRepo) PutMany(ctx context.Context, matchs []*Match) error {
+	return r.r.PutMany(ctx, matchs)
+}
+
+// DeleteMany removes the Match blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _matchRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Match from the aggregates: it writes

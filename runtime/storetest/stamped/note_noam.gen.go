@@ -76,6 +76,48 @@ type NoteRepository interface {
 	// query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Note], error)
 
+	// CountByAuthor returns the number of Note aggregates that ListByAuthor
+	// returns over all its pages for v. Cost: on bbolt one read transaction over
+	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
+	// native index one countDocuments served by the index: no aggregate is read.
+	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
+	// Redis Cluster), or expiry must be checked where the store cannot filter on
+	// it, the matching aggregates are read through the lookup's verified reads, a
+	// page per round trip: reads proportional to the count.
+	CountByAuthor(ctx context.Context, v string) (int64, error)
+
+	// Count returns the number of Note aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Note blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, notes []*Note) error
+
+	// PutMany creates or replaces Note blocks whole, each as Put would. Each item
+	// is written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	PutMany(ctx context.Context, notes []*Note) error
+
+	// DeleteMany removes the Note blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// Repair rebuilds the index tables of Note from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
@@ -275,6 +317,35 @@ func (r _noteRepo) GetMany(ctx context.Context, ids []string) (map[string]*Note,
 // on MongoDB, an index table on the other stores).
 func (r _noteRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Note], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _noteLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
+}
+
+// CountByAuthor returns the number of Note aggregates that ListByAuthor
+// returns over all its pages for v.
+func (r _noteRepo) CountByAuthor(ctx context.Context, v string) (int64, error) {
+	return r.r.CountBy(ctx, "CountByAuthor", _noteLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)))
+}
+
+// Count returns the number of Note aggregates: as many as List returns over
+// all its pages.
+func (r _noteRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Note blocks, each as Create would.
+func (r _noteRepo) CreateMany(ctx context.Context, notes []*Note) error {
+	return r.r.CreateMany(ctx, notes)
+}
+
+// PutMany creates or replaces Note blocks whole, each as Put would.
+func (r _noteRepo) PutMany(ctx context.Context, notes []*Note) error {
+	return r.r.PutMany(ctx, notes)
+}
+
+// DeleteMany removes the Note blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _noteRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // Repair rebuilds the index tables of Note from the aggregates: it writes

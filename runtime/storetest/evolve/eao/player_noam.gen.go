@@ -35,6 +35,38 @@ type PlayerRepository interface {
 	// are absent from the map.
 	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
 
+	// Count returns the number of Player aggregates: as many as List returns over
+	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
+	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
+	// collection's keys; no aggregate is decoded where the store can filter expiry
+	// itself.
+	Count(ctx context.Context) (int64, error)
+
+	// CreateMany stores new Player blocks, each as Create would. Each item is
+	// written as the single call would write it (checks, versions, counters,
+	// lookups and unique values), in as few round trips as the store allows: one
+	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
+	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
+	CreateMany(ctx context.Context, players []*Player) error
+
+	// PutMany creates or replaces Player blocks whole, each as Put would. Each
+	// item is written as the single call would write it (checks, versions,
+	// counters, lookups and unique values), in as few round trips as the store
+	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
+	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
+	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
+	// matches any item's error); the others are written.
+	PutMany(ctx context.Context, players []*Player) error
+
+	// DeleteMany removes the Player blocks with the given keys and their lookup
+	// entries, each as Delete would (a missing block is an item failing with
+	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
+	// (which items, and why: errors.Is matches any item's error); the others are
+	// written.
+	DeleteMany(ctx context.Context, ids []string) error
+
 	// EnsureIndexes creates what the Player repository stores into (collections or
 	// buckets, index tables, counters) and the indexes it relies on, if they do
 	// not exist yet, and records in the store the layout it serves (strategy,
@@ -168,6 +200,29 @@ func (r _playerRepo) Delete(ctx context.Context, id string) error {
 // application-side join: see the *PlayerRefs functions).
 func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Player, error) {
 	return r.r.GetMany(ctx, ids)
+}
+
+// Count returns the number of Player aggregates: as many as List returns over
+// all its pages.
+func (r _playerRepo) Count(ctx context.Context) (int64, error) {
+	return r.r.Count(ctx)
+}
+
+// CreateMany stores new Player blocks, each as Create would.
+func (r _playerRepo) CreateMany(ctx context.Context, players []*Player) error {
+	return r.r.CreateMany(ctx, players)
+}
+
+// PutMany creates or replaces Player blocks whole, each as Put would.
+func (r _playerRepo) PutMany(ctx context.Context, players []*Player) error {
+	return r.r.PutMany(ctx, players)
+}
+
+// DeleteMany removes the Player blocks with the given keys and their lookup
+// entries, each as Delete would (a missing block is an item failing with
+// runtime.ErrNotFound).
+func (r _playerRepo) DeleteMany(ctx context.Context, ids []string) error {
+	return r.r.DeleteMany(ctx, ids)
 }
 
 // EnsureIndexes creates what the Player repository stores into (collections or
