@@ -27,6 +27,13 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64 // seconds, on pass and fail
+}
+
+// timing is how long one top-level test ran.
+type timing struct {
+	name    string
+	seconds float64
 }
 
 // skip is one skipped test, as recorded in the log for -report.
@@ -49,7 +56,7 @@ func main() {
 		}
 		return
 	}
-	skips, failed, err := filter(os.Stdin, os.Stdout, *run)
+	skips, slow, failed, err := filter(os.Stdin, os.Stdout, *run)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(1)
@@ -61,16 +68,19 @@ func main() {
 		}
 	}
 	printSkips(os.Stdout, *run, skips)
+	printSlowest(os.Stdout, *run, slow)
 	if failed {
 		os.Exit(1)
 	}
 }
 
 // filter copies the plain output of a go test -json stream to w and
-// returns the skipped tests and whether anything failed.
-func filter(r io.Reader, w io.Writer, run string) ([]skip, bool, error) {
+// returns the skipped tests, how long the top-level tests ran, and whether
+// anything failed.
+func filter(r io.Reader, w io.Writer, run string) ([]skip, []timing, bool, error) {
 	out := map[string][]string{} // package + "\x00" + test -> its output
 	var skips []skip
+	var times []timing
 	failed := false
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -83,6 +93,9 @@ func filter(r io.Reader, w io.Writer, run string) ([]skip, bool, error) {
 			continue
 		}
 		key := e.Package + "\x00" + e.Test
+		if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && !strings.Contains(e.Test, "/") {
+			times = append(times, timing{e.Package[strings.LastIndex(e.Package, "/")+1:] + "." + e.Test, e.Elapsed})
+		}
 		switch e.Action {
 		case "output":
 			if e.Test == "" {
@@ -115,7 +128,26 @@ func filter(r io.Reader, w io.Writer, run string) ([]skip, bool, error) {
 			failed = true
 		}
 	}
-	return skips, failed, sc.Err()
+	return skips, times, failed, sc.Err()
+}
+
+// slowest is how many of the longest tests printSlowest names.
+const slowest = 8
+
+// printSlowest names the longest-running top-level tests of the run, so
+// that the test command's time can be kept in check.
+func printSlowest(w io.Writer, run string, times []timing) {
+	sort.SliceStable(times, func(i, j int) bool { return times[i].seconds > times[j].seconds })
+	var parts []string
+	for i, t := range times {
+		if i == slowest || t.seconds < 1 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1fs", t.name, t.seconds))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "%s: slowest tests: %s\n", run, strings.Join(parts, ", "))
+	}
 }
 
 // reason is the message a skipped test gave (the t.Skip line), without

@@ -20,10 +20,10 @@ const stream = `{"Action":"start","Package":"p/redisstore"}
 {"Action":"run","Package":"p/redisstore","Test":"TestC"}
 {"Action":"output","Package":"p/redisstore","Test":"TestC","Output":"    c_test.go:9: got 1, want 2\n"}
 {"Action":"output","Package":"p/redisstore","Test":"TestC","Output":"--- FAIL: TestC (0.01s)\n"}
-{"Action":"fail","Package":"p/redisstore","Test":"TestC"}
+{"Action":"fail","Package":"p/redisstore","Test":"TestC","Elapsed":2.5}
 {"Action":"run","Package":"p/redisstore","Test":"TestD"}
 {"Action":"output","Package":"p/redisstore","Test":"TestD","Output":"    d_test.go:9: quiet passing output\n"}
-{"Action":"pass","Package":"p/redisstore","Test":"TestD"}
+{"Action":"pass","Package":"p/redisstore","Test":"TestD","Elapsed":7.25}
 {"Action":"output","Package":"p/redisstore","Output":"FAIL\n"}
 {"Action":"output","Package":"p/redisstore","Output":"FAIL\tp/redisstore\t0.02s\n"}
 {"Action":"fail","Package":"p/redisstore"}
@@ -36,7 +36,7 @@ const stream = `{"Action":"start","Package":"p/redisstore"}
 // reasons, and a failure is reported.
 func TestFilter(t *testing.T) {
 	var w bytes.Buffer
-	skips, failed, err := filter(strings.NewReader(stream), &w, "unit")
+	skips, times, failed, err := filter(strings.NewReader(stream), &w, "unit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,11 @@ func TestFilter(t *testing.T) {
 	printSkips(&sum, "unit", skips)
 	if want := "unit: 2 tests skipped\n    2  Redis tests need redis-server on the PATH (redisstore.TestA, redisstore.TestB)\n"; sum.String() != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", sum.String(), want)
+	}
+	var slow bytes.Buffer
+	printSlowest(&slow, "unit", times)
+	if want := "unit: slowest tests: redisstore.TestD 7.2s, redisstore.TestC 2.5s\n"; slow.String() != want {
+		t.Errorf("slowest:\n%q\nwant:\n%q", slow.String(), want)
 	}
 }
 
