@@ -19,7 +19,7 @@ import (
 // SessionMongoRepository, SessionRedisRepository.
 type SessionRepository interface {
 	// Get reads the Session block with key id in one round trip. It fails with
-	// runtime.ErrNotFound if there is none.
+	// runtime.ErrNotFound if there is none or its expiresAt has passed.
 	Get(ctx context.Context, id string) (*Session, error)
 
 	// Create stores a new Session block. It fails with runtime.ErrDuplicate if a
@@ -54,7 +54,9 @@ type SessionRepository interface {
 	// SetExpiresAt writes the expiresAt entry of block id and nothing else. The
 	// version entry is bumped by every write, so that a concurrent Put holding the
 	// old version fails with runtime.ErrConflict. It fails with
-	// runtime.ErrNotFound if the block does not exist.
+	// runtime.ErrNotFound if the block does not exist or has expired (and then
+	// removes it): renewing an expired block would bring back what had gone, so
+	// the write reads the block first, one round trip more.
 	SetExpiresAt(ctx context.Context, id string, v time.Time) error
 
 	// AppendEvents adds e as the last element of events and returns its index: one

@@ -17,7 +17,7 @@ import (
 // LeaseRedisRepository.
 type LeaseRepository interface {
 	// Get reads the Lease block with key id in one round trip. It fails with
-	// runtime.ErrNotFound if there is none.
+	// runtime.ErrNotFound if there is none or its until has passed.
 	Get(ctx context.Context, id string) (*Lease, error)
 
 	// Create stores a new Lease block. It fails with runtime.ErrDuplicate if a
