@@ -38,7 +38,13 @@ func TestEveryStoreExplained(t *testing.T) {
 			t.Errorf("store %s declares no layout: add runtime/%sstore/layout and register it in templates/%s (see STORES.md)", st, st, st)
 			continue
 		}
-		for _, s := range []*model.Schema{load(t, "game"), load(t, "hotel"), table} {
+		// The expiring model of the conformance suite has the methods of
+		// noam:"expires" (Sweep).
+		expiring, err := parser.Load(parser.Config{Dir: mustAbs(t, filepath.Join("..", "runtime", "storetest", "expiring")), Pattern: ".", BaseDir: mustAbs(t, filepath.Join("..", "runtime", "storetest", "expiring"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*model.Schema{load(t, "game"), load(t, "hotel"), table, expiring} {
 			for _, a := range s.Aggregates {
 				for _, m := range templates.Methods(a) {
 					if r := d.Render(explain.ShapeOf(a), explain.OpOf(a, m)); r.RoundTrips == "?" {

@@ -72,8 +72,12 @@ func Methods(a *model.Aggregate) []Method {
 	if a.Updated != nil {
 		versionNote += fmt.Sprintf(" The %s entry is set to the repository's clock in the same atomic write.", a.Updated.Key)
 	}
+	expired := ""
+	if a.Expires != nil {
+		expired = fmt.Sprintf(" or its %s has passed", a.Expires.Key)
+	}
 	ms := []Method{
-		{Kind: MGet, Name: "Get", Doc: fmt.Sprintf("Get reads the %s block with key id in one round trip. It fails with runtime.ErrNotFound if there is none.", a.Name),
+		{Kind: MGet, Name: "Get", Doc: fmt.Sprintf("Get reads the %s block with key id in one round trip. It fails with runtime.ErrNotFound if there is none%s.", a.Name, expired),
 			Params: []jen.Code{Ctx(), id()}, Results: []jen.Code{ptr(), jen.Error()}},
 		{Kind: MCreate, Name: "Create", Doc: createDoc(a),
 			Params: []jen.Code{Ctx(), jen.Id(v).Add(ptr())}, Results: []jen.Code{jen.Error()}},
@@ -83,8 +87,12 @@ func Methods(a *model.Aggregate) []Method {
 			Params: []jen.Code{Ctx(), id()}, Results: []jen.Code{jen.Error()}},
 	}
 	for _, f := range a.Settable() {
+		missing := "It fails with runtime.ErrNotFound if the block does not exist."
+		if f.IsExpires {
+			missing = "It fails with runtime.ErrNotFound if the block does not exist or has expired (and then removes it): renewing an expired block would bring back what had gone, so the write reads the block first, one round trip more."
+		}
 		ms = append(ms, Method{Kind: MSet, Name: Setter(f), Field: f,
-			Doc:    fmt.Sprintf("%s writes the %s entry of block id and nothing else.%s It fails with runtime.ErrNotFound if the block does not exist.", Setter(f), f.Key, versionNote),
+			Doc:    fmt.Sprintf("%s writes the %s entry of block id and nothing else.%s %s", Setter(f), f.Key, versionNote, missing),
 			Params: []jen.Code{Ctx(), id(), jen.Id("v").Add(Type(f.Type))}, Results: []jen.Code{jen.Error()}})
 	}
 	for _, f := range a.Partitions() {

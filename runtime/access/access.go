@@ -209,6 +209,9 @@ const (
 	PerMigrateBatch Term = "per batch of blocks"
 	PerMigrateBlock Term = "per block"
 	PerMigrated     Term = "per block rewritten"
+	// PerExpired: the expired blocks Sweep removes, each on its own
+	// (its batches of blocks are PerMigrateBatch).
+	PerExpired Term = "per expired block"
 )
 
 // Once reports whether t counts only the first time an operation meets it

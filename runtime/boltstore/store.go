@@ -2,10 +2,12 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -31,16 +33,20 @@ type Store[T any, K comparable] struct {
 	// (layouts.go).
 	wholeSlices map[string]bool
 	parts       []*runtime.Field[T]
+	// now is the repository's clock (runtime.WithClock), for ReadElems of
+	// an expired block.
+	now func() time.Time
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over db: bucket
 // d.Collection, one index bucket per lookup ("Hotel.cityStars"). The
-// adapter has no options of its own: it ignores opts, which a generated
-// constructor passes to every store's Open.
+// adapter has no options of its own: of opts, which a generated
+// constructor passes to every store's Open, it takes the clock
+// (runtime.WithClock).
 func Open[T any, K comparable](db *bbolt.DB, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
-	s := &Store[T, K]{d: d, c: collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}}
+	s := &Store[T, K]{d: d, c: collection[K]{DB: db, Name: d.Collection, Aggregate: d.Aggregate, Keys: d.Keys}, now: runtime.NowFunc(opts)}
 	s.c.names = map[string]string{}
 	for _, f := range d.Fields {
 		s.c.names[f.Key] = f.Key
@@ -230,14 +236,29 @@ func (s *Store[T, K]) keepCreated(blk *block, t *T) error {
 
 // Delete removes block id, its entries and its index entries.
 func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
-	return s.c.Update(ctx, "Delete", id, func(blk *block) error {
+	return s.delete(ctx, "Delete", id, nil)
+}
+
+// delete removes block id, its entries and its index entries in one
+// transaction. With keep set, the block is read with the entries the
+// lookups read and those keep names, and kept (the transaction rolled
+// back) when keep(block) is true: delete then fails with errKept.
+func (s *Store[T, K]) delete(ctx context.Context, op string, id K, keep *deleteCond[T]) error {
+	return s.c.Update(ctx, op, id, func(blk *block) error {
 		if !blk.Exists() {
 			return blk.Fail(runtime.ErrNotFound)
 		}
-		if len(s.lookups) > 0 {
-			old, err := s.readIndexed(blk)
+		if len(s.lookups) > 0 || keep != nil {
+			fields := s.indexed
+			if keep != nil {
+				fields = append(slices.Clip(fields), keep.fields...)
+			}
+			old, err := s.readIndexed(blk, fields...)
 			if err != nil {
 				return err
+			}
+			if keep != nil && keep.keep(old) {
+				return errKept
 			}
 			s.index(blk, old, nil, nil)
 		}
@@ -446,6 +467,9 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		marker, ok := b.marker()
 		if !ok {
 			return b.Fail(runtime.ErrNotFound)
+		}
+		if expired, err := s.expired(b); err != nil || expired {
+			return cmp.Or(err, b.failAt("(expired)", runtime.ErrNotFound))
 		}
 		fieldKey := b.key(f.Key, -1)
 		cur := b.bucket.Cursor()

@@ -377,7 +377,7 @@ const maxCompare = 3500
 // compares by its size).
 func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeValue) {
 	e := w.e
-	names := []string{IDAttr, RootAttr, LenAttr, SeqAttr, IncAttr, WriteAttr}
+	names := []string{IDAttr, RootAttr, LenAttr, SeqAttr, IncAttr, WriteAttr, TTLAttr}
 	for _, f := range s.d.Fields {
 		names = append(names, f.Key)
 	}

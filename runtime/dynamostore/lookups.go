@@ -346,7 +346,7 @@ func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *ru
 // protocolDelete removes block id on condition that its stamp is the one
 // read, then (the engine) its index items: those of the incarnation it
 // removed.
-func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K) error {
+func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K, cond *deleteCond[T]) error {
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -357,6 +357,9 @@ func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K) error
 		}
 		if !st.found {
 			return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+		}
+		if cond != nil && cond.keep(st.t) {
+			return errKept
 		}
 		w := &update{e: newExpr()}
 		stampCond(w, st)

@@ -27,6 +27,9 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		e := newExpr()
 		fk := e.name(f.Key)
 		proj := []string{e.name(IDAttr), e.name(LenAttr) + "." + fk}
+		if s.d.Expires != nil {
+			proj = append(proj, s.expiresPath(e))
+		}
 		for i := range want {
 			proj = append(proj, fmt.Sprintf("%s[%d]", fk, start+read+i))
 		}
@@ -36,6 +39,11 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		}
 		if item == nil {
 			return false, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+		}
+		if s.d.Expires != nil {
+			if err := s.notExpired(op, id, item); err != nil {
+				return false, err
+			}
 		}
 		if !hasLen(item, f.Key) {
 			// No count: the block holds f whole (another layout), or
@@ -221,7 +229,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	var out []string
 	for k, av := range item {
 		switch k {
-		case IDAttr, SeqAttr, IncAttr, WriteAttr:
+		case IDAttr, SeqAttr, IncAttr, WriteAttr, TTLAttr:
 		case RootAttr:
 			out = append(out, "")
 		case LenAttr:

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -38,6 +39,9 @@ type Store[T any, K comparable] struct {
 	// index (scopeLookup).
 	lookups []*runtime.Lookup[T]
 	eng     *index.Engine[*T] // nil without lookups
+	// now is the repository's clock (runtime.WithClock), for ReadElems of
+	// an expired block.
+	now func() time.Time
 }
 
 // ScopeLookup names the index that lists the blocks of one counter scope
@@ -50,8 +54,8 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Open returns the adapter of aggregate class d over client c: table
 // d.Collection (after the prefix of the last Options in opts), its index
-// table and the counters table. It ignores the other options (the
-// runtime's).
+// table and the counters table. Of the runtime's options it takes the
+// clock (runtime.WithClock).
 func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var o Options
 	for _, x := range opts {
@@ -59,7 +63,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 			o = x
 		}
 	}
-	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups}
+	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups, now: runtime.NowFunc(opts)}
 	s.listy = d.Slices()
 	if d.Counter != nil {
 		var zero K
@@ -120,6 +124,9 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	}
 	if err == nil {
 		err = createTable(ctx, s.c, s.schema, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: types.ScalarAttributeTypeS})
+	}
+	if err == nil {
+		err = s.ensureTTL(ctx)
 	}
 	if err != nil {
 		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
@@ -226,6 +233,11 @@ func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]typ
 	if s.d.Version != nil {
 		item[s.d.Version.Key] = num(version)
 	}
+	if s.d.Expires != nil {
+		if v := ttl(s.d.ExpiresAt(t)); v != nil {
+			item[TTLAttr] = v
+		}
+	}
 	if st != nil {
 		item[SeqAttr] = num(st.Seq)
 		item[IncAttr] = num(st.Inc)
@@ -272,7 +284,7 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 	for k, av := range item {
 		dec.av = av
 		switch k {
-		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr, RootAttr:
+		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr, RootAttr, TTLAttr:
 			continue
 		}
 		f := s.d.Field(k)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -269,9 +270,18 @@ func (s *Store[T, K]) conflict(op string, id K, found bool, have, want int64) er
 
 // Delete removes block id (and its index items).
 func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
-	const op = "Delete"
+	return s.delete(ctx, "Delete", id, nil)
+}
+
+// delete removes block id (and its index items); with cond set, only if
+// cond.keep reports false of the block as read (errKept otherwise), on
+// condition that it is still as read.
+func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteCond[T]) error {
 	if s.index != "" {
-		return s.protocolDelete(ctx, op, id)
+		return s.protocolDelete(ctx, op, id, cond)
+	}
+	if cond != nil {
+		return s.deleteRead(ctx, op, id, cond)
 	}
 	_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: s.key(id),
@@ -355,6 +365,10 @@ func (s *Store[T, K]) changes(u runtime.Update[T], newLen bool) (*update, error)
 			w.set = append(w.set, f+" = "+e.value(l), fmt.Sprintf("%s.%s = %s", e.name(LenAttr), f, e.value(num(int64(len(l.Value))))))
 		default:
 			w.set = append(w.set, e.name(c.Field.Key)+" = "+e.value(v))
+			if c.Field == s.d.Expires {
+				exp, _ := c.Value.(time.Time)
+				setTTL(w, exp)
+			}
 		}
 	}
 	if len(lens) > 0 {

@@ -311,20 +311,21 @@ func (x *indexed[T, K]) change(ctx context.Context, op string, id K, c Change[*T
 	return st, err
 }
 
-// Delete removes block id and then its index entries: those of the
-// incarnation it removed. It fails with runtime.ErrNotFound if there is none.
-func (x *indexed[T, K]) Delete(ctx context.Context, op string, id K) error {
+// Delete removes block id, the block filter matches (ByID(id), perhaps
+// with a condition), and then its index entries: those of the incarnation
+// it removed. It fails with runtime.ErrNotFound if there is none.
+func (x *indexed[T, K]) Delete(ctx context.Context, op string, filter bson.D, id K) error {
 	client := x.s.coll.Database().Client()
 	opts := options.FindOneAndDelete()
 	if _, no := noFindAndModifyProjection.Load(client); !no {
 		opts.SetProjection(x.projection())
 	}
 	runtime.RoundTrip(ctx)
-	raw, err := x.s.coll.FindOneAndDelete(ctx, ByID(id), opts).Raw()
+	raw, err := x.s.coll.FindOneAndDelete(ctx, filter, opts).Raw()
 	if notImplemented(err) {
 		noFindAndModifyProjection.Store(client, true)
 		runtime.RoundTrip(ctx)
-		raw, err = x.s.coll.FindOneAndDelete(ctx, ByID(id)).Raw()
+		raw, err = x.s.coll.FindOneAndDelete(ctx, filter).Raw()
 	}
 	if err != nil {
 		return Err(op, x.s.d.Aggregate, id, err)

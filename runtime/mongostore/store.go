@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -45,6 +46,9 @@ type Store[T any, K comparable] struct {
 	// slices: a write of one removes the count a partitioned layout kept
 	// of it (see unsetLens).
 	sliceKeys []string
+	// now is the repository's clock (runtime.WithClock), for ReadElems of
+	// an expired block.
+	now func() time.Time
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -86,8 +90,8 @@ func NoPartialIndexes() Option { return func(c *config) { c.noPartial = true } }
 
 // Open returns the adapter of aggregate class d over db's collection
 // d.Collection (and the index tables of the lookups that keep them).
-// Of opts it keeps its own (Option) and ignores the others (the
-// runtime's).
+// Of opts it keeps its own (Option) and, of the runtime's, the clock
+// (runtime.WithClock).
 func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var c config
 	for _, o := range opts {
@@ -95,7 +99,7 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 			o(&c)
 		}
 	}
-	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial}
+	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial, now: runtime.NowFunc(opts)}
 	s.initAddrs()
 	if d.Counter != nil {
 		s.counters = Counters(db)
@@ -692,16 +696,23 @@ func (s *Store[T, K]) replace(ctx context.Context, t *T, id K, want int64, creat
 
 // Delete removes block id (and, with lookups, its index entries).
 func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
+	return s.delete(ctx, "Delete", ByID(id), id)
+}
+
+// delete removes the block filter matches (block id, perhaps with a
+// condition), and with index-table lookups its index entries. It fails
+// with runtime.ErrNotFound if none does.
+func (s *Store[T, K]) delete(ctx context.Context, op string, filter bson.D, id K) error {
 	if s.x != nil {
-		return s.x.Delete(ctx, "Delete", id)
+		return s.x.Delete(ctx, op, filter, id)
 	}
 	runtime.RoundTrip(ctx)
-	res, err := s.coll.DeleteOne(ctx, ByID(id))
+	res, err := s.coll.DeleteOne(ctx, filter)
 	if err != nil {
-		return s.fail("Delete", id, err)
+		return s.fail(op, id, err)
 	}
 	if res.DeletedCount == 0 {
-		return runtime.Fail("Delete", s.d.Aggregate, id, runtime.ErrNotFound, nil)
+		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
 	}
 	return nil
 }
@@ -1053,6 +1064,9 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			{Key: LenKey + "." + field, Value: 1},
 			{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
 		}
+		if s.d.Expires != nil {
+			proj = append(proj, bson.E{Key: s.d.Expires.Key, Value: 1})
+		}
 		runtime.RoundTrip(ctx)
 		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
 		if notImplemented(err) {
@@ -1062,10 +1076,19 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 	}
 	if noSlice {
 		runtime.RoundTrip(ctx)
-		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: field, Value: 1}})).Raw()
+		proj := bson.D{{Key: field, Value: 1}}
+		if s.d.Expires != nil {
+			proj = append(proj, bson.E{Key: s.d.Expires.Key, Value: 1})
+		}
+		raw, err = s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(proj)).Raw()
 	}
 	if err != nil {
 		return false, s.fail(op, id, err)
+	}
+	if s.d.Expires != nil {
+		if err := s.notExpired(op, id, raw); err != nil {
+			return false, err
+		}
 	}
 	arr, ok := raw.Lookup(field).ArrayOK()
 	if !ok {
@@ -1223,6 +1246,9 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 		return err
 	}
 	if err := s.ensureNative(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureExpiry(ctx); err != nil {
 		return err
 	}
 	return s.remap(ctx, had)

@@ -3,10 +3,136 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
+
+	"github.com/noamgen/noamgen/runtime"
 )
 
-// DeleteExpired: placeholder until the expiry branch lands (issue 26).
+// Expiry. A block hash gets the native expiry of its expires time
+// (PEXPIREAT, by the server's clock) in the run of every write that sets
+// the expires entry, and loses it (PERSIST) when the entry becomes zero.
+// What Redis removes is the block hash alone: its listing member, its
+// index members and its claims stay behind. Reads verify them (a member
+// whose block is gone answers nothing), a unique value whose claim names
+// a block that is gone is free to the next write (freeClaim), and Repair
+// removes the rest. DeleteExpired removes a block the repository's clock
+// says has expired before the server's does.
+
+// errKept is what delete returns when its condition keeps the block.
+var errKept = errors.New("redisstore: the block is kept")
+
+// deleteCond is the condition of a conditional delete: the block (read
+// whole) is kept when keep reports true; the run checks that field still
+// holds what was read.
+type deleteCond[T any] struct {
+	field string
+	keep  func(*T) bool
+}
+
+// expiresField is the hash field holding the expires time: its entry,
+// or the root entry of an EAO block.
+func (s *Store[T, K]) expiresField() string {
+	if s.d.EAO {
+		return ""
+	}
+	return s.d.Expires.Key
+}
+
+// DeleteExpired removes block id, its index entries and its listing
+// member, as Delete does, if its expires entry is set and not after now:
+// the run checks that the block still holds the expires entry it was
+// decided on.
 func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (bool, error) {
-	return false, errors.New("redisstore: DeleteExpired not implemented")
+	if s.d.Expires == nil {
+		return false, nil
+	}
+	err := s.delete(ctx, "DeleteExpired", id, &deleteCond[T]{
+		field: s.expiresField(),
+		keep:  func(t *T) bool { return !s.d.Expired(t, now) },
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errKept), errors.Is(err, runtime.ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
+// notExpired fails with runtime.ErrNotFound when v, the stored expires
+// field of block id (nil: none), has passed by the store's clock.
+func (s *Store[T, K]) notExpired(op string, id K, v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	t := new(T)
+	var err error
+	if s.d.EAO {
+		err = s.d.Root.Decode(t, decoder(str))
+	} else {
+		err = s.d.Expires.Decode(t, decoder(str))
+	}
+	if err != nil {
+		return runtime.Unreadable(op, s.d.Aggregate, id, err)
+	}
+	if s.d.Expired(t, s.now()) {
+		return s.failAt(op, id, "(expired)", runtime.ErrNotFound)
+	}
+	return nil
+}
+
+// expire adds to p the native expiry of block bk at exp (none when exp is
+// zero), for an aggregate with an expires field.
+func (s *Store[T, K]) expire(p *prog, bk []byte, exp time.Time) {
+	if s.d.Expires != nil {
+		s.expireKey(p, p.k(s.blockKey(bk)), exp)
+	}
+}
+
+// expireKey adds to p the native expiry of key k (a KEYS index) at exp.
+func (s *Store[T, K]) expireKey(p *prog, k string, exp time.Time) {
+	if exp.IsZero() {
+		p.change("persist", k)
+		return
+	}
+	p.change("pexpireat", k, strconv.FormatInt(exp.UnixMilli(), 10))
+}
+
+// freeClaim removes the claim of a unique value (the note of a failed
+// claim check, "<lookup index>:<value>", held by block key owner) if the
+// block that holds it is gone (removed by its native expiry), in one run
+// that checks the block is still absent; it reports whether it did, so
+// that the write that found the claim runs again.
+func (s *Store[T, K]) freeClaim(ctx context.Context, f *failure) (bool, error) {
+	if s.d.Expires == nil || f.detail == "" {
+		return false, nil
+	}
+	idx, v, ok := cutNote(f.note)
+	if !ok || idx >= len(s.d.Lookups) || !s.d.Lookups[idx].Unique {
+		return false, nil
+	}
+	lk := s.lookupKeys(idx)
+	p := &prog{}
+	p.check("", "absent", p.k(s.blockKey([]byte(f.detail))))
+	p.change("hdelif", p.k(lk.claims), v, f.detail)
+	if _, err := p.run(ctx, s.w); err != nil {
+		if _, exists := failed(err, "exists"); exists {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// cutNote splits the note of a claim check, "<lookup index>:<value>".
+func cutNote(note string) (int, string, bool) {
+	for i := 0; i < len(note); i++ {
+		if note[i] == ':' {
+			n, err := strconv.Atoi(note[:i])
+			return n, note[i+1:], err == nil
+		}
+	}
+	return 0, "", false
 }

@@ -153,7 +153,15 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 	}
 	n, err := p.run(ctx, s.w)
 	if f, ok := failed(err, "taken"); ok {
-		return 0, s.taken(w, f)
+		// A claim whose block expired natively is free: removed, and
+		// the write runs again.
+		if freed, ferr := s.freeClaim(ctx, f); ferr != nil || !freed {
+			return 0, s.taken(w, f)
+		}
+		n, err = p.run(ctx, s.w)
+		if f, ok := failed(err, "taken"); ok {
+			return 0, s.taken(w, f)
+		}
 	}
 	if u, ok := isUnreplicated(err); ok {
 		return n, s.unacked(w, runtime.ErrUnknownOutcome, "the write", u)

@@ -119,6 +119,9 @@ type Store[T any, K comparable] struct {
 	px  *prims[*T]
 	// evo tells layouts apart (evolve.go).
 	evo evolution
+	// now is the repository's clock (runtime.WithClock), for ReadElems of
+	// an expired block.
+	now func() time.Time
 }
 
 var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -126,8 +129,8 @@ var _ runtime.Store[struct{}, string] = (*Store[struct{}, string])(nil)
 // Open returns the adapter of aggregate class d over client c (a
 // *redis.Client, a *redis.ClusterClient, or any UniversalClient), with
 // the Options c carries if it comes from WithOptions, or the last Options
-// in opts, which take precedence; it ignores the other options (the
-// runtime's).
+// in opts, which take precedence; of the runtime's options it takes the
+// clock (runtime.WithClock).
 func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K], opts ...runtime.Option) *Store[T, K] {
 	var zero K
 	c, o := unwrap(c)
@@ -138,7 +141,7 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K], o
 	}
 	countTrips(c)
 	_, cluster := c.(*redis.ClusterClient)
-	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d)}
+	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d), now: runtime.NowFunc(opts)}
 	s.px = &prims[*T]{c: s.c, w: s.w, names: s.naming, decode: func(bk []byte, h map[string]string) (*T, error) {
 		r := runtime.NewKeyReader(bk)
 		id, err := d.Keys.Read(r)

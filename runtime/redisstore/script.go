@@ -54,7 +54,7 @@ import (
 const vmSource = `
 local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, lay=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
-  hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1}
+  hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1, pexpireat=2, persist=1}
 local function key(i) return KEYS[tonumber(i)] end
 -- dec increments a non-negative decimal string (numbers beyond 2^53 stay exact).
 local function inc(s)
@@ -272,6 +272,11 @@ for n = nchecks + 1, nchecks + nchanges do
   elseif name == 'raise' then
     local c = call('GET', k) or '0'
     if c:sub(1, 1) == '-' or less(c, a[2]) then set('SET', k, a[2]) end
+  elseif name == 'pexpireat' then
+    -- the key's native expiry (a[2]: Unix milliseconds), or none.
+    set('PEXPIREAT', k, a[2])
+  elseif name == 'persist' then
+    set('PERSIST', k)
   elseif name == 'mark' then
     -- the run's token and result, for once.
     set('HSET', k, '_w', a[2] .. ' ' .. result)
@@ -396,7 +401,7 @@ func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 // arity mirrors the script's table.
 var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "lay": 3, "elem": 3, "claim": 3, "heq": 3,
 	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
-	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "raise": 2, "prune": 1}
+	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "raise": 2, "prune": 1, "pexpireat": 2, "persist": 1}
 
 // keyArg reports whether argument j of op is a key index.
 func keyArg(op string, j int) bool {

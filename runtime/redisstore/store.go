@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -198,6 +199,7 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 			w.counter, w.raiseTo = counter, n
 		}
 		w.block = s.blockProg(bk, w, fields, "absent")
+		s.expire(w.block, bk, s.d.ExpiresAt(t))
 		if _, err := s.commit(ctx, w); err != nil {
 			if _, dup := failed(err, "exists"); dup && alloc {
 				continue // a block with an explicit number: take the next
@@ -297,6 +299,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		} else {
 			w.block = s.replaceProg(bk, w, fields)
 		}
+		s.expire(w.block, bk, s.d.ExpiresAt(t))
 		if s.d.Version != nil {
 			s.versionCheck(w.block, bk, want)
 		}
@@ -365,7 +368,14 @@ func (s *Store[T, K]) versionCheck(p *prog, bk []byte, want int64) {
 
 // Delete removes block id, then its index entries and its listing.
 func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
-	const op = "Delete"
+	return s.delete(ctx, "Delete", id, nil)
+}
+
+// delete removes block id, then its index entries and its listing. With
+// cond set, the block is read first and kept when cond.keep reports true
+// of it (delete then fails with errKept); otherwise the run removes it
+// only if it still holds the entry cond.field as read.
+func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteCond[T]) error {
 	if err := s.nameTooLarge(op, id); err != nil {
 		return err
 	}
@@ -374,7 +384,7 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 		w := &write[K]{op: op, id: id, bk: bk, list: -1}
 		p := &prog{}
 		b := p.k(s.blockKey(bk))
-		if len(s.d.Lookups) > 0 {
+		if len(s.d.Lookups) > 0 || cond != nil {
 			st, err := s.read(ctx, op, id)
 			if err != nil {
 				return err
@@ -382,9 +392,17 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 			if !st.found {
 				return s.fail(op, id, runtime.ErrNotFound, nil)
 			}
-			w.inc, w.seq = st.inc, nextSeq(parseSeq(st.seq))
-			w.before = s.values(st.t, nil)
-			p.check("", "seq", b, st.seq)
+			if cond != nil {
+				if cond.keep(st.t) {
+					return errKept
+				}
+				p.check("", "heq", b, cond.field, st.h[cond.field])
+			}
+			if len(s.d.Lookups) > 0 {
+				w.inc, w.seq = st.inc, nextSeq(parseSeq(st.seq))
+				w.before = s.values(st.t, nil)
+				p.check("", "seq", b, st.seq)
+			}
 		}
 		p.check("", "exists", b)
 		p.change("del", b)
@@ -436,6 +454,10 @@ func (s *Store[T, K]) changes(op string, id K, p *prog, b string, u runtime.Upda
 				return err
 			}
 			p.change("hset", b, c.Field.Key, v)
+			if c.Field == s.d.Expires {
+				exp, _ := c.Value.(time.Time)
+				s.expireKey(p, b, exp)
+			}
 		}
 	}
 	if len(u.Changes) > 0 && s.d.Version != nil {
@@ -586,8 +608,12 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 // ReadElems reads elements of partition f of block id from index start
 // on with one HMGET of their fields (and the count).
 func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
-	fields := make([]string, 0, n+2)
+	fields := make([]string, 0, n+3)
 	fields = append(fields, seqField, f.Key)
+	if s.d.Expires != nil {
+		fields = append(fields, s.expiresField())
+	}
+	first := len(fields)
 	for i := start; i < start+n; i++ {
 		fields = append(fields, elemField(f.Key, i))
 	}
@@ -597,6 +623,11 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 	}
 	if vals[0] == nil {
 		return false, s.fail(op, id, runtime.ErrNotFound, nil)
+	}
+	if s.d.Expires != nil {
+		if err := s.notExpired(op, id, vals[2]); err != nil {
+			return false, err
+		}
 	}
 	count := 0
 	c, ok := vals[1].(string)
@@ -618,7 +649,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			return s.readWhole(op, id, f, v, start, n, fn)
 		}
 	}
-	for j, v := range vals[2:] {
+	for j, v := range vals[first:] {
 		i := start + j
 		if i >= count {
 			return false, nil

@@ -71,6 +71,7 @@ var Store = &access.Store{
 			Steps: []access.Step{{Op: "1 write transaction per batch of blocks"}, {Op: "scan bucket $coll in key order from the position"}, {Op: "rewrite the entries of each block stored in an older layout (strategy, partitions) in the current one"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic as a whole: each page of 64 blocks or index entries is read in one transaction and each fix is a transaction of its own (the shared Repair of runtime/index); run it while nothing else writes the collection",
 			Steps: []access.Step{{Op: "1 read transaction per 64 blocks: their indexed entries"}, {Op: "1 read transaction per 64 entries of $indexes", When: access.HasLookups}, {Op: "1 write transaction per missing or stale entry of $indexes", When: access.HasLookups}}},
+		sweep,
 		{Methods: []access.Method{access.Create}, Atomic: "all of it: one bbolt transaction",
 			Steps: []access.Step{writeTx,
 				{Op: "get/put " + CountersBucket + " /$coll… (allocate the key when it is 0)", When: access.HasCounter},

@@ -122,6 +122,7 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Per: access.PerMigrateBatch, Op: "Scan $coll from the position, up to the batch"}, {N: 1, Per: access.PerMigrated, Op: "PutItem $coll in the current layout on condition that every attribute is as read"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each item is a request of its own",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "Scan $coll (the blocks' indexed attributes)"}, {Op: "Query " + Index + " per lookup", When: access.HasLookups}, {Op: "PutItem / DeleteItem " + Index + " for the missing and stale items", When: access.HasLookups}}},
+		sweepIndexed, sweep,
 		{Methods: []access.Method{access.Ensure}, Atomic: "each request on its own; safe to repeat",
 			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}, {Op: "the same for " + Schema + " (partition key _id: S); then (runtime.Repo) a GetItem of the collection's schema record and, when the layout changed, a PutItem of it on condition that it is still the one read"}}},
 	},

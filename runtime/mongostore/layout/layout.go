@@ -113,6 +113,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Repair}, When: access.NoTables, Atomic: "-", Steps: []access.Step{{Op: "nothing to do: native indexes are kept by the server"}}},
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: each batch is a command of its own",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "find $coll (indexed fields, cursor)"}, {Op: "find $indexes (cursor)"}, {Op: "insert/delete the missing and stale entries in batches"}}},
+		sweepNative, sweep,
 		{Methods: []access.Method{access.Ensure}, Atomic: "each command on its own; safe to repeat",
 			Steps: []access.Step{{When: access.HasLookups, Op: "listCollections: which of the lookups' index tables exist"}, {N: 1, Per: access.PerCollection, Op: "create the collections that do not exist"}, {When: access.HasNative, Op: "listIndexes $coll, then createIndexes $coll: the native index of each lookup that is missing or was made for another version of the lookup (dropIndexes first)"}, {When: access.HasTables, Op: "createIndexes {id: 1} on $indexes"}}},
 	},

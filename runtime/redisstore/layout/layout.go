@@ -106,6 +106,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.Repair}, Atomic: "not atomic: run it while nothing else writes the collection",
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "SCAN $coll:{*} (on every master of a cluster)"}, {Op: "pipeline: HGETALL per 64 blocks"}, {Op: "ZRANGE " + Listing + ", ZADD/ZREM of its fixes"},
 				{Op: "EVALSHA per 64 entries of $indexes: ZRANGE with their :meta (and :claims)", When: access.HasLookups}, {Op: "EVALSHA per missing or stale entry: put or delete it on condition", When: access.HasLookups}}},
+		sweep,
 
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: listed + "[?counted:; INCR is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{allocate, nodeRun("check " + Block + " absent; DEL, HSET each entry, _seq; ZADD " + Listing + "[?counted:; raise the counter]"),

@@ -1,0 +1,30 @@
+// Package expiring is the model of the conformance suite's Expiry subtest
+// (runtime/storetest): aggregates with a noam:"expires" field.
+//
+//   - Session: strategy etf, a version, a unique lookup (token), a
+//     non-unique lookup (user), a partition (events).
+//   - Lease: strategy eao, a unique lookup (holder), no version.
+package expiring
+
+import "time"
+
+//go:generate go run github.com/noamgen/noamgen/cmd/noamgen
+
+// Session expires at Expires.
+type Session struct {
+	_       struct{} `noam:"aggregate,collection=sessions,partition=events"`
+	ID      string   `noam:"id"`
+	Token   string   `noam:"lookup,unique"`
+	User    string   `noam:"lookup"`
+	Events  []string
+	Expires time.Time `noam:"expires"`
+	Version int64     `noam:"version"`
+}
+
+// Lease is stored as one document per block (EAO) and expires at Until.
+type Lease struct {
+	_      struct{}  `noam:"aggregate,collection=leases,strategy=eao"`
+	ID     string    `noam:"id"`
+	Holder string    `noam:"lookup,unique"`
+	Until  time.Time `bson:"until" noam:"expires"`
+}

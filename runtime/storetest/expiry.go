@@ -1,0 +1,331 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/expiring"
+)
+
+// Expiry (noam:"expires", package expiring), by the repository's clock:
+// from the moment a block's expires time passes, every read leaves it out
+// (Get, GetMany, GetBy, the listings with their pages still full, All,
+// the partition's elements, the counts), a Create or a Put of a new block
+// takes its key and its unique values, a write of its expires entry fails
+// with ErrNotFound, the zero time never expires, and Sweep removes the
+// expired blocks with their index entries, a bounded batch at a time.
+// The clock is set decades ahead, so that the stores' native expiry (by
+// the real clock) leaves the blocks to the repository.
+var expiryTests = []subtest{
+	{name: "Expiry", startUp: true, fn: testExpiry},
+}
+
+// expiryBase is the test's moment 0: far ahead of the real clock.
+var expiryBase = time.Date(2061, 3, 4, 5, 0, 0, 0, time.UTC)
+
+// at is minute m after expiryBase.
+func at(m int) time.Time { return expiryBase.Add(time.Duration(m) * time.Minute) }
+
+// expiryRepos makes the expiring model's repositories over db, with clock
+// c, their indexes ensured.
+func expiryRepos(t *testing.T, db DB, c *testClock) (expiring.SessionRepository, expiring.LeaseRepository) {
+	t.Helper()
+	opts := []runtime.Option{runtime.WithClock(c.Now)}
+	var sessions expiring.SessionRepository
+	var leases expiring.LeaseRepository
+	switch {
+	case db.Bolt != nil:
+		sessions, leases = expiring.NewSessionBoltRepository(db.Bolt, opts...), expiring.NewLeaseBoltRepository(db.Bolt, opts...)
+	case db.Redis != nil:
+		sessions, leases = expiring.NewSessionRedisRepository(db.Redis, opts...), expiring.NewLeaseRedisRepository(db.Redis, opts...)
+	case db.Dynamo != nil:
+		opts = append(opts, db.DynamoOptions)
+		sessions, leases = expiring.NewSessionDynamoRepository(db.Dynamo, opts...), expiring.NewLeaseDynamoRepository(db.Dynamo, opts...)
+	case db.Mongo != nil:
+		opts = append(opts, db.MongoOptions...)
+		sessions, leases = expiring.NewSessionMongoRepository(db.Mongo, opts...), expiring.NewLeaseMongoRepository(db.Mongo, opts...)
+	default:
+		t.Fatal("storetest: the database has no store handle")
+	}
+	must(t, sessions.EnsureIndexes(bg))
+	must(t, leases.EnsureIndexes(bg))
+	return sessions, leases
+}
+
+// sessionIDs returns the sorted keys of ss.
+func sessionIDs(ss []*expiring.Session) []string {
+	out := []string{}
+	for _, s := range ss {
+		out = append(out, s.ID)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// allSessions reads every session through All.
+func allSessions(t *testing.T, sessions expiring.SessionRepository) []*expiring.Session {
+	t.Helper()
+	var out []*expiring.Session
+	for s, err := range sessions.All(bg) {
+		must(t, err)
+		out = append(out, s)
+	}
+	return out
+}
+
+// wantCount fails t unless count returned want.
+func wantCount(t *testing.T, what string, n int64, err error, want int64) {
+	t.Helper()
+	must(t, err)
+	if n != want {
+		t.Errorf("%s = %d, want %d", what, n, want)
+	}
+}
+
+// wantRepaired fails t if Repair of a repository finds lookup entries to fix.
+func wantRepaired(t *testing.T, what string, repair func(context.Context) (runtime.RepairReport, error)) {
+	t.Helper()
+	rep, err := repair(bg)
+	must(t, err)
+	if rep.Added != 0 || rep.Removed != 0 || len(rep.Conflicts) != 0 {
+		t.Errorf("%s: Repair found lookup entries to fix: %+v", what, rep)
+	}
+}
+
+func testExpiry(t *testing.T, e *env) {
+	c := &testClock{now: at(0)}
+	sessions, leases := expiryRepos(t, e.db, c)
+	raw, ok := repoOf[expiring.Session, string](sessions)
+	if !ok {
+		t.Fatalf("the %T repository does not reveal its runtime.Repo", sessions)
+	}
+
+	// s1 expires at minute 10, s2 never, s3 at minute 20.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s1", Token: "t1", User: "u", Expires: at(10)}))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s2", Token: "t2", User: "u"}))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s3", Token: "t3", User: "u", Expires: at(20)}))
+	for _, ev := range []string{"e0", "e1"} {
+		if _, err := sessions.AppendEvents(bg, "s1", ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The store's conditional delete: a live block and a missing one are
+	// no error and stay as they are.
+	for _, id := range []string{"s1", "nope"} {
+		if removed, err := raw.S.DeleteExpired(bg, id, at(9)); err != nil || removed {
+			t.Fatalf("DeleteExpired(%s) of a live or missing block = %v, %v; want false, nil", id, removed, err)
+		}
+	}
+
+	// Before the moment (a millisecond before) s1 is there.
+	c.now = at(10).Add(-time.Millisecond)
+	got, err := sessions.Get(bg, "s1")
+	must(t, err)
+	if !got.Expires.Equal(at(10)) {
+		t.Errorf("Get: expires %v, want %v", got.Expires, at(10))
+	}
+	_, err = sessions.GetByToken(bg, "t1")
+	must(t, err)
+	events := collect(t, 10, func(r runtime.PageRequest) (runtime.Page[string], error) { return sessions.ListEvents(bg, "s1", r) })
+	eqStrings(t, "ListEvents before the moment", events, "e0", "e1")
+	eqStrings(t, "ListByUser before the moment", sessionIDs(collect(t, 10, func(r runtime.PageRequest) (runtime.Page[*expiring.Session], error) {
+		return sessions.ListByUser(bg, "u", r)
+	})), "s1", "s2", "s3")
+	n, err := sessions.Count(bg)
+	wantCount(t, "Count before the moment", n, err, 3)
+
+	// From the moment on (expires == now) s1 is absent from every read.
+	c.now = at(10)
+	wantErr(t, func() error { _, err := sessions.Get(bg, "s1"); return err }(), runtime.ErrNotFound, "Get of an expired block")
+	wantErr(t, func() error { _, err := sessions.GetByToken(bg, "t1"); return err }(), runtime.ErrNotFound, "GetByToken of an expired block")
+	many, err := sessions.GetMany(bg, []string{"s1", "s2"})
+	must(t, err)
+	if _, ok := many["s1"]; ok || len(many) != 1 {
+		t.Errorf("GetMany returned %d sessions (s1 among them: %v), want s2 alone", len(many), ok)
+	}
+	wantErr(t, func() error { _, err := sessions.ListEvents(bg, "s1", runtime.PageRequest{}); return err }(), runtime.ErrNotFound, "ListEvents of an expired block")
+	for _, limit := range []int{1, 2, 10} {
+		eqStrings(t, "List", sessionIDs(collect(t, limit, func(r runtime.PageRequest) (runtime.Page[*expiring.Session], error) { return sessions.List(bg, r) })), "s2", "s3")
+		eqStrings(t, "ListByUser", sessionIDs(collect(t, limit, func(r runtime.PageRequest) (runtime.Page[*expiring.Session], error) {
+			return sessions.ListByUser(bg, "u", r)
+		})), "s2", "s3")
+		eqStrings(t, "ListByToken t1", sessionIDs(collect(t, limit, func(r runtime.PageRequest) (runtime.Page[*expiring.Session], error) {
+			return sessions.ListByToken(bg, "t1", r)
+		})))
+	}
+	// A page is full while live blocks follow the expired one.
+	page, err := sessions.List(bg, runtime.PageRequest{Limit: 2})
+	must(t, err)
+	if len(page.Items) != 2 {
+		t.Errorf("List with limit 2 over 1 expired and 2 live blocks: a page of %d", len(page.Items))
+	}
+	page, err = sessions.ListByUser(bg, "u", runtime.PageRequest{Limit: 2})
+	must(t, err)
+	if len(page.Items) != 2 {
+		t.Errorf("ListByUser with limit 2 over 1 expired and 2 live blocks: a page of %d", len(page.Items))
+	}
+	eqStrings(t, "All", sessionIDs(allSessions(t, sessions)), "s2", "s3")
+	n, err = sessions.Count(bg)
+	wantCount(t, "Count", n, err, 2)
+	n, err = sessions.CountByUser(bg, "u")
+	wantCount(t, "CountByUser", n, err, 2)
+	n, err = sessions.CountByToken(bg, "t1")
+	wantCount(t, "CountByToken of the expired block's value", n, err, 0)
+
+	// Reads leave the block in the store; the store's DeleteExpired
+	// removes it only once it has expired at the time it is given.
+	if _, err := raw.S.Get(bg, "s1"); err != nil {
+		t.Fatalf("the store no longer holds s1 before anything removed it: %v", err)
+	}
+	if removed, err := raw.S.DeleteExpired(bg, "s1", at(10).Add(-time.Millisecond)); err != nil || removed {
+		t.Fatalf("DeleteExpired of s1 before its moment = %v, %v; want false, nil", removed, err)
+	}
+	if _, err := raw.S.Get(bg, "s1"); err != nil {
+		t.Fatalf("DeleteExpired before the moment removed s1: %v", err)
+	}
+
+	// A write of the expires entry of an expired block fails: renewing it
+	// would bring back what has gone. It removes the block.
+	renewed := at(60)
+	wantErr(t, sessions.SetExpires(bg, "s1", at(60)), runtime.ErrNotFound, "SetExpires of an expired block")
+	wantErr(t, sessions.Update(bg, "s1", expiring.SessionUpdate{Expires: &renewed}), runtime.ErrNotFound, "Update of the expires of an expired block")
+	wantErr(t, func() error { _, err := raw.S.Get(bg, "s1"); return err }(), runtime.ErrNotFound, "the store's Get of s1 after SetExpires removed it")
+	if removed, err := raw.S.DeleteExpired(bg, "s1", at(10)); err != nil || removed {
+		t.Fatalf("DeleteExpired of a removed block = %v, %v; want false, nil", removed, err)
+	}
+	wantRepaired(t, "after SetExpires removed s1", sessions.Repair)
+
+	// A live block's expiry moves, and the zero time clears it.
+	must(t, sessions.SetExpires(bg, "s2", at(30)))
+	c.now = at(30)
+	wantErr(t, func() error { _, err := sessions.Get(bg, "s2"); return err }(), runtime.ErrNotFound, "Get of s2 after SetExpires moved its expiry")
+	c.now = at(29)
+	must(t, sessions.SetExpires(bg, "s2", time.Time{}))
+	c.now = at(100000)
+	_, err = sessions.Get(bg, "s2")
+	must(t, err)
+
+	// A Create of an expired block's key takes it, its unique value with
+	// it; the new block starts at version 1.
+	c.now = at(20)
+	s3 := &expiring.Session{ID: "s3", Token: "t3", User: "v"}
+	must(t, sessions.Create(bg, s3))
+	got, err = sessions.Get(bg, "s3")
+	must(t, err)
+	if got.User != "v" || got.Version != 1 || !got.Expires.IsZero() {
+		t.Errorf("the new s3 reads %+v, want user v, version 1, no expiry", got)
+	}
+	// A Create of another key with a unique value an expired block holds.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s4", Token: "t4", User: "u", Expires: at(25)}))
+	c.now = at(25)
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s5", Token: "t4", User: "w"}))
+	got, err = sessions.GetByToken(bg, "t4")
+	must(t, err)
+	if got.ID != "s5" {
+		t.Errorf("GetByToken(t4) = %s, want s5", got.ID)
+	}
+	wantErr(t, func() error { _, err := raw.S.Get(bg, "s4"); return err }(), runtime.ErrNotFound, "the store's Get of s4, which held t4")
+	// A Put of a new block (NotStored) over an expired one.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s6", Token: "t6", User: "u", Expires: at(26)}))
+	c.now = at(26)
+	s6 := &expiring.Session{ID: "s6", Token: "t6", User: "x", Version: runtime.NotStored}
+	must(t, sessions.Put(bg, s6))
+	if s6.Version != 1 {
+		t.Errorf("Put over an expired block: version %d, want 1", s6.Version)
+	}
+	// A live block is still in the way.
+	wantErr(t, sessions.Create(bg, &expiring.Session{ID: "s6", Token: "t7"}), runtime.ErrDuplicate, "Create of a live block's key")
+	wantErr(t, sessions.Create(bg, &expiring.Session{ID: "s7", Token: "t6"}), runtime.ErrDuplicate, "Create with a live block's unique value")
+	wantRepaired(t, "after the writes over expired blocks", sessions.Repair)
+
+	// Sweep removes the expired blocks with their index entries, Limit
+	// blocks per call, resuming where the last one stopped.
+	expired := []string{"x1", "x2", "x3", "x4", "x5"}
+	for i, id := range expired {
+		must(t, sessions.Create(bg, &expiring.Session{ID: id, Token: "tx" + id, User: "u", Expires: at(40 + i)}))
+	}
+	if _, err := sessions.AppendEvents(bg, "x1", "e"); err != nil {
+		t.Fatal(err)
+	}
+	c.now = at(50)
+	live := sessionIDs(allSessions(t, sessions))
+	eqStrings(t, "All before Sweep", live, "s2", "s3", "s5", "s6")
+	var total runtime.SweepReport
+	resume := ""
+	for calls := 0; ; calls++ {
+		if calls > 20 {
+			t.Fatal("Sweep does not end")
+		}
+		rep, err := sessions.Sweep(bg, runtime.SweepOptions{Batch: 1, Limit: 3, Resume: resume})
+		must(t, err)
+		if rep.Scanned > 3 {
+			t.Fatalf("Sweep with Limit 3 scanned %d blocks", rep.Scanned)
+		}
+		total.Scanned += rep.Scanned
+		total.Deleted += rep.Deleted
+		if rep.Resume == "" {
+			break
+		}
+		resume = rep.Resume
+	}
+	if total.Deleted != len(expired) || total.Scanned != len(expired)+len(live) {
+		t.Errorf("Sweep scanned %d blocks and deleted %d, want %d and %d", total.Scanned, total.Deleted, len(expired)+len(live), len(expired))
+	}
+	for _, id := range expired {
+		wantErr(t, func() error { _, err := raw.S.Get(bg, id); return err }(), runtime.ErrNotFound, "the store's Get of a swept block")
+		wantErr(t, func() error { _, err := raw.S.Layout(bg, id); return err }(), runtime.ErrNotFound, "the Layout of a swept block")
+	}
+	wantRepaired(t, "after Sweep", sessions.Repair)
+	rep, err := sessions.Sweep(bg, runtime.SweepOptions{})
+	must(t, err)
+	if rep.Deleted != 0 || rep.Resume != "" {
+		t.Errorf("a second Sweep: %+v, want nothing deleted", rep)
+	}
+	eqStrings(t, "All after Sweep", sessionIDs(allSessions(t, sessions)), live...)
+	n, err = sessions.CountByUser(bg, "u")
+	wantCount(t, "CountByUser after Sweep", n, err, 1)
+
+	// An EAO aggregate: the expires field in the root entry.
+	testExpiryEAO(t, c, leases)
+}
+
+func testExpiryEAO(t *testing.T, c *testClock, leases expiring.LeaseRepository) {
+	c.now = at(200)
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l1", Holder: "h1", Until: at(210)}))
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l2", Holder: "h2", Until: at(220)}))
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l3", Holder: "h3"}))
+	c.now = at(210)
+	wantErr(t, func() error { _, err := leases.Get(bg, "l1"); return err }(), runtime.ErrNotFound, "Get of an expired lease")
+	wantErr(t, func() error { _, err := leases.GetByHolder(bg, "h1"); return err }(), runtime.ErrNotFound, "GetByHolder of an expired lease")
+	n, err := leases.Count(bg)
+	wantCount(t, "Count of leases", n, err, 2)
+	// Another lease takes h1.
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l4", Holder: "h1", Until: at(300)}))
+	got, err := leases.GetByHolder(bg, "h1")
+	must(t, err)
+	if got.ID != "l4" {
+		t.Errorf("GetByHolder(h1) = %s, want l4", got.ID)
+	}
+	// A Put (EAO has no setters) renews a live lease.
+	must(t, leases.Put(bg, &expiring.Lease{ID: "l3", Holder: "h3", Until: at(230)}))
+	c.now = at(230)
+	var ids []string
+	for l, err := range leases.All(bg) {
+		must(t, err)
+		ids = append(ids, l.ID)
+	}
+	slices.Sort(ids)
+	eqStrings(t, "All leases", ids, "l4")
+	rep, err := leases.Sweep(bg, runtime.SweepOptions{})
+	must(t, err)
+	if rep.Deleted != 2 {
+		t.Errorf("Sweep of leases deleted %d, want 2 (l2, l3)", rep.Deleted)
+	}
+	wantRepaired(t, "leases after Sweep", leases.Repair)
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l5", Holder: "h3"}))
+}
