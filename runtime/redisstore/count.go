@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // Counts (runtime.CountStore). On a single node a write changes its
@@ -55,3 +56,9 @@ func lexRange(rng *runtime.KeyRange) (lo, hi string) {
 	}
 	return lo, hi
 }
+
+// Primitives returns the store primitives the index engine runs the
+// lookups on, in the order of the descriptor's lookups: for suites that
+// write index items behind the repository's back (a stale entry, as a
+// crash of the cluster's lookup protocol leaves one).
+func (s *Store[T, K]) Primitives() index.Primitives[*T] { return s.px }
