@@ -92,13 +92,17 @@ func (e *env) countsAgree(t *testing.T, when string) {
 	cs := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[*model.Card], error) { return e.Cards.List(bg, req) })
 	wantCount(t, when+": Count of cards", len(cs), func() (int64, error) { return e.Cards.Count(bg) })
 	for _, v := range []string{"l", "m", "n"} {
-		cs := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[*model.Card], error) { return e.Cards.ListByLabels(bg, v, req) })
+		cs := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[*model.Card], error) {
+			return e.Cards.ListByLabels(bg, v, req)
+		})
 		wantCount(t, fmt.Sprintf("%s: CountByLabels %q", when, v), len(cs), func() (int64, error) { return e.Cards.CountByLabels(bg, v) })
 	}
 	rs := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[*model.Reply], error) { return e.Replies.List(bg, req) })
 	wantCount(t, when+": Count of replies", len(rs), func() (int64, error) { return e.Replies.Count(bg) })
 	for _, v := range []string{"al", "bo"} {
-		rs := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[*model.Reply], error) { return e.Replies.ListByAuthor(bg, v, req) })
+		rs := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[*model.Reply], error) {
+			return e.Replies.ListByAuthor(bg, v, req)
+		})
 		wantCount(t, fmt.Sprintf("%s: CountByAuthor %q", when, v), len(rs), func() (int64, error) { return e.Replies.CountByAuthor(bg, v) })
 	}
 }
