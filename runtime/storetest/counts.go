@@ -230,7 +230,7 @@ func testCounts(t *testing.T, e *env) {
 func testCountsStale(t *testing.T, e *env) {
 	e.seedLookups(t)
 	if !e.staleTag(t, "x", "b") || !e.staleTag(t, "x", "gone") || !e.staleTag(t, "w", "b") {
-		t.Skipf("%s: the lookups are atomic with their blocks (or the store offers no index primitives): no stale entry to count", e.h.Name)
+		t.Skipf("%s: the tags lookup is atomic with its blocks (a store with atomic lookups, or a native index): no stale entry to count", e.h.Name)
 	}
 	// Counted before anything is listed: a listing may remove the stale
 	// entries it meets.
