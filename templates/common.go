@@ -213,13 +213,39 @@ func expiryNote(a *model.Aggregate) string {
 	return fmt.Sprintf(" Aggregates whose %s has passed (by the repository's clock) are left out.", a.Expires.Key)
 }
 
-// countCost says what a count costs on each store.
-const countCost = "Cost: on bbolt one read transaction over the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index one countDocuments served by the index: no aggregate is read. Where index entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the store cannot filter on it, the matching aggregates are read through the lookup's verified reads, a page per round trip: reads proportional to the count."
+// countCost says what CountByF of lookup l costs on each store: native
+// where the store's index holds exactly what ListByF lists (the
+// adapters' runtime.CountStore), the lookup's verified reads otherwise.
+func countCost(a *model.Aggregate, l *model.Lookup) string {
+	list := ListBy(l)
+	if a.Expires != nil {
+		return fmt.Sprintf("Cost: only its block tells whether an aggregate has expired, so on every store the count reads the matching aggregates as %s does, in pages of 256 (a read transaction per page on bbolt, a few round trips per page elsewhere): reads proportional to the count.", list)
+	}
+	mongo := "on MongoDB one countDocuments served by the lookup's native index"
+	stale := "DynamoDB, Redis Cluster, and MongoDB when the IndexTables or UniqueTables option keeps the lookup in an index table"
+	switch {
+	case l.Table:
+		mongo = ""
+		stale = "DynamoDB, Redis Cluster, and MongoDB, where the table option keeps the lookup in an index table"
+	case l.Multi() && len(l.Parts) > 1:
+		mongo = ""
+		stale = "DynamoDB, Redis Cluster, and MongoDB, which keeps a composite lookup through a slice in an index table"
+	}
+	native := "on bbolt one read transaction counting the index keys in range, on a single Redis node one ZLEXCOUNT"
+	if mongo != "" {
+		native += ", " + mongo
+	}
+	return fmt.Sprintf("Cost: %s; no aggregate is read. Where index entries may be stale (%s), the count reads the matching aggregates as %s does, checking each, in pages of 256 (a few round trips per page): reads proportional to the count.", native, stale, list)
+}
 
 // countMethod is Count, which counts every aggregate.
 func countMethod(a *model.Aggregate) Method {
+	cost := "Cost: on bbolt one read transaction, seeking from block to block (none is read); on a single Redis node one ZCARD of the listing; on MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round trip per MB of items (DynamoDB reads them, and bills them, but returns only their number). On Redis Cluster, whose listing may still name a block a write in flight removed, the count reads the aggregates as List does, in pages of 256 (two round trips per page): reads proportional to the count."
+	if a.Expires != nil {
+		cost = "Cost: only its block tells whether an aggregate has expired, so on every store the count reads the aggregates as List does, in pages of 256 (a read transaction per page on bbolt, a few round trips per page elsewhere): reads proportional to the count."
+	}
 	return Method{Kind: MCount, Name: "Count",
-		Doc:    fmt.Sprintf("Count returns the number of %s aggregates: as many as List returns over all its pages.%s Cost: on MongoDB one countDocuments, on DynamoDB a Scan with Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the collection's keys; no aggregate is decoded where the store can filter expiry itself.", a.Name, expiryNote(a)),
+		Doc:    fmt.Sprintf("Count returns the number of %s aggregates: as many as List returns over all its pages.%s %s", a.Name, expiryNote(a), cost),
 		Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Int64(), jen.Error()}}
 }
 
@@ -229,11 +255,11 @@ func countBy(a *model.Aggregate, l *model.Lookup) Method {
 	if len(l.Parts) == 1 {
 		p := l.Parts[0]
 		return Method{Kind: MCountBy, Name: name, Lookup: l,
-			Doc:    fmt.Sprintf("%s returns the number of %s aggregates %s ListBy%s returns over all its pages for v.%s %s", name, a.Name, "that", LookupTitle(l), expiryNote(a), countCost),
+			Doc:    fmt.Sprintf("%s returns the number of %s aggregates that %s returns over all its pages for v.%s %s", name, a.Name, ListBy(l), expiryNote(a), countCost(a, l)),
 			Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type))}, Results: []jen.Code{jen.Int64(), jen.Error()}}
 	}
 	return Method{Kind: MCountBy, Name: name, Lookup: l,
-		Doc:    fmt.Sprintf("%s returns the number of %s aggregates selected by q: as many as ListBy%s returns over all its pages, with the same query rules (conditions that do not select one key range fail with runtime.ErrBadQuery).%s %s", name, a.Name, LookupTitle(l), expiryNote(a), countCost),
+		Doc:    fmt.Sprintf("%s returns the number of %s aggregates selected by q: as many as %s returns over all its pages, with the same query rules (conditions that do not select one key range fail with runtime.ErrBadQuery).%s %s", name, a.Name, ListBy(l), expiryNote(a), countCost(a, l)),
 		Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l))}, Results: []jen.Code{jen.Int64(), jen.Error()}}
 }
 

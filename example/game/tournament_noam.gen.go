@@ -36,10 +36,13 @@ type TournamentRepository interface {
 	GetMany(ctx context.Context, ids []int64) (map[int64]*Tournament, error)
 
 	// Count returns the number of Tournament aggregates: as many as List returns
-	// over all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan
-	// with Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan
-	// of the collection's keys; no aggregate is decoded where the store can filter
-	// expiry itself.
+	// over all its pages. Cost: on bbolt one read transaction, seeking from block
+	// to block (none is read); on a single Redis node one ZCARD of the listing; on
+	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
+	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
+	// their number). On Redis Cluster, whose listing may still name a block a
+	// write in flight removed, the count reads the aggregates as List does, in
+	// pages of 256 (two round trips per page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Tournament blocks, each as Create would. Each item is

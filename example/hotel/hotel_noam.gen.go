@@ -74,13 +74,14 @@ type HotelRepository interface {
 	ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// CountByName returns the number of Hotel aggregates that ListByName returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByName does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByName(ctx context.Context, v string) (int64, error)
 
 	// GetByName reads the Hotel aggregate that holds the given name, which is
@@ -99,13 +100,14 @@ type HotelRepository interface {
 	// CountByCityStars returns the number of Hotel aggregates selected by q: as
 	// many as ListByCityStars returns over all its pages, with the same query
 	// rules (conditions that do not select one key range fail with
-	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction counting the index
+	// keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByCityStars does, checking
+	// each, in pages of 256 (a few round trips per page): reads proportional to
+	// the count.
 	CountByCityStars(ctx context.Context, q HotelCityStarsQuery) (int64, error)
 
 	// ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
@@ -115,13 +117,14 @@ type HotelRepository interface {
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// CountByTags returns the number of Hotel aggregates that ListByTags returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByTags does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
@@ -132,20 +135,23 @@ type HotelRepository interface {
 
 	// CountByAddressZip returns the number of Hotel aggregates that
 	// ListByAddressZip returns over all its pages for v. Cost: on bbolt one read
-	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
-	// MongoDB with a native index one countDocuments served by the index: no
-	// aggregate is read. Where index entries may be stale (index tables on
-	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
-	// store cannot filter on it, the matching aggregates are read through the
-	// lookup's verified reads, a page per round trip: reads proportional to the
-	// count.
+	// transaction counting the index keys in range, on a single Redis node one
+	// ZLEXCOUNT, on MongoDB one countDocuments served by the lookup's native
+	// index; no aggregate is read. Where index entries may be stale (DynamoDB,
+	// Redis Cluster, and MongoDB when the IndexTables or UniqueTables option keeps
+	// the lookup in an index table), the count reads the matching aggregates as
+	// ListByAddressZip does, checking each, in pages of 256 (a few round trips per
+	// page): reads proportional to the count.
 	CountByAddressZip(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Hotel aggregates: as many as List returns over
-	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
-	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
-	// collection's keys; no aggregate is decoded where the store can filter expiry
-	// itself.
+	// all its pages. Cost: on bbolt one read transaction, seeking from block to
+	// block (none is read); on a single Redis node one ZCARD of the listing; on
+	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
+	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
+	// their number). On Redis Cluster, whose listing may still name a block a
+	// write in flight removed, the count reads the aggregates as List does, in
+	// pages of 256 (two round trips per page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Hotel blocks, each as Create would. Each item is

@@ -250,6 +250,15 @@ func testDeclaredRequests(t *testing.T, e *env) {
 			run: func() error { _, err := e.Matches.List(bg, runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
 		{name: "ListByTags", op: access.Op{Method: access.ListBy, Lookup: "tags"}, before: get("m"),
 			run: func() error { _, err := e.Matches.ListByTags(bg, "c", runtime.PageRequest{Limit: 5}); return err }, after: get("m")},
+		{name: "Count", op: access.Op{Method: access.Count}, before: get("m"),
+			run: func() error { _, err := e.Matches.Count(bg); return err }, after: get("m")},
+		{name: "CountByTags", op: access.Op{Method: access.CountBy, Lookup: "tags"}, before: get("m"),
+			run: func() error { _, err := e.Matches.CountByTags(bg, "c"); return err }, after: get("m")},
+		{name: "CountByRegionLevel", op: access.Op{Method: access.CountBy, Lookup: "regionLevel"}, before: get("m"),
+			run: func() error {
+				_, err := e.Matches.CountByRegionLevel(bg, model.MatchRegionLevelQuery{Region: runtime.Eq("s")})
+				return err
+			}, after: get("m")},
 		{name: "Delete", op: access.Op{Method: access.Delete}, before: get("m"), run: func() error { return e.Matches.Delete(bg, "m") }},
 	})
 	// A key from a counter per thread: the thread's listing.

@@ -78,7 +78,7 @@ func allSessions(t *testing.T, sessions expiring.SessionRepository) []*expiring.
 }
 
 // wantCount fails t unless count returned want.
-func wantCount(t *testing.T, what string, n int64, err error, want int64) {
+func wantExpiryCount(t *testing.T, what string, n int64, err error, want int64) {
 	t.Helper()
 	must(t, err)
 	if n != want {
@@ -137,7 +137,7 @@ func testExpiry(t *testing.T, e *env) {
 		return sessions.ListByUser(bg, "u", r)
 	})), "s1", "s2", "s3")
 	n, err := sessions.Count(bg)
-	wantCount(t, "Count before the moment", n, err, 3)
+	wantExpiryCount(t, "Count before the moment", n, err, 3)
 
 	// From the moment on (expires == now) s1 is absent from every read.
 	c.now = at(10)
@@ -171,11 +171,11 @@ func testExpiry(t *testing.T, e *env) {
 	}
 	eqStrings(t, "All", sessionIDs(allSessions(t, sessions)), "s2", "s3")
 	n, err = sessions.Count(bg)
-	wantCount(t, "Count", n, err, 2)
+	wantExpiryCount(t, "Count", n, err, 2)
 	n, err = sessions.CountByUser(bg, "u")
-	wantCount(t, "CountByUser", n, err, 2)
+	wantExpiryCount(t, "CountByUser", n, err, 2)
 	n, err = sessions.CountByToken(bg, "t1")
-	wantCount(t, "CountByToken of the expired block's value", n, err, 0)
+	wantExpiryCount(t, "CountByToken of the expired block's value", n, err, 0)
 
 	// Reads leave the block in the store; the store's DeleteExpired
 	// removes it only once it has expired at the time it is given.
@@ -288,7 +288,7 @@ func testExpiry(t *testing.T, e *env) {
 	}
 	eqStrings(t, "All after Sweep", sessionIDs(allSessions(t, sessions)), live...)
 	n, err = sessions.CountByUser(bg, "u")
-	wantCount(t, "CountByUser after Sweep", n, err, 1)
+	wantExpiryCount(t, "CountByUser after Sweep", n, err, 1)
 
 	// An EAO aggregate: the expires field in the root entry.
 	testExpiryEAO(t, c, leases)
@@ -303,7 +303,7 @@ func testExpiryEAO(t *testing.T, c *testClock, leases expiring.LeaseRepository) 
 	wantErr(t, func() error { _, err := leases.Get(bg, "l1"); return err }(), runtime.ErrNotFound, "Get of an expired lease")
 	wantErr(t, func() error { _, err := leases.GetByHolder(bg, "h1"); return err }(), runtime.ErrNotFound, "GetByHolder of an expired lease")
 	n, err := leases.Count(bg)
-	wantCount(t, "Count of leases", n, err, 2)
+	wantExpiryCount(t, "Count of leases", n, err, 2)
 	// Another lease takes h1.
 	must(t, leases.Create(bg, &expiring.Lease{ID: "l4", Holder: "h1", Until: at(300)}))
 	got, err := leases.GetByHolder(bg, "h1")

@@ -204,6 +204,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, hookTests...)
 	all = append(all, stampTests...)
 	all = append(all, expiryTests...)
+	all = append(all, countTests...)
 	runTests(t, h, all)
 }
 
@@ -229,7 +230,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

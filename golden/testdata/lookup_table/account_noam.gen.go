@@ -73,13 +73,13 @@ type AccountRepository interface {
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByEmail returns the number of Account aggregates that ListByEmail
-	// returns over all its pages for v. Cost: on bbolt one read transaction over
-	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
-	// native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// returns over all its pages for v. Cost: on bbolt one read transaction
+	// counting the index keys in range, on a single Redis node one ZLEXCOUNT; no
+	// aggregate is read. Where index entries may be stale (DynamoDB, Redis
+	// Cluster, and MongoDB, where the table option keeps the lookup in an index
+	// table), the count reads the matching aggregates as ListByEmail does,
+	// checking each, in pages of 256 (a few round trips per page): reads
+	// proportional to the count.
 	CountByEmail(ctx context.Context, v string) (int64, error)
 
 	// GetByEmail reads the Account aggregate that holds the given email, which is
@@ -98,13 +98,14 @@ type AccountRepository interface {
 	ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByNick returns the number of Account aggregates that ListByNick returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByNick does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByNick(ctx context.Context, v string) (int64, error)
 
 	// GetByNick reads the Account aggregate that holds the given nick, which is
@@ -122,13 +123,12 @@ type AccountRepository interface {
 	// CountByRegionTier returns the number of Account aggregates selected by q: as
 	// many as ListByRegionTier returns over all its pages, with the same query
 	// rules (conditions that do not select one key range fail with
-	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction counting the index
+	// keys in range, on a single Redis node one ZLEXCOUNT; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB,
+	// where the table option keeps the lookup in an index table), the count reads
+	// the matching aggregates as ListByRegionTier does, checking each, in pages of
+	// 256 (a few round trips per page): reads proportional to the count.
 	CountByRegionTier(ctx context.Context, q AccountRegionTierQuery) (int64, error)
 
 	// ListByTags reads one page of the Account aggregates that hold v in tags[],
@@ -138,13 +138,14 @@ type AccountRepository interface {
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByTags returns the number of Account aggregates that ListByTags returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByTags does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByZone reads one page of the Account aggregates whose zone is v, in
@@ -153,20 +154,22 @@ type AccountRepository interface {
 	ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByZone returns the number of Account aggregates that ListByZone returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT; no aggregate is
+	// read. Where index entries may be stale (DynamoDB, Redis Cluster, and
+	// MongoDB, where the table option keeps the lookup in an index table), the
+	// count reads the matching aggregates as ListByZone does, checking each, in
+	// pages of 256 (a few round trips per page): reads proportional to the count.
 	CountByZone(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Account aggregates: as many as List returns over
-	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
-	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
-	// collection's keys; no aggregate is decoded where the store can filter expiry
-	// itself.
+	// all its pages. Cost: on bbolt one read transaction, seeking from block to
+	// block (none is read); on a single Redis node one ZCARD of the listing; on
+	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
+	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
+	// their number). On Redis Cluster, whose listing may still name a block a
+	// write in flight removed, the count reads the aggregates as List does, in
+	// pages of 256 (two round trips per page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Account blocks, each as Create would. Each item is

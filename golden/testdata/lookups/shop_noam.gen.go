@@ -78,13 +78,14 @@ type ShopRepository interface {
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByEmail returns the number of Shop aggregates that ListByEmail returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByEmail does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByEmail(ctx context.Context, v string) (int64, error)
 
 	// GetByEmail reads the Shop aggregate that holds the given email, which is
@@ -103,13 +104,14 @@ type ShopRepository interface {
 	// CountByRegionRank returns the number of Shop aggregates selected by q: as
 	// many as ListByRegionRank returns over all its pages, with the same query
 	// rules (conditions that do not select one key range fail with
-	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction counting the index
+	// keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByRegionRank does, checking
+	// each, in pages of 256 (a few round trips per page): reads proportional to
+	// the count.
 	CountByRegionRank(ctx context.Context, q ShopRegionRankQuery) (int64, error)
 
 	// ListByLabels reads one page of the Shop aggregates that hold v in labels[],
@@ -119,13 +121,14 @@ type ShopRepository interface {
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByLabels returns the number of Shop aggregates that ListByLabels
-	// returns over all its pages for v. Cost: on bbolt one read transaction over
-	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
-	// native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// returns over all its pages for v. Cost: on bbolt one read transaction
+	// counting the index keys in range, on a single Redis node one ZLEXCOUNT, on
+	// MongoDB one countDocuments served by the lookup's native index; no aggregate
+	// is read. Where index entries may be stale (DynamoDB, Redis Cluster, and
+	// MongoDB when the IndexTables or UniqueTables option keeps the lookup in an
+	// index table), the count reads the matching aggregates as ListByLabels does,
+	// checking each, in pages of 256 (a few round trips per page): reads
+	// proportional to the count.
 	CountByLabels(ctx context.Context, v string) (int64, error)
 
 	// ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
@@ -138,13 +141,14 @@ type ShopRepository interface {
 	ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByCodes returns the number of Shop aggregates that ListByCodes returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByCodes does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByCodes(ctx context.Context, v int32) (int64, error)
 
 	// GetByCodes reads the Shop aggregate that holds the given codes[], which is
@@ -161,20 +165,23 @@ type ShopRepository interface {
 
 	// CountByAddressCity returns the number of Shop aggregates that
 	// ListByAddressCity returns over all its pages for v. Cost: on bbolt one read
-	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
-	// MongoDB with a native index one countDocuments served by the index: no
-	// aggregate is read. Where index entries may be stale (index tables on
-	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
-	// store cannot filter on it, the matching aggregates are read through the
-	// lookup's verified reads, a page per round trip: reads proportional to the
-	// count.
+	// transaction counting the index keys in range, on a single Redis node one
+	// ZLEXCOUNT, on MongoDB one countDocuments served by the lookup's native
+	// index; no aggregate is read. Where index entries may be stale (DynamoDB,
+	// Redis Cluster, and MongoDB when the IndexTables or UniqueTables option keeps
+	// the lookup in an index table), the count reads the matching aggregates as
+	// ListByAddressCity does, checking each, in pages of 256 (a few round trips
+	// per page): reads proportional to the count.
 	CountByAddressCity(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Shop aggregates: as many as List returns over
-	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
-	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
-	// collection's keys; no aggregate is decoded where the store can filter expiry
-	// itself.
+	// all its pages. Cost: on bbolt one read transaction, seeking from block to
+	// block (none is read); on a single Redis node one ZCARD of the listing; on
+	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
+	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
+	// their number). On Redis Cluster, whose listing may still name a block a
+	// write in flight removed, the count reads the aggregates as List does, in
+	// pages of 256 (two round trips per page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Shop blocks, each as Create would. Each item is

@@ -73,6 +73,8 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} (one batch)"}}},
 		{Methods: []access.Method{access.List}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$gt: cursor}} sort {_id: 1} limit n+1 (one batch)"}}},
 		{Methods: []access.Method{access.All}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerBlocks, Op: "find $coll sort {_id: 1}, one find per 100 blocks"}}},
+		{Methods: []access.Method{access.Count}, Atomic: "one command; with an expires field, the blocks are read as List reads them, to leave the expired ones out",
+			Steps: []access.Step{{N: 1, Op: "countDocuments $coll {}"}}},
 		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id.<scope parts>: ..., _id.<counted part>: {$gt: cursor}} sort by the counted part"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
 			{N: 1, Per: access.IfSliceRefused, Op: "on a server without $slice projections (FerretDB v1): find $coll {_id} projection {$field}, sliced by the adapter"}}},
@@ -103,9 +105,13 @@ var Store = &access.Store{
 
 		{Methods: []access.Method{access.GetBy}, When: access.ByNative, Atomic: one, Steps: []access.Step{{N: 1, Op: "findOne $coll {$paths} (native index)"}}},
 		{Methods: []access.Method{access.ListBy}, When: access.ByNative, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "find $coll {$paths in the query's range} sort {$paths, _id} limit n+1 (native index)"}}},
+		{Methods: []access.Method{access.CountBy}, When: access.ByNative, Atomic: "one command (the index is kept with the documents); with an expires field, the blocks are read as ListBy reads them, to leave the expired ones out",
+			Steps: []access.Step{{N: 1, Op: "countDocuments $coll {$paths in the query's range} (native index; a document once, as ListBy lists it)"}}},
 		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the entry is read, then its block, which must hold the value (a stale entry is skipped)",
 			Steps: []access.Step{{N: 1, Op: "find $index {_id: hex(value)}"}, {N: 1, Op: "find $coll {_id: the entry's id}"}}},
 		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: entries are read, then their blocks, and every block is checked to hold the value (stale entries are skipped)",
+			Steps: []access.Step{{N: 2, Per: access.PerBatch, Op: "find $index {_id in the query's hex range} sort {_id: 1}"}, {Op: "find $coll {_id: {$in: the entries' ids}}"}, {N: 1, Per: access.PerStale, Op: "deleteOne $index per stale entry older than 30 s"}}},
+		{Methods: []access.Method{access.CountBy}, Atomic: "not atomic: as ListBy, batches of 256 entries, every block checked to hold the value (entries may be stale, so their number alone is not the count)",
 			Steps: []access.Step{{N: 2, Per: access.PerBatch, Op: "find $index {_id in the query's hex range} sort {_id: 1}"}, {Op: "find $coll {_id: {$in: the entries' ids}}"}, {N: 1, Per: access.PerStale, Op: "deleteOne $index per stale entry older than 30 s"}}},
 
 		{Methods: []access.Method{access.Migrate}, Atomic: "each block: one updateOne on condition that its counts are as read; safe while the application writes",

@@ -42,20 +42,24 @@ type CardRepository interface {
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error)
 
 	// CountByLabels returns the number of Card aggregates that ListByLabels
-	// returns over all its pages for v. Cost: on bbolt one read transaction over
-	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
-	// native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// returns over all its pages for v. Cost: on bbolt one read transaction
+	// counting the index keys in range, on a single Redis node one ZLEXCOUNT, on
+	// MongoDB one countDocuments served by the lookup's native index; no aggregate
+	// is read. Where index entries may be stale (DynamoDB, Redis Cluster, and
+	// MongoDB when the IndexTables or UniqueTables option keeps the lookup in an
+	// index table), the count reads the matching aggregates as ListByLabels does,
+	// checking each, in pages of 256 (a few round trips per page): reads
+	// proportional to the count.
 	CountByLabels(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Card aggregates: as many as List returns over
-	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
-	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
-	// collection's keys; no aggregate is decoded where the store can filter expiry
-	// itself.
+	// all its pages. Cost: on bbolt one read transaction, seeking from block to
+	// block (none is read); on a single Redis node one ZCARD of the listing; on
+	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
+	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
+	// their number). On Redis Cluster, whose listing may still name a block a
+	// write in flight removed, the count reads the aggregates as List does, in
+	// pages of 256 (two round trips per page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Card blocks, each as Create would. Each item is

@@ -128,13 +128,14 @@ type MatchRepository interface {
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByCode returns the number of Match aggregates that ListByCode returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByCode does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByCode(ctx context.Context, v string) (int64, error)
 
 	// GetByCode reads the Match aggregate that holds the given code, which is
@@ -153,13 +154,14 @@ type MatchRepository interface {
 	// CountByRegionLevel returns the number of Match aggregates selected by q: as
 	// many as ListByRegionLevel returns over all its pages, with the same query
 	// rules (conditions that do not select one key range fail with
-	// runtime.ErrBadQuery). Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// runtime.ErrBadQuery). Cost: on bbolt one read transaction counting the index
+	// keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByRegionLevel does, checking
+	// each, in pages of 256 (a few round trips per page): reads proportional to
+	// the count.
 	CountByRegionLevel(ctx context.Context, q MatchRegionLevelQuery) (int64, error)
 
 	// ListByTags reads one page of the Match aggregates that hold v in tags[], in
@@ -169,13 +171,14 @@ type MatchRepository interface {
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByTags returns the number of Match aggregates that ListByTags returns
-	// over all its pages for v. Cost: on bbolt one read transaction over the index
-	// range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a native index
-	// one countDocuments served by the index: no aggregate is read. Where index
-	// entries may be stale (index tables on MongoDB, DynamoDB and Redis Cluster),
-	// or expiry must be checked where the store cannot filter on it, the matching
-	// aggregates are read through the lookup's verified reads, a page per round
-	// trip: reads proportional to the count.
+	// over all its pages for v. Cost: on bbolt one read transaction counting the
+	// index keys in range, on a single Redis node one ZLEXCOUNT, on MongoDB one
+	// countDocuments served by the lookup's native index; no aggregate is read.
+	// Where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when
+	// the IndexTables or UniqueTables option keeps the lookup in an index table),
+	// the count reads the matching aggregates as ListByTags does, checking each,
+	// in pages of 256 (a few round trips per page): reads proportional to the
+	// count.
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByVenueCity reads one page of the Match aggregates whose venue.city is
@@ -185,13 +188,14 @@ type MatchRepository interface {
 	ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByVenueCity returns the number of Match aggregates that ListByVenueCity
-	// returns over all its pages for v. Cost: on bbolt one read transaction over
-	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
-	// native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// returns over all its pages for v. Cost: on bbolt one read transaction
+	// counting the index keys in range, on a single Redis node one ZLEXCOUNT, on
+	// MongoDB one countDocuments served by the lookup's native index; no aggregate
+	// is read. Where index entries may be stale (DynamoDB, Redis Cluster, and
+	// MongoDB when the IndexTables or UniqueTables option keeps the lookup in an
+	// index table), the count reads the matching aggregates as ListByVenueCity
+	// does, checking each, in pages of 256 (a few round trips per page): reads
+	// proportional to the count.
 	CountByVenueCity(ctx context.Context, v string) (int64, error)
 
 	// ListByRoundsSerial reads one page of the Match aggregates that hold v in
@@ -206,13 +210,13 @@ type MatchRepository interface {
 
 	// CountByRoundsSerial returns the number of Match aggregates that
 	// ListByRoundsSerial returns over all its pages for v. Cost: on bbolt one read
-	// transaction over the index range, on Redis (single node) one ZLEXCOUNT, on
-	// MongoDB with a native index one countDocuments served by the index: no
-	// aggregate is read. Where index entries may be stale (index tables on
-	// MongoDB, DynamoDB and Redis Cluster), or expiry must be checked where the
-	// store cannot filter on it, the matching aggregates are read through the
-	// lookup's verified reads, a page per round trip: reads proportional to the
-	// count.
+	// transaction counting the index keys in range, on a single Redis node one
+	// ZLEXCOUNT, on MongoDB one countDocuments served by the lookup's native
+	// index; no aggregate is read. Where index entries may be stale (DynamoDB,
+	// Redis Cluster, and MongoDB when the IndexTables or UniqueTables option keeps
+	// the lookup in an index table), the count reads the matching aggregates as
+	// ListByRoundsSerial does, checking each, in pages of 256 (a few round trips
+	// per page): reads proportional to the count.
 	CountByRoundsSerial(ctx context.Context, v string) (int64, error)
 
 	// GetByRoundsSerial reads the Match aggregate that holds the given
@@ -222,10 +226,13 @@ type MatchRepository interface {
 	GetByRoundsSerial(ctx context.Context, roundsSerial string) (*Match, error)
 
 	// Count returns the number of Match aggregates: as many as List returns over
-	// all its pages. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
-	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
-	// collection's keys; no aggregate is decoded where the store can filter expiry
-	// itself.
+	// all its pages. Cost: on bbolt one read transaction, seeking from block to
+	// block (none is read); on a single Redis node one ZCARD of the listing; on
+	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
+	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
+	// their number). On Redis Cluster, whose listing may still name a block a
+	// write in flight removed, the count reads the aggregates as List does, in
+	// pages of 256 (two round trips per page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Match blocks, each as Create would. Each item is
