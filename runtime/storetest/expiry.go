@@ -32,28 +32,34 @@ func at(m int) time.Time { return expiryBase.Add(time.Duration(m) * time.Minute)
 
 // expiryRepos makes the expiring model's repositories over db, with clock
 // c, their indexes ensured.
-func expiryRepos(t *testing.T, db DB, c *testClock) (expiring.SessionRepository, expiring.LeaseRepository) {
+func expiryRepos(t *testing.T, db DB, c *testClock) (expiring.SessionRepository, expiring.LeaseRepository, expiring.TicketRepository) {
 	t.Helper()
 	opts := []runtime.Option{runtime.WithClock(c.Now)}
 	var sessions expiring.SessionRepository
 	var leases expiring.LeaseRepository
+	var tickets expiring.TicketRepository
 	switch {
 	case db.Bolt != nil:
 		sessions, leases = expiring.NewSessionBoltRepository(db.Bolt, opts...), expiring.NewLeaseBoltRepository(db.Bolt, opts...)
+		tickets = expiring.NewTicketBoltRepository(db.Bolt, opts...)
 	case db.Redis != nil:
 		sessions, leases = expiring.NewSessionRedisRepository(db.Redis, opts...), expiring.NewLeaseRedisRepository(db.Redis, opts...)
+		tickets = expiring.NewTicketRedisRepository(db.Redis, opts...)
 	case db.Dynamo != nil:
 		opts = append(opts, db.DynamoOptions)
 		sessions, leases = expiring.NewSessionDynamoRepository(db.Dynamo, opts...), expiring.NewLeaseDynamoRepository(db.Dynamo, opts...)
+		tickets = expiring.NewTicketDynamoRepository(db.Dynamo, opts...)
 	case db.Mongo != nil:
 		opts = append(opts, db.MongoOptions...)
 		sessions, leases = expiring.NewSessionMongoRepository(db.Mongo, opts...), expiring.NewLeaseMongoRepository(db.Mongo, opts...)
+		tickets = expiring.NewTicketMongoRepository(db.Mongo, opts...)
 	default:
 		t.Fatal("storetest: the database has no store handle")
 	}
 	must(t, sessions.EnsureIndexes(bg))
 	must(t, leases.EnsureIndexes(bg))
-	return sessions, leases
+	must(t, tickets.EnsureIndexes(bg))
+	return sessions, leases, tickets
 }
 
 // sessionIDs returns the sorted keys of ss.
@@ -98,7 +104,7 @@ func wantRepaired(t *testing.T, what string, repair func(context.Context) (runti
 
 func testExpiry(t *testing.T, e *env) {
 	c := &testClock{now: at(0)}
-	sessions, leases := expiryRepos(t, e.db, c)
+	sessions, leases, tickets := expiryRepos(t, e.db, c)
 	raw, ok := repoOf[expiring.Session, string](sessions)
 	if !ok {
 		t.Fatalf("the %T repository does not reveal its runtime.Repo", sessions)
@@ -292,6 +298,42 @@ func testExpiry(t *testing.T, e *env) {
 
 	// An EAO aggregate: the expires field in the root entry.
 	testExpiryEAO(t, c, leases)
+	testExpiryNoLookups(t, c, tickets)
+}
+
+// testExpiryNoLookups: an aggregate without lookups or version, whose
+// blocks the stores delete without index entries.
+func testExpiryNoLookups(t *testing.T, c *testClock, tickets expiring.TicketRepository) {
+	raw, ok := repoOf[expiring.Ticket, string](tickets)
+	if !ok {
+		t.Fatalf("the %T repository does not reveal its runtime.Repo", tickets)
+	}
+	c.now = at(500)
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "a", Expires: at(510)}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k2", Seat: "b", Expires: at(520)}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k3", Seat: "c"}))
+	if removed, err := raw.S.DeleteExpired(bg, "k1", at(509)); err != nil || removed {
+		t.Fatalf("DeleteExpired of a live ticket = %v, %v; want false, nil", removed, err)
+	}
+	c.now = at(510)
+	wantErr(t, func() error { _, err := tickets.Get(bg, "k1"); return err }(), runtime.ErrNotFound, "Get of an expired ticket")
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "new"}))
+	got, err := tickets.Get(bg, "k1")
+	must(t, err)
+	if got.Seat != "new" {
+		t.Errorf("the new k1 reads %+v", got)
+	}
+	c.now = at(520)
+	wantErr(t, tickets.SetExpires(bg, "k2", at(600)), runtime.ErrNotFound, "SetExpires of an expired ticket")
+	wantErr(t, func() error { _, err := raw.S.Get(bg, "k2"); return err }(), runtime.ErrNotFound, "the store's Get of k2 after SetExpires removed it")
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k4", Seat: "d", Expires: at(530)}))
+	c.now = at(530)
+	rep, err := tickets.Sweep(bg, runtime.SweepOptions{})
+	must(t, err)
+	if rep.Deleted != 1 || rep.Scanned != 3 {
+		t.Errorf("Sweep of tickets: %+v, want 3 scanned and k4 deleted", rep)
+	}
+	wantErr(t, func() error { _, err := raw.S.Get(bg, "k4"); return err }(), runtime.ErrNotFound, "the store's Get of a swept ticket")
 }
 
 func testExpiryEAO(t *testing.T, c *testClock, leases expiring.LeaseRepository) {

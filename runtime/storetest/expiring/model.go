@@ -4,6 +4,8 @@
 //   - Session: strategy etf, a version, a unique lookup (token), a
 //     non-unique lookup (user), a partition (events).
 //   - Lease: strategy eao, a unique lookup (holder), no version.
+//   - Ticket: strategy etf, no lookup, no version: the stores' deletes
+//     without index entries.
 package expiring
 
 import "time"
@@ -27,4 +29,12 @@ type Lease struct {
 	ID     string    `noam:"id"`
 	Holder string    `noam:"lookup,unique"`
 	Until  time.Time `bson:"until" noam:"expires"`
+}
+
+// Ticket has no lookup and no version.
+type Ticket struct {
+	_       struct{} `noam:"aggregate,collection=tickets"`
+	ID      string   `noam:"id"`
+	Seat    string
+	Expires time.Time `noam:"expires"`
 }
