@@ -203,6 +203,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, startUpTests...)
 	all = append(all, hookTests...)
 	all = append(all, stampTests...)
+	all = append(all, batchTests...)
 	runTests(t, h, all)
 }
 
@@ -228,7 +229,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, batchTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}
