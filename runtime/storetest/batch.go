@@ -345,13 +345,9 @@ func testBatchHooks(t *testing.T, e *env) {
 	for range n {
 		entries = append(entries, matchEntries(2)...)
 	}
-	native := false
-	if rr, ok := repoOf[model.Match, string](e.Matches); ok {
-		_, native = rr.S.(runtime.BatchStore[model.Match, string])
-	}
 	few := func(c call, op string) {
 		t.Helper()
-		if native && c.RoundTrips >= n {
+		if e.h.Batches && c.RoundTrips >= n {
 			t.Errorf("%s of %d blocks took %d round trips on %s, which batches", op, n, c.RoundTrips, e.h.Name)
 		}
 	}

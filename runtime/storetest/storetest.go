@@ -90,6 +90,10 @@ type Harness struct {
 	// table option (MongoDB's IndexTables and UniqueTables options); Facts
 	// gives the terms that depend on the deployment
 	// (access.IfProjectionRefused).
+	// Batches: the store writes a batch (CreateMany, PutMany, DeleteMany)
+	// of the model's Match blocks in fewer round trips than one per block,
+	// which the Batch subtest checks.
+	Batches     bool
 	Declaration *access.Store
 	Requests    func() int
 	Mode        access.Mode
