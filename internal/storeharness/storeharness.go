@@ -94,6 +94,7 @@ func Bolt() storetest.Harness {
 		Name:       "bolt",
 		Caps:       BoltCaps,
 		Concurrent: true, // every write is one bbolt transaction
+		Batches:    true, // one transaction
 		Open: func(t *testing.T) storetest.DB {
 			db := OpenBolt(t)
 			return storetest.DB{Bolt: db, Pause: func(t testing.TB) func() {
@@ -186,6 +187,7 @@ func redisHarness(name string, cluster bool, open func(t *testing.T) storetest.D
 		Name:        name,
 		Caps:        RedisCaps(cluster),
 		Concurrent:  true,
+		Batches:     !cluster, // two pipelines; a cluster runs the single calls
 		Open:        open,
 		Declaration: redislayout.Store,
 		Requests:    func() int { return int(redisRequests.n.Load()) },

@@ -212,6 +212,12 @@ const (
 	// PerExpired: the expired blocks Sweep removes, each on its own
 	// (its batches of blocks are PerMigrateBatch).
 	PerExpired Term = "per expired block"
+	// Per25Items: the items of a batch write (CreateMany, PutMany,
+	// DeleteMany) by 25 (DynamoDB's BatchWriteItem); PerItemCall: the
+	// requests of each item's single call, as its method (create, put,
+	// delete) declares them.
+	Per25Items  Term = "per 25 items"
+	PerItemCall Term = "per request of each item's single call"
 )
 
 // Once reports whether t counts only the first time an operation meets it

@@ -117,6 +117,24 @@ func (b *block) lookupBucket(name string) *bbolt.Bucket {
 // runtime.ErrInvalidValue instead (every store refuses those, see
 // runtime.CheckKey), so that the transaction changes nothing.
 func (b *block) index(name string, unique bool, value []byte) {
+	bk, k, v, stored := b.indexable(name, unique, value)
+	if b.err != nil {
+		return
+	}
+	switch {
+	case stored == nil && unique:
+		b.putIn(bk, bytes.Clone(k), bytes.Clone(v)) // bbolt keeps both: value and blockKey are the caller's
+	case stored == nil:
+		b.putIn(bk, k, v) // a new key
+	}
+}
+
+// indexable checks, without writing, that this block may hold the entry
+// of value: its strings are valid UTF-8, it fits, and a unique value is
+// not held by another block; a failure is recorded as index records it.
+// It returns the index bucket, the entry's key and value, and the value
+// stored under the key (nil: none).
+func (b *block) indexable(name string, unique bool, value []byte) (bk *bbolt.Bucket, k, v, stored []byte) {
 	if err := runtime.CheckKey(b.op, b.agg, b.id, "lookup "+name, value); err != nil {
 		b.err = err
 		return
@@ -125,25 +143,22 @@ func (b *block) index(name string, unique bool, value []byte) {
 		b.err = err
 		return
 	}
-	bk := b.lookupBucket(name)
+	bk = b.lookupBucket(name)
 	if b.err != nil {
 		return
 	}
-	k, v := index.IndexKey(unique, value, b.blockKey), []byte{}
+	k, v = index.IndexKey(unique, value, b.blockKey), []byte{}
 	if unique {
 		v = b.blockKey
 	}
 	if !b.fits(func() string { return "lookup " + name }, k, v) {
 		return
 	}
-	switch stored := bk.Get(k); {
-	case stored == nil && unique:
-		b.putIn(bk, bytes.Clone(k), bytes.Clone(v)) // bbolt keeps both: value and blockKey are the caller's
-	case stored == nil:
-		b.putIn(bk, k, v) // a new key
-	case unique && !bytes.Equal(stored, b.blockKey):
+	stored = bk.Get(k)
+	if unique && stored != nil && !bytes.Equal(stored, b.blockKey) {
 		b.err = b.failAt(fmt.Sprintf("%s %s (held by %s)", name, FormatKey(value), FormatKey(stored)), runtime.ErrDuplicate)
 	}
+	return
 }
 
 // unindex deletes the entry of value for this block, if there is one. A

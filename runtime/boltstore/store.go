@@ -168,14 +168,7 @@ func (s *Store[T, K]) Get(ctx context.Context, id K) (*T, error) {
 // Create writes a new block in one transaction, allocating a zero counted
 // id first.
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
-	id, err := s.c.update(ctx, "Create", *s.d.ID(t), s.c.Counter != nil, func(blk *block) error {
-		if blk.Exists() {
-			return blk.Fail(runtime.ErrDuplicate)
-		}
-		s.writeNew(blk, t, 1)
-		s.index(blk, nil, t, nil)
-		return blk.Err()
-	})
+	id, err := s.c.update(ctx, "Create", *s.d.ID(t), s.c.Counter != nil, func(blk *block) error { return s.create(blk, t, nil) })
 	if err != nil {
 		return err
 	}
@@ -184,37 +177,63 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 	return nil
 }
 
+// create writes t into blk, which must not exist. check, when set, runs
+// after the checks of the block's state and before the first write.
+func (s *Store[T, K]) create(blk *block, t *T, check func(*block, *T)) error {
+	if blk.Exists() {
+		return blk.Fail(runtime.ErrDuplicate)
+	}
+	if check != nil {
+		if check(blk, t); blk.err != nil {
+			return blk.err
+		}
+	}
+	s.writeNew(blk, t, 1)
+	s.index(blk, nil, t, nil)
+	return blk.Err()
+}
+
 // Put replaces block t whole (checking the version it holds) in one
 // transaction: no entry of the old value survives.
 func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	want := s.d.VersionOf(t)
-	id, err := s.c.update(ctx, "Put", *s.d.ID(t), s.c.Counter != nil, func(blk *block) error {
-		if s.d.Version != nil {
-			// Version 0 stands for a block that does not exist yet.
-			if err := blk.CheckVersion(s.d.Version.Key, want); err != nil {
-				return err
-			}
-		}
-		var old *T
-		if len(s.lookups) > 0 {
-			var err error
-			if old, err = s.readIndexed(blk); err != nil {
-				return err
-			}
-		}
-		if err := s.keepCreated(blk, t); err != nil {
-			return err
-		}
-		s.rewrite(blk, t, want+1)
-		s.index(blk, old, t, nil)
-		return blk.Err()
-	})
+	id, err := s.c.update(ctx, "Put", *s.d.ID(t), s.c.Counter != nil, func(blk *block) error { return s.put(blk, t, want, nil) })
 	if err != nil {
 		return err
 	}
 	*s.d.ID(t) = id
 	s.d.SetVersion(t, want+1)
 	return nil
+}
+
+// put makes blk hold t at version want+1, if it holds version want. check,
+// when set, runs after the checks of the block's state and before the
+// first write.
+func (s *Store[T, K]) put(blk *block, t *T, want int64, check func(*block, *T)) error {
+	if s.d.Version != nil {
+		// Version 0 stands for a block that does not exist yet.
+		if err := blk.CheckVersion(s.d.Version.Key, want); err != nil {
+			return err
+		}
+	}
+	var old *T
+	if len(s.lookups) > 0 {
+		var err error
+		if old, err = s.readIndexed(blk); err != nil {
+			return err
+		}
+	}
+	if err := s.keepCreated(blk, t); err != nil {
+		return err
+	}
+	if check != nil {
+		if check(blk, t); blk.err != nil {
+			return blk.err
+		}
+	}
+	s.rewrite(blk, t, want+1)
+	s.index(blk, old, t, nil)
+	return blk.Err()
 }
 
 // keepCreated sets t's created timestamp to the one block blk holds, if
@@ -240,31 +259,35 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 }
 
 // delete removes block id, its entries and its index entries in one
-// transaction. With keep set, the block is read with the entries the
-// lookups read and those keep names, and kept (the transaction rolled
-// back) when keep(block) is true: delete then fails with errKept.
+// transaction, as remove does.
 func (s *Store[T, K]) delete(ctx context.Context, op string, id K, keep *deleteCond[T]) error {
-	return s.c.Update(ctx, op, id, func(blk *block) error {
-		if !blk.Exists() {
-			return blk.Fail(runtime.ErrNotFound)
+	return s.c.Update(ctx, op, id, func(blk *block) error { return s.remove(blk, keep) })
+}
+
+// remove deletes blk, which must exist, and its index entries. With keep
+// set, the block is read with the entries the lookups read and those keep
+// names, and kept (the transaction rolled back) when keep(block) is true:
+// remove then fails with errKept.
+func (s *Store[T, K]) remove(blk *block, keep *deleteCond[T]) error {
+	if !blk.Exists() {
+		return blk.Fail(runtime.ErrNotFound)
+	}
+	if len(s.lookups) > 0 || keep != nil {
+		fields := s.indexed
+		if keep != nil {
+			fields = append(slices.Clip(fields), keep.fields...)
 		}
-		if len(s.lookups) > 0 || keep != nil {
-			fields := s.indexed
-			if keep != nil {
-				fields = append(slices.Clip(fields), keep.fields...)
-			}
-			old, err := s.readIndexed(blk, fields...)
-			if err != nil {
-				return err
-			}
-			if keep != nil && keep.keep(old) {
-				return errKept
-			}
-			s.index(blk, old, nil, nil)
+		old, err := s.readIndexed(blk, fields...)
+		if err != nil {
+			return err
 		}
-		blk.Clear()
-		return blk.Err()
-	})
+		if keep != nil && keep.keep(old) {
+			return errKept
+		}
+		s.index(blk, old, nil, nil)
+	}
+	blk.Clear()
+	return blk.Err()
 }
 
 // Update writes the changes of u in one transaction: the entries they

@@ -118,18 +118,31 @@ func (s *Store[T, K]) checkValues(w *write[K]) error {
 // failed check comes back as *failure, except a taken unique value, which
 // is a runtime.ErrDuplicate.
 func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
+	if err := s.ready(w); err != nil {
+		return 0, err
+	}
+	if s.cluster {
+		return s.commitCluster(ctx, w)
+	}
+	n, err := s.nodeProg(w).run(ctx, s.w)
+	return s.settle(ctx, w, n, err)
+}
+
+// ready completes write w's values (none where nil) and checks them
+// (checkValues).
+func (s *Store[T, K]) ready(w *write[K]) error {
 	if w.before == nil {
 		w.before = make([][][]byte, len(s.d.Lookups))
 	}
 	if w.after == nil {
 		w.after = make([][][]byte, len(s.d.Lookups))
 	}
-	if err := s.checkValues(w); err != nil {
-		return 0, err
-	}
-	if s.cluster {
-		return s.commitCluster(ctx, w)
-	}
+	return s.checkValues(w)
+}
+
+// nodeProg is the single run of write w on a single node: the claims and
+// new entries, the block, the listing and the counter, the old entries.
+func (s *Store[T, K]) nodeProg(w *write[K]) *prog {
 	p := &prog{}
 	for i := range s.d.Lookups {
 		for _, v := range index.Minus(w.after[i], w.before[i]) {
@@ -151,14 +164,19 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 			s.remOp(p, w.bk, w.inc, i, v, pad(w.seq))
 		}
 	}
-	n, err := p.run(ctx, s.w)
+	return p
+}
+
+// settle is the outcome of the run of write w on a single node, which
+// returned n and err.
+func (s *Store[T, K]) settle(ctx context.Context, w *write[K], n int64, err error) (int64, error) {
 	if f, ok := failed(err, "taken"); ok {
 		// A claim whose block expired natively is free: removed, and
 		// the write runs again.
 		if freed, ferr := s.freeClaim(ctx, f); ferr != nil || !freed {
 			return 0, s.taken(w, f)
 		}
-		n, err = p.run(ctx, s.w)
+		n, err = s.nodeProg(w).run(ctx, s.w)
 		if f, ok := failed(err, "taken"); ok {
 			return 0, s.taken(w, f)
 		}

@@ -365,8 +365,13 @@ type state[T any] struct {
 
 // read reads block id whole, for a write that needs its current values.
 func (s *Store[T, K]) read(ctx context.Context, op string, id K) (state[T], error) {
+	return s.stateOf(op, id, s.c.HGetAll(ctx, s.BlockKey(id)))
+}
+
+// stateOf is read with the reply of its HGETALL.
+func (s *Store[T, K]) stateOf(op string, id K, hgetall *redis.MapStringStringCmd) (state[T], error) {
 	var st state[T]
-	h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
+	h, err := hgetall.Result()
 	if err != nil {
 		return st, s.fail(op, id, nil, err)
 	}

@@ -454,6 +454,16 @@ func (p *prog) run(ctx context.Context, c redis.UniversalClient) (int64, error) 
 			packPool.Put(bp)
 		}
 	}()
+	args, notes, err := p.pack(bp)
+	if err != nil {
+		return 0, err
+	}
+	return runOnce(ctx, c, p.keys, args, notes)
+}
+
+// pack packs the run of p (not empty) into *bp: the script's arguments,
+// which refer to *bp, and the notes of its checks.
+func (p *prog) pack(bp *[]byte) ([]any, []string, error) {
 	b := (*bp)[:0]
 	notes := p.notes
 	var tok string
@@ -477,10 +487,10 @@ func (p *prog) run(ctx context.Context, c redis.UniversalClient) (int64, error) 
 	if len(b) > maxBulk {
 		var err error
 		if args, err = p.split(tok); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 	}
-	return runOnce(ctx, c, p.keys, args, notes)
+	return args, notes, nil
 }
 
 // runScript runs script sc on c, running it again after a pause while the
@@ -519,6 +529,12 @@ var runRetryBackoff = []time.Duration{20 * time.Millisecond, 60 * time.Milliseco
 // runOnce runs the packed script once and reads its reply.
 func runOnce(ctx context.Context, c redis.UniversalClient, keys []string, args []any, notes []string) (int64, error) {
 	res, err := runScript(ctx, c, vm, keys, args)
+	return reply(res, err, notes)
+}
+
+// reply reads the reply res (or error err) of a run whose checks have the
+// given notes.
+func reply(res []any, err error, notes []string) (int64, error) {
 	// short: the run passed its checks and changed its keys, but fewer
 	// replicas than Options.WaitReplicas acknowledged it (wait.go).
 	var short error

@@ -148,60 +148,19 @@ func (s *Store[T, K]) GetMany(ctx context.Context, ids []K) (map[K]*T, error) {
 // Create writes a new block, allocating a zero counted id first.
 func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 	const op = "Create"
-	id := *s.d.ID(t)
-	if err := s.nameTooLarge(op, id); err != nil {
-		return err
-	}
-	var counter string
-	var n int64
-	alloc := false
-	if s.d.Counter != nil {
-		var scope []byte
-		scope, n = s.d.Counter.Split(id)
-		counter = s.counterKey(scope)
-		alloc = n == 0
-	}
-	// Everything that may be too large is checked before the counter
-	// moves (numbers encode in a fixed width: 1 stands for the one to be
-	// allocated), so that a refused write takes no number.
-	fields, err := s.fields(op, id, t, 1)
+	c, err := s.prepareCreate(op, t)
 	if err != nil {
 		return err
 	}
-	if alloc && len(s.d.Lookups) > 0 {
-		first := s.d.Counter.With(id, 1)
-		if err := s.checkValues(&write[K]{op: op, id: first, bk: s.d.Keys.Bytes(first), after: s.values(t, nil)}); err != nil {
-			return err
-		}
-	}
 	for range maxAttempts {
-		if alloc {
-			next, err := s.c.Incr(ctx, counter).Result()
-			if err != nil {
-				if strings.Contains(err.Error(), "overflow") {
-					return s.fail(op, nil, runtime.ErrOverflow, fmt.Errorf("counter %s is at the largest number", counter))
-				}
-				return s.fail(op, nil, nil, err)
+		id := c.id
+		if c.alloc {
+			if id, err = s.allocated(op, c, s.c.Incr(ctx, c.counter)); err != nil {
+				return err
 			}
-			id = s.d.Counter.With(id, next)
-			if _, back := s.d.Counter.Split(id); back != next {
-				return s.fail(op, nil, nil, fmt.Errorf("counter %s: %d does not fit the block key", counter, next))
-			}
-			n = next
 		}
-		bk := s.d.Keys.Bytes(id)
-		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0), list: 1, insert: true}
-		if len(s.d.Lookups) > 0 {
-			w.inc = newInc()
-			w.after = s.values(t, nil)
-		}
-		if counter != "" && !alloc && n > 0 {
-			w.counter, w.raiseTo = counter, n
-		}
-		w.block = s.blockProg(bk, w, fields, "absent")
-		s.expire(w.block, bk, s.d.ExpiresAt(t))
-		if _, err := s.commit(ctx, w); err != nil {
-			if _, dup := failed(err, "exists"); dup && alloc {
+		if _, err := s.commit(ctx, s.createWrite(op, c, id)); err != nil {
+			if _, dup := failed(err, "exists"); dup && c.alloc {
 				continue // a block with an explicit number: take the next
 			}
 			return s.checkFailed(op, id, err)
@@ -210,7 +169,81 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 		s.d.SetVersion(t, 1)
 		return nil
 	}
-	return s.contended(op, id)
+	return s.contended(op, c.id)
+}
+
+// creation is a Create checked and encoded, before its block key is
+// allocated.
+type creation[T, K any] struct {
+	t      *T
+	id     K
+	fields []string
+	// counter is the counter of a counted key: alloc when the key is to
+	// be allocated, else raised to n.
+	counter string
+	n       int64
+	alloc   bool
+}
+
+// prepareCreate checks and encodes the Create of t.
+func (s *Store[T, K]) prepareCreate(op string, t *T) (*creation[T, K], error) {
+	c := &creation[T, K]{t: t, id: *s.d.ID(t)}
+	if err := s.nameTooLarge(op, c.id); err != nil {
+		return nil, err
+	}
+	if s.d.Counter != nil {
+		var scope []byte
+		scope, c.n = s.d.Counter.Split(c.id)
+		c.counter = s.counterKey(scope)
+		c.alloc = c.n == 0
+	}
+	// Everything that may be too large is checked before the counter
+	// moves (numbers encode in a fixed width: 1 stands for the one to be
+	// allocated), so that a refused write takes no number.
+	var err error
+	if c.fields, err = s.fields(op, c.id, t, 1); err != nil {
+		return nil, err
+	}
+	if c.alloc && len(s.d.Lookups) > 0 {
+		first := s.d.Counter.With(c.id, 1)
+		if err := s.checkValues(&write[K]{op: op, id: first, bk: s.d.Keys.Bytes(first), after: s.values(t, nil)}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// allocated is the block key of c with the number the counter's INCR
+// returned.
+func (s *Store[T, K]) allocated(op string, c *creation[T, K], incr *redis.IntCmd) (K, error) {
+	next, err := incr.Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "overflow") {
+			return c.id, s.fail(op, nil, runtime.ErrOverflow, fmt.Errorf("counter %s is at the largest number", c.counter))
+		}
+		return c.id, s.fail(op, nil, nil, err)
+	}
+	id := s.d.Counter.With(c.id, next)
+	if _, back := s.d.Counter.Split(id); back != next {
+		return c.id, s.fail(op, nil, nil, fmt.Errorf("counter %s: %d does not fit the block key", c.counter, next))
+	}
+	return id, nil
+}
+
+// createWrite is the write of creation c as block id.
+func (s *Store[T, K]) createWrite(op string, c *creation[T, K], id K) *write[K] {
+	bk := s.d.Keys.Bytes(id)
+	w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0), list: 1, insert: true}
+	if len(s.d.Lookups) > 0 {
+		w.inc = newInc()
+		w.after = s.values(c.t, nil)
+	}
+	if c.counter != "" && !c.alloc && c.n > 0 {
+		w.counter, w.raiseTo = c.counter, c.n
+	}
+	w.block = s.blockProg(bk, w, c.fields, "absent")
+	s.expire(w.block, bk, s.d.ExpiresAt(c.t))
+	return w
 }
 
 // blockProg is the script of a whole-block write: the check (absent: the
@@ -266,7 +299,6 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	if err != nil {
 		return err
 	}
-	bk := s.d.Keys.Bytes(id)
 	for range maxAttempts {
 		// The created timestamp of a block that exists stays: read
 		// here, and checked unchanged by the run.
@@ -274,43 +306,17 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		if err != nil {
 			return err
 		}
-		if created != nil {
-			if fields, err = s.fields(op, id, t, want+1); err != nil {
-				return err
-			}
-		}
-		w := &write[K]{op: op, id: id, bk: bk, list: 1}
-		cond := ""
+		var st *state[T]
 		if len(s.d.Lookups) > 0 {
-			st, err := s.read(ctx, op, id)
+			read, err := s.read(ctx, op, id)
 			if err != nil {
 				return err
 			}
-			w.inc, w.seq, cond = st.inc, nextSeq(parseSeq(st.seq)), st.seq
-			if !st.found {
-				w.inc, w.insert = newInc(), true
-			}
-			w.before, w.after = s.values(st.t, nil), s.values(t, nil)
-		} else {
-			w.seq = nextSeq(0)
+			st = &read
 		}
-		if len(s.d.Lookups) > 0 {
-			w.block = s.blockProg(bk, w, fields, cond)
-		} else {
-			w.block = s.replaceProg(bk, w, fields)
-		}
-		s.expire(w.block, bk, s.d.ExpiresAt(t))
-		if s.d.Version != nil {
-			s.versionCheck(w.block, bk, want)
-		}
-		if created != nil {
-			w.block.check("", "heq", w.block.k(s.blockKey(bk)), s.d.Created.Key, *created)
-		}
-		if s.d.Counter != nil {
-			scope, n := s.d.Counter.Split(id)
-			if n > 0 {
-				w.counter, w.raiseTo = s.counterKey(scope), n
-			}
+		w, err := s.putWrite(op, t, want, fields, created, st)
+		if err != nil {
+			return err
 		}
 		if _, err := s.commit(ctx, w); err != nil {
 			if _, changed := failed(err, "changed"); changed {
@@ -324,6 +330,50 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	return s.contended(op, id)
 }
 
+// putWrite is the write of a Put of t expecting version want, whose
+// fields are encoded: created is the created timestamp the block holds
+// (keepCreated), st its state (nil for an aggregate without lookups).
+func (s *Store[T, K]) putWrite(op string, t *T, want int64, fields []string, created *string, st *state[T]) (*write[K], error) {
+	id := *s.d.ID(t)
+	bk := s.d.Keys.Bytes(id)
+	if created != nil {
+		var err error
+		if fields, err = s.fields(op, id, t, want+1); err != nil {
+			return nil, err
+		}
+	}
+	w := &write[K]{op: op, id: id, bk: bk, list: 1}
+	cond := ""
+	if st != nil {
+		w.inc, w.seq, cond = st.inc, nextSeq(parseSeq(st.seq)), st.seq
+		if !st.found {
+			w.inc, w.insert = newInc(), true
+		}
+		w.before, w.after = s.values(st.t, nil), s.values(t, nil)
+	} else {
+		w.seq = nextSeq(0)
+	}
+	if st != nil {
+		w.block = s.blockProg(bk, w, fields, cond)
+	} else {
+		w.block = s.replaceProg(bk, w, fields)
+	}
+	s.expire(w.block, bk, s.d.ExpiresAt(t))
+	if s.d.Version != nil {
+		s.versionCheck(w.block, bk, want)
+	}
+	if created != nil {
+		w.block.check("", "heq", w.block.k(s.blockKey(bk)), s.d.Created.Key, *created)
+	}
+	if s.d.Counter != nil {
+		scope, n := s.d.Counter.Split(id)
+		if n > 0 {
+			w.counter, w.raiseTo = s.counterKey(scope), n
+		}
+	}
+	return w, nil
+}
+
 // keepCreated reads the created timestamp block id holds, if the
 // aggregate has one, and sets t's to it: a Put keeps it. It returns the
 // stored value ("" when there is none: no block, or one written before
@@ -332,7 +382,12 @@ func (s *Store[T, K]) keepCreated(ctx context.Context, op string, id K, t *T) (*
 	if s.d.Created == nil {
 		return nil, nil
 	}
-	v, err := s.c.HGet(ctx, s.BlockKey(id), s.d.Created.Key).Result()
+	return s.createdOf(op, id, t, s.c.HGet(ctx, s.BlockKey(id), s.d.Created.Key))
+}
+
+// createdOf is keepCreated with the reply of its HGET.
+func (s *Store[T, K]) createdOf(op string, id K, t *T, hget *redis.StringCmd) (*string, error) {
+	v, err := hget.Result()
 	if errors.Is(err, redis.Nil) {
 		v = ""
 	} else if err != nil {
@@ -379,34 +434,22 @@ func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteC
 	if err := s.nameTooLarge(op, id); err != nil {
 		return err
 	}
-	bk := s.d.Keys.Bytes(id)
 	for range maxAttempts {
-		w := &write[K]{op: op, id: id, bk: bk, list: -1}
-		p := &prog{}
-		b := p.k(s.blockKey(bk))
+		var st *state[T]
 		if len(s.d.Lookups) > 0 || cond != nil {
-			st, err := s.read(ctx, op, id)
+			read, err := s.read(ctx, op, id)
 			if err != nil {
 				return err
 			}
-			if !st.found {
-				return s.fail(op, id, runtime.ErrNotFound, nil)
-			}
-			if cond != nil {
-				if cond.keep(st.t) {
-					return errKept
-				}
-				p.check("", "heq", b, cond.field, st.h[cond.field])
-			}
-			if len(s.d.Lookups) > 0 {
-				w.inc, w.seq = st.inc, nextSeq(parseSeq(st.seq))
-				w.before = s.values(st.t, nil)
-				p.check("", "seq", b, st.seq)
+			st = &read
+			if cond != nil && st.found && cond.keep(st.t) {
+				return errKept
 			}
 		}
-		p.check("", "exists", b)
-		p.change("del", b)
-		w.block = p
+		w, err := s.deleteWrite(op, id, st, cond)
+		if err != nil {
+			return err
+		}
 		if _, err := s.commit(ctx, w); err != nil {
 			if _, changed := failed(err, "changed"); changed {
 				continue
@@ -416,6 +459,32 @@ func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteC
 		return nil
 	}
 	return s.contended(op, id)
+}
+
+// deleteWrite is the write of a Delete of block id, whose state is st
+// (nil when it was not read: an aggregate without lookups, no cond). With
+// cond, the run removes the block only if it still holds the entry
+// cond.field as read.
+func (s *Store[T, K]) deleteWrite(op string, id K, st *state[T], cond *deleteCond[T]) (*write[K], error) {
+	bk := s.d.Keys.Bytes(id)
+	w := &write[K]{op: op, id: id, bk: bk, list: -1}
+	p := &prog{}
+	b := p.k(s.blockKey(bk))
+	if st != nil && !st.found {
+		return nil, s.fail(op, id, runtime.ErrNotFound, nil)
+	}
+	if cond != nil {
+		p.check("", "heq", b, cond.field, st.h[cond.field])
+	}
+	if st != nil && len(s.d.Lookups) > 0 {
+		w.inc, w.seq = st.inc, nextSeq(parseSeq(st.seq))
+		w.before = s.values(st.t, nil)
+		p.check("", "seq", b, st.seq)
+	}
+	p.check("", "exists", b)
+	p.change("del", b)
+	w.block = p
+	return w, nil
 }
 
 // changes adds the changes of u to p (block b): the entries they name and

@@ -90,6 +90,10 @@ type Harness struct {
 	// table option (MongoDB's IndexTables and UniqueTables options); Facts
 	// gives the terms that depend on the deployment
 	// (access.IfProjectionRefused).
+	// Batches: the store writes a batch (CreateMany, PutMany, DeleteMany)
+	// of the model's Match blocks in fewer round trips than one per block,
+	// which the Batch subtest checks.
+	Batches     bool
 	Declaration *access.Store
 	Requests    func() int
 	Mode        access.Mode
@@ -205,6 +209,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, stampTests...)
 	all = append(all, expiryTests...)
 	all = append(all, countTests...)
+	all = append(all, batchTests...)
 	runTests(t, h, all)
 }
 
@@ -230,7 +235,7 @@ func runTests(t *testing.T, h Harness, all []subtest) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests, batchTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

@@ -47,13 +47,11 @@ type LeaseRepository interface {
 
 	// CountByHolder returns the number of Lease aggregates that ListByHolder
 	// returns over all its pages for v. Aggregates whose until has passed (by the
-	// repository's clock) are left out. Cost: on bbolt one read transaction over
-	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
-	// native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// repository's clock) are left out. Cost: only its block tells whether an
+	// aggregate has expired, so on every store the count reads the matching
+	// aggregates as ListByHolder does, in pages of 256 (a read transaction per
+	// page on bbolt, a few round trips per page elsewhere): reads proportional to
+	// the count.
 	CountByHolder(ctx context.Context, v string) (int64, error)
 
 	// GetByHolder reads the Lease aggregate that holds the given holder, which is
@@ -64,28 +62,38 @@ type LeaseRepository interface {
 
 	// Count returns the number of Lease aggregates: as many as List returns over
 	// all its pages. Aggregates whose until has passed (by the repository's clock)
-	// are left out. Cost: on MongoDB one countDocuments, on DynamoDB a Scan with
-	// Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan of the
-	// collection's keys; no aggregate is decoded where the store can filter expiry
-	// itself.
+	// are left out. Cost: only its block tells whether an aggregate has expired,
+	// so on every store the count reads the aggregates as List does, in pages of
+	// 256 (a read transaction per page on bbolt, a few round trips per page
+	// elsewhere): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Lease blocks, each as Create would. Each item is
 	// written as the single call would write it (checks, versions, counters,
-	// lookups and unique values), in as few round trips as the store allows: one
-	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
-	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// lookups and unique values), in order, in as few round trips as the store
+	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
+	// reads the writes need, then the writes' scripts), on a Redis Cluster the
+	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
+	// of an aggregate without lookups, version, counter or created timestamp and a
+	// DeleteMany of one without lookups (after a BatchGetItem that finds the
+	// missing blocks), the single calls otherwise, 8 at a time where their order
+	// cannot matter; on MongoDB the single calls. Items that fail are reported in
+	// a *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	CreateMany(ctx context.Context, leases []*Lease) error
 
 	// PutMany creates or replaces Lease blocks whole, each as Put would. Each item
 	// is written as the single call would write it (checks, versions, counters,
-	// lookups and unique values), in as few round trips as the store allows: one
-	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
-	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// lookups and unique values), in order, in as few round trips as the store
+	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
+	// reads the writes need, then the writes' scripts), on a Redis Cluster the
+	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
+	// of an aggregate without lookups, version, counter or created timestamp and a
+	// DeleteMany of one without lookups (after a BatchGetItem that finds the
+	// missing blocks), the single calls otherwise, 8 at a time where their order
+	// cannot matter; on MongoDB the single calls. Items that fail are reported in
+	// a *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	PutMany(ctx context.Context, leases []*Lease) error
 
 	// DeleteMany removes the Lease blocks with the given keys and their lookup

@@ -56,20 +56,30 @@ type MatchRepository interface {
 
 	// CreateMany stores new Match blocks, each as Create would. Each item is
 	// written as the single call would write it (checks, versions, counters,
-	// lookups and unique values), in as few round trips as the store allows: one
-	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
-	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// lookups and unique values), in order, in as few round trips as the store
+	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
+	// reads the writes need, then the writes' scripts), on a Redis Cluster the
+	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
+	// of an aggregate without lookups, version, counter or created timestamp and a
+	// DeleteMany of one without lookups (after a BatchGetItem that finds the
+	// missing blocks), the single calls otherwise, 8 at a time where their order
+	// cannot matter; on MongoDB the single calls. Items that fail are reported in
+	// a *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	CreateMany(ctx context.Context, matchs []*Match) error
 
 	// PutMany creates or replaces Match blocks whole, each as Put would. Each item
 	// is written as the single call would write it (checks, versions, counters,
-	// lookups and unique values), in as few round trips as the store allows: one
-	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
-	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// lookups and unique values), in order, in as few round trips as the store
+	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
+	// reads the writes need, then the writes' scripts), on a Redis Cluster the
+	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
+	// of an aggregate without lookups, version, counter or created timestamp and a
+	// DeleteMany of one without lookups (after a BatchGetItem that finds the
+	// missing blocks), the single calls otherwise, 8 at a time where their order
+	// cannot matter; on MongoDB the single calls. Items that fail are reported in
+	// a *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	PutMany(ctx context.Context, matchs []*Match) error
 
 	// DeleteMany removes the Match blocks with the given keys and their lookup

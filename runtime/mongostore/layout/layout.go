@@ -79,6 +79,8 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
 			{N: 1, Per: access.IfSliceRefused, Op: "on a server without $slice projections (FerretDB v1): find $coll {_id} projection {$field}, sliced by the adapter"}}},
 
+		{Methods: []access.Method{access.CreateMany, access.PutMany, access.DeleteMany}, Atomic: "each item as its single call (create, put, delete); the items are not atomic together (the failed ones are reported, the others written)",
+			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's single call, in order (not yet one bulkWrite)"}}},
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: one + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, {N: 1, Op: "insert $coll {the whole document}"}}},
 		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",

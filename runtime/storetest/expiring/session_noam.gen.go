@@ -101,13 +101,11 @@ type SessionRepository interface {
 
 	// CountByToken returns the number of Session aggregates that ListByToken
 	// returns over all its pages for v. Aggregates whose expires has passed (by
-	// the repository's clock) are left out. Cost: on bbolt one read transaction
-	// over the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with
-	// a native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// the repository's clock) are left out. Cost: only its block tells whether an
+	// aggregate has expired, so on every store the count reads the matching
+	// aggregates as ListByToken does, in pages of 256 (a read transaction per page
+	// on bbolt, a few round trips per page elsewhere): reads proportional to the
+	// count.
 	CountByToken(ctx context.Context, v string) (int64, error)
 
 	// GetByToken reads the Session aggregate that holds the given token, which is
@@ -124,39 +122,47 @@ type SessionRepository interface {
 
 	// CountByUser returns the number of Session aggregates that ListByUser returns
 	// over all its pages for v. Aggregates whose expires has passed (by the
-	// repository's clock) are left out. Cost: on bbolt one read transaction over
-	// the index range, on Redis (single node) one ZLEXCOUNT, on MongoDB with a
-	// native index one countDocuments served by the index: no aggregate is read.
-	// Where index entries may be stale (index tables on MongoDB, DynamoDB and
-	// Redis Cluster), or expiry must be checked where the store cannot filter on
-	// it, the matching aggregates are read through the lookup's verified reads, a
-	// page per round trip: reads proportional to the count.
+	// repository's clock) are left out. Cost: only its block tells whether an
+	// aggregate has expired, so on every store the count reads the matching
+	// aggregates as ListByUser does, in pages of 256 (a read transaction per page
+	// on bbolt, a few round trips per page elsewhere): reads proportional to the
+	// count.
 	CountByUser(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Session aggregates: as many as List returns over
 	// all its pages. Aggregates whose expires has passed (by the repository's
-	// clock) are left out. Cost: on MongoDB one countDocuments, on DynamoDB a Scan
-	// with Select COUNT (a round trip per MB scanned), on bbolt and Redis a scan
-	// of the collection's keys; no aggregate is decoded where the store can filter
-	// expiry itself.
+	// clock) are left out. Cost: only its block tells whether an aggregate has
+	// expired, so on every store the count reads the aggregates as List does, in
+	// pages of 256 (a read transaction per page on bbolt, a few round trips per
+	// page elsewhere): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Session blocks, each as Create would. Each item is
 	// written as the single call would write it (checks, versions, counters,
-	// lookups and unique values), in as few round trips as the store allows: one
-	// transaction on bbolt, one pipeline on Redis, bulkWrite on MongoDB,
-	// BatchWriteItem on DynamoDB where no condition is needed. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// lookups and unique values), in order, in as few round trips as the store
+	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
+	// reads the writes need, then the writes' scripts), on a Redis Cluster the
+	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
+	// of an aggregate without lookups, version, counter or created timestamp and a
+	// DeleteMany of one without lookups (after a BatchGetItem that finds the
+	// missing blocks), the single calls otherwise, 8 at a time where their order
+	// cannot matter; on MongoDB the single calls. Items that fail are reported in
+	// a *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	CreateMany(ctx context.Context, sessions []*Session) error
 
 	// PutMany creates or replaces Session blocks whole, each as Put would. Each
 	// item is written as the single call would write it (checks, versions,
-	// counters, lookups and unique values), in as few round trips as the store
-	// allows: one transaction on bbolt, one pipeline on Redis, bulkWrite on
-	// MongoDB, BatchWriteItem on DynamoDB where no condition is needed. Items that
-	// fail are reported in a *runtime.BatchError (which items, and why: errors.Is
-	// matches any item's error); the others are written.
+	// counters, lookups and unique values), in order, in as few round trips as the
+	// store allows: one transaction on bbolt; on a single Redis node two pipelines
+	// (the reads the writes need, then the writes' scripts), on a Redis Cluster
+	// the single calls; on DynamoDB BatchWriteItem (25 items a request) for a
+	// PutMany of an aggregate without lookups, version, counter or created
+	// timestamp and a DeleteMany of one without lookups (after a BatchGetItem that
+	// finds the missing blocks), the single calls otherwise, 8 at a time where
+	// their order cannot matter; on MongoDB the single calls. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
 	PutMany(ctx context.Context, sessions []*Session) error
 
 	// DeleteMany removes the Session blocks with the given keys and their lookup
