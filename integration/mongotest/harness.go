@@ -41,13 +41,18 @@ type Harness struct {
 	// it, for Deadlines (e.g. a dialer that stops forwarding).
 	Client *options.ClientOptions
 	Pause  func() (resume func())
+	// Batches: every lookup is a native index (a real MongoDB), so the
+	// batch writes of the model's Match blocks are bulkWrites, but for
+	// PutMany, whose version conditions are the single Puts
+	// (storetest.Harness.Batches, SinglePuts).
+	Batches bool
 }
 
 // Native is the harness of the default mapping: lookups on native
 // indexes (NativeOptions: on FerretDB unique lookups keep their index
 // tables).
 func Native() Harness {
-	h := Harness{Name: "mongo", Options: NativeOptions(), Atomic: true, UniqueTables: !Real()}
+	h := Harness{Name: "mongo", Options: NativeOptions(), Atomic: true, UniqueTables: !Real(), Batches: Real()}
 	if !Real() {
 		h.Tables = func(l access.Lookup) bool { return l.Unique } // mongostore.UniqueTables
 	}
@@ -79,6 +84,8 @@ func (m Harness) Store() storetest.Harness {
 		Declaration:               layout.Store,
 		Requests:                  func() int { return int(commands.Load()) },
 		Tables:                    m.Tables,
+		Batches:                   m.Batches,
+		SinglePuts:                m.Batches,
 		Open: func(t *testing.T) storetest.DB {
 			db := storetest.DB{MongoOptions: m.Options, Mongo: StartWithOptions(t, counting(m.Client, &commands))}
 			if m.Pause != nil {

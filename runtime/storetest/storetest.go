@@ -93,7 +93,11 @@ type Harness struct {
 	// Batches: the store writes a batch (CreateMany, PutMany, DeleteMany)
 	// of the model's Match blocks in fewer round trips than one per block,
 	// which the Batch subtest checks.
-	Batches     bool
+	Batches bool
+	// SinglePuts: the store writes PutMany of versioned blocks with the
+	// single calls although it batches the rest (MongoDB: a bulkWrite does
+	// not say which replacement its version condition refused).
+	SinglePuts  bool
 	Declaration *access.Store
 	Requests    func() int
 	Mode        access.Mode
