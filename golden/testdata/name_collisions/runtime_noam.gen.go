@@ -73,8 +73,12 @@ type RuntimeRepository interface {
 	// of an aggregate without lookups, version, counter or created timestamp and a
 	// DeleteMany of one without lookups (after a BatchGetItem that finds the
 	// missing blocks), the single calls otherwise, 8 at a time where their order
-	// cannot matter; on MongoDB the single calls. Items that fail are reported in
-	// a *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// cannot matter; on MongoDB, with native indexes only, one ordered bulkWrite
+	// for a CreateMany of an aggregate without a counter (and another after each
+	// item the server refuses) and for a PutMany of one without version, counter
+	// or created timestamp, one find and one deleteMany for a DeleteMany, the
+	// single calls otherwise. Items that fail are reported in a
+	// *runtime.BatchError (which items, and why: errors.Is matches any item's
 	// error); the others are written.
 	CreateMany(ctx context.Context, runtimeValues []*Runtime) error
 
@@ -87,9 +91,13 @@ type RuntimeRepository interface {
 	// PutMany of an aggregate without lookups, version, counter or created
 	// timestamp and a DeleteMany of one without lookups (after a BatchGetItem that
 	// finds the missing blocks), the single calls otherwise, 8 at a time where
-	// their order cannot matter; on MongoDB the single calls. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// their order cannot matter; on MongoDB, with native indexes only, one ordered
+	// bulkWrite for a CreateMany of an aggregate without a counter (and another
+	// after each item the server refuses) and for a PutMany of one without
+	// version, counter or created timestamp, one find and one deleteMany for a
+	// DeleteMany, the single calls otherwise. Items that fail are reported in a
+	// *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	PutMany(ctx context.Context, runtimeValues []*Runtime) error
 
 	// DeleteMany removes the Runtime blocks with the given keys and their lookup
