@@ -2,7 +2,11 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	"github.com/noamgen/noamgen/example/game"
+	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
 // BatchRepo is what BenchBatch asks of a generated repository of
@@ -105,4 +109,28 @@ func BenchBatch[T any, K comparable](b *testing.B, r BatchRepo[T, K], n int, new
 			})
 		}
 	}
+}
+
+// BenchBatchModels is BenchBatch on the two aggregates every store's
+// BenchmarkBatch measures, 100 blocks an op: Match has lookups (unique
+// ones among them) and a version, Tournament neither. It ensures both
+// repositories first.
+func BenchBatchModels(b *testing.B, matches BatchRepo[model.Match, string], tournaments BatchRepo[game.Tournament, int64]) {
+	for _, r := range []any{matches, tournaments} {
+		if err := r.(interface{ EnsureIndexes(context.Context) error }).EnsureIndexes(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("Match", func(b *testing.B) {
+		BenchBatch(b, matches, 100, func(i int) *model.Match {
+			id := fmt.Sprint("m", i)
+			return &model.Match{ID: id, Code: "code-" + id, Region: "north", Level: i % 10, Tags: []string{"t", id},
+				Rounds: []model.Round{{Serial: id + "/r0", Moves: []string{"e4"}}}}
+		}, func(m *model.Match) string { return m.ID })
+	})
+	b.Run("Tournament", func(b *testing.B) {
+		BenchBatch(b, tournaments, 100, func(i int) *game.Tournament {
+			return &game.Tournament{ID: int64(i + 1), Name: fmt.Sprint("cup ", i), Games: []string{"g1", "g2"}}
+		}, func(t *game.Tournament) int64 { return t.ID })
+	})
 }
