@@ -218,9 +218,6 @@ func expiryNote(a *model.Aggregate) string {
 // adapters' runtime.CountStore), the lookup's verified reads otherwise.
 func countCost(a *model.Aggregate, l *model.Lookup) string {
 	list := ListBy(l)
-	if a.Expires != nil {
-		return fmt.Sprintf("Cost: only its block tells whether an aggregate has expired, so on every store the count reads the matching aggregates as %s does, in pages of 256 (a read transaction per page on bbolt, a few round trips per page elsewhere): reads proportional to the count.", list)
-	}
 	mongo := "on MongoDB one countDocuments served by the lookup's native index"
 	stale := "DynamoDB, Redis Cluster, and MongoDB when the IndexTables or UniqueTables option keeps the lookup in an index table"
 	switch {
@@ -230,6 +227,13 @@ func countCost(a *model.Aggregate, l *model.Lookup) string {
 	case l.Multi() && len(l.Parts) > 1:
 		mongo = ""
 		stale = "DynamoDB, Redis Cluster, and MongoDB, which keeps a composite lookup through a slice in an index table"
+	}
+	if a.Expires != nil {
+		native := "on bbolt one read transaction counting the index keys in range and reading the " + a.Expires.Key + " entry of each one's block (that entry alone)"
+		if mongo != "" {
+			native += ", " + mongo + " with a filter on " + a.Expires.Key
+		}
+		return fmt.Sprintf("Cost: %s; no aggregate is read whole. On Redis (where only a block's hash tells whether it has expired), and where index entries may be stale (%s), the count reads the matching aggregates as %s does, checking each, in pages of 256 (a few round trips per page): reads proportional to the count.", native, stale, list)
 	}
 	native := "on bbolt one read transaction counting the index keys in range, on a single Redis node one ZLEXCOUNT"
 	if mongo != "" {
@@ -242,7 +246,7 @@ func countCost(a *model.Aggregate, l *model.Lookup) string {
 func countMethod(a *model.Aggregate) Method {
 	cost := "Cost: on bbolt one read transaction, seeking from block to block (none is read); on a single Redis node one ZCARD of the listing; on MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round trip per MB of items (DynamoDB reads them, and bills them, but returns only their number). On Redis Cluster, whose listing may still name a block a write in flight removed, the count reads the aggregates as List does, in pages of 256 (two round trips per page): reads proportional to the count."
 	if a.Expires != nil {
-		cost = "Cost: only its block tells whether an aggregate has expired, so on every store the count reads the aggregates as List does, in pages of 256 (a read transaction per page on bbolt, a few round trips per page elsewhere): reads proportional to the count."
+		cost = "Cost: on bbolt one read transaction, seeking from block to block and reading the " + a.Expires.Key + " entry of each (that entry alone); on MongoDB one countDocuments with a filter on " + a.Expires.Key + "; on DynamoDB a Scan with Select COUNT and a filter on " + a.Expires.Key + ", one round trip per MB of items (DynamoDB reads them, and bills them, but returns only their number). On Redis, where only a block's hash tells whether it has expired, the count reads the aggregates as List does, in pages of 256 (a few round trips per page): reads proportional to the count."
 	}
 	return Method{Kind: MCount, Name: "Count",
 		Doc:    fmt.Sprintf("Count returns the number of %s aggregates: as many as List returns over all its pages.%s %s", a.Name, expiryNote(a), cost),

@@ -86,6 +86,8 @@ func (m Harness) Store() storetest.Harness {
 		Tables:                    m.Tables,
 		Batches:                   m.Batches,
 		SinglePuts:                m.Batches,
+		// countDocuments with a filter on the expires field.
+		ExpiringCounts: true,
 		Open: func(t *testing.T) storetest.DB {
 			db := storetest.DB{MongoOptions: m.Options, Mongo: StartWithOptions(t, counting(m.Client, &commands))}
 			if m.Pause != nil {

@@ -95,6 +95,8 @@ func Bolt() storetest.Harness {
 		Caps:       BoltCaps,
 		Concurrent: true, // every write is one bbolt transaction
 		Batches:    true, // one transaction
+		// The expires entry of each counted block, in the count's transaction.
+		ExpiringCounts: true,
 		Open: func(t *testing.T) storetest.DB {
 			db := OpenBolt(t)
 			return storetest.DB{Bolt: db, Pause: func(t testing.TB) func() {
@@ -296,12 +298,14 @@ func DynamoPrivate() storetest.Harness {
 
 func dynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 	return storetest.Harness{
-		Name:        "dynamo",
-		Caps:        DynamoCaps,
-		Concurrent:  true, // every block write is one conditional request
-		Open:        open,
-		Declaration: dynamolayout.Store,
-		Requests:    func() int { return int(dynamoRequests.Load()) },
+		Name: "dynamo",
+		// Count: a Scan whose FilterExpression leaves the expired items out.
+		ExpiringCounts: true,
+		Caps:           DynamoCaps,
+		Concurrent:     true, // every block write is one conditional request
+		Open:           open,
+		Declaration:    dynamolayout.Store,
+		Requests:       func() int { return int(dynamoRequests.Load()) },
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {

@@ -17,26 +17,42 @@ import (
 // CountBy counts the keys of the bucket in the query's range with a
 // cursor, and Count the block markers of the collection's bucket, seeking
 // past each block's entries; neither reads a block. An aggregate with an
-// expires field is counted through the listing (runtime.Repo), which reads
-// each block to leave the expired ones out.
+// expires field is counted in the same transaction, each counted block's
+// expires entry read (that entry alone, not the block) and the block left
+// out when it has expired at the repository's clock (runtime.Desc.Expired,
+// the rule the listing applies); a block whose expires entry cannot be
+// decoded is counted, as the listing counts an unreadable block.
 
 var _ runtime.CountStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Count implements runtime.CountStore in one read transaction.
 func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, now time.Time) (int64, bool, error) {
-	if s.d.Expires != nil {
-		return 0, false, nil
-	}
 	var n int64
 	err := s.c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		if b == nil {
 			return nil // the collection has never been written
 		}
+		live := s.liveAt(tx, b, op, now)
 		var err error
 		if l == nil {
-			n, err = s.countBlocks(ctx, b)
+			n, err = s.countBlocks(ctx, b, live)
 		} else {
-			n, err = countRange(ctx, tx.Bucket([]byte(s.boltLookup(l).Name)), rng)
+			bl := s.boltLookup(l)
+			n, err = countRange(ctx, tx.Bucket([]byte(bl.Name)), rng, func(k, v []byte) (bool, error) {
+				if live == nil {
+					return true, nil
+				}
+				_, blockKey, err := entry(bl, k, v)
+				if err != nil {
+					return false, fmt.Errorf("index table %s: entry %x: %w", bl.Name, k, err)
+				}
+				r := runtime.NewKeyReader(blockKey)
+				id, err := s.d.Keys.Read(r)
+				if err != nil || !r.Done() {
+					return false, fmt.Errorf("index table %s: entry %x holds no %s block key: the index is corrupt", bl.Name, k, s.d.Aggregate)
+				}
+				return live(id), nil
+			})
 		}
 		return err
 	})
@@ -46,42 +62,71 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 	return n, true, nil
 }
 
+// liveAt returns what tells whether block id of bucket b is counted at
+// now: whether its expires entry, read alone in transaction tx, has not
+// expired (runtime.Desc.Expired). A block that does not exist (an index
+// entry written behind the repository's back), or whose expires entry
+// cannot be decoded, is counted, as without an expires field. It returns
+// nil for an aggregate without an expires field: every block is counted.
+func (s *Store[T, K]) liveAt(tx *bbolt.Tx, b *bbolt.Bucket, op string, now time.Time) func(id K) bool {
+	if s.d.Expires == nil {
+		return nil
+	}
+	return func(id K) bool {
+		t, err := s.readIndexed(s.c.block(tx, b, op, id), s.d.Expires.Key)
+		return err != nil || !s.d.Expired(t, now)
+	}
+}
+
 // countBlocks counts the block markers of bucket b: the first key of each
 // block is its marker (the block key and the separator), and the next
-// block starts past every key the marker prefixes.
-func (s *Store[T, K]) countBlocks(ctx context.Context, b *bbolt.Bucket) (int64, error) {
-	var n int64
+// block starts past every key the marker prefixes. live, when set, says
+// which blocks are counted.
+func (s *Store[T, K]) countBlocks(ctx context.Context, b *bbolt.Bucket, live func(K) bool) (int64, error) {
+	var n, seen int64
 	cur := b.Cursor()
 	for k, _ := cur.First(); k != nil; k, _ = cur.Seek(runtime.PrefixEnd(k)) {
-		if n%1024 == 0 {
+		if seen%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
 		}
+		seen++
 		r := runtime.NewKeyReader(k)
-		if _, err := s.d.Keys.Read(r); err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+		id, err := s.d.Keys.Read(r)
+		if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
 			return 0, fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, s.c.Name)
 		}
-		n++
+		if live == nil || live(id) {
+			n++
+		}
 	}
 	return n, nil
 }
 
 // countRange counts the keys of index bucket ib (nil: none yet) in
-// [rng.From, rng.To): one entry per value and block.
-func countRange(ctx context.Context, ib *bbolt.Bucket, rng *runtime.KeyRange) (int64, error) {
+// [rng.From, rng.To) that counted reports true for: one entry per value
+// and block.
+func countRange(ctx context.Context, ib *bbolt.Bucket, rng *runtime.KeyRange, counted func(k, v []byte) (bool, error)) (int64, error) {
 	if ib == nil {
 		return 0, nil
 	}
-	var n int64
+	var n, seen int64
 	cur := ib.Cursor()
-	for k, _ := cur.Seek(rng.From); k != nil && bytes.Compare(k, rng.To) < 0; k, _ = cur.Next() {
-		if n%1024 == 0 {
+	for k, v := cur.Seek(rng.From); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+		if seen%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
 		}
-		n++
+		seen++
+		ok, err := counted(k, v)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			n++
+		}
 	}
 	return n, nil
 }

@@ -17,14 +17,19 @@ import (
 // matches a document once, as ListBy lists it once per value asked for.
 // An index-table lookup may hold stale entries (a write that crashed, one
 // in flight), which only reading the blocks tells apart: CountBy declines
-// and runtime.Repo counts through the listing's verified reads. So does
-// every count of an aggregate with an expires field.
+// and runtime.Repo counts through the listing's verified reads.
+//
+// An aggregate with an expires field is counted the same way, the filter
+// leaving out the documents expired at the repository's clock (liveFilter):
+// the expires entry is a top-level date field, which the filter reads as
+// runtime.Desc.Expired does (set, and not after now), whether or not the
+// TTL monitor has removed them yet.
 
 var _ runtime.CountStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Count implements runtime.CountStore with one countDocuments.
 func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, now time.Time) (int64, bool, error) {
-	if s.d.Expires != nil || (l != nil && s.tables[l.Name]) {
+	if l != nil && s.tables[l.Name] {
 		return 0, false, nil
 	}
 	filter := bson.D{}
@@ -38,10 +43,31 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 		}
 		filter = f
 	}
+	if s.d.Expires != nil {
+		filter = s.liveFilter(filter, now)
+	}
 	runtime.RoundTrip(ctx)
 	n, err := s.coll.CountDocuments(ctx, filter)
 	if err != nil {
 		return 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
 	}
 	return n, true, nil
+}
+
+// liveFilter is filter narrowed to the documents not expired at now:
+// those whose expires field is missing, not a date, the zero time (a
+// date in year 1, which the driver writes for time.Time{}) or after now.
+// A date is stored to the millisecond and now is sent truncated to it,
+// so that "not after now" is exact: a stored time (whole milliseconds)
+// is at most now exactly when it is at most now truncated.
+func (s *Store[T, K]) liveFilter(filter bson.D, now time.Time) bson.D {
+	key := s.d.Expires.Key
+	live := bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: key, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$lte", Value: now}}}}}},
+		bson.D{{Key: key, Value: time.Time{}}},
+	}}}
+	if len(filter) == 0 {
+		return live
+	}
+	return bson.D{{Key: "$and", Value: bson.A{filter, live}}}
 }

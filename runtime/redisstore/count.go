@@ -17,8 +17,16 @@ import (
 // are kept by the lookup protocol and may hold stale members (a write
 // that crashed, one in flight), which only reading the blocks tells
 // apart: the adapter declines and runtime.Repo counts through the
-// listing's verified reads. So it does for an aggregate with an expires
-// field, whose expired blocks only their blocks tell.
+// listing's verified reads.
+//
+// It declines, on a node too, for an aggregate with an expires field: a
+// block is expired by the repository's clock, which Redis's PEXPIREAT
+// (the server's clock, and the block's hash alone, its index members and
+// listing member staying) does not follow, and only the block's hash
+// holds its expires time. An exact count would read the expires entry of
+// every block counted; in one script run that is a server blocked for the
+// whole collection (or the whole range), where the listing reads the
+// blocks 256 at a time between other clients' commands.
 
 var _ runtime.CountStore[struct{}, string] = (*Store[struct{}, string])(nil)
 

@@ -182,6 +182,16 @@ func testExpiry(t *testing.T, e *env) {
 	wantExpiryCount(t, "CountByUser", n, err, 2)
 	n, err = sessions.CountByToken(bg, "t1")
 	wantExpiryCount(t, "CountByToken of the expired block's value", n, err, 0)
+	expiryCounts(t, e.h, c, sessions, "sessions", []expiryCount{
+		{what: "Count a millisecond before s1's moment", at: at(10).Add(-time.Millisecond), n: 3},
+		{what: "Count at s1's moment", at: at(10), n: 2},
+		{what: "CountByUser u a millisecond before s1's moment", at: at(10).Add(-time.Millisecond), lookup: "user", value: "u", n: 3},
+		{what: "CountByUser u at s1's moment", at: at(10), lookup: "user", value: "u", n: 2},
+		{what: "CountByUser u at s3's moment", at: at(20), lookup: "user", value: "u", n: 1},
+		{what: "CountByToken t1 at s1's moment", at: at(10), lookup: "token", value: "t1", n: 0},
+		{what: "CountByToken t2 (never expires) far ahead", at: at(100000), lookup: "token", value: "t2", n: 1},
+	})
+	c.now = at(10)
 
 	// Reads leave the block in the store; the store's DeleteExpired
 	// removes it only once it has expired at the time it is given.
@@ -297,13 +307,13 @@ func testExpiry(t *testing.T, e *env) {
 	wantExpiryCount(t, "CountByUser after Sweep", n, err, 1)
 
 	// An EAO aggregate: the expires field in the root entry.
-	testExpiryEAO(t, c, leases)
-	testExpiryNoLookups(t, c, tickets)
+	testExpiryEAO(t, e.h, c, leases)
+	testExpiryNoLookups(t, e.h, c, tickets)
 }
 
 // testExpiryNoLookups: an aggregate without lookups or version, whose
 // blocks the stores delete without index entries.
-func testExpiryNoLookups(t *testing.T, c *testClock, tickets expiring.TicketRepository) {
+func testExpiryNoLookups(t *testing.T, h Harness, c *testClock, tickets expiring.TicketRepository) {
 	raw, ok := repoOf[expiring.Ticket, string](tickets)
 	if !ok {
 		t.Fatalf("the %T repository does not reveal its runtime.Repo", tickets)
@@ -315,6 +325,11 @@ func testExpiryNoLookups(t *testing.T, c *testClock, tickets expiring.TicketRepo
 	if removed, err := raw.S.DeleteExpired(bg, "k1", at(509)); err != nil || removed {
 		t.Fatalf("DeleteExpired of a live ticket = %v, %v; want false, nil", removed, err)
 	}
+	expiryCounts(t, h, c, tickets, "tickets", []expiryCount{
+		{what: "Count of tickets before k1's moment", at: at(509), n: 3},
+		{what: "Count of tickets at k1's moment", at: at(510), n: 2},
+		{what: "Count of tickets at k2's moment", at: at(520), n: 1},
+	})
 	c.now = at(510)
 	wantErr(t, func() error { _, err := tickets.Get(bg, "k1"); return err }(), runtime.ErrNotFound, "Get of an expired ticket")
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "new"}))
@@ -336,7 +351,7 @@ func testExpiryNoLookups(t *testing.T, c *testClock, tickets expiring.TicketRepo
 	wantErr(t, func() error { _, err := raw.S.Get(bg, "k4"); return err }(), runtime.ErrNotFound, "the store's Get of a swept ticket")
 }
 
-func testExpiryEAO(t *testing.T, c *testClock, leases expiring.LeaseRepository) {
+func testExpiryEAO(t *testing.T, h Harness, c *testClock, leases expiring.LeaseRepository) {
 	c.now = at(200)
 	must(t, leases.Create(bg, &expiring.Lease{ID: "l1", Holder: "h1", Until: at(210)}))
 	must(t, leases.Create(bg, &expiring.Lease{ID: "l2", Holder: "h2", Until: at(220)}))
@@ -346,6 +361,13 @@ func testExpiryEAO(t *testing.T, c *testClock, leases expiring.LeaseRepository) 
 	wantErr(t, func() error { _, err := leases.GetByHolder(bg, "h1"); return err }(), runtime.ErrNotFound, "GetByHolder of an expired lease")
 	n, err := leases.Count(bg)
 	wantExpiryCount(t, "Count of leases", n, err, 2)
+	expiryCounts(t, h, c, leases, "leases", []expiryCount{
+		{what: "Count of leases at l1's moment", at: at(210), n: 2},
+		{what: "Count of leases before l1's moment", at: at(210).Add(-time.Millisecond), n: 3},
+		{what: "CountByHolder h1 at l1's moment", at: at(210), lookup: "holder", value: "h1", n: 0},
+		{what: "CountByHolder h2 at l1's moment", at: at(210), lookup: "holder", value: "h2", n: 1},
+	})
+	c.now = at(210)
 	// Another lease takes h1.
 	must(t, leases.Create(bg, &expiring.Lease{ID: "l4", Holder: "h1", Until: at(300)}))
 	got, err := leases.GetByHolder(bg, "h1")
@@ -370,4 +392,92 @@ func testExpiryEAO(t *testing.T, c *testClock, leases expiring.LeaseRepository) 
 	}
 	wantRepaired(t, "leases after Sweep", leases.Repair)
 	must(t, leases.Create(bg, &expiring.Lease{ID: "l5", Holder: "h3"}))
+}
+
+// expiryCount is one count of an expiring aggregate: Count, or CountBy of
+// lookup at value (a string), at time at.
+type expiryCount struct {
+	what   string
+	at     time.Time
+	lookup string
+	value  string
+	n      int64
+}
+
+// expiryCounts checks counts of repository repo (a generated repository
+// of package expiring, its keys strings) at the times they name, with the
+// repository clock c moved there: each is n, whether the store counts it
+// natively or the repository through the listing; and a store whose
+// harness h says it counts expiring aggregates natively
+// (Harness.ExpiringCounts) must
+// answer Count, and CountBy of each lookup it keeps atomically with its
+// blocks or on a native index, itself (runtime.CountStore), without
+// reading the listing. c is left at the last count's time.
+func expiryCounts(t *testing.T, h Harness, c *testClock, repo any, what string, counts []expiryCount) {
+	t.Helper()
+	switch r := repo.(type) {
+	case expiring.SessionRepository:
+		countExpiring[expiring.Session](t, h, c, r, what, counts)
+	case expiring.LeaseRepository:
+		countExpiring[expiring.Lease](t, h, c, r, what, counts)
+	case expiring.TicketRepository:
+		countExpiring[expiring.Ticket](t, h, c, r, what, counts)
+	default:
+		t.Fatalf("expiryCounts of a %T", repo)
+	}
+}
+
+func countExpiring[T any](t *testing.T, h Harness, c *testClock, repo any, what string, counts []expiryCount) {
+	t.Helper()
+	r, ok := repoOf[T, string](repo)
+	if !ok {
+		t.Fatalf("the %T repository does not reveal its runtime.Repo", repo)
+	}
+	lookup := func(name string) *runtime.Lookup[T] {
+		for _, l := range r.D.Lookups {
+			if l.Name == name {
+				return l
+			}
+		}
+		t.Fatalf("%s have no lookup %s", what, name)
+		return nil
+	}
+	run := func(repo runtime.Repo[T, string], x expiryCount) int64 {
+		t.Helper()
+		c.now = x.at
+		var n int64
+		var err error
+		if x.lookup == "" {
+			n, err = repo.Count(bg)
+		} else {
+			n, err = repo.CountBy(bg, "CountBy"+x.lookup, lookup(x.lookup), runtime.NewKeyRange(runtime.AppendString(nil, x.value)))
+		}
+		must(t, err)
+		return n
+	}
+	clock := runtime.WithClock(c.Now)
+	listing := runtime.NewRepo(r.D, runtime.Store[T, string](noCounts[T, string]{r.S}), clock)
+	for _, x := range counts {
+		if got := run(listing, x); got != x.n {
+			t.Errorf("%s: %s through the listing = %d, want %d", what, x.what, got, x.n)
+		}
+	}
+	cs, ok := r.S.(runtime.CountStore[T, string])
+	if !ok {
+		if h.ExpiringCounts {
+			t.Errorf("%s: the harness says the store counts expiring aggregates natively, but it does not count (runtime.CountStore)", h.Name)
+		}
+		return
+	}
+	native, _ := r.S.(interface{ Native(name string) bool })
+	for _, x := range counts {
+		spy := &countSpy[T, string]{Store: r.S, cs: cs}
+		if got := run(runtime.NewRepo(r.D, runtime.Store[T, string](spy), clock), x); got != x.n {
+			t.Errorf("%s: %s = %d, want %d (counted natively: %v)", what, x.what, got, x.n, len(spy.answered) > 0)
+		}
+		want := h.ExpiringCounts && (x.lookup == "" || (native != nil && native.Native(x.lookup)) || (native == nil && r.S.Caps().AtomicLookups))
+		if want && len(spy.answered) == 0 {
+			t.Errorf("%s: %s: the store declined to count natively (it reads the listing), but its harness says it counts expiring aggregates natively", what, x.what)
+		}
+	}
 }

@@ -106,12 +106,17 @@ type Harness struct {
 	// SinglePuts: the store writes PutMany of versioned blocks with the
 	// single calls although it batches the rest (MongoDB: a bulkWrite does
 	// not say which replacement its version condition refused).
-	SinglePuts  bool
-	Declaration *access.Store
-	Requests    func() int
-	Mode        access.Mode
-	Tables      func(access.Lookup) bool
-	Facts       map[access.Term]int
+	SinglePuts bool
+	// ExpiringCounts: the store counts an aggregate with an expires field
+	// natively (runtime.CountStore), the expired blocks left out by the
+	// repository's clock: Count, and CountBy of a lookup kept atomically
+	// with its blocks or on a native index. The Expiry subtest checks it.
+	ExpiringCounts bool
+	Declaration    *access.Store
+	Requests       func() int
+	Mode           access.Mode
+	Tables         func(access.Lookup) bool
+	Facts          map[access.Term]int
 }
 
 // DB is an empty database of one store, as Harness.Open returns it: the

@@ -47,11 +47,15 @@ type LeaseRepository interface {
 
 	// CountByHolder returns the number of Lease aggregates that ListByHolder
 	// returns over all its pages for v. Aggregates whose until has passed (by the
-	// repository's clock) are left out. Cost: only its block tells whether an
-	// aggregate has expired, so on every store the count reads the matching
-	// aggregates as ListByHolder does, in pages of 256 (a read transaction per
-	// page on bbolt, a few round trips per page elsewhere): reads proportional to
-	// the count.
+	// repository's clock) are left out. Cost: on bbolt one read transaction
+	// counting the index keys in range and reading the until entry of each one's
+	// block (that entry alone), on MongoDB one countDocuments served by the
+	// lookup's native index with a filter on until; no aggregate is read whole. On
+	// Redis (where only a block's hash tells whether it has expired), and where
+	// index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when the
+	// IndexTables or UniqueTables option keeps the lookup in an index table), the
+	// count reads the matching aggregates as ListByHolder does, checking each, in
+	// pages of 256 (a few round trips per page): reads proportional to the count.
 	CountByHolder(ctx context.Context, v string) (int64, error)
 
 	// GetByHolder reads the Lease aggregate that holds the given holder, which is
@@ -62,10 +66,14 @@ type LeaseRepository interface {
 
 	// Count returns the number of Lease aggregates: as many as List returns over
 	// all its pages. Aggregates whose until has passed (by the repository's clock)
-	// are left out. Cost: only its block tells whether an aggregate has expired,
-	// so on every store the count reads the aggregates as List does, in pages of
-	// 256 (a read transaction per page on bbolt, a few round trips per page
-	// elsewhere): reads proportional to the count.
+	// are left out. Cost: on bbolt one read transaction, seeking from block to
+	// block and reading the until entry of each (that entry alone); on MongoDB one
+	// countDocuments with a filter on until; on DynamoDB a Scan with Select COUNT
+	// and a filter on until, one round trip per MB of items (DynamoDB reads them,
+	// and bills them, but returns only their number). On Redis, where only a
+	// block's hash tells whether it has expired, the count reads the aggregates as
+	// List does, in pages of 256 (a few round trips per page): reads proportional
+	// to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Lease blocks, each as Create would. Each item is

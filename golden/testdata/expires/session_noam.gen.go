@@ -101,11 +101,16 @@ type SessionRepository interface {
 
 	// CountByToken returns the number of Session aggregates that ListByToken
 	// returns over all its pages for v. Aggregates whose expiresAt has passed (by
-	// the repository's clock) are left out. Cost: only its block tells whether an
-	// aggregate has expired, so on every store the count reads the matching
-	// aggregates as ListByToken does, in pages of 256 (a read transaction per page
-	// on bbolt, a few round trips per page elsewhere): reads proportional to the
-	// count.
+	// the repository's clock) are left out. Cost: on bbolt one read transaction
+	// counting the index keys in range and reading the expiresAt entry of each
+	// one's block (that entry alone), on MongoDB one countDocuments served by the
+	// lookup's native index with a filter on expiresAt; no aggregate is read
+	// whole. On Redis (where only a block's hash tells whether it has expired),
+	// and where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB
+	// when the IndexTables or UniqueTables option keeps the lookup in an index
+	// table), the count reads the matching aggregates as ListByToken does,
+	// checking each, in pages of 256 (a few round trips per page): reads
+	// proportional to the count.
 	CountByToken(ctx context.Context, v string) (int64, error)
 
 	// GetByToken reads the Session aggregate that holds the given token, which is
@@ -122,19 +127,28 @@ type SessionRepository interface {
 
 	// CountByUser returns the number of Session aggregates that ListByUser returns
 	// over all its pages for v. Aggregates whose expiresAt has passed (by the
-	// repository's clock) are left out. Cost: only its block tells whether an
-	// aggregate has expired, so on every store the count reads the matching
-	// aggregates as ListByUser does, in pages of 256 (a read transaction per page
-	// on bbolt, a few round trips per page elsewhere): reads proportional to the
-	// count.
+	// repository's clock) are left out. Cost: on bbolt one read transaction
+	// counting the index keys in range and reading the expiresAt entry of each
+	// one's block (that entry alone), on MongoDB one countDocuments served by the
+	// lookup's native index with a filter on expiresAt; no aggregate is read
+	// whole. On Redis (where only a block's hash tells whether it has expired),
+	// and where index entries may be stale (DynamoDB, Redis Cluster, and MongoDB
+	// when the IndexTables or UniqueTables option keeps the lookup in an index
+	// table), the count reads the matching aggregates as ListByUser does, checking
+	// each, in pages of 256 (a few round trips per page): reads proportional to
+	// the count.
 	CountByUser(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Session aggregates: as many as List returns over
 	// all its pages. Aggregates whose expiresAt has passed (by the repository's
-	// clock) are left out. Cost: only its block tells whether an aggregate has
-	// expired, so on every store the count reads the aggregates as List does, in
-	// pages of 256 (a read transaction per page on bbolt, a few round trips per
-	// page elsewhere): reads proportional to the count.
+	// clock) are left out. Cost: on bbolt one read transaction, seeking from block
+	// to block and reading the expiresAt entry of each (that entry alone); on
+	// MongoDB one countDocuments with a filter on expiresAt; on DynamoDB a Scan
+	// with Select COUNT and a filter on expiresAt, one round trip per MB of items
+	// (DynamoDB reads them, and bills them, but returns only their number). On
+	// Redis, where only a block's hash tells whether it has expired, the count
+	// reads the aggregates as List does, in pages of 256 (a few round trips per
+	// page): reads proportional to the count.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Session blocks, each as Create would. Each item is

@@ -73,7 +73,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} (one batch)"}}},
 		{Methods: []access.Method{access.List}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$gt: cursor}} sort {_id: 1} limit n+1 (one batch)"}}},
 		{Methods: []access.Method{access.All}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerBlocks, Op: "find $coll sort {_id: 1}, one find per 100 blocks"}}},
-		{Methods: []access.Method{access.Count}, Atomic: "one command; with an expires field, the blocks are read as List reads them, to leave the expired ones out",
+		{Methods: []access.Method{access.Count}, Atomic: "one command; with an expires field, the filter leaves out the documents whose expires time is set and not after the repository's clock",
 			Steps: []access.Step{{N: 1, Op: "countDocuments $coll {}"}}},
 		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id.<scope parts>: ..., _id.<counted part>: {$gt: cursor}} sort by the counted part"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
@@ -118,7 +118,7 @@ var Store = &access.Store{
 
 		{Methods: []access.Method{access.GetBy}, When: access.ByNative, Atomic: one, Steps: []access.Step{{N: 1, Op: "findOne $coll {$paths} (native index)"}}},
 		{Methods: []access.Method{access.ListBy}, When: access.ByNative, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "find $coll {$paths in the query's range} sort {$paths, _id} limit n+1 (native index)"}}},
-		{Methods: []access.Method{access.CountBy}, When: access.ByNative, Atomic: "one command (the index is kept with the documents); with an expires field, the blocks are read as ListBy reads them, to leave the expired ones out",
+		{Methods: []access.Method{access.CountBy}, When: access.ByNative, Atomic: "one command (the index is kept with the documents); with an expires field, the filter also leaves out the documents whose expires time is set and not after the repository's clock",
 			Steps: []access.Step{{N: 1, Op: "countDocuments $coll {$paths in the query's range} (native index; a document once, as ListBy lists it)"}}},
 		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the entry is read, then its block, which must hold the value (a stale entry is skipped)",
 			Steps: []access.Step{{N: 1, Op: "find $index {_id: hex(value)}"}, {N: 1, Op: "find $coll {_id: the entry's id}"}}},
