@@ -289,7 +289,7 @@ func (s *Store[T, K]) written(op string, id K, err error) (bool, error) {
 
 // protocolUpdate writes the changes of u, which change lookup values.
 func (s *Store[T, K]) protocolUpdate(ctx context.Context, op string, id K, u runtime.Update[T]) error {
-	return s.run(ctx, op, id, hasUnique(s.d.LookupsOf(u.Keys()...)), func() (index.Attempt, error) {
+	return s.run(ctx, op, id, hasUnique(s.lookups), func() (index.Attempt, error) {
 		st, err := s.readState(ctx, id)
 		if err != nil {
 			return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
