@@ -20,8 +20,9 @@ import (
 // Unique values in one transaction.
 //
 // Where the endpoint has TransactWriteItems, a write that claims or
-// releases unique values (Create, Put, Delete of a block with a unique
-// lookup; Update, Set and Append of a field a unique lookup reads) is one
+// releases unique values (Create, Put, Delete and an Update of indexed
+// entries of a block with a unique lookup; Set and Append of a field a
+// unique lookup reads: what explain counts as writing one) is one
 // TransactWriteItems: the block write with the very condition the
 // protocol's block write has (its stamp, version, existence and layout
 // guards), a Put of each index item the block gains (a unique claim on
