@@ -270,7 +270,7 @@ func client(srv *dynalitetest.Server) *dynamodb.Client {
 	defer clientsMu.Unlock()
 	c := clients[srv]
 	if c == nil {
-		c = srv.Client(countDynamo)
+		c = srv.Client(CountDynamo)
 		clients[srv] = c
 	}
 	return c
@@ -278,25 +278,41 @@ func client(srv *dynalitetest.Server) *dynamodb.Client {
 
 // Dynamo is the harness of DynamoDB: dynalite (or NOAM_DYNAMO_ENDPOINT)
 // shared by the tests of the package, fresh tables (a new table-name
-// prefix) per test.
+// prefix) per test. Writes of unique values run the protocol: dynalite
+// has no transactions (Options.Transactions auto detects it), and on
+// NOAM_DYNAMO_ENDPOINT transactions are off so that the protocol stays
+// tested there (integration/dyntest runs them).
 func Dynamo() storetest.Harness {
-	return dynamoHarness(func(t *testing.T) storetest.DB {
+	return DynamoHarness(func(t *testing.T) storetest.DB {
 		needMain(t)
 		srv := dynalitetest.Shared(t)
-		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t)}}
+		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}}
 	})
+}
+
+// protocolTx is the Options.Transactions of the dynalite harnesses: auto
+// on dynalite (which detects none), off on NOAM_DYNAMO_ENDPOINT.
+func protocolTx() dynamostore.Tx {
+	if os.Getenv(dynalitetest.EnvEndpoint) != "" {
+		return dynamostore.TxOff
+	}
+	return dynamostore.TxAuto
 }
 
 // DynamoPrivate is the harness of a dynalite of each test's own, paused
 // with SIGSTOP (DB.Pause): for Deadlines.
 func DynamoPrivate() storetest.Harness {
-	return dynamoHarness(func(t *testing.T) storetest.DB {
+	return DynamoHarness(func(t *testing.T) storetest.DB {
 		srv := dynalitetest.Start(t)
-		return storetest.DB{Dynamo: srv.Client(countDynamo), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t)}, Pause: srv.Pause}
+		return storetest.DB{Dynamo: srv.Client(CountDynamo), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}, Pause: srv.Pause}
 	})
 }
 
-func dynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
+// DynamoHarness is the harness of the DynamoDB databases open opens (whose
+// clients count their requests with CountDynamo), writing unique values
+// with the protocol (Mode: set it to dynamolayout.Transactions for
+// databases whose writes of unique values are transactions).
+func DynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 	return storetest.Harness{
 		Name: "dynamo",
 		// Count: a Scan whose FilterExpression leaves the expired items out.
@@ -305,6 +321,7 @@ func dynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 		Concurrent:     true, // every block write is one conditional request
 		Open:           open,
 		Declaration:    dynamolayout.Store,
+		Mode:           dynamolayout.Protocol,
 		Requests:       func() int { return int(dynamoRequests.Load()) },
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
@@ -349,8 +366,8 @@ func (c countingClient) Do(r *http.Request) (*http.Response, error) {
 	return c.next.Do(r)
 }
 
-// countDynamo is a client option that counts the client's requests.
-func countDynamo(o *dynamodb.Options) {
+// CountDynamo is a client option that counts the client's requests.
+func CountDynamo(o *dynamodb.Options) {
 	next := o.HTTPClient
 	if next == nil {
 		next = awshttp.NewBuildableClient()

@@ -27,7 +27,10 @@
 //     transactions by the lookup engine, runtime/index (new index items
 //     before the block, stale ones removed after, reads verify and skip
 //     stale items, Repair), over the primitives of primitives.go: see
-//     lookups.go and RELIABILITY.md.
+//     lookups.go and RELIABILITY.md. Where the endpoint has transactions
+//     (Options.Transactions), a write that claims or releases unique
+//     values is instead one TransactWriteItems of the block and its index
+//     items (tx.go).
 //   - Counters (noam:"id,counter") are items of the table "noam_counters",
 //     bumped with UpdateItem ADD. The blocks of a scoped counter are also
 //     index items (lookup ScopeLookup, sort key the block key), so that
@@ -102,6 +105,10 @@ type Options struct {
 	// TablePrefix is put before every table name ("prod_" makes
 	// "prod_Game", "prod_Game__index", "prod_noam_counters").
 	TablePrefix string
+	// Transactions says whether a write that claims or releases unique
+	// values is one TransactWriteItems (tx.go): TxAuto (the default)
+	// where the endpoint has them, TxOn, TxOff (the protocol).
+	Transactions Tx
 }
 
 // RepoOption makes Options a runtime.Option.

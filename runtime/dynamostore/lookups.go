@@ -159,8 +159,16 @@ func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
 
 // run runs a protocol write of block id through the engine: read is
 // called once per attempt, after a backoff from the second on, to read
-// the block and say what to write.
-func (s *Store[T, K]) run(ctx context.Context, op string, id K, read func() (index.Attempt, error)) error {
+// the block and say what to write. A write of unique values (unique) is
+// one transaction per attempt where they are on (tx.go).
+func (s *Store[T, K]) run(ctx context.Context, op string, id K, unique bool, read func() (index.Attempt, error)) error {
+	if tx, err := s.inTx(ctx, op, id, unique); err != nil {
+		return err
+	} else if tx {
+		if err := s.txRun(ctx, op, id, false, read); err != errProtocol {
+			return err
+		}
+	}
 	n := 0
 	return s.eng.Run(ctx, op, id, s.d.Keys.Bytes(id), func() (index.Attempt, error) {
 		if err := backoff(ctx, n); err != nil {
@@ -214,12 +222,21 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 						w.cond = append(w.cond, "attribute_not_exists("+w.e.name(s.d.Version.Key)+")")
 					}
 				}
-				_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+				err := s.blockPut(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
 					ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
 				return s.written(op, id, err)
 			}}, nil
 	}
+	unique := hasUnique(s.lookups)
 	if insert {
+		if tx, err := s.inTx(ctx, op, id, unique); err != nil {
+			return err
+		} else if tx {
+			err := s.txRun(ctx, op, id, true, func() (index.Attempt, error) { return attempt(state[T]{}) })
+			if err != errProtocol {
+				return err
+			}
+		}
 		a, err := attempt(state[T]{})
 		if err != nil {
 			return err
@@ -230,7 +247,7 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 		}
 		return err
 	}
-	return s.run(ctx, op, id, func() (index.Attempt, error) {
+	return s.run(ctx, op, id, unique, func() (index.Attempt, error) {
 		st, err := s.readState(ctx, id)
 		if err != nil {
 			return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
@@ -272,7 +289,7 @@ func (s *Store[T, K]) written(op string, id K, err error) (bool, error) {
 
 // protocolUpdate writes the changes of u, which change lookup values.
 func (s *Store[T, K]) protocolUpdate(ctx context.Context, op string, id K, u runtime.Update[T]) error {
-	return s.run(ctx, op, id, func() (index.Attempt, error) {
+	return s.run(ctx, op, id, hasUnique(s.lookups), func() (index.Attempt, error) {
 		st, err := s.readState(ctx, id)
 		if err != nil {
 			return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
@@ -307,7 +324,7 @@ func (s *Store[T, K]) stamped(op string, id K, st state[T], before index.Keys, w
 		Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {
 			w.set = append(w.set, w.e.name(SeqAttr)+" = "+w.e.value(num(stamp.Seq)))
 			stampCond(w, st)
-			_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
+			err := s.blockUpdate(ctx, w.input(s.table, s.key(id)))
 			return s.written(op, id, err)
 		}}
 }
@@ -315,7 +332,7 @@ func (s *Store[T, K]) stamped(op string, id K, st state[T], before index.Keys, w
 // protocolAppend appends to a partition whose elements lookups read.
 func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *runtime.Field[T], elem any, v types.AttributeValue, wv []types.AttributeValue, wf []*runtime.Field[T]) (int, error) {
 	var n int64
-	err := s.run(ctx, op, id, func() (index.Attempt, error) {
+	err := s.run(ctx, op, id, hasUnique(s.d.LookupsOf(f.Key)), func() (index.Attempt, error) {
 		st, err := s.readState(ctx, id)
 		if err != nil {
 			return index.Attempt{}, wrap(op, s.d.Aggregate, id, err)
@@ -347,6 +364,17 @@ func (s *Store[T, K]) protocolAppend(ctx context.Context, op string, id K, f *ru
 // read, then (the engine) its index items: those of the incarnation it
 // removed.
 func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K, cond *deleteCond[T]) error {
+	if cond == nil {
+		// One transaction where they are on (tx.go); Sweep's deletes of
+		// expired blocks keep the protocol.
+		if tx, err := s.inTx(ctx, op, id, hasUnique(s.lookups)); err != nil {
+			return err
+		} else if tx {
+			if err := s.txDelete(ctx, op, id); err != errProtocol {
+				return err
+			}
+		}
+	}
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)

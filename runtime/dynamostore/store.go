@@ -42,6 +42,7 @@ type Store[T any, K comparable] struct {
 	// now is the repository's clock (runtime.WithClock), for ReadElems of
 	// an expired block.
 	now func() time.Time
+	tx  Tx // Options.Transactions
 }
 
 // ScopeLookup names the index that lists the blocks of one counter scope
@@ -63,7 +64,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 			o = x
 		}
 	}
-	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups, now: runtime.NowFunc(opts)}
+	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups, now: runtime.NowFunc(opts), tx: o.Transactions}
 	s.listy = d.Slices()
 	if d.Counter != nil {
 		var zero K
@@ -127,6 +128,10 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	}
 	if err == nil {
 		err = s.ensureTTL(ctx)
+	}
+	if err == nil && hasUnique(s.lookups) {
+		// Whether writes of unique values are transactions (tx.go).
+		_, err = s.Transactions(ctx)
 	}
 	if err != nil {
 		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)

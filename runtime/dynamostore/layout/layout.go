@@ -35,6 +35,15 @@ const (
 	AppendPast       = 1 << 16
 )
 
+// The deployments whose requests differ (access.Store.Modes): writes of
+// unique values run the lookup protocol (an endpoint without
+// transactions: dynalite; or dynamostore.TxOff), or are one
+// TransactWriteItems (dynamostore.Options.Transactions).
+const (
+	Protocol     access.Mode = "protocol"
+	Transactions access.Mode = "transactions"
+)
+
 const (
 	one      = "one item: the block is read or written whole, atomically"
 	each     = "each block is read whole (not a snapshot across blocks)"
@@ -48,11 +57,34 @@ var (
 	gained  = access.Step{N: 1, Per: access.PerGained, Op: "PutItem " + Index + " per index item the block gains (attribute_not_exists(k) for a unique value)"}
 	lost    = access.Step{N: 1, Per: access.PerLost, Op: "DeleteItem " + Index + " per index item the block loses"}
 	guarded = " (on condition of _seq and _inc)"
+	// txAtomic is what a write of unique values does atomically.
+	txAtomic = "transactions: the block and its index items together, all or nothing (the protocol for a write of more than 100 items, or one that meets a stale claim); protocol: "
+	// tx is the one request of a write of unique values with transactions.
+	tx = func(block string) access.Step {
+		return access.Step{Mode: Transactions, N: 1, Op: "TransactWriteItems [" + block + "; Put " + Index + " per index item the block gains (a unique value on condition attribute_not_exists(k) or that it is this block's); Delete " + Index + " per index item it loses (a unique value on condition that it is this block's or gone)] with a ClientRequestToken"}
+	}
 )
+
+// inProtocol limits steps to the protocol deployment.
+func inProtocol(steps ...access.Step) []access.Step {
+	out := make([]access.Step, len(steps))
+	for i, p := range steps {
+		p.Mode = Protocol
+		out[i] = p
+	}
+	return out
+}
+
+// both is the steps of a write of unique values: common, then the
+// protocol's steps or the transaction.
+func both(common []access.Step, protocol []access.Step, block string) []access.Step {
+	out := append(append([]access.Step{}, common...), inProtocol(protocol...)...)
+	return append(out, tx(block))
+}
 
 // Store is the DynamoDB declaration.
 var Store = &access.Store{
-	Name: "dynamo", Title: "DynamoDB", KeyStyle: access.KeyAttribute, ScopeItems: true,
+	Name: "dynamo", Title: "DynamoDB", KeyStyle: access.KeyAttribute, ScopeItems: true, Modes: []access.Mode{Protocol, Transactions},
 	Names:    access.Names{Index: Index, Counter: Counters},
 	Elements: 2,
 	Summary:  `Table "$coll" (after the optional dynamostore.Options.TablePrefix) holds one item per block (NoAM Fig. 5): the partition key _id is the block key (N for an integer key, B holding the order-preserving encoding of a string or composite key), and every entry is an attribute of its own in native attribute values (S, N, BOOL, M, L, NULL); a partitioned field is a list attribute written element by element, its length in the map _len.`,
@@ -77,6 +109,7 @@ var Store = &access.Store{
 	Notes: []access.Note{
 		{Text: "A write of one block is one request on one item (PutItem, UpdateItem, DeleteItem) whose ConditionExpression checks the version (and the element index or count) and bumps it: atomic without transactions."},
 		{When: access.Indexed, Text: "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions)."},
+		{When: access.Indexed, Text: "Where the endpoint has transactions (dynamostore.Options.Transactions: auto, the default, detects them once per client with a TransactGetItems; dynalite has none), a write that claims or releases unique values is one TransactWriteItems of the block write (its usual condition) and its index items (claims on condition attribute_not_exists(k)), with a ClientRequestToken so that a resend is not applied twice: no stale items, nothing to verify or repair. A write of more than 100 items, or one that meets a stale claim left by the protocol, runs the protocol."},
 		{Text: "An item (the whole block: attribute names and values) is at most 409600 bytes (400 KB); a block key (the partition key) at most 2048 bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most 1024 bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent."},
 		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
 		{Text: "A block written in another layout (ETF or EAO, a field whole or partitioned) reads right. Put rewrites the item whole in the current layout; an entry-level write checks the layout in its own ConditionExpression (attribute_not_exists(_root) for an ETF field, _len for a partition's elements) and fails with runtime.ErrLayout writing nothing, or converts the block in the same request (an EAO root write REMOVEs the ETF attributes, a partition written whole gets its count). Migrate rewrites old blocks, each with one PutItem on condition that the item is as read."},
@@ -104,18 +137,32 @@ var Store = &access.Store{
 				{N: 1, Per: access.PerRetry, Op: "BatchGetItem or BatchWriteItem of the unprocessed keys and items, with backoff, until the context ends"}}},
 		{Methods: []access.Method{access.DeleteMany}, Atomic: "each item as its Delete; the items are not atomic together (the failed ones are reported, the others removed)",
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Delete (it reads the block's index items first), 8 at a time when the keys are distinct, in order otherwise"}}},
+		{Methods: []access.Method{access.Create}, When: access.Indexed | access.WritesUnique, Atomic: txAtomic + protocol + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
+			Steps: both([]access.Step{counter}, []access.Step{gained, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)" + guarded}}, "Put $coll {the whole item} attribute_not_exists(_id)")},
 		{Methods: []access.Method{access.Create}, When: access.Indexed, Atomic: protocol + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, gained, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)" + guarded}}},
 		{Methods: []access.Method{access.Create}, Atomic: one + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, {N: 1, Op: "PutItem $coll {the whole item} attribute_not_exists(_id)"}}},
+		{Methods: []access.Method{access.Put}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol,
+			Steps: both([]access.Step{counter, read}, []access.Step{gained, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]" + guarded}, lost}, "Put $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]"+guarded)},
 		{Methods: []access.Method{access.Put}, When: access.Writes, Atomic: protocol,
 			Steps: []access.Step{counter, read, gained, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)]" + guarded}, lost}},
 		{Methods: []access.Method{access.Put}, Atomic: one + "[?created:; the read of $created is retried while the block's changes in between]",
 			Steps: []access.Step{counter, {When: access.HasCreated, N: 1, Op: "GetItem $coll {_id} ProjectionExpression $created (a block that exists keeps it)"}, {N: 1, Op: "PutItem $coll {the whole item}[?version: on condition $version = v (attribute_not_exists(_id) when v is 0)][?created: and $created as read]"}}},
+		{Methods: []access.Method{access.Delete}, When: access.Indexed | access.WritesUnique, Atomic: "transactions: the item and its index items together, all or nothing (the protocol past 100 items); protocol: the item delete is atomic; its index items are removed after it",
+			Steps: both([]access.Step{{N: 1, Op: "GetItem $coll {_id} (indexed attributes, _inc)"}}, []access.Step{{N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}, {N: 1, Per: access.PerEntry, Op: "DeleteItem " + Index + " per index item of the block"}}, "Delete $coll {_id} attribute_exists(_id)"+guarded)},
 		{Methods: []access.Method{access.Delete}, When: access.Indexed, Atomic: "the item delete is atomic; its index items are removed after it",
 			Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id} (indexed attributes, _inc)"}, {N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}, {N: 1, Per: access.PerEntry, Op: "DeleteItem " + Index + " per index item of the block"}}},
 		{Methods: []access.Method{access.Delete}, Atomic: one, Steps: []access.Step{{N: 1, Op: "DeleteItem $coll {_id} attribute_exists(_id)"}}},
 
+		{Methods: []access.Method{access.Set}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol,
+			Steps: both([]access.Step{read}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)" + guarded}, lost}, "Update $coll {SET $field"+bump+"} attribute_exists(_id)"+guarded)},
+		{Methods: []access.Method{access.SetAt}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol,
+			Steps: both([]access.Step{read}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field" + guarded}, lost}, "Update $coll {SET $field[i]"+bump+"} on condition i < "+Len+".$field"+guarded)},
+		{Methods: []access.Method{access.Update}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol + "; an update that changes no indexed entry is one UpdateItem, atomic",
+			Steps: both([]access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}, "Update $coll {SET of the entries given"+bump+"} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]"+guarded)},
+		{Methods: []access.Method{access.Append}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol,
+			Steps: both([]access.Step{read}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET $field = list_append($field, [the new element]), " + Len + ".$field = n+1" + bump + "} on condition " + Len + ".$field = n (retried when another append came first)" + guarded}, lost}, "Update $coll {SET $field = list_append($field, [the new element]), "+Len+".$field = n+1"+bump+"} on condition "+Len+".$field = n"+guarded)},
 		{Methods: []access.Method{access.Set}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)" + guarded}, lost}},
 		{Methods: []access.Method{access.SetAt}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field" + guarded}, lost}},
 		{Methods: []access.Method{access.Update}, When: access.Writes, Atomic: protocol + "; an update that changes no indexed entry is one UpdateItem, atomic",
@@ -143,7 +190,7 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "Scan $coll (the blocks' indexed attributes)"}, {Op: "Query " + Index + " per lookup", When: access.HasLookups}, {Op: "PutItem / DeleteItem " + Index + " for the missing and stale items", When: access.HasLookups}}},
 		sweepIndexed, sweep,
 		{Methods: []access.Method{access.Ensure}, Atomic: "each request on its own; safe to repeat",
-			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}, {Op: "the same for " + Schema + " (partition key _id: S); then (runtime.Repo) a GetItem of the collection's schema record and, when the layout changed, a PutItem of it on condition that it is still the one read"}}},
+			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}, {Op: "the same for " + Schema + " (partition key _id: S)"}, {When: access.HasLookups, Op: "with a unique lookup and dynamostore.Options.Transactions auto: once per client, a TransactGetItems of " + Schema + " (whether the endpoint has transactions)"}, {Op: "then (runtime.Repo) a GetItem of the collection's schema record and, when the layout changed, a PutItem of it on condition that it is still the one read"}}},
 	},
 }
 

@@ -1,0 +1,74 @@
+package dyntest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/noamgen/noamgen/internal/storeharness"
+	"github.com/noamgen/noamgen/runtime/dynamostore"
+	dynamolayout "github.com/noamgen/noamgen/runtime/dynamostore/layout"
+	"github.com/noamgen/noamgen/runtime/storetest"
+)
+
+// Harness is the conformance harness of the DynamoDB adapter with writes
+// of unique values in transactions: a minidyn of each test's own (or
+// NOAM_DYNAMO_ENDPOINT, with transactions on), whose clients count their
+// requests as storeharness.Dynamo's do, for the declared requests of the
+// transactions deployment (dynamolayout.Transactions). On minidyn it skips
+// the subtests its gaps break (minidynGaps).
+func Harness() storetest.Harness {
+	h := storeharness.DynamoHarness(func(t *testing.T) storetest.DB {
+		srv := Start(t)
+		if !srv.External {
+			skipGaps(t)
+		}
+		o := dynamostore.Options{TablePrefix: srv.Prefix(t)}
+		if srv.External {
+			o.Transactions = dynamostore.TxOn
+		}
+		return storetest.DB{Dynamo: srv.Client(storeharness.CountDynamo), DynamoOptions: o}
+	})
+	h.Name = "dynamo-tx"
+	h.Mode = dynamolayout.Transactions
+	return h
+}
+
+// The gaps of minidyn v0.8.2 that the middleware cannot paper over. The
+// subtests they break fail the same way with the protocol
+// (Options.Transactions TxOff): they are the server's, not the
+// transactions'.
+const (
+	binaryQuery = "minidyn's Query orders binary sort keys wrongly and repeats items across pages, and its Scan pages skip items: ListBy, CountBy, List and Repair read so"
+	elemProject = "minidyn's projections of list elements (ListRounds: GetItem of rounds[i], ...) return the wrong elements, and panic past the end"
+	emptyLost   = "minidyn loses the type of empty lists and maps on the wire (the harness reads them as NULL), so the stored entries differ"
+	restored    = "a cancelled transaction makes minidyn restore its tables from a copy that drops the type of every empty list and map; the harness retypes them as NULL right after, but concurrent writers meet them first (and a NULL partition refuses list_append)"
+	noLimit     = "minidyn has no 400 KB item limit"
+	noTTL       = "minidyn has no DescribeTimeToLive / UpdateTimeToLive"
+)
+
+// minidynGaps are the subtests (storetest names) minidyn's gaps break.
+var minidynGaps = map[string]string{
+	"CreateDuplicate": binaryQuery, "Delete": binaryQuery, "SettersWriteOnlyTheirEntry": binaryQuery,
+	"AppendIndexes": binaryQuery, "UpdateSeveralEntries": binaryQuery, "UpdateIfVersion": binaryQuery,
+	"LookupEq": binaryQuery, "LookupComposite": binaryQuery, "UniqueConflicts": binaryQuery,
+	"UniqueValuesFreed": binaryQuery, "LookupValuesMove": binaryQuery, "RepairHealthy": binaryQuery,
+	"ConcurrentAppends": binaryQuery, "UpdateLookupAndUnreadPartition": binaryQuery, "Counts": binaryQuery,
+	"CountsStaleEntry": binaryQuery, "Batch": binaryQuery, "ListChangesBetweenPages": binaryQuery,
+	"RoundTrip": elemProject, "PutShrinksPartition": elemProject, "ListElements": elemProject,
+	"ListElementsCursors": elemProject, "ListElementsWhileAppending": elemProject, "DeclaredRequests": elemProject + " (dyntest's TestTransactions checks the declared requests of the writes)",
+	"DepthLimit": elemProject, "Hooks": elemProject,
+	"Layout": emptyLost, "ConcurrentUniqueClaims": restored,
+	"ValueTooLarge": noLimit,
+	"Expiry":        noTTL,
+}
+
+// skipGaps skips t if it is a subtest minidyn's gaps break.
+func skipGaps(t *testing.T) {
+	name := t.Name()
+	parts := strings.Split(name, "/")
+	for _, p := range parts[1:] {
+		if why, ok := minidynGaps[p]; ok {
+			t.Skipf("minidyn: %s", why)
+		}
+	}
+}
