@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v go >/dev/null 2>&1; then
-	echo "test-all: Go is not installed (need Go 1.24 or later)" >&2
+	echo "test-all: Go is not installed (need Go 1.26 or later)" >&2
 	exit 1
 fi
 echo "== $(go version)"
