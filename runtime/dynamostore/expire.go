@@ -126,15 +126,9 @@ func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (b
 // expires entry as read.
 func (s *Store[T, K]) deleteRead(ctx context.Context, op string, id K, cond *deleteCond[T]) error {
 	for attempt := range maxAttempts {
-		if err := backoff(ctx, attempt); err != nil {
-			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
-		st, err := s.readState(ctx, id)
+		st, err := s.readFound(ctx, op, id, attempt)
 		if err != nil {
-			return wrap(op, s.d.Aggregate, id, err)
-		}
-		if !st.found {
-			return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+			return err
 		}
 		if cond.keep(st.t) {
 			return errKept

@@ -80,6 +80,23 @@ type state[T any] struct {
 	t       *T
 }
 
+// readFound is attempt's read of a write that needs block id: it backs
+// off (backoff), then reads the block's state; runtime.ErrNotFound when
+// the block does not exist.
+func (s *Store[T, K]) readFound(ctx context.Context, op string, id K, attempt int) (state[T], error) {
+	if err := backoff(ctx, attempt); err != nil {
+		return state[T]{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	st, err := s.readState(ctx, id)
+	if err != nil {
+		return st, wrap(op, s.d.Aggregate, id, err)
+	}
+	if !st.found {
+		return st, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+	}
+	return st, nil
+}
+
 func (s *Store[T, K]) readState(ctx context.Context, id K) (state[T], error) {
 	var st state[T]
 	item, err := s.getItem(ctx, id, "", nil)
@@ -376,15 +393,9 @@ func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K, cond 
 		}
 	}
 	for attempt := range maxAttempts {
-		if err := backoff(ctx, attempt); err != nil {
-			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
-		st, err := s.readState(ctx, id)
+		st, err := s.readFound(ctx, op, id, attempt)
 		if err != nil {
-			return wrap(op, s.d.Aggregate, id, err)
-		}
-		if !st.found {
-			return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+			return err
 		}
 		if cond != nil && cond.keep(st.t) {
 			return errKept

@@ -398,15 +398,9 @@ func (s *Store[T, K]) txRun(ctx context.Context, op string, id K, insert bool, r
 func (s *Store[T, K]) txDelete(ctx context.Context, op string, id K) error {
 	block := s.d.Keys.Bytes(id)
 	for attempt := range maxAttempts {
-		if err := backoff(ctx, attempt); err != nil {
-			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
-		st, err := s.readState(ctx, id)
+		st, err := s.readFound(ctx, op, id, attempt)
 		if err != nil {
-			return wrap(op, s.d.Aggregate, id, err)
-		}
-		if !st.found {
-			return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
+			return err
 		}
 		u := &update{e: newExpr()}
 		u.cond = append(u.cond, "attribute_exists("+u.e.name(IDAttr)+")")
