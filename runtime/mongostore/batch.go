@@ -46,28 +46,9 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 	}
 	var b bulk[K]
 	defer b.release()
-	var ready error
-	checked := false
-	for i, t := range ts {
-		if errs[i] = bsonval.CheckBlock(op, s.d, t, MaxDepth); errs[i] != nil {
-			continue
-		}
-		if !checked {
-			ready, checked = s.checkReady(ctx, op), true
-		}
-		if errs[i] = ready; ready != nil {
-			continue
-		}
-		id := *s.d.ID(t)
-		if errs[i] = s.checkNative(op, id, t); errs[i] != nil {
-			continue
-		}
-		w, doc, err := s.encodeDoc(op, id, t, 1)
-		if errs[i] = err; err != nil {
-			continue
-		}
-		b.add(i, id, w, mongo.NewInsertOneModel().SetDocument(doc))
-	}
+	s.prepare(ctx, op, ts, errs, &b, func(id K, doc bson.Raw) mongo.WriteModel {
+		return mongo.NewInsertOneModel().SetDocument(doc)
+	})
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
 		if mongo.IsDuplicateKeyError(err) {
 			if derr := s.duplicate(ctx, op, id, ts[i], true, err); derr != nil {
@@ -98,28 +79,9 @@ func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	}
 	var b bulk[K]
 	defer b.release()
-	var ready error
-	checked := false
-	for i, t := range ts {
-		if errs[i] = bsonval.CheckBlock(op, s.d, t, MaxDepth); errs[i] != nil {
-			continue
-		}
-		if !checked {
-			ready, checked = s.checkReady(ctx, op), true
-		}
-		if errs[i] = ready; ready != nil {
-			continue
-		}
-		id := *s.d.ID(t)
-		if errs[i] = s.checkNative(op, id, t); errs[i] != nil {
-			continue
-		}
-		w, doc, err := s.encodeDoc(op, id, t, 1)
-		if errs[i] = err; err != nil {
-			continue
-		}
-		b.add(i, id, w, mongo.NewReplaceOneModel().SetFilter(ByID(id)).SetReplacement(doc).SetUpsert(true))
-	}
+	s.prepare(ctx, op, ts, errs, &b, func(id K, doc bson.Raw) mongo.WriteModel {
+		return mongo.NewReplaceOneModel().SetFilter(ByID(id)).SetReplacement(doc).SetUpsert(true)
+	})
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
 		return s.writeErr(ctx, op, id, ts[i], false, err)
 	})
@@ -197,6 +159,35 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 
 // bulk is the writes of a batch's items that passed their checks: the
 // item's index and key, the buffer holding its document, its model.
+// prepare checks each of ts as the single write checks it (the block, the
+// repository's readiness, once, the native indexes' values) and adds the
+// write model of its document (version 1) to b; an item that fails a check
+// gets its error in errs and is not sent.
+func (s *Store[T, K]) prepare(ctx context.Context, op string, ts []*T, errs []error, b *bulk[K], model func(id K, doc bson.Raw) mongo.WriteModel) {
+	var ready error
+	checked := false
+	for i, t := range ts {
+		if errs[i] = bsonval.CheckBlock(op, s.d, t, MaxDepth); errs[i] != nil {
+			continue
+		}
+		if !checked {
+			ready, checked = s.checkReady(ctx, op), true
+		}
+		if errs[i] = ready; ready != nil {
+			continue
+		}
+		id := *s.d.ID(t)
+		if errs[i] = s.checkNative(op, id, t); errs[i] != nil {
+			continue
+		}
+		w, doc, err := s.encodeDoc(op, id, t, 1)
+		if errs[i] = err; err != nil {
+			continue
+		}
+		b.add(i, id, w, model(id, doc))
+	}
+}
+
 type bulk[K any] struct {
 	idx    []int
 	ids    []K
