@@ -52,6 +52,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/internal/limit"
 )
 
 // Separator ends a block's major key (the encoded block key) in every key
@@ -253,11 +254,14 @@ func (b *block) fits(what func() string, k, v []byte) bool {
 	return b.err == nil
 }
 
-// The limits fits checks: bbolt's, lowered by tests.
+// The limits fits checks: bbolt's; tests lower the value limit with
+// limit.Set("boltstore.value", n).
 var (
 	maxKey   = bbolt.MaxKeySize
 	maxValue = bbolt.MaxValueSize
 )
+
+func init() { limit.Register("boltstore.value", &maxValue) }
 
 // tooLarge is the error of fits, nil when the pair fits.
 func tooLarge(op, agg string, id any, what func() string, k, v []byte) error {

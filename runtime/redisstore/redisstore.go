@@ -37,6 +37,7 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/index"
+	"github.com/noamgen/noamgen/runtime/internal/limit"
 )
 
 // MaxValueBytes is the largest value of one hash field Redis accepts
@@ -50,8 +51,11 @@ import (
 const MaxValueBytes = 512 << 20
 
 // maxBulk is the limit of one argument the adapter checks: MaxValueBytes,
-// lowered by tests (with the server's proto-max-bulk-len).
+// lowered by tests (with the server's proto-max-bulk-len) with
+// limit.Set("redisstore.bulk", n).
 var maxBulk = MaxValueBytes
+
+func init() { limit.Register("redisstore.bulk", &maxBulk) }
 
 // tooLarge is the runtime.ErrTooLarge of an argument of n bytes; what
 // names it ("entry rounds[3]", "block key").

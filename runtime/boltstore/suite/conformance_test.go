@@ -1,10 +1,10 @@
 package boltstore_test
 
 import (
+	"github.com/noamgen/noamgen/runtime/internal/limit"
 	"testing"
 
 	"github.com/noamgen/noamgen/internal/storeharness"
-	"github.com/noamgen/noamgen/runtime/boltstore"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
@@ -16,7 +16,7 @@ func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Bolt()) }
 // from bbolt's 2 GiB to 1 MiB (the same check, affordable sizes); keys
 // keep bbolt's 32768-byte limit.
 func TestConformanceSizes(t *testing.T) {
-	defer boltstore.SetMaxValueBytes(1 << 20)()
+	defer limit.Set("boltstore.value", 1<<20)()
 	h := storeharness.Bolt()
 	h.Name = "bolt (values of at most 1 MiB)"
 	h.Caps.MaxValueBytes = 1 << 20

@@ -10,7 +10,7 @@ import (
 
 	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/redisstore"
+	"github.com/noamgen/noamgen/runtime/internal/limit"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -35,7 +35,7 @@ func lowerBulk(t *testing.T, c redis.UniversalClient) {
 		return set(bg, c.(*redis.Client), v)
 	}
 	must(t, each("1048576"))
-	restore := redisstore.SetMaxValueBytes(bulk)
+	restore := limit.Set("redisstore.bulk", bulk)
 	t.Cleanup(func() {
 		restore()
 		if err := each("536870912"); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/internal/limit"
 	"github.com/noamgen/noamgen/runtime/redisstore"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -267,7 +268,7 @@ func TestKeyNames(t *testing.T) {
 // 1 KiB so that the test allocates little) fails with runtime.ErrTooLarge
 // before anything is sent.
 func TestTooLarge(t *testing.T) {
-	defer redisstore.SetMaxValueBytes(1 << 10)()
+	defer limit.Set("redisstore.bulk", 1<<10)()
 	c := redistest.Server(t)
 	cards := model.NewCardRedisRepository(c)
 	matches := model.NewMatchRedisRepository(c)
