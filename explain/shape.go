@@ -54,7 +54,7 @@ func ShapeOf(a *model.Aggregate) *access.Shape {
 		if f.IsID {
 			continue
 		}
-		af := access.Field{Key: f.Key, Type: TypeText(a, f.Type), Partition: f.Partition, Version: f.IsVersion, Created: f.IsCreated, Updated: f.IsUpdated}
+		af := access.Field{Key: f.Key, Type: TypeText(a, f.Type), Partition: f.Partition, Version: f.IsVersion, Created: f.IsCreated, Updated: f.IsUpdated, Expires: f.IsExpires}
 		if f.Partition {
 			af.Elem = TypeText(a, f.Elem)
 		}

@@ -99,6 +99,10 @@ const (
 	// HasCreated: the aggregate has a created timestamp (a Put keeps
 	// the stored one).
 	HasCreated
+	// HasExpires: the aggregate has an expires field (reads leave the
+	// expired blocks out); NoExpires: it has none.
+	HasExpires
+	NoExpires
 )
 
 // Lookup is one lookup of an aggregate class.
@@ -126,6 +130,8 @@ type Field struct {
 	// Created, Updated: the timestamp fields (noam:"created",
 	// noam:"updated").
 	Created, Updated bool
+	// Expires: the expiry field (noam:"expires").
+	Expires bool
 }
 
 // Shape is an aggregate class as declarations see it, whatever the
@@ -362,11 +368,12 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 			native++
 		}
 	}
-	version, parts, created := false, false, false
+	version, parts, created, expires := false, false, false, false
 	for _, f := range s.Fields {
 		version = version || f.Version
 		parts = parts || f.Partition
 		created = created || f.Created
+		expires = expires || f.Expires
 	}
 	written := st.written(s, op)
 	unique := false
@@ -387,7 +394,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 		{Writes, len(written) > 0}, {NoWrites, len(written) == 0}, {WritesUnique, unique},
 		{ByTable, byOK && st.isTable(by)}, {ByNative, byOK && !st.isTable(by)},
 		{Indexed, st.indexed(s)}, {NotIndexed, !st.indexed(s)},
-		{HasCreated, created},
+		{HasCreated, created}, {HasExpires, expires}, {NoExpires, !expires},
 	}
 	for _, k := range checks {
 		if has(k.c) && !k.ok {

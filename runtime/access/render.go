@@ -16,7 +16,8 @@ import (
 //	$scope    the scope parts of a counter (thread, post)
 //	$field    the field of Set, SetAt, Append, ListElems
 //	$version  the version entry's key
-//	$created, $updated  the timestamp entries' keys
+//	$created, $updated  the timestamp entries' keys; $expires the
+//	          expiry entry's key
 //	$counter  the counter (Names.Counter)
 //	$index    the index table of the lookup of an Each step, of GetBy and
 //	          ListBy (Names.Index); $lookup its name; $value its parts
@@ -167,6 +168,9 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 		}
 		if f.Updated {
 			v["updated"] = f.Key
+		}
+		if f.Expires {
+			v["expires"] = f.Key
 		}
 		if f.Partition {
 			parts = append(parts, f.Key)
