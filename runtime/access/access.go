@@ -305,6 +305,11 @@ type Store struct {
 	// Native: lookups without the table option are native indexes of the
 	// block's own collection.
 	Native bool
+	// NativeLookup, when set, says which lookups are native indexes of
+	// the block's own table instead (DynamoDB: the non-unique lookups of
+	// one value per block, without the table option, are global
+	// secondary indexes); the others are index tables.
+	NativeLookup func(l Lookup) bool
 	// KeyStyle renders the example block key ($block).
 	KeyStyle KeyStyle
 	// Names are templates of the store's names.
@@ -397,7 +402,15 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 	return true
 }
 
-func (st *Store) isTable(l Lookup) bool { return !st.Native || l.Table }
+// IsTable reports whether the store keeps lookup l in an index table.
+func (st *Store) IsTable(l Lookup) bool { return st.isTable(l) }
+
+func (st *Store) isTable(l Lookup) bool {
+	if st.NativeLookup != nil {
+		return !st.NativeLookup(l)
+	}
+	return !st.Native || l.Table
+}
 
 // indexed reports whether s has index tables, or scope items.
 func (st *Store) indexed(s *Shape) bool {

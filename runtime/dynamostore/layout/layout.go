@@ -23,7 +23,17 @@ const (
 	Len      = "_len"
 	Seq      = "_seq"
 	Inc      = "_inc"
+	// GSIPart and GSIKeyPrefix+lookup are the key attributes of the
+	// global secondary index of a non-unique lookup (GSIName); GSIForm
+	// is the form the schema record gives such a lookup
+	// (runtime.LookupLayout.Native).
+	GSIPart      = "_gp"
+	GSIKeyPrefix = "_gk_"
+	GSIForm      = "gsi"
 )
+
+// GSIName names the global secondary index of lookup l.
+func GSIName(l string) string { return "gsi_" + l }
 
 // Limits (runtime.Caps): an item, a partition key, a sort key of the
 // index table; AppendPast is the element index a single-request append
