@@ -19,7 +19,9 @@ import (
 // index items are kept by the lookup protocol and may be stale (a write
 // that crashed, one in flight), which only reading the blocks tells
 // apart: CountBy declines, and runtime.Repo counts through the listing's
-// verified reads. So does Count for an aggregate with an expires field.
+// verified reads. So it does for a lookup kept in a GSI (gsi.go), which is
+// eventually consistent: its item count may lag the blocks. So does Count
+// for an aggregate with an expires field.
 
 var _ runtime.CountStore[struct{}, string] = (*Store[struct{}, string])(nil)
 

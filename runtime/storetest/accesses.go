@@ -192,6 +192,18 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 					}
 				}
 				return 0, true
+			case access.IfNativePartial:
+				changed := c.changed
+				if op.Field != "" {
+					changed = []string{op.Field}
+				}
+				for _, l := range d.Lookups {
+					touched := slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) })
+					if !table[l.Name] && touched && slices.ContainsFunc(l.Fields, func(k string) bool { return !slices.Contains(changed, k) }) {
+						return 1, true
+					}
+				}
+				return 0, true
 			case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
 				return 1, true // the scenarios' reads fit one page or batch
 			}
