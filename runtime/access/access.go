@@ -172,19 +172,19 @@ type Term string
 // The terms declarations use. A new one needs a value in every
 // conformance scenario (runtime/storetest) that meets it.
 const (
-	PerGained        Term = "per index entry gained"
-	PerLost          Term = "per index entry lost"
-	PerValueGained   Term = "per new value of $index"
-	IfGains          Term = "if $index gains entries"
-	IfLoses          Term = "if $index loses entries"
-	PerEntry         Term = "per index entry of the block"
-	IfAllocates      Term = "if the counter allocates the key"
-	IfKeyGiven       Term = "if the key's number is given"
-	IfIndexedChange  Term = "if the changes touch an indexed field"
+	PerGained       Term = "per index entry gained"
+	PerLost         Term = "per index entry lost"
+	PerValueGained  Term = "per new value of $index"
+	IfGains         Term = "if $index gains entries"
+	IfLoses         Term = "if $index loses entries"
+	PerEntry        Term = "per index entry of the block"
+	IfAllocates     Term = "if the counter allocates the key"
+	IfKeyGiven      Term = "if the key's number is given"
+	IfIndexedChange Term = "if the changes touch an indexed field"
 	// IfNativePartial: the changes set some but not all fields of a
 	// lookup kept in a native index whose entry the write sets itself
 	// (DynamoDB's GSIs): the others are read first.
-	IfNativePartial Term = "if the changes set some but not all fields of a GSI lookup"
+	IfNativePartial  Term = "if the changes set some but not all fields of a GSI lookup"
 	IfRecreated      Term = "if the block was created again meanwhile"
 	IfAppendFallback Term = "if the single-request append is refused"
 	// IfProjectionRefused: the first findAndModify with a projection on a
