@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -186,8 +187,8 @@ func (s *Store[T, K]) gsiGuarded(w *update, id K, item map[string]types.Attribut
 }
 
 // gsiCond adds the condition that lookup l's index key attribute is as
-// item holds it and, if it holds none, that the lookup's fields but those
-// in skip are too.
+// item holds it and, if it holds none, that the values at the lookup's
+// paths (but in the fields of skip) are too.
 func (s *Store[T, K]) gsiCond(w *update, l *runtime.Lookup[T], item map[string]types.AttributeValue, skip []string) {
 	a := w.e.name(GSIKeyPrefix + l.Name)
 	if old, ok := item[GSIKeyPrefix+l.Name]; ok {
@@ -195,26 +196,39 @@ func (s *Store[T, K]) gsiCond(w *update, l *runtime.Lookup[T], item map[string]t
 		return
 	}
 	w.cond = append(w.cond, "attribute_not_exists("+a+")")
-	for _, f := range l.Fields {
-		if slices.Contains(skip, f) {
+	// The values at the lookup's paths (scalars: conditions on whole
+	// documents are not portable), in the item or its root entry.
+	for _, p := range l.Paths {
+		steps := strings.Split(p.Path, ".")
+		if slices.Contains(skip, steps[0]) {
 			continue
 		}
-		fn := w.e.name(f)
-		if av, ok := item[f]; ok {
-			w.cond = append(w.cond, fn+" = "+w.e.value(av))
-		} else {
-			w.cond = append(w.cond, "attribute_not_exists("+fn+")")
-		}
+		pathCond(w, item, steps)
 		if _, ok := item[RootAttr]; ok {
-			// An EAO block: the field is a member of the root entry.
-			p := w.e.name(RootAttr) + "." + fn
-			if av := rootMember(item, f); av != nil {
-				w.cond = append(w.cond, p+" = "+w.e.value(av))
-			} else {
-				w.cond = append(w.cond, "attribute_not_exists("+p+")")
-			}
+			pathCond(w, item, append([]string{RootAttr}, steps...))
 		}
 	}
+}
+
+// pathCond adds the condition that the item holds at document path steps
+// what it holds now (or nothing).
+func pathCond(w *update, item map[string]types.AttributeValue, steps []string) {
+	names := make([]string, len(steps))
+	var av types.AttributeValue = &types.AttributeValueMemberM{Value: item}
+	for i, st := range steps {
+		names[i] = w.e.name(st)
+		if m, ok := av.(*types.AttributeValueMemberM); ok {
+			av = m.Value[st]
+		} else {
+			av = nil
+		}
+	}
+	path := strings.Join(names, ".")
+	if av == nil {
+		w.cond = append(w.cond, "attribute_not_exists("+path+")")
+		return
+	}
+	w.cond = append(w.cond, path+" = "+w.e.value(av))
 }
 
 // gsiUpdate writes update u, which sets some fields of a GSI lookup and

@@ -198,6 +198,11 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 					changed = []string{op.Field}
 				}
 				for _, l := range d.Lookups {
+					if table[l.Name] && slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
+						return 0, true // read by the lookup protocol
+					}
+				}
+				for _, l := range d.Lookups {
 					touched := slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) })
 					if !table[l.Name] && touched && slices.ContainsFunc(l.Fields, func(k string) bool { return !slices.Contains(changed, k) }) {
 						return 1, true
