@@ -285,6 +285,22 @@ func Dynamo() storetest.Harness {
 	})
 }
 
+// DynamoIndexTables is Dynamo with every lookup in the index table
+// (dynamostore.Options.IndexTables): dynalite cannot add a global
+// secondary index to a table that exists (it ignores UpdateTable's
+// GlobalSecondaryIndexUpdates), which the evolution suite's added lookups
+// need. With NOAM_DYNAMO_ENDPOINT set it is Dynamo.
+func DynamoIndexTables() storetest.Harness {
+	if os.Getenv("NOAM_DYNAMO_ENDPOINT") != "" {
+		return Dynamo()
+	}
+	return dynamoHarness(func(t *testing.T) storetest.DB {
+		needMain(t)
+		srv := dynalitetest.Shared(t)
+		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), IndexTables: true}}
+	})
+}
+
 // DynamoPrivate is the harness of a dynalite of each test's own, paused
 // with SIGSTOP (DB.Pause): for Deadlines.
 func DynamoPrivate() storetest.Harness {

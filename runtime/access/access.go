@@ -184,7 +184,7 @@ const (
 	// IfNativePartial: the changes set some but not all fields of a
 	// lookup kept in a native index whose entry the write sets itself
 	// (DynamoDB's GSIs): the others are read first.
-	IfNativePartial  Term = "if the changes set some but not all fields of a GSI lookup"
+	IfNativePartial  Term = "if the changes set some but not all fields of a GSI lookup (and no indexed field)"
 	IfRecreated      Term = "if the block was created again meanwhile"
 	IfAppendFallback Term = "if the single-request append is refused"
 	// IfProjectionRefused: the first findAndModify with a projection on a

@@ -135,6 +135,12 @@ type Options struct {
 	// TablePrefix is put before every table name ("prod_" makes
 	// "prod_Game", "prod_Game__index", "prod_noam_counters").
 	TablePrefix string
+	// IndexTables keeps every lookup in the index table, strongly
+	// consistent, also those that are global secondary indexes by
+	// default (gsi.go). Endpoints that cannot add a GSI to a table that
+	// exists (dynalite ignores UpdateTable's GlobalSecondaryIndexUpdates)
+	// need it for lookups added to a collection that holds data.
+	IndexTables bool
 }
 
 // RepoOption makes Options a runtime.Option.

@@ -70,7 +70,7 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 	}
 	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), now: runtime.NowFunc(opts)}
 	for _, l := range d.Lookups {
-		if GSILookup(l) {
+		if GSILookup(l) && !o.IndexTables {
 			s.gsis = append(s.gsis, l)
 			if s.forms == nil {
 				s.forms = map[string]string{}
