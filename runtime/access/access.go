@@ -172,15 +172,19 @@ type Term string
 // The terms declarations use. A new one needs a value in every
 // conformance scenario (runtime/storetest) that meets it.
 const (
-	PerGained        Term = "per index entry gained"
-	PerLost          Term = "per index entry lost"
-	PerValueGained   Term = "per new value of $index"
-	IfGains          Term = "if $index gains entries"
-	IfLoses          Term = "if $index loses entries"
-	PerEntry         Term = "per index entry of the block"
-	IfAllocates      Term = "if the counter allocates the key"
-	IfKeyGiven       Term = "if the key's number is given"
-	IfIndexedChange  Term = "if the changes touch an indexed field"
+	PerGained       Term = "per index entry gained"
+	PerLost         Term = "per index entry lost"
+	PerValueGained  Term = "per new value of $index"
+	IfGains         Term = "if $index gains entries"
+	IfLoses         Term = "if $index loses entries"
+	PerEntry        Term = "per index entry of the block"
+	IfAllocates     Term = "if the counter allocates the key"
+	IfKeyGiven      Term = "if the key's number is given"
+	IfIndexedChange Term = "if the changes touch an indexed field"
+	// IfNativePartial: the changes set some but not all fields of a
+	// lookup kept in a native index whose entry the write sets itself
+	// (DynamoDB's GSIs): the others are read first.
+	IfNativePartial  Term = "if the changes set some but not all fields of a GSI lookup (and no indexed field)"
 	IfRecreated      Term = "if the block was created again meanwhile"
 	IfAppendFallback Term = "if the single-request append is refused"
 	// IfProjectionRefused: the first findAndModify with a projection on a
@@ -305,6 +309,11 @@ type Store struct {
 	// Native: lookups without the table option are native indexes of the
 	// block's own collection.
 	Native bool
+	// NativeLookup, when set, says which lookups are native indexes of
+	// the block's own table instead (DynamoDB: the non-unique lookups of
+	// one value per block, without the table option, are global
+	// secondary indexes); the others are index tables.
+	NativeLookup func(l Lookup) bool
 	// KeyStyle renders the example block key ($block).
 	KeyStyle KeyStyle
 	// Names are templates of the store's names.
@@ -397,7 +406,15 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 	return true
 }
 
-func (st *Store) isTable(l Lookup) bool { return !st.Native || l.Table }
+// IsTable reports whether the store keeps lookup l in an index table.
+func (st *Store) IsTable(l Lookup) bool { return st.isTable(l) }
+
+func (st *Store) isTable(l Lookup) bool {
+	if st.NativeLookup != nil {
+		return !st.NativeLookup(l)
+	}
+	return !st.Native || l.Table
+}
 
 // indexed reports whether s has index tables, or scope items.
 func (st *Store) indexed(s *Shape) bool {

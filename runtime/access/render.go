@@ -226,6 +226,13 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 		}
 	}
 	v["tables"] = strings.Join(tables, ", ")
+	var natives []string
+	for _, l := range s.Lookups {
+		if !st.isTable(l) {
+			natives = append(natives, l.Name)
+		}
+	}
+	v["native"] = strings.Join(natives, ", ")
 	if l, ok := s.lookup(op.Lookup); ok {
 		v = v.With(st, l)
 	}
