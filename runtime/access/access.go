@@ -84,6 +84,9 @@ const (
 	NoWrites
 	// WritesUnique: of a unique lookup.
 	WritesUnique
+	// WritesNative: the operation may change the entries of a lookup
+	// kept in a native index (of a lookup it changes, as Writes).
+	WritesNative
 	// ByTable: the lookup of GetBy or ListBy is an index table; ByNative:
 	// a native index.
 	ByTable
@@ -382,6 +385,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 	for _, l := range written {
 		unique = unique || l.Unique
 	}
+	writesNative := len(st.writtenNative(s, op)) > 0
 	by, byOK := s.lookup(op.Lookup)
 	checks := []struct {
 		c  Cond
@@ -394,6 +398,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 		{Scoped, s.Counter && len(s.Scope) > 0}, {NotScoped, !s.Counter || len(s.Scope) == 0},
 		{HasPartitions, parts}, {EAO, s.EAO}, {ETF, !s.EAO},
 		{Writes, len(written) > 0}, {NoWrites, len(written) == 0}, {WritesUnique, unique},
+		{WritesNative, writesNative},
 		{ByTable, byOK && st.isTable(by)}, {ByNative, byOK && !st.isTable(by)},
 		{Indexed, st.indexed(s)}, {NotIndexed, !st.indexed(s)},
 		{HasCreated, created},
@@ -440,6 +445,18 @@ func (st *Store) written(s *Shape, op Op) []Lookup {
 	var out []Lookup
 	for _, n := range op.Writes {
 		if l, ok := s.lookup(n); ok && st.isTable(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// writtenNative is the lookups kept in native indexes whose entries op
+// may change.
+func (st *Store) writtenNative(s *Shape, op Op) []Lookup {
+	var out []Lookup
+	for _, n := range op.Writes {
+		if l, ok := s.lookup(n); ok && !st.isTable(l) {
 			out = append(out, l)
 		}
 	}

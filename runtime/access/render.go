@@ -233,6 +233,11 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 		}
 	}
 	v["native"] = strings.Join(natives, ", ")
+	var writesNative []string
+	for _, l := range st.writtenNative(s, op) {
+		writesNative = append(writesNative, l.Name)
+	}
+	v["writesNative"] = strings.Join(writesNative, ", ")
 	if l, ok := s.lookup(op.Lookup); ok {
 		v = v.With(st, l)
 	}
