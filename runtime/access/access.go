@@ -317,6 +317,11 @@ type Store struct {
 	// one value per block, without the table option, are global
 	// secondary indexes); the others are index tables.
 	NativeLookup func(l Lookup) bool
+	// NativeName names the store's native index in generated docs ("a
+	// native secondary index"); NativeEventual: reads through it are
+	// eventually consistent (DynamoDB's GSIs), which the docs say.
+	NativeName     string
+	NativeEventual bool
 	// KeyStyle renders the example block key ($block).
 	KeyStyle KeyStyle
 	// Names are templates of the store's names.

@@ -103,6 +103,7 @@ var Store = &access.Store{
 	// Non-unique lookups of one value per block, without the table
 	// option, are global secondary indexes of the block table.
 	NativeLookup: func(l access.Lookup) bool { return !l.Unique && !l.Table && !l.Multi },
+	NativeName:   "a global secondary index", NativeEventual: true,
 	NativeIndex: func(l access.Lookup) access.Index {
 		return access.Index{Keys: []string{GSIPart, GSIKeyPrefix + l.Name}, Options: []string{"global secondary index " + GSIName(l.Name), "projection ALL", "sparse", "eventually consistent"}}
 	},
