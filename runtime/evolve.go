@@ -43,6 +43,11 @@ type LookupLayout struct {
 	Unique bool     `json:"unique,omitempty"`
 	Table  bool     `json:"table,omitempty"`
 	Zeros  bool     `json:"zeros,omitempty"`
+	// Native is the store's own form of the lookup when it is not the
+	// index table ("gsi": a DynamoDB global secondary index; see
+	// Caps.LookupForms): a lookup that moves from one form to the other is
+	// built anew.
+	Native string `json:"native,omitempty"`
 	// Building is set while the lookup's index is being built from the
 	// blocks written before it existed: its reads fail with
 	// ErrIndexBuilding until the build is complete.
@@ -55,7 +60,7 @@ type LookupLayout struct {
 // Same reports whether l and o index the same values the same way (their
 // build state aside).
 func (l LookupLayout) Same(o LookupLayout) bool {
-	return l.Name == o.Name && slices.Equal(l.Fields, o.Fields) && l.Unique == o.Unique && l.Table == o.Table && l.Zeros == o.Zeros
+	return l.Name == o.Name && slices.Equal(l.Fields, o.Fields) && l.Unique == o.Unique && l.Table == o.Table && l.Zeros == o.Zeros && l.Native == o.Native
 }
 
 func (l LookupLayout) String() string {
@@ -68,6 +73,9 @@ func (l LookupLayout) String() string {
 	}
 	if l.Table {
 		s += " table"
+	}
+	if l.Native != "" {
+		s += " " + l.Native
 	}
 	return s
 }
@@ -98,6 +106,18 @@ func LayoutOf[T any, K comparable](d *Desc[T, K]) Layout {
 	}
 	for _, lk := range d.Lookups {
 		l.Lookups = append(l.Lookups, LookupLayout{Name: lk.Name, Fields: slices.Clone(lk.Fields), Unique: lk.Unique, Table: lk.Table, Zeros: lk.IndexZero})
+	}
+	return l
+}
+
+// LayoutIn is the layout descriptor d serves on store s: LayoutOf, with
+// the form s gives each lookup (Caps.LookupForms).
+func LayoutIn[T any, K comparable](d *Desc[T, K], s Store[T, K]) Layout {
+	l := LayoutOf(d)
+	if forms := s.Caps().LookupForms; forms != nil {
+		for i := range l.Lookups {
+			l.Lookups[i].Native = forms[l.Lookups[i].Name]
+		}
 	}
 	return l
 }
@@ -373,7 +393,7 @@ func (r Repo[T, K]) gate(ctx context.Context, op string, l *Lookup[T]) error {
 	if err != nil {
 		return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
 	}
-	cur := LayoutOf(r.D)
+	cur := LayoutIn(r.D, r.S)
 	if rec == nil {
 		return FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(collection %s has no recorded layout: its lookups are not known to be complete)", cur.Collection), ErrNotReady, nil)
 	}
@@ -454,7 +474,7 @@ func (r Repo[T, K]) dropChanged(ctx context.Context) error {
 	if rec == nil {
 		return nil
 	}
-	cur := LayoutOf(r.D)
+	cur := LayoutIn(r.D, r.S)
 	for _, lk := range rec.Layout.Lookups {
 		if now, ok := cur.Lookup(lk.Name); ok && !now.Same(lk) {
 			if err := r.S.DropLookup(ctx, lk); err != nil {
@@ -472,7 +492,7 @@ func (r Repo[T, K]) dropChanged(ctx context.Context) error {
 // that are new to the collection's data, so that their reads are complete.
 func (r Repo[T, K]) reconcile(ctx context.Context) error {
 	const op = "EnsureIndexes"
-	cur := LayoutOf(r.D)
+	cur := LayoutIn(r.D, r.S)
 	var dropped []LookupLayout
 	var building []string
 	saved := false

@@ -149,6 +149,12 @@ type Caps struct {
 	// fails with ErrTooLarge before anything is sent (RELIABILITY.md,
 	// "Depth and unreadable blocks").
 	MaxDepth int
+	// LookupForms names the form of each lookup the store keeps in an
+	// index of its own rather than its index table ("gsi": a DynamoDB
+	// global secondary index), by lookup name: the schema record keeps
+	// it (LookupLayout.Native), so that a lookup that moves from one
+	// form to the other is built anew.
+	LookupForms map[string]string
 }
 
 // The two version values with a meaning of their own. Both are 0, the zero

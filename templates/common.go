@@ -8,6 +8,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/noamgen/noamgen/model"
+	"github.com/noamgen/noamgen/runtime/access"
 )
 
 // MethodKind says what a repository method does; store templates switch on
@@ -137,10 +138,7 @@ func moreMethods(a *model.Aggregate) []Method {
 	}
 	for _, l := range a.Lookups {
 		order := partPaths(l) + ", block key"
-		via := "the lookup " + LookupName(a, l) + " (a native secondary index on MongoDB, an index table on the other stores)"
-		if l.Table {
-			via = "the index table " + LookupName(a, l)
-		}
+		via := lookupVia(a, l)
 		if len(l.Parts) == 1 {
 			p := l.Parts[0]
 			what := "whose " + p.Path + " is v"
@@ -202,6 +200,56 @@ func moreMethods(a *model.Aggregate) []Method {
 		Doc:    fmt.Sprintf("Migrate rewrites the %s blocks stored in an older layout (another strategy, a field partitioned or no longer partitioned, as the layout history recorded by EnsureIndexes says) into the current one, o.Batch blocks at a time (64 by default), calling o.Progress after each batch. Each block is rewritten in one conditional write, so Migrate is safe while the application writes (a block written meanwhile is in the current layout already) and idempotent: a run that stopped early can be run again, or resumed from its report's Resume. With o.DryRun it counts what would change and writes nothing. The report counts the blocks migrated and those already current, and lists those that failed, with why; a complete run without failures clears the collection's layout history. Run EnsureIndexes first.", a.Name),
 		Params: []jen.Code{Ctx(), jen.Id("o").Add(RT("MigrateOptions"))}, Results: []jen.Code{RT("MigrateReport"), jen.Error()}})
 	return ms
+}
+
+// lookupVia says what keeps lookup l on each store, for the docs of
+// ListByF, from the stores' layout declarations (RegisterLayout): the
+// store's native index where it keeps l in one, an index table on the
+// others; and, where the native index is eventually consistent
+// (DynamoDB's GSIs), what that means and that the table option keeps a
+// strongly consistent index table.
+func lookupVia(a *model.Aggregate, l *model.Lookup) string {
+	if l.Table {
+		return "the index table " + LookupName(a, l)
+	}
+	al := access.Lookup{Name: l.Name, Unique: l.Unique, Table: l.Table, Multi: l.Multi(), Zeros: l.IndexZero}
+	var native, tables, eventual []string
+	for _, n := range LayoutStores() {
+		d, _ := LayoutOf(n)
+		switch {
+		case d.IsTable(al):
+			tables = append(tables, d.Title)
+		case d.NativeEventual:
+			eventual = append(eventual, d.Title)
+			fallthrough
+		default:
+			native = append(native, d.NativeName+" on "+d.Title)
+		}
+	}
+	if len(native) == 0 {
+		return "the lookup " + LookupName(a, l) + " (an index table)"
+	}
+	where := strings.Join(native, ", ")
+	if len(tables) > 0 {
+		where += ", an index table on " + andList(tables)
+	}
+	s := "the lookup " + LookupName(a, l) + " (" + where + ")"
+	if len(eventual) > 0 {
+		tag := "the field `noam:\"lookup,table\"`"
+		if len(l.Parts) > 1 {
+			tag = "every part `noam:\"lookup=" + l.Name + ",table\"`"
+		}
+		s += ". On " + andList(eventual) + " the index is eventually consistent: a page may miss an aggregate written just before, or hold it as it was before that write (tag " + tag + " for a strongly consistent index table there)"
+	}
+	return s
+}
+
+// andList joins words as English does: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // expiryNote says, for the docs of reads and counts, that expired

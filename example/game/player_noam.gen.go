@@ -58,8 +58,8 @@ type PlayerRepository interface {
 
 	// ListByGame reads one page of the Player aggregates that hold v in
 	// games[].game, in block-key order, through the lookup Player.game (a native
-	// secondary index on MongoDB, an index table on the other stores). A cursor
-	// not made by this query fails with runtime.ErrBadCursor.
+	// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis). A
+	// cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
 
 	// CountByGame returns the number of Player aggregates that ListByGame returns
@@ -374,7 +374,7 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 
 // ListByGame reads one page of the Player aggregates that hold v in
 // games[].game, in block-key order, through the lookup Player.game (a native
-// secondary index on MongoDB, an index table on the other stores).
+// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByGame", _playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -53,9 +53,12 @@ type CommentRepository interface {
 	GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error)
 
 	// ListByAuthor reads one page of the Comment aggregates whose author is v, in
-	// block-key order, through the lookup Comment.author (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Comment.author (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
 	// CountByAuthor returns the number of Comment aggregates that ListByAuthor
@@ -333,8 +336,9 @@ func (r _commentRepo) GetMany(ctx context.Context, ids []CommentKey) (map[Commen
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
-// block-key order, through the lookup Comment.author (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup Comment.author (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

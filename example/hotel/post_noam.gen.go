@@ -52,9 +52,12 @@ type PostRepository interface {
 	GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error)
 
 	// ListByAuthor reads one page of the Post aggregates whose author is v, in
-	// block-key order, through the lookup Post.author (a native secondary index on
-	// MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Post.author (a global secondary index on
+	// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
+	// Redis). On DynamoDB the index is eventually consistent: a page may miss an
+	// aggregate written just before, or hold it as it was before that write (tag
+	// the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error)
 
 	// CountByAuthor returns the number of Post aggregates that ListByAuthor
@@ -299,8 +302,9 @@ func (r _postRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, e
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
-// block-key order, through the lookup Post.author (a native secondary index on
-// MongoDB, an index table on the other stores).
+// block-key order, through the lookup Post.author (a global secondary index on
+// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
+// Redis).
 func (r _postRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _postLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

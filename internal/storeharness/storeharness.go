@@ -299,6 +299,22 @@ func protocolTx() dynamostore.Tx {
 	return dynamostore.TxAuto
 }
 
+// DynamoIndexTables is Dynamo with every lookup in the index table
+// (dynamostore.Options.IndexTables): dynalite cannot add a global
+// secondary index to a table that exists (it ignores UpdateTable's
+// GlobalSecondaryIndexUpdates), which the evolution suite's added lookups
+// need. With NOAM_DYNAMO_ENDPOINT set it is Dynamo.
+func DynamoIndexTables() storetest.Harness {
+	if os.Getenv(dynalitetest.EnvEndpoint) != "" {
+		return Dynamo()
+	}
+	return DynamoHarness(func(t *testing.T) storetest.DB {
+		needMain(t)
+		srv := dynalitetest.Shared(t)
+		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), IndexTables: true, Transactions: protocolTx()}}
+	})
+}
+
 // DynamoPrivate is the harness of a dynalite of each test's own, paused
 // with SIGSTOP (DB.Pause): for Deadlines.
 func DynamoPrivate() storetest.Harness {

@@ -84,6 +84,9 @@ const (
 	NoWrites
 	// WritesUnique: of a unique lookup.
 	WritesUnique
+	// WritesNative: the operation may change the entries of a lookup
+	// kept in a native index (of a lookup it changes, as Writes).
+	WritesNative
 	// ByTable: the lookup of GetBy or ListBy is an index table; ByNative:
 	// a native index.
 	ByTable
@@ -178,15 +181,19 @@ type Term string
 // The terms declarations use. A new one needs a value in every
 // conformance scenario (runtime/storetest) that meets it.
 const (
-	PerGained        Term = "per index entry gained"
-	PerLost          Term = "per index entry lost"
-	PerValueGained   Term = "per new value of $index"
-	IfGains          Term = "if $index gains entries"
-	IfLoses          Term = "if $index loses entries"
-	PerEntry         Term = "per index entry of the block"
-	IfAllocates      Term = "if the counter allocates the key"
-	IfKeyGiven       Term = "if the key's number is given"
-	IfIndexedChange  Term = "if the changes touch an indexed field"
+	PerGained       Term = "per index entry gained"
+	PerLost         Term = "per index entry lost"
+	PerValueGained  Term = "per new value of $index"
+	IfGains         Term = "if $index gains entries"
+	IfLoses         Term = "if $index loses entries"
+	PerEntry        Term = "per index entry of the block"
+	IfAllocates     Term = "if the counter allocates the key"
+	IfKeyGiven      Term = "if the key's number is given"
+	IfIndexedChange Term = "if the changes touch an indexed field"
+	// IfNativePartial: the changes set some but not all fields of a
+	// lookup kept in a native index whose entry the write sets itself
+	// (DynamoDB's GSIs): the others are read first.
+	IfNativePartial  Term = "if the changes set some but not all fields of a GSI lookup (and no indexed field)"
 	IfRecreated      Term = "if the block was created again meanwhile"
 	IfAppendFallback Term = "if the single-request append is refused"
 	// IfProjectionRefused: the first findAndModify with a projection on a
@@ -311,6 +318,16 @@ type Store struct {
 	// Native: lookups without the table option are native indexes of the
 	// block's own collection.
 	Native bool
+	// NativeLookup, when set, says which lookups are native indexes of
+	// the block's own table instead (DynamoDB: the non-unique lookups of
+	// one value per block, without the table option, are global
+	// secondary indexes); the others are index tables.
+	NativeLookup func(l Lookup) bool
+	// NativeName names the store's native index in generated docs ("a
+	// native secondary index"); NativeEventual: reads through it are
+	// eventually consistent (DynamoDB's GSIs), which the docs say.
+	NativeName     string
+	NativeEventual bool
 	// KeyStyle renders the example block key ($block).
 	KeyStyle KeyStyle
 	// Names are templates of the store's names.
@@ -380,6 +397,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 	for _, l := range written {
 		unique = unique || l.Unique
 	}
+	writesNative := len(st.writtenNative(s, op)) > 0
 	by, byOK := s.lookup(op.Lookup)
 	checks := []struct {
 		c  Cond
@@ -392,6 +410,7 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 		{Scoped, s.Counter && len(s.Scope) > 0}, {NotScoped, !s.Counter || len(s.Scope) == 0},
 		{HasPartitions, parts}, {EAO, s.EAO}, {ETF, !s.EAO},
 		{Writes, len(written) > 0}, {NoWrites, len(written) == 0}, {WritesUnique, unique},
+		{WritesNative, writesNative},
 		{ByTable, byOK && st.isTable(by)}, {ByNative, byOK && !st.isTable(by)},
 		{Indexed, st.indexed(s)}, {NotIndexed, !st.indexed(s)},
 		{HasCreated, created}, {HasExpires, expires}, {NoExpires, !expires},
@@ -404,7 +423,15 @@ func (c Cond) Holds(st *Store, s *Shape, op Op) bool {
 	return true
 }
 
-func (st *Store) isTable(l Lookup) bool { return !st.Native || l.Table }
+// IsTable reports whether the store keeps lookup l in an index table.
+func (st *Store) IsTable(l Lookup) bool { return st.isTable(l) }
+
+func (st *Store) isTable(l Lookup) bool {
+	if st.NativeLookup != nil {
+		return !st.NativeLookup(l)
+	}
+	return !st.Native || l.Table
+}
 
 // indexed reports whether s has index tables, or scope items.
 func (st *Store) indexed(s *Shape) bool {
@@ -430,6 +457,18 @@ func (st *Store) written(s *Shape, op Op) []Lookup {
 	var out []Lookup
 	for _, n := range op.Writes {
 		if l, ok := s.lookup(n); ok && st.isTable(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// writtenNative is the lookups kept in native indexes whose entries op
+// may change.
+func (st *Store) writtenNative(s *Shape, op Op) []Lookup {
+	var out []Lookup
+	for _, n := range op.Writes {
+		if l, ok := s.lookup(n); ok && !st.isTable(l) {
 			out = append(out, l)
 		}
 	}

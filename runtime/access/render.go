@@ -230,6 +230,18 @@ func (st *Store) Vars(s *Shape, op Op) Vars {
 		}
 	}
 	v["tables"] = strings.Join(tables, ", ")
+	var natives []string
+	for _, l := range s.Lookups {
+		if !st.isTable(l) {
+			natives = append(natives, l.Name)
+		}
+	}
+	v["native"] = strings.Join(natives, ", ")
+	var writesNative []string
+	for _, l := range st.writtenNative(s, op) {
+		writesNative = append(writesNative, l.Name)
+	}
+	v["writesNative"] = strings.Join(writesNative, ", ")
 	if l, ok := s.lookup(op.Lookup); ok {
 		v = v.With(st, l)
 	}

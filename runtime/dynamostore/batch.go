@@ -55,6 +55,9 @@ func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 		if errs[i] = bsonval.CheckBlock("Put", s.d, t, MaxDepth); errs[i] != nil {
 			continue
 		}
+		if errs[i] = s.checkValues("Put", id, t); errs[i] != nil {
+			continue
+		}
 		item, err := s.item(t, 1, nil)
 		if err != nil {
 			errs[i] = runtime.Fail("Put", s.d.Aggregate, id, nil, err)

@@ -19,7 +19,8 @@ import (
 // index items are kept by the lookup protocol and may be stale (a write
 // that crashed, one in flight), which only reading the blocks tells
 // apart: CountBy declines, and runtime.Repo counts through the listing's
-// verified reads.
+// verified reads. So it does for a lookup kept in a GSI (gsi.go), which is
+// eventually consistent: its item count may lag the blocks.
 //
 // For an aggregate with an expires field, Count's Scan has a
 // FilterExpression that leaves out the items expired at the repository's

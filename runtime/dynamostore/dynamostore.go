@@ -19,7 +19,40 @@
 //     same request: a block write is atomic without transactions. An
 //     update of a versioned block also writes a token (_w), so that a
 //     request the SDK resends after a lost reply is not applied twice.
-//   - Lookups live in one index table per collection, "<collection>__index",
+//   - Non-unique lookups of one value per block (no path through a slice)
+//     without the table option are global secondary indexes of the block
+//     table (gsi.go): the item carries _gk_<lookup> (B), the same
+//     order-preserving index key the index table would hold (the value,
+//     composite values in the tuple encoding, followed by the block
+//     key), and _gp (S, the collection's name); the GSI gsi_<lookup> has
+//     _gp as its partition key and _gk_<lookup> as its sort key and
+//     projects ALL attributes. A block the lookup indexes no value of has
+//     no _gk_<lookup> (a sparse index). Every write of the block sets the
+//     attributes in the same request (one item: atomic, nothing to
+//     repair); an entry-level update that sets some but not all fields
+//     of such a lookup reads the block first and writes on condition that
+//     the stored sort key is still the one read. ListBy, prefix and range
+//     queries are one Query of the GSI in (value, block key) order, with
+//     the index key as the keyset cursor, and the items are the blocks
+//     themselves (no second read). GSIs are eventually consistent: a
+//     block just written may be missing from a listing or listed as it
+//     was (each item is checked to hold the sort key it is listed under);
+//     CountBy declines and counts through the listing. noam:"lookup,table"
+//     keeps the strongly consistent index table. EnsureIndexes creates the
+//     GSIs (with the table, or one UpdateTable each on a table that exists)
+//     and waits until they are ACTIVE; the build of a lookup new to the
+//     data (runtime/evolve.go, Repair) writes the attributes on the blocks
+//     written before, one conditional UpdateItem each, and the schema
+//     record keeps the lookup's form (runtime.Caps.LookupForms), so that a
+//     lookup moved from the index table to a GSI is built anew.
+//     Hot partitions: all items of one lookup share one GSI partition key
+//     value, as they share the index table's p today, so one lookup's
+//     index writes land on one GSI partition key (DynamoDB throttles a key
+//     at about 1,000 write units a second, and a throttled GSI throttles
+//     the table's writes; it may split the key's items by sort key under
+//     load, which it does not promise). Spreading them over N keys would
+//     make every ordered read N Queries merged: not done.
+//   - The other lookups live in one index table per collection, "<collection>__index",
 //     with the lookup's name as the partition key (p, S) and the index key
 //     (k, B: the value for a unique lookup, the value followed by the block
 //     key otherwise) as the sort key, so that every lookup read is a Query
@@ -109,6 +142,12 @@ type Options struct {
 	// values is one TransactWriteItems (tx.go): TxAuto (the default)
 	// where the endpoint has them, TxOn, TxOff (the protocol).
 	Transactions Tx
+	// IndexTables keeps every lookup in the index table, strongly
+	// consistent, also those that are global secondary indexes by
+	// default (gsi.go). Endpoints that cannot add a GSI to a table that
+	// exists (dynalite ignores UpdateTable's GlobalSecondaryIndexUpdates)
+	// need it for lookups added to a collection that holds data.
+	IndexTables bool
 }
 
 // RepoOption makes Options a runtime.Option.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,7 +158,7 @@ func (s *Store[T, K]) checkCounter(op string, id K) error {
 // values whose index key would exceed DynamoDB's sort key limit.
 func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
 	blk := len(s.d.Keys.Bytes(id))
-	for _, l := range s.lookups {
+	for _, l := range slices.Concat(s.lookups, s.gsis) {
 		for _, v := range l.Keys(t) {
 			if err := runtime.CheckKey(op, s.d.Aggregate, id, "lookup "+s.d.Collection+"."+l.Name, v); err != nil {
 				return err
@@ -330,6 +331,7 @@ func (s *Store[T, K]) protocolUpdate(ctx context.Context, op string, id K, u run
 		if err != nil {
 			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
+		s.gsiGuarded(w, id, st.item, st.t, u.Keys())
 		return s.stamped(op, id, st, before, w), nil
 	})
 }

@@ -176,6 +176,9 @@ func (s *Store[T, K]) lookupIndex(l *runtime.Lookup[T]) int {
 // after); the blocks in one BatchGetItem, each verified against its index
 // item (stale items are skipped).
 func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+	if s.gsiOf(l) != nil {
+		return s.gsiRange(ctx, op, s.gsiOf(l), rng, after, n)
+	}
 	r := *rng
 	r.After = after
 	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n)
@@ -207,12 +210,19 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 }
 
 // Repair rebuilds the index table from the blocks (the engine's paged
-// Repair). Run it while nothing else writes the collection.
+// Repair), then writes the GSI attributes of the blocks that lack them or
+// hold stale ones (gsiRepair). Run it while nothing else writes the
+// collection; the build of new lookups (runtime.RepairOptions.Lookups)
+// is safe while the application writes.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
-	if s.eng == nil {
-		return runtime.RepairReport{}, nil
+	var rep runtime.RepairReport
+	if s.eng != nil && s.builds(runtime.RepairOptionsOf(ctx).Lookups, s.lookups) {
+		var err error
+		if rep, err = s.eng.Repair(ctx); err != nil {
+			return rep, err
+		}
 	}
-	return s.eng.Repair(ctx)
+	return rep, s.gsiRepair(ctx, &rep, s.eng != nil && s.builds(runtime.RepairOptionsOf(ctx).Lookups, s.lookups))
 }
 
 // Layout lists the entries of block id as its item holds them: one per
@@ -229,7 +239,7 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 	var out []string
 	for k, av := range item {
 		switch k {
-		case IDAttr, SeqAttr, IncAttr, WriteAttr, TTLAttr:
+		case IDAttr, SeqAttr, IncAttr, WriteAttr, TTLAttr, GSIPartAttr:
 		case RootAttr:
 			out = append(out, "")
 		case LenAttr:
@@ -239,6 +249,9 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 				}
 			}
 		default:
+			if strings.HasPrefix(k, GSIKeyPrefix) {
+				continue // a lookup's GSI sort key (gsi.go)
+			}
 			if l, ok := av.(*types.AttributeValueMemberL); ok {
 				if f := s.d.Field(k); f != nil && f.Kind == runtime.KindPartition {
 					for j := range l.Value {

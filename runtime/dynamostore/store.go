@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	"github.com/noamgen/noamgen/runtime/index"
 )
 
@@ -35,10 +36,14 @@ type Store[T any, K comparable] struct {
 	// listy are the entry keys of the non-partitioned fields whose values
 	// are lists (slices): fields an older layout may have partitioned.
 	listy map[string]bool
-	// lookups are the descriptor's, and for a scoped counter the scope
-	// index (scopeLookup).
+	// lookups are the descriptor's lookups kept in the index table, and
+	// for a scoped counter the scope index (scopeLookup); gsis are those
+	// kept in global secondary indexes (gsi.go).
 	lookups []*runtime.Lookup[T]
-	eng     *index.Engine[*T] // nil without lookups
+	gsis    []*runtime.Lookup[T]
+	// forms are the GSI lookups' forms (runtime.Caps.LookupForms).
+	forms map[string]string
+	eng   *index.Engine[*T] // nil without lookups
 	// now is the repository's clock (runtime.WithClock), for ReadElems of
 	// an expired block.
 	now func() time.Time
@@ -64,7 +69,18 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 			o = x
 		}
 	}
-	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), lookups: d.Lookups, now: runtime.NowFunc(opts), tx: o.Transactions}
+	s := &Store[T, K]{c: countTrips(c), client: c, d: d, table: o.TablePrefix + d.Collection, prefix: o.TablePrefix, schema: o.TablePrefix + SchemaTable, kind: kindOf[K](), now: runtime.NowFunc(opts), tx: o.Transactions}
+	for _, l := range d.Lookups {
+		if GSILookup(l) && !o.IndexTables {
+			s.gsis = append(s.gsis, l)
+			if s.forms == nil {
+				s.forms = map[string]string{}
+			}
+			s.forms[l.Name] = layout.GSIForm
+		} else {
+			s.lookups = append(s.lookups, l)
+		}
+	}
 	s.listy = d.Slices()
 	if d.Counter != nil {
 		var zero K
@@ -92,9 +108,10 @@ func (s *Store[T, K]) Client() *dynamodb.Client { return s.client }
 func (s *Store[T, K]) Table() string { return s.table }
 
 // Caps declares what DynamoDB promises: its item, partition key and sort
-// key limits, checked before every write.
+// key limits, checked before every write, and the lookups kept in global
+// secondary indexes (gsi.go).
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes, MaxDepth: MaxDepth}
+	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes, MaxDepth: MaxDepth, LookupForms: s.forms}
 }
 
 // MaxDepth is the deepest nesting of documents and arrays of an entry's
@@ -114,7 +131,7 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 			return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(table %q: %s; choose a longer collection=NAME or set Options.TablePrefix)", t, why), runtime.ErrInvalid, nil)
 		}
 	}
-	err := createTable(ctx, s.c, s.table, types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: s.kind.attrType()})
+	err := s.ensureBlockTable(ctx)
 	if err == nil && s.index != "" {
 		err = createTable(ctx, s.c, s.index,
 			types.AttributeDefinition{AttributeName: aws.String("p"), AttributeType: types.ScalarAttributeTypeS},
@@ -247,6 +264,7 @@ func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]typ
 		item[SeqAttr] = num(st.Seq)
 		item[IncAttr] = num(st.Inc)
 	}
+	s.gsiAttrs(item, t)
 	return item, nil
 }
 

@@ -52,6 +52,9 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	if s.index != "" {
 		return s.protocolPut(ctx, op, t, true, 0)
 	}
+	if err := s.checkValues(op, id, t); err != nil {
+		return err
+	}
 	item, err := s.item(t, 1, nil)
 	if err != nil {
 		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
@@ -150,6 +153,9 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	id := *s.d.ID(t)
 	if s.index != "" {
 		return s.protocolPut(ctx, op, t, false, want)
+	}
+	if err := s.checkValues(op, id, t); err != nil {
+		return err
 	}
 	for attempt := range maxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
@@ -410,8 +416,13 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			return runtime.FailAt(op, s.d.Aggregate, id, c.Entry(), runtime.ErrNotFound, nil)
 		}
 	}
-	if s.index != "" && len(s.d.LookupsOf(u.Keys()...)) > 0 {
+	if s.index != "" && s.tableLookupsOf(u.Keys()) {
 		return s.protocolUpdate(ctx, op, id, u)
+	}
+	if s.gsiReads(u) {
+		// A GSI lookup whose other fields the update leaves: their
+		// values are read first (gsi.go).
+		return s.gsiUpdate(ctx, op, id, u)
 	}
 	if len(u.Changes) == 0 {
 		// Nothing to write: only the checks.
@@ -426,6 +437,9 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	}
 	build := func(newLen bool) (*update, error) {
 		w, err := s.changes(u, newLen)
+		if err == nil {
+			err = s.gsiSets(w, id, u) // in the same request
+		}
 		if err != nil {
 			return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}

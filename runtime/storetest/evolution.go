@@ -238,7 +238,7 @@ func wrap[P any, R playerRepository[P]](t *testing.T, name string, r R) *version
 		loadSchema: rr.S.LoadSchema,
 		saveSchema: rr.S.SaveSchema,
 		dropLookup: rr.S.DropLookup,
-		layout:     runtime.LayoutOf(rr.D),
+		layout:     runtime.LayoutIn(rr.D, rr.S),
 		seen:       func(p player) player { return playerOf(asPlayer[P](p)) },
 	}
 	if m, ok := any(r).(migrater); ok {

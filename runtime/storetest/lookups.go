@@ -16,6 +16,7 @@ var lookupTests = []subtest{
 	{name: "UniqueConflicts", fn: testUniqueConflicts},
 	{name: "UniqueValuesFreed", fn: testUniqueFreed},
 	{name: "LookupValuesMove", fn: testLookupMove},
+	{name: "LookupEveryWrite", fn: testLookupEveryWrite},
 	{name: "LookupPages", fn: testLookupPages},
 	{name: "LookupCursors", fn: testLookupCursors},
 	{name: "RepairUniqueHeldTwice", fn: testRepairHeldTwice},

@@ -38,9 +38,9 @@ type LeaseRepository interface {
 
 	// ListByHolder reads one page of the Lease aggregates whose holder is v, in
 	// block-key order, through the lookup Lease.holder (a native secondary index
-	// on MongoDB, an index table on the other stores). holder is unique, so the
-	// page holds at most one aggregate: GetByHolder reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). holder is unique,
+	// so the page holds at most one aggregate: GetByHolder reads the same in one
+	// call, failing with runtime.ErrNotFound where this returns an empty page;
 	// ListByHolder is there so that every lookup can be listed alike. A cursor not
 	// made by this query fails with runtime.ErrBadCursor.
 	ListByHolder(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Lease], error)
@@ -281,7 +281,7 @@ func (r _leaseRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Lease,
 
 // ListByHolder reads one page of the Lease aggregates whose holder is v, in
 // block-key order, through the lookup Lease.holder (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _leaseRepo) ListByHolder(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Lease], error) {
 	return r.r.ListBy(ctx, "ListByHolder", _leaseLookupHolder, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

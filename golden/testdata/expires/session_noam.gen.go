@@ -92,9 +92,9 @@ type SessionRepository interface {
 
 	// ListByToken reads one page of the Session aggregates whose token is v, in
 	// block-key order, through the lookup Session.token (a native secondary index
-	// on MongoDB, an index table on the other stores). token is unique, so the
-	// page holds at most one aggregate: GetByToken reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). token is unique,
+	// so the page holds at most one aggregate: GetByToken reads the same in one
+	// call, failing with runtime.ErrNotFound where this returns an empty page;
 	// ListByToken is there so that every lookup can be listed alike. A cursor not
 	// made by this query fails with runtime.ErrBadCursor.
 	ListByToken(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error)
@@ -120,9 +120,12 @@ type SessionRepository interface {
 	GetByToken(ctx context.Context, token string) (*Session, error)
 
 	// ListByUser reads one page of the Session aggregates whose user is v, in
-	// block-key order, through the lookup Session.user (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Session.user (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByUser(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error)
 
 	// CountByUser returns the number of Session aggregates that ListByUser returns
@@ -439,7 +442,7 @@ func (r _sessionRepo) GetMany(ctx context.Context, ids []string) (map[string]*Se
 
 // ListByToken reads one page of the Session aggregates whose token is v, in
 // block-key order, through the lookup Session.token (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _sessionRepo) ListByToken(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error) {
 	return r.r.ListBy(ctx, "ListByToken", _sessionLookupToken, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -458,8 +461,9 @@ func (r _sessionRepo) GetByToken(ctx context.Context, token string) (*Session, e
 }
 
 // ListByUser reads one page of the Session aggregates whose user is v, in
-// block-key order, through the lookup Session.user (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup Session.user (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _sessionRepo) ListByUser(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error) {
 	return r.r.ListBy(ctx, "ListByUser", _sessionLookupUser, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -62,10 +62,10 @@ type ProductRepository interface {
 
 	// ListBySKU reads one page of the Product aggregates whose sku is v, in
 	// block-key order, through the lookup Product.sku (a native secondary index on
-	// MongoDB, an index table on the other stores). sku is unique, so the page
-	// holds at most one aggregate: GetBySKU reads the same in one call, failing
-	// with runtime.ErrNotFound where this returns an empty page; ListBySKU is
-	// there so that every lookup can be listed alike. A cursor not made by this
+	// MongoDB, an index table on bbolt, DynamoDB and Redis). sku is unique, so the
+	// page holds at most one aggregate: GetBySKU reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page; ListBySKU
+	// is there so that every lookup can be listed alike. A cursor not made by this
 	// query fails with runtime.ErrBadCursor.
 	ListBySKU(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
@@ -86,9 +86,12 @@ type ProductRepository interface {
 	GetBySKU(ctx context.Context, sku string) (*Product, error)
 
 	// ListByURL reads one page of the Product aggregates whose url is v, in
-	// block-key order, through the lookup Product.url (a native secondary index on
-	// MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Product.url (a global secondary index on
+	// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
+	// Redis). On DynamoDB the index is eventually consistent: a page may miss an
+	// aggregate written just before, or hold it as it was before that write (tag
+	// the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByURL(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
 	// CountByURL returns the number of Product aggregates that ListByURL returns
@@ -102,9 +105,13 @@ type ProductRepository interface {
 	CountByURL(ctx context.Context, v string) (int64, error)
 
 	// ListByVendorID reads one page of the Product aggregates whose vendor.id is
-	// v, in block-key order, through the lookup Product.vendorId (a native
-	// secondary index on MongoDB, an index table on the other stores). A cursor
-	// not made by this query fails with runtime.ErrBadCursor.
+	// v, in block-key order, through the lookup Product.vendorId (a global
+	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
+	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
+	// page may miss an aggregate written just before, or hold it as it was before
+	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
+	// index table there). A cursor not made by this query fails with
+	// runtime.ErrBadCursor.
 	ListByVendorID(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
 	// CountByVendorID returns the number of Product aggregates that ListByVendorID
@@ -120,8 +127,12 @@ type ProductRepository interface {
 
 	// ListByCategoryPrice reads one page of the Product aggregates selected by q,
 	// in (category, price, block key) order, through the lookup
-	// Product.categoryPrice (a native secondary index on MongoDB, an index table
-	// on the other stores). Conditions that do not select one key range fail with
+	// Product.categoryPrice (a global secondary index on DynamoDB, a native
+	// secondary index on MongoDB, an index table on bbolt and Redis). On DynamoDB
+	// the index is eventually consistent: a page may miss an aggregate written
+	// just before, or hold it as it was before that write (tag every part
+	// `noam:"lookup=categoryPrice,table"` for a strongly consistent index table
+	// there). Conditions that do not select one key range fail with
 	// runtime.ErrBadQuery; a cursor not made by this query fails with
 	// runtime.ErrBadCursor.
 	ListByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery, req runtime.PageRequest) (runtime.Page[*Product], error)
@@ -531,7 +542,7 @@ func (r _productRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pr
 
 // ListBySKU reads one page of the Product aggregates whose sku is v, in
 // block-key order, through the lookup Product.sku (a native secondary index on
-// MongoDB, an index table on the other stores).
+// MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _productRepo) ListBySKU(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListBySKU", _productLookupSKU, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -550,8 +561,9 @@ func (r _productRepo) GetBySKU(ctx context.Context, sku string) (*Product, error
 }
 
 // ListByURL reads one page of the Product aggregates whose url is v, in
-// block-key order, through the lookup Product.url (a native secondary index on
-// MongoDB, an index table on the other stores).
+// block-key order, through the lookup Product.url (a global secondary index on
+// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
+// Redis).
 func (r _productRepo) ListByURL(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByURL", _productLookupURL, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -563,8 +575,9 @@ func (r _productRepo) CountByURL(ctx context.Context, v string) (int64, error) {
 }
 
 // ListByVendorID reads one page of the Product aggregates whose vendor.id is
-// v, in block-key order, through the lookup Product.vendorId (a native
-// secondary index on MongoDB, an index table on the other stores).
+// v, in block-key order, through the lookup Product.vendorId (a global
+// secondary index on DynamoDB, a native secondary index on MongoDB, an index
+// table on bbolt and Redis).
 func (r _productRepo) ListByVendorID(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByVendorID", _productLookupVendorID, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -577,8 +590,8 @@ func (r _productRepo) CountByVendorID(ctx context.Context, v string) (int64, err
 
 // ListByCategoryPrice reads one page of the Product aggregates selected by q,
 // in (category, price, block key) order, through the lookup
-// Product.categoryPrice (a native secondary index on MongoDB, an index table
-// on the other stores).
+// Product.categoryPrice (a global secondary index on DynamoDB, a native
+// secondary index on MongoDB, an index table on bbolt and Redis).
 func (r _productRepo) ListByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByCategoryPrice", _productLookupCategoryPrice, _productCategoryPriceRange(q), req)
 }

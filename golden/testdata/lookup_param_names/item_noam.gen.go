@@ -58,9 +58,9 @@ type ItemRepository interface {
 
 	// ListByKind reads one page of the Item aggregates selected by q, in (type, r,
 	// block key) order, through the lookup Item.kind (a native secondary index on
-	// MongoDB, an index table on the other stores). Conditions that do not select
-	// one key range fail with runtime.ErrBadQuery; a cursor not made by this query
-	// fails with runtime.ErrBadCursor.
+	// MongoDB, an index table on bbolt, DynamoDB and Redis). Conditions that do
+	// not select one key range fail with runtime.ErrBadQuery; a cursor not made by
+	// this query fails with runtime.ErrBadCursor.
 	ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// CountByKind returns the number of Item aggregates selected by q: as many as
@@ -83,8 +83,8 @@ type ItemRepository interface {
 
 	// ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
 	// order, through the lookup Item.ctx (a native secondary index on MongoDB, an
-	// index table on the other stores). ctx is unique, so the page holds at most
-	// one aggregate: GetByCtx reads the same in one call, failing with
+	// index table on bbolt, DynamoDB and Redis). ctx is unique, so the page holds
+	// at most one aggregate: GetByCtx reads the same in one call, failing with
 	// runtime.ErrNotFound where this returns an empty page; ListByCtx is there so
 	// that every lookup can be listed alike. A cursor not made by this query fails
 	// with runtime.ErrBadCursor.
@@ -108,8 +108,8 @@ type ItemRepository interface {
 
 	// ListByLen reads one page of the Item aggregates whose len is v, in block-key
 	// order, through the lookup Item.len (a native secondary index on MongoDB, an
-	// index table on the other stores). len is unique, so the page holds at most
-	// one aggregate: GetByLen reads the same in one call, failing with
+	// index table on bbolt, DynamoDB and Redis). len is unique, so the page holds
+	// at most one aggregate: GetByLen reads the same in one call, failing with
 	// runtime.ErrNotFound where this returns an empty page; ListByLen is there so
 	// that every lookup can be listed alike. A cursor not made by this query fails
 	// with runtime.ErrBadCursor.
@@ -496,7 +496,7 @@ func (r _itemRepo) GetMany(ctx context.Context, ids []string) (map[string]*Item,
 
 // ListByKind reads one page of the Item aggregates selected by q, in (type, r,
 // block key) order, through the lookup Item.kind (a native secondary index on
-// MongoDB, an index table on the other stores).
+// MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _itemRepo) ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByKind", _itemLookupKind, _itemKindRange(q), req)
 }
@@ -517,7 +517,7 @@ func (r _itemRepo) GetByKind(ctx context.Context, typeValue string, rValue int) 
 
 // ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
 // order, through the lookup Item.ctx (a native secondary index on MongoDB, an
-// index table on the other stores).
+// index table on bbolt, DynamoDB and Redis).
 func (r _itemRepo) ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByCtx", _itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -537,7 +537,7 @@ func (r _itemRepo) GetByCtx(ctx context.Context, ctxValue string) (*Item, error)
 
 // ListByLen reads one page of the Item aggregates whose len is v, in block-key
 // order, through the lookup Item.len (a native secondary index on MongoDB, an
-// index table on the other stores).
+// index table on bbolt, DynamoDB and Redis).
 func (r _itemRepo) ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByLen", _itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)), req)
 }

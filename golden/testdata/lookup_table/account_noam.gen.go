@@ -90,11 +90,11 @@ type AccountRepository interface {
 
 	// ListByNick reads one page of the Account aggregates whose nick is v, in
 	// block-key order, through the lookup Account.nick (a native secondary index
-	// on MongoDB, an index table on the other stores). nick is unique, so the page
-	// holds at most one aggregate: GetByNick reads the same in one call, failing
-	// with runtime.ErrNotFound where this returns an empty page; ListByNick is
-	// there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). nick is unique, so
+	// the page holds at most one aggregate: GetByNick reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByNick is there so that every lookup can be listed alike. A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByNick returns the number of Account aggregates that ListByNick returns
@@ -133,8 +133,8 @@ type AccountRepository interface {
 
 	// ListByTags reads one page of the Account aggregates that hold v in tags[],
 	// in block-key order, through the lookup Account.tags (a native secondary
-	// index on MongoDB, an index table on the other stores). A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// index on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByTags returns the number of Account aggregates that ListByTags returns
@@ -598,7 +598,7 @@ func (r _accountRepo) GetByEmail(ctx context.Context, email string) (*Account, e
 
 // ListByNick reads one page of the Account aggregates whose nick is v, in
 // block-key order, through the lookup Account.nick (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _accountRepo) ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByNick", _accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -632,7 +632,7 @@ func (r _accountRepo) CountByRegionTier(ctx context.Context, q AccountRegionTier
 
 // ListByTags reads one page of the Account aggregates that hold v in tags[],
 // in block-key order, through the lookup Account.tags (a native secondary
-// index on MongoDB, an index table on the other stores).
+// index on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _accountRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByTags", _accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -46,11 +46,11 @@ type BadgeRepository interface {
 
 	// ListByCode reads one page of the Badge aggregates whose code is v, in
 	// block-key order, through the lookup Badge.code (a native secondary index on
-	// MongoDB, an index table on the other stores). code is unique, so the page
-	// holds at most one aggregate: GetByCode reads the same in one call, failing
-	// with runtime.ErrNotFound where this returns an empty page; ListByCode is
-	// there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// MongoDB, an index table on bbolt, DynamoDB and Redis). code is unique, so
+	// the page holds at most one aggregate: GetByCode reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByCode is there so that every lookup can be listed alike. A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
 	// CountByCode returns the number of Badge aggregates that ListByCode returns
@@ -280,7 +280,7 @@ func (r _badgeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Badg
 
 // ListByCode reads one page of the Badge aggregates whose code is v, in
 // block-key order, through the lookup Badge.code (a native secondary index on
-// MongoDB, an index table on the other stores).
+// MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _badgeRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error) {
 	return r.r.ListBy(ctx, "ListByCode", _badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

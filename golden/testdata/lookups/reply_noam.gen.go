@@ -53,9 +53,12 @@ type ReplyRepository interface {
 	GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error)
 
 	// ListByAuthor reads one page of the Reply aggregates whose author is v, in
-	// block-key order, through the lookup Reply.author (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Reply.author (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByAuthor returns the number of Reply aggregates that ListByAuthor
@@ -332,8 +335,9 @@ func (r _replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
-// block-key order, through the lookup Reply.author (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup Reply.author (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

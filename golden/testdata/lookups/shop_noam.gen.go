@@ -70,11 +70,11 @@ type ShopRepository interface {
 
 	// ListByEmail reads one page of the Shop aggregates whose email is v, in
 	// block-key order, through the lookup Shop.email (a native secondary index on
-	// MongoDB, an index table on the other stores). email is unique, so the page
-	// holds at most one aggregate: GetByEmail reads the same in one call, failing
-	// with runtime.ErrNotFound where this returns an empty page; ListByEmail is
-	// there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// MongoDB, an index table on bbolt, DynamoDB and Redis). email is unique, so
+	// the page holds at most one aggregate: GetByEmail reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByEmail is there so that every lookup can be listed alike. A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByEmail returns the number of Shop aggregates that ListByEmail returns
@@ -96,9 +96,13 @@ type ShopRepository interface {
 
 	// ListByRegionRank reads one page of the Shop aggregates selected by q, in
 	// (region, rank, block key) order, through the lookup Shop.regionRank (a
-	// native secondary index on MongoDB, an index table on the other stores).
-	// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag every part `noam:"lookup=regionRank,table"`
+	// for a strongly consistent index table there). Conditions that do not select
+	// one key range fail with runtime.ErrBadQuery; a cursor not made by this query
+	// fails with runtime.ErrBadCursor.
 	ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByRegionRank returns the number of Shop aggregates selected by q: as
@@ -116,8 +120,8 @@ type ShopRepository interface {
 
 	// ListByLabels reads one page of the Shop aggregates that hold v in labels[],
 	// in block-key order, through the lookup Shop.labels (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made
+	// by this query fails with runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByLabels returns the number of Shop aggregates that ListByLabels
@@ -133,11 +137,11 @@ type ShopRepository interface {
 
 	// ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
 	// block-key order, through the lookup Shop.codes (a native secondary index on
-	// MongoDB, an index table on the other stores). codes[] is unique, so the page
-	// holds at most one aggregate: GetByCodes reads the same in one call, failing
-	// with runtime.ErrNotFound where this returns an empty page; ListByCodes is
-	// there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// MongoDB, an index table on bbolt, DynamoDB and Redis). codes[] is unique, so
+	// the page holds at most one aggregate: GetByCodes reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByCodes is there so that every lookup can be listed alike. A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByCodes returns the number of Shop aggregates that ListByCodes returns
@@ -158,9 +162,13 @@ type ShopRepository interface {
 	GetByCodes(ctx context.Context, codes int32) (*Shop, error)
 
 	// ListByAddressCity reads one page of the Shop aggregates whose address.city
-	// is v, in block-key order, through the lookup Shop.addressCity (a native
-	// secondary index on MongoDB, an index table on the other stores). A cursor
-	// not made by this query fails with runtime.ErrBadCursor.
+	// is v, in block-key order, through the lookup Shop.addressCity (a global
+	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
+	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
+	// page may miss an aggregate written just before, or hold it as it was before
+	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
+	// index table there). A cursor not made by this query fails with
+	// runtime.ErrBadCursor.
 	ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByAddressCity returns the number of Shop aggregates that
@@ -605,7 +613,7 @@ func (r _shopRepo) GetMany(ctx context.Context, ids []string) (map[string]*Shop,
 
 // ListByEmail reads one page of the Shop aggregates whose email is v, in
 // block-key order, through the lookup Shop.email (a native secondary index on
-// MongoDB, an index table on the other stores).
+// MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _shopRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByEmail", _shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -625,7 +633,8 @@ func (r _shopRepo) GetByEmail(ctx context.Context, email string) (*Shop, error) 
 
 // ListByRegionRank reads one page of the Shop aggregates selected by q, in
 // (region, rank, block key) order, through the lookup Shop.regionRank (a
-// native secondary index on MongoDB, an index table on the other stores).
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _shopRepo) ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByRegionRank", _shopLookupRegionRank, _shopRegionRankRange(q), req)
 }
@@ -640,7 +649,7 @@ func (r _shopRepo) CountByRegionRank(ctx context.Context, q ShopRegionRankQuery)
 
 // ListByLabels reads one page of the Shop aggregates that hold v in labels[],
 // in block-key order, through the lookup Shop.labels (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _shopRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByLabels", _shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -653,7 +662,7 @@ func (r _shopRepo) CountByLabels(ctx context.Context, v string) (int64, error) {
 
 // ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
 // block-key order, through the lookup Shop.codes (a native secondary index on
-// MongoDB, an index table on the other stores).
+// MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _shopRepo) ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByCodes", _shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))), req)
 }
@@ -672,8 +681,9 @@ func (r _shopRepo) GetByCodes(ctx context.Context, codes int32) (*Shop, error) {
 }
 
 // ListByAddressCity reads one page of the Shop aggregates whose address.city
-// is v, in block-key order, through the lookup Shop.addressCity (a native
-// secondary index on MongoDB, an index table on the other stores).
+// is v, in block-key order, through the lookup Shop.addressCity (a global
+// secondary index on DynamoDB, a native secondary index on MongoDB, an index
+// table on bbolt and Redis).
 func (r _shopRepo) ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByAddressCity", _shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -72,9 +72,12 @@ type TicketRepository interface {
 	GetMany(ctx context.Context, ids []TicketID) (map[TicketID]*Ticket, error)
 
 	// ListByOwner reads one page of the Ticket aggregates whose owner is v, in
-	// block-key order, through the lookup Ticket.owner (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Ticket.owner (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
 	// CountByOwner returns the number of Ticket aggregates that ListByOwner
@@ -90,8 +93,8 @@ type TicketRepository interface {
 
 	// ListByEventsKind reads one page of the Ticket aggregates that hold v in
 	// events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
-	// native secondary index on MongoDB, an index table on the other stores). A
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
 	// CountByEventsKind returns the number of Ticket aggregates that
@@ -392,8 +395,9 @@ func (r _ticketRepo) GetMany(ctx context.Context, ids []TicketID) (map[TicketID]
 }
 
 // ListByOwner reads one page of the Ticket aggregates whose owner is v, in
-// block-key order, through the lookup Ticket.owner (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup Ticket.owner (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _ticketRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByOwner", _ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -406,7 +410,8 @@ func (r _ticketRepo) CountByOwner(ctx context.Context, v string) (int64, error) 
 
 // ListByEventsKind reads one page of the Ticket aggregates that hold v in
 // events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
-// native secondary index on MongoDB, an index table on the other stores).
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _ticketRepo) ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByEventsKind", _ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

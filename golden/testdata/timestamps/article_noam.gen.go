@@ -85,9 +85,12 @@ type ArticleRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Article, error)
 
 	// ListByTitle reads one page of the Article aggregates whose title is v, in
-	// block-key order, through the lookup Article.title (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Article.title (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByTitle(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Article], error)
 
 	// CountByTitle returns the number of Article aggregates that ListByTitle
@@ -361,8 +364,9 @@ func (r _articleRepo) GetMany(ctx context.Context, ids []string) (map[string]*Ar
 }
 
 // ListByTitle reads one page of the Article aggregates whose title is v, in
-// block-key order, through the lookup Article.title (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup Article.title (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _articleRepo) ListByTitle(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Article], error) {
 	return r.r.ListBy(ctx, "ListByTitle", _articleLookupTitle, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -23,7 +23,17 @@ const (
 	Len      = "_len"
 	Seq      = "_seq"
 	Inc      = "_inc"
+	// GSIPart and GSIKeyPrefix+lookup are the key attributes of the
+	// global secondary index of a non-unique lookup (GSIName); GSIForm
+	// is the form the schema record gives such a lookup
+	// (runtime.LookupLayout.Native).
+	GSIPart      = "_gp"
+	GSIKeyPrefix = "_gk_"
+	GSIForm      = "gsi"
 )
+
+// GSIName names the global secondary index of lookup l.
+func GSIName(l string) string { return "gsi_" + l }
 
 // Limits (runtime.Caps): an item, a partition key, a sort key of the
 // index table; AppendPast is the element index a single-request append
@@ -57,6 +67,9 @@ var (
 	gained  = access.Step{N: 1, Per: access.PerGained, Op: "PutItem " + Index + " per index item the block gains (attribute_not_exists(k) for a unique value)"}
 	lost    = access.Step{N: 1, Per: access.PerLost, Op: "DeleteItem " + Index + " per index item the block loses"}
 	guarded = " (on condition of _seq and _inc)"
+	// nativeRead is Update's read of a block whose GSI lookup it changes
+	// in part (in both deployments: no index item is involved).
+	nativeRead = access.Step{N: 1, When: access.WritesNative, Per: access.IfNativePartial, Op: "GetItem $coll {_id} (ConsistentRead) when they touch no indexed entry but set some, not all, fields of a GSI lookup"}
 	// txAtomic is what a write of unique values does atomically.
 	txAtomic = "transactions: the block and its index items together, all or nothing (the protocol for a write of more than 100 items, or one that meets a stale claim); protocol: "
 	// tx is the one request of a write of unique values with transactions.
@@ -87,7 +100,14 @@ var Store = &access.Store{
 	Name: "dynamo", Title: "DynamoDB", KeyStyle: access.KeyAttribute, ScopeItems: true, Modes: []access.Mode{Protocol, Transactions},
 	Names:    access.Names{Index: Index, Counter: Counters},
 	Elements: 2,
-	Summary:  `Table "$coll" (after the optional dynamostore.Options.TablePrefix) holds one item per block (NoAM Fig. 5): the partition key _id is the block key (N for an integer key, B holding the order-preserving encoding of a string or composite key), and every entry is an attribute of its own in native attribute values (S, N, BOOL, M, L, NULL); a partitioned field is a list attribute written element by element, its length in the map _len.`,
+	// Non-unique lookups of one value per block, without the table
+	// option, are global secondary indexes of the block table.
+	NativeLookup: func(l access.Lookup) bool { return !l.Unique && !l.Table && !l.Multi },
+	NativeName:   "a global secondary index", NativeEventual: true,
+	NativeIndex: func(l access.Lookup) access.Index {
+		return access.Index{Keys: []string{GSIPart, GSIKeyPrefix + l.Name}, Options: []string{"global secondary index " + GSIName(l.Name), "projection ALL", "sparse", "eventually consistent"}}
+	},
+	Summary: `Table "$coll" (after the optional dynamostore.Options.TablePrefix) holds one item per block (NoAM Fig. 5): the partition key _id is the block key (N for an integer key, B holding the order-preserving encoding of a string or composite key), and every entry is an attribute of its own in native attribute values (S, N, BOOL, M, L, NULL); a partitioned field is a list attribute written element by element, its length in the map _len.`,
 	Containers: []access.Container{
 		{When: access.ETF, Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, $allFields[?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_id: $block, ...}"},
 		{When: access.EAO, Kind: "table", Name: "$coll", Role: "blocks", Key: "partition key _id; item {_id: <block key>, _root: M[?ownFields:, $ownFields][?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_id: $block, ...}"},
@@ -110,6 +130,7 @@ var Store = &access.Store{
 		{Text: "A write of one block is one request on one item (PutItem, UpdateItem, DeleteItem) whose ConditionExpression checks the version (and the element index or count) and bumps it: atomic without transactions."},
 		{When: access.Indexed, Text: "Index items live in another table: without transactions a write adds the items its new state gains before the block write (conditional PutItem, attribute_not_exists(k) for unique values) and removes the lost ones after it; reads verify items against their blocks and skip stale ones, Repair rebuilds them (RELIABILITY.md). All items of one lookup share the partition key p: one lookup's traffic is one partition's (README, hot partitions)."},
 		{When: access.Indexed, Text: "Where the endpoint has transactions (dynamostore.Options.Transactions: auto, the default, detects them once per client with a TransactGetItems; dynalite has none), a write that claims or releases unique values is one TransactWriteItems of the block write (its usual condition) and its index items (claims on condition attribute_not_exists(k)), with a ClientRequestToken so that a resend is not applied twice: no stale items, nothing to verify or repair. A write of more than 100 items, or one that meets a stale claim left by the protocol, runs the protocol."},
+		{When: access.HasNative, Text: "Non-unique lookups of one value per block (no path through a slice, no table option) are global secondary indexes gsi_<lookup> of the block table: the item carries " + GSIPart + " (S, the collection's name; the GSI's partition key) and " + GSIKeyPrefix + "<lookup> (B, lookup value ‖ block key; the sort key), written in the block's own request (atomic with it), left out when the lookup indexes no value (sparse). GSIs are eventually consistent: a ListBy may miss a block just written or return it as it was. One lookup's entries share one partition key value, so its writes land on one GSI partition (hot partition: see the package doc). noam:\"lookup,table\" keeps a strongly consistent index table."},
 		{Text: "An item (the whole block: attribute names and values) is at most 409600 bytes (400 KB); a block key (the partition key) at most 2048 bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most 1024 bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent."},
 		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
 		{Text: "A block written in another layout (ETF or EAO, a field whole or partitioned) reads right. Put rewrites the item whole in the current layout; an entry-level write checks the layout in its own ConditionExpression (attribute_not_exists(_root) for an ETF field, _len for a partition's elements) and fails with runtime.ErrLayout writing nothing, or converts the block in the same request (an EAO root write REMOVEs the ETF attributes, a partition written whole gets its count). Migrate rewrites old blocks, each with one PutItem on condition that the item is as read."},
@@ -160,24 +181,28 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.SetAt}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol,
 			Steps: both([]access.Step{read}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field" + guarded}, lost}, "Update $coll {SET $field[i]"+bump+"} on condition i < "+Len+".$field"+guarded)},
 		{Methods: []access.Method{access.Update}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol + "; an update that changes no indexed entry is one UpdateItem, atomic",
-			Steps: both([]access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}, "Update $coll {SET of the entries given"+bump+"} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]"+guarded)},
+			Steps: both([]access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}, nativeRead}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}, "Update $coll {SET of the entries given"+bump+"} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]"+guarded)},
 		{Methods: []access.Method{access.Append}, When: access.Writes | access.WritesUnique, Atomic: txAtomic + protocol,
 			Steps: both([]access.Step{read}, []access.Step{gained, {N: 1, Op: "UpdateItem $coll {SET $field = list_append($field, [the new element]), " + Len + ".$field = n+1" + bump + "} on condition " + Len + ".$field = n (retried when another append came first)" + guarded}, lost}, "Update $coll {SET $field = list_append($field, [the new element]), "+Len+".$field = n+1"+bump+"} on condition "+Len+".$field = n"+guarded)},
 		{Methods: []access.Method{access.Set}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)" + guarded}, lost}},
 		{Methods: []access.Method{access.SetAt}, When: access.Writes, Atomic: protocol, Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field" + guarded}, lost}},
 		{Methods: []access.Method{access.Update}, When: access.Writes, Atomic: protocol + "; an update that changes no indexed entry is one UpdateItem, atomic",
-			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}, gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}},
+			Steps: []access.Step{{N: 1, Per: access.IfIndexedChange, Op: read.Op + " when the changes touch an indexed entry"}, nativeRead, gained, {N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]" + guarded}, lost}},
 		{Methods: []access.Method{access.Append}, When: access.Writes, Atomic: protocol,
 			Steps: []access.Step{read, gained, {N: 1, Op: "UpdateItem $coll {SET $field = list_append($field, [the new element]), " + Len + ".$field = n+1" + bump + "} on condition " + Len + ".$field = n (retried when another append came first)" + guarded}, lost}},
-		{Methods: []access.Method{access.Set}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field" + bump + "} attribute_exists(_id)"}}},
+		{Methods: []access.Method{access.Set}, Atomic: one, Steps: []access.Step{{N: 1, When: access.WritesNative, Per: access.IfNativePartial, Op: "GetItem $coll {_id} (ConsistentRead) when a GSI lookup reads $field and other fields (its new sort key needs their values)"}, {N: 1, Op: "UpdateItem $coll {SET $field[?writesNative:, the GSI sort keys of the lookups of $field]" + bump + "} attribute_exists(_id)[?writesNative: and, after a read, the sort keys as read]"}}},
 		{Methods: []access.Method{access.SetAt}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field[i]" + bump + "} on condition i < " + Len + ".$field"}}},
-		{Methods: []access.Method{access.Update}, Atomic: one, Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET of the entries given" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f]"}}},
+		{Methods: []access.Method{access.Update}, Atomic: one, Steps: []access.Step{{N: 1, When: access.WritesNative, Per: access.IfNativePartial, Op: "GetItem $coll {_id} (ConsistentRead) when the changes set some but not all fields of a GSI lookup"}, {N: 1, Op: "UpdateItem $coll {SET of the entries given[?writesNative:, the GSI sort keys of the lookups they change]" + bump + "} on condition the block exists[?version:, $version = v][?parts:, i < _len.f][?writesNative:, after a read the sort keys as read]"}}},
 		{Methods: []access.Method{access.Append}, Atomic: "one conditional item write; a block written before the partition existed, or with more than 65536 elements, fails it and is appended to after a read of its count",
 			Steps: []access.Step{{N: 1, Op: "UpdateItem $coll {SET $field[65536] = the new element (past the end: appended), " + Len + ".$field = " + Len + ".$field+1" + bump + "} on condition size($field) = " + Len + ".$field <= 65536, ReturnValues UPDATED_NEW (the new count: the index is one less)"},
 				{N: 2, Per: access.IfAppendFallback, Op: "when refused: GetItem $coll (the count), then UpdateItem with list_append on condition of the count"}}},
 
 		{Methods: []access.Method{access.GetBy}, Atomic: "not atomic: the index item is read, then its block, which must hold the value (a stale item is skipped)",
 			Steps: []access.Step{{N: 1, Op: "GetItem " + Index + " {p: \"$lookup\", k: B(value)} (ConsistentRead)"}, {N: 1, Op: "GetItem $coll {_id: the item's id} (verifies that the block holds the value)"}}},
+		{Methods: []access.Method{access.ListBy}, When: access.ByNative, Atomic: "eventually consistent (a GSI): each page is one Query, whose items are the blocks as the GSI has them; a block written just before may be missing or as it was, and each item is checked to hold its sort key",
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query $coll IndexName " + GSIName("$lookup") + " {" + GSIPart + " = \"$coll\", " + GSIKeyPrefix + "$lookup in the query's range} (sort-key order: value, block key; projection ALL: the blocks themselves)"}}},
+		{Methods: []access.Method{access.CountBy}, When: access.ByNative, Atomic: "eventually consistent, as ListBy: the count declines (a GSI's number of items may lag its blocks) and reads the matching blocks as ListBy does, in pages of 256",
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query $coll IndexName " + GSIName("$lookup") + " {" + GSIPart + " = \"$coll\", " + GSIKeyPrefix + "$lookup in the query's range} after the last item counted"}}},
 		{Methods: []access.Method{access.ListBy}, Atomic: "not atomic: items are read, then their blocks, and every block is checked to hold the value (stale items are skipped)",
 			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"$lookup\", k in the query's range} (sort-key order: value, block key)"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the blocks of the page's items)"}, {N: 1, Per: access.PerStale, Op: "DeleteItem " + Index + " per stale item older than dynamostore.StaleAfter"}}},
 		{Methods: []access.Method{access.Count}, When: access.NoExpires, Atomic: "each page on its own (a Scan is not a snapshot)",
@@ -192,7 +217,7 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Per: access.PerRepairBatch, Op: "Scan $coll (the blocks' indexed attributes)"}, {Op: "Query " + Index + " per lookup", When: access.HasLookups}, {Op: "PutItem / DeleteItem " + Index + " for the missing and stale items", When: access.HasLookups}}},
 		sweepIndexed, sweep,
 		{Methods: []access.Method{access.Ensure}, Atomic: "each request on its own; safe to repeat",
-			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing) when it does not exist, then DescribeTable until ACTIVE"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}, {Op: "the same for " + Schema + " (partition key _id: S)"}, {When: access.HasLookups, Op: "with a unique lookup and dynamostore.Options.Transactions auto: once per client, a TransactGetItems of " + Schema + " (whether the endpoint has transactions)"}, {Op: "then (runtime.Repo) a GetItem of the collection's schema record and, when the layout changed, a PutItem of it on condition that it is still the one read"}}},
+			Steps: []access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable $coll (on-demand billing[?native:, with the GSIs of the lookups that are GSIs]) when it does not exist, then DescribeTable until ACTIVE[?native: with its GSIs; on a table without them, one UpdateTable per GSI (GlobalSecondaryIndexUpdates Create) and DescribeTable until it is ACTIVE]"}, {When: access.HasLookups, Op: "the same for " + Index + " (partition key p: S, sort key k: B)"}, {When: access.HasCounter, Op: "the same for " + Counters}, {Op: "the same for " + Schema + " (partition key _id: S)"}, {When: access.HasLookups, Op: "with a unique lookup and dynamostore.Options.Transactions auto: once per client, a TransactGetItems of " + Schema + " (whether the endpoint has transactions)"}, {Op: "then (runtime.Repo) a GetItem of the collection's schema record and, when the layout changed, a PutItem of it on condition that it is still the one read"}}},
 	},
 }
 

@@ -218,6 +218,7 @@ var t0 = time.Date(2012, 1, 2, 3, 4, 5, 678e6, time.UTC)
 // testItemShape: one item per block, one native attribute per entry (the
 // paper's Fig. 5), readable without noamgen.
 func testItemShape(t *testing.T, f *fixture) {
+	f.o.IndexTables = true // the index-table shape (TestGSI: the GSI attributes)
 	ms := f.matches(t)
 	m := &model.Match{ID: "m1", Code: "c1", Region: "north", Level: 3, Tags: []string{"a", "b"},
 		Venue: model.Venue{City: "Rome", Seats: 10, Geo: &model.Geo{Lat: 41.9, Lon: 12.5}}, Start: t0,
@@ -497,6 +498,7 @@ func describe(k []byte) string {
 // not happen: after each write the index table holds exactly the items of
 // the current values, and the old values find nothing.
 func testNoStaleItems(t *testing.T, f *fixture) {
+	f.o.IndexTables = true // the index items of venueCity, otherwise a GSI
 	ms := f.matches(t)
 	must(t, ms.Create(ctx, &model.Match{ID: "m", Code: "c1", Tags: []string{"a", "b"}, Venue: model.Venue{City: "Rome"},
 		Rounds: []model.Round{{Serial: "s0"}, {Serial: "s1"}}}))

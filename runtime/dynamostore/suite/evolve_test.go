@@ -525,6 +525,7 @@ func TestEvolveMigrate(t *testing.T) {
 // and current blocks are not written.
 func TestEvolveMigrateLookups(t *testing.T) {
 	e := newEvo(t)
+	e.o.IndexTables = true // the index items of city, which is otherwise a GSI
 	v1 := lookups.NewPlayerDynamoRepository(e.c, e.o)
 	must(t, v1.EnsureIndexes(ctx))
 	must(t, v1.Create(ctx, &lookups.Player{ID: "p1", Name: "Mary", Email: "mary@example.com", City: "Rome", Scores: []lookups.Score{{Points: 3}}}))
@@ -592,6 +593,7 @@ func TestSchemaRecord(t *testing.T) {
 // EnsureIndexes; DropLookup is idempotent.
 func TestDropLookup(t *testing.T) {
 	e := newEvo(t)
+	e.o.IndexTables = true // the index items of city, which is otherwise a GSI
 	v1 := lookups.NewPlayerDynamoRepository(e.c, e.o)
 	must(t, v1.EnsureIndexes(ctx))
 	must(t, v1.Create(ctx, &lookups.Player{ID: "p1", Name: "Mary", Email: "mary@example.com", City: "Rome"}))

@@ -61,6 +61,7 @@ var Store = &access.Store{
 		{When: access.HasTables, Key: Inc, Value: "int64 (incarnation of the lookup protocol)"},
 	},
 	NativeIndex: nativeIndex,
+	NativeName:  "a native secondary index",
 	Notes: []access.Note{
 		{Text: "A write of one block is one command on one document, which MongoDB applies atomically (native index entries included)."},
 		{When: access.EAO, Text: "Under EAO the root entry ε is the document's top-level fields, written together by Put."},

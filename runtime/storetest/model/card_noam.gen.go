@@ -37,8 +37,8 @@ type CardRepository interface {
 
 	// ListByLabels reads one page of the Card aggregates that hold v in labels[],
 	// in block-key order, through the lookup Card.labels (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made
+	// by this query fails with runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error)
 
 	// CountByLabels returns the number of Card aggregates that ListByLabels
@@ -272,7 +272,7 @@ func (r _cardRepo) GetMany(ctx context.Context, ids []int32) (map[int32]*Card, e
 
 // ListByLabels reads one page of the Card aggregates that hold v in labels[],
 // in block-key order, through the lookup Card.labels (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _cardRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error) {
 	return r.r.ListBy(ctx, "ListByLabels", _cardLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

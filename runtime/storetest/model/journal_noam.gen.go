@@ -92,9 +92,12 @@ type JournalRepository interface {
 	GetMany(ctx context.Context, ids []JournalID) (map[JournalID]*Journal, error)
 
 	// ListByOwner reads one page of the Journal aggregates whose owner is v, in
-	// block-key order, through the lookup Journal.owner (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup Journal.owner (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
 	// CountByOwner returns the number of Journal aggregates that ListByOwner
@@ -110,8 +113,8 @@ type JournalRepository interface {
 
 	// ListByLinesKind reads one page of the Journal aggregates that hold v in
 	// lines[].kind, in block-key order, through the lookup Journal.linesKind (a
-	// native secondary index on MongoDB, an index table on the other stores). A
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
 	// CountByLinesKind returns the number of Journal aggregates that
@@ -454,8 +457,9 @@ func (r _journalRepo) GetMany(ctx context.Context, ids []JournalID) (map[Journal
 }
 
 // ListByOwner reads one page of the Journal aggregates whose owner is v, in
-// block-key order, through the lookup Journal.owner (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup Journal.owner (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _journalRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByOwner", _journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -468,7 +472,8 @@ func (r _journalRepo) CountByOwner(ctx context.Context, v string) (int64, error)
 
 // ListByLinesKind reads one page of the Journal aggregates that hold v in
 // lines[].kind, in block-key order, through the lookup Journal.linesKind (a
-// native secondary index on MongoDB, an index table on the other stores).
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByLinesKind", _journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

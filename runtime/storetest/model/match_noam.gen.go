@@ -120,11 +120,11 @@ type MatchRepository interface {
 
 	// ListByCode reads one page of the Match aggregates whose code is v, in
 	// block-key order, through the lookup matches.code (a native secondary index
-	// on MongoDB, an index table on the other stores). code is unique, so the page
-	// holds at most one aggregate: GetByCode reads the same in one call, failing
-	// with runtime.ErrNotFound where this returns an empty page; ListByCode is
-	// there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). code is unique, so
+	// the page holds at most one aggregate: GetByCode reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByCode is there so that every lookup can be listed alike. A cursor not
+	// made by this query fails with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByCode returns the number of Match aggregates that ListByCode returns
@@ -146,9 +146,13 @@ type MatchRepository interface {
 
 	// ListByRegionLevel reads one page of the Match aggregates selected by q, in
 	// (region, level, block key) order, through the lookup matches.regionLevel (a
-	// native secondary index on MongoDB, an index table on the other stores).
-	// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag every part `noam:"lookup=regionLevel,table"`
+	// for a strongly consistent index table there). Conditions that do not select
+	// one key range fail with runtime.ErrBadQuery; a cursor not made by this query
+	// fails with runtime.ErrBadCursor.
 	ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByRegionLevel returns the number of Match aggregates selected by q: as
@@ -166,8 +170,8 @@ type MatchRepository interface {
 
 	// ListByTags reads one page of the Match aggregates that hold v in tags[], in
 	// block-key order, through the lookup matches.tags (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made
+	// by this query fails with runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByTags returns the number of Match aggregates that ListByTags returns
@@ -182,9 +186,13 @@ type MatchRepository interface {
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByVenueCity reads one page of the Match aggregates whose venue.city is
-	// v, in block-key order, through the lookup matches.venueCity (a native
-	// secondary index on MongoDB, an index table on the other stores). A cursor
-	// not made by this query fails with runtime.ErrBadCursor.
+	// v, in block-key order, through the lookup matches.venueCity (a global
+	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
+	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
+	// page may miss an aggregate written just before, or hold it as it was before
+	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
+	// index table there). A cursor not made by this query fails with
+	// runtime.ErrBadCursor.
 	ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByVenueCity returns the number of Match aggregates that ListByVenueCity
@@ -200,8 +208,8 @@ type MatchRepository interface {
 
 	// ListByRoundsSerial reads one page of the Match aggregates that hold v in
 	// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
-	// (a native secondary index on MongoDB, an index table on the other stores).
-	// rounds[].serial is unique, so the page holds at most one aggregate:
+	// (a native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). rounds[].serial is unique, so the page holds at most one aggregate:
 	// GetByRoundsSerial reads the same in one call, failing with
 	// runtime.ErrNotFound where this returns an empty page; ListByRoundsSerial is
 	// there so that every lookup can be listed alike. A cursor not made by this
@@ -712,7 +720,7 @@ func (r _matchRepo) GetMany(ctx context.Context, ids []string) (map[string]*Matc
 
 // ListByCode reads one page of the Match aggregates whose code is v, in
 // block-key order, through the lookup matches.code (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByCode", _matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -732,7 +740,8 @@ func (r _matchRepo) GetByCode(ctx context.Context, code string) (*Match, error) 
 
 // ListByRegionLevel reads one page of the Match aggregates selected by q, in
 // (region, level, block key) order, through the lookup matches.regionLevel (a
-// native secondary index on MongoDB, an index table on the other stores).
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRegionLevel", _matchLookupRegionLevel, _matchRegionLevelRange(q), req)
 }
@@ -747,7 +756,7 @@ func (r _matchRepo) CountByRegionLevel(ctx context.Context, q MatchRegionLevelQu
 
 // ListByTags reads one page of the Match aggregates that hold v in tags[], in
 // block-key order, through the lookup matches.tags (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByTags", _matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -759,8 +768,9 @@ func (r _matchRepo) CountByTags(ctx context.Context, v string) (int64, error) {
 }
 
 // ListByVenueCity reads one page of the Match aggregates whose venue.city is
-// v, in block-key order, through the lookup matches.venueCity (a native
-// secondary index on MongoDB, an index table on the other stores).
+// v, in block-key order, through the lookup matches.venueCity (a global
+// secondary index on DynamoDB, a native secondary index on MongoDB, an index
+// table on bbolt and Redis).
 func (r _matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByVenueCity", _matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -773,7 +783,8 @@ func (r _matchRepo) CountByVenueCity(ctx context.Context, v string) (int64, erro
 
 // ListByRoundsSerial reads one page of the Match aggregates that hold v in
 // rounds[].serial, in block-key order, through the lookup matches.roundsSerial
-// (a native secondary index on MongoDB, an index table on the other stores).
+// (a native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRoundsSerial", _matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -71,9 +71,12 @@ type NoteRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Note, error)
 
 	// ListByAuthor reads one page of the Note aggregates whose author is v, in
-	// block-key order, through the lookup notes.author (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup notes.author (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Note], error)
 
 	// CountByAuthor returns the number of Note aggregates that ListByAuthor
@@ -335,8 +338,9 @@ func (r _noteRepo) GetMany(ctx context.Context, ids []string) (map[string]*Note,
 }
 
 // ListByAuthor reads one page of the Note aggregates whose author is v, in
-// block-key order, through the lookup notes.author (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup notes.author (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _noteRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Note], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _noteLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

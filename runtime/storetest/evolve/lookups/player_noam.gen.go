@@ -58,9 +58,9 @@ type PlayerRepository interface {
 
 	// ListByEmail reads one page of the Player aggregates whose email is v, in
 	// block-key order, through the lookup players.email (a native secondary index
-	// on MongoDB, an index table on the other stores). email is unique, so the
-	// page holds at most one aggregate: GetByEmail reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). email is unique,
+	// so the page holds at most one aggregate: GetByEmail reads the same in one
+	// call, failing with runtime.ErrNotFound where this returns an empty page;
 	// ListByEmail is there so that every lookup can be listed alike. A cursor not
 	// made by this query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
@@ -83,9 +83,12 @@ type PlayerRepository interface {
 	GetByEmail(ctx context.Context, email string) (*Player, error)
 
 	// ListByCity reads one page of the Player aggregates whose city is v, in
-	// block-key order, through the lookup players.city (a native secondary index
-	// on MongoDB, an index table on the other stores). A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order, through the lookup players.city (a global secondary index
+	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
+	// an aggregate written just before, or hold it as it was before that write
+	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
+	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
 	ListByCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
 
 	// CountByCity returns the number of Player aggregates that ListByCity returns
@@ -361,7 +364,7 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 
 // ListByEmail reads one page of the Player aggregates whose email is v, in
 // block-key order, through the lookup players.email (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _playerRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByEmail", _playerLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -380,8 +383,9 @@ func (r _playerRepo) GetByEmail(ctx context.Context, email string) (*Player, err
 }
 
 // ListByCity reads one page of the Player aggregates whose city is v, in
-// block-key order, through the lookup players.city (a native secondary index
-// on MongoDB, an index table on the other stores).
+// block-key order, through the lookup players.city (a global secondary index
+// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
+// and Redis).
 func (r _playerRepo) ListByCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByCity", _playerLookupCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -58,9 +58,9 @@ type PlayerRepository interface {
 
 	// ListByEmail reads one page of the Player aggregates whose email is v, in
 	// block-key order, through the lookup players.email (a native secondary index
-	// on MongoDB, an index table on the other stores). email is unique, so the
-	// page holds at most one aggregate: GetByEmail reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
+	// on MongoDB, an index table on bbolt, DynamoDB and Redis). email is unique,
+	// so the page holds at most one aggregate: GetByEmail reads the same in one
+	// call, failing with runtime.ErrNotFound where this returns an empty page;
 	// ListByEmail is there so that every lookup can be listed alike. A cursor not
 	// made by this query fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
@@ -334,7 +334,7 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 
 // ListByEmail reads one page of the Player aggregates whose email is v, in
 // block-key order, through the lookup players.email (a native secondary index
-// on MongoDB, an index table on the other stores).
+// on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _playerRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByEmail", _playerLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
