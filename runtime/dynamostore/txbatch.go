@@ -72,7 +72,7 @@ type txPlan struct {
 	bytes  int      // its estimated size
 	insert bool     // a Create: the block existing is ErrDuplicate
 	block  []byte
-	done   func() // after it was written
+	done   func() // after it was written (nil: nothing to do)
 }
 
 // batchTx reports whether a batch of conditional writes is packed into
@@ -441,7 +441,9 @@ func (s *Store[T, K]) sendTx(ctx context.Context, op string, key func(int) K, pl
 		}
 		if err == nil {
 			for _, p := range plans {
-				p.done()
+				if p.done != nil {
+					p.done()
+				}
 			}
 			break
 		}
