@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -284,7 +285,7 @@ type readState[T any] struct {
 // With read set, each segment's blocks are read first (BatchGetItem).
 // plan builds item i's plan from its block as read (nil without read),
 // or fails it; a nil plan (its index items do not fit in one transaction)
-// is the single call, single.
+// is the single call, single, made after the items before it.
 func (s *Store[T, K]) txBatch(ctx context.Context, op string, n int, key func(int) K, read bool,
 	plan func(int, *readState[T]) (*txPlan, error), single func(int) error) []error {
 	errs := make([]error, n)
@@ -318,7 +319,12 @@ func (s *Store[T, K]) txSegment(ctx context.Context, op string, start, end int, 
 		}
 	}
 	var plans []*txPlan
-	var alone []int // items whose index items do not fit in one transaction
+	flush := func() {
+		for _, tx := range packTx(plans) {
+			s.sendTx(ctx, op, key, tx, single, errs)
+		}
+		plans = plans[:0]
+	}
 	for i := start; i < end; i++ {
 		var r *readState[T]
 		if read {
@@ -329,18 +335,16 @@ func (s *Store[T, K]) txSegment(ctx context.Context, op string, start, end int, 
 		case err != nil:
 			errs[i] = err
 		case p == nil:
-			alone = append(alone, i)
+			// Its index items do not fit in one transaction: its single
+			// call, after the items before it.
+			flush()
+			errs[i] = single(i)
 		default:
 			p.i = i
 			plans = append(plans, p)
 		}
 	}
-	for _, tx := range packTx(plans) {
-		s.sendTx(ctx, op, key, tx, single, errs)
-	}
-	for _, i := range alone {
-		errs[i] = single(i)
-	}
+	flush()
 }
 
 // readStates reads the blocks ids (distinct), MaxBatch a BatchGetItem, as
@@ -488,6 +492,7 @@ func (s *Store[T, K]) sendTx(ctx context.Context, op string, key func(int) K, pl
 		}
 		plans = again
 	}
+	slices.SortFunc(alone, func(a, b *txPlan) int { return a.i - b.i })
 	for _, p := range alone {
 		errs[p.i] = single(p.i)
 	}
