@@ -53,7 +53,7 @@ var minidynGaps = map[string]string{
 	"LookupEq": binaryQuery, "LookupComposite": binaryQuery, "UniqueConflicts": binaryQuery,
 	"UniqueValuesFreed": binaryQuery, "LookupValuesMove": binaryQuery, "RepairHealthy": binaryQuery,
 	"ConcurrentAppends": binaryQuery, "UpdateLookupAndUnreadPartition": binaryQuery, "Counts": binaryQuery,
-	"CountsStaleEntry": binaryQuery, "Batch": binaryQuery, "ListChangesBetweenPages": binaryQuery,
+	"CountsStaleEntry": binaryQuery, "ListChangesBetweenPages": binaryQuery,
 	"RoundTrip": elemProject, "PutShrinksPartition": elemProject, "ListElements": elemProject,
 	"ListElementsCursors": elemProject, "ListElementsWhileAppending": elemProject, "DeclaredRequests": elemProject + " (dyntest's TestTransactions checks the declared requests of the writes)",
 	"DepthLimit": elemProject, "Hooks": elemProject,

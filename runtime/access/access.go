@@ -231,6 +231,9 @@ const (
 	// delete) declares them.
 	Per25Items  Term = "per 25 items"
 	PerItemCall Term = "per request of each item's single call"
+	// Per100Actions: the writes of a batch packed into transactions of up
+	// to 100 actions (DynamoDB's TransactWriteItems).
+	Per100Actions Term = "per 100 transaction actions"
 )
 
 // Once reports whether t counts only the first time an operation meets it

@@ -21,9 +21,12 @@ import (
 //     (runtime.ErrNotFound), then BatchWriteItem of the deletes of the
 //     others. A block deleted by someone else between the two is
 //     reported deleted.
-//   - Everything else is the single calls: concurrently, 8 at a time,
-//     when the order of the items cannot matter (distinct keys, no unique
-//     lookup, no key to allocate), one after the other otherwise.
+//   - Everything else, where the endpoint has transactions and the
+//     aggregate has no counter, is packed into TransactWriteItems of up
+//     to 100 actions (txbatch.go).
+//   - Otherwise the single calls: concurrently, 8 at a time, when the
+//     order of the items cannot matter (distinct keys, no unique lookup,
+//     no key to allocate), one after the other otherwise.
 //
 // BatchWriteItem's unprocessed items are sent again with backoff until
 // the context ends; the items of a request that failed without a reply
@@ -38,14 +41,20 @@ const MaxBatchWrite = 25
 const batchParallel = 8
 
 // CreateMany writes new blocks, as Create each (a Create is conditional:
-// single calls).
+// transactions, or single calls).
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
+	if s.batchTx(ctx) {
+		return s.txCreateMany(ctx, ts)
+	}
 	return s.each(ctx, len(s.ordered(ts)) > 0, len(ts), func(i int) error { return s.Create(ctx, ts[i]) })
 }
 
 // PutMany replaces blocks whole, as Put each.
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	if !s.plain() {
+		if s.batchTx(ctx) {
+			return s.txPutMany(ctx, ts)
+		}
 		return s.each(ctx, len(s.ordered(ts)) > 0, len(ts), func(i int) error { return s.Put(ctx, ts[i]) })
 	}
 	errs := make([]error, len(ts))
@@ -81,6 +90,9 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 		seen[id] = true
 	}
 	if s.index != "" {
+		if s.batchTx(ctx) {
+			return s.txDeleteMany(ctx, ids)
+		}
 		return s.each(ctx, !distinct, len(ids), func(i int) error { return s.Delete(ctx, ids[i]) })
 	}
 	errs := make([]error, len(ids))

@@ -209,42 +209,7 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 	if err := s.checkValues(op, id, t); err != nil {
 		return err
 	}
-	after := s.keys(id, t)
-	// attempt is the write of t over block st.
-	attempt := func(st state[T]) (index.Attempt, error) {
-		if av := st.item[s.createdKey()]; av != nil {
-			// The block's created timestamp stays (the write is on
-			// condition that the block is as read).
-			if err := s.d.Created.Decode(t, &decoder{av}); err != nil {
-				return index.Attempt{}, runtime.Unreadable(op, s.d.Aggregate, id, err)
-			}
-		}
-		item, err := s.item(t, want+1, sizing)
-		if err != nil {
-			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
-		if err := s.checkSize(op, id, item); err != nil {
-			return index.Attempt{}, err
-		}
-		return index.Attempt{Found: st.found, Stamp: st.stamp, Before: s.keys(id, st.t), After: after,
-			Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {
-				item[SeqAttr], item[IncAttr] = num(stamp.Seq), num(stamp.Inc)
-				w := &update{e: newExpr()}
-				stampCond(w, st)
-				if st.found && s.d.Version != nil {
-					// A write of unindexed fields changes the version, not
-					// the stamp.
-					s.version(w, want, false)
-					if want == 0 {
-						// A block written before the version existed.
-						w.cond = append(w.cond, "attribute_not_exists("+w.e.name(s.d.Version.Key)+")")
-					}
-				}
-				err := s.blockPut(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-					ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
-				return s.written(op, id, err)
-			}}, nil
-	}
+	attempt := s.putAttempt(op, t, want)
 	unique := hasUnique(s.lookups)
 	if insert {
 		if tx, err := s.inTx(ctx, op, id, unique); err != nil {
@@ -279,6 +244,48 @@ func (s *Store[T, K]) protocolPut(ctx context.Context, op string, t *T, insert b
 		}
 		return attempt(st)
 	})
+}
+
+// putAttempt returns the protocol attempt of a write of t (a Put
+// checking version want, or a Create: want 0) over block st as read: for
+// protocolPut, and for the transactions of a batch (txbatch.go).
+func (s *Store[T, K]) putAttempt(op string, t *T, want int64) func(st state[T]) (index.Attempt, error) {
+	id := *s.d.ID(t)
+	after := s.keys(id, t)
+	return func(st state[T]) (index.Attempt, error) {
+		if av := st.item[s.createdKey()]; av != nil {
+			// The block's created timestamp stays (the write is on
+			// condition that the block is as read).
+			if err := s.d.Created.Decode(t, &decoder{av}); err != nil {
+				return index.Attempt{}, runtime.Unreadable(op, s.d.Aggregate, id, err)
+			}
+		}
+		item, err := s.item(t, want+1, sizing)
+		if err != nil {
+			return index.Attempt{}, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		}
+		if err := s.checkSize(op, id, item); err != nil {
+			return index.Attempt{}, err
+		}
+		return index.Attempt{Found: st.found, Stamp: st.stamp, Before: s.keys(id, st.t), After: after,
+			Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {
+				item[SeqAttr], item[IncAttr] = num(stamp.Seq), num(stamp.Inc)
+				w := &update{e: newExpr()}
+				stampCond(w, st)
+				if st.found && s.d.Version != nil {
+					// A write of unindexed fields changes the version, not
+					// the stamp.
+					s.version(w, want, false)
+					if want == 0 {
+						// A block written before the version existed.
+						w.cond = append(w.cond, "attribute_not_exists("+w.e.name(s.d.Version.Key)+")")
+					}
+				}
+				err := s.blockPut(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+					ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
+				return s.written(op, id, err)
+			}}, nil
+	}
 }
 
 // createdKey is the attribute of the created timestamp, "" for an

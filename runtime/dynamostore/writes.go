@@ -168,36 +168,11 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		if err != nil {
 			return err
 		}
-		item, err := s.item(t, want+1, nil)
+		in, err := s.putInput(op, t, want, created)
 		if err != nil {
-			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
-		if err := s.checkSize(op, id, item); err != nil {
 			return err
 		}
-		in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}
-		e := newExpr()
-		var cond []string
-		if s.d.Version != nil {
-			if want == 0 {
-				// No block, or one written before the version existed
-				// (version 0, which the Put replaces).
-				cond = append(cond, "(attribute_not_exists("+e.name(IDAttr)+") OR attribute_not_exists("+e.name(s.d.Version.Key)+"))")
-			} else {
-				cond = append(cond, e.name(s.d.Version.Key)+" = "+e.value(num(want)))
-			}
-		}
-		if s.d.Created != nil {
-			if c := e.name(s.d.Created.Key); created == nil {
-				cond = append(cond, "attribute_not_exists("+c+")")
-			} else {
-				cond = append(cond, c+" = "+e.value(created))
-			}
-		}
-		if len(cond) > 0 {
-			in.ConditionExpression = aws.String(strings.Join(cond, " AND "))
-			in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
-		}
+		item := in.Item
 		var sent sends
 		_, err = s.c.PutItem(ctx, in, sent.count)
 		if condFailed(err) {
@@ -215,6 +190,44 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		return nil
 	}
 	return s.contended(op, id)
+}
+
+// putInput is the PutItem of a Put of t (without an index table)
+// checking version want (0: no block) and the created attribute read
+// (nil: none).
+func (s *Store[T, K]) putInput(op string, t *T, want int64, created types.AttributeValue) (*dynamodb.PutItemInput, error) {
+	id := *s.d.ID(t)
+	item, err := s.item(t, want+1, nil)
+	if err != nil {
+		return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	if err := s.checkSize(op, id, item); err != nil {
+		return nil, err
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}
+	e := newExpr()
+	var cond []string
+	if s.d.Version != nil {
+		if want == 0 {
+			// No block, or one written before the version existed
+			// (version 0, which the Put replaces).
+			cond = append(cond, "(attribute_not_exists("+e.name(IDAttr)+") OR attribute_not_exists("+e.name(s.d.Version.Key)+"))")
+		} else {
+			cond = append(cond, e.name(s.d.Version.Key)+" = "+e.value(num(want)))
+		}
+	}
+	if s.d.Created != nil {
+		if c := e.name(s.d.Created.Key); created == nil {
+			cond = append(cond, "attribute_not_exists("+c+")")
+		} else {
+			cond = append(cond, c+" = "+e.value(created))
+		}
+	}
+	if len(cond) > 0 {
+		in.ConditionExpression = aws.String(strings.Join(cond, " AND "))
+		in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.namesOrNil(), e.valuesOrNil()
+	}
+	return in, nil
 }
 
 // keepCreated reads the created timestamp block id holds, if the aggregate

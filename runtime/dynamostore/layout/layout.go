@@ -78,6 +78,18 @@ var (
 	}
 )
 
+// batchTx is the transactions' step of a batch write of an aggregate
+// without a counter (runtime/dynamostore/txbatch.go): what each item
+// writes, then its reads (after the transaction of the items it follows)
+// where one cannot tell why it failed.
+func batchTx(item string) access.Step {
+	return access.Step{Mode: Transactions, N: 1, Per: access.Per100Actions, Op: "TransactWriteItems of the items' writes, each " + item + ", up to 100 actions a request with a ClientRequestToken (a key given twice, or two items writing one index item, go in later requests in slice order; the items of a cancelled transaction that did not fail go again in a new one; an item failed for a reason its condition cannot tell is then its single call)"}
+}
+
+// batchRead is the read of the blocks of a batch that replaces or
+// removes them, with transactions.
+var batchRead = access.Step{Mode: Transactions, N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the blocks, 100 keys a request), as the single calls read them"}
+
 // inProtocol limits steps to the protocol deployment.
 func inProtocol(steps ...access.Step) []access.Step {
 	out := make([]access.Step, len(steps))
@@ -143,19 +155,30 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"" + Scope + "\", k between the scope's keys}"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the page's blocks)"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "each request reads one item version", Steps: []access.Step{{N: 1, Per: access.Per100Elements, Op: "GetItem $coll {_id} ProjectionExpression " + Len + ".$field, $field[i], ..., $field[i+n] (100 elements per request)"}}},
 
+		{Methods: []access.Method{access.CreateMany}, When: access.NoCounter, Atomic: "each item as its Create; the items are not atomic together (the failed ones are reported, the others written)",
+			Steps: append(inProtocol(access.Step{N: 1, Per: access.PerItemCall, Op: "each item's Create (a conditional write, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup), in order otherwise"}),
+				batchTx("its Create's: Put $coll {the whole item} attribute_not_exists(_id), with the Puts of its index items (claims on condition attribute_not_exists(k))"))},
 		{Methods: []access.Method{access.CreateMany}, Atomic: "each item as its Create; the items are not atomic together (the failed ones are reported, the others written)",
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Create (a conditional write, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup, no key to allocate), in order otherwise"}}},
 		{Methods: []access.Method{access.PutMany}, When: access.NotIndexed | access.NoVersion | access.NoCounter | access.HasCreated, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
-			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put (it reads $created first), 8 at a time when the keys are distinct, in order otherwise"}}},
+			Steps: append(inProtocol(access.Step{N: 1, Per: access.PerItemCall, Op: "each item's Put (it reads $created first), 8 at a time when the keys are distinct, in order otherwise"}),
+				batchRead, batchTx("its Put's: Put $coll {the whole item} on condition of $created as read"))},
 		{Methods: []access.Method{access.PutMany}, When: access.NotIndexed | access.NoVersion | access.NoCounter, Atomic: "each item is one put request; the items are not atomic together (the failed ones are reported, the others written)",
 			Steps: []access.Step{{N: 1, Per: access.Per25Items, Op: "BatchWriteItem $coll: PutRequest {the whole item} per item, 25 a request (a key at most once per request: a key given again goes in a later one)"},
 				{N: 1, Per: access.PerRetry, Op: "BatchWriteItem of the unprocessed items, with backoff, until the context ends"}}},
+		{Methods: []access.Method{access.PutMany}, When: access.NoCounter, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
+			Steps: append(inProtocol(access.Step{N: 1, Per: access.PerItemCall, Op: "each item's Put (a conditional write or the index protocol, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup), in order otherwise"}),
+				access.Step{Mode: Transactions, N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the blocks, 100 keys a request), as the single calls read them, with index tables or a created timestamp"},
+				batchTx("its Put's: Put $coll {the whole item} on its Put's condition (the version, the created timestamp as read; with index tables _seq and _inc as read), with the Puts and Deletes of the index items it gains and loses (claims on condition attribute_not_exists(k) or that they are this block's)"))},
 		{Methods: []access.Method{access.PutMany}, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put (a conditional write or the index protocol, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup, no key to allocate), in order otherwise"}}},
 		{Methods: []access.Method{access.DeleteMany}, When: access.NotIndexed, Atomic: "each item is one delete request; the items are not atomic together; a block deleted by another writer between the two requests counts as deleted",
 			Steps: []access.Step{{N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the keys, 100 a request): a block missing fails with ErrNotFound"},
 				{N: 1, Per: access.Per25Items, Op: "BatchWriteItem $coll: DeleteRequest {_id} per block found, 25 a request"},
 				{N: 1, Per: access.PerRetry, Op: "BatchGetItem or BatchWriteItem of the unprocessed keys and items, with backoff, until the context ends"}}},
+		{Methods: []access.Method{access.DeleteMany}, When: access.NoCounter, Atomic: "each item as its Delete; the items are not atomic together (the failed ones are reported, the others removed)",
+			Steps: append(inProtocol(access.Step{N: 1, Per: access.PerItemCall, Op: "each item's Delete (it reads the block's index items first), 8 at a time when the keys are distinct, in order otherwise"}),
+				batchRead, batchTx("its Delete's: Delete $coll {_id} on condition of _seq and _inc as read, with the Deletes of its index items"))},
 		{Methods: []access.Method{access.DeleteMany}, Atomic: "each item as its Delete; the items are not atomic together (the failed ones are reported, the others removed)",
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Delete (it reads the block's index items first), 8 at a time when the keys are distinct, in order otherwise"}}},
 		{Methods: []access.Method{access.Create}, When: access.Indexed | access.WritesUnique, Atomic: txAtomic + protocol + "[?counted:; the counter's increment is a request of its own (a failed write leaves its number unused)]",
