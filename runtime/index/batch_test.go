@@ -134,7 +134,7 @@ func batchOps() []batchOp {
 				{ID: "d3", Code: "c3", Tags: []string{"red", "green"}},
 				{ID: "d4", Code: "c1"}, // c1 is d1's
 				{ID: "d5", Code: "c5", Tags: []string{"pink", "red"}},
-				{ID: "d1", Code: "c4", Tags: []string{"blue"}},   // d1 exists
+				{ID: "d1", Code: "c4", Tags: []string{"blue"}}, // d1 exists
 			})
 		}, []error{nil, runtime.ErrDuplicate, nil, runtime.ErrDuplicate}},
 		{"CreateManyTakeover", func(ctx context.Context, f *fixture) []error {
