@@ -15,8 +15,8 @@ import (
 // TestBatchIndexTablesMongo: with every lookup in an index table, a
 // batch write runs the lookup protocol phase by phase for the whole
 // batch (runtime/index CommitMany), so its commands are bounded by the
-// phases and the index tables, not by the items: a batch of 50 sends as
-// many as a batch of 5. The items' lookups, unique values and versions
+// phases and the index tables, not by the items: a CreateMany of 50
+// sends as many as one of 5. The items' lookups, unique values and versions
 // are kept as by the single calls.
 func TestBatchIndexTablesMongo(t *testing.T) {
 	ctx := context.Background()
@@ -31,9 +31,10 @@ func TestBatchIndexTablesMongo(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Four index tables (code, regionLevel, tags, venue city): a phase is
-	// at most one bulkWrite per table, and a batch at most three phases
+	// at most one bulkWrite per table (conditional writes by runs of 25,
+	// for FerretDB: two for 50 items), and a batch at most three phases
 	// and two reads.
-	const bound = 3*4 + 2
+	const bound = 2 * (3*4 + 2)
 	batch := func(prefix string, n int) []*model.Match {
 		var ms []*model.Match
 		for i := range n {
@@ -86,8 +87,8 @@ func TestBatchIndexTablesMongo(t *testing.T) {
 		}
 	}
 	for op, ns := range trips {
-		if ns[0] != ns[1] || ns[1] > bound || ns[1] < 2 {
-			t.Errorf("%s: %d round trips for 5 items, %d for 50: want the same, at most %d", op, ns[0], ns[1], bound)
+		if ns[1] > bound || ns[1] < 2 || op == "CreateMany" && ns[0] != ns[1] {
+			t.Errorf("%s: %d round trips for 5 items, %d for 50: want at most %d (CreateMany: the same)", op, ns[0], ns[1], bound)
 		}
 	}
 	t.Logf("round trips of a batch: %v", trips)

@@ -37,31 +37,55 @@ import (
 
 var _ index.Batcher = (*indexed[struct{}, string])(nil)
 
-// bulkEach sends models in one unordered bulkWrite. It returns the
-// result, each model's write error (as the single command's
-// mongo.WriteException) and the error of the command as a whole (a
-// network error, a write concern error: every model's outcome unknown).
-func bulkEach(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel) (*mongo.BulkWriteResult, []error, error) {
+// filteredBulk bounds the conditional writes (replacements and deletes
+// with a filter beyond _id) of one bulkWrite: FerretDB v1 holds a query
+// open per such write until the command ends, and a command of 100 of
+// them waits forever for a connection of its SQLite pool.
+const filteredBulk = 25
+
+// bulkEach sends models in unordered bulkWrites: one, or runs of
+// filteredBulk when filtered (conditional writes). It returns the result
+// (summed), each model's write error (as the single command's
+// mongo.WriteException) and the error of a command as a whole (a network
+// error, a write concern error: every model's outcome unknown).
+func bulkEach(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel, filtered bool) (*mongo.BulkWriteResult, []error, error) {
 	each := make([]error, len(models))
-	if len(models) == 0 {
-		return &mongo.BulkWriteResult{}, each, nil
+	sum := &mongo.BulkWriteResult{}
+	step := len(models)
+	if filtered {
+		step = filteredBulk
 	}
-	runtime.RoundTrip(ctx)
-	res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	if err == nil {
-		return res, each, nil
-	}
-	var bwe mongo.BulkWriteException
-	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
-		return res, each, err
-	}
-	for _, we := range bwe.WriteErrors {
-		if we.Index < 0 || we.Index >= len(models) {
-			return res, each, err
+	for from := 0; from < len(models); from += step {
+		run := models[from:min(from+step, len(models))]
+		if from > 0 {
+			if err := ctx.Err(); err != nil {
+				return sum, each, err
+			}
 		}
-		each[we.Index] = mongo.WriteException{WriteErrors: mongo.WriteErrors{we.WriteError}, Labels: bwe.Labels}
+		runtime.RoundTrip(ctx)
+		res, err := coll.BulkWrite(ctx, run, options.BulkWrite().SetOrdered(false))
+		if res != nil {
+			sum.InsertedCount += res.InsertedCount
+			sum.MatchedCount += res.MatchedCount
+			sum.ModifiedCount += res.ModifiedCount
+			sum.DeletedCount += res.DeletedCount
+			sum.UpsertedCount += res.UpsertedCount
+		}
+		if err == nil {
+			continue
+		}
+		var bwe mongo.BulkWriteException
+		if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+			return sum, each, err
+		}
+		for _, we := range bwe.WriteErrors {
+			if we.Index < 0 || we.Index >= len(run) {
+				return sum, each, err
+			}
+			each[from+we.Index] = mongo.WriteException{WriteErrors: mongo.WriteErrors{we.WriteError}, Labels: bwe.Labels}
+		}
 	}
-	return res, each, nil
+	return sum, each, nil
 }
 
 // ClaimItems implements index.Batcher: one unordered bulkWrite of the
@@ -89,7 +113,7 @@ func (x *indexed[T, K]) ClaimItems(ctx context.Context, l int, its []index.Item)
 		}
 		return ok, errs
 	}
-	_, each, err := bulkEach(ctx, x.tables[l], models)
+	_, each, err := bulkEach(ctx, x.tables[l], models, false)
 	for m, j := range at {
 		switch {
 		case err != nil:
@@ -117,7 +141,7 @@ func (x *indexed[T, K]) DeleteEach(ctx context.Context, l int, keys [][]byte, co
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, each, err := bulkEach(ctx, x.tables[l], models)
+	_, each, err := bulkEach(ctx, x.tables[l], models, true)
 	if err != nil {
 		return err
 	}
@@ -204,7 +228,7 @@ func (s *Store[T, K]) createTables(ctx context.Context, ts []*T, errs []error) {
 		for j, w := range idx {
 			models[j] = mongo.NewInsertOneModel().SetDocument(s.doc(ts[at[w]], 1, Stamp(sts[j])))
 		}
-		_, each, err := bulkEach(ctx, s.coll, models)
+		_, each, err := bulkEach(ctx, s.coll, models, false)
 		for j, w := range idx {
 			switch {
 			case err != nil:
@@ -311,7 +335,7 @@ func (s *Store[T, K]) putTables(ctx context.Context, ts []*T, errs []error) {
 			models[j] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d)
 			replaces++
 		}
-		res, each, err := bulkEach(ctx, s.coll, models)
+		res, each, err := bulkEach(ctx, s.coll, models, replaces > 0)
 		var check []int // replacements sent without a write error
 		for j, w := range idx {
 			id, t, insert := ids[w], ts[at[w]], !read[w].found
@@ -428,7 +452,7 @@ func (s *Store[T, K]) deleteRead(ctx context.Context, ids []K, first []int, stat
 		}
 		return
 	}
-	res, each, err := bulkEach(ctx, s.coll, models)
+	res, each, err := bulkEach(ctx, s.coll, models, true)
 	if err != nil {
 		for _, i := range sent {
 			if ambiguous(err) {
