@@ -302,20 +302,35 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 		}
 		return nil
 	}
+	return e.claim(ctx, op, id, a, i, block, inc, k, seq, false)
+}
+
+// claim claims index key k of lookup i for block (incarnation inc), as
+// add does for a unique lookup: by creating the item, else by making an
+// item of the same block this write's (on condition that it is as read,
+// so that an undo can put it back), else by taking over a stale claim.
+// tried says that a create was just refused (CommitMany's ClaimItems):
+// the first attempt starts by reading the item stored.
+func (e *Engine[T]) claim(ctx context.Context, op string, id any, a *attempt, i int, block []byte, inc int64, k []byte, seq int64, tried bool) error {
+	fail := func(err error) error { return runtime.Fail(op, e.Agg, id, nil, err) }
+	mine := Item{Key: k, Block: block, Inc: inc, Seq: seq, W: a.w}
 	for range e.attempts() {
-		ok, _, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Absent})
-		if err != nil {
-			if e.P.Ambiguous(err) {
-				// It may have been written: the undo removes it if so
-				// (it bears this attempt's mark).
-				a.created[i] = append(a.created[i], k)
+		if !tried {
+			ok, _, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Absent})
+			if err != nil {
+				if e.P.Ambiguous(err) {
+					// It may have been written: the undo removes it if so
+					// (it bears this attempt's mark).
+					a.created[i] = append(a.created[i], k)
+				}
+				return fail(err)
 			}
-			return fail(err)
+			if ok {
+				a.created[i] = append(a.created[i], k)
+				return nil
+			}
 		}
-		if ok {
-			a.created[i] = append(a.created[i], k)
-			return nil
-		}
+		tried = false
 		items, err := e.P.GetItems(ctx, i, [][]byte{k})
 		if err != nil {
 			return fail(err)
@@ -353,7 +368,7 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 				}
 			}
 		}
-		ok, _, err = e.P.PutItem(ctx, i, put, Cond{Kind: Same, Item: held})
+		ok, _, err := e.P.PutItem(ctx, i, put, Cond{Kind: Same, Item: held})
 		if err != nil {
 			if e.P.Ambiguous(err) {
 				a.touched[i] = append(a.touched[i], held) // put back if it was taken

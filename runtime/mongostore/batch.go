@@ -26,10 +26,11 @@ import (
 //   - DeleteMany: one find of the keys that exist, then one deleteMany of
 //     them; a key not found (or given twice) is runtime.ErrNotFound.
 //
-// Everything else (index tables, whose lookup protocol writes several
-// collections per item; a counter, which allocates keys one by one; the
-// version and created conditions of Put, which a bulkWrite cannot report
-// item by item) is the single calls, in slice order. The driver splits a
+// With index tables a batch is the index engine's batch protocol
+// (tablebatch.go). Everything else (a counter, which allocates keys one
+// by one; the version and created conditions of Put without index
+// tables, which a bulkWrite cannot report item by item) is the single
+// calls, in slice order. The driver splits a
 // bulkWrite larger than the server's message size into several commands.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
@@ -38,6 +39,10 @@ var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 	const op = "Create"
 	errs := make([]error, len(ts))
+	if s.x != nil && s.d.Counter == nil {
+		s.createTables(ctx, ts, errs)
+		return errs
+	}
 	if s.x != nil || s.d.Counter != nil {
 		for i, t := range ts {
 			errs[i] = s.Create(ctx, t)
@@ -71,6 +76,10 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	const op = "Put"
 	errs := make([]error, len(ts))
+	if s.x != nil && s.d.Counter == nil {
+		s.putTables(ctx, ts, errs)
+		return errs
+	}
 	if s.x != nil || s.d.Version != nil || s.d.Created != nil || s.d.Counter != nil {
 		for i, t := range ts {
 			errs[i] = s.Put(ctx, t)
@@ -101,8 +110,8 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	const op = "Delete"
 	errs := make([]error, len(ids))
 	if s.x != nil {
-		for i, id := range ids {
-			errs[i] = s.Delete(ctx, id)
+		if len(ids) > 0 {
+			s.deleteTables(ctx, ids, errs)
 		}
 		return errs
 	}

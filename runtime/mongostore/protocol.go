@@ -69,14 +69,19 @@ func (x *indexed[T, K]) read(ctx context.Context, op string, id K) (state[T], er
 	if err != nil {
 		return st, runtime.Fail(op, x.s.d.Aggregate, id, nil, err)
 	}
-	st.found, st.raw = true, raw
+	return x.stateOf(raw), nil
+}
+
+// stateOf is the state of a block read with projection().
+func (x *indexed[T, K]) stateOf(raw bson.Raw) state[T] {
+	st := state[T]{found: true, raw: raw}
 	st.stamp.Seq, _ = raw.Lookup(SeqKey).AsInt64OK()
 	st.stamp.Inc, _ = raw.Lookup(IncKey).AsInt64OK()
 	if x.versionKey != "" {
 		st.version, st.versioned = raw.Lookup(x.versionKey).AsInt64OK()
 	}
 	st.value = x.s.convert(&raw)
-	return st, nil
+	return st
 }
 
 // keys are the index keys of block id holding v (none if !found).

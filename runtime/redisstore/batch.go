@@ -21,9 +21,11 @@ import (
 // order. An item the script refuses gets the single call's error.
 //
 // On a cluster the writes of an aggregate with lookups are the index
-// protocol (several steps per item, on several nodes), and a run waited
-// on by WAIT (Options.WaitReplicas) is a pipeline of its own: there, and
-// for runs too large for one argument, the items are the single calls.
+// protocol (several steps per item, on several nodes): CreateMany runs it
+// phase by phase for the batch (clusterbatch.go); PutMany and DeleteMany
+// are the single calls. A run waited on by WAIT (Options.WaitReplicas) is
+// a pipeline of its own: there, and for runs too large for one argument,
+// the items are the single calls.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -44,6 +46,10 @@ func (s *Store[T, K]) pipelined() bool { return !s.cluster && !s.waits() }
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 	const op = "Create"
 	errs := make([]error, len(ts))
+	if s.batchedCluster() {
+		s.createCluster(ctx, ts, errs)
+		return errs
+	}
 	if !s.pipelined() {
 		for i, t := range ts {
 			errs[i] = s.Create(ctx, t)

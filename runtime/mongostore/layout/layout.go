@@ -36,6 +36,9 @@ const each = "each block is read whole (not a snapshot across blocks)"
 
 const protocol = "the document write is atomic; index-table entries are added before it and removed after it (not atomic with it: a crash leaves stale entries, which reads skip and Repair removes)"
 
+// batchProtocol is what is atomic in a batch write with index tables.
+const batchProtocol = "each item as its single call's lookup protocol, run phase by phase for the whole batch (runtime/index CommitMany): each document write atomic, its index-table entries added before it and removed after it; the items are not atomic together (the failed ones are reported, the others written)"
+
 var counter = access.Step{When: access.HasCounter, N: 1, Op: "findAndModify " + Counters + " {$inc n} when the key is 0 (again while numbers are in use), else update {$max n}"}
 
 // Store is the MongoDB declaration.
@@ -92,6 +95,20 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.DeleteMany}, When: access.NoTables, Atomic: "one deleteMany, each document's delete atomic; the items are not atomic together; a block deleted by another writer between the two commands counts as deleted",
 			Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} projection {_id} (one batch): a block missing fails with ErrNotFound"},
 				{N: 1, Op: "deleteMany $coll {_id: {$in: the blocks found}}"}}},
+		{Methods: []access.Method{access.CreateMany}, When: access.HasTables | access.NoCounter, Atomic: batchProtocol,
+			Steps: []access.Step{{Each: true, N: 1, Per: access.IfGains, Op: "bulkWrite $index unordered: insert per new entry (an entry already there: the single write's claim)"},
+				{N: 1, Op: "bulkWrite $coll unordered: insert {the whole document, stamped with _seq and _inc} per item"}}},
+		{Methods: []access.Method{access.PutMany}, When: access.HasTables | access.NoCounter, Atomic: batchProtocol,
+			Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} projection {_seq, _inc[?version:, $version], the lookup fields}"},
+				{Each: true, N: 1, Per: access.IfGains, Op: "bulkWrite $index unordered: insert per new entry (an entry already there: the single write's claim)"},
+				{N: 1, Op: "bulkWrite $coll unordered: insert, or replaceOne {_id, _seq, _inc[?version:, $version]}, per item (read back with a find when fewer matched)"},
+				{Each: true, N: 1, Per: access.IfLoses, Op: "bulkWrite $index unordered: deleteOne per entry lost"},
+				{Op: "an item whose block changed since it was read: read and written again, in a later pass"}}},
+		{Methods: []access.Method{access.DeleteMany}, When: access.HasTables, Atomic: batchProtocol,
+			Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} projection {_seq, _inc, the lookup fields}: a block missing fails with ErrNotFound"},
+				{N: 1, Op: "bulkWrite $coll unordered: deleteOne {_id, _seq, _inc} per block found"},
+				{Each: true, N: 1, Per: access.IfLoses, Op: "bulkWrite $index unordered: deleteOne per entry of the blocks deleted"},
+				{Op: "a block changed since it was read, or a key given twice: the single Delete"}}},
 		{Methods: []access.Method{access.CreateMany, access.PutMany, access.DeleteMany}, Atomic: "each item as its single call (create, put, delete); the items are not atomic together (the failed ones are reported, the others written)",
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's single call, in order (index tables, a counter or a version, which a bulkWrite cannot check item by item)"}}},
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: one + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",

@@ -206,6 +206,46 @@ func (s *Store[T]) DeleteItems(ctx context.Context, l int, keys [][]byte, c inde
 	return n, leave(lost)
 }
 
+// ClaimItems implements index.Batcher: one call whose writes are each
+// on condition Absent. A fault applies to the whole call (a crash: none is
+// written; a lost reply: all are applied, every item gets ErrLost).
+func (s *Store[T]) ClaimItems(ctx context.Context, l int, its []index.Item) ([]bool, []error) {
+	ok, errs := make([]bool, len(its)), make([]error, len(its))
+	lost, err := s.enter(ctx, "ClaimItems")
+	defer s.exit()
+	for j, it := range its {
+		if err != nil {
+			errs[j] = err
+			continue
+		}
+		if _, found := s.items[l][string(it.Key)]; !found {
+			s.items[l][string(it.Key)] = clone(it)
+			ok[j] = true
+		}
+		errs[j] = leave(lost)
+		if lost {
+			ok[j] = false
+		}
+	}
+	return ok, errs
+}
+
+// DeleteEach implements index.Batcher: one call deleting each key on its
+// own condition.
+func (s *Store[T]) DeleteEach(ctx context.Context, l int, keys [][]byte, conds []index.Cond) error {
+	lost, err := s.enter(ctx, "DeleteEach")
+	defer s.exit()
+	if err != nil {
+		return err
+	}
+	for j, k := range keys {
+		if cur, ok := s.items[l][string(k)]; ok && matches(cur, true, conds[j]) {
+			delete(s.items[l], string(k))
+		}
+	}
+	return leave(lost)
+}
+
 // ScanItems implements index.Primitives.
 func (s *Store[T]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
 	lost, err := s.enter(ctx, "ScanItems")
