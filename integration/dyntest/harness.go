@@ -54,6 +54,10 @@ var minidynGaps = map[string]string{
 	"UniqueValuesFreed": binaryQuery, "LookupValuesMove": binaryQuery, "RepairHealthy": binaryQuery,
 	"ConcurrentAppends": binaryQuery, "UpdateLookupAndUnreadPartition": binaryQuery, "Counts": binaryQuery,
 	"CountsStaleEntry": binaryQuery, "ListChangesBetweenPages": binaryQuery,
+	// Two blocks of one region and level come back from the GSI in the
+	// wrong block-key order, and the next page then skips one (it passes
+	// on dynalite, whose GSIs order binary keys right).
+	"LookupEveryWrite": binaryQuery,
 	"RoundTrip": elemProject, "PutShrinksPartition": elemProject, "ListElements": elemProject,
 	"ListElementsCursors": elemProject, "ListElementsWhileAppending": elemProject, "DeclaredRequests": elemProject + " (dyntest's TestTransactions checks the declared requests of the writes)",
 	"DepthLimit": elemProject, "Hooks": elemProject,
