@@ -58,7 +58,7 @@ var minidynGaps = map[string]string{
 	// wrong block-key order, and the next page then skips one (it passes
 	// on dynalite, whose GSIs order binary keys right).
 	"LookupEveryWrite": binaryQuery,
-	"RoundTrip": elemProject, "PutShrinksPartition": elemProject, "ListElements": elemProject,
+	"RoundTrip":        elemProject, "PutShrinksPartition": elemProject, "ListElements": elemProject,
 	"ListElementsCursors": elemProject, "ListElementsWhileAppending": elemProject, "DeclaredRequests": elemProject + " (dyntest's TestTransactions checks the declared requests of the writes)",
 	"DepthLimit": elemProject, "Hooks": elemProject,
 	"Layout": emptyLost, "ConcurrentUniqueClaims": restored,
