@@ -219,6 +219,9 @@ type schemaStore struct {
 	migrated map[string]bool
 }
 
+// Caps: a store whose lookups are all index tables (no LookupForms).
+func (s *schemaStore) Caps() Caps { return Caps{} }
+
 func (s *schemaStore) Ensure(context.Context) error { return nil }
 
 func (s *schemaStore) LoadSchema(context.Context) ([]byte, error) {
