@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/noamgen/noamgen/runtime/index"
 	"github.com/noamgen/noamgen/runtime/storetest/memindex"
 )
 
@@ -39,4 +40,54 @@ func TestLostEntryPutUndone(t *testing.T) {
 	if err != nil || len(b.Value.Tags) != 2 {
 		t.Fatalf("d1 after the failed Change: %+v, %v", b.Value, err)
 	}
+}
+
+// TestLostEntryPutOverHeldEntry: a Create of a key in use whose put of a
+// non-unique entry has a lost reply, after replacing the entry the
+// existing block holds (the same key: the value and the block), fails,
+// and its undo leaves that entry: the block holds the value, so removing
+// the entry would hide it from the lookup until Repair.
+func TestLostEntryPutOverHeldEntry(t *testing.T) {
+	f := newFixture(30 * time.Second)
+	f.setup(t)
+	red := append(key("red"), key("d1")...)
+	puts := 0
+	f.s.Hook = func(n int, call string) memindex.Fault {
+		if call == "PutItem" {
+			// The first put claims the unique code c77, the second puts the
+			// entry of red.
+			if puts++; puts == 2 {
+				return memindex.Lost
+			}
+		}
+		return memindex.None
+	}
+	err := f.create(context.Background(), Doc{ID: "d1", Code: "c77", Tags: []string{"red"}})
+	f.s.Hook = nil
+	if err == nil {
+		t.Fatal("Create of a key in use whose entry put lost its reply succeeded")
+	}
+	if puts < 2 {
+		t.Fatalf("the Create made %d puts, want the claim and the entry", puts)
+	}
+	held := false
+	for _, it := range f.s.Items(1) {
+		held = held || bytes.Equal(it.Key, red)
+	}
+	if !held {
+		t.Fatalf("the entry d1 holds (red) is gone after the failed Create: %q", keysOf(f.s.Items(1)))
+	}
+	for _, it := range f.s.Items(0) {
+		if bytes.Equal(it.Key, key("c77")) {
+			t.Fatalf("the claim of the failed Create is left: %+v", it)
+		}
+	}
+}
+
+func keysOf(items []index.Item) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, string(it.Key))
+	}
+	return out
 }

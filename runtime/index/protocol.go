@@ -60,6 +60,9 @@ type attempt struct {
 	w       int64      // the attempt's mark on the items it writes
 	created [][][]byte // per lookup: keys of the items it created
 	touched [][]Item   // per lookup: items it changed, as they were
+	// unsure, per lookup: keys of non-unique items whose put lost its
+	// reply: it may have replaced an item that was there, unread.
+	unsure [][][]byte
 }
 
 // Commit runs one attempt of a write of block block (incarnation inc)
@@ -254,6 +257,7 @@ func (e *Engine[T]) undo(ctx context.Context, block []byte, a *attempt) error {
 	for i, keys := range a.created {
 		keep(e.deleteItems(ctx, i, keys, Cond{Kind: Marked, W: a.w}))
 	}
+	keep(e.undoUnsure(ctx, block, a))
 	cur, known := int64(0), false
 	for i, items := range a.touched {
 		for _, it := range items {
@@ -275,6 +279,40 @@ func (e *Engine[T]) undo(ctx context.Context, block []byte, a *attempt) error {
 	return first
 }
 
+// undoUnsure undoes the non-unique puts of a whose replies were lost.
+// Such a put may have replaced an item the block's current state holds
+// (a Create of a key in use): where the block, read now, holds the value,
+// the item is put back as that state's (its incarnation and sequence),
+// on condition that it still bears a's mark; elsewhere it is removed on
+// that condition, as a created item.
+func (e *Engine[T]) undoUnsure(ctx context.Context, block []byte, a *attempt) error {
+	if a.unsure == nil {
+		return nil
+	}
+	b, found, err := e.readBlock(ctx, block)
+	if err != nil {
+		return err
+	}
+	var first error
+	for i, keys := range a.unsure {
+		var gone [][]byte
+		for _, k := range keys {
+			if !found || b.Err != nil || !Holds(LookupKeys(false, e.Lookups[i].Values(b.Value), block), k) {
+				gone = append(gone, k)
+				continue
+			}
+			it := Item{Key: k, Block: block, Inc: b.Stamp.Inc, Seq: b.Stamp.Seq}
+			if _, _, err := e.P.PutItem(ctx, i, it, Cond{Kind: Marked, W: a.w}); err != nil && first == nil {
+				first = err
+			}
+		}
+		if err := e.deleteItems(ctx, i, gone, Cond{Kind: Marked, W: a.w}); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // add writes the index item k of block (incarnation inc) for lookup i,
 // recording in a what it did. A unique value another block holds fails
 // with runtime.ErrDuplicate, unless that block no longer holds it and the
@@ -287,11 +325,15 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 		_, prev, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Always})
 		if err != nil {
 			if e.P.Ambiguous(err) {
-				// It may have been written: the undo removes it if so (it
-				// bears this attempt's mark). An item that was there
-				// before goes too: its key names this block, which holds
-				// the value only if this write lands.
-				a.created[i] = append(a.created[i], k)
+				// It may have been written, over an item that was there
+				// (its key names this block: an item of the block's
+				// current state, when a Create finds the key in use). The
+				// undo removes it if it bears this attempt's mark, unless
+				// the block holds the value (see undo).
+				if a.unsure == nil {
+					a.unsure = make([][][]byte, len(e.Lookups))
+				}
+				a.unsure[i] = append(a.unsure[i], k)
 			}
 			return fail(err)
 		}
