@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/noamgen/noamgen/internal/redistest"
@@ -79,6 +80,131 @@ func TestCreateManyClusterTrips(t *testing.T) {
 	for _, i := range []int{0, 2} {
 		if got, err := matches.GetByCode(ctx, ms[i].Code); err != nil || got.ID != ms[i].ID {
 			t.Errorf("GetByCode of the written item %s: %+v, %v", ms[i].ID, got, err)
+		}
+	}
+}
+
+// TestPutDeleteManyClusterTrips: on a cluster, PutMany and DeleteMany
+// run the lookup protocol phase by phase for the batch (runtime/index
+// RunMany and DeletedMany), each phase one pipeline, so that 50 items
+// take no more round trips than the phases allow, as 5 do. Each item's
+// error is its single call's: a version conflict, a unique value taken
+// (named), a missing block, a key given twice applied in order.
+func TestPutDeleteManyClusterTrips(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Cluster(t)
+	var last *runtime.Call
+	hook := runtime.WithHook(func(ctx context.Context, call *runtime.Call, next func(context.Context) error) error {
+		last = call
+		return next(ctx)
+	})
+	matches := st.NewMatchRedisRepository(c, hook)
+	if err := matches.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("pd-%p-", t)
+	batch := func(p string, n int) []*st.Match {
+		var ms []*st.Match
+		for i := range n {
+			id := fmt.Sprintf("%s%s%02d", prefix, p, i)
+			ms = append(ms, &st.Match{ID: id, Code: "code-" + id, Region: "r", Level: i % 3, Tags: []string{"t-" + id}, Meta: map[string]int{}})
+		}
+		return ms
+	}
+	// PutMany: per pass the reads, the claims of each of Match's four
+	// lookups, the block runs, the old entries' deletes of each lookup,
+	// then the listing; DeleteMany: the reads, the block runs, the
+	// listing's ZREMs and EXISTS, the entries' deletes of each lookup.
+	// Each a pipeline to at most the cluster's 3 masters.
+	const putBound, deleteBound = (1 + 4 + 1 + 4 + 1) * 3, (1 + 1 + 2 + 4) * 3
+	var puts, deletes []int
+	for _, n := range []int{5, 50} {
+		ms := batch(fmt.Sprint(n, "-"), n)
+		if err := matches.CreateMany(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range ms {
+			m.Code += "-new"
+			m.Level = (i + 1) % 3
+			m.Tags = []string{"u-" + m.ID}
+		}
+		if err := matches.PutMany(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		puts = append(puts, last.RoundTrips)
+		for _, m := range ms {
+			if got, err := matches.GetByCode(ctx, m.Code); err != nil || got.ID != m.ID || m.Version != 2 || got.Version != 2 {
+				t.Fatalf("GetByCode %s after PutMany: %+v, %v", m.Code, got, err)
+			}
+			if page, err := matches.ListByTags(ctx, "t-"+m.ID, runtime.PageRequest{Limit: 10}); err != nil || len(page.Items) != 0 {
+				t.Fatalf("ListByTags of %s's old tag after PutMany: %v, %v", m.ID, page.Items, err)
+			}
+		}
+		ids := make([]string, n)
+		for i, m := range ms {
+			ids[i] = m.ID
+		}
+		if err := matches.DeleteMany(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		deletes = append(deletes, last.RoundTrips)
+		for _, m := range ms {
+			if _, err := matches.Get(ctx, m.ID); !errors.Is(err, runtime.ErrNotFound) {
+				t.Fatalf("Get %s after DeleteMany: %v", m.ID, err)
+			}
+			if _, err := matches.GetByCode(ctx, m.Code); !errors.Is(err, runtime.ErrNotFound) {
+				t.Fatalf("GetByCode %s after DeleteMany: %v", m.Code, err)
+			}
+		}
+	}
+	if puts[1] != puts[0] || puts[1] > putBound || puts[1] < 2 {
+		t.Errorf("PutMany on a cluster: %d round trips for 5 items, %d for 50: want as many, at most %d", puts[0], puts[1], putBound)
+	}
+	if deletes[1] != deletes[0] || deletes[1] > deleteBound || deletes[1] < 2 {
+		t.Errorf("DeleteMany on a cluster: %d round trips for 5 items, %d for 50: want as many, at most %d", deletes[0], deletes[1], deleteBound)
+	}
+	t.Logf("round trips of PutMany: %v, of DeleteMany: %v", puts, deletes)
+
+	// The single calls' errors, per item.
+	ms := batch("err-", 4)
+	if err := matches.CreateMany(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	stale := *ms[0]
+	stale.Version = 7
+	taken := *ms[1]
+	taken.Code = ms[2].Code
+	twice := *ms[3]
+	twice.Level = 2
+	again := *ms[3] // version 1 again: the first write makes it 2
+	again.Level = 1
+	fresh := batch("err-new-", 1)[0]
+	put := []*st.Match{&stale, &taken, &twice, &again, fresh}
+	err := matches.PutMany(ctx, put)
+	var be *runtime.BatchError
+	if !errors.As(err, &be) || len(be.Items) != 3 || be.Items[0].Index != 0 || be.Items[1].Index != 1 || be.Items[2].Index != 3 ||
+		!errors.Is(be.Items[0].Err, runtime.ErrConflict) || !errors.Is(be.Items[1].Err, runtime.ErrDuplicate) ||
+		!strings.Contains(be.Items[1].Err.Error(), ms[2].Code) || !errors.Is(be.Items[2].Err, runtime.ErrConflict) {
+		t.Fatalf("PutMany with a stale version, a taken code and a key twice: %v", err)
+	}
+	if got, err := matches.Get(ctx, ms[3].ID); err != nil || got.Level != 2 || got.Version != 2 || twice.Version != 2 {
+		t.Errorf("the first write of the key given twice: %+v, %v", got, err)
+	}
+	if got, err := matches.GetByCode(ctx, fresh.Code); err != nil || got.ID != fresh.ID || fresh.Version != 1 {
+		t.Errorf("the new block of PutMany: %+v, %v", got, err)
+	}
+	if got, err := matches.GetByCode(ctx, ms[2].Code); err != nil || got.ID != ms[2].ID {
+		t.Errorf("the code the refused item wanted: %+v, %v", got, err)
+	}
+	ids := []string{ms[0].ID, prefix + "missing", ms[1].ID, ms[0].ID}
+	err = matches.DeleteMany(ctx, ids)
+	if !errors.As(err, &be) || len(be.Items) != 2 || be.Items[0].Index != 1 || be.Items[1].Index != 3 ||
+		!errors.Is(be.Items[0].Err, runtime.ErrNotFound) || !errors.Is(be.Items[1].Err, runtime.ErrNotFound) {
+		t.Fatalf("DeleteMany with a missing key and a key twice: %v", err)
+	}
+	for _, m := range ms[:2] {
+		if _, err := matches.GetByCode(ctx, m.Code); !errors.Is(err, runtime.ErrNotFound) {
+			t.Errorf("GetByCode %s after DeleteMany: %v", m.Code, err)
 		}
 	}
 }
