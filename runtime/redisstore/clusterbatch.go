@@ -279,8 +279,10 @@ func (s *Store[T, K]) putCluster(ctx context.Context, ts []*T, errs []error) {
 	states := make([]*state[T], len(at))
 	wr := make([]*write[K], len(at))
 	short := make([]error, len(at))
+	var reads int64
 	read := func(ctx context.Context, idx []int) ([]index.Attempt, []error) {
 		as, rerrs := make([]index.Attempt, len(idx)), make([]error, len(idx))
+		reads++
 		hget := make([]*redis.StringCmd, len(idx))
 		hgetall := make([]*redis.MapStringStringCmd, len(idx))
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -321,9 +323,12 @@ func (s *Store[T, K]) putCluster(ctx context.Context, ts []*T, errs []error) {
 				as[j] = index.Attempt{Found: st.found, Stamp: index.Stamp{Seq: parseSeq(st.seq), Inc: decInc(st.inc)},
 					Before: s.indexKeys(w.bk, w.before), After: s.indexKeys(w.bk, w.after)}
 			} else {
-				// Without lookups the block run is unconditional: a
-				// stamp of zero, which it writes over.
-				as[j] = index.Attempt{Found: true}
+				// Without lookups the block run checks only the created
+				// timestamp read: each read a stamp of its own, so that
+				// a run refused for one changed meanwhile is read and
+				// written again, up to the engine's attempts, as Put
+				// tries again.
+				as[j] = index.Attempt{Found: true, Stamp: index.Stamp{Seq: reads}}
 			}
 		}
 		return as, rerrs

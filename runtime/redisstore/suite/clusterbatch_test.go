@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
+	"github.com/noamgen/noamgen/runtime/storetest/stamped"
 )
 
 // TestCreateManyClusterTrips: on a cluster, CreateMany runs the lookup
@@ -206,5 +208,76 @@ func TestPutDeleteManyClusterTrips(t *testing.T) {
 		if _, err := matches.GetByCode(ctx, m.Code); !errors.Is(err, runtime.ErrNotFound) {
 			t.Errorf("GetByCode %s after DeleteMany: %v", m.Code, err)
 		}
+	}
+}
+
+// TestPutDeleteManyClusterNoLookups: an aggregate without lookups (Post:
+// a created timestamp, a version) through the same batch on a cluster:
+// 5 and 50 items in as many round trips, the created timestamp kept, a
+// stale version refused, a missing block not found.
+func TestPutDeleteManyClusterNoLookups(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Cluster(t)
+	var last *runtime.Call
+	hook := runtime.WithHook(func(ctx context.Context, call *runtime.Call, next func(context.Context) error) error {
+		last = call
+		return next(ctx)
+	})
+	posts := stamped.NewPostRedisRepository(c, hook)
+	if err := posts.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("nl-%p-", t)
+	var puts, deletes []int
+	for _, n := range []int{5, 50} {
+		var ps []*stamped.Post
+		var ids []string
+		for i := range n {
+			id := fmt.Sprintf("%s%d-%02d", prefix, n, i)
+			ps, ids = append(ps, &stamped.Post{ID: id, Title: "first"}), append(ids, id)
+		}
+		if err := posts.CreateMany(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		created := ps[0].Created
+		for _, p := range ps {
+			p.Title, p.Created = "second", time.Time{}
+		}
+		if err := posts.PutMany(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		puts = append(puts, last.RoundTrips)
+		got, err := posts.Get(ctx, ids[0])
+		if err != nil || got.Title != "second" || got.Version != 2 || !got.Created.Equal(created) || !ps[0].Created.Equal(created) {
+			t.Fatalf("Get after PutMany: %+v, %v (created %v)", got, err, created)
+		}
+		if err := posts.DeleteMany(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		deletes = append(deletes, last.RoundTrips)
+		if _, err := posts.Get(ctx, ids[n-1]); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("Get after DeleteMany: %v", err)
+		}
+	}
+	// PutMany: the created timestamps, the block runs, the listing;
+	// DeleteMany: the block runs, the listing's ZREMs and EXISTS.
+	if puts[0] != puts[1] || puts[1] > 3 || deletes[0] != deletes[1] || deletes[1] > 3 {
+		t.Errorf("round trips of PutMany %v and DeleteMany %v for 5 and 50 items: want as many, at most 3", puts, deletes)
+	}
+
+	p := &stamped.Post{ID: prefix + "v", Title: "one"}
+	if err := posts.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	stale := *p
+	stale.Version = 5
+	err := posts.PutMany(ctx, []*stamped.Post{&stale, p})
+	var be *runtime.BatchError
+	if !errors.As(err, &be) || len(be.Items) != 1 || be.Items[0].Index != 0 || !errors.Is(be.Items[0].Err, runtime.ErrConflict) || p.Version != 2 {
+		t.Fatalf("PutMany with a stale version then the current one: %v (version %d)", err, p.Version)
+	}
+	err = posts.DeleteMany(ctx, []string{prefix + "missing", p.ID})
+	if !errors.As(err, &be) || len(be.Items) != 1 || be.Items[0].Index != 0 || !errors.Is(be.Items[0].Err, runtime.ErrNotFound) {
+		t.Fatalf("DeleteMany with a missing key: %v", err)
 	}
 }
