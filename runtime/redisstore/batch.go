@@ -21,11 +21,11 @@ import (
 // order. An item the script refuses gets the single call's error.
 //
 // On a cluster the writes of an aggregate with lookups are the index
-// protocol (several steps per item, on several nodes): CreateMany runs it
-// phase by phase for the batch (clusterbatch.go); PutMany and DeleteMany
-// are the single calls. A run waited on by WAIT (Options.WaitReplicas) is
-// a pipeline of its own: there, and for runs too large for one argument,
-// the items are the single calls.
+// protocol (several steps per item, on several nodes): CreateMany, PutMany
+// and DeleteMany run it phase by phase for the batch (clusterbatch.go),
+// without a counter. A run waited on by WAIT (Options.WaitReplicas) is a
+// pipeline of its own: there, with a counter on a cluster, and for runs
+// too large for one argument, the items are the single calls.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -99,6 +99,10 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	const op = "Put"
 	errs := make([]error, len(ts))
+	if s.batchedCluster() {
+		s.putCluster(ctx, ts, errs)
+		return errs
+	}
 	if !s.pipelined() {
 		for i, t := range ts {
 			errs[i] = s.Put(ctx, t)
@@ -193,6 +197,10 @@ func (s *Store[T, K]) putPipelined(ctx context.Context, ts []*T, errs []error) {
 func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	const op = "Delete"
 	errs := make([]error, len(ids))
+	if s.batchedCluster() {
+		s.deleteManyCluster(ctx, ids, errs)
+		return errs
+	}
 	if !s.pipelined() {
 		for i, id := range ids {
 			errs[i] = s.Delete(ctx, id)

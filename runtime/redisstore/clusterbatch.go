@@ -22,11 +22,15 @@ import (
 //
 // An item whose claim finds an entry stored, or whose run the cluster
 // refused before any change (a slot moving), takes the single protocol's
-// steps. PutMany and DeleteMany on a cluster are still the single calls.
+// steps. PutMany is the engine's RunMany the same way, after a pipeline of
+// the blocks' reads (putCluster); DeleteMany a pipeline of the reads, one
+// of the block runs, the listing's, then the entries' deletes (the
+// engine's DeletedMany; deleteManyCluster).
 
 var _ index.Batcher = (*prims[struct{}])(nil)
 
-// batchedCluster reports whether CreateMany goes through createCluster.
+// batchedCluster reports whether CreateMany, PutMany and DeleteMany go
+// through createCluster, putCluster and deleteManyCluster.
 func (s *Store[T, K]) batchedCluster() bool {
 	return s.cluster && !s.waits() && s.d.Counter == nil
 }
@@ -178,23 +182,7 @@ func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) 
 		s.d.SetVersion(ts[i], 1)
 		written = append(written, k)
 	}
-	// The listing: best effort (Repair restores it), on a context that
-	// ends runtime.CleanupTimeout after ctx.
-	if len(written) == 0 {
-		return
-	}
-	lctx, cancel := runtime.Detach(ctx)
-	defer cancel()
-	zadds := make([]*redis.IntCmd, len(written))
-	_, _ = s.c.Pipelined(lctx, func(pipe redis.Pipeliner) error {
-		for n, k := range written {
-			zadds[n] = pipe.ZAdd(lctx, s.listKey(), redisZ(wr[k].bk))
-		}
-		return nil
-	})
-	for n, k := range written {
-		errs[at[k]] = runtime.LeftToRepair(ctx, op, s.d.Aggregate, wr[k].id, zadds[n].Err())
-	}
+	s.listMany(ctx, op, written, wr, errs, at)
 }
 
 // blockRuns runs the block scripts of the writes wr[k] for k in idx in
@@ -254,4 +242,330 @@ func (s *Store[T, K]) blockRuns(ctx context.Context, wr []*write[K], idx []int, 
 		}
 	}
 	return ok, errs
+}
+
+// putCluster is PutMany on a cluster (batchedCluster), setting errs: the
+// engine's RunMany, per pass one pipeline of the blocks' reads (the
+// created timestamps, the states of an aggregate with lookups), the
+// claims, the block runs (blockRuns) and the old entries' deletes, then
+// one pipeline of the listing's ZADDs. An item whose block changed since
+// it was read is read and written again in a later pass, as Put does.
+func (s *Store[T, K]) putCluster(ctx context.Context, ts []*T, errs []error) {
+	const op = "Put"
+	lookups := len(s.d.Lookups) > 0
+	var at []int
+	var names []any
+	var blocks [][]byte
+	var want []int64
+	var fields [][]string
+	for i, t := range ts {
+		id := *s.d.ID(t)
+		if errs[i] = s.nameTooLarge(op, id); errs[i] != nil {
+			continue
+		}
+		v := s.d.VersionOf(t)
+		f, err := s.fields(op, id, t, v+1)
+		if errs[i] = err; err != nil {
+			continue
+		}
+		at, names, blocks = append(at, i), append(names, id), append(blocks, s.d.Keys.Bytes(id))
+		want, fields = append(want, v), append(fields, f)
+	}
+	if len(at) == 0 {
+		return
+	}
+	// What the last read of each item saw, and its write.
+	created := make([]*string, len(at))
+	states := make([]*state[T], len(at))
+	wr := make([]*write[K], len(at))
+	short := make([]error, len(at))
+	var reads int64
+	read := func(ctx context.Context, idx []int) ([]index.Attempt, []error) {
+		as, rerrs := make([]index.Attempt, len(idx)), make([]error, len(idx))
+		reads++
+		hget := make([]*redis.StringCmd, len(idx))
+		hgetall := make([]*redis.MapStringStringCmd, len(idx))
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j, k := range idx {
+				key := s.blockKey(blocks[k])
+				if s.d.Created != nil {
+					hget[j] = p.HGet(ctx, key, s.d.Created.Key)
+				}
+				if lookups {
+					hgetall[j] = p.HGetAll(ctx, key)
+				}
+			}
+			return nil
+		})
+		for j, k := range idx {
+			id, t := *s.d.ID(ts[at[k]]), ts[at[k]]
+			created[k], states[k], short[k] = nil, nil, nil
+			if hget[j] != nil {
+				if created[k], rerrs[j] = s.createdOf(op, id, t, hget[j]); rerrs[j] != nil {
+					continue
+				}
+			}
+			if hgetall[j] != nil {
+				st, err := s.stateOf(op, id, hgetall[j])
+				if rerrs[j] = err; err != nil {
+					continue
+				}
+				states[k] = &st
+			}
+			w, err := s.putWrite(op, t, want[k], fields[k], created[k], states[k])
+			if err == nil {
+				err = s.ready(w)
+			}
+			if rerrs[j] = err; err != nil {
+				continue
+			}
+			if st := states[k]; st != nil {
+				as[j] = index.Attempt{Found: st.found, Stamp: index.Stamp{Seq: parseSeq(st.seq), Inc: decInc(st.inc)},
+					Before: s.indexKeys(w.bk, w.before), After: s.indexKeys(w.bk, w.after)}
+			} else {
+				// Without lookups the block run checks only the created
+				// timestamp read: each read a stamp of its own, so that
+				// a run refused for one changed meanwhile is read and
+				// written again, up to the engine's attempts, as Put
+				// tries again.
+				as[j] = index.Attempt{Found: true, Stamp: index.Stamp{Seq: reads}}
+			}
+		}
+		return as, rerrs
+	}
+	perrs := s.eng.RunMany(ctx, op, names, blocks, read, func(ctx context.Context, idx []int, sts []index.Stamp) ([]bool, []error) {
+		// The writes again, with the stamps the engine gave them (they
+		// passed their checks when they were read).
+		ok, werrs := make([]bool, len(idx)), make([]error, len(idx))
+		var run, pos []int
+		for j, k := range idx {
+			w, err := s.putWriteAt(op, ts[at[k]], want[k], fields[k], created[k], states[k], &sts[j])
+			if err == nil {
+				err = s.ready(w)
+			}
+			if werrs[j] = err; err == nil {
+				wr[k], run, pos = w, append(run, k), append(pos, j)
+			}
+		}
+		rok, rerrs := s.blockRuns(ctx, wr, run, short)
+		for n, j := range pos {
+			ok[j], werrs[j] = rok[n], rerrs[n]
+		}
+		return ok, werrs
+	})
+	var written []int
+	for k, i := range at {
+		err := perrs[k]
+		var f *failure
+		if errors.As(err, &f) {
+			err = f
+		}
+		if err == nil && short[k] != nil {
+			err = short[k]
+		}
+		if err != nil {
+			errs[i] = s.checkFailed(op, *s.d.ID(ts[i]), err)
+			continue
+		}
+		s.d.SetVersion(ts[i], want[k]+1)
+		written = append(written, k)
+	}
+	s.listMany(ctx, op, written, wr, errs, at)
+}
+
+// listMany adds the blocks wr[k] for k in written to the listing in one
+// pipeline (best effort: Repair restores it), on a context that ends
+// runtime.CleanupTimeout after ctx, setting errs[at[k]].
+func (s *Store[T, K]) listMany(ctx context.Context, op string, written []int, wr []*write[K], errs []error, at []int) {
+	if len(written) == 0 {
+		return
+	}
+	lctx, cancel := runtime.Detach(ctx)
+	defer cancel()
+	zadds := make([]*redis.IntCmd, len(written))
+	_, _ = s.c.Pipelined(lctx, func(pipe redis.Pipeliner) error {
+		for n, k := range written {
+			zadds[n] = pipe.ZAdd(lctx, s.listKey(), redisZ(wr[k].bk))
+		}
+		return nil
+	})
+	for n, k := range written {
+		errs[at[k]] = runtime.LeftToRepair(ctx, op, s.d.Aggregate, wr[k].id, zadds[n].Err())
+	}
+}
+
+// deleteManyCluster is DeleteMany on a cluster (batchedCluster), setting
+// errs: one pipeline of the blocks' reads (an aggregate with lookups),
+// one of the block runs (blockRuns), the listing's ZREMs and then its
+// check that no block was created again meanwhile, then the entries'
+// deletes (the engine's DeletedMany). A block that changed since it was
+// read, and a key given again (runtime.ErrNotFound when the first one
+// removed it), are deleted after the batch by the single Delete.
+func (s *Store[T, K]) deleteManyCluster(ctx context.Context, ids []K, errs []error) {
+	const op = "Delete"
+	seen := make(map[string]bool, len(ids))
+	var first, again []int
+	for i, id := range ids {
+		if errs[i] = s.nameTooLarge(op, id); errs[i] != nil {
+			continue
+		}
+		if bk := string(s.d.Keys.Bytes(id)); seen[bk] {
+			again = append(again, i)
+		} else {
+			seen[bk] = true
+			first = append(first, i)
+		}
+	}
+	hgetall := make([]*redis.MapStringStringCmd, len(ids))
+	if len(s.d.Lookups) > 0 && len(first) > 0 {
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range first {
+				hgetall[i] = p.HGetAll(ctx, s.BlockKey(ids[i]))
+			}
+			return nil
+		})
+	}
+	var wr []*write[K]
+	var at []int
+	for _, i := range first {
+		var st *state[T]
+		if hgetall[i] != nil {
+			read, err := s.stateOf(op, ids[i], hgetall[i])
+			if errs[i] = err; err != nil {
+				continue
+			}
+			st = &read
+		}
+		w, err := s.deleteWrite(op, ids[i], st, nil)
+		if err == nil {
+			err = s.ready(w)
+		}
+		if errs[i] = err; err == nil {
+			wr, at = append(wr, w), append(at, i)
+		}
+	}
+	if len(wr) == 0 {
+		s.deleteAgain(ctx, ids, again, errs)
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		for k, i := range at {
+			errs[i] = runtime.NotSent(op, s.d.Aggregate, wr[k].id, err, nil)
+		}
+		s.deleteAgain(ctx, ids, again, errs)
+		return
+	}
+	idx := make([]int, len(wr))
+	for k := range idx {
+		idx[k] = k
+	}
+	short := make([]error, len(wr))
+	ok, rerrs := s.blockRuns(ctx, wr, idx, short)
+	var gone, single []int
+	for k, i := range at {
+		w, err := wr[k], rerrs[k]
+		switch {
+		case err == nil && !ok[k]:
+			single = append(single, i) // changed since it was read
+			continue
+		case err == nil:
+		case isFailure(err):
+			errs[i] = s.checkFailed(op, w.id, err)
+			continue
+		case short[k] != nil:
+			errs[i] = short[k]
+			continue
+		default:
+			var re *runtime.Error
+			if errors.As(err, &re) {
+				errs[i] = err // refused before any change
+				continue
+			}
+			if errs[i] = s.unclear(ctx, w, err, "(outcome unknown: the block delete may have been applied; its lookup entries are kept for reads to verify)"); errs[i] != nil {
+				continue
+			}
+		}
+		gone = append(gone, k)
+	}
+	left := s.unlistMany(ctx, wr, gone)
+	ds := make([]index.Deletion, len(gone))
+	for n, k := range gone {
+		w := wr[k]
+		ds[n] = index.Deletion{ID: w.id, Block: w.bk, Inc: decInc(w.inc), Keys: s.indexKeys(w.bk, w.before)}
+	}
+	for n, err := range s.eng.DeletedMany(ctx, op, ds) {
+		k := gone[n]
+		if err == nil {
+			err = runtime.LeftToRepair(ctx, op, s.d.Aggregate, wr[k].id, left[n]...)
+		}
+		errs[at[k]] = err
+	}
+	for _, i := range single {
+		errs[i] = s.Delete(ctx, ids[i])
+	}
+	s.deleteAgain(ctx, ids, again, errs)
+}
+
+// deleteAgain deletes the keys ids[i] for i in again (given again in a
+// batch) one by one, after the batch.
+func (s *Store[T, K]) deleteAgain(ctx context.Context, ids []K, again []int, errs []error) {
+	for _, i := range again {
+		errs[i] = s.Delete(ctx, ids[i])
+	}
+}
+
+// unlistMany removes the deleted blocks wr[k] for k in gone from the
+// listing, as listed does one (best effort, on a context that ends
+// runtime.CleanupTimeout after ctx): one pipeline of the ZREMs, one of
+// the blocks' EXISTS, and one of the ZADDs of those created again
+// meanwhile. It returns what failed, per position in gone.
+func (s *Store[T, K]) unlistMany(ctx context.Context, wr []*write[K], gone []int) [][]error {
+	left := make([][]error, len(gone))
+	if len(gone) == 0 {
+		return left
+	}
+	ctx, cancel := runtime.Detach(ctx)
+	defer cancel()
+	note := func(n int, err error) {
+		if err != nil {
+			left[n] = append(left[n], err)
+		}
+	}
+	zrems := make([]*redis.IntCmd, len(gone))
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, k := range gone {
+			zrems[n] = p.ZRem(ctx, s.listKey(), string(wr[k].bk))
+		}
+		return nil
+	})
+	exists := make([]*redis.IntCmd, len(gone))
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, k := range gone {
+			note(n, zrems[n].Err())
+			exists[n] = p.Exists(ctx, s.blockKey(wr[k].bk))
+		}
+		return nil
+	})
+	var back []int
+	for n := range gone {
+		c, err := exists[n].Result()
+		note(n, err)
+		if err == nil && c == 1 {
+			back = append(back, n)
+		}
+	}
+	if len(back) == 0 {
+		return left
+	}
+	zadds := make([]*redis.IntCmd, len(back))
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for m, n := range back {
+			zadds[m] = p.ZAdd(ctx, s.listKey(), redisZ(wr[gone[n]].bk))
+		}
+		return nil
+	})
+	for m, n := range back {
+		note(n, zadds[m].Err())
+	}
+	return left
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
@@ -334,6 +335,12 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 // fields are encoded: created is the created timestamp the block holds
 // (keepCreated), st its state (nil for an aggregate without lookups).
 func (s *Store[T, K]) putWrite(op string, t *T, want int64, fields []string, created *string, st *state[T]) (*write[K], error) {
+	return s.putWriteAt(op, t, want, fields, created, st, nil)
+}
+
+// putWriteAt is putWrite with the block's new stamp at (nil: drawn here,
+// as putWrite draws it; an aggregate without lookups has no incarnation).
+func (s *Store[T, K]) putWriteAt(op string, t *T, want int64, fields []string, created *string, st *state[T], at *index.Stamp) (*write[K], error) {
 	id := *s.d.ID(t)
 	bk := s.d.Keys.Bytes(id)
 	if created != nil {
@@ -352,6 +359,12 @@ func (s *Store[T, K]) putWrite(op string, t *T, want int64, fields []string, cre
 		w.before, w.after = s.values(st.t, nil), s.values(t, nil)
 	} else {
 		w.seq = nextSeq(0)
+	}
+	if at != nil {
+		w.seq = at.Seq
+		if st != nil {
+			w.inc = encInc(at.Inc)
+		}
 	}
 	if st != nil {
 		w.block = s.blockProg(bk, w, fields, cond)
