@@ -402,14 +402,8 @@ func (s *Store[T, K]) txDelete(ctx context.Context, op string, id K) error {
 		if err != nil {
 			return err
 		}
-		u := &update{e: newExpr()}
-		u.cond = append(u.cond, "attribute_exists("+u.e.name(IDAttr)+")")
-		stampCond(u, st)
-		w := &txWrite{what: []txItem{{lookup: -1}}, items: []types.TransactWriteItem{{Delete: &types.Delete{
-			TableName: aws.String(s.table), Key: s.key(id),
-			ConditionExpression: aws.String(strings.Join(u.cond, " AND ")), ExpressionAttributeNames: u.e.namesOrNil(), ExpressionAttributeValues: u.e.valuesOrNil(),
-		}}}}
-		if fits, err := s.indexItems(w, block, st.stamp, s.keys(id, st.t), nil); err != nil {
+		w, fits, err := s.deleteWrite(id, block, st)
+		if err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		} else if !fits {
 			return errProtocol
@@ -425,4 +419,20 @@ func (s *Store[T, K]) txDelete(ctx context.Context, op string, id K) error {
 		}
 	}
 	return s.contended(op, id)
+}
+
+// deleteWrite is the transaction of the delete of block (key id) in state
+// st: the item's delete on condition of the stamp read, and the removal
+// of its index items; fits is false when they take more than one
+// transaction holds.
+func (s *Store[T, K]) deleteWrite(id K, block []byte, st state[T]) (w *txWrite, fits bool, err error) {
+	u := &update{e: newExpr()}
+	u.cond = append(u.cond, "attribute_exists("+u.e.name(IDAttr)+")")
+	stampCond(u, st)
+	w = &txWrite{what: []txItem{{lookup: -1}}, items: []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName: aws.String(s.table), Key: s.key(id),
+		ConditionExpression: aws.String(strings.Join(u.cond, " AND ")), ExpressionAttributeNames: u.e.namesOrNil(), ExpressionAttributeValues: u.e.valuesOrNil(),
+	}}}}
+	fits, err = s.indexItems(w, block, st.stamp, s.keys(id, st.t), nil)
+	return w, fits, err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -200,14 +199,8 @@ func (s *Store[T, K]) txDeleteMany(ctx context.Context, ids []K) []error {
 				return nil, runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
 			}
 			block := s.d.Keys.Bytes(id)
-			u := &update{e: newExpr()}
-			u.cond = append(u.cond, "attribute_exists("+u.e.name(IDAttr)+")")
-			stampCond(u, st)
-			w := &txWrite{what: []txItem{{lookup: -1}}, items: []types.TransactWriteItem{{Delete: &types.Delete{
-				TableName: aws.String(s.table), Key: s.key(id),
-				ConditionExpression: aws.String(strings.Join(u.cond, " AND ")), ExpressionAttributeNames: u.e.namesOrNil(), ExpressionAttributeValues: u.e.valuesOrNil(),
-			}}}}
-			if fits, err := s.indexItems(w, block, st.stamp, s.keys(id, st.t), nil); err != nil {
+			w, fits, err := s.deleteWrite(id, block, st)
+			if err != nil {
 				return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 			} else if !fits {
 				return nil, nil
