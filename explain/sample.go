@@ -10,24 +10,14 @@ import (
 )
 
 // A sampler reads at most n blocks of a from the store named by conn
-// (values by ConnSetting.Name) without writing anything; it returns nil,
-// nil when conn does not name a store to sample. Sampling needs the
-// store's driver, so it lives here (sample_<store>.go), never in the
-// templates or the stores' declarations.
-type sampler struct {
-	conn   []ConnSetting
-	sample func(ctx context.Context, a *model.Aggregate, conn map[string]string, n int) (*Sample, error)
-}
+// (values by templates.Conn.Name: the store's registration lists its
+// settings) without writing anything; it returns nil, nil when conn does
+// not name a store to sample. Sampling needs the store's driver, so it
+// lives here (sample_<store>.go), never in the templates or the stores'
+// declarations.
+type sampler func(ctx context.Context, a *model.Aggregate, conn map[string]string, n int) (*Sample, error)
 
 var samplers = map[string]sampler{}
-
-// ConnSetting is one connection setting of a store's sample: the command
-// line flag -Name, with Env as its default when set.
-type ConnSetting struct {
-	Name  string
-	Env   string
-	Usage string
-}
 
 // Sample is what Sample read from a real store.
 type Sample struct {
@@ -74,7 +64,7 @@ type PartitionSize struct {
 }
 
 // Sample reads at most n real blocks of every aggregate from each store of
-// r whose connection settings conn names (by ConnSetting.Name, e.g. "bolt"
+// r whose connection settings conn names (by templates.Conn.Name, e.g. "bolt"
 // for a bbolt file, "mongo" and "db" for MongoDB) and records their sizes
 // in Aggregate.Samples. Stores conn does not name are left out. Nothing
 // is written to any store.
@@ -88,7 +78,7 @@ func (r *Report) Sample(ctx context.Context, n int, conn map[string]string) erro
 			if !ok {
 				continue
 			}
-			s, err := sm.sample(ctx, a.model, conn, n)
+			s, err := sm(ctx, a.model, conn, n)
 			if err != nil {
 				return fmt.Errorf("sampling %s on %s: %w", a.Name, st, err)
 			}
@@ -102,27 +92,6 @@ func (r *Report) Sample(ctx context.Context, n int, conn map[string]string) erro
 		}
 	}
 	return nil
-}
-
-// ConnSettings lists the connection settings of every store with a
-// sampler, each name once (the first store's usage wins).
-func ConnSettings() []ConnSetting {
-	var names []string
-	for st := range samplers {
-		names = append(names, st)
-	}
-	sort.Strings(names)
-	var out []ConnSetting
-	seen := map[string]bool{}
-	for _, st := range names {
-		for _, c := range samplers[st].conn {
-			if !seen[c.Name] {
-				seen[c.Name] = true
-				out = append(out, c)
-			}
-		}
-	}
-	return out
 }
 
 // SampleSizes accumulates the sizes of sampled blocks into a Sample, the

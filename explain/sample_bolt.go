@@ -17,10 +17,7 @@ import (
 )
 
 func init() {
-	samplers["bolt"] = sampler{
-		conn:   []ConnSetting{{Name: "bolt", Env: "NOAM_BOLT_FILE", Usage: "bbolt database `file` to sample (opened read-only)"}},
-		sample: boltSample,
-	}
+	samplers["bolt"] = boltSample
 }
 
 // boltSample reads at most n blocks of a's bucket from the bbolt file

@@ -20,13 +20,7 @@ import (
 )
 
 func init() {
-	samplers["dynamo"] = sampler{
-		conn: []ConnSetting{
-			{Name: "dynamo", Env: "NOAM_DYNAMO_ENDPOINT", Usage: "DynamoDB endpoint `URL` to sample (credentials and region from AWS_* variables; dummy ones for a local endpoint)"},
-			{Name: "dynamo-prefix", Env: "NOAM_DYNAMO_PREFIX", Usage: "table-name `prefix` of the DynamoDB tables to sample (dynamostore.Options.TablePrefix)"},
-		},
-		sample: dynamoSample,
-	}
+	samplers["dynamo"] = dynamoSample
 }
 
 // avSize approximates the bytes DynamoDB counts for an attribute value

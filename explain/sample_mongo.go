@@ -17,13 +17,7 @@ import (
 )
 
 func init() {
-	samplers["mongo"] = sampler{
-		conn: []ConnSetting{
-			{Name: "mongo", Env: "NOAM_MONGO_URI", Usage: "MongoDB connection `URI` to sample"},
-			{Name: "db", Env: "NOAM_MONGO_DB", Usage: "MongoDB `database` to sample (with -mongo)"},
-		},
-		sample: mongoSample,
-	}
+	samplers["mongo"] = mongoSample
 }
 
 // mongoSample reads at most n documents of a's collection, in _id order, from

@@ -17,10 +17,7 @@ import (
 )
 
 func init() {
-	samplers["redis"] = sampler{
-		conn:   []ConnSetting{{Name: "redis", Env: "NOAM_REDIS_URL", Usage: "Redis `URL` to sample (redis://host:port/db; a cluster node's URL samples the cluster; read-only commands)"}},
-		sample: redisSample,
-	}
+	samplers["redis"] = redisSample
 }
 
 // redisListing is the sorted set listing the blocks of a.

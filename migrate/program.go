@@ -12,12 +12,12 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-	"slices"
 	"strings"
 	"text/template"
 
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/templates"
+	_ "github.com/noamgen/noamgen/templates/stores" // registers every store
 )
 
 // EnvConfig is the environment variable through which the program receives
@@ -58,95 +58,15 @@ type Failed struct {
 	Err  string `json:"err"`
 }
 
-// opening is how the program opens one store: the imports it needs, the
-// statements that set the variable store (returning 1 from run on
-// failure, with defers to close it) and the constructor's arguments.
-type opening struct {
-	imports []string
-	open    string
-	args    string
-}
-
-var openings = map[string]opening{
-	"bolt": {
-		imports: []string{"time", "go.etcd.io/bbolt"},
-		open: `if conn["bolt"] == "" {
-		fmt.Fprintln(os.Stderr, "noamgen migrate: -store bolt needs -bolt FILE")
-		return 2
-	}
-	db, err := bbolt.Open(conn["bolt"], 0o600, &bbolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "noamgen migrate: opening %s: %v\n", conn["bolt"], err)
-		return 1
-	}
-	defer db.Close()`,
-		args: "db",
-	},
-	"mongo": {
-		imports: []string{"go.mongodb.org/mongo-driver/v2/mongo", "go.mongodb.org/mongo-driver/v2/mongo/options"},
-		open: `if conn["mongo"] == "" || conn["db"] == "" {
-		fmt.Fprintln(os.Stderr, "noamgen migrate: -store mongo needs -mongo URI and -db NAME")
-		return 2
-	}
-	client, err := mongo.Connect(options.Client().ApplyURI(conn["mongo"]))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "noamgen migrate: connecting to MongoDB: %v\n", err)
-		return 1
-	}
-	defer client.Disconnect(context.WithoutCancel(ctx))
-	db := client.Database(conn["db"])`,
-		args: "db",
-	},
-	"redis": {
-		imports: []string{"strings", "github.com/redis/go-redis/v9"},
-		open: `if conn["redis"] == "" {
-		fmt.Fprintln(os.Stderr, "noamgen migrate: -store redis needs -redis URL")
-		return 2
-	}
-	opt, err := redis.ParseURL(conn["redis"])
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "noamgen migrate: -redis: %v\n", err)
-		return 2
-	}
-	var rdb redis.UniversalClient = redis.NewClient(opt)
-	info, err := rdb.Info(ctx, "cluster").Result()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "noamgen migrate: connecting to Redis at %s: %v\n", opt.Addr, err)
-		return 1
-	}
-	if strings.Contains(info, "cluster_enabled:1") {
-		rdb.Close()
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{opt.Addr}, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig})
-	}
-	defer rdb.Close()`,
-		args: "rdb",
-	},
-	"dynamo": {
-		imports: []string{"github.com/aws/aws-sdk-go-v2/aws", "github.com/aws/aws-sdk-go-v2/credentials", "github.com/aws/aws-sdk-go-v2/service/dynamodb", "github.com/noamgen/noamgen/runtime/dynamostore"},
-		open: `if conn["dynamo"] == "" {
-		fmt.Fprintln(os.Stderr, "noamgen migrate: -store dynamo needs -dynamo URL")
-		return 2
-	}
-	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(conn["dynamo"]),
-		Credentials: credentials.NewStaticCredentialsProvider("noam", "noam", "")}
-	if r := os.Getenv("AWS_REGION"); r != "" {
-		cfg.Region = r
-	}
-	if id := os.Getenv("AWS_ACCESS_KEY_ID"); id != "" {
-		cfg.Credentials = credentials.NewStaticCredentialsProvider(id, os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
-	}
-	client := dynamodb.NewFromConfig(cfg)`,
-		args: `client, dynamostore.Options{TablePrefix: conn["dynamo-prefix"]}`,
-	},
-}
-
-// Stores lists the stores the command can migrate.
+// Stores lists the stores the command can migrate: the registered stores
+// whose registration says how a program opens them (templates.Program).
 func Stores() []string {
 	var out []string
-	for st := range openings {
-		out = append(out, st)
+	for _, st := range templates.StoreNames() {
+		if s, _ := templates.Lookup(st); s.Program != nil {
+			out = append(out, st)
+		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -260,8 +180,9 @@ type Repo struct {
 // Program returns the source of the main package that migrates every
 // aggregate of s on store.
 func Program(s *model.Schema, store string) ([]byte, error) {
-	op, ok := openings[store]
-	if !ok {
+	st, _ := templates.Lookup(store)
+	op := st.Program
+	if op == nil {
 		return nil, fmt.Errorf("cannot migrate store %q (known: %s)", store, strings.Join(Stores(), ", "))
 	}
 	if len(s.Aggregates) == 0 {
@@ -273,8 +194,8 @@ func Program(s *model.Schema, store string) ([]byte, error) {
 		Env          string
 		Open, Args   string
 		Repos        []Repo
-	}{PkgPath: s.PkgPath, Env: EnvConfig, Open: op.open, Args: op.args}
-	for _, imp := range op.imports {
+	}{PkgPath: s.PkgPath, Env: EnvConfig, Open: op.Open, Args: op.Args}
+	for _, imp := range op.Imports {
 		if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
 			data.Imports = append(data.Imports, imp)
 		} else {

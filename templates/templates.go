@@ -51,6 +51,55 @@ type Store struct {
 	// Own lists the names the store keeps for itself whatever the schema
 	// (e.g. the collection of counters).
 	Own []Name
+	// Conn lists the settings with which a program noamgen runs reaches a
+	// live store of this kind (`noamgen explain -sample` reads it,
+	// `noamgen migrate` writes it): each a command-line flag with an
+	// environment variable as its default. The first names the store: a
+	// command given it, and no -store, works on this store. Nil: the
+	// commands cannot reach the store.
+	Conn []Conn
+	// Program says how the migration program that `noamgen migrate`
+	// writes opens the store from Conn's values; nil when it cannot.
+	Program *Program
+}
+
+// Conn is one connection setting of a store (Store.Conn): the flag -Name,
+// defaulting to $Env. Read describes it for a command that only reads,
+// Write for one that writes (Read when empty).
+type Conn struct {
+	Name, Env   string
+	Read, Write string
+}
+
+// Program is how a main package that noamgen writes opens a store (see
+// migrate.Program): Open is Go statements, in a function returning int,
+// with ctx (context.Context) and conn (map[string]string, Conn's values
+// by name) in scope, that declare what Args uses, return 2 for a missing
+// or malformed setting and 1 when the store cannot be reached (writing
+// why to os.Stderr, prefixed "noamgen migrate: "), and defer the close.
+// Args are the arguments of the store's generated constructors, before
+// the options. Imports are the packages Open and Args use besides
+// context, fmt and os.
+type Program struct {
+	Imports []string
+	Open    string
+	Args    string
+}
+
+// ConnSettings lists the connection settings of the registered stores,
+// in store order, each name once (the first store's words win).
+func ConnSettings() []Conn {
+	var out []Conn
+	seen := map[string]bool{}
+	for _, st := range StoreNames() {
+		for _, c := range registry[st].Conn {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // Name is a name a store gives to something it stores: What says what

@@ -47,7 +47,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write to `file` instead of standard output")
 	check := fs.Bool("check", false, "with -o: write nothing; exit 1 if the file is missing or differs (for CI)")
 	sample := fs.Int("sample", 0, "read up to `N` blocks of each aggregate from the stores named by the connection flags and show their sizes")
-	conn := defineConnFlags(fs, nil)
+	conn := defineConnFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, explainUsage)
 		fs.PrintDefaults()
@@ -146,7 +146,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 
 func connFlags() []string {
 	var out []string
-	for _, c := range explain.ConnSettings() {
+	for _, c := range templates.ConnSettings() {
 		s := "-" + c.Name
 		if c.Env != "" {
 			s += " or $" + c.Env
@@ -157,14 +157,14 @@ func connFlags() []string {
 }
 
 // defineConnFlags defines on fs a flag per live-store connection setting
-// (explain.ConnSettings), defaulting to its environment variable; usage
-// replaces a setting's own words where it has an entry.
-func defineConnFlags(fs *flag.FlagSet, usage map[string]string) map[string]*string {
+// (templates.ConnSettings), defaulting to its environment variable,
+// described for a command that writes when write is set.
+func defineConnFlags(fs *flag.FlagSet, write bool) map[string]*string {
 	conn := map[string]*string{}
-	for _, c := range explain.ConnSettings() {
-		u := usage[c.Name]
-		if u == "" {
-			u = c.Usage
+	for _, c := range templates.ConnSettings() {
+		u := c.Read
+		if write && c.Write != "" {
+			u = c.Write
 		}
 		if c.Env != "" {
 			u += " (default $" + c.Env + ")"

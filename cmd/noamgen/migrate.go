@@ -12,6 +12,7 @@ import (
 	"github.com/noamgen/noamgen/migrate"
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
+	"github.com/noamgen/noamgen/templates"
 )
 
 const migrateUsage = `usage: noamgen migrate -store bolt|mongo|redis|dynamo [-dry-run] [-batch N] [connection flags] [package]
@@ -38,25 +39,13 @@ for a bad command line.
 Flags:
 `
 
-// migrateConnUsage describes the connection flags, which are explain
-// -sample's (same names and environment variables), for a command that
-// writes.
-var migrateConnUsage = map[string]string{
-	"bolt":          "bbolt database `file` to migrate (opened for writing: stop the application that holds it)",
-	"mongo":         "MongoDB connection `URI`",
-	"db":            "MongoDB `database` (with -mongo)",
-	"redis":         "Redis `URL` (redis://host:port/db; a cluster node's URL migrates the cluster)",
-	"dynamo":        "DynamoDB endpoint `URL` (credentials and region from AWS_* variables; dummy ones for a local endpoint)",
-	"dynamo-prefix": "table-name `prefix` of the DynamoDB tables (dynamostore.Options.TablePrefix)",
-}
-
 func runMigrate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("noamgen migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	store := fs.String("store", "", "the `store` to migrate: "+strings.Join(migrate.Stores(), ", ")+" (default: the one the connection flags name)")
 	dryRun := fs.Bool("dry-run", false, "count what would change and write nothing")
 	batch := fs.Int("batch", 64, "blocks read and rewritten per step")
-	conn := defineConnFlags(fs, migrateConnUsage)
+	conn := defineConnFlags(fs, true)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, migrateUsage)
 		fs.PrintDefaults()
@@ -75,7 +64,8 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	if *store == "" {
 		var named []string
 		for _, st := range migrate.Stores() {
-			if *conn[st] != "" {
+			// A store's first connection setting names it.
+			if s, _ := templates.Lookup(st); *conn[s.Conn[0].Name] != "" {
 				named = append(named, st)
 			}
 		}

@@ -332,7 +332,7 @@ func testDeleteMany(t *testing.T, e *env) {
 }
 
 func testBatchHooks(t *testing.T, e *env) {
-	rec := &recorder{}
+	rec := &recorder{store: e.h.Caps.Name}
 	r := repos.On(t, e.db, runtime.WithHook(rec.hook)).Matches
 	const n = 6
 	var ms []*model.Match

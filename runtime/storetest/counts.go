@@ -199,7 +199,7 @@ func testCounts(t *testing.T, e *env) {
 	checkErr(t, err, runtime.ErrInvalidValue, "CountByRegionLevel of a string that is not UTF-8")
 
 	// What a hook sees: the method, no error, the requests sent.
-	rec := &recorder{}
+	rec := &recorder{store: e.h.Caps.Name}
 	hooked := repos.On(t, e.db, runtime.WithHook(rec.hook)).Matches
 	for i, c := range []struct {
 		op    string

@@ -85,7 +85,7 @@ func wantStamps(t *testing.T, what string, created, updated, wantCreated, wantUp
 
 func testTimestamps(t *testing.T, e *env) {
 	c := &testClock{}
-	rec := &recorder{}
+	rec := &recorder{store: e.h.Caps.Name}
 	posts, notes := stampRepos(t, e.db, c, runtime.WithHook(rec.hook))
 
 	// Create sets both, in the caller's aggregate and in the block.

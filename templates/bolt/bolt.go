@@ -46,6 +46,23 @@ func init() {
 			return out
 		},
 		Own: []t.Name{{Name: layout.CountersBucket, What: "the bbolt bucket of enumerable-key counters"}},
+		Conn: []t.Conn{{Name: "bolt", Env: "NOAM_BOLT_FILE",
+			Read:  "bbolt database `file` to sample (opened read-only)",
+			Write: "bbolt database `file` to migrate (opened for writing: stop the application that holds it)"}},
+		Program: &t.Program{
+			Imports: []string{"time", "go.etcd.io/bbolt"},
+			Open: `if conn["bolt"] == "" {
+		fmt.Fprintln(os.Stderr, "noamgen migrate: -store bolt needs -bolt FILE")
+		return 2
+	}
+	db, err := bbolt.Open(conn["bolt"], 0o600, &bbolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "noamgen migrate: opening %s: %v\n", conn["bolt"], err)
+		return 1
+	}
+	defer db.Close()`,
+			Args: "db",
+		},
 	})
 }
 

@@ -49,6 +49,31 @@ func init() {
 			return []t.Name{{Name: layout.IndexTable(a.Collection), What: "the DynamoDB index table of aggregate " + a.Name, Pos: a.Pos}}
 		},
 		Own: []t.Name{{Name: layout.Counters, What: "the DynamoDB table of enumerable-key counters"}, {Name: layout.Schema, What: "the DynamoDB table of schema records"}},
+		Conn: []t.Conn{
+			{Name: "dynamo", Env: "NOAM_DYNAMO_ENDPOINT",
+				Read:  "DynamoDB endpoint `URL` to sample (credentials and region from AWS_* variables; dummy ones for a local endpoint)",
+				Write: "DynamoDB endpoint `URL` (credentials and region from AWS_* variables; dummy ones for a local endpoint)"},
+			{Name: "dynamo-prefix", Env: "NOAM_DYNAMO_PREFIX",
+				Read:  "table-name `prefix` of the DynamoDB tables to sample (dynamostore.Options.TablePrefix)",
+				Write: "table-name `prefix` of the DynamoDB tables (dynamostore.Options.TablePrefix)"},
+		},
+		Program: &t.Program{
+			Imports: []string{"github.com/aws/aws-sdk-go-v2/aws", "github.com/aws/aws-sdk-go-v2/credentials", "github.com/aws/aws-sdk-go-v2/service/dynamodb", storePkg},
+			Open: `if conn["dynamo"] == "" {
+		fmt.Fprintln(os.Stderr, "noamgen migrate: -store dynamo needs -dynamo URL")
+		return 2
+	}
+	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(conn["dynamo"]),
+		Credentials: credentials.NewStaticCredentialsProvider("noam", "noam", "")}
+	if r := os.Getenv("AWS_REGION"); r != "" {
+		cfg.Region = r
+	}
+	if id := os.Getenv("AWS_ACCESS_KEY_ID"); id != "" {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(id, os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
+	}
+	client := dynamodb.NewFromConfig(cfg)`,
+			Args: `client, dynamostore.Options{TablePrefix: conn["dynamo-prefix"]}`,
+		},
 	})
 }
 

@@ -48,6 +48,25 @@ func init() {
 			return out
 		},
 		Own: []t.Name{{Name: layout.Counters, What: "the MongoDB collection of enumerable-key counters"}},
+		Conn: []t.Conn{
+			{Name: "mongo", Env: "NOAM_MONGO_URI", Read: "MongoDB connection `URI` to sample", Write: "MongoDB connection `URI`"},
+			{Name: "db", Env: "NOAM_MONGO_DB", Read: "MongoDB `database` to sample (with -mongo)", Write: "MongoDB `database` (with -mongo)"},
+		},
+		Program: &t.Program{
+			Imports: []string{"go.mongodb.org/mongo-driver/v2/mongo", "go.mongodb.org/mongo-driver/v2/mongo/options"},
+			Open: `if conn["mongo"] == "" || conn["db"] == "" {
+		fmt.Fprintln(os.Stderr, "noamgen migrate: -store mongo needs -mongo URI and -db NAME")
+		return 2
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(conn["mongo"]))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "noamgen migrate: connecting to MongoDB: %v\n", err)
+		return 1
+	}
+	defer client.Disconnect(context.WithoutCancel(ctx))
+	db := client.Database(conn["db"])`,
+			Args: "db",
+		},
 	})
 }
 

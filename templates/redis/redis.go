@@ -52,6 +52,33 @@ func init() {
 			}
 			return out
 		},
+		Conn: []t.Conn{{Name: "redis", Env: "NOAM_REDIS_URL",
+			Read:  "Redis `URL` to sample (redis://host:port/db; a cluster node's URL samples the cluster; read-only commands)",
+			Write: "Redis `URL` (redis://host:port/db; a cluster node's URL migrates the cluster)"}},
+		Program: &t.Program{
+			Imports: []string{"strings", redisPkg},
+			Open: `if conn["redis"] == "" {
+		fmt.Fprintln(os.Stderr, "noamgen migrate: -store redis needs -redis URL")
+		return 2
+	}
+	opt, err := redis.ParseURL(conn["redis"])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "noamgen migrate: -redis: %v\n", err)
+		return 2
+	}
+	var rdb redis.UniversalClient = redis.NewClient(opt)
+	info, err := rdb.Info(ctx, "cluster").Result()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "noamgen migrate: connecting to Redis at %s: %v\n", opt.Addr, err)
+		return 1
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		rdb.Close()
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{opt.Addr}, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig})
+	}
+	defer rdb.Close()`,
+			Args: "rdb",
+		},
 	})
 }
 

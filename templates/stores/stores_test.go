@@ -48,3 +48,34 @@ func TestEveryStoreRegistered(t *testing.T) {
 		t.Fatalf("found %d store folders, want at least bolt and mongo", found)
 	}
 }
+
+// TestConnSettings checks the connection settings every store registers
+// (templates.Store.Conn), which `noamgen explain -sample` and `noamgen
+// migrate` turn into flags: a store that a program can open names itself
+// with its first setting (migrate picks the store by it), every setting
+// has words for both commands and an environment variable, and no two
+// stores give one flag different meanings.
+func TestConnSettings(t *testing.T) {
+	owner := map[string]string{}
+	for _, st := range templates.StoreNames() {
+		s, _ := templates.Lookup(st)
+		if s.Program != nil && (len(s.Conn) == 0 || s.Conn[0].Name != st) {
+			t.Errorf("%s: a program can open it, but its first connection setting is %v, not -%s", st, s.Conn, st)
+		}
+		if s.Program != nil && (s.Program.Open == "" || s.Program.Args == "") {
+			t.Errorf("%s: Program has no Open or Args", st)
+		}
+		for _, c := range s.Conn {
+			if c.Env == "" || c.Read == "" || c.Write == "" {
+				t.Errorf("%s: connection setting -%s lacks an environment variable or its words: %+v", st, c.Name, c)
+			}
+			if o, ok := owner[c.Name]; ok {
+				t.Errorf("-%s is a connection setting of both %s and %s", c.Name, o, st)
+			}
+			owner[c.Name] = st
+		}
+	}
+	if got := len(templates.ConnSettings()); got != len(owner) {
+		t.Errorf("ConnSettings lists %d settings, the stores register %d", got, len(owner))
+	}
+}
