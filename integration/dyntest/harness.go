@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/internal/storeharness"
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
 	dynamolayout "github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
@@ -26,7 +27,7 @@ func Harness() storetest.Harness {
 		if srv.External {
 			o.Transactions = dynamostore.TxOn
 		}
-		return storetest.DB{Dynamo: srv.Client(storeharness.CountDynamo), DynamoOptions: o}
+		return storetest.DB{Store: "dynamo", Handle: srv.Client(storeharness.CountDynamo), Options: []runtime.Option{o}}
 	})
 	h.Name = "dynamo-tx"
 	h.Mode = dynamolayout.Transactions

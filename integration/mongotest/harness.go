@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
@@ -89,7 +90,7 @@ func (m Harness) Store() storetest.Harness {
 		// countDocuments with a filter on the expires field.
 		ExpiringCounts: true,
 		Open: func(t *testing.T) storetest.DB {
-			db := storetest.DB{MongoOptions: m.Options, Mongo: StartWithOptions(t, counting(m.Client, &commands))}
+			db := storetest.DB{Store: "mongo", Handle: StartWithOptions(t, counting(m.Client, &commands)), Options: m.Options}
 			if m.Pause != nil {
 				db.Pause = func(testing.TB) func() { return m.Pause() }
 			}
@@ -97,7 +98,7 @@ func (m Harness) Store() storetest.Harness {
 		},
 		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
 			// A document where the entry holds a string.
-			res, err := db.Mongo.Collection(collection).UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}},
+			res, err := db.Handle.(*mongo.Database).Collection(collection).UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}},
 				bson.D{{Key: "$set", Value: bson.D{{Key: entry, Value: bson.D{{Key: "not", Value: "a string"}}}}}})
 			if err != nil || res.MatchedCount != 1 {
 				t.Fatalf("corrupting %s of block %s: %v, %+v", entry, id, err, res)
@@ -114,7 +115,7 @@ func (m Harness) Store() storetest.Harness {
 	if m.UniqueTables {
 		// The entry of a unique value is keyed by the value alone.
 		h.DropClaim = func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
-			_, err := db.Mongo.Collection(mongostore.TableName(collection, lookup)).DeleteOne(context.Background(), bson.D{{Key: "_id", Value: mongostore.IndexKey(value)}})
+			_, err := db.Handle.(*mongo.Database).Collection(mongostore.TableName(collection, lookup)).DeleteOne(context.Background(), bson.D{{Key: "_id", Value: mongostore.IndexKey(value)}})
 			if err != nil {
 				t.Fatal(err)
 			}

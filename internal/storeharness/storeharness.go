@@ -68,6 +68,17 @@ func All() []storetest.Harness {
 	return []storetest.Harness{Bolt(), Redis(), RedisCluster(), Dynamo()}
 }
 
+// DynamoPrefix is the table-name prefix of a DynamoDB database of the
+// harnesses (its dynamostore.Options), "" when it has none.
+func DynamoPrefix(db storetest.DB) string {
+	for _, o := range db.Options {
+		if d, ok := o.(dynamostore.Options); ok {
+			return d.TablePrefix
+		}
+	}
+	return ""
+}
+
 // ---- bbolt
 
 // BoltCaps are bbolt's capabilities, as the adapter declares them.
@@ -99,7 +110,7 @@ func Bolt() storetest.Harness {
 		ExpiringCounts: true,
 		Open: func(t *testing.T) storetest.DB {
 			db := OpenBolt(t)
-			return storetest.DB{Bolt: db, Pause: func(t testing.TB) func() {
+			return storetest.DB{Store: "bolt", Handle: db, Pause: func(t testing.TB) func() {
 				tx, err := db.Begin(true)
 				if err != nil {
 					t.Fatal(err)
@@ -110,7 +121,7 @@ func Bolt() storetest.Harness {
 		PauseReadsPass: true,
 		// A unique lookup's bucket maps each value to its holder.
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
-			err := db.Bolt.Update(func(tx *bbolt.Tx) error {
+			err := db.Handle.(*bbolt.DB).Update(func(tx *bbolt.Tx) error {
 				return tx.Bucket([]byte(collection + "." + lookup)).Delete(value)
 			})
 			if err != nil {
@@ -120,7 +131,7 @@ func Bolt() storetest.Harness {
 		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
 			// A BSON string whose length runs past the value.
 			key := runtime.AppendString(boltstore.BlockPrefix(runtime.AppendString(nil, id)), entry)
-			err := db.Bolt.Update(func(tx *bbolt.Tx) error {
+			err := db.Handle.(*bbolt.DB).Update(func(tx *bbolt.Tx) error {
 				b := tx.Bucket([]byte(collection))
 				if b == nil || b.Get(key) == nil {
 					return fmt.Errorf("no entry %s of block %s", entry, id)
@@ -148,7 +159,7 @@ func RedisCaps(cluster bool) runtime.Caps {
 func Redis() storetest.Harness {
 	return redisHarness("redis", false, func(t *testing.T) storetest.DB {
 		needMain(t)
-		return storetest.DB{Redis: countRedis(redistest.Server(t))}
+		return storetest.DB{Store: "redis", Handle: countRedis(redistest.Server(t))}
 	})
 }
 
@@ -158,7 +169,7 @@ func Redis() storetest.Harness {
 func RedisCluster() storetest.Harness {
 	return redisHarness("redis-cluster", true, func(t *testing.T) storetest.DB {
 		needMain(t)
-		return storetest.DB{Redis: countRedis(redistest.Cluster(t))}
+		return storetest.DB{Store: "redis", Handle: countRedis(redistest.Cluster(t))}
 	})
 }
 
@@ -167,7 +178,7 @@ func RedisCluster() storetest.Harness {
 func RedisPrivate() storetest.Harness {
 	return redisHarness("redis", false, func(t *testing.T) storetest.DB {
 		c, p := redistest.PrivateServer(t)
-		return storetest.DB{Redis: countRedis(c), Pause: p.Pause}
+		return storetest.DB{Store: "redis", Handle: countRedis(c), Pause: p.Pause}
 	})
 }
 
@@ -176,7 +187,7 @@ func RedisPrivate() storetest.Harness {
 func RedisClusterPrivate() storetest.Harness {
 	return redisHarness("redis-cluster", true, func(t *testing.T) storetest.DB {
 		c, p := redistest.PrivateCluster(t)
-		return storetest.DB{Redis: countRedis(c), Pause: p.Pause}
+		return storetest.DB{Store: "redis", Handle: countRedis(c), Pause: p.Pause}
 	})
 }
 
@@ -197,17 +208,17 @@ func redisHarness(name string, cluster bool, open func(t *testing.T) storetest.D
 		// A unique lookup's claims hash (keys.go) maps each value to its
 		// holder.
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
-			if err := db.Redis.HDel(context.Background(), "{"+collection+"."+lookup+"}:claims", string(value)).Err(); err != nil {
+			if err := db.Handle.(redis.UniversalClient).HDel(context.Background(), "{"+collection+"."+lookup+"}:claims", string(value)).Err(); err != nil {
 				t.Fatal(err)
 			}
 		},
 		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
 			// A BSON string whose length runs past the value.
 			key := collection + ":{" + id + "}"
-			if n, err := db.Redis.HExists(context.Background(), key, entry).Result(); err != nil || !n {
+			if n, err := db.Handle.(redis.UniversalClient).HExists(context.Background(), key, entry).Result(); err != nil || !n {
 				t.Fatalf("no entry %s of block %s: %v", entry, id, err)
 			}
-			if err := db.Redis.HSet(context.Background(), key, entry, "\x02\xff\xff\xff\x7fx\x00").Err(); err != nil {
+			if err := db.Handle.(redis.UniversalClient).HSet(context.Background(), key, entry, "\x02\xff\xff\xff\x7fx\x00").Err(); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -286,7 +297,7 @@ func Dynamo() storetest.Harness {
 	return DynamoHarness(func(t *testing.T) storetest.DB {
 		needMain(t)
 		srv := dynalitetest.Shared(t)
-		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}}
+		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}}}
 	})
 }
 
@@ -311,7 +322,7 @@ func DynamoIndexTables() storetest.Harness {
 	return DynamoHarness(func(t *testing.T) storetest.DB {
 		needMain(t)
 		srv := dynalitetest.Shared(t)
-		return storetest.DB{Dynamo: client(srv), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), IndexTables: true, Transactions: protocolTx()}}
+		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), IndexTables: true, Transactions: protocolTx()}}}
 	})
 }
 
@@ -320,7 +331,7 @@ func DynamoIndexTables() storetest.Harness {
 func DynamoPrivate() storetest.Harness {
 	return DynamoHarness(func(t *testing.T) storetest.DB {
 		srv := dynalitetest.Start(t)
-		return storetest.DB{Dynamo: srv.Client(CountDynamo), DynamoOptions: dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}, Pause: srv.Pause}
+		return storetest.DB{Store: "dynamo", Handle: srv.Client(CountDynamo), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}}, Pause: srv.Pause}
 	})
 }
 
@@ -342,8 +353,8 @@ func DynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
-			_, err := db.Dynamo.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
-				TableName: aws.String(db.DynamoOptions.TablePrefix + dynamostore.IndexTable(collection)),
+			_, err := db.Handle.(*dynamodb.Client).DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+				TableName: aws.String(DynamoPrefix(db) + dynamostore.IndexTable(collection)),
 				Key: map[string]types.AttributeValue{
 					"p": &types.AttributeValueMemberS{Value: lookup},
 					"k": &types.AttributeValueMemberB{Value: value},
@@ -355,8 +366,8 @@ func DynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 		},
 		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
 			// An attribute of another type: a map where a string is.
-			_, err := db.Dynamo.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-				TableName:                 aws.String(db.DynamoOptions.TablePrefix + collection),
+			_, err := db.Handle.(*dynamodb.Client).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(DynamoPrefix(db) + collection),
 				Key:                       map[string]types.AttributeValue{"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, id)}},
 				UpdateExpression:          aws.String("SET #e = :v"),
 				ConditionExpression:       aws.String("attribute_exists(#e)"),

@@ -10,11 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/redis/go-redis/v9"
-	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eao"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eaopart"
@@ -22,7 +17,6 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/lookups"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/lookupsunique"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/part"
-	"github.com/noamgen/noamgen/runtime/storetest/evolve/renamed"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/versioned"
 )
 
@@ -57,47 +51,6 @@ func EvolutionSubtests() []string {
 		out = append(out, st.name)
 	}
 	return out
-}
-
-// On returns the repositories the constructor of db's store makes over db,
-// with the store's options of db and opts.
-func (c Constructors[S]) On(t *testing.T, db DB, opts ...runtime.Option) S {
-	switch {
-	case db.Bolt != nil:
-		return c.Bolt(db.Bolt, opts...)
-	case db.Redis != nil:
-		return c.Redis(db.Redis, opts...)
-	case db.Dynamo != nil:
-		return c.Dynamo(db.Dynamo, append([]runtime.Option{db.DynamoOptions}, opts...)...)
-	case db.Mongo != nil:
-		return c.Mongo(db.Mongo, append(slices.Clip(db.MongoOptions), opts...)...)
-	}
-	t.Fatal("storetest: the database has no store handle")
-	var none S
-	return none
-}
-
-// The constructors of each version of the evolution model.
-var (
-	etfPlayers       = constructors[etf.PlayerRepository](etf.NewPlayerBoltRepository, etf.NewPlayerRedisRepository, etf.NewPlayerDynamoRepository, etf.NewPlayerMongoRepository)
-	eaoPlayers       = constructors[eao.PlayerRepository](eao.NewPlayerBoltRepository, eao.NewPlayerRedisRepository, eao.NewPlayerDynamoRepository, eao.NewPlayerMongoRepository)
-	partPlayers      = constructors[part.PlayerRepository](part.NewPlayerBoltRepository, part.NewPlayerRedisRepository, part.NewPlayerDynamoRepository, part.NewPlayerMongoRepository)
-	eaopartPlayers   = constructors[eaopart.PlayerRepository](eaopart.NewPlayerBoltRepository, eaopart.NewPlayerRedisRepository, eaopart.NewPlayerDynamoRepository, eaopart.NewPlayerMongoRepository)
-	lookupPlayers    = constructors[lookups.PlayerRepository](lookups.NewPlayerBoltRepository, lookups.NewPlayerRedisRepository, lookups.NewPlayerDynamoRepository, lookups.NewPlayerMongoRepository)
-	uniquePlayers    = constructors[lookupsunique.PlayerRepository](lookupsunique.NewPlayerBoltRepository, lookupsunique.NewPlayerRedisRepository, lookupsunique.NewPlayerDynamoRepository, lookupsunique.NewPlayerMongoRepository)
-	versionedPlayers = constructors[versioned.PlayerRepository](versioned.NewPlayerBoltRepository, versioned.NewPlayerRedisRepository, versioned.NewPlayerDynamoRepository, versioned.NewPlayerMongoRepository)
-	renamedPlayers   = constructors[renamed.PlayerRepository](renamed.NewPlayerBoltRepository, renamed.NewPlayerRedisRepository, renamed.NewPlayerDynamoRepository, renamed.NewPlayerMongoRepository)
-)
-
-// constructors makes the Constructors of one model version from its
-// generated constructors, whose repositories implement R.
-func constructors[R, B, S, D, M any](bolt func(*bbolt.DB, ...runtime.Option) B, rds func(redis.UniversalClient, ...runtime.Option) S, dyn func(*dynamodb.Client, ...runtime.Option) D, mgo func(*mongo.Database, ...runtime.Option) M) Constructors[R] {
-	return Constructors[R]{
-		Bolt:   func(db *bbolt.DB, o ...runtime.Option) R { return any(bolt(db, o...)).(R) },
-		Redis:  func(c redis.UniversalClient, o ...runtime.Option) R { return any(rds(c, o...)).(R) },
-		Dynamo: func(c *dynamodb.Client, o ...runtime.Option) R { return any(dyn(c, o...)).(R) },
-		Mongo:  func(db *mongo.Database, o ...runtime.Option) R { return any(mgo(db, o...)).(R) },
-	}
 }
 
 // player is a Player of any version of the model, so that one check

@@ -35,27 +35,8 @@ func at(m int) time.Time { return expiryBase.Add(time.Duration(m) * time.Minute)
 func expiryRepos(t *testing.T, db DB, c *testClock) (expiring.SessionRepository, expiring.LeaseRepository, expiring.TicketRepository) {
 	t.Helper()
 	opts := []runtime.Option{runtime.WithClock(c.Now)}
-	var sessions expiring.SessionRepository
-	var leases expiring.LeaseRepository
-	var tickets expiring.TicketRepository
-	switch {
-	case db.Bolt != nil:
-		sessions, leases = expiring.NewSessionBoltRepository(db.Bolt, opts...), expiring.NewLeaseBoltRepository(db.Bolt, opts...)
-		tickets = expiring.NewTicketBoltRepository(db.Bolt, opts...)
-	case db.Redis != nil:
-		sessions, leases = expiring.NewSessionRedisRepository(db.Redis, opts...), expiring.NewLeaseRedisRepository(db.Redis, opts...)
-		tickets = expiring.NewTicketRedisRepository(db.Redis, opts...)
-	case db.Dynamo != nil:
-		opts = append(opts, db.DynamoOptions)
-		sessions, leases = expiring.NewSessionDynamoRepository(db.Dynamo, opts...), expiring.NewLeaseDynamoRepository(db.Dynamo, opts...)
-		tickets = expiring.NewTicketDynamoRepository(db.Dynamo, opts...)
-	case db.Mongo != nil:
-		opts = append(opts, db.MongoOptions...)
-		sessions, leases = expiring.NewSessionMongoRepository(db.Mongo, opts...), expiring.NewLeaseMongoRepository(db.Mongo, opts...)
-		tickets = expiring.NewTicketMongoRepository(db.Mongo, opts...)
-	default:
-		t.Fatal("storetest: the database has no store handle")
-	}
+	r := expiryModel.On(t, db, opts...)
+	sessions, leases, tickets := r.sessions, r.leases, r.tickets
 	must(t, sessions.EnsureIndexes(bg))
 	must(t, leases.EnsureIndexes(bg))
 	must(t, tickets.EnsureIndexes(bg))

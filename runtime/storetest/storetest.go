@@ -30,19 +30,14 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/redis/go-redis/v9"
-	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/access"
-	"github.com/noamgen/noamgen/runtime/dynamostore"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -119,19 +114,20 @@ type Harness struct {
 	Facts          map[access.Term]int
 }
 
-// DB is an empty database of one store, as Harness.Open returns it: the
-// handle of its store is set, the others are zero. A suite makes its
-// model's repositories over it with the generated constructors of that
-// store (Constructors).
+// DB is an empty database of one store, as Harness.Open returns it. A
+// suite makes its model's repositories over it with the generated
+// constructors of its store (Constructors).
 type DB struct {
-	Bolt  *bbolt.DB
-	Redis redis.UniversalClient
-	// Dynamo and DynamoOptions (the test's table-name prefix).
-	Dynamo        *dynamodb.Client
-	DynamoOptions dynamostore.Options
-	// Mongo and MongoOptions (the lookup mapping under test).
-	Mongo        *mongo.Database
-	MongoOptions []runtime.Option
+	// Store names the store (its Caps.Name: "bolt", "redis"), which picks
+	// the constructors.
+	Store string
+	// Handle is what the store's generated constructors take: *bbolt.DB,
+	// redis.UniversalClient, *dynamodb.Client, *mongo.Database.
+	Handle any
+	// Options are the store options every repository over the database is
+	// made with (the test's DynamoDB table-name prefix, the MongoDB lookup
+	// mapping under test), before the suite's own.
+	Options []runtime.Option
 	// Pause, set when the database is the test's own (its own server or
 	// bbolt file), stops it from answering (a stopped server, a held write
 	// lock) until resume is called: what Deadlines needs.
@@ -139,13 +135,26 @@ type DB struct {
 }
 
 // Constructors make a suite's repositories (S) over a database of each
-// store, with its model's generated constructors, which take the
-// repository's options and the store's.
-type Constructors[S any] struct {
-	Bolt   func(db *bbolt.DB, opts ...runtime.Option) S
-	Redis  func(c redis.UniversalClient, opts ...runtime.Option) S
-	Dynamo func(c *dynamodb.Client, opts ...runtime.Option) S
-	Mongo  func(db *mongo.Database, opts ...runtime.Option) S
+// store (by DB.Store), with its model's generated constructors (Ctor),
+// which take the repository's options and the store's. A store the map
+// does not name fails the test that opens it.
+type Constructors[S any] map[string]func(handle any, opts ...runtime.Option) S
+
+// Ctor makes a Constructors entry of one generated constructor
+// (model.NewMatchBoltRepository), whose repository implements S.
+func Ctor[S, H, R any](f func(H, ...runtime.Option) R) func(any, ...runtime.Option) S {
+	return func(h any, opts ...runtime.Option) S { return any(f(h.(H), opts...)).(S) }
+}
+
+// On returns the repositories of db's store over db, made with the
+// database's options and then opts.
+func (c Constructors[S]) On(t testing.TB, db DB, opts ...runtime.Option) S {
+	t.Helper()
+	f := c[db.Store]
+	if f == nil {
+		t.Fatalf("storetest: the model has no constructors of store %q (DB.Store)", db.Store)
+	}
+	return f(db.Handle, append(slices.Clip(db.Options), opts...)...)
 }
 
 // Open opens an empty database of h and returns the repositories the
@@ -153,22 +162,6 @@ type Constructors[S any] struct {
 func (c Constructors[S]) Open(t *testing.T, h Harness) (S, DB) {
 	db := h.Open(t)
 	return c.On(t, db), db
-}
-
-// repos are the constructors of the model's repositories.
-var repos = Constructors[Repos]{
-	Bolt: func(db *bbolt.DB, o ...runtime.Option) Repos {
-		return Repos{model.NewMatchBoltRepository(db, o...), model.NewJournalBoltRepository(db, o...), model.NewCardBoltRepository(db, o...), model.NewReplyBoltRepository(db, o...)}
-	},
-	Redis: func(c redis.UniversalClient, o ...runtime.Option) Repos {
-		return Repos{model.NewMatchRedisRepository(c, o...), model.NewJournalRedisRepository(c, o...), model.NewCardRedisRepository(c, o...), model.NewReplyRedisRepository(c, o...)}
-	},
-	Dynamo: func(c *dynamodb.Client, o ...runtime.Option) Repos {
-		return Repos{model.NewMatchDynamoRepository(c, o...), model.NewJournalDynamoRepository(c, o...), model.NewCardDynamoRepository(c, o...), model.NewReplyDynamoRepository(c, o...)}
-	},
-	Mongo: func(db *mongo.Database, o ...runtime.Option) Repos {
-		return Repos{model.NewMatchMongoRepository(db, o...), model.NewJournalMongoRepository(db, o...), model.NewCardMongoRepository(db, o...), model.NewReplyMongoRepository(db, o...)}
-	},
 }
 
 // Repos are the generated repositories of the model, over one database.

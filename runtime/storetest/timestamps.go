@@ -34,22 +34,8 @@ func (c *testClock) set(m int) time.Time {
 func stampRepos(t *testing.T, db DB, c *testClock, opts ...runtime.Option) (stamped.PostRepository, stamped.NoteRepository) {
 	t.Helper()
 	opts = append([]runtime.Option{runtime.WithClock(c.Now)}, opts...)
-	var posts stamped.PostRepository
-	var notes stamped.NoteRepository
-	switch {
-	case db.Bolt != nil:
-		posts, notes = stamped.NewPostBoltRepository(db.Bolt, opts...), stamped.NewNoteBoltRepository(db.Bolt, opts...)
-	case db.Redis != nil:
-		posts, notes = stamped.NewPostRedisRepository(db.Redis, opts...), stamped.NewNoteRedisRepository(db.Redis, opts...)
-	case db.Dynamo != nil:
-		opts = append(opts, db.DynamoOptions)
-		posts, notes = stamped.NewPostDynamoRepository(db.Dynamo, opts...), stamped.NewNoteDynamoRepository(db.Dynamo, opts...)
-	case db.Mongo != nil:
-		opts = append(opts, db.MongoOptions...)
-		posts, notes = stamped.NewPostMongoRepository(db.Mongo, opts...), stamped.NewNoteMongoRepository(db.Mongo, opts...)
-	default:
-		t.Fatal("storetest: the database has no store handle")
-	}
+	r := stampModel.On(t, db, opts...)
+	posts, notes := r.posts, r.notes
 	must(t, posts.EnsureIndexes(bg))
 	must(t, notes.EnsureIndexes(bg))
 	return posts, notes

@@ -48,16 +48,20 @@ func listed[K cmp.Ordered](s Stores, keys []K) []K {
 
 // stores are the constructors of the example's repositories.
 var stores = storetest.Constructors[Stores]{
-	Bolt: func(db *bbolt.DB, o ...runtime.Option) Stores {
+	"bolt": func(h any, o ...runtime.Option) Stores {
+		db := h.(*bbolt.DB)
 		return Stores{Games: game.NewGameBoltRepository(db, o...), Players: game.NewPlayerBoltRepository(db, o...), Tournaments: game.NewTournamentBoltRepository(db, o...)}
 	},
-	Redis: func(c redis.UniversalClient, o ...runtime.Option) Stores {
+	"redis": func(h any, o ...runtime.Option) Stores {
+		c := h.(redis.UniversalClient)
 		return Stores{Games: game.NewGameRedisRepository(c, o...), Players: game.NewPlayerRedisRepository(c, o...), Tournaments: game.NewTournamentRedisRepository(c, o...)}
 	},
-	Dynamo: func(c *dynamodb.Client, o ...runtime.Option) Stores {
+	"dynamo": func(h any, o ...runtime.Option) Stores {
+		c := h.(*dynamodb.Client)
 		return Stores{Games: game.NewGameDynamoRepository(c, o...), Players: game.NewPlayerDynamoRepository(c, o...), Tournaments: game.NewTournamentDynamoRepository(c, o...)}
 	},
-	Mongo: func(db *mongo.Database, o ...runtime.Option) Stores {
+	"mongo": func(h any, o ...runtime.Option) Stores {
+		db := h.(*mongo.Database)
 		return Stores{Games: game.NewGameMongoRepository(db, o...), Players: game.NewPlayerMongoRepository(db, o...), Tournaments: game.NewTournamentMongoRepository(db, o...)}
 	},
 }

@@ -35,16 +35,20 @@ type Stores struct {
 
 // stores are the constructors of the example's repositories.
 var stores = storetest.Constructors[Stores]{
-	Bolt: func(db *bbolt.DB, o ...runtime.Option) Stores {
+	"bolt": func(h any, o ...runtime.Option) Stores {
+		db := h.(*bbolt.DB)
 		return Stores{Hotels: hotel.NewHotelBoltRepository(db, o...), Posts: hotel.NewPostBoltRepository(db, o...), Comments: hotel.NewCommentBoltRepository(db, o...)}
 	},
-	Redis: func(c redis.UniversalClient, o ...runtime.Option) Stores {
+	"redis": func(h any, o ...runtime.Option) Stores {
+		c := h.(redis.UniversalClient)
 		return Stores{Hotels: hotel.NewHotelRedisRepository(c, o...), Posts: hotel.NewPostRedisRepository(c, o...), Comments: hotel.NewCommentRedisRepository(c, o...)}
 	},
-	Dynamo: func(c *dynamodb.Client, o ...runtime.Option) Stores {
+	"dynamo": func(h any, o ...runtime.Option) Stores {
+		c := h.(*dynamodb.Client)
 		return Stores{Hotels: hotel.NewHotelDynamoRepository(c, o...), Posts: hotel.NewPostDynamoRepository(c, o...), Comments: hotel.NewCommentDynamoRepository(c, o...)}
 	},
-	Mongo: func(db *mongo.Database, o ...runtime.Option) Stores {
+	"mongo": func(h any, o ...runtime.Option) Stores {
+		db := h.(*mongo.Database)
 		return Stores{Hotels: hotel.NewHotelMongoRepository(db, o...), Posts: hotel.NewPostMongoRepository(db, o...), Comments: hotel.NewCommentMongoRepository(db, o...)}
 	},
 }

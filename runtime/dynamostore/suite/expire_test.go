@@ -21,13 +21,13 @@ import (
 func TestTTLAttribute(t *testing.T) {
 	ctx := context.Background()
 	db := storeharness.Dynamo().Open(t)
-	sessions := expiring.NewSessionDynamoRepository(db.Dynamo, db.DynamoOptions)
+	sessions := expiring.NewSessionDynamoRepository(db.Handle.(*dynamodb.Client), db.Options...)
 	if err := sessions.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ttl := func(what string) string {
 		t.Helper()
-		out, err := db.Dynamo.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(db.DynamoOptions.TablePrefix + "sessions"), ConsistentRead: aws.Bool(true)})
+		out, err := db.Handle.(*dynamodb.Client).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(storeharness.DynamoPrefix(db) + "sessions"), ConsistentRead: aws.Bool(true)})
 		if err != nil || len(out.Items) != 1 {
 			t.Fatalf("%s: %d items, %v", what, len(out.Items), err)
 		}

@@ -23,21 +23,17 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
+// matchModel are the constructors of the Match repository.
+var matchModel = storetest.Constructors[model.MatchRepository]{
+	"bolt":   storetest.Ctor[model.MatchRepository](model.NewMatchBoltRepository),
+	"redis":  storetest.Ctor[model.MatchRepository](model.NewMatchRedisRepository),
+	"dynamo": storetest.Ctor[model.MatchRepository](model.NewMatchDynamoRepository),
+	"mongo":  storetest.Ctor[model.MatchRepository](model.NewMatchMongoRepository),
+}
+
 // matches opens the Match repository of db's store with opts.
 func matches(t *testing.T, db storetest.DB, opts ...runtime.Option) model.MatchRepository {
-	var r model.MatchRepository
-	switch {
-	case db.Bolt != nil:
-		r = model.NewMatchBoltRepository(db.Bolt, opts...)
-	case db.Redis != nil:
-		r = model.NewMatchRedisRepository(db.Redis, opts...)
-	case db.Dynamo != nil:
-		r = model.NewMatchDynamoRepository(db.Dynamo, append([]runtime.Option{db.DynamoOptions}, opts...)...)
-	case db.Mongo != nil:
-		r = model.NewMatchMongoRepository(db.Mongo, append(slices.Clip(db.MongoOptions), opts...)...)
-	default:
-		t.Fatal("no store handle")
-	}
+	r := matchModel.On(t, db, opts...)
 	if err := r.EnsureIndexes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +70,7 @@ func Check(t *testing.T, h storetest.Harness) {
 	for _, s := range ended {
 		byName[s.Name()] = s
 	}
-	system := otelnoam.System(storeName(db))
+	system := otelnoam.System(db.Store)
 	for _, name := range []string{"Match.Create", "Match.SetRegion", "Match.Get"} {
 		s, ok := byName[name]
 		if !ok {
@@ -143,17 +139,4 @@ func Check(t *testing.T, h storetest.Harness) {
 	if ops != 4 || failed != 1 || errType != "not_found" {
 		t.Errorf("metrics: %d operations timed, %d errors counted (error.type %q), want 4, 1 (not_found)", ops, failed, errType)
 	}
-}
-
-// storeName is the flag name of db's store (runtime.Caps.Name).
-func storeName(db storetest.DB) string {
-	switch {
-	case db.Bolt != nil:
-		return "bolt"
-	case db.Redis != nil:
-		return "redis"
-	case db.Dynamo != nil:
-		return "dynamo"
-	}
-	return "mongo"
 }

@@ -38,7 +38,7 @@ func expiringKeys(t *testing.T, c redis.UniversalClient) []string {
 func TestNativeExpiry(t *testing.T) {
 	ctx := context.Background()
 	db := storeharness.Redis().Open(t)
-	sessions := expiring.NewSessionRedisRepository(db.Redis)
+	sessions := expiring.NewSessionRedisRepository(db.Handle.(redis.UniversalClient))
 	if err := sessions.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +48,19 @@ func TestNativeExpiry(t *testing.T) {
 	if err := sessions.Create(ctx, &expiring.Session{ID: "keep", Token: "k", User: "u"}); err != nil {
 		t.Fatal(err)
 	}
-	if ks := expiringKeys(t, db.Redis); len(ks) != 0 {
+	if ks := expiringKeys(t, db.Handle.(redis.UniversalClient)); len(ks) != 0 {
 		t.Fatalf("keys with an expiry after a Create without one: %q", ks)
 	}
 	if err := sessions.SetExpires(ctx, "keep", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if ks := expiringKeys(t, db.Redis); len(ks) != 1 {
+	if ks := expiringKeys(t, db.Handle.(redis.UniversalClient)); len(ks) != 1 {
 		t.Fatalf("keys with an expiry after SetExpires: %q, want the block's hash", ks)
 	}
 	if err := sessions.Update(ctx, "keep", expiring.SessionUpdate{Expires: &time.Time{}}); err != nil {
 		t.Fatal(err)
 	}
-	if ks := expiringKeys(t, db.Redis); len(ks) != 0 {
+	if ks := expiringKeys(t, db.Handle.(redis.UniversalClient)); len(ks) != 0 {
 		t.Fatalf("keys with an expiry after the zero time: %q", ks)
 	}
 
@@ -68,12 +68,12 @@ func TestNativeExpiry(t *testing.T) {
 	if err := sessions.Create(ctx, &expiring.Session{ID: "s1", Token: "t1", User: "u", Expires: time.Now().Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	ks := expiringKeys(t, db.Redis)
+	ks := expiringKeys(t, db.Handle.(redis.UniversalClient))
 	if len(ks) != 1 {
 		t.Fatalf("keys with an expiry after a Create with one: %q, want the block's hash", ks)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		n, err := db.Redis.Exists(ctx, ks[0]).Result()
+		n, err := db.Handle.(redis.UniversalClient).Exists(ctx, ks[0]).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestConformanceSizes(t *testing.T) {
 			open := h.Open
 			h.Open = func(t *testing.T) storetest.DB {
 				db := open(t)
-				lowerBulk(t, db.Redis)
+				lowerBulk(t, db.Handle.(redis.UniversalClient))
 				return db
 			}
 			storetest.RunSizes(t, h)
