@@ -1,8 +1,6 @@
 package dynamo_test
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,23 +8,6 @@ import (
 	"github.com/noamgen/noamgen/templates"
 	_ "github.com/noamgen/noamgen/templates/dynamo"
 )
-
-// TestGeneratedLookups runs the DynamoDB tests of the golden case lookups
-// against its generated repositories (on dynalite, or
-// NOAM_DYNAMO_ENDPOINT): lookups on a partitioned field's elements, on an
-// EAO root and on unique slice elements, and scoped counters on converted
-// integer types, which the examples do not have. (go test ./... skips
-// testdata folders.)
-func TestGeneratedLookups(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go test on a generated package")
-	}
-	cmd := exec.Command("go", "test", "-count=1", "-run", "Dynamo", "./golden/testdata/lookups/")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", cmd, err, out)
-	}
-}
 
 // A collection name is refused only when its longest table name, the
 // index table's, is not a valid DynamoDB table name; the message gives

@@ -2,6 +2,7 @@ package stores_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +78,24 @@ func TestConnSettings(t *testing.T) {
 	}
 	if got := len(templates.ConnSettings()); got != len(owner) {
 		t.Errorf("ConnSettings lists %d settings, the stores register %d", got, len(owner))
+	}
+}
+
+// TestGeneratedPackages runs the tests of the golden cases lookups and
+// initialisms against their generated repositories on every store they
+// name (bbolt; DynamoDB on dynalite or NOAM_DYNAMO_ENDPOINT): lookups on a
+// partitioned field's elements, on an EAO root and on unique slice
+// elements, scoped counters on converted integer types, methods named
+// after Go initialisms, which the examples do not have. One go test for
+// both packages and every store: each binary links every driver. (go test
+// ./... skips testdata folders.)
+func TestGeneratedPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test on generated packages")
+	}
+	cmd := exec.Command("go", "test", "-count=1", "-vet=off", "./golden/testdata/lookups/", "./golden/testdata/initialisms/")
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
 	}
 }
