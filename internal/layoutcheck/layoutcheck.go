@@ -48,6 +48,10 @@ type Store struct {
 	// Open is a Go expression of the store adapter with %[1]s standing for
 	// the descriptor variable (_gameDesc).
 	Open string
+	// Teardown, optional, is a Go statement run once after every
+	// package's check (the one test binary runs them all): it stops a
+	// server Setup shares between the packages' checks.
+	Teardown string
 }
 
 // Bolt is the embedded store, on a fresh temporary file.
@@ -72,23 +76,27 @@ var Mongo = Store{
 	Open: "mongostore.Open(db, %[1]s, mongostore.UniqueTables())",
 }
 
-// Redis is a single Redis node started for each package's test (a local
-// redis-server; the test skips without one). A cluster holds the same keys
-// per block, so the layout is checked on a node.
+// Redis is a single Redis node (a local redis-server; the test skips
+// without one), started once for every package's check and flushed
+// before each. A cluster holds the same keys per block, so the layout is
+// checked on a node.
 var Redis = Store{
-	Name:    "redis",
-	Imports: []string{"github.com/noamgen/noamgen/internal/redistest", "github.com/noamgen/noamgen/runtime/redisstore"},
-	Setup:   "rdb := redistest.Server(t)\nt.Cleanup(redistest.Stop)",
-	Open:    "redisstore.Open(rdb, %[1]s)",
+	Name:     "redis",
+	Imports:  []string{"github.com/noamgen/noamgen/internal/redistest", "github.com/noamgen/noamgen/runtime/redisstore"},
+	Setup:    "rdb := redistest.Server(t)",
+	Open:     "redisstore.Open(rdb, %[1]s)",
+	Teardown: "redistest.Stop()",
 }
 
-// Dynamo is DynamoDB: dynalite started for each package's test (or the
-// endpoint NOAM_DYNAMO_ENDPOINT names), tables under a fresh prefix.
+// Dynamo is DynamoDB: dynalite started once for every package's check (or
+// the endpoint NOAM_DYNAMO_ENDPOINT names), each check's tables under a
+// fresh prefix.
 var Dynamo = Store{
-	Name:    "dynamo",
-	Imports: []string{"github.com/noamgen/noamgen/internal/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
-	Setup:   "srv := dynalitetest.Start(t)\nclient, prefix := srv.Client(), srv.Prefix(t)",
-	Open:    "dynamostore.Open(client, %[1]s, dynamostore.Options{TablePrefix: prefix})",
+	Name:     "dynamo",
+	Imports:  []string{"github.com/noamgen/noamgen/internal/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
+	Setup:    "srv := dynalitetest.Shared(t)\nclient, prefix := srv.Client(), srv.Prefix(t)",
+	Open:     "dynamostore.Open(client, %[1]s, dynamostore.Options{TablePrefix: prefix})",
+	Teardown: "dynalitetest.Stop()",
 }
 
 // BoltDB opens a bbolt database in a temporary directory, closed at the
@@ -163,7 +171,18 @@ func runnerFile(pkgName string, pkgs []string, stores []Store) ([]byte, error) {
 	for _, p := range pkgs[1:] {
 		fmt.Fprintf(&body, "\nimport _ %q\n", p)
 	}
-	fmt.Fprintf(&body, "\nfunc TestNoamLayout(t *testing.T) {\n\tlayoutcheck.RunRegistered(t, []string{%s}, []string{%s})\n}\n",
+	body.WriteString("\nfunc TestNoamLayout(t *testing.T) {\n")
+	for _, st := range stores {
+		if st.Teardown != "" {
+			for _, imp := range st.Imports {
+				if strings.Contains(st.Teardown, path.Base(imp)+".") {
+					imports[imp] = true // the packages Teardown names
+				}
+			}
+			fmt.Fprintf(&body, "\tt.Cleanup(func() { %s })\n", st.Teardown)
+		}
+	}
+	fmt.Fprintf(&body, "\tlayoutcheck.RunRegistered(t, []string{%s}, []string{%s})\n}\n",
 		strings.Join(quoted(pkgs), ", "), strings.Join(quoted(names), ", "))
 	return source(pkgName, imports, body.Bytes())
 }
