@@ -31,6 +31,17 @@ import (
 //	benchstat -col /impl dynamo.txt
 //
 // or STORES=dynamo scripts/bench-compare.sh.
+//
+// Two suites. store=dynamo: the generated defaults against the baseline
+// a DynamoDB user writes today, so ListByCityStars and SetCity compare a
+// generated GSI lookup with handwritten.HotelDynamoGSI (one Query of a
+// GSI; SetCity one UpdateItem). store=dynamo-table (the benchmarks named
+// ...Table): every lookup in an index table on both sides, the generated
+// hotels under Options{IndexTables: true} against handwritten.HotelDynamo.
+// GetByName is in both: a unique lookup is a claim in the index table
+// whatever the option (a GSI cannot refuse a duplicate), and dynalite has
+// no transactions; the unique-claiming write in one transaction is
+// measured on minidyn (integration/bench, BenchmarkCmpUniqueTxDynamo).
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -70,7 +81,9 @@ func dropTables(c *dynamodb.Client, p string) error {
 }
 
 // openDynamoImpls returns the generated and the hand-written repositories
-// over new tables under prefix.
+// over new tables under prefix. The city and stars lookup is a GSI on
+// both sides: the generated default, and handwritten.HotelDynamoGSI; the
+// unique name a claim in an index table on both.
 func openDynamoImpls(c *dynamodb.Client, prefix string) ([]cmpbench.Impl, error) {
 	ctx := context.Background()
 	o := dynamostore.Options{TablePrefix: prefix + "gen_"}
@@ -86,7 +99,7 @@ func openDynamoImpls(c *dynamodb.Client, prefix string) ([]cmpbench.Impl, error)
 	if err != nil {
 		return nil, err
 	}
-	handHotels, err := handwritten.NewHotelDynamo(ctx, c, prefix+"hand_Hotel")
+	handHotels, err := handwritten.NewHotelDynamoGSI(ctx, c, prefix+"hand_HotelGSI")
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +117,26 @@ func openDynamoImpls(c *dynamodb.Client, prefix string) ([]cmpbench.Impl, error)
 	}, nil
 }
 
+// openTableImpls returns the hotel repositories with every lookup in an
+// index table: the generated one under Options{IndexTables: true}, and
+// handwritten.HotelDynamo. No games: the suite runs the hotel
+// benchmarks.
+func openTableImpls(c *dynamodb.Client, prefix string) ([]cmpbench.Impl, error) {
+	ctx := context.Background()
+	hotels := hotel.NewHotelDynamoRepository(c, dynamostore.Options{TablePrefix: prefix + "gentab_", IndexTables: true})
+	if err := hotels.EnsureIndexes(ctx); err != nil {
+		return nil, err
+	}
+	handHotels, err := handwritten.NewHotelDynamo(ctx, c, prefix+"hand_Hotel")
+	if err != nil {
+		return nil, err
+	}
+	return []cmpbench.Impl{
+		{Name: "gen", Hotels: cmpbench.GenHotels{HotelRepository: hotels}},
+		{Name: "hand", Hotels: handHotels},
+	}, nil
+}
+
 // server and prefix are set by the first benchmark.
 var (
 	server atomic.Pointer[dynalitetest.Server]
@@ -114,7 +147,24 @@ var dynamoSuite = cmpbench.NewSuite("dynamo", func() ([]cmpbench.Impl, error) {
 	return openDynamoImpls(server.Load().Client(), *prefix.Load())
 })
 
+// tableSuite is the hotel benchmarks with index tables on both sides
+// (store=dynamo-table).
+var tableSuite = cmpbench.NewSuite("dynamo-table", func() ([]cmpbench.Impl, error) {
+	return openTableImpls(server.Load().Client(), *prefix.Load())
+})
+
 func suite(b *testing.B) *cmpbench.Suite {
+	start(b)
+	return dynamoSuite
+}
+
+func tables(b *testing.B) *cmpbench.Suite {
+	start(b)
+	return tableSuite
+}
+
+// start sets server and prefix, once.
+func start(b *testing.B) {
 	if server.Load() == nil {
 		srv := dynalitetest.Shared(b)
 		// A prefix of this process (not srv.Prefix(b), whose tables on
@@ -123,7 +173,6 @@ func suite(b *testing.B) *cmpbench.Suite {
 		prefix.Store(&p)
 		server.CompareAndSwap(nil, srv)
 	}
-	return dynamoSuite
 }
 
 func BenchmarkCmpGet(b *testing.B)             { suite(b).Get(b) }
@@ -140,11 +189,28 @@ func BenchmarkCmpPutEAO(b *testing.B)          { suite(b).PutEAO(b) }
 func BenchmarkCmpPutChanged(b *testing.B)      { suite(b).PutChanged(b) }
 func BenchmarkCmpPutChangedEAO(b *testing.B)   { suite(b).PutChangedEAO(b) }
 
+// The hotel benchmarks with every lookup in an index table.
+func BenchmarkCmpGetByNameTable(b *testing.B)       { tables(b).GetByName(b) }
+func BenchmarkCmpListByCityStarsTable(b *testing.B) { tables(b).ListByCityStars(b) }
+func BenchmarkCmpSetCityTable(b *testing.B)         { tables(b).SetCity(b) }
+
 // TestCmpDynamoBaseline checks that the hand-written baseline and the
 // generated code do the same thing on the benchmark data (no timings).
 func TestCmpDynamoBaseline(t *testing.T) {
 	srv := dynalitetest.Start(t)
 	impls, err := openDynamoImpls(srv.Client(), srv.Prefix(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmpbench.CheckBaseline(t, impls, true)
+}
+
+// TestCmpDynamoTableBaseline is TestCmpDynamoBaseline of the index-table
+// suite: handwritten.HotelDynamo against the generated hotels under
+// Options{IndexTables: true}.
+func TestCmpDynamoTableBaseline(t *testing.T) {
+	srv := dynalitetest.Start(t)
+	impls, err := openTableImpls(srv.Client(), srv.Prefix(t))
 	if err != nil {
 		t.Fatal(err)
 	}
