@@ -3,13 +3,17 @@ package cmpdynamo_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/noamgen/noamgen/example/bench"
@@ -18,6 +22,7 @@ import (
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/internal/dynalitetest"
+	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
 )
 
@@ -216,3 +221,101 @@ func TestCmpDynamoTableBaseline(t *testing.T) {
 	}
 	cmpbench.CheckBaseline(t, impls, true)
 }
+
+// requests counts a client's requests by operation (X-Amz-Target).
+type requests struct {
+	next aws.HTTPClient
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (r *requests) Do(req *http.Request) (*http.Response, error) {
+	t := req.Header.Get("X-Amz-Target")
+	r.mu.Lock()
+	r.n[t[strings.LastIndexByte(t, '.')+1:]]++
+	r.mu.Unlock()
+	return r.next.Do(req)
+}
+
+func (r *requests) take() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.n
+	r.n = map[string]int{}
+	return n
+}
+
+// TestCmpDynamoRequests checks the requests each side of the lookup
+// benchmarks sends, which a real endpoint's latency follows more than
+// dynalite's (BENCHMARKS.md): GetByName two GetItems on both sides and
+// in both suites; ListByCityStars one Query of the GSI on both sides,
+// and with index tables a Query of the index and a BatchGetItem of the
+// hotels; SetCity of a GSI lookup one UpdateItem by hand, a GetItem and
+// an UpdateItem generated (the new index key needs the stored stars),
+// and with index tables the protocol's four requests on both sides.
+func TestCmpDynamoRequests(t *testing.T) {
+	srv := dynalitetest.Start(t)
+	counts := &requests{n: map[string]int{}}
+	c := dynamodb.New(srv.Client().Options(), func(o *dynamodb.Options) {
+		counts.next = o.HTTPClient
+		if counts.next == nil {
+			counts.next = awshttp.NewBuildableClient()
+		}
+		o.HTTPClient = counts
+	})
+	prefix := srv.Prefix(t)
+	gsi, err := openDynamoImpls(c, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := openTableImpls(c, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct{ getByName, list, setCity map[string]int }
+	get2 := map[string]int{"GetItem": 2}
+	protocol := map[string]int{"GetItem": 1, "PutItem": 1, "UpdateItem": 1, "DeleteItem": 1}
+	for _, s := range []struct {
+		suite string
+		impls []cmpbench.Impl
+		want  map[string]want
+	}{
+		{"dynamo", gsi, map[string]want{
+			"gen":  {get2, map[string]int{"Query": 1}, map[string]int{"GetItem": 1, "UpdateItem": 1}},
+			"hand": {get2, map[string]int{"Query": 1}, map[string]int{"UpdateItem": 1}},
+		}},
+		{"dynamo-table", tbl, map[string]want{
+			"gen":  {get2, map[string]int{"Query": 1, "BatchGetItem": 1}, protocol},
+			"hand": {get2, map[string]int{"Query": 1, "BatchGetItem": 1}, protocol},
+		}},
+	} {
+		for _, im := range s.impls {
+			if err := cmpbench.Load(cmpbench.Impl{Name: im.Name, Hotels: im.Hotels}, 0, cmpbench.BaselineHotels); err != nil {
+				t.Fatal(err)
+			}
+			w := s.want[im.Name]
+			check := func(op string, got, want map[string]int) {
+				t.Helper()
+				if !maps.Equal(got, want) {
+					t.Errorf("store=%s impl=%s: %s sent %v, want %v", s.suite, im.Name, op, got, want)
+				}
+			}
+			counts.take()
+			if _, err := im.Hotels.GetByName(ctx, cmpbench.HotelName(42)); err != nil {
+				t.Fatal(err)
+			}
+			check("GetByName", counts.take(), w.getByName)
+			page, err := im.Hotels.ListByCityStars(ctx, cmpbench.City(2), cmpbench.MinStars, runtime.PageRequest{Limit: 5})
+			if err != nil || len(page.Items) != 5 {
+				t.Fatalf("store=%s impl=%s: ListByCityStars: %d hotels, %v", s.suite, im.Name, len(page.Items), err)
+			}
+			check("ListByCityStars", counts.take(), w.list)
+			if err := im.Hotels.SetCity(ctx, cmpbench.NewHotel(42).ID, "elsewhere"); err != nil {
+				t.Fatal(err)
+			}
+			check("SetCity", counts.take(), w.setCity)
+		}
+	}
+}
+
+var ctx = context.Background()
