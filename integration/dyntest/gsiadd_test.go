@@ -43,7 +43,7 @@ func TestGSIAddedToTable(t *testing.T) {
 	if gsis := tableGSIs(t, c, prefix+"players"); len(gsis) != 0 {
 		t.Fatalf("the table of the model without lookups has GSIs %v", gsis)
 	}
-	checkGSIAdded(t, srv, c, prefix, true)
+	checkGSIAdded(t, srv, c, prefix)
 }
 
 // TestGSIReplacesIndexTable: players written with every lookup in the
@@ -64,12 +64,7 @@ func TestGSIReplacesIndexTable(t *testing.T) {
 	if gsis := tableGSIs(t, c, prefix+"players"); len(gsis) != 0 {
 		t.Fatalf("the table under IndexTables has GSIs %v", gsis)
 	}
-	// The first Repair after this build rewrites the city key of every
-	// block (4 added, 4 removed; a second Repair finds nothing), where
-	// after a build over blocks without lookups it finds nothing: not
-	// explained yet (the adapter's build after dropChanged, or minidyn),
-	// so not asserted.
-	checkGSIAdded(t, srv, c, prefix, false)
+	checkGSIAdded(t, srv, c, prefix)
 }
 
 // minidynUpdateGSI is why the lookup's answers are not checked on
@@ -79,7 +74,7 @@ const minidynUpdateGSI = "minidyn v0.8.2 corrupts a GSI when an UpdateItem gives
 // checkGSIAdded runs EnsureIndexes of the players with GSI lookup city
 // over the players of gsiPlayers and checks the GSI, the blocks'
 // attributes and the lookups' answers.
-func checkGSIAdded(t *testing.T, srv *Server, c *dynamodb.Client, prefix string, repairClean bool) {
+func checkGSIAdded(t *testing.T, srv *Server, c *dynamodb.Client, prefix string) {
 	t.Helper()
 	ctx := context.Background()
 	repo := lookups.NewPlayerDynamoRepository(c, dynamostore.Options{TablePrefix: prefix})
@@ -106,14 +101,14 @@ func checkGSIAdded(t *testing.T, srv *Server, c *dynamodb.Client, prefix string,
 			t.Errorf("block %v: GSI partition attribute %v, key attribute %v; want both", item["name"], part, key)
 		}
 	}
-	// The lookup needs no repair: Repair finds nothing to add.
-	rep, err := repo.Repair(ctx)
+	// The GSI lookup needs no repair: Repair of city finds nothing to
+	// write. (Not of email: minidyn's Query orders binary sort keys
+	// wrongly, so the engine's Repair of an index table finds entries to
+	// rewrite there; the harness skips RepairHealthy for it.)
+	rep, err := repo.Repair(runtime.WithRepairOptions(ctx, runtime.RepairOptions{Lookups: []string{"city"}}))
 	must(t, err)
-	if repairClean && (rep.Added != 0 || rep.Removed != 0) {
-		t.Errorf("Repair after the build: %+v, want nothing added or removed", rep)
-	} else if !repairClean {
-		// Found in this test, not explained yet (see the caller).
-		t.Logf("Repair after the build: %+v", rep)
+	if rep.Added != 0 || rep.Removed != 0 || rep.Aggregates != len(gsiPlayers) {
+		t.Errorf("Repair of city after the build: %+v, want %d aggregates, nothing added or removed", rep, len(gsiPlayers))
 	}
 	if !srv.External {
 		t.Skip(minidynUpdateGSI)
