@@ -19,7 +19,12 @@
 //     the condition to false: answered as the failed condition;
 //   - empty lists and maps come back as {} (minidyn's wire type omits
 //     empty members, so the type is lost): answered as NULL, which the
-//     adapter reads as a nil slice or map.
+//     adapter reads as a nil slice or map;
+//   - TransactWriteItems ignores its ClientRequestToken: a transaction
+//     sent again with the token of one that succeeded is answered as
+//     DynamoDB answers it (success, nothing applied again), and with other
+//     parameters as IdempotentParameterMismatchException (tokens do not
+//     expire here; DynamoDB forgets them after 10 minutes).
 //
 // Gaps it cannot work around make Harness skip the subtests they break,
 // each with its reason (minidynGaps).
@@ -33,6 +38,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -101,6 +107,10 @@ type gaps struct {
 	next   http.Handler
 	mu     sync.Mutex
 	tables []string
+	// tokens holds, per ClientRequestToken of a TransactWriteItems that
+	// succeeded, its request (decoded: the SDK writes maps in any order)
+	// and reply.
+	tokens map[string]sent
 }
 
 func (g *gaps) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +124,27 @@ func (g *gaps) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == "ListTables" {
 		g.listTables(w)
 		return
+	}
+	var token string
+	var req any
+	if op == "TransactWriteItems" {
+		var in struct{ ClientRequestToken string }
+		if json.Unmarshal(body, &in) == nil && json.Unmarshal(body, &req) == nil {
+			token = in.ClientRequestToken
+		}
+		g.mu.Lock()
+		seen, ok := g.tokens[token]
+		g.mu.Unlock()
+		switch {
+		case token == "" || !ok:
+		case reflect.DeepEqual(seen.req, req):
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			_, _ = w.Write(seen.reply)
+			return
+		default:
+			writeErr(w, "IdempotentParameterMismatchException", "The request uses the same client token as a previous, but non-identical request.")
+			return
+		}
 	}
 	rec, panicked := g.serve(r, body)
 	if panicked != nil {
@@ -131,6 +162,13 @@ func (g *gaps) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case op == "DescribeTable" && rec.code == http.StatusOK:
 		out = active(out)
+	case token != "" && rec.code == http.StatusOK:
+		g.mu.Lock()
+		if g.tokens == nil {
+			g.tokens = map[string]sent{}
+		}
+		g.tokens[token] = sent{req, out}
+		g.mu.Unlock()
 	case rec.code == http.StatusOK:
 		out = typed(out)
 	case op == "TransactWriteItems" && bytes.Contains(out, []byte("TransactionCanceledException")):
@@ -147,6 +185,12 @@ func (g *gaps) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", fmt.Sprint(len(out)))
 	w.WriteHeader(rec.code)
 	_, _ = w.Write(out)
+}
+
+// sent is a TransactWriteItems request that succeeded, and its reply.
+type sent struct {
+	req   any
+	reply []byte
 }
 
 // serve has minidyn answer a request with body, recovering a panic.

@@ -48,9 +48,14 @@ import (
 //
 // Each transaction carries a ClientRequestToken; after a lost reply it is
 // sent once more with the same token (which DynamoDB does not apply
-// twice), and if that reply is lost too its items get
-// runtime.ErrUnknownOutcome. A transaction writes each item twice the
-// capacity units of a plain write.
+// twice), and if that reply is lost too its blocks are read back
+// (txLost): an aggregate with an index table stamps its blocks, so a
+// block carrying its write's stamp shows that the transaction, all or
+// nothing, was applied (and a block a DeleteMany item deletes being gone
+// settles that item, as for the single Delete); the items still unknown
+// get runtime.ErrUnknownOutcome, as do all of a transaction of blocks
+// without stamps. A transaction writes each item twice the capacity
+// units of a plain write.
 //
 // Without transactions (dynalite, TxOff) a batch makes the single
 // conditional calls (batch.go): BatchWriteItem takes no condition.
@@ -73,6 +78,10 @@ type txPlan struct {
 	insert bool     // a Create: the block existing is ErrDuplicate
 	block  []byte
 	done   func() // after it was written (nil: nothing to do)
+	// What the block holds once the transaction is applied (txLost):
+	// stamp (nil: a block without one), or nothing (deletes).
+	stamp   *index.Stamp
+	deletes bool
 }
 
 // batchTx reports whether a batch of conditional writes is packed into
@@ -205,7 +214,9 @@ func (s *Store[T, K]) txDeleteMany(ctx context.Context, ids []K) []error {
 			} else if !fits {
 				return nil, nil
 			}
-			return s.plan(w, block), nil
+			p := s.plan(w, block)
+			p.deletes = true
+			return p, nil
 		},
 		func(i int) error { return s.Delete(ctx, ids[i]) })
 }
@@ -233,7 +244,9 @@ func (s *Store[T, K]) attemptPlan(ctx context.Context, op string, id K, a index.
 	} else if !fits {
 		return nil, nil
 	}
-	return s.plan(w, block), nil
+	p := s.plan(w, block)
+	p.stamp = &st
+	return p, nil
 }
 
 // plan is the plan of transaction write w of block.
@@ -450,12 +463,12 @@ func (s *Store[T, K]) sendTx(ctx context.Context, op string, key func(int) K, pl
 				idle++
 				continue
 			}
+			if ambiguous(err) {
+				s.txLost(ctx, op, key, plans, err, errs)
+				break
+			}
 			for _, p := range plans {
-				if ambiguous(err) {
-					errs[p.i] = runtime.FailAt(op, s.d.Aggregate, key(p.i), "(outcome unknown: the transaction may have been applied)", runtime.ErrUnknownOutcome, err)
-				} else {
-					errs[p.i] = wrap(op, s.d.Aggregate, key(p.i), err)
-				}
+				errs[p.i] = wrap(op, s.d.Aggregate, key(p.i), err)
 			}
 			break
 		}

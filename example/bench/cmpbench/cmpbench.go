@@ -90,7 +90,9 @@ func (g GenHotels) ListByCityStars(ctx context.Context, city string, minStars in
 }
 
 // Impl is one implementation under test over its own empty database.
-// EAO may be nil (the store has no EAO benchmark).
+// EAO may be nil (the store has no EAO benchmark); so may Games, in a
+// suite whose benchmarks are the hotel ones only (GetByName,
+// ListByCityStars, SetCity).
 type Impl struct {
 	Name   string // "gen" or "hand"
 	Games  Games
@@ -143,6 +145,9 @@ func (s *Suite) load(b *testing.B) []Impl {
 // smaller sets (hotels a multiple of 5*NumCities).
 func Load(im Impl, games, hotels int) error {
 	for i := range games {
+		if im.Games == nil {
+			break
+		}
 		if err := im.Games.Create(ctx, NewGame(i)); err != nil {
 			return fmt.Errorf("%s: %w", im.Name, err)
 		}
@@ -506,6 +511,24 @@ func CheckBaseline(t *testing.T, impls []Impl, errs bool) {
 // 42.
 func Check(t *testing.T, im Impl, games, hotels int) {
 	t.Helper()
+	if im.Games != nil {
+		checkGames(t, im, games)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", im.Name, err)
+		}
+	}
+	checkHotels(t, im, hotels, must)
+	if im.EAO != nil {
+		checkEAO(t, im, must)
+	}
+}
+
+// checkGames is Check of the games.
+func checkGames(t *testing.T, im Impl, games int) {
+	t.Helper()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -566,7 +589,11 @@ func Check(t *testing.T, im Impl, games, hotels int) {
 	if seen != games {
 		t.Fatalf("%s: List read %d games", im.Name, seen)
 	}
+}
 
+// checkHotels is Check of the hotels.
+func checkHotels(t *testing.T, im Impl, hotels int, must func(error)) {
+	t.Helper()
 	h, err := im.Hotels.GetByName(ctx, HotelName(42))
 	must(err)
 	if h.ID != NewHotel(42).ID || h.City != City(42) || len(h.Rooms) != 3 {
@@ -602,21 +629,23 @@ func Check(t *testing.T, im Impl, games, hotels int) {
 	if after := list(); len(after) != len(before) {
 		t.Fatalf("%s: after SetCity back: %v", im.Name, after)
 	}
+}
 
-	if im.EAO != nil {
-		e, err := im.EAO.Get(ctx, GameID(3))
-		must(err)
-		if e.Version != 1 || len(e.Rounds) != GameRounds {
-			t.Fatalf("%s: EAO Get = %+v", im.Name, e)
-		}
-		must(im.EAO.Put(ctx, e))
-		e.Version = 1
-		if err := im.EAO.Put(ctx, e); !errors.Is(err, runtime.ErrConflict) {
-			t.Fatalf("%s: stale EAO Put succeeded", im.Name)
-		}
-		e.Version = 2
-		must(im.EAO.Put(ctx, e))
+// checkEAO is Check of the EAO games.
+func checkEAO(t *testing.T, im Impl, must func(error)) {
+	t.Helper()
+	e, err := im.EAO.Get(ctx, GameID(3))
+	must(err)
+	if e.Version != 1 || len(e.Rounds) != GameRounds {
+		t.Fatalf("%s: EAO Get = %+v", im.Name, e)
 	}
+	must(im.EAO.Put(ctx, e))
+	e.Version = 1
+	if err := im.EAO.Put(ctx, e); !errors.Is(err, runtime.ErrConflict) {
+		t.Fatalf("%s: stale EAO Put succeeded", im.Name)
+	}
+	e.Version = 2
+	must(im.EAO.Put(ctx, e))
 }
 
 // CheckErrors checks that the failing calls of im fail with the error
@@ -633,27 +662,10 @@ func CheckErrors(t *testing.T, im Impl) {
 		}
 	}
 	const missing = "no-such-game"
-	_, err := im.Games.Get(ctx, missing)
-	want("Get of a missing game", err, runtime.ErrNotFound)
-	want("Create of an existing game", im.Games.Create(ctx, NewGame(1)), runtime.ErrDuplicate)
-	want("SetSecondPlayer of a missing game", im.Games.SetSecondPlayer(ctx, missing, "x"), runtime.ErrNotFound)
-	_, err = im.Games.AppendRounds(ctx, missing, game.Round{})
-	want("AppendRounds of a missing game", err, runtime.ErrNotFound)
-	p := "x"
-	want("Update of a missing game", im.Games.Update(ctx, missing, game.GameUpdate{SecondPlayer: &p}), runtime.ErrNotFound)
-	want("Update of a missing round", im.Games.Update(ctx, GameID(1), game.GameUpdate{SecondPlayer: &p, RoundsAt: map[int]game.Round{GameRounds: {}}}), runtime.ErrNotFound)
-	want("Update at a stale version", im.Games.Update(ctx, GameID(1), game.GameUpdate{SecondPlayer: &p, IfVersion: 99}), runtime.ErrConflict)
-	g, err := im.Games.Get(ctx, GameID(1))
-	if err != nil {
-		t.Fatalf("%s: %v", im.Name, err)
+	if im.Games != nil {
+		checkGameErrors(t, im, missing, want)
 	}
-	if g.Version != 1 || g.SecondPlayer != "rick" {
-		t.Errorf("%s: the failed updates changed game 1: version %d, second player %q", im.Name, g.Version, g.SecondPlayer)
-	}
-	g.Version = 0
-	want("Put of an existing game at version 0", im.Games.Put(ctx, g), runtime.ErrConflict)
-
-	_, err = im.Hotels.GetByName(ctx, "no such hotel")
+	_, err := im.Hotels.GetByName(ctx, "no such hotel")
 	want("GetByName of a missing name", err, runtime.ErrNotFound)
 	dup := NewHotel(0)
 	dup.ID = "hotel-dup"
@@ -680,3 +692,27 @@ func CheckErrors(t *testing.T, im Impl) {
 
 // MaxListCheck is the page size CheckErrors lists a city with.
 const MaxListCheck = 100
+
+// checkGameErrors is CheckErrors of the games.
+func checkGameErrors(t *testing.T, im Impl, missing string, want func(what string, err, kind error)) {
+	t.Helper()
+	_, err := im.Games.Get(ctx, missing)
+	want("Get of a missing game", err, runtime.ErrNotFound)
+	want("Create of an existing game", im.Games.Create(ctx, NewGame(1)), runtime.ErrDuplicate)
+	want("SetSecondPlayer of a missing game", im.Games.SetSecondPlayer(ctx, missing, "x"), runtime.ErrNotFound)
+	_, err = im.Games.AppendRounds(ctx, missing, game.Round{})
+	want("AppendRounds of a missing game", err, runtime.ErrNotFound)
+	p := "x"
+	want("Update of a missing game", im.Games.Update(ctx, missing, game.GameUpdate{SecondPlayer: &p}), runtime.ErrNotFound)
+	want("Update of a missing round", im.Games.Update(ctx, GameID(1), game.GameUpdate{SecondPlayer: &p, RoundsAt: map[int]game.Round{GameRounds: {}}}), runtime.ErrNotFound)
+	want("Update at a stale version", im.Games.Update(ctx, GameID(1), game.GameUpdate{SecondPlayer: &p, IfVersion: 99}), runtime.ErrConflict)
+	g, err := im.Games.Get(ctx, GameID(1))
+	if err != nil {
+		t.Fatalf("%s: %v", im.Name, err)
+	}
+	if g.Version != 1 || g.SecondPlayer != "rick" {
+		t.Errorf("%s: the failed updates changed game 1: version %d, second player %q", im.Name, g.Version, g.SecondPlayer)
+	}
+	g.Version = 0
+	want("Put of an existing game at version 0", im.Games.Put(ctx, g), runtime.ErrConflict)
+}
