@@ -33,6 +33,22 @@ func Harness() storetest.Harness {
 	return h
 }
 
+// SingleHarness is Harness in the single-table design
+// (dynamostore.Options.SingleTable, as storeharness.DynamoSingle): the
+// writes of unique values in transactions on the one table.
+func SingleHarness() storetest.Harness {
+	h := Harness()
+	open := h.Open
+	h.Open = func(t *testing.T) storetest.DB {
+		db := open(t)
+		db.DynamoOptions.SingleTable, db.DynamoOptions.SingleTableGSIs = storeharness.SingleTable, storeharness.SingleTableGSIs
+		return db
+	}
+	h.Name = "dynamo-tx-single"
+	h.Declaration = dynamolayout.SingleTableStore(storeharness.SingleTable)
+	return h
+}
+
 // The gaps of minidyn v0.8.2 that the middleware cannot paper over. The
 // subtests they break fail the same way with the protocol
 // (Options.Transactions TxOff): they are the server's, not the
