@@ -157,6 +157,9 @@ func (s *Store[T, K]) checkCounter(op string, id K) error {
 // checkValues refuses lookup values with strings that are not UTF-8, and
 // values whose index key would exceed DynamoDB's sort key limit.
 func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
+	if err := s.checkSingleKey(op, id); err != nil {
+		return err
+	}
 	blk := len(s.d.Keys.Bytes(id))
 	for _, l := range slices.Concat(s.lookups, s.gsis) {
 		for _, v := range l.Keys(t) {

@@ -286,6 +286,21 @@ func (s *Store[T, K]) scan(in *dynamodb.ScanInput) *dynamodb.ScanInput {
 	return in
 }
 
+// checkSingleKey fails with runtime.ErrTooLarge, before anything is
+// sent, when block id's sort key in the single table (the collection's
+// name and the key components after the first) would exceed DynamoDB's
+// 1,024-byte sort key limit.
+func (s *Store[T, K]) checkSingleKey(op string, id K) error {
+	if s.one == nil {
+		return nil
+	}
+	blk := s.d.Keys.Bytes(id)
+	if n := len(s.one.coll) + len(blk) - firstLen(blk); n > MaxIndexKeyBytes {
+		return runtime.TooLarge(op, s.d.Aggregate, id, fmt.Sprintf("a sort key of %d bytes in the single table", n), fmt.Sprintf("DynamoDB's %d-byte sort key limit", MaxIndexKeyBytes))
+	}
+	return nil
+}
+
 // pageLimit is the Limit of a Scan of List and All that wants n more
 // blocks: n, but none in the single table, whose other collections' items
 // would use it up (Limit counts the items read, not those the filter

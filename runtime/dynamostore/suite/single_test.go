@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -129,4 +130,64 @@ func TestSingleTable(t *testing.T) {
 	if len(byAuthorPosts.Items) != 1 || byAuthorPosts.Items[0].ID != other.ID {
 		t.Fatalf("posts.ListByAuthor(bob): %v", byAuthorPosts.Items)
 	}
+}
+
+// pair is an aggregate whose block key has two string components.
+type pair struct {
+	K pairKey
+	V string
+}
+
+type pairKey struct{ A, B string }
+
+var pairDesc = (&runtime.Desc[pair, pairKey]{
+	Aggregate: "Pair", Collection: "pairs",
+	Keys: runtime.KeyCodec[pairKey]{
+		Append: func(b []byte, k pairKey) []byte { return runtime.AppendString(runtime.AppendString(b, k.A), k.B) },
+		Read: func(r *runtime.KeyReader) (pairKey, error) {
+			a, err := r.String()
+			if err != nil {
+				return pairKey{}, err
+			}
+			b, err := r.String()
+			return pairKey{a, b}, err
+		},
+	},
+	ID:     func(p *pair) *pairKey { return &p.K },
+	Fields: []*runtime.Field[pair]{runtime.NewField("v", "V", func(p *pair) *string { return &p.V })},
+}).Init()
+
+// TestSingleTableSortKeyLimit: in the single table a block's sort key
+// holds the key components after the first; one over DynamoDB's 1,024
+// bytes fails with ErrTooLarge before anything is sent, and the same key
+// is taken with a table per collection (its partition key holds 2,048).
+func TestSingleTableSortKeyLimit(t *testing.T) {
+	sv := dynalitetest.Shared(t)
+	prefix := sv.Prefix(t)
+	c := sv.Client()
+	long := pairKey{A: "a", B: strings.Repeat("b", 1100)}
+	l := &logger{}
+	logged := sv.Client(func(o *dynamodb.Options) { o.HTTPClient = l })
+	r := runtime.NewRepo[pair, pairKey](pairDesc, dynamostore.Open(logged, pairDesc, dynamostore.Options{TablePrefix: prefix, SingleTable: "app"}))
+	must(t, r.Ensure(ctx))
+	l.mu.Lock()
+	l.log = nil
+	l.mu.Unlock()
+	if err := r.Create(ctx, &pair{K: long, V: "x"}); !errors.Is(err, runtime.ErrTooLarge) {
+		t.Fatalf("Create of a block whose sort key holds 1,100 bytes: %v, want ErrTooLarge", err)
+	}
+	if sent := ops(l.log); len(sent) != 0 {
+		t.Fatalf("the refused Create sent %v, want nothing", sent)
+	}
+	out, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(prefix + "app"), FilterExpression: aws.String("#c = :c"),
+		ExpressionAttributeNames:  map[string]string{"#c": dynamostore.CollAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberS{Value: "pairs"}}})
+	must(t, err)
+	if out.Count != 0 {
+		t.Fatalf("the refused Create wrote %d items", out.Count)
+	}
+	must(t, r.Create(ctx, &pair{K: pairKey{A: "a", B: "short"}, V: "x"}))
+	per := runtime.NewRepo[pair, pairKey](pairDesc, dynamostore.Open(c, pairDesc, dynamostore.Options{TablePrefix: prefix}))
+	must(t, per.Ensure(ctx))
+	must(t, per.Create(ctx, &pair{K: long, V: "x"}))
 }
