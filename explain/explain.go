@@ -50,6 +50,7 @@ import (
 	"github.com/noamgen/noamgen/generator"
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/runtime/access"
+	dynamolayout "github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	"github.com/noamgen/noamgen/templates"
 	_ "github.com/noamgen/noamgen/templates/stores" // registers every store
 )
@@ -164,6 +165,9 @@ type Method struct {
 type Config struct {
 	// Stores are the stores to describe (default: every registered store).
 	Stores []string
+	// DynamoSingleTable, when set, draws DynamoDB in the single-table
+	// design with this table (dynamostore.Options.SingleTable).
+	DynamoSingleTable string
 }
 
 // Build explains schema s. It refuses what generation refuses, with the
@@ -199,13 +203,20 @@ func Build(s *model.Schema, cfg Config) (*Report, error) {
 		return p.Name()
 	}
 	ts := func(t types.Type) string { return types.TypeString(t, qual) }
+	decls := map[string]*access.Store{}
+	for _, st := range sel {
+		decls[st], _ = templates.LayoutOf(st)
+	}
+	if cfg.DynamoSingleTable != "" && decls["dynamo"] != nil {
+		decls["dynamo"] = dynamolayout.SingleTableStore(cfg.DynamoSingleTable)
+	}
 	for _, a := range s.Aggregates {
-		r.Aggregates = append(r.Aggregates, aggregate(a, sel, ts))
+		r.Aggregates = append(r.Aggregates, aggregate(a, sel, decls, ts))
 	}
 	return r, nil
 }
 
-func aggregate(a *model.Aggregate, stores []string, ts func(types.Type) string) *Aggregate {
+func aggregate(a *model.Aggregate, stores []string, decls map[string]*access.Store, ts func(types.Type) string) *Aggregate {
 	out := &Aggregate{
 		Name: a.Name, Collection: a.Collection, Strategy: a.Strategy.String(),
 		BlockKey: BlockKey{Field: a.ID.GoName, GoType: ts(a.ID.Type), Counter: a.Counter},
@@ -270,15 +281,13 @@ func aggregate(a *model.Aggregate, stores []string, ts func(types.Type) string) 
 	}
 	shape := ShapeOf(a)
 	for _, st := range stores {
-		d, _ := templates.LayoutOf(st)
-		out.Stores[st] = d.Layout(shape)
+		out.Stores[st] = decls[st].Layout(shape)
 	}
 	for _, m := range templates.Methods(a) {
 		acc := AccessOf(a, m)
 		mm := Method{Name: m.Name, Kind: KindName(m.Kind), Access: acc, Stores: map[string]access.Rendered{}}
 		for _, st := range stores {
-			d, _ := templates.LayoutOf(st)
-			mm.Stores[st] = d.Render(shape, opOf(m, acc))
+			mm.Stores[st] = decls[st].Render(shape, opOf(m, acc))
 		}
 		out.Methods = append(out.Methods, mm)
 	}

@@ -247,3 +247,43 @@ func TestMongoTables(t *testing.T) {
 		t.Errorf("Delete: %+v", c)
 	}
 }
+
+// TestDynamoSingleTable: Config.DynamoSingleTable draws DynamoDB in the
+// single-table design: every container of every aggregate is the one
+// table, the requests go to it with their number unchanged.
+func TestDynamoSingleTable(t *testing.T) {
+	s := load(t, "hotel")
+	plain, err := explain.Build(s, explain.Config{Stores: []string{"dynamo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := explain.Build(s, explain.Config{Stores: []string{"dynamo"}, DynamoSingleTable: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range one.Aggregates {
+		p := a.Stores["dynamo"]
+		if len(p.Containers) != len(plain.Aggregates[i].Stores["dynamo"].Containers) {
+			t.Errorf("%s: %d containers, a table per collection has %d", a.Name, len(p.Containers), len(plain.Aggregates[i].Stores["dynamo"].Containers))
+		}
+		for _, c := range p.Containers {
+			if c.Name != "app" || !strings.Contains(c.Key, "_pk") {
+				t.Errorf("%s: container %+v, want the table app keyed by _pk", a.Name, c)
+			}
+		}
+		for j, m := range a.Methods {
+			r, was := m.Stores["dynamo"], plain.Aggregates[i].Methods[j].Stores["dynamo"]
+			if r.RoundTrips != was.RoundTrips {
+				t.Errorf("%s.%s: round trips %q, %q with a table per collection", a.Name, m.Name, r.RoundTrips, was.RoundTrips)
+			}
+			for _, op := range r.Ops {
+				if strings.Contains(op, "__index") || strings.Contains(op, "{_id") || strings.Contains(op, "noam_counters") || strings.Contains(op, "gsi_") {
+					t.Errorf("%s.%s: %q names the table-per-collection layout", a.Name, m.Name, op)
+				}
+			}
+		}
+	}
+	if !strings.Contains(one.Aggregates[0].Stores["dynamo"].Summary, `Table "app"`) {
+		t.Errorf("summary %q", one.Aggregates[0].Stores["dynamo"].Summary)
+	}
+}

@@ -47,6 +47,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write to `file` instead of standard output")
 	check := fs.Bool("check", false, "with -o: write nothing; exit 1 if the file is missing or differs (for CI)")
 	sample := fs.Int("sample", 0, "read up to `N` blocks of each aggregate from the stores named by the connection flags and show their sizes")
+	single := fs.String("dynamo-single-table", "", "draw DynamoDB in the single-table design with `table` (dynamostore.Options.SingleTable)")
 	conn := defineConnFlags(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, explainUsage)
@@ -77,7 +78,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	report, err := explain.Build(schema, explain.Config{Stores: stores})
+	report, err := explain.Build(schema, explain.Config{Stores: stores, DynamoSingleTable: *single})
 	if err != nil {
 		var positioned model.ErrorList
 		if errors.As(err, &positioned) {

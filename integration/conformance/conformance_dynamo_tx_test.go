@@ -12,3 +12,9 @@ import (
 // NOAM_DYNAMO_ENDPOINT with transactions on); dynalite, which has none,
 // runs it with the protocol in the main module.
 func TestConformanceDynamoTx(t *testing.T) { storetest.Run(t, dyntest.Harness()) }
+
+// TestConformanceDynamoTxSingleTable is TestConformanceDynamoTx in the
+// single-table design (dynamostore.Options.SingleTable).
+func TestConformanceDynamoTxSingleTable(t *testing.T) {
+	storetest.Run(t, dyntest.SingleHarness())
+}

@@ -34,6 +34,24 @@ func Harness() storetest.Harness {
 	return h
 }
 
+// SingleHarness is Harness in the single-table design
+// (dynamostore.Options.SingleTable, as storeharness.DynamoSingle): the
+// writes of unique values in transactions on the one table.
+func SingleHarness() storetest.Harness {
+	h := Harness()
+	open := h.Open
+	h.Open = func(t *testing.T) storetest.DB {
+		db := open(t)
+		o := storeharness.DynamoOptions(db)
+		o.SingleTable, o.SingleTableGSIs = storeharness.SingleTable, storeharness.SingleTableGSIs
+		db.Options = []runtime.Option{o}
+		return db
+	}
+	h.Name = "dynamo-tx-single"
+	h.Declaration = dynamolayout.SingleTableStore(storeharness.SingleTable)
+	return h
+}
+
 // The gaps of minidyn v0.8.2 that the middleware cannot paper over. The
 // subtests they break fail the same way with the protocol
 // (Options.Transactions TxOff): they are the server's, not the

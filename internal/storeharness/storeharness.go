@@ -68,16 +68,20 @@ func All() []storetest.Harness {
 	return []storetest.Harness{Bolt(), Redis(), RedisCluster(), Dynamo()}
 }
 
-// DynamoPrefix is the table-name prefix of a DynamoDB database of the
-// harnesses (its dynamostore.Options), "" when it has none.
-func DynamoPrefix(db storetest.DB) string {
+// DynamoOptions are the dynamostore.Options of a DynamoDB database of the
+// harnesses (the zero Options when it has none).
+func DynamoOptions(db storetest.DB) dynamostore.Options {
 	for _, o := range db.Options {
 		if d, ok := o.(dynamostore.Options); ok {
-			return d.TablePrefix
+			return d
 		}
 	}
-	return ""
+	return dynamostore.Options{}
 }
+
+// DynamoPrefix is the table-name prefix of a DynamoDB database of the
+// harnesses.
+func DynamoPrefix(db storetest.DB) string { return DynamoOptions(db).TablePrefix }
 
 // ---- bbolt
 
@@ -326,6 +330,30 @@ func DynamoIndexTables() storetest.Harness {
 	})
 }
 
+// DynamoSingle is Dynamo in the single-table design
+// (dynamostore.Options.SingleTable): every collection of a test, its
+// index items, counters and schema records in the one table
+// "<prefix>app". The table is made with SingleTableGSIs overloaded GSIs,
+// the most any collection of the suite has, so that the first
+// EnsureIndexes creates them all (dynalite cannot add a GSI to a table
+// that exists).
+func DynamoSingle() storetest.Harness {
+	h := DynamoHarness(func(t *testing.T) storetest.DB {
+		needMain(t)
+		srv := dynalitetest.Shared(t)
+		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), SingleTable: SingleTable, SingleTableGSIs: SingleTableGSIs, Transactions: protocolTx()}}}
+	})
+	h.Declaration = dynamolayout.SingleTableStore(SingleTable)
+	return h
+}
+
+// SingleTable and SingleTableGSIs are DynamoSingle's single table (after
+// the test's prefix) and its number of overloaded GSIs.
+const (
+	SingleTable     = "app"
+	SingleTableGSIs = 2
+)
+
 // DynamoPrivate is the harness of a dynalite of each test's own, paused
 // with SIGSTOP (DB.Pause): for Deadlines.
 func DynamoPrivate() storetest.Harness {
@@ -353,22 +381,30 @@ func DynamoHarness(open func(t *testing.T) storetest.DB) storetest.Harness {
 		// An index item of a unique lookup is keyed by the lookup's name
 		// and the value alone (lookups.go).
 		DropClaim: func(t *testing.T, db storetest.DB, collection, lookup string, value []byte) {
-			_, err := db.Handle.(*dynamodb.Client).DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+			in := &dynamodb.DeleteItemInput{
 				TableName: aws.String(DynamoPrefix(db) + dynamostore.IndexTable(collection)),
 				Key: map[string]types.AttributeValue{
 					"p": &types.AttributeValueMemberS{Value: lookup},
 					"k": &types.AttributeValueMemberB{Value: value},
 				},
-			})
+			}
+			if o := DynamoOptions(db); o.SingleTable != "" {
+				in.TableName, in.Key = aws.String(o.TablePrefix+o.SingleTable), dynamostore.SingleIndexKey(collection, lookup, value)
+			}
+			_, err := db.Handle.(*dynamodb.Client).DeleteItem(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
 		},
 		Corrupt: func(t *testing.T, db storetest.DB, collection, id, entry string) {
 			// An attribute of another type: a map where a string is.
+			table, key := DynamoPrefix(db)+collection, map[string]types.AttributeValue{"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, id)}}
+			if o := DynamoOptions(db); o.SingleTable != "" {
+				table, key = o.TablePrefix+o.SingleTable, dynamostore.SingleBlockKey(collection, runtime.AppendString(nil, id))
+			}
 			_, err := db.Handle.(*dynamodb.Client).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-				TableName:                 aws.String(DynamoPrefix(db) + collection),
-				Key:                       map[string]types.AttributeValue{"_id": &types.AttributeValueMemberB{Value: runtime.AppendString(nil, id)}},
+				TableName:                 aws.String(table),
+				Key:                       key,
 				UpdateExpression:          aws.String("SET #e = :v"),
 				ConditionExpression:       aws.String("attribute_exists(#e)"),
 				ExpressionAttributeNames:  map[string]string{"#e": entry},

@@ -101,7 +101,7 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	flush := func() error {
 		items, err := s.batchGet(ctx, s.table, keys)
 		for _, it := range items {
-			found[attrKey(it[IDAttr])] = true
+			found[attrKey(s.idAttr(it))] = true
 		}
 		keys = keys[:0]
 		return err
@@ -256,9 +256,9 @@ func (s *Store[T, K]) writeChunk(ctx context.Context, op string, id func(int) K,
 		for _, r := range pending {
 			var k types.AttributeValue
 			if r.PutRequest != nil {
-				k = r.PutRequest.Item[IDAttr]
+				k = s.idAttr(r.PutRequest.Item)
 			} else if r.DeleteRequest != nil {
-				k = r.DeleteRequest.Key[IDAttr]
+				k = s.idAttr(r.DeleteRequest.Key)
 			}
 			ks := attrKey(k)
 			still[ks] = left[ks]

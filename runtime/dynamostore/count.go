@@ -46,6 +46,7 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 		}
 		in.FilterExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = aws.String(filter), e.names, e.values
 	}
+	s.scan(&in)
 	var n int64
 	var start map[string]types.AttributeValue
 	for {

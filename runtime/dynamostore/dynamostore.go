@@ -84,6 +84,22 @@
 // DynamoDB cannot order a table scan by partition key: List and All read
 // every block once, in the table's own (hash) order (Caps.OrderedScan is
 // false).
+//
+// Single-table design (Options.SingleTable, single.go): every collection
+// opened with the option, their index items, counters and schema records
+// are items of one table keyed by the generic attributes _pk and _sk (B).
+// A block's _pk is the first component of its block key and its _sk the
+// collection's name followed by the other components, so that the blocks
+// whose keys start with another block's key (a post's comments, keyed by
+// the post and a number) share its partition: one Query reads the post
+// and its comments. Index items, counters and schema records have
+// partition keys of their own (0x01 and a tuple: no block key is one).
+// GSI lookups share the overloaded GSIs gsi1, gsi2, ... (_gsi<i>pk: the
+// collection and the lookup; _gsi<i>sk: the index key). Every block
+// carries _c, its collection's name: List, All, Count, Migrate and Repair
+// Scan the whole table and keep the collection's items, so they read (and
+// are billed for) every item of the table. The requests, their number and
+// their atomicity are those of a table per collection.
 package dynamostore
 
 import (
@@ -148,6 +164,17 @@ type Options struct {
 	// exists (dynalite ignores UpdateTable's GlobalSecondaryIndexUpdates)
 	// need it for lookups added to a collection that holds data.
 	IndexTables bool
+	// SingleTable, when set, names the one table (after TablePrefix)
+	// that holds every collection opened with these options, their
+	// index items, counters and schema records, with the generic key
+	// attributes _pk and _sk and overloaded GSIs (single.go): the
+	// single-table design.
+	SingleTable string
+	// SingleTableGSIs is the least number of overloaded GSIs
+	// EnsureIndexes creates the single table with (it creates as many as
+	// the collection needs when it needs more, and adds those a table
+	// that exists lacks, which dynalite cannot).
+	SingleTableGSIs int
 }
 
 // RepoOption makes Options a runtime.Option.
@@ -344,7 +371,7 @@ func (s *Store[T, K]) NotReady(err error) string {
 	}
 	tables := []string{s.table}
 	for _, t := range []string{s.index, s.counters, s.schema} {
-		if t != "" {
+		if t != "" && t != s.table {
 			tables = append(tables, t)
 		}
 	}

@@ -29,7 +29,7 @@ const RecAttr = "rec"
 func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.schema), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{IDAttr: &types.AttributeValueMemberS{Value: s.d.Collection}},
+		Key: s.schemaKey(),
 	})
 	if err != nil {
 		return nil, wrap("EnsureIndexes", s.d.Aggregate, nil, err)
@@ -41,6 +41,13 @@ func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 	return b.Value, nil
 }
 
+// schemaItem is the collection's schema record item holding rec.
+func (s *Store[T, K]) schemaItem(rec []byte) map[string]types.AttributeValue {
+	item := s.schemaKey()
+	item[RecAttr] = &types.AttributeValueMemberB{Value: rec}
+	return item
+}
+
 // SaveSchema implements runtime.Store: one PutItem of the collection's
 // schema record, on condition that the stored one is still old
 // (attribute_not_exists(_id) when old is nil).
@@ -49,17 +56,14 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	e := newExpr()
 	var cond string
 	if old == nil {
-		cond = "attribute_not_exists(" + e.name(IDAttr) + ")"
+		cond = "attribute_not_exists(" + e.name(s.keyName()) + ")"
 	} else {
 		cond = e.name(RecAttr) + " = " + e.value(&types.AttributeValueMemberB{Value: old})
 	}
 	var sent sends
 	_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.schema),
-		Item: map[string]types.AttributeValue{
-			IDAttr:  &types.AttributeValueMemberS{Value: s.d.Collection},
-			RecAttr: &types.AttributeValueMemberB{Value: rec},
-		},
+		TableName:           aws.String(s.schema),
+		Item:                s.schemaItem(rec),
 		ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.valuesOrNil(),
 	}, sent.count)
 	if condFailed(err) {
@@ -84,13 +88,17 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
 	const op = "EnsureIndexes"
 	table := s.prefix + IndexTable(s.d.Collection)
+	if s.one != nil {
+		table = s.table
+	}
+	pa, pv := s.indexPart(l.Name)
 	for {
 		out, err := s.c.Query(ctx, &dynamodb.QueryInput{
 			TableName: aws.String(table), ConsistentRead: aws.Bool(true),
 			KeyConditionExpression:    aws.String("#p = :p"),
 			ProjectionExpression:      aws.String("#p, #k"),
-			ExpressionAttributeNames:  map[string]string{"#p": "p", "#k": "k"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: l.Name}},
+			ExpressionAttributeNames:  map[string]string{"#p": pa, "#k": s.indexSort()},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": pv},
 		})
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
@@ -100,7 +108,7 @@ func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) er
 			return wrap(op, s.d.Aggregate, nil, err)
 		}
 		for _, item := range out.Items {
-			_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"p": item["p"], "k": item["k"]}})
+			_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{pa: item[pa], s.indexSort(): item[s.indexSort()]}})
 			if err != nil {
 				return wrap(op, s.d.Aggregate, nil, err)
 			}
@@ -276,7 +284,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 	var items []map[string]types.AttributeValue
 	more := true
 	for len(items) < n && more {
-		out, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(n - len(items))), ConsistentRead: aws.Bool(true)})
+		out, err := s.c.Scan(ctx, s.scan(&dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(n - len(items))), ConsistentRead: aws.Bool(true)}))
 		if err != nil {
 			return nil, nil, false, wrap(op, s.d.Aggregate, nil, err)
 		}
@@ -286,7 +294,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 	var res []runtime.BlockMigration
 	var last []byte
 	for _, item := range items {
-		id, err := s.keyOf(item[IDAttr])
+		id, err := s.keyOf(s.idAttr(item))
 		if err != nil {
 			return res, last, more, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
 		}
@@ -400,7 +408,7 @@ func (s *Store[T, K]) unchanged(w *update, old, next map[string]types.AttributeV
 		switch {
 		case !ok:
 			w.cond = append(w.cond, "attribute_not_exists("+e.name(k)+")")
-		case k == IDAttr:
+		case k == s.keyName():
 			w.cond = append(w.cond, "attribute_exists("+e.name(k)+")")
 		default:
 			if !same(w, e.name(k), v, false) {

@@ -85,10 +85,17 @@ func (s *Store[T, K]) gsiAttrs(item map[string]types.AttributeValue, t *T) {
 		return
 	}
 	blk := s.d.Keys.Bytes(*s.d.ID(t))
-	item[GSIPartAttr] = &types.AttributeValueMemberS{Value: s.d.Collection}
+	if s.one == nil {
+		item[GSIPartAttr] = &types.AttributeValueMemberS{Value: s.d.Collection}
+	}
 	for _, l := range s.gsis {
 		if k := gsiKey(l, blk, t); k != nil {
-			item[GSIKeyPrefix+l.Name] = &types.AttributeValueMemberB{Value: k}
+			item[s.gsiSort(l)] = &types.AttributeValueMemberB{Value: k}
+			if s.one != nil {
+				// Each overloaded GSI its partition key (sparse too).
+				pa, pv := s.gsiPart(l)
+				item[pa] = pv
+			}
 		}
 	}
 }
@@ -133,7 +140,17 @@ func (s *Store[T, K]) gsiReads(u runtime.Update[T]) bool {
 // setGSI adds to w the SET of lookup l's index key (REMOVE when key is
 // nil) and, once per request, of the partition key attribute.
 func (s *Store[T, K]) setGSI(w *update, l *runtime.Lookup[T], key []byte, part *bool) {
-	a := w.e.name(GSIKeyPrefix + l.Name)
+	a := w.e.name(s.gsiSort(l))
+	if s.one != nil {
+		// The overloaded GSI's partition key goes with its sort key.
+		pa, pv := s.gsiPart(l)
+		if key == nil {
+			w.remove = append(w.remove, a, w.e.name(pa))
+			return
+		}
+		w.set = append(w.set, a+" = "+w.e.value(&types.AttributeValueMemberB{Value: key}), w.e.name(pa)+" = "+w.e.value(pv))
+		return
+	}
 	if key == nil {
 		w.remove = append(w.remove, a)
 		return
@@ -190,8 +207,8 @@ func (s *Store[T, K]) gsiGuarded(w *update, id K, item map[string]types.Attribut
 // item holds it and, if it holds none, that the values at the lookup's
 // paths (but in the fields of skip) are too.
 func (s *Store[T, K]) gsiCond(w *update, l *runtime.Lookup[T], item map[string]types.AttributeValue, skip []string) {
-	a := w.e.name(GSIKeyPrefix + l.Name)
-	if old, ok := item[GSIKeyPrefix+l.Name]; ok {
+	a := w.e.name(s.gsiSort(l))
+	if old, ok := item[s.gsiSort(l)]; ok {
 		w.cond = append(w.cond, a+" = "+w.e.value(old))
 		return
 	}
@@ -303,12 +320,13 @@ func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup
 	r := *rng
 	r.After = after
 	start, end := r.Start(), r.To
-	attr := GSIKeyPrefix + l.Name
+	attr := s.gsiSort(l)
+	pa, pv := s.gsiPart(l)
 	out := make([]*T, 0, min(n+1, 64))
 	keys := make([][]byte, 0, cap(out))
 	for len(out) <= n && bytes.Compare(start, end) < 0 {
 		e := newExpr()
-		cond := e.name(GSIPartAttr) + " = " + e.value(&types.AttributeValueMemberS{Value: s.d.Collection}) + " AND " + e.name(attr)
+		cond := e.name(pa) + " = " + e.value(pv) + " AND " + e.name(attr)
 		if len(start) == 0 {
 			// DynamoDB takes no empty binary value: from the first key.
 			cond += " < " + e.value(&types.AttributeValueMemberB{Value: end})
@@ -316,7 +334,7 @@ func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup
 			cond += " BETWEEN " + e.value(&types.AttributeValueMemberB{Value: start}) + " AND " + e.value(&types.AttributeValueMemberB{Value: end})
 		}
 		page, err := s.c.Query(ctx, &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(GSIName(l.Name)),
+			TableName: aws.String(s.table), IndexName: aws.String(s.gsiIndex(l)),
 			KeyConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 			Limit: aws.Int32(int32(min(n+1-len(out), 1000))),
 		})
@@ -331,7 +349,7 @@ func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup
 			start = append(append(start[:0:0], k.Value...), 0)
 			t, err := s.decode(item)
 			if err != nil {
-				id, _ := s.keyOf(item[IDAttr])
+				id, _ := s.keyOf(s.idAttr(item))
 				if len(out) > n {
 					break
 				}
@@ -399,13 +417,13 @@ func (s *Store[T, K]) gsiRepair(ctx context.Context, rep *runtime.RepairReport, 
 		start = s.key(k)
 	}
 	for {
-		page, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(gsiRepairPage), ConsistentRead: aws.Bool(true)})
+		page, err := s.c.Scan(ctx, s.scan(&dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(gsiRepairPage), ConsistentRead: aws.Bool(true)}))
 		if err != nil {
 			return wrap(op, s.d.Aggregate, nil, err)
 		}
 		var last []byte
 		for _, item := range page.Items {
-			id, err := s.keyOf(item[IDAttr])
+			id, err := s.keyOf(s.idAttr(item))
 			if err != nil {
 				if !counted {
 					rep.AddUnreadable(s.d.Aggregate, nil, err)
@@ -445,17 +463,17 @@ func (s *Store[T, K]) gsiRepair(ctx context.Context, rep *runtime.RepairReport, 
 // the keys itself.
 func (s *Store[T, K]) gsiFix(ctx context.Context, op string, id K, item map[string]types.AttributeValue, t *T, ls []*runtime.Lookup[T], rep *runtime.RepairReport) error {
 	w := &update{e: newExpr()}
-	w.cond = append(w.cond, "attribute_exists("+w.e.name(IDAttr)+")")
+	w.cond = append(w.cond, "attribute_exists("+w.e.name(s.keyName())+")")
 	blk := s.d.Keys.Bytes(id)
 	part := false
-	if _, ok := item[GSIPartAttr]; !ok {
+	if _, ok := item[GSIPartAttr]; !ok && s.one == nil {
 		part = true
 		w.set = append(w.set, w.e.name(GSIPartAttr)+" = "+w.e.value(&types.AttributeValueMemberS{Value: s.d.Collection}))
 	}
 	added, removed := 0, 0
 	for _, l := range ls {
 		want := gsiKey(l, blk, t)
-		have, _ := item[GSIKeyPrefix+l.Name].(*types.AttributeValueMemberB)
+		have, _ := item[s.gsiSort(l)].(*types.AttributeValueMemberB)
 		switch {
 		case have == nil && want == nil, have != nil && bytes.Equal(have.Value, want):
 			continue
@@ -492,27 +510,15 @@ func (s *Store[T, K]) gsiFix(ctx context.Context, op string, id K, item map[stri
 // from the items that carry its attributes; gsiRepair, the lookup build,
 // writes them on blocks written before).
 func (s *Store[T, K]) ensureBlockTable(ctx context.Context) error {
-	id := types.AttributeDefinition{AttributeName: aws.String(IDAttr), AttributeType: s.kind.attrType()}
-	if len(s.gsis) == 0 {
-		return createTable(ctx, s.c, s.table, id)
+	defs, keys := s.keyDefs()
+	gdefs, gsis := s.gsiDefs()
+	if len(gsis) == 0 {
+		return createTable(ctx, s.c, s.table, defs...)
 	}
-	defs := []types.AttributeDefinition{id, {AttributeName: aws.String(GSIPartAttr), AttributeType: types.ScalarAttributeTypeS}}
-	var gsis []types.GlobalSecondaryIndex
-	for _, l := range s.gsis {
-		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(GSIKeyPrefix + l.Name), AttributeType: types.ScalarAttributeTypeB})
-		gsis = append(gsis, types.GlobalSecondaryIndex{
-			IndexName: aws.String(GSIName(l.Name)),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(GSIPartAttr), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(GSIKeyPrefix + l.Name), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		})
-	}
+	defs = append(defs, gdefs...)
 	_, err := s.c.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String(s.table), BillingMode: types.BillingModePayPerRequest, AttributeDefinitions: defs,
-		KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String(IDAttr), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: gsis,
+		KeySchema: keys, GlobalSecondaryIndexes: gsis,
 	})
 	if err != nil && !tableExists(err) {
 		return err

@@ -114,9 +114,9 @@ func (s *Store[T, K]) readState(ctx context.Context, id K) (state[T], error) {
 
 // stampCond adds the condition that the block is as st read it: with its
 // stamp, or missing.
-func stampCond[T any](w *update, st state[T]) {
+func (s *Store[T, K]) stampCond(w *update, st state[T]) {
 	if !st.found {
-		w.cond = append(w.cond, "attribute_not_exists("+w.e.name(IDAttr)+")")
+		w.cond = append(w.cond, "attribute_not_exists("+w.e.name(s.keyName())+")")
 		return
 	}
 	stampIs(w, st.stamp)
@@ -147,8 +147,8 @@ func (s *Store[T, K]) checkCounter(op string, id K) error {
 	if s.d.Counter == nil {
 		return nil
 	}
-	key, _ := s.counterKey(id)
-	if n := len(key[IDAttr].(*types.AttributeValueMemberS).Value); n > MaxKeyBytes {
+	scope, _ := s.d.Counter.Split(id)
+	if _, n := s.counterItem(scope); n > MaxKeyBytes {
 		return runtime.TooLarge(op, s.d.Aggregate, id, fmt.Sprintf("the counter of its scope: a partition key of %d bytes", n), fmt.Sprintf("DynamoDB's %d-byte partition key limit", MaxKeyBytes))
 	}
 	return nil
@@ -157,6 +157,9 @@ func (s *Store[T, K]) checkCounter(op string, id K) error {
 // checkValues refuses lookup values with strings that are not UTF-8, and
 // values whose index key would exceed DynamoDB's sort key limit.
 func (s *Store[T, K]) checkValues(op string, id K, t *T) error {
+	if err := s.checkSingleKey(op, id); err != nil {
+		return err
+	}
 	blk := len(s.d.Keys.Bytes(id))
 	for _, l := range slices.Concat(s.lookups, s.gsis) {
 		for _, v := range l.Keys(t) {
@@ -271,7 +274,7 @@ func (s *Store[T, K]) putAttempt(op string, t *T, want int64) func(st state[T]) 
 			Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {
 				item[SeqAttr], item[IncAttr] = num(stamp.Seq), num(stamp.Inc)
 				w := &update{e: newExpr()}
-				stampCond(w, st)
+				s.stampCond(w, st)
 				if st.found && s.d.Version != nil {
 					// A write of unindexed fields changes the version, not
 					// the stamp.
@@ -349,7 +352,7 @@ func (s *Store[T, K]) stamped(op string, id K, st state[T], before index.Keys, w
 	return index.Attempt{Found: true, Stamp: st.stamp, Before: before, After: s.keys(id, st.t),
 		Write: func(ctx context.Context, stamp index.Stamp) (bool, error) {
 			w.set = append(w.set, w.e.name(SeqAttr)+" = "+w.e.value(num(stamp.Seq)))
-			stampCond(w, st)
+			s.stampCond(w, st)
 			err := s.blockUpdate(ctx, w.input(s.table, s.key(id)))
 			return s.written(op, id, err)
 		}}
@@ -410,7 +413,7 @@ func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K, cond 
 			return errKept
 		}
 		w := &update{e: newExpr()}
-		stampCond(w, st)
+		s.stampCond(w, st)
 		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table), Key: s.key(id),
 			ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.names, ExpressionAttributeValues: w.e.values,

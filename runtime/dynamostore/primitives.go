@@ -45,7 +45,7 @@ func (p prims[T, K]) blockAttr(b []byte) (types.AttributeValue, error) {
 
 // blockKey is the encoded key of the block with _id attribute av.
 func (p prims[T, K]) blockKey(av types.AttributeValue) ([]byte, error) {
-	if b, ok := av.(*types.AttributeValueMemberB); ok && p.s.kind == keyBytes {
+	if b, ok := av.(*types.AttributeValueMemberB); ok && (p.s.kind == keyBytes || p.s.one != nil) {
 		return b.Value, nil
 	}
 	k, err := p.s.keyOf(av)
@@ -57,10 +57,7 @@ func (p prims[T, K]) blockKey(av types.AttributeValue) ([]byte, error) {
 
 // itemKey is the primary key of index item k of lookup l.
 func (p prims[T, K]) itemKey(l int, k []byte) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"p": &types.AttributeValueMemberS{Value: p.s.lookups[l].Name},
-		"k": &types.AttributeValueMemberB{Value: k},
-	}
+	return p.s.indexKey(p.s.lookups[l].Name, k)
 }
 
 // encode is the index item of it in lookup l.
@@ -77,7 +74,7 @@ func (p prims[T, K]) encode(l int, it index.Item) (map[string]types.AttributeVal
 // decode reads an index item.
 func (p prims[T, K]) decode(item map[string]types.AttributeValue) (index.Item, error) {
 	var it index.Item
-	if b, ok := item["k"].(*types.AttributeValueMemberB); ok {
+	if b, ok := item[p.s.indexSort()].(*types.AttributeValueMemberB); ok {
 		it.Key = b.Value
 	}
 	blk, err := p.blockKey(item["id"])
@@ -93,9 +90,9 @@ func (p prims[T, K]) decode(item map[string]types.AttributeValue) (index.Item, e
 
 // marked is the condition that an index item exists with mark w (an item
 // written without one has mark 0).
-func marked(e *expr, w int64) string {
+func marked(e *expr, sort string, w int64) string {
 	if w == 0 {
-		return fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s = %s)", e.name("k"), e.name("w"), e.name("w"), e.value(num(0)))
+		return fmt.Sprintf("attribute_exists(%s) AND (attribute_not_exists(%s) OR %s = %s)", e.name(sort), e.name("w"), e.name("w"), e.value(num(0)))
 	}
 	return e.name("w") + " = " + e.value(num(w))
 }
@@ -104,15 +101,15 @@ func marked(e *expr, w int64) string {
 func (p prims[T, K]) cond(c index.Cond, e *expr) (string, error) {
 	switch c.Kind {
 	case index.Absent:
-		return "attribute_not_exists(" + e.name("k") + ")", nil
+		return "attribute_not_exists(" + e.name(p.s.indexSort()) + ")", nil
 	case index.Same:
 		id, err := p.blockAttr(c.Item.Block)
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s = %s AND %s = %s AND %s", e.name("id"), e.value(id), e.name("s"), e.value(num(c.Item.Seq)), marked(e, c.Item.W)), nil
+		return fmt.Sprintf("%s = %s AND %s = %s AND %s", e.name("id"), e.value(id), e.name("s"), e.value(num(c.Item.Seq)), marked(e, p.s.indexSort(), c.Item.W)), nil
 	case index.Marked:
-		return marked(e, c.W), nil
+		return marked(e, p.s.indexSort(), c.W), nil
 	case index.Held:
 		id, err := p.blockAttr(c.Block)
 		if err != nil {
@@ -142,7 +139,7 @@ func (p prims[T, K]) PutItem(ctx context.Context, l int, it index.Item, c index.
 	e := newExpr()
 	var cond string
 	if c.Kind == index.Always {
-		cond = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", e.name("k"), e.name("s"), e.value(num(it.Seq)))
+		cond = fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", e.name(p.s.indexSort()), e.name("s"), e.value(num(it.Seq)))
 	} else if cond, err = p.cond(c, e); err != nil {
 		return false, nil, err
 	}
@@ -255,7 +252,8 @@ func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limi
 		from = (&runtime.KeyRange{From: from, To: to}).Within(MaxIndexKeyBytes).From
 	}
 	e := newExpr()
-	cond := e.name("p") + " = " + e.value(&types.AttributeValueMemberS{Value: p.s.lookups[l].Name})
+	pa, pv := p.s.indexPart(p.s.lookups[l].Name)
+	cond := e.name(pa) + " = " + e.value(pv)
 	// Binary values cannot be empty; BETWEEN is inclusive, so an item at
 	// to itself is left out below.
 	switch {
@@ -263,14 +261,14 @@ func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limi
 		if bytes.Compare(from, to) >= 0 {
 			return nil, nil
 		}
-		cond += fmt.Sprintf(" AND %s BETWEEN %s AND %s", e.name("k"), e.value(&types.AttributeValueMemberB{Value: from}), e.value(&types.AttributeValueMemberB{Value: to}))
+		cond += fmt.Sprintf(" AND %s BETWEEN %s AND %s", e.name(p.s.indexSort()), e.value(&types.AttributeValueMemberB{Value: from}), e.value(&types.AttributeValueMemberB{Value: to}))
 	case len(from) > 0:
-		cond += fmt.Sprintf(" AND %s >= %s", e.name("k"), e.value(&types.AttributeValueMemberB{Value: from}))
+		cond += fmt.Sprintf(" AND %s >= %s", e.name(p.s.indexSort()), e.value(&types.AttributeValueMemberB{Value: from}))
 	case to != nil:
 		if len(to) == 0 {
 			return nil, nil
 		}
-		cond += fmt.Sprintf(" AND %s < %s", e.name("k"), e.value(&types.AttributeValueMemberB{Value: to}))
+		cond += fmt.Sprintf(" AND %s < %s", e.name(p.s.indexSort()), e.value(&types.AttributeValueMemberB{Value: to}))
 	}
 	var out []index.Item
 	var start map[string]types.AttributeValue
@@ -306,7 +304,7 @@ func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limi
 
 // block is the engine's view of a block's item.
 func (p prims[T, K]) block(item map[string]types.AttributeValue) (index.Block[*T], error) {
-	key, err := p.blockKey(item[IDAttr])
+	key, err := p.blockKey(p.s.idAttr(item))
 	if err != nil {
 		return index.Block[*T]{}, err
 	}
@@ -338,7 +336,7 @@ func (p prims[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Blo
 		if err != nil {
 			return nil, err
 		}
-		ks[i] = map[string]types.AttributeValue{IDAttr: id}
+		ks[i] = p.s.keyAt(id)
 	}
 	raw, err := p.s.getItems(ctx, p.s.table, ks)
 	if err != nil {
@@ -383,9 +381,9 @@ func (p prims[T, K]) FenceBlock(ctx context.Context, key []byte, old index.Stamp
 	}
 	w := &update{e: newExpr()}
 	w.set = append(w.set, w.e.name(SeqAttr)+" = "+w.e.value(num(seq)))
-	w.cond = append(w.cond, "attribute_exists("+w.e.name(IDAttr)+")")
+	w.cond = append(w.cond, "attribute_exists("+w.e.name(p.s.keyName())+")")
 	stampIs(w, old)
-	_, err = p.s.c.UpdateItem(ctx, w.input(p.s.table, map[string]types.AttributeValue{IDAttr: id}))
+	_, err = p.s.c.UpdateItem(ctx, w.input(p.s.table, p.s.keyAt(id)))
 	if condFailed(err) {
 		return false, nil
 	}
@@ -403,10 +401,10 @@ func (p prims[T, K]) DeleteBlock(ctx context.Context, key []byte, st index.Stamp
 		return false, err
 	}
 	w := &update{e: newExpr()}
-	w.cond = append(w.cond, "attribute_exists("+w.e.name(IDAttr)+")")
+	w.cond = append(w.cond, "attribute_exists("+w.e.name(p.s.keyName())+")")
 	stampIs(w, st)
 	_, err = p.s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(p.s.table), Key: map[string]types.AttributeValue{IDAttr: id},
+		TableName: aws.String(p.s.table), Key: p.s.keyAt(id),
 		ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.names, ExpressionAttributeValues: w.e.values,
 	})
 	if condFailed(err) {
@@ -425,14 +423,14 @@ func (p prims[T, K]) ScanBlocks(ctx context.Context, after []byte, limit int) ([
 		if err != nil {
 			return nil, nil, err
 		}
-		start = map[string]types.AttributeValue{IDAttr: id}
+		start = p.s.keyAt(id)
 	}
 	var out []index.Block[*T]
 	for len(out) < limit {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		res, err := p.s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(p.s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(limit - len(out))), ConsistentRead: aws.Bool(true)})
+		res, err := p.s.c.Scan(ctx, p.s.scan(&dynamodb.ScanInput{TableName: aws.String(p.s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(limit - len(out))), ConsistentRead: aws.Bool(true)}))
 		if err != nil {
 			return nil, nil, err
 		}

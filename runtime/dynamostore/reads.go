@@ -26,7 +26,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		want := min(n-read, elemChunk)
 		e := newExpr()
 		fk := e.name(f.Key)
-		proj := []string{e.name(IDAttr), e.name(LenAttr) + "." + fk}
+		proj := []string{e.name(s.keyName()), e.name(LenAttr) + "." + fk}
 		if s.d.Expires != nil {
 			proj = append(proj, s.expiresPath(e))
 		}
@@ -78,7 +78,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
 	e := newExpr()
 	fk := e.name(f.Key)
-	item, err := s.getItem(ctx, id, strings.Join([]string{e.name(IDAttr), fk, e.name(RootAttr) + "." + fk}, ", "), e)
+	item, err := s.getItem(ctx, id, strings.Join([]string{e.name(s.keyName()), fk, e.name(RootAttr) + "." + fk}, ", "), e)
 	if err != nil {
 		return false, wrap(op, s.d.Aggregate, id, err)
 	}
@@ -130,7 +130,7 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 	}
 	var items []*T
 	for {
-		out, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(n + 1 - len(items))), ConsistentRead: aws.Bool(true)})
+		out, err := s.c.Scan(ctx, s.scan(&dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: s.pageLimit(n + 1 - len(items)), ConsistentRead: aws.Bool(true)}))
 		if err != nil {
 			return nil, nil, false, wrap(op, s.d.Aggregate, nil, err)
 		}
@@ -141,7 +141,7 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 					return items, s.d.Keys.Bytes(*s.d.ID(items[n-1])), true, nil // the next page's
 				}
 				// The blocks before it, and its position to resume after.
-				id, _ := s.keyOf(item[IDAttr])
+				id, _ := s.keyOf(s.idAttr(item))
 				return items, s.d.Keys.Bytes(id), true, runtime.Unreadable(op, s.d.Aggregate, id, err)
 			}
 			items = append(items, t)
@@ -249,8 +249,8 @@ func (s *Store[T, K]) Layout(ctx context.Context, id K) ([]string, error) {
 				}
 			}
 		default:
-			if strings.HasPrefix(k, GSIKeyPrefix) {
-				continue // a lookup's GSI sort key (gsi.go)
+			if strings.HasPrefix(k, GSIKeyPrefix) || s.ownAttr(k) {
+				continue // a lookup's GSI sort key (gsi.go), a key of the single table
 			}
 			if l, ok := av.(*types.AttributeValueMemberL); ok {
 				if f := s.d.Field(k); f != nil && f.Kind == runtime.KindPartition {

@@ -48,6 +48,9 @@ type Store[T any, K comparable] struct {
 	// an expired block.
 	now func() time.Time
 	tx  Tx // Options.Transactions
+	// one is the single table's state (Options.SingleTable; nil: a
+	// table per collection).
+	one *single
 }
 
 // ScopeLookup names the index that lists the blocks of one counter scope
@@ -98,6 +101,16 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 	if d.Counter != nil {
 		s.counters = o.TablePrefix + CountersTable
 	}
+	if o.SingleTable != "" {
+		s.one = &single{coll: runtime.AppendString(nil, d.Collection), gsis: o.SingleTableGSIs}
+		s.table, s.schema = o.TablePrefix+o.SingleTable, o.TablePrefix+o.SingleTable
+		if s.index != "" {
+			s.index = s.table
+		}
+		if s.counters != "" {
+			s.counters = s.table
+		}
+	}
 	return s
 }
 
@@ -126,6 +139,9 @@ const MaxDepth = 30
 // among them, and waits until they are active; tables that exist are left
 // as they are.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	if s.one != nil {
+		return s.ensureSingle(ctx)
+	}
 	for _, t := range []string{s.table, s.index, s.counters, s.schema} {
 		if why := CheckTableName(t); t != "" && why != "" {
 			return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(table %q: %s; choose a longer collection=NAME or set Options.TablePrefix)", t, why), runtime.ErrInvalid, nil)
@@ -160,6 +176,9 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 
 // KeyAttr is the partition key attribute of block id.
 func (s *Store[T, K]) KeyAttr(id K) types.AttributeValue {
+	if s.one != nil {
+		return s.singleKeyAttr(id)
+	}
 	switch s.kind {
 	case keyInt:
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(reflect.ValueOf(id).Int(), 10)}
@@ -192,7 +211,7 @@ func (s *Store[T, K]) keyOf(av types.AttributeValue) (K, error) {
 			return k, nil
 		}
 	case *types.AttributeValueMemberB:
-		if s.kind == keyBytes {
+		if s.kind == keyBytes || s.one != nil {
 			return s.readKey(a.Value)
 		}
 	}
@@ -210,7 +229,7 @@ func (s *Store[T, K]) readKey(b []byte) (K, error) {
 }
 
 func (s *Store[T, K]) key(id K) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{IDAttr: s.KeyAttr(id)}
+	return s.keyAt(s.KeyAttr(id))
 }
 
 // ---- items
@@ -218,7 +237,10 @@ func (s *Store[T, K]) key(id K) map[string]types.AttributeValue {
 // item is the item of block t with the given version (and, for an
 // aggregate with lookups, stamp st).
 func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]types.AttributeValue, error) {
-	item := map[string]types.AttributeValue{IDAttr: s.KeyAttr(*s.d.ID(t))}
+	item := s.key(*s.d.ID(t))
+	if s.one != nil {
+		item[CollAttr] = &types.AttributeValueMemberS{Value: s.d.Collection}
+	}
 	if s.d.EAO {
 		v, err := Encode(s.d.Root.Value(t))
 		if err != nil {
@@ -277,7 +299,7 @@ func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]typ
 // entry) is decoded whole, and a field partitioned (a list with a count)
 // is decoded as the list it is.
 func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
-	id, err := s.keyOf(item[IDAttr])
+	id, err := s.keyOf(s.idAttr(item))
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +330,9 @@ func (s *Store[T, K]) decode(item map[string]types.AttributeValue) (*T, error) {
 		dec.av = av
 		switch k {
 		case IDAttr, LenAttr, SeqAttr, IncAttr, WriteAttr, RootAttr, TTLAttr:
+			continue
+		}
+		if s.ownAttr(k) {
 			continue
 		}
 		f := s.d.Field(k)
@@ -433,7 +458,7 @@ func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) (map[K]*T
 		for _, item := range items {
 			t, err := s.decode(item)
 			if err != nil {
-				id, _ := s.keyOf(item[IDAttr])
+				id, _ := s.keyOf(s.idAttr(item))
 				return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
 			}
 			out[*s.d.ID(t)] = t
@@ -446,7 +471,8 @@ func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) (map[K]*T
 
 func (s *Store[T, K]) counterKey(id K) (map[string]types.AttributeValue, int64) {
 	scope, n := s.d.Counter.Split(id)
-	return map[string]types.AttributeValue{IDAttr: &types.AttributeValueMemberS{Value: fmt.Sprintf("%s:%x", s.d.Collection, scope)}}, n
+	key, _ := s.counterItem(scope)
+	return key, n
 }
 
 // allocate bumps the counter of id's scope with an atomic ADD and returns
@@ -553,6 +579,6 @@ func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, write fu
 // exists reports whether block id exists (false when it cannot tell).
 func (s *Store[T, K]) exists(ctx context.Context, id K) bool {
 	e := newExpr()
-	item, err := s.getItem(ctx, id, e.name(IDAttr), e)
+	item, err := s.getItem(ctx, id, e.name(s.keyName()), e)
 	return err == nil && item != nil
 }

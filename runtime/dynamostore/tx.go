@@ -99,7 +99,7 @@ func (s *Store[T, K]) Transactions(ctx context.Context) (bool, error) {
 	// exist either: an endpoint with transactions answers it (the item,
 	// or ResourceNotFoundException), one without refuses the operation.
 	_, err := s.c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{{Get: &types.Get{
-		TableName: aws.String(s.schema), Key: map[string]types.AttributeValue{IDAttr: &types.AttributeValueMemberS{Value: s.d.Collection}},
+		TableName: aws.String(s.schema), Key: s.schemaKey(),
 	}}}})
 	var nf *types.ResourceNotFoundException
 	var ae smithy.APIError
@@ -190,8 +190,8 @@ type txWrite struct {
 
 // ownedOrGone is the condition that an index item is block id's or
 // missing.
-func ownedOrGone(e *expr, id types.AttributeValue) string {
-	return fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", e.name("k"), e.name("id"), e.value(id))
+func (s *Store[T, K]) ownedOrGone(e *expr, id types.AttributeValue) string {
+	return fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", e.name(s.indexSort()), e.name("id"), e.value(id))
 }
 
 // indexItems adds to w the Puts of the index items block (with stamp st)
@@ -224,7 +224,7 @@ func (s *Store[T, K]) indexItems(w *txWrite, block []byte, st index.Stamp, befor
 			put := &types.Put{TableName: aws.String(s.index), Item: item}
 			if l.Unique {
 				e := newExpr()
-				put.ConditionExpression = aws.String(ownedOrGone(e, id))
+				put.ConditionExpression = aws.String(s.ownedOrGone(e, id))
 				put.ExpressionAttributeNames, put.ExpressionAttributeValues = e.names, e.values
 			}
 			w.items = append(w.items, types.TransactWriteItem{Put: put})
@@ -234,7 +234,7 @@ func (s *Store[T, K]) indexItems(w *txWrite, block []byte, st index.Stamp, befor
 			del := &types.Delete{TableName: aws.String(s.index), Key: p.itemKey(i, k)}
 			if l.Unique {
 				e := newExpr()
-				del.ConditionExpression = aws.String(ownedOrGone(e, id))
+				del.ConditionExpression = aws.String(s.ownedOrGone(e, id))
 				del.ExpressionAttributeNames, del.ExpressionAttributeValues = e.names, e.values
 			}
 			w.items = append(w.items, types.TransactWriteItem{Delete: del})
@@ -427,8 +427,8 @@ func (s *Store[T, K]) txDelete(ctx context.Context, op string, id K) error {
 // transaction holds.
 func (s *Store[T, K]) deleteWrite(id K, block []byte, st state[T]) (w *txWrite, fits bool, err error) {
 	u := &update{e: newExpr()}
-	u.cond = append(u.cond, "attribute_exists("+u.e.name(IDAttr)+")")
-	stampCond(u, st)
+	u.cond = append(u.cond, "attribute_exists("+u.e.name(s.keyName())+")")
+	s.stampCond(u, st)
 	w = &txWrite{what: []txItem{{lookup: -1}}, items: []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: aws.String(s.table), Key: s.key(id),
 		ConditionExpression: aws.String(strings.Join(u.cond, " AND ")), ExpressionAttributeNames: u.e.namesOrNil(), ExpressionAttributeValues: u.e.valuesOrNil(),

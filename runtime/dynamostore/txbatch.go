@@ -118,7 +118,7 @@ func (s *Store[T, K]) txCreateMany(ctx context.Context, ts []*T) []error {
 				}
 				p = s.plainPlan(&types.Put{TableName: aws.String(s.table), Item: item,
 					ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-					ExpressionAttributeNames: map[string]string{"#id": IDAttr}})
+					ExpressionAttributeNames: map[string]string{"#id": s.keyName()}})
 			} else {
 				a, err := s.putAttempt(op, t, 0)(state[T]{})
 				if err != nil {
@@ -257,6 +257,8 @@ func (s *Store[T, K]) plan(w *txWrite, block []byte) *txPlan {
 		p.bytes += n
 		if v, ok := key[IDAttr]; ok {
 			p.keys = append(p.keys, table+"\x00"+attrKey(v))
+		} else if v, ok := key[PKAttr]; ok {
+			p.keys = append(p.keys, table+"\x00"+attrKey(v)+"\x00"+attrKey(key[SKAttr]))
 		} else {
 			p.keys = append(p.keys, table+"\x00"+attrKey(key["p"])+"\x00"+attrKey(key["k"]))
 		}
@@ -371,7 +373,7 @@ func (s *Store[T, K]) readStates(ctx context.Context, op string, ids []K) (map[s
 			return nil, err
 		}
 		for _, item := range items {
-			r := out[attrKey(item[IDAttr])]
+			r := out[attrKey(s.idAttr(item))]
 			if r == nil {
 				continue
 			}
@@ -381,7 +383,7 @@ func (s *Store[T, K]) readStates(ctx context.Context, op string, ids []K) (map[s
 			}
 			if s.index != "" {
 				if r.st.t, err = s.decode(item); err != nil {
-					id, _ := s.keyOf(item[IDAttr])
+					id, _ := s.keyOf(s.idAttr(item))
 					r.err = wrap(op, s.d.Aggregate, id, err)
 				}
 			}

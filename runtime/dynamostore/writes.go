@@ -66,7 +66,7 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 	_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
+		ExpressionAttributeNames: map[string]string{"#id": s.keyName()},
 	}, sent.count)
 	if condFailed(err) {
 		if sent.resent() && s.holds(ctx, id, item) {
@@ -211,7 +211,7 @@ func (s *Store[T, K]) putInput(op string, t *T, want int64, created types.Attrib
 		if want == 0 {
 			// No block, or one written before the version existed
 			// (version 0, which the Put replaces).
-			cond = append(cond, "(attribute_not_exists("+e.name(IDAttr)+") OR attribute_not_exists("+e.name(s.d.Version.Key)+"))")
+			cond = append(cond, "(attribute_not_exists("+e.name(s.keyName())+") OR attribute_not_exists("+e.name(s.d.Version.Key)+"))")
 		} else {
 			cond = append(cond, e.name(s.d.Version.Key)+" = "+e.value(num(want)))
 		}
@@ -265,7 +265,7 @@ func (s *Store[T, K]) createdChanged(ctx context.Context, id K, created types.At
 // expecting version want (0: no block) was refused.
 func (s *Store[T, K]) versionConflict(ctx context.Context, op string, id K, want int64) error {
 	e := newExpr()
-	item, err := s.getItem(ctx, id, e.name(IDAttr)+", "+e.name(s.d.Version.Key), e)
+	item, err := s.getItem(ctx, id, e.name(s.keyName())+", "+e.name(s.d.Version.Key), e)
 	if err != nil {
 		return wrap(op, s.d.Aggregate, id, err)
 	}
@@ -305,7 +305,7 @@ func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteC
 	_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: s.key(id),
 		ConditionExpression:      aws.String("attribute_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
+		ExpressionAttributeNames: map[string]string{"#id": s.keyName()},
 	})
 	if condFailed(err) {
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
@@ -352,7 +352,7 @@ func (u *update) input(table string, key map[string]types.AttributeValue) *dynam
 func (s *Store[T, K]) changes(u runtime.Update[T], newLen bool) (*update, error) {
 	w := &update{e: newExpr()}
 	e := w.e
-	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	w.cond = append(w.cond, "attribute_exists("+e.name(s.keyName())+")")
 	var lens map[string]types.AttributeValue
 	if newLen {
 		lens = map[string]types.AttributeValue{}
@@ -573,7 +573,7 @@ func (s *Store[T, K]) appendOf(p *runtime.Field[T], v types.AttributeValue, n in
 	} else {
 		w.set = append(w.set, fmt.Sprintf("%s.%s = %s", ln, fn, e.value(num(n+1))))
 	}
-	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")")
+	w.cond = append(w.cond, "attribute_exists("+e.name(s.keyName())+")")
 	// Not a list stored whole, which the new element would join.
 	notWhole := fmt.Sprintf("(attribute_exists(%s.%s) OR attribute_not_exists(%s))", ln, fn, fn)
 	switch {
@@ -674,7 +674,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 		// if_not_exists: an expression that reads a missing attribute is
 		// a ValidationException even when the condition fails first.
 		fmt.Sprintf("%s.%s = if_not_exists(%s.%s, %s) + %s", ln, fn, ln, fn, e.value(num(0)), one))
-	w.cond = append(w.cond, "attribute_exists("+e.name(IDAttr)+")", fmt.Sprintf("size(%s) = %s.%s", fn, ln, fn), fmt.Sprintf("size(%s) <= %s", fn, e.value(num(AppendPast))))
+	w.cond = append(w.cond, "attribute_exists("+e.name(s.keyName())+")", fmt.Sprintf("size(%s) = %s.%s", fn, ln, fn), fmt.Sprintf("size(%s) <= %s", fn, e.value(num(AppendPast))))
 	s.layoutGuards(w, nil, f)
 	s.version(w, 0, true)
 	setFields(w, wf, wv)

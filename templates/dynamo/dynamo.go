@@ -80,7 +80,7 @@ func init() {
 // reserved says why a top-level entry key cannot be an attribute name.
 func reserved(key string) string {
 	switch key {
-	case "_id", "_root", "_len", "_seq", "_inc", "_w":
+	case "_id", "_root", "_len", "_seq", "_inc", "_w", "_pk", "_sk", "_c":
 		return "DynamoDB items of noamgen use the attribute " + key + " themselves"
 	}
 	return ""

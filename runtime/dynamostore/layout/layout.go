@@ -35,6 +35,24 @@ const (
 // GSIName names the global secondary index of lookup l.
 func GSIName(l string) string { return "gsi_" + l }
 
+// The single table's key attributes and the collection attribute of its
+// blocks (dynamostore.Options.SingleTable).
+const (
+	SinglePK   = "_pk"
+	SingleSK   = "_sk"
+	SingleColl = "_c"
+)
+
+// SingleGSIName names the i-th (from 1) overloaded GSI of the single
+// table.
+func SingleGSIName(i int) string { return fmt.Sprintf("gsi%d", i) }
+
+// SingleGSIAttrs returns the partition and sort key attributes of the
+// i-th overloaded GSI of the single table.
+func SingleGSIAttrs(i int) (pk, sk string) {
+	return fmt.Sprintf("_gsi%dpk", i), fmt.Sprintf("_gsi%dsk", i)
+}
+
 // Limits (runtime.Caps): an item, a partition key, a sort key of the
 // index table; AppendPast is the element index a single-request append
 // writes past.

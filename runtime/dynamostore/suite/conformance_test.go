@@ -14,6 +14,10 @@ func TestMain(m *testing.M) { storeharness.Main(m) }
 // (a new table-name prefix) per subtest.
 func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Dynamo()) }
 
+// TestConformanceSingleTable runs the suite in the single-table design
+// (Options.SingleTable): every collection of a subtest in one table.
+func TestConformanceSingleTable(t *testing.T) { storetest.Run(t, storeharness.DynamoSingle()) }
+
 // TestDeadlines runs the deadline test on a dynalite of its own, paused
 // with SIGSTOP: the SDK's requests and retries, and the read-back, undo
 // and cleanup of the lookup protocol, end with the caller's deadline
