@@ -37,17 +37,21 @@ var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // CreateMany inserts new blocks, as Create each.
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
-	const op = "Create"
 	errs := make([]error, len(ts))
-	if s.x != nil && s.d.Counter == nil {
-		s.createTables(ctx, ts, errs)
-		return errs
+	if s.d.Counter != nil {
+		s.createCounted(ctx, ts, errs)
+	} else {
+		s.createBatch(ctx, ts, errs)
 	}
-	if s.x != nil || s.d.Counter != nil {
-		for i, t := range ts {
-			errs[i] = s.Create(ctx, t)
-		}
-		return errs
+	return errs
+}
+
+// createBatch is CreateMany of blocks whose keys are set, setting errs.
+func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
+	const op = "Create"
+	if s.x != nil {
+		s.createTables(ctx, ts, errs)
+		return
 	}
 	var b bulk[K]
 	defer b.release()
@@ -69,7 +73,6 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 		}
 		errs[i] = refused(err)
 	}
-	return errs
 }
 
 // PutMany replaces blocks whole, as Put each.
