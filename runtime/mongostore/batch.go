@@ -27,10 +27,11 @@ import (
 //     them; a key not found (or given twice) is runtime.ErrNotFound.
 //
 // With index tables a batch is the index engine's batch protocol
-// (tablebatch.go). Everything else (a counter, which allocates keys one
-// by one; the version and created conditions of Put without index
-// tables, which a bulkWrite cannot report item by item) is the single
-// calls, in slice order. The driver splits a
+// (tablebatch.go). A CreateMany with a counter moves each counter scope
+// once, then writes its blocks so (counterbatch.go). Everything else
+// (PutMany with a counter, which may allocate keys; the version and
+// created conditions of Put without index tables, which a bulkWrite
+// cannot report item by item) is the single calls, in slice order. The driver splits a
 // bulkWrite larger than the server's message size into several commands.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)

@@ -11,7 +11,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/index"
 )
 
-// CreateMany on a cluster (without Options.WaitReplicas and a counter):
+// CreateMany on a cluster (without Options.WaitReplicas; the counters
+// moved once per scope first, clustercounter.go):
 // the index engine's batch protocol (index.Engine.CommitMany), each phase
 // one cluster pipeline, which go-redis splits per node:
 //
