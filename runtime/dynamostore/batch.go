@@ -23,7 +23,9 @@ import (
 //     reported deleted.
 //   - Everything else, where the endpoint has transactions and the
 //     aggregate has no counter, is packed into TransactWriteItems of up
-//     to 100 actions (txbatch.go).
+//     to 100 actions (txbatch.go). A CreateMany with a counter moves
+//     each counter scope once, then writes its blocks so
+//     (counterbatch.go).
 //   - Otherwise the single calls: concurrently, 8 at a time, when the
 //     order of the items cannot matter (distinct keys, no unique lookup,
 //     no key to allocate), one after the other otherwise.
@@ -41,8 +43,11 @@ const MaxBatchWrite = 25
 const batchParallel = 8
 
 // CreateMany writes new blocks, as Create each (a Create is conditional:
-// transactions, or single calls).
+// transactions, or single calls; with a counter, counterbatch.go).
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
+	if s.d.Counter != nil {
+		return s.createCounted(ctx, ts)
+	}
 	if s.batchTx(ctx) {
 		return s.txCreateMany(ctx, ts)
 	}

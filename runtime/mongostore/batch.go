@@ -27,27 +27,32 @@ import (
 //     them; a key not found (or given twice) is runtime.ErrNotFound.
 //
 // With index tables a batch is the index engine's batch protocol
-// (tablebatch.go). Everything else (a counter, which allocates keys one
-// by one; the version and created conditions of Put without index
-// tables, which a bulkWrite cannot report item by item) is the single
-// calls, in slice order. The driver splits a
+// (tablebatch.go). A CreateMany with a counter moves each counter scope
+// once, then writes its blocks so (counterbatch.go). Everything else
+// (PutMany with a counter, which may allocate keys; the version and
+// created conditions of Put without index tables, which a bulkWrite
+// cannot report item by item) is the single calls, in slice order. The driver splits a
 // bulkWrite larger than the server's message size into several commands.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // CreateMany inserts new blocks, as Create each.
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
-	const op = "Create"
 	errs := make([]error, len(ts))
-	if s.x != nil && s.d.Counter == nil {
-		s.createTables(ctx, ts, errs)
-		return errs
+	if s.d.Counter != nil {
+		s.createCounted(ctx, ts, errs)
+	} else {
+		s.createBatch(ctx, ts, errs)
 	}
-	if s.x != nil || s.d.Counter != nil {
-		for i, t := range ts {
-			errs[i] = s.Create(ctx, t)
-		}
-		return errs
+	return errs
+}
+
+// createBatch is CreateMany of blocks whose keys are set, setting errs.
+func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
+	const op = "Create"
+	if s.x != nil {
+		s.createTables(ctx, ts, errs)
+		return
 	}
 	var b bulk[K]
 	defer b.release()
@@ -69,7 +74,6 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 		}
 		errs[i] = refused(err)
 	}
-	return errs
 }
 
 // PutMany replaces blocks whole, as Put each.

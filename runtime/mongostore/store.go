@@ -430,14 +430,7 @@ func (s *Store[T, K]) counterID(id K) (string, int64) {
 func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, alloc bool, write func(*T) error) error {
 	id := *s.d.ID(t)
 	counter, n := s.counterID(id)
-	// A document too large is refused before the counter moves (numbers
-	// encode in a fixed width: 1 stands for the one to be allocated), so
-	// that it takes no number.
-	c := *t
-	if n == 0 {
-		*s.d.ID(&c) = s.d.Counter.With(id, 1)
-	}
-	if err := s.checkDoc(op, id, s.doc(&c, 1, Stamp{})); err != nil {
+	if err := s.fitsBeforeCounter(op, t); err != nil {
 		return err
 	}
 	if n != 0 {

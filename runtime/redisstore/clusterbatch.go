@@ -11,7 +11,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/index"
 )
 
-// CreateMany on a cluster (without Options.WaitReplicas and a counter):
+// CreateMany on a cluster (without Options.WaitReplicas; the counters
+// moved once per scope first, clustercounter.go):
 // the index engine's batch protocol (index.Engine.CommitMany), each phase
 // one cluster pipeline, which go-redis splits per node:
 //
@@ -29,10 +30,11 @@ import (
 
 var _ index.Batcher = (*prims[struct{}])(nil)
 
-// batchedCluster reports whether CreateMany, PutMany and DeleteMany go
-// through createCluster, putCluster and deleteManyCluster.
+// batchedCluster reports whether CreateMany and DeleteMany go through
+// createCluster and deleteManyCluster; PutMany goes through putCluster
+// when there is no counter too.
 func (s *Store[T, K]) batchedCluster() bool {
-	return s.cluster && !s.waits() && s.d.Counter == nil
+	return s.cluster && !s.waits()
 }
 
 // ClaimItems implements index.Batcher: one pipeline of the index
@@ -139,12 +141,16 @@ func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) 
 	var ws []index.Write
 	var wr []*write[K]
 	var at []int
+	cs := make([]*creation[T, K], len(ts))
 	for i, t := range ts {
-		c, err := s.prepareCreate(op, t)
-		if errs[i] = err; err != nil {
+		cs[i], errs[i] = s.prepareCreate(op, t)
+	}
+	ids, single := s.allocateMany(ctx, cs, errs)
+	for i, c := range cs {
+		if errs[i] != nil || ids[i] == nil {
 			continue
 		}
-		w := s.createWrite(op, c, c.id)
+		w := s.createWrite(op, c, *ids[i])
 		if errs[i] = s.ready(w); errs[i] != nil {
 			continue
 		}
@@ -152,6 +158,7 @@ func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) 
 			After: s.indexKeys(w.bk, w.after), Seq: w.seq, Insert: true})
 		wr, at = append(wr, w), append(at, i)
 	}
+	defer func() { s.createAgain(ctx, ts, single, errs) }()
 	if len(ws) == 0 {
 		return
 	}
@@ -173,6 +180,10 @@ func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) 
 		}
 		if err == nil && !done[k] {
 			err = &failure{reason: "exists"}
+		}
+		if _, dup := failed(err, "exists"); dup && cs[i].alloc {
+			single = append(single, i) // a block with an explicit number: the next
+			continue
 		}
 		if err != nil {
 			errs[i] = s.checkFailed(op, wr[k].id, err)
@@ -373,8 +384,9 @@ func (s *Store[T, K]) putCluster(ctx context.Context, ts []*T, errs []error) {
 	s.listMany(ctx, op, written, wr, errs, at)
 }
 
-// listMany adds the blocks wr[k] for k in written to the listing in one
-// pipeline (best effort: Repair restores it), on a context that ends
+// listMany adds the blocks wr[k] for k in written to the listing and
+// raises their counters (raiseMany) in one pipeline (best effort: Repair
+// restores them), on a context that ends
 // runtime.CleanupTimeout after ctx, setting errs[at[k]].
 func (s *Store[T, K]) listMany(ctx context.Context, op string, written []int, wr []*write[K], errs []error, at []int) {
 	if len(written) == 0 {
@@ -383,14 +395,17 @@ func (s *Store[T, K]) listMany(ctx context.Context, op string, written []int, wr
 	lctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	zadds := make([]*redis.IntCmd, len(written))
+	var raised func() map[string]error
 	_, _ = s.c.Pipelined(lctx, func(pipe redis.Pipeliner) error {
 		for n, k := range written {
 			zadds[n] = pipe.ZAdd(lctx, s.listKey(), redisZ(wr[k].bk))
 		}
+		raised = s.raiseMany(lctx, pipe, written, wr)
 		return nil
 	})
+	left := raised()
 	for n, k := range written {
-		errs[at[k]] = runtime.LeftToRepair(ctx, op, s.d.Aggregate, wr[k].id, zadds[n].Err())
+		errs[at[k]] = runtime.LeftToRepair(ctx, op, s.d.Aggregate, wr[k].id, zadds[n].Err(), left[wr[k].counter])
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
 	"github.com/noamgen/noamgen/runtime/storetest/stamped"
 )
@@ -280,4 +281,29 @@ func TestPutDeleteManyClusterNoLookups(t *testing.T) {
 	if !errors.As(err, &be) || len(be.Items) != 1 || be.Items[0].Index != 0 || !errors.Is(be.Items[0].Err, runtime.ErrNotFound) {
 		t.Fatalf("DeleteMany with a missing key: %v", err)
 	}
+}
+
+// TestCreateManyClusterCounter: on a cluster, a CreateMany with a counter
+// moves each counter scope once (one pipeline of INCRBYs) and writes the
+// blocks with the batch protocol: 50 journals (lookups owner and
+// lines.kind) take no more round trips than 5.
+func TestCreateManyClusterCounter(t *testing.T) {
+	c := redistest.Cluster(t)
+	var last *runtime.Call
+	hook := runtime.WithHook(func(ctx context.Context, call *runtime.Call, next func(context.Context) error) error {
+		last = call
+		return next(ctx)
+	})
+	journals := st.NewJournalRedisRepository(c, hook)
+	replies := st.NewReplyRedisRepository(c, hook)
+	for _, r := range []interface{ EnsureIndexes(context.Context) error }{journals, replies} {
+		if err := r.EnsureIndexes(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Phases: the counters, the claims of each of Journal's two lookups,
+	// the block runs, the listing; each a pipeline to at most the
+	// cluster's 3 masters.
+	const bound = (1 + 2 + 1 + 1) * 3
+	storetest.BatchCounterTrips(t, journals, replies, func() *runtime.Call { return last }, fmt.Sprintf("cc-%p", t), bound)
 }

@@ -1,0 +1,136 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
+)
+
+// CreateMany of an aggregate with a counter (createCounted): the items
+// are checked as the single Create checks them before its counter moves
+// (fitsBeforeCounter: a refused item takes no number), then each counter
+// scope moves once for the batch: one UpdateItem ADD by the number of its
+// items to allocate, which take the numbers up to the result in slice
+// order (runtime.CounterScopes), and one raise to the largest number its
+// items give explicitly. The blocks are then written with their keys as
+// CreateMany writes blocks without a counter: in transactions where the
+// endpoint has them (txCreateMany), else the single conditional writes,
+// concurrently where the order cannot matter. As with the single Create,
+// a number whose write fails stays allocated (a gap), and an allocated
+// number whose block exists (given explicitly before) makes its item the
+// single Create after the batch, which takes the next free one; so does
+// an item whose counter could not move by the batch's count (past the
+// largest number), whose single Create says why.
+
+// createCounted is CreateMany with a counter.
+func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T) []error {
+	const op = "Create"
+	errs := make([]error, len(ts))
+	refused := make([]bool, len(ts))
+	ids := make([]K, len(ts))
+	for i, t := range ts {
+		if errs[i] = bsonval.CheckBlock(op, s.d, t, MaxDepth); errs[i] == nil {
+			errs[i] = s.fitsBeforeCounter(op, t)
+		}
+		if refused[i] = errs[i] != nil; !refused[i] {
+			ids[i] = *s.d.ID(t)
+		}
+	}
+	keys := make([]*K, len(ts))
+	var single []int
+	for _, cs := range runtime.CounterScopes(s.d.Counter, ids, refused) {
+		if len(cs.Alloc) > 0 {
+			if last, err := s.allocateMany(ctx, op, cs.Key, len(cs.Alloc)); err != nil {
+				single = append(single, cs.Alloc...)
+			} else {
+				got, ok := cs.Assign(s.d.Counter, ids, last)
+				for j, i := range cs.Alloc {
+					if ok[j] {
+						keys[i] = &got[j]
+					} else {
+						single = append(single, i)
+					}
+				}
+			}
+		}
+		if cs.Raise > 0 {
+			if err := s.raise(ctx, op, s.d.Counter.With(cs.Key, cs.Raise)); err != nil {
+				single = append(single, cs.Given...) // raised by its single call
+			} else {
+				for _, i := range cs.Given {
+					keys[i] = &ids[i]
+				}
+			}
+		}
+	}
+	// The blocks, on copies with their keys: a failed item keeps its key
+	// as given.
+	var at []int
+	var cs []*T
+	for i, k := range keys {
+		if k != nil {
+			c := *ts[i]
+			*s.d.ID(&c) = *k
+			at, cs = append(at, i), append(cs, &c)
+		}
+	}
+	var cerrs []error
+	if on, err := s.Transactions(ctx); err == nil && on {
+		cerrs = s.txCreateMany(ctx, cs)
+	} else {
+		cerrs = s.each(ctx, len(s.ordered(cs)) > 0, len(cs), func(j int) error {
+			if err := s.create(ctx, cs[j]); err != nil {
+				return err
+			}
+			s.d.SetVersion(cs[j], 1)
+			return nil
+		})
+	}
+	for j, i := range at {
+		err := cerrs[j]
+		if _, n := s.d.Counter.Split(ids[i]); n == 0 && errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, *s.d.ID(cs[j])) {
+			single = append(single, i) // a number given explicitly: the next one
+			continue
+		}
+		if errs[i] = err; err == nil {
+			*ts[i] = *cs[j]
+		}
+	}
+	// In slice order, as the single calls would take their numbers.
+	slices.Sort(single)
+	for _, i := range single {
+		errs[i] = s.Create(ctx, ts[i])
+	}
+	return errs
+}
+
+// allocateMany adds n to the counter of id's scope with an atomic ADD, on
+// condition that it stays within the largest number, and returns its new
+// value, the last of the n numbers allocated.
+func (s *Store[T, K]) allocateMany(ctx context.Context, op string, id K, n int) (int64, error) {
+	key, _ := s.counterKey(id)
+	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.counters), Key: key,
+		UpdateExpression:          aws.String("ADD #n :add"),
+		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n <= :most"),
+		ExpressionAttributeNames:  map[string]string{"#n": "n"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":add": num(int64(n)), ":most": num(math.MaxInt64 - int64(n))},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, wrap(op, s.d.Aggregate, nil, err)
+	}
+	last, err := intOf(out.Attributes["n"])
+	if err != nil {
+		return 0, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	return last, nil
+}
