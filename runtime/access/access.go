@@ -234,6 +234,15 @@ const (
 	// Per100Actions: the writes of a batch packed into transactions of up
 	// to 100 actions (DynamoDB's TransactWriteItems).
 	Per100Actions Term = "per 100 transaction actions"
+	// PerScope, PerScopeGiven: the counter scopes of a CreateMany with
+	// a counter (one counter per scope; one for a counter without
+	// scopes) that have items to allocate, and those whose items give
+	// numbers explicitly (the counter is raised to the largest).
+	PerScope      Term = "per counter scope with keys to allocate"
+	PerScopeGiven Term = "per counter scope with numbers given"
+	// PerItemWrite: the requests of each item's single call but its
+	// counter's (the batch moved the counter already).
+	PerItemWrite Term = "per request of each item's single call, its counter's left out"
 )
 
 // Once reports whether t counts only the first time an operation meets it

@@ -84,9 +84,9 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.ListElems}, Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
 			{N: 1, Per: access.IfSliceRefused, Op: "on a server without $slice projections (FerretDB v1): find $coll {_id} projection {$field}, sliced by the adapter"}}},
 
-		{Methods: []access.Method{access.CreateMany}, When: access.NoTables | access.NoCounter, Atomic: "each insert is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)",
-			Steps: []access.Step{{N: 1, Op: "bulkWrite $coll ordered: insert {the whole document} per item (the driver splits it at the server's message size)"},
-				{Op: "per item the server refuses (a key in use, a unique value taken): what names the value taken, as Create's, then a bulkWrite of the items after it"}}},
+		{Methods: []access.Method{access.CreateMany}, When: access.NoTables, Atomic: "each insert is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)" + countedMany,
+			Steps: []access.Step{allocateMany, raiseMany, {N: 1, Op: "bulkWrite $coll ordered: insert {the whole document} per item (the driver splits it at the server's message size)"},
+				{Op: "per item the server refuses (a key in use, a unique value taken): what names the value taken, as Create's, then a bulkWrite of the items after it"}, singleCreate}},
 		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.NoVersion | access.NoCounter | access.HasCreated, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put (it reads $created first), in order"}}},
 		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.NoVersion | access.NoCounter, Atomic: "each replacement is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)",
@@ -95,9 +95,9 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.DeleteMany}, When: access.NoTables, Atomic: "one deleteMany, each document's delete atomic; the items are not atomic together; a block deleted by another writer between the two commands counts as deleted",
 			Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} projection {_id} (one batch): a block missing fails with ErrNotFound"},
 				{N: 1, Op: "deleteMany $coll {_id: {$in: the blocks found}}"}}},
-		{Methods: []access.Method{access.CreateMany}, When: access.HasTables | access.NoCounter, Atomic: batchProtocol,
-			Steps: []access.Step{{Each: true, N: 1, Per: access.IfGains, Op: "bulkWrite $index unordered: insert per new entry (an entry already there: the single write's claim)"},
-				{N: 1, Op: "bulkWrite $coll unordered: insert {the whole document, stamped with _seq and _inc} per item"}}},
+		{Methods: []access.Method{access.CreateMany}, When: access.HasTables, Atomic: batchProtocol + countedMany,
+			Steps: []access.Step{allocateMany, raiseMany, {Each: true, N: 1, Per: access.IfGains, Op: "bulkWrite $index unordered: insert per new entry (an entry already there: the single write's claim)"},
+				{N: 1, Op: "bulkWrite $coll unordered: insert {the whole document, stamped with _seq and _inc} per item"}, singleCreate}},
 		{Methods: []access.Method{access.PutMany}, When: access.HasTables | access.NoCounter, Atomic: batchProtocol,
 			Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} projection {_seq, _inc[?version:, $version], the lookup fields}"},
 				{Each: true, N: 1, Per: access.IfGains, Op: "bulkWrite $index unordered: insert per new entry (an entry already there: the single write's claim)"},
@@ -109,8 +109,8 @@ var Store = &access.Store{
 				{N: 1, Op: "bulkWrite $coll unordered: deleteOne {_id, _seq, _inc} per block found"},
 				{Each: true, N: 1, Per: access.IfLoses, Op: "bulkWrite $index unordered: deleteOne per entry of the blocks deleted"},
 				{Op: "a block changed since it was read, or a key given twice: the single Delete"}}},
-		{Methods: []access.Method{access.CreateMany, access.PutMany, access.DeleteMany}, Atomic: "each item as its single call (create, put, delete); the items are not atomic together (the failed ones are reported, the others written)",
-			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's single call, in order (index tables, a counter or a version, which a bulkWrite cannot check item by item)"}}},
+		{Methods: []access.Method{access.PutMany}, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
+			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put, in order (a counter or a version, which a bulkWrite cannot check item by item)"}}},
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: one + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, {N: 1, Op: "insert $coll {the whole document}"}}},
 		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
@@ -158,6 +158,18 @@ var Store = &access.Store{
 			Steps: []access.Step{{When: access.HasLookups, Op: "listCollections: which of the lookups' index tables exist"}, {N: 1, Per: access.PerCollection, Op: "create the collections that do not exist"}, {When: access.HasNative, Op: "listIndexes $coll, then createIndexes $coll: the native index of each lookup that is missing or was made for another version of the lookup (dropIndexes first)"}, {When: access.HasTables, Op: "createIndexes {id: 1} on $indexes"}}},
 	},
 }
+
+// The counter steps of CreateMany with a counter (counterbatch.go):
+// each counter scope moves once for the batch; the items it cannot
+// number are left to the single Create.
+var (
+	allocateMany = access.Step{When: access.HasCounter, N: 1, Per: access.PerScope, Op: "findAndModify " + Counters + " {$inc n: the scope's items to allocate}, which take the numbers up to the result in slice order"}
+	raiseMany    = access.Step{When: access.HasCounter, N: 1, Per: access.IfKeyGiven, Op: "bulkWrite " + Counters + " unordered: update {$max n} upsert per scope whose items give numbers"}
+	singleCreate = access.Step{When: access.HasCounter, Op: "an item whose number is in use (given before) or whose counter cannot move: its single Create, after the batch"}
+)
+
+// countedMany is what CreateMany with a counter adds to Atomic.
+const countedMany = "[?counted:; each counter moves by a command of its own before the writes (a failed write leaves its number unused)]"
 
 // refusedProjection is the resend of a findAndModify whose projection the
 // server refused (once per client).
