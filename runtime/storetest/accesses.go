@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 
@@ -65,6 +64,26 @@ type accessCase[T any] struct {
 	// field (access.IfIndexedChange) when a lookup in an index table
 	// reads one of them.
 	changed []string
+	// beforeAll and afterAll, for a batch (CreateMany, PutMany,
+	// DeleteMany), are the items' blocks before and after it, in the
+	// batch's order (nil: no block); the entries gained and lost are
+	// their sums, and each item's single call (access.PerItemCall) is
+	// evaluated on its own pair.
+	beforeAll, afterAll func() []*T
+}
+
+// single is the method whose single calls make up batch method m, ""
+// for a method that is no batch.
+func single(m access.Method) access.Method {
+	switch m {
+	case access.CreateMany:
+		return access.Create
+	case access.PutMany:
+		return access.Put
+	case access.DeleteMany:
+		return access.Delete
+	}
+	return ""
 }
 
 // checkRequests runs the cases on repository repo and compares the
@@ -97,7 +116,7 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 		op.Writes = nil
 		for _, l := range d.Lookups {
 			switch op.Method {
-			case access.Create, access.Put, access.Delete, access.Update:
+			case access.Create, access.Put, access.Delete, access.Update, access.CreateMany, access.PutMany, access.DeleteMany:
 				// Update: every lookup of a field it may set, as explain says.
 				op.Writes = append(op.Writes, l.Name)
 				continue
@@ -106,114 +125,167 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 				op.Writes = append(op.Writes, l.Name)
 			}
 		}
-		var before *T
-		if c.before != nil {
-			before = c.before()
+		befores := []*T{nil}
+		switch {
+		case c.beforeAll != nil:
+			befores = c.beforeAll()
+		case c.before != nil:
+			befores = []*T{c.before()}
 		}
 		n0 := e.h.Requests()
 		if err := c.run(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		sent := e.h.Requests() - n0
-		var after *T
-		if c.after != nil {
-			after = c.after()
+		afters := []*T{nil}
+		switch {
+		case c.afterAll != nil:
+			afters = c.afterAll()
+		case c.after != nil:
+			afters = []*T{c.after()}
 		}
-		gained, lost := map[string]int{}, map[string]int{}
-		entries := 0
-		for _, l := range d.Lookups {
-			if !table[l.Name] {
-				continue // a native index: the block's own write keeps it
-			}
-			b, a := keys(l, before), keys(l, after)
-			entries += len(b)
-			for _, k := range a {
-				if !slices.ContainsFunc(b, func(x []byte) bool { return string(x) == string(k) }) {
-					gained[l.Name]++
-				}
-			}
-			for _, k := range b {
-				if !slices.ContainsFunc(a, func(x []byte) bool { return string(x) == string(k) }) {
-					lost[l.Name]++
-				}
-			}
+		if len(afters) != len(befores) {
+			t.Fatalf("%s: %d blocks before, %d after", c.name, len(befores), len(afters))
 		}
-		if e.h.Declaration.ScopeItems && len(shape.Scope) > 0 {
-			// The scope item of the block (ListBy<scope>) is an index
-			// entry too.
-			switch {
-			case before == nil && after != nil:
-				gained[""]++
-			case before != nil && after == nil:
-				lost[""]++
-			}
-			if before != nil {
-				entries++
-			}
-		}
-		sum := func(m map[string]int) (n int) {
-			for _, v := range m {
-				n += v
-			}
-			return n
-		}
-		one := func(n int) int { return min(n, 1) }
-		facts := func(term access.Term, lookup string) (int, bool) {
-			if n, ok := c.facts[term]; ok {
-				return n, true
-			}
-			if n, ok := e.h.Facts[term]; ok {
-				if term.Once() {
-					if once[term] {
-						return 0, true
-					}
-					once[term] = n > 0
-				}
-				return n, true
-			}
-			switch term {
-			case access.PerGained:
-				return sum(gained), true
-			case access.PerLost:
-				return sum(lost), true
-			case access.PerEntry:
-				return entries, true
-			case access.PerValueGained:
-				return gained[lookup], true
-			case access.IfGains:
-				return one(gained[lookup]), true
-			case access.IfLoses:
-				return one(lost[lookup]), true
-			case access.IfAllocates, access.IfKeyGiven, access.IfRecreated, access.IfAppendFallback, access.PerStale, access.PerRetry, access.IfProjectionRefused, access.IfNoProjection, access.IfSliceRefused:
-				return 0, true // none of the scenarios meets them
-			case access.IfIndexedChange:
+		// factsOf is the facts of the case for the blocks before and
+		// after it (one pair, or a batch's).
+		factsOf := func(befores, afters []*T) access.Facts {
+			gained, lost := map[string]int{}, map[string]int{}
+			entries := 0
+			for i, before := range befores {
+				after := afters[i]
 				for _, l := range d.Lookups {
-					if table[l.Name] && slices.ContainsFunc(c.changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
-						return 1, true
+					if !table[l.Name] {
+						continue // a native index: the block's own write keeps it
+					}
+					b, a := keys(l, before), keys(l, after)
+					entries += len(b)
+					for _, k := range a {
+						if !slices.ContainsFunc(b, func(x []byte) bool { return string(x) == string(k) }) {
+							gained[l.Name]++
+						}
+					}
+					for _, k := range b {
+						if !slices.ContainsFunc(a, func(x []byte) bool { return string(x) == string(k) }) {
+							lost[l.Name]++
+						}
 					}
 				}
-				return 0, true
-			case access.IfNativePartial:
-				changed := c.changed
-				if op.Field != "" {
-					changed = []string{op.Field}
-				}
-				for _, l := range d.Lookups {
-					if table[l.Name] && slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
-						return 0, true // read by the lookup protocol
+				if e.h.Declaration.ScopeItems && len(shape.Scope) > 0 {
+					// The scope item of the block (ListBy<scope>) is an index
+					// entry too.
+					switch {
+					case before == nil && after != nil:
+						gained[""]++
+					case before != nil && after == nil:
+						lost[""]++
+					}
+					if before != nil {
+						entries++
 					}
 				}
-				for _, l := range d.Lookups {
-					touched := slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) })
-					if !table[l.Name] && touched && slices.ContainsFunc(l.Fields, func(k string) bool { return !slices.Contains(changed, k) }) {
-						return 1, true
-					}
-				}
-				return 0, true
-			case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
-				return 1, true // the scenarios' reads fit one page or batch
 			}
-			return 0, false
+			sum := func(m map[string]int) (n int) {
+				for _, v := range m {
+					n += v
+				}
+				return n
+			}
+			one := func(n int) int { return min(n, 1) }
+			facts := func(term access.Term, lookup string) (int, bool) {
+				if n, ok := c.facts[term]; ok {
+					return n, true
+				}
+				if n, ok := e.h.Facts[term]; ok {
+					if term.Once() {
+						if once[term] {
+							return 0, true
+						}
+						once[term] = n > 0
+					}
+					return n, true
+				}
+				switch term {
+				case access.PerGained:
+					return sum(gained), true
+				case access.PerLost:
+					return sum(lost), true
+				case access.PerEntry:
+					return entries, true
+				case access.PerValueGained:
+					return gained[lookup], true
+				case access.IfGains:
+					return one(gained[lookup]), true
+				case access.IfLoses:
+					return one(lost[lookup]), true
+				case access.IfAllocates, access.PerScope, access.PerScopeGiven, access.IfKeyGiven, access.IfRecreated, access.IfAppendFallback, access.PerStale, access.PerRetry, access.IfProjectionRefused, access.IfNoProjection, access.IfSliceRefused:
+					return 0, true // none of the scenarios meets them
+				case access.IfIndexedChange:
+					for _, l := range d.Lookups {
+						if table[l.Name] && slices.ContainsFunc(c.changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
+							return 1, true
+						}
+					}
+					return 0, true
+				case access.IfNativePartial:
+					changed := c.changed
+					if op.Field != "" {
+						changed = []string{op.Field}
+					}
+					for _, l := range d.Lookups {
+						if table[l.Name] && slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) }) {
+							return 0, true // read by the lookup protocol
+						}
+					}
+					for _, l := range d.Lookups {
+						touched := slices.ContainsFunc(changed, func(k string) bool { return slices.Contains(l.Fields, k) })
+						if !table[l.Name] && touched && slices.ContainsFunc(l.Fields, func(k string) bool { return !slices.Contains(changed, k) }) {
+							return 1, true
+						}
+					}
+					return 0, true
+				case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
+					return 1, true // the scenarios' reads fit one page or batch
+				}
+				return 0, false
+			}
+			return facts
+		}
+		facts := factsOf(befores, afters)
+		if m := single(op.Method); m != "" {
+			// A batch: each item's single call on its own pair.
+			items := func(counted bool) (int, error) {
+				one := op
+				one.Method = m
+				n := 0
+				for i := range befores {
+					k, err := e.h.Declaration.Requests(shape, one, e.h.Mode, factsOf(befores[i:i+1], afters[i:i+1]))
+					if err != nil {
+						return 0, err
+					}
+					if !counted && shape.Counter {
+						k-- // the single Create's counter request
+					}
+					n += k
+				}
+				return n, nil
+			}
+			batch := facts
+			facts = func(term access.Term, lookup string) (int, bool) {
+				switch term {
+				case access.PerItemCall, access.PerItemWrite:
+					n, err := items(term == access.PerItemCall)
+					if err != nil {
+						t.Errorf("%s: %v", c.name, err)
+					}
+					return n, err == nil
+				case access.Per25Items:
+					return (len(befores) + 24) / 25, true
+				case access.Per100Actions:
+					return 1, true // the scenarios' batches fit one transaction
+				}
+				return batch(term, lookup)
+			}
 		}
 		want, err := e.h.Declaration.Requests(shape, op, e.h.Mode, facts)
 		if err != nil {
@@ -221,8 +293,8 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 			continue
 		}
 		if sent != want {
-			t.Errorf("%s: the %s adapter sent %d requests, its declaration says %d (%s: %s)", c.name, e.h.Name, sent, want,
-				e.h.Declaration.Render(shape, op).RoundTrips, fmt.Sprintf("gained %v, lost %v", gained, lost))
+			t.Errorf("%s: the %s adapter sent %d requests, its declaration says %d (%s; %d items)", c.name, e.h.Name, sent, want,
+				e.h.Declaration.Render(shape, op).RoundTrips, len(befores))
 		}
 	}
 }
@@ -285,6 +357,35 @@ func testDeclaredRequests(t *testing.T, e *env) {
 			}, after: get("m")},
 		{name: "Delete", op: access.Op{Method: access.Delete}, before: get("m"), run: func() error { return e.Matches.Delete(bg, "m") }},
 	})
+	// Batches: each declared as one cost for the whole batch, checked
+	// against the requests of the batch (and, where a declaration says
+	// each item's single call, those its method declares per item).
+	ids := []string{"b1", "b2"}
+	getAll := func() []*model.Match { return []*model.Match{get(ids[0])(), get(ids[1])()} }
+	var olds []*model.Match
+	checkRequests[model.Match, string](t, e, once, e.Matches, []accessCase[model.Match]{
+		{name: "CreateMany (2 matches)", op: access.Op{Method: access.CreateMany}, beforeAll: func() []*model.Match { return make([]*model.Match, 2) },
+			run: func() error {
+				var ms []*model.Match
+				for i, id := range ids {
+					ms = append(ms, &model.Match{ID: id, Code: "bc" + id, Region: "r", Level: i, Tags: []string{"a", id}, Rounds: []model.Round{newRound(id, 0)}})
+				}
+				return e.Matches.CreateMany(bg, ms)
+			}, afterAll: getAll},
+		{name: "PutMany (2 matches, a tag each changed)", op: access.Op{Method: access.PutMany},
+			beforeAll: func() []*model.Match { olds = getAll(); return olds },
+			run: func() error {
+				var ms []*model.Match
+				for _, o := range olds {
+					n := *o
+					n.Tags = []string{"a", "c" + o.ID}
+					ms = append(ms, &n)
+				}
+				return e.Matches.PutMany(bg, ms)
+			}, afterAll: getAll},
+		{name: "DeleteMany (2 matches)", op: access.Op{Method: access.DeleteMany}, beforeAll: getAll,
+			run: func() error { return e.Matches.DeleteMany(bg, ids) }, afterAll: func() []*model.Match { return make([]*model.Match, 2) }},
+	})
 	// A key from a counter per thread: the thread's listing.
 	rk := &model.Reply{Key: model.ReplyKey{Thread: "t"}, Author: "a", Edits: []string{"e"}}
 	getReply := func() *model.Reply {
@@ -300,6 +401,25 @@ func testDeclaredRequests(t *testing.T, e *env) {
 		{name: "Reply SetBody (no indexed field)", op: access.Op{Method: access.Set, Field: "body"}, before: getReply,
 			run: func() error { return e.Replies.SetBody(bg, rk.Key, "b") }, after: getReply},
 		{name: "Reply Delete", op: access.Op{Method: access.Delete}, before: getReply, run: func() error { return e.Replies.Delete(bg, rk.Key) }},
+	})
+	// A batch over two threads: two scoped counters, each moved once.
+	var rs []*model.Reply
+	checkRequests[model.Reply, model.ReplyKey](t, e, once, e.Replies, []accessCase[model.Reply]{
+		{name: "Reply CreateMany (3 replies in 2 threads)", op: access.Op{Method: access.CreateMany}, facts: map[access.Term]int{access.IfAllocates: 1, access.PerScope: 2},
+			beforeAll: func() []*model.Reply { return make([]*model.Reply, 3) },
+			run: func() error {
+				rs = []*model.Reply{{Key: model.ReplyKey{Thread: "bt1"}, Author: "a"}, {Key: model.ReplyKey{Thread: "bt2"}, Author: "a"}, {Key: model.ReplyKey{Thread: "bt1"}, Author: "b"}}
+				return e.Replies.CreateMany(bg, rs)
+			},
+			afterAll: func() []*model.Reply {
+				var got []*model.Reply
+				for _, r := range rs {
+					g, err := e.Replies.Get(bg, r.Key)
+					must(t, err)
+					got = append(got, g)
+				}
+				return got
+			}},
 	})
 	// Aggregates with an expires field: counts leave the expired blocks
 	// out, by a filter or by reading through the listing (Redis).
@@ -333,12 +453,28 @@ func testDeclaredRequests(t *testing.T, e *env) {
 	})
 	// A key from the counter.
 	j := &model.Journal{Owner: "o"}
+	var js []*model.Journal
 	checkRequests[model.Journal, model.JournalID](t, e, once, e.Journals, []accessCase[model.Journal]{
 		{name: "Journal Create (the counter allocates the key)", op: access.Op{Method: access.Create}, facts: map[access.Term]int{access.IfAllocates: 1},
 			run: func() error { return e.Journals.Create(bg, j) },
 			after: func() *model.Journal {
 				got, err := e.Journals.Get(bg, j.ID)
 				must(t, err)
+				return got
+			}},
+		{name: "Journal CreateMany (2 journals: the counter moves once)", op: access.Op{Method: access.CreateMany}, facts: map[access.Term]int{access.IfAllocates: 1, access.PerScope: 1},
+			beforeAll: func() []*model.Journal { return make([]*model.Journal, 2) },
+			run: func() error {
+				js = []*model.Journal{{Owner: "o"}, {Owner: "p"}}
+				return e.Journals.CreateMany(bg, js)
+			},
+			afterAll: func() []*model.Journal {
+				var got []*model.Journal
+				for _, j := range js {
+					g, err := e.Journals.Get(bg, j.ID)
+					must(t, err)
+					got = append(got, g)
+				}
 				return got
 			}},
 	})
