@@ -193,8 +193,12 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 // ReadScope reads the blocks of one counter scope in number order after
 // number after: a Query of the scope index (ScopeLookup), whose sort keys
 // are the block keys, from the scope's number after+1 to the scope's end,
-// whatever the gaps.
+// whatever the gaps; in the single table, a Query of the scope's own
+// partition (readScope).
 func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+	if s.one != nil {
+		return s.readScope(ctx, op, scope, after, n)
+	}
 	prefix, _ := s.d.Counter.Split(scope)
 	from := s.d.Keys.Bytes(s.d.Counter.With(scope, max(after+1, 1)))
 	rng := &runtime.KeyRange{From: from, To: runtime.TupleEnd(prefix)}

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -25,7 +26,10 @@ import (
 //     (S, the collection's name): List, All, Count, Migrate and Repair
 //     Scan the whole table and keep the items whose _c is the
 //     collection's (the server reads, and bills, every item of the
-//     table).
+//     table). The blocks of one counter scope (a key (post, n)) share
+//     their scope's partition in number order, so ListBy<scope> is one
+//     strongly consistent Query of it (readScope) and the single table
+//     holds no scope items.
 //   - the adapter's own items have a _pk that starts with the byte 0x01,
 //     which starts no tuple component (0x02 to 0x04), so that no block
 //     key can name them: an index item is (0x01 ‖ tuple("index",
@@ -383,4 +387,65 @@ const MaxSingleGSIs = 20
 // every key, integers too (B), so that its first component is _pk.
 func (s *Store[T, K]) singleKeyAttr(id K) types.AttributeValue {
 	return &types.AttributeValueMemberB{Value: s.d.Keys.Bytes(id)}
+}
+
+// readScope is ReadScope in the single table. The blocks of one counter
+// scope share a partition (_pk: the scope's first component) and their
+// sort keys are the collection's name, the scope's other components and
+// the number, so the scope is one range of the partition in number
+// order: one strongly consistent Query from number after+1 to the scope's
+// end, whose items are the blocks themselves. No scope items are written
+// in the single table (Open), so nothing can be stale and there is no
+// second read.
+func (s *Store[T, K]) readScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+	prefix, _ := s.d.Counter.Split(scope)
+	from := s.d.Keys.Bytes(s.d.Counter.With(scope, max(after+1, 1)))
+	p := firstLen(prefix)
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeNames: map[string]string{"#pk": PKAttr, "#sk": SKAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberB{Value: prefix[:p:p]},
+			":lo": &types.AttributeValueMemberB{Value: append(slices.Clip(s.one.coll), from[p:]...)},
+			":hi": &types.AttributeValueMemberB{Value: append(slices.Clip(s.one.coll), runtime.TupleEnd(prefix)[p:]...)},
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	var items []*T
+	number := func(t *T) int64 {
+		_, k := s.d.Counter.Split(*s.d.ID(t))
+		return k
+	}
+	for {
+		in.Limit = aws.Int32(int32(min(n+1-len(items), 1000)))
+		out, err := s.c.Query(ctx, in)
+		if err != nil {
+			return nil, 0, false, wrap(op, s.d.Aggregate, nil, err)
+		}
+		for _, item := range out.Items {
+			t, err := s.decode(item)
+			if err != nil {
+				if len(items) == n {
+					return items, number(items[n-1]), true, nil // the next page's
+				}
+				// The blocks before it, and its number to resume after.
+				id, _ := s.keyOf(s.idAttr(item))
+				_, k := s.d.Counter.Split(id)
+				return items, k, true, runtime.Unreadable(op, s.d.Aggregate, id, err)
+			}
+			items = append(items, t)
+		}
+		if len(items) > n || len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	more := len(items) > n
+	items = items[:min(len(items), n)]
+	var last int64
+	if len(items) > 0 {
+		last = number(items[len(items)-1])
+	}
+	return items, last, more, nil
 }

@@ -87,7 +87,9 @@ func Open[T any, K comparable](c *dynamodb.Client, d *runtime.Desc[T, K], opts .
 	s.listy = d.Slices()
 	if d.Counter != nil {
 		var zero K
-		if scope, _ := d.Counter.Split(zero); scope != nil {
+		// In the single table the blocks of a scope share a partition,
+		// in number order (readScope): no scope items.
+		if scope, _ := d.Counter.Split(zero); scope != nil && o.SingleTable == "" {
 			s.lookups = append(slices.Clip(s.lookups), &runtime.Lookup[T]{
 				Name: ScopeLookup, Parts: 0,
 				Values: func(*T) [][]byte { return [][]byte{{}} },

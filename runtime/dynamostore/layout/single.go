@@ -36,12 +36,14 @@ func SingleTableStore(table string) *access.Store {
 		"partition key p: S, sort key k: B", "the same table",
 	)
 	d.Names = access.Names{Index: table, Counter: table}
+	// The blocks of a counter scope share their partition, in number
+	// order: ListBy<scope> is a Query of it, with no scope items.
+	d.ScopeItems = false
 	d.Summary = `Table "` + table + `" (after the optional dynamostore.Options.TablePrefix; dynamostore.Options.SingleTable) holds every collection of the package, their index items, counters and schema records (single-table design), keyed by _pk (partition key, B) and _sk (sort key, B). A block is one item (NoAM Fig. 5): _pk the first component of its block key in the order-preserving encoding, _sk the collection's name followed by the other components, so that the blocks whose keys start with another block's key share its partition (one Query reads them together); _c holds the collection's name, and every entry is an attribute of its own in native attribute values (S, N, BOOL, M, L, NULL); a partitioned field is a list attribute written element by element, its length in the map _len.`
 	d.Containers = []access.Container{
 		{When: access.ETF, Kind: "table", Name: table, Role: "blocks of $coll", Key: "partition key _pk = B(first key component), sort key _sk = B(\"$coll\" ‖ other key components); item {_pk, _sk, _c: \"$coll\", $allFields[?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_pk, _sk: $block, _c: \"$coll\", ...}"},
 		{When: access.EAO, Kind: "table", Name: table, Role: "blocks of $coll", Key: "partition key _pk = B(first key component), sort key _sk = B(\"$coll\" ‖ other key components); item {_pk, _sk, _c: \"$coll\", _root: M[?ownFields:, $ownFields][?parts:, _len: M][?indexed:, _seq, _inc]}", Example: "{_pk, _sk: $block, _c: \"$coll\", ...}"},
 		{Each: "lookup", Kind: "table", Name: table, Role: "index items of lookup $lookup", Key: "partition key _pk = 0x01 (\"index\", \"$coll\", \"$lookup\"), sort key _sk = B(lookup value[?shared: ‖ block key]); item {_pk, _sk, id: <block key>, inc, s, w}", Example: "{_pk: 0x01 (\"index\", \"$coll\", \"$lookup\"), _sk: B($indexKey), id: $block, ...}"},
-		{When: access.Scoped, Kind: "table", Name: table, Role: "scope items of the counter (ListBy<scope>)", Key: "partition key _pk = 0x01 (\"index\", \"$coll\", " + q(Scope) + "), sort key _sk = B(block key)", Example: "{_pk: 0x01 (\"index\", \"$coll\", " + q(Scope) + "), _sk: B($key), id: $block}"},
 		{When: access.HasCounter, Kind: "table", Name: table, Role: "counters", Key: "partition key _pk = 0x01 (\"counter\", \"$coll\") ‖ scope, sort key _sk = 0x01; item {_pk, _sk, n: <last number allocated>}", Example: "{_pk: 0x01 (\"counter\", \"$coll\"), _sk: 0x01, n: <n>}"},
 		{Kind: "table", Name: table, Role: "schema record of $coll (the layout EnsureIndexes recorded)", Key: "partition key _pk = 0x01 (\"schema\"), sort key _sk = (\"$coll\"); item {_pk, _sk, rec: B (runtime.SchemaRecord as JSON)}", Example: "{_pk: 0x01 (\"schema\"), _sk: (\"$coll\"), rec: B(...)}"},
 	}
@@ -66,6 +68,10 @@ func SingleTableStore(table string) *access.Store {
 			// One table: created once with its GSIs, then the
 			// transactions probe and the schema record as before.
 			c.Steps = append([]access.Step{{N: 2, Per: access.PerTable, Op: "CreateTable " + table + " (partition key _pk: B, sort key _sk: B, on-demand billing[?native:, with the overloaded GSIs gsi1, gsi2, ... the collection's GSI lookups need, at least dynamostore.Options.SingleTableGSIs]) when it does not exist, then DescribeTable until ACTIVE[?native:; on a table that lacks some of them, one UpdateTable per GSI (which dynalite ignores) and DescribeTable until it is ACTIVE]"}}, c.Steps[len(c.Steps)-2:]...)
+		}
+		if slices.Contains(c.Methods, access.ListScope) {
+			c.Atomic = "each page is read from one strongly consistent Query"
+			c.Steps = []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + table + " {_pk = the scope's first key component, _sk between (\"$coll\", the scope's other components, the number after the cursor) and the scope's end} ConsistentRead: the items are the blocks, in number order"}}
 		}
 		c.Steps = append([]access.Step(nil), c.Steps...)
 		for j := range c.Steps {

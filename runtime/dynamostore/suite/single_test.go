@@ -112,6 +112,25 @@ func TestSingleTable(t *testing.T) {
 	if len(page.Items) != 2 || page.Items[0].Text != "first" || page.Items[1].Text != "second" {
 		t.Fatalf("ListByPost(%d): %v", p.ID, page.Items)
 	}
+	// The scope is the post's partition, read page by page in number
+	// order; no scope items are written in the single table.
+	first, err := comments.ListByPost(ctx, p.ID, runtime.PageRequest{Limit: 1})
+	must(t, err)
+	next, err := comments.ListByPost(ctx, p.ID, runtime.PageRequest{Limit: 1, Cursor: first.Next})
+	must(t, err)
+	if len(first.Items) != 1 || first.Items[0].Text != "first" || len(next.Items) != 1 || next.Items[0].Text != "second" || next.Next != "" {
+		t.Fatalf("ListByPost(%d) a comment a page: %v then %v (next %q)", p.ID, first.Items, next.Items, next.Next)
+	}
+	scopeItems, err := c.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(table),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": dynamostore.PKAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberB{Value: append([]byte{1}, runtime.AppendString(runtime.AppendString(runtime.AppendString(nil, "index"), "Comment"), dynamostore.ScopeLookup)...)}},
+	})
+	must(t, err)
+	if len(scopeItems.Items) != 0 {
+		t.Fatalf("%d scope items of Comment in the single table, want none", len(scopeItems.Items))
+	}
 	h, err := hotels.GetByName(ctx, "Grand")
 	must(t, err)
 	if h.ID != "h1" {
