@@ -66,3 +66,18 @@ func (cs *CounterScope[K]) Assign(c *Counter[K], ids []K, last int64) (keys []K,
 	}
 	return keys, ok
 }
+
+// Keyed returns copies of the items of ts whose keys keys holds (nil:
+// none), each with its key set, and their positions in ts: the blocks a
+// counted batch writes, on copies so that a failed item keeps its key as
+// the caller gave it.
+func (d *Desc[T, K]) Keyed(ts []*T, keys []*K) (at []int, cs []*T) {
+	for i, k := range keys {
+		if k != nil {
+			c := *ts[i]
+			*d.ID(&c) = *k
+			at, cs = append(at, i), append(cs, &c)
+		}
+	}
+	return at, cs
+}

@@ -36,3 +36,19 @@ func TestCounterScopes(t *testing.T) {
 		t.Errorf("Assign up to 128 of an int8 number: %v, want the second refused", ok)
 	}
 }
+
+// TestKeyed: the items given a key are copied with it, in slice order;
+// the caller's items keep their keys.
+func TestKeyed(t *testing.T) {
+	type item struct{ ID, Name string }
+	d := &Desc[item, string]{ID: func(x *item) *string { return &x.ID }}
+	ts := []*item{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	k0, k2 := "k0", "k2"
+	at, cs := d.Keyed(ts, []*string{&k0, nil, &k2})
+	if !reflect.DeepEqual(at, []int{0, 2}) || len(cs) != 2 || *cs[0] != (item{"k0", "a"}) || *cs[1] != (item{"k2", "c"}) {
+		t.Fatalf("Keyed: %v, %+v %+v", at, cs[0], cs[1])
+	}
+	if ts[0].ID != "" || ts[2].ID != "" {
+		t.Errorf("Keyed changed the caller's items: %+v, %+v", *ts[0], *ts[2])
+	}
+}

@@ -73,15 +73,7 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T) []error {
 	}
 	// The blocks, on copies with their keys: a failed item keeps its key
 	// as given.
-	var at []int
-	var cs []*T
-	for i, k := range keys {
-		if k != nil {
-			c := *ts[i]
-			*s.d.ID(&c) = *k
-			at, cs = append(at, i), append(cs, &c)
-		}
-	}
+	at, cs := s.d.Keyed(ts, keys)
 	var cerrs []error
 	if on, err := s.Transactions(ctx); err == nil && on {
 		cerrs = s.txCreateMany(ctx, cs)
