@@ -67,6 +67,21 @@ func (cs *CounterScope[K]) Assign(c *Counter[K], ids []K, last int64) (keys []K,
 	return keys, ok
 }
 
+// Place sets the keys of the items of cs.Alloc (Assign, numbers up to
+// last) in keys, indexed by position in the batch, and returns the items
+// whose number does not fit the key: their single calls say why.
+func (cs *CounterScope[K]) Place(c *Counter[K], ids []K, last int64, keys []*K) (refused []int) {
+	got, ok := cs.Assign(c, ids, last)
+	for j, i := range cs.Alloc {
+		if ok[j] {
+			keys[i] = &got[j]
+		} else {
+			refused = append(refused, i)
+		}
+	}
+	return refused
+}
+
 // Keyed returns copies of the items of ts whose keys keys holds (nil:
 // none), each with its key set, and their positions in ts: the blocks a
 // counted batch writes, on copies so that a failed item keeps its key as

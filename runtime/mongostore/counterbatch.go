@@ -63,14 +63,7 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T, errs []error) 
 			if err != nil {
 				single = append(single, cs.Alloc...)
 			} else {
-				got, ok := cs.Assign(s.d.Counter, ids, last)
-				for j, i := range cs.Alloc {
-					if ok[j] {
-						keys[i] = &got[j]
-					} else {
-						single = append(single, i)
-					}
-				}
+				single = append(single, cs.Place(s.d.Counter, ids, last, keys)...)
 			}
 		}
 		if cs.Raise > 0 {
