@@ -90,6 +90,8 @@ type Call struct {
 	// collection, Store the store's flag name (Caps.Name: "bolt", "mongo",
 	// "redis", "dynamo").
 	Aggregate, Collection, Store string
+	// System is the store's db.system.name (Caps.System).
+	System string
 	// Keys are the block keys the call names (a write's block, the keys
 	// of GetMany) and, after a read, the keys of the blocks it returned.
 	Keys []any
@@ -131,7 +133,12 @@ func (r Repo[T, K]) hooked() bool { return r.cfg != nil && len(r.cfg.hooks) > 0 
 
 // call starts the description of operation op on the blocks keys.
 func (r Repo[T, K]) call(op string, keys ...any) *Call {
-	return &Call{Op: op, Aggregate: r.D.Aggregate, Collection: r.D.Collection, Store: r.S.Caps().Name, Keys: keys}
+	caps := r.S.Caps()
+	system := caps.System
+	if system == "" {
+		system = caps.Name
+	}
+	return &Call{Op: op, Aggregate: r.D.Aggregate, Collection: r.D.Collection, Store: caps.Name, System: system, Keys: keys}
 }
 
 // run passes operation c through the hooks to fn.

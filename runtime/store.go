@@ -119,6 +119,9 @@ type Store[T any, K comparable] interface {
 type Caps struct {
 	// Name is the store's flag name ("bolt", "mongo").
 	Name string
+	// System is the store's name in OpenTelemetry's db.system.name
+	// ("bbolt", "mongodb", "redis", "aws.dynamodb"); Name when empty.
+	System string
 	// OrderedScan: List and All return blocks in block-key order.
 	OrderedScan bool
 	// AtomicLookups: a block and its index entries change in one atomic

@@ -77,7 +77,7 @@ func (m Harness) Store() storetest.Harness {
 	var commands atomic.Int64
 	h := storetest.Harness{
 		Name:                      m.Name,
-		Caps:                      runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: m.Atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
+		Caps:                      runtime.Caps{Name: "mongo", System: "mongodb", OrderedScan: true, AtomicLookups: m.Atomic, MaxValueBytes: 16 << 20, MaxDepth: mongostore.MaxDepth},
 		AtomicLookupsPerAggregate: m.Atomic,
 		Concurrent:                Real(),
 		NotConcurrent:             "FerretDB's concurrent writes are not atomic (lost updates); set NOAM_MONGO_URI to run the concurrency subtests against a real MongoDB",

@@ -86,7 +86,7 @@ func DynamoPrefix(db storetest.DB) string { return DynamoOptions(db).TablePrefix
 // ---- bbolt
 
 // BoltCaps are bbolt's capabilities, as the adapter declares them.
-var BoltCaps = runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: bbolt.MaxValueSize, MaxKeyBytes: bbolt.MaxKeySize, MaxIndexKeyBytes: bbolt.MaxKeySize, MaxDepth: bsonval.MaxDepth}
+var BoltCaps = runtime.Caps{Name: "bolt", System: "bbolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: bbolt.MaxValueSize, MaxKeyBytes: bbolt.MaxKeySize, MaxIndexKeyBytes: bbolt.MaxKeySize, MaxDepth: bsonval.MaxDepth}
 
 // OpenBolt opens a fresh database file in a temporary directory of t,
 // closed when t ends.
@@ -155,7 +155,7 @@ func Bolt() storetest.Harness {
 // node (every write one script run) and on a cluster (the lookup
 // protocol, AtomicLookups false).
 func RedisCaps(cluster bool) runtime.Caps {
-	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !cluster, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth}
+	return runtime.Caps{Name: "redis", System: "redis", OrderedScan: true, AtomicLookups: !cluster, MaxValueBytes: 512 << 20, MaxKeyBytes: 512 << 20, MaxIndexKeyBytes: 512<<20 - 1, MaxDepth: bsonval.MaxDepth}
 }
 
 // Redis is the harness of a single Redis node, shared by the tests of the
@@ -272,7 +272,7 @@ func (redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // ---- DynamoDB
 
 // DynamoCaps are the capabilities the DynamoDB adapter declares.
-var DynamoCaps = runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes, MaxDepth: dynamostore.MaxDepth}
+var DynamoCaps = runtime.Caps{Name: "dynamo", System: "aws.dynamodb", OrderedScan: false, AtomicLookups: false, MaxValueBytes: dynamostore.MaxItemBytes, MaxKeyBytes: dynamostore.MaxKeyBytes, MaxIndexKeyBytes: dynamostore.MaxIndexKeyBytes, MaxDepth: dynamostore.MaxDepth}
 
 var (
 	clientsMu sync.Mutex

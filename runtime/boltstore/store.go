@@ -86,7 +86,7 @@ func (s *Store[T, K]) DB() *bbolt.DB { return s.c.DB }
 // before every put (a write past them fails with runtime.ErrTooLarge and
 // its transaction changes nothing).
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "bolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: maxValue, MaxKeyBytes: maxKey, MaxIndexKeyBytes: maxKey, MaxDepth: bsonval.MaxDepth}
+	return runtime.Caps{Name: "bolt", System: "bbolt", OrderedScan: true, AtomicLookups: true, MaxValueBytes: maxValue, MaxKeyBytes: maxKey, MaxIndexKeyBytes: maxKey, MaxDepth: bsonval.MaxDepth}
 }
 
 // valueDecoder decodes one stored value; one is reused for a whole block.

@@ -126,7 +126,7 @@ func (s *Store[T, K]) Table() string { return s.table }
 // key limits, checked before every write, and the lookups kept in global
 // secondary indexes (gsi.go).
 func (s *Store[T, K]) Caps() runtime.Caps {
-	return runtime.Caps{Name: "dynamo", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes, MaxDepth: MaxDepth, LookupForms: s.forms}
+	return runtime.Caps{Name: "dynamo", System: "aws.dynamodb", OrderedScan: false, AtomicLookups: false, MaxValueBytes: MaxItemBytes, MaxKeyBytes: MaxKeyBytes, MaxIndexKeyBytes: MaxIndexKeyBytes, MaxDepth: MaxDepth, LookupForms: s.forms}
 }
 
 // MaxDepth is the deepest nesting of documents and arrays of an entry's

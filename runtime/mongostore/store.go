@@ -177,7 +177,7 @@ func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
 // Caps declares what MongoDB promises to this adapter.
 func (s *Store[T, K]) Caps() runtime.Caps {
 	// A nil store (explain asks one) answers for the index-table mapping.
-	return runtime.Caps{Name: "mongo", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20, MaxDepth: MaxDepth}
+	return runtime.Caps{Name: "mongo", System: "mongodb", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20, MaxDepth: MaxDepth}
 }
 
 // MaxDepth is the deepest nesting of documents and arrays of an entry's

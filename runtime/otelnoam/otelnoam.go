@@ -77,7 +77,7 @@ func Hook(opts ...Option) runtime.Hook {
 		metric.WithUnit("{error}"), metric.WithDescription("Failed noamgen repository operations."))
 	return func(ctx context.Context, call *runtime.Call, next func(context.Context) error) error {
 		base := []attribute.KeyValue{
-			attribute.String("db.system.name", System(call.Store)),
+			attribute.String("db.system.name", call.System),
 			attribute.String("db.collection.name", call.Collection),
 			attribute.String("db.operation.name", call.Op),
 		}
@@ -103,19 +103,6 @@ func Hook(opts ...Option) runtime.Hook {
 		span.End()
 		return err
 	}
-}
-
-// System is the db.system.name of a store (runtime.Caps.Name).
-func System(store string) string {
-	switch store {
-	case "mongo":
-		return "mongodb"
-	case "dynamo":
-		return "aws.dynamodb"
-	case "bolt":
-		return "bbolt"
-	}
-	return store
 }
 
 // kinds are the runtime's error kinds, named as error.type says them.

@@ -186,7 +186,7 @@ func (s *Store[T, K]) Cluster() bool { return s.cluster }
 func (s *Store[T, K]) Caps() runtime.Caps {
 	// An index member is sent after '[' or '(' as a range bound: one
 	// byte less than an argument.
-	return runtime.Caps{Name: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: maxBulk, MaxKeyBytes: maxBulk, MaxIndexKeyBytes: maxBulk - 1, MaxDepth: bsonval.MaxDepth}
+	return runtime.Caps{Name: "redis", System: "redis", OrderedScan: true, AtomicLookups: !s.cluster, MaxValueBytes: maxBulk, MaxKeyBytes: maxBulk, MaxIndexKeyBytes: maxBulk - 1, MaxDepth: bsonval.MaxDepth}
 }
 
 // BlockKey is the name of the hash holding block id: "Game:{2345}".
