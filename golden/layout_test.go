@@ -20,9 +20,13 @@ func TestGoldenLayout(t *testing.T) {
 			dirs = append(dirs, c.dir)
 		}
 	}
-	// One test binary runs every package's check (layoutcheck.Run).
-	// Redis: a server started for each package's check and stopped after
-	// it (NOAM_REDIS_URL is left out). DynamoDB: dynalite per package's
-	// check, or NOAM_DYNAMO_ENDPOINT with a table prefix per check.
-	layoutcheck.Run(t, moduleRoot, dirs, []layoutcheck.Store{layoutcheck.Bolt, layoutcheck.Redis, layoutcheck.Dynamo}, "NOAM_REDIS_URL=")
+	// One test binary runs every package's check (layoutcheck.Run), on
+	// every registered store whose test server runs in this module (each
+	// store's templates.Test says how it opens one). Redis: a local
+	// server, not NOAM_REDIS_URL's, which is left out.
+	stores := layoutcheck.Stores("")
+	if len(stores) == 0 {
+		t.Fatal("no registered store says how a test opens it (templates.Store.Test)")
+	}
+	layoutcheck.Run(t, moduleRoot, dirs, stores, "NOAM_REDIS_URL=")
 }

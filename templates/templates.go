@@ -61,6 +61,27 @@ type Store struct {
 	// Program says how the migration program that `noamgen migrate`
 	// writes opens the store from Conn's values; nil when it cannot.
 	Program *Program
+	// Test says how a generated test opens an empty store of this kind
+	// (the layout check of every golden case, internal/layoutcheck); nil
+	// when no test can.
+	Test *Test
+}
+
+// Test is how a test file that the layout check generates opens an empty
+// store (see internal/layoutcheck). Setup is Go statements run once per
+// test, with t (*testing.T) in scope, that declare what Open uses; Open is
+// a Go expression of the store adapter with %[1]s standing for the
+// descriptor variable (_gameDesc). Teardown, optional, is a Go statement
+// run once after every package's check (one test binary runs them all):
+// it stops a server Setup shares between the checks. Imports are the
+// packages the three use. Module is "" when the test server runs in the
+// main module's tests, or the module (relative to the main module's root)
+// whose tests run it ("integration" for MongoDB on FerretDB), which then
+// checks the store.
+type Test struct {
+	Imports               []string
+	Setup, Open, Teardown string
+	Module                string
 }
 
 // Conn is one connection setting of a store (Store.Conn): the flag -Name,

@@ -39,6 +39,6 @@ func TestGoldenLayoutMongo(t *testing.T) {
 	if mongotest.URI() == "" {
 		t.Fatal("no MongoDB server: TestMain starts one")
 	}
-	layoutcheck.Run(t, filepath.Join(root, "integration"), dirs, []layoutcheck.Store{layoutcheck.Mongo},
+	layoutcheck.Run(t, filepath.Join(root, "integration"), dirs, layoutcheck.Stores("integration"),
 		layoutcheck.MongoURIEnv+"="+mongotest.URI())
 }

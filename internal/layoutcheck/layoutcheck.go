@@ -28,17 +28,15 @@ import (
 	"sync"
 	"testing"
 
-	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/templates"
+	_ "github.com/noamgen/noamgen/templates/stores" // the stores' registrations
 )
 
-// Store says how the generated layout test reaches one store.
+// Store says how the generated layout test reaches one store (a
+// registered store's templates.Test).
 type Store struct {
 	Name    string   // the store's flag name ("bolt")
 	Imports []string // import paths Setup and Open use
@@ -54,82 +52,24 @@ type Store struct {
 	Teardown string
 }
 
-// Bolt is the embedded store, on a fresh temporary file.
-var Bolt = Store{
-	Name:    "bolt",
-	Imports: []string{"github.com/noamgen/noamgen/internal/layoutcheck", "github.com/noamgen/noamgen/runtime/boltstore"},
-	Setup:   "db := layoutcheck.BoltDB(t)",
-	Open:    "boltstore.Open(db, %[1]s)",
-}
-
-// MongoURIEnv names the variable that gives the MongoDB layout test its
-// server; Run's caller sets it for the test processes.
+// MongoURIEnv names the variable that gives the MongoDB layout check its
+// server (templates/mongo's Test reads it); Run's caller sets it for the
+// test processes.
 const MongoURIEnv = "NOAM_LAYOUT_MONGO_URI"
 
-// Mongo is MongoDB at $NOAM_LAYOUT_MONGO_URI, in a fresh database.
-var Mongo = Store{
-	Name:    "mongo",
-	Imports: []string{"github.com/noamgen/noamgen/internal/layoutcheck", "github.com/noamgen/noamgen/runtime/mongostore"},
-	Setup:   "db := layoutcheck.MongoDB(t)",
-	// Unique lookups in index tables: FerretDB v1 has no partial indexes
-	// (the layout of the aggregate's document is the same on both mappings).
-	Open: "mongostore.Open(db, %[1]s, mongostore.UniqueTables())",
-}
-
-// Redis is a single Redis node (a local redis-server; the test skips
-// without one), started once for every package's check and flushed
-// before each. A cluster holds the same keys per block, so the layout is
-// checked on a node.
-var Redis = Store{
-	Name:     "redis",
-	Imports:  []string{"github.com/noamgen/noamgen/internal/redistest", "github.com/noamgen/noamgen/runtime/redisstore"},
-	Setup:    "rdb := redistest.Server(t)",
-	Open:     "redisstore.Open(rdb, %[1]s)",
-	Teardown: "redistest.Stop()",
-}
-
-// Dynamo is DynamoDB: dynalite started once for every package's check (or
-// the endpoint NOAM_DYNAMO_ENDPOINT names), each check's tables under a
-// fresh prefix.
-var Dynamo = Store{
-	Name:     "dynamo",
-	Imports:  []string{"github.com/noamgen/noamgen/internal/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
-	Setup:    "srv := dynalitetest.Shared(t)\nclient, prefix := srv.Client(), srv.Prefix(t)",
-	Open:     "dynamostore.Open(client, %[1]s, dynamostore.Options{TablePrefix: prefix})",
-	Teardown: "dynalitetest.Stop()",
-}
-
-// BoltDB opens a bbolt database in a temporary directory, closed at the
-// end of the test.
-func BoltDB(t testing.TB) *bbolt.DB {
-	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "layout.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
+// Stores are the registered stores (templates.Store.Test) whose layout
+// the tests of module check: "" the main module, "integration" the
+// integration module.
+func Stores(module string) []Store {
+	var out []Store
+	for _, name := range templates.StoreNames() {
+		st, _ := templates.Lookup(name)
+		if st.Test == nil || st.Test.Module != module {
+			continue
+		}
+		out = append(out, Store{Name: st.Name, Imports: st.Test.Imports, Setup: st.Test.Setup, Open: st.Test.Open, Teardown: st.Test.Teardown})
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// MongoDB connects to $NOAM_LAYOUT_MONGO_URI and returns a database of its
-// own, dropped at the end of the test.
-func MongoDB(t testing.TB) *mongo.Database {
-	t.Helper()
-	uri := os.Getenv(MongoURIEnv)
-	if uri == "" {
-		t.Fatalf("%s is not set: the MongoDB layout test is run by layoutcheck.Run, which sets it", MongoURIEnv)
-	}
-	client, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := client.Database(fmt.Sprintf("layout_%d_%s", os.Getpid(), strings.NewReplacer("/", "_", ".", "_").Replace(t.Name())))
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = db.Drop(ctx)
-		_ = client.Disconnect(ctx)
-	})
-	return db
+	return out
 }
 
 // File is the file added to the package s describes: its init registers

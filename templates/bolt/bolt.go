@@ -49,6 +49,16 @@ func init() {
 		Conn: []t.Conn{{Name: "bolt", Env: "NOAM_BOLT_FILE",
 			Read:  "bbolt database `file` to sample (opened read-only)",
 			Write: "bbolt database `file` to migrate (opened for writing: stop the application that holds it)"}},
+		// A fresh database file per check.
+		Test: &t.Test{
+			Imports: []string{"path/filepath", "go.etcd.io/bbolt", "github.com/noamgen/noamgen/runtime/boltstore"},
+			Setup: `db, err := bbolt.Open(filepath.Join(t.TempDir(), "layout.db"), 0o600, nil)
+if err != nil {
+	t.Fatal(err)
+}
+t.Cleanup(func() { db.Close() })`,
+			Open: "boltstore.Open(db, %[1]s)",
+		},
 		Program: &t.Program{
 			Imports: []string{"time", "go.etcd.io/bbolt"},
 			Open: `if conn["bolt"] == "" {

@@ -57,6 +57,15 @@ func init() {
 				Read:  "table-name `prefix` of the DynamoDB tables to sample (dynamostore.Options.TablePrefix)",
 				Write: "table-name `prefix` of the DynamoDB tables (dynamostore.Options.TablePrefix)"},
 		},
+		// dynalite started once for every package's check (or the
+		// endpoint NOAM_DYNAMO_ENDPOINT names), each check's tables under
+		// a fresh prefix.
+		Test: &t.Test{
+			Imports:  []string{"github.com/noamgen/noamgen/internal/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
+			Setup:    "srv := dynalitetest.Shared(t)\nclient, prefix := srv.Client(), srv.Prefix(t)",
+			Open:     "dynamostore.Open(client, %[1]s, dynamostore.Options{TablePrefix: prefix})",
+			Teardown: "dynalitetest.Stop()",
+		},
 		Program: &t.Program{
 			Imports: []string{"github.com/aws/aws-sdk-go-v2/aws", "github.com/aws/aws-sdk-go-v2/credentials", "github.com/aws/aws-sdk-go-v2/service/dynamodb", storePkg},
 			Open: `if conn["dynamo"] == "" {

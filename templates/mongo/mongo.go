@@ -52,6 +52,31 @@ func init() {
 			{Name: "mongo", Env: "NOAM_MONGO_URI", Read: "MongoDB connection `URI` to sample", Write: "MongoDB connection `URI`"},
 			{Name: "db", Env: "NOAM_MONGO_DB", Read: "MongoDB `database` to sample (with -mongo)", Write: "MongoDB `database` (with -mongo)"},
 		},
+		// The server is FerretDB, in-process in the integration module's
+		// tests, or $NOAM_MONGO_URI: the integration module checks the
+		// layout (conformance.TestGoldenLayoutMongo), giving the server in
+		// $NOAM_LAYOUT_MONGO_URI; a fresh database per check. Unique
+		// lookups in index tables: FerretDB v1 has no partial indexes (the
+		// layout of the aggregate's document is the same on both
+		// mappings).
+		Test: &t.Test{
+			Module:  "integration",
+			Imports: []string{"context", "fmt", "os", "strings", "go.mongodb.org/mongo-driver/v2/mongo", "go.mongodb.org/mongo-driver/v2/mongo/options", "github.com/noamgen/noamgen/runtime/mongostore"},
+			Setup: `uri := os.Getenv("NOAM_LAYOUT_MONGO_URI")
+if uri == "" {
+	t.Fatal("NOAM_LAYOUT_MONGO_URI is not set: layoutcheck.Run's caller sets it")
+}
+client, err := mongo.Connect(options.Client().ApplyURI(uri))
+if err != nil {
+	t.Fatal(err)
+}
+db := client.Database(fmt.Sprintf("layout_%d_%s", os.Getpid(), strings.NewReplacer("/", "_", ".", "_").Replace(t.Name())))
+t.Cleanup(func() {
+	_ = db.Drop(context.Background())
+	_ = client.Disconnect(context.Background())
+})`,
+			Open: "mongostore.Open(db, %[1]s, mongostore.UniqueTables())",
+		},
 		Program: &t.Program{
 			Imports: []string{"go.mongodb.org/mongo-driver/v2/mongo", "go.mongodb.org/mongo-driver/v2/mongo/options"},
 			Open: `if conn["mongo"] == "" || conn["db"] == "" {

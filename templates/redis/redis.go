@@ -55,6 +55,16 @@ func init() {
 		Conn: []t.Conn{{Name: "redis", Env: "NOAM_REDIS_URL",
 			Read:  "Redis `URL` to sample (redis://host:port/db; a cluster node's URL samples the cluster; read-only commands)",
 			Write: "Redis `URL` (redis://host:port/db; a cluster node's URL migrates the cluster)"}},
+		// A single node (a local redis-server; the check skips without
+		// one), started once for every package's check and flushed
+		// before each. A cluster holds the same keys per block, so the
+		// layout is checked on a node.
+		Test: &t.Test{
+			Imports:  []string{"github.com/noamgen/noamgen/internal/redistest", "github.com/noamgen/noamgen/runtime/redisstore"},
+			Setup:    "rdb := redistest.Server(t)",
+			Open:     "redisstore.Open(rdb, %[1]s)",
+			Teardown: "redistest.Stop()",
+		},
 		Program: &t.Program{
 			Imports: []string{"strings", redisPkg},
 			Open: `if conn["redis"] == "" {
