@@ -223,12 +223,25 @@ func (r *Replicated) MasterOf(t testing.TB, key string) *Node {
 // ReplicaOf returns the replica of the shard that serves key.
 func (r *Replicated) ReplicaOf(t testing.TB, key string) *Node {
 	t.Helper()
-	_, rep := r.shardOf(t, key)
-	if rep == nil {
-		t.Fatalf("the shard of %q has no online replica", key)
+	// A replica paused a moment ago, or one that has just joined, may be
+	// marked failed for a while (cluster-node-timeout, longer on a loaded
+	// machine): wait for the cluster to see it online again.
+	deadline := time.Now().Add(replicaWait)
+	for {
+		_, rep := r.shardOf(t, key)
+		if rep != nil {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shard of %q has no online replica after %v", key, replicaWait)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return rep
 }
+
+// replicaWait is how long ReplicaOf waits for a shard's replica to be
+// online.
+const replicaWait = 30 * time.Second
 
 func (r *Replicated) shardOf(t testing.TB, key string) (master, replica *Node) {
 	t.Helper()
