@@ -27,7 +27,10 @@ type TicketRepository interface {
 
 	// Put creates the Ticket block or replaces it whole. The created entry of a
 	// block that exists is kept (decided in the same atomic write) and
-	// ticket.Created is set to it; a new block gets the repository's clock.
+	// ticket.Created is set to it; a new block gets the repository's clock. A
+	// block whose expires has passed is absent: the Put first removes it (one
+	// request more) and then creates the block anew, created set to the
+	// repository's clock.
 	Put(ctx context.Context, ticket *Ticket) error
 
 	// Delete removes the Ticket block with key id and all its entries. It fails
@@ -35,18 +38,23 @@ type TicketRepository interface {
 	Delete(ctx context.Context, id string) error
 
 	// SetSeat writes the seat entry of block id and nothing else. It fails with
-	// runtime.ErrNotFound if the block does not exist.
+	// runtime.ErrNotFound if the block does not exist. An expired block is absent:
+	// the write first removes it had its expires passed (one request more) and
+	// then fails with runtime.ErrNotFound, writing nothing.
 	SetSeat(ctx context.Context, id string, v string) error
 
 	// SetExpires writes the expires entry of block id and nothing else. It fails
-	// with runtime.ErrNotFound if the block does not exist or has expired (and
-	// then removes it): renewing an expired block would bring back what had gone,
-	// so the write reads the block first, one round trip more.
+	// with runtime.ErrNotFound if the block does not exist. An expired block is
+	// absent: the write first removes it had its expires passed (one request more)
+	// and then fails with runtime.ErrNotFound, writing nothing. Renewing an
+	// expired block would bring back what had gone.
 	SetExpires(ctx context.Context, id string, v time.Time) error
 
 	// Update applies every change set in u to block id in one atomic write;
 	// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-	// the block (or an element u sets) does not exist.
+	// the block (or an element u sets) does not exist. An expired block is absent:
+	// the write first removes it had its expires passed (one request more) and
+	// then fails with runtime.ErrNotFound, writing nothing.
 	Update(ctx context.Context, id string, u TicketUpdate) error
 
 	// GetMany reads the Ticket blocks with the given keys in one round trip (an
