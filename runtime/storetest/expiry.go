@@ -65,6 +65,17 @@ func allSessions(t *testing.T, sessions expiring.SessionRepository) []*expiring.
 	return out
 }
 
+// rawOf returns the runtime.Repo of repo, a generated repository of
+// package expiring, failing t if it does not reveal it.
+func rawOf[T any](t *testing.T, repo any) runtime.Repo[T, string] {
+	t.Helper()
+	r, ok := repoOf[T, string](repo)
+	if !ok {
+		t.Fatalf("the %T repository does not reveal its runtime.Repo", repo)
+	}
+	return r
+}
+
 // wantCount fails t unless count returned want.
 func wantExpiryCount(t *testing.T, what string, n int64, err error, want int64) {
 	t.Helper()
@@ -87,10 +98,7 @@ func wantRepaired(t *testing.T, what string, repair func(context.Context) (runti
 func testExpiry(t *testing.T, e *env) {
 	c := &testClock{now: at(0)}
 	sessions, leases, tickets := expiryRepos(t, e.db, c)
-	raw, ok := repoOf[expiring.Session, string](sessions)
-	if !ok {
-		t.Fatalf("the %T repository does not reveal its runtime.Repo", sessions)
-	}
+	raw := rawOf[expiring.Session](t, sessions)
 
 	// s1 expires at minute 10, s2 never, s3 at minute 20.
 	must(t, sessions.Create(bg, &expiring.Session{ID: "s1", Token: "t1", User: "u", Expires: at(10)}))
@@ -296,10 +304,7 @@ func testExpiry(t *testing.T, e *env) {
 // testExpiryNoLookups: an aggregate without lookups or version, whose
 // blocks the stores delete without index entries.
 func testExpiryNoLookups(t *testing.T, h Harness, c *testClock, tickets expiring.TicketRepository) {
-	raw, ok := repoOf[expiring.Ticket, string](tickets)
-	if !ok {
-		t.Fatalf("the %T repository does not reveal its runtime.Repo", tickets)
-	}
+	raw := rawOf[expiring.Ticket](t, tickets)
 	c.now = at(500)
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "a", Expires: at(510)}))
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k2", Seat: "b", Expires: at(520)}))
@@ -473,14 +478,8 @@ func countExpiring[T any](t *testing.T, h Harness, c *testClock, repo any, what 
 func testExpiryWrites(t *testing.T, e *env) {
 	c := &testClock{now: at(0)}
 	sessions, leases, tickets := expiryRepos(t, e.db, c)
-	rawSessions, ok := repoOf[expiring.Session, string](sessions)
-	if !ok {
-		t.Fatalf("the %T repository does not reveal its runtime.Repo", sessions)
-	}
-	rawTickets, ok := repoOf[expiring.Ticket, string](tickets)
-	if !ok {
-		t.Fatalf("the %T repository does not reveal its runtime.Repo", tickets)
-	}
+	rawSessions := rawOf[expiring.Session](t, sessions)
+	rawTickets := rawOf[expiring.Ticket](t, tickets)
 
 	// 1. A Put over an expired block is a create.
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "a", Expires: at(10)}))
