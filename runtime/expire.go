@@ -100,7 +100,14 @@ func (r Repo[T, K]) purgeable(err error) bool {
 // store's conditional DeleteExpired. It reports whether it removed any.
 func (r Repo[T, K]) purge(ctx context.Context, t *T) (bool, error) {
 	now := r.Now()
-	ids := []K{*r.D.ID(t)}
+	return r.deleteExpired(ctx, append([]K{*r.D.ID(t)}, r.expiredHolders(ctx, "Create", t, now)...), now)
+}
+
+// expiredHolders returns the keys of the blocks, expired at now, that
+// hold a unique value of t (a block holding one of t's values is its own
+// holder only when it is t's block, which is not among them).
+func (r Repo[T, K]) expiredHolders(ctx context.Context, op string, t *T, now time.Time) []K {
+	var ids []K
 	for _, l := range r.D.Lookups {
 		if !l.Unique {
 			continue
@@ -109,13 +116,20 @@ func (r Repo[T, K]) purge(ctx context.Context, t *T) (bool, error) {
 			if !l.Indexes(v) {
 				continue
 			}
-			h, err := r.S.GetBy(ctx, "Create", l, v)
-			if err != nil || h == nil || !r.D.Expired(h, now) {
+			h, err := r.S.GetBy(ctx, op, l, v)
+			if err != nil || h == nil || !r.D.Expired(h, now) || *r.D.ID(h) == *r.D.ID(t) {
 				continue // no holder, a live one, or unreadable: the write's error stands
 			}
 			ids = append(ids, *r.D.ID(h))
 		}
 	}
+	return ids
+}
+
+// deleteExpired removes the blocks ids that have expired at now, each
+// with the store's conditional DeleteExpired; it reports whether it
+// removed any.
+func (r Repo[T, K]) deleteExpired(ctx context.Context, ids []K, now time.Time) (bool, error) {
 	removed := false
 	for _, id := range ids {
 		ok, err := r.S.DeleteExpired(ctx, id, now)
@@ -223,27 +237,54 @@ func (r Repo[T, K]) sweep(ctx context.Context, o SweepOptions) (SweepReport, err
 	}
 }
 
-// notExpired guards an update that writes the expires entry (keys are
-// the entries it writes): an expired block is absent, so renewing it
-// would bring back what had gone; the update fails with ErrNotFound
-// instead, after removing the block. It costs one read, made only by
-// updates of the expires entry.
-func (r Repo[T, K]) notExpired(ctx context.Context, op string, id K, keys []string) error {
+// clearExpired removes block id, with the store's conditional
+// DeleteExpired, if it has expired at now, before a write of the block
+// by key (Put, and the entry-level writes): the write then finds no block
+// where the expired one was, and does what it does over a missing block
+// (a Put creates the block anew, created now, and one with a version
+// fails with ErrConflict; an entry-level write fails with ErrNotFound and
+// writes nothing). It reports whether it removed the block. It costs one
+// store call, made only by writes of aggregates with an expires field.
+func (r Repo[T, K]) clearExpired(ctx context.Context, id K, now time.Time) (bool, error) {
 	if r.D.Expires == nil {
-		return nil
+		return false, nil
 	}
-	for _, k := range keys {
-		if k != r.D.Expires.Key {
-			continue
-		}
-		t, err := r.S.Get(ctx, id)
-		if err != nil || !r.D.Expired(t, r.Now()) {
-			return nil // the update's own checks report a missing block
-		}
-		if _, err := r.S.DeleteExpired(ctx, id, r.Now()); err != nil {
-			return r.ctxErr(ctx, op, err)
-		}
-		return r.expiredErr(op, id, t)
+	return r.S.DeleteExpired(ctx, id, now)
+}
+
+// liveWrite runs write, an entry-level write (op) of block id, over the
+// block as live at now: an expired block is removed first and the write
+// fails with ErrNotFound without running, as for a missing block. When
+// the write fails with ErrDuplicate (a unique value it writes), the
+// expired blocks that hold the values the block would have after changes
+// are removed and the write runs once more.
+func (r Repo[T, K]) liveWrite(ctx context.Context, op string, id K, changes []Change[T], write func() error) error {
+	if r.D.Expires == nil {
+		return write()
 	}
-	return nil
+	now := r.Now()
+	removed, err := r.clearExpired(ctx, id, now)
+	if err != nil {
+		return r.ctxErr(ctx, op, err)
+	}
+	if removed {
+		return FailAt(op, r.D.Aggregate, id, "(expired)", ErrNotFound, nil)
+	}
+	err = write()
+	if err == nil || !errors.Is(err, ErrDuplicate) || len(changes) == 0 {
+		return err
+	}
+	t, gerr := r.S.Get(ctx, id)
+	if gerr != nil || t == nil {
+		return err
+	}
+	for _, c := range changes {
+		if c.Apply(t) != nil {
+			return err
+		}
+	}
+	if ok, perr := r.deleteExpired(ctx, r.expiredHolders(ctx, op, t, now), now); perr != nil || !ok {
+		return err
+	}
+	return write()
 }

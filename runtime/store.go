@@ -351,9 +351,15 @@ func (r Repo[T, K]) put(ctx context.Context, t *T) error {
 	if err := r.gate(ctx, "Put", nil); err != nil {
 		return err
 	}
+	// An expired block is absent: removed first, so that the Put creates
+	// the block anew (runtime/expire.go).
+	now := r.Now()
+	if _, err := r.clearExpired(ctx, *r.D.ID(t), now); err != nil {
+		return r.ctxErr(ctx, "Put", err)
+	}
 	// Created as for a new block: the store keeps the stored one of a
 	// block that exists, and sets t's to it.
-	undo := r.D.Stamp(t, r.Now(), true)
+	undo := r.D.Stamp(t, now, true)
 	if err := r.retryExpired(ctx, t, func() error { return r.S.Put(ctx, t) }); err != nil {
 		undo()
 		return r.ctxErr(ctx, "Put", err)
@@ -384,15 +390,12 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 			return err
 		}
 	}
-	if err := r.notExpired(ctx, op, id, u.Keys()); err != nil {
-		return err
-	}
 	if r.D.Updated != nil && len(u.Changes) > 0 {
 		// An update that writes something writes updated with it (one
 		// that writes nothing only checks).
 		u.Changes = append(u.Changes[:len(u.Changes):len(u.Changes)], r.touch())
 	}
-	return r.ctxErr(ctx, op, r.S.Update(ctx, op, id, u))
+	return r.ctxErr(ctx, op, r.liveWrite(ctx, op, id, u.Changes, func() error { return r.S.Update(ctx, op, id, u) }))
 }
 
 // touch is the change that sets the updated timestamp to now.
@@ -412,7 +415,11 @@ func (r Repo[T, K]) appendElem(ctx context.Context, op string, id K, f *Field[T]
 	if r.D.Updated != nil {
 		with = append(with, r.touch())
 	}
-	i, err := r.S.Append(ctx, op, id, f, elem, with...)
+	var i int
+	err := r.liveWrite(ctx, op, id, nil, func() (err error) {
+		i, err = r.S.Append(ctx, op, id, f, elem, with...)
+		return err
+	})
 	return i, r.ctxErr(ctx, op, err)
 }
 

@@ -73,9 +73,10 @@ func Methods(a *model.Aggregate) []Method {
 	if a.Updated != nil {
 		versionNote += fmt.Sprintf(" The %s entry is set to the repository's clock in the same atomic write.", a.Updated.Key)
 	}
-	expired := ""
+	expired, gone := "", ""
 	if a.Expires != nil {
 		expired = fmt.Sprintf(" or its %s has passed", a.Expires.Key)
+		gone = fmt.Sprintf(" An expired block is absent: the write first removes it had its %s passed (one request more) and then fails with runtime.ErrNotFound, writing nothing.", a.Expires.Key)
 	}
 	ms := []Method{
 		{Kind: MGet, Name: "Get", Doc: fmt.Sprintf("Get reads the %s block with key id in one round trip. It fails with runtime.ErrNotFound if there is none%s.", a.Name, expired),
@@ -88,9 +89,9 @@ func Methods(a *model.Aggregate) []Method {
 			Params: []jen.Code{Ctx(), id()}, Results: []jen.Code{jen.Error()}},
 	}
 	for _, f := range a.Settable() {
-		missing := "It fails with runtime.ErrNotFound if the block does not exist."
+		missing := "It fails with runtime.ErrNotFound if the block does not exist." + gone
 		if f.IsExpires {
-			missing = "It fails with runtime.ErrNotFound if the block does not exist or has expired (and then removes it): renewing an expired block would bring back what had gone, so the write reads the block first, one round trip more."
+			missing += " Renewing an expired block would bring back what had gone."
 		}
 		ms = append(ms, Method{Kind: MSet, Name: Setter(f), Field: f,
 			Doc:    fmt.Sprintf("%s writes the %s entry of block id and nothing else.%s %s", Setter(f), f.Key, versionNote, missing),
@@ -99,10 +100,10 @@ func Methods(a *model.Aggregate) []Method {
 	for _, f := range a.Partitions() {
 		ms = append(ms,
 			Method{Kind: MAppend, Name: Append(f), Field: f,
-				Doc:    fmt.Sprintf("%s adds e as the last element of %s and returns its index: one new entry %s[i] is written, the other elements are not sent.%s It fails with runtime.ErrNotFound if the block does not exist.", Append(f), f.Key, f.Key, versionNote),
+				Doc:    fmt.Sprintf("%s adds e as the last element of %s and returns its index: one new entry %s[i] is written, the other elements are not sent.%s It fails with runtime.ErrNotFound if the block does not exist.%s", Append(f), f.Key, f.Key, versionNote, gone),
 				Params: []jen.Code{Ctx(), id(), jen.Id("e").Add(Type(f.Elem))}, Results: []jen.Code{jen.Int(), jen.Error()}},
 			Method{Kind: MSetAt, Name: SetAt(f), Field: f,
-				Doc:    fmt.Sprintf("%s replaces the entry %s[i] and nothing else.%s It fails with runtime.ErrNotFound if the block or the element does not exist.", SetAt(f), f.Key, versionNote),
+				Doc:    fmt.Sprintf("%s replaces the entry %s[i] and nothing else.%s It fails with runtime.ErrNotFound if the block or the element does not exist.%s", SetAt(f), f.Key, versionNote, gone),
 				Params: []jen.Code{Ctx(), id(), jen.Id("i").Int(), jen.Id("e").Add(Type(f.Elem))}, Results: []jen.Code{jen.Error()}},
 			Method{Kind: MListElems, Name: ListElems(f), Field: f,
 				Doc:    fmt.Sprintf("%s reads one page of the elements of %s in index order, without reading the rest of the block. It fails with runtime.ErrNotFound if the block does not exist and with runtime.ErrBadCursor if req.Cursor was not made by this method for this block.", ListElems(f), f.Key),
@@ -111,7 +112,7 @@ func Methods(a *model.Aggregate) []Method {
 	}
 	if HasUpdate(a) {
 		ms = append(ms, Method{Kind: MUpdate, Name: "Update",
-			Doc:    fmt.Sprintf("Update applies every change set in u to block id in one atomic write; entries u leaves nil are not written.%s It fails with runtime.ErrNotFound if the block (or an element u sets) does not exist.", versionNote),
+			Doc:    fmt.Sprintf("Update applies every change set in u to block id in one atomic write; entries u leaves nil are not written.%s It fails with runtime.ErrNotFound if the block (or an element u sets) does not exist.%s", versionNote, gone),
 			Params: []jen.Code{Ctx(), id(), jen.Id("u").Id(Update(a))}, Results: []jen.Code{jen.Error()}})
 	}
 	ms = append(ms, moreMethods(a)...)
@@ -398,10 +399,25 @@ func putStampDoc(a *model.Aggregate) string {
 
 func putDoc(a *model.Aggregate) string {
 	if a.Version == nil {
-		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name) + putStampDoc(a) + counterDoc(a, "Put")
+		return fmt.Sprintf("Put creates the %s block or replaces it whole.", a.Name) + putStampDoc(a) + putExpiredDoc(a) + counterDoc(a, "Put")
 	}
 	return fmt.Sprintf("Put creates the %s block or replaces it whole, with optimistic concurrency on %s: when %s.%s is runtime.NotStored (0, the zero value) the block must not exist yet; otherwise the stored %s must equal %s.%s. Either way a mismatch fails with runtime.ErrConflict and changes nothing. On success the stored %s is one more than before and %s.%s is set to it.",
-		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + putStampDoc(a) + counterDoc(a, "Put")
+		a.Name, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName, a.Version.Key, Var(a), a.Version.GoName) + putStampDoc(a) + putExpiredDoc(a) + counterDoc(a, "Put")
+}
+
+// putExpiredDoc says that a Put finds an expired block absent.
+func putExpiredDoc(a *model.Aggregate) string {
+	if a.Expires == nil {
+		return ""
+	}
+	doc := fmt.Sprintf(" A block whose %s has passed is absent: the Put first removes it (one request more) and then creates the block anew", a.Expires.Key)
+	if a.Created != nil {
+		doc += fmt.Sprintf(", %s set to the repository's clock", a.Created.Key)
+	}
+	if a.Version != nil {
+		doc += fmt.Sprintf(" (with the expired block's %s it fails with runtime.ErrConflict, as over a missing block)", a.Version.Key)
+	}
+	return doc + "."
 }
 
 // Signature renders a method's name, parameters and results.

@@ -83,6 +83,7 @@ var minidynGaps = map[string]string{
 	"Layout": emptyLost, "ConcurrentUniqueClaims": restored,
 	"ValueTooLarge": noLimit,
 	"Expiry":        noTTL,
+	"ExpiryWrites":  noTTL,
 }
 
 // skipGaps skips t if it is a subtest minidyn's gaps break.

@@ -18,6 +18,7 @@
 package access
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -361,6 +362,24 @@ type Store struct {
 	NativeIndex func(l Lookup) Index
 	Notes       []Note
 	Costs       []Cost
+	// ClearExpired is what the store's DeleteExpired sends for a block
+	// that has not expired: the repository's writes of a block by key
+	// (Put, Set, SetAt, Append, Update) of an aggregate with an expires
+	// field take these steps first, to remove the block had it expired
+	// (runtime/expire.go, clearExpired), so that the write finds it
+	// absent.
+	ClearExpired []Step
+}
+
+// clearsExpired reports whether m is a write of a block by key, which
+// takes the store's ClearExpired steps first for an aggregate with an
+// expires field.
+func clearsExpired(m Method) bool {
+	switch m {
+	case Put, Set, SetAt, Append, Update:
+		return true
+	}
+	return false
 }
 
 // Names are templates of the names a store derives from the aggregate.
@@ -520,7 +539,11 @@ type step struct {
 // lookup written.
 func (st *Store) steps(s *Shape, op Op, c Cost, v Vars) []step {
 	var out []step
-	for _, p := range c.Steps {
+	all := c.Steps
+	if clearsExpired(op.Method) && HasExpires.Holds(st, s, op) {
+		all = append(slices.Clip(st.ClearExpired), c.Steps...)
+	}
+	for _, p := range all {
 		if !p.When.Holds(st, s, op) {
 			continue
 		}

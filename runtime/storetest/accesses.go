@@ -439,6 +439,16 @@ func testDeclaredRequests(t *testing.T, e *env) {
 			run: func() error { _, err := sessions.Count(bg); return err }, after: getSession},
 		{name: "Session CountByUser", op: access.Op{Method: access.CountBy, Lookup: "user"}, before: getSession,
 			run: func() error { _, err := sessions.CountByUser(bg, "u"); return err }, after: getSession},
+		// The writes of a block by key first remove it had it expired
+		// (access.Store.ClearExpired).
+		{name: "Session Put", op: access.Op{Method: access.Put}, before: getSession,
+			run: func() error {
+				return sessions.Put(bg, &expiring.Session{ID: "s", Token: "t", User: "u2", Expires: at(10), Version: 1})
+			}, after: getSession},
+		{name: "Session SetUser", op: access.Op{Method: access.Set, Field: "user"}, before: getSession,
+			run: func() error { return sessions.SetUser(bg, "s", "u3") }, after: getSession},
+		{name: "Session AppendEvents", op: access.Op{Method: access.Append, Field: "events"}, before: getSession,
+			run: func() error { _, err := sessions.AppendEvents(bg, "s", "e"); return err }, after: getSession},
 	})
 	getLease := func() *expiring.Lease {
 		got, err := leases.Get(bg, "l")

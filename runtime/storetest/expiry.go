@@ -22,6 +22,7 @@ import (
 // the real clock) leaves the blocks to the repository.
 var expiryTests = []subtest{
 	{name: "Expiry", startUp: true, fn: testExpiry},
+	{name: "ExpiryWrites", startUp: true, fn: testExpiryWrites},
 }
 
 // expiryBase is the test's moment 0: far ahead of the real clock.
@@ -64,6 +65,17 @@ func allSessions(t *testing.T, sessions expiring.SessionRepository) []*expiring.
 	return out
 }
 
+// rawOf returns the runtime.Repo of repo, a generated repository of
+// package expiring, failing t if it does not reveal it.
+func rawOf[T any](t *testing.T, repo any) runtime.Repo[T, string] {
+	t.Helper()
+	r, ok := repoOf[T, string](repo)
+	if !ok {
+		t.Fatalf("the %T repository does not reveal its runtime.Repo", repo)
+	}
+	return r
+}
+
 // wantCount fails t unless count returned want.
 func wantExpiryCount(t *testing.T, what string, n int64, err error, want int64) {
 	t.Helper()
@@ -86,10 +98,7 @@ func wantRepaired(t *testing.T, what string, repair func(context.Context) (runti
 func testExpiry(t *testing.T, e *env) {
 	c := &testClock{now: at(0)}
 	sessions, leases, tickets := expiryRepos(t, e.db, c)
-	raw, ok := repoOf[expiring.Session, string](sessions)
-	if !ok {
-		t.Fatalf("the %T repository does not reveal its runtime.Repo", sessions)
-	}
+	raw := rawOf[expiring.Session](t, sessions)
 
 	// s1 expires at minute 10, s2 never, s3 at minute 20.
 	must(t, sessions.Create(bg, &expiring.Session{ID: "s1", Token: "t1", User: "u", Expires: at(10)}))
@@ -295,10 +304,7 @@ func testExpiry(t *testing.T, e *env) {
 // testExpiryNoLookups: an aggregate without lookups or version, whose
 // blocks the stores delete without index entries.
 func testExpiryNoLookups(t *testing.T, h Harness, c *testClock, tickets expiring.TicketRepository) {
-	raw, ok := repoOf[expiring.Ticket, string](tickets)
-	if !ok {
-		t.Fatalf("the %T repository does not reveal its runtime.Repo", tickets)
-	}
+	raw := rawOf[expiring.Ticket](t, tickets)
 	c.now = at(500)
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "a", Expires: at(510)}))
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k2", Seat: "b", Expires: at(520)}))
@@ -461,4 +467,104 @@ func countExpiring[T any](t *testing.T, h Harness, c *testClock, repo any, what 
 			t.Errorf("%s: %s: the store declined to count natively (it reads the listing), but its harness says it counts expiring aggregates natively", what, x.what)
 		}
 	}
+}
+
+// testExpiryWrites: an expired block that no one has removed yet is
+// absent to every write. A Put over it creates the block anew (created
+// now; a Put with its version fails as over a missing block), an
+// entry-level write of it (setters, appends, Update) fails with
+// ErrNotFound and writes nothing, and a unique value it holds is free to
+// another block at once, whichever write takes it.
+func testExpiryWrites(t *testing.T, e *env) {
+	c := &testClock{now: at(0)}
+	sessions, leases, tickets := expiryRepos(t, e.db, c)
+	rawSessions := rawOf[expiring.Session](t, sessions)
+	rawTickets := rawOf[expiring.Ticket](t, tickets)
+
+	// 1. A Put over an expired block is a create.
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k1", Seat: "a", Expires: at(10)}))
+	c.now = at(10)
+	k1 := &expiring.Ticket{ID: "k1", Seat: "b"}
+	must(t, tickets.Put(bg, k1))
+	if !k1.Created.Equal(at(10)) {
+		t.Errorf("Put over an expired ticket: created %v, want now (%v), not the expired block's", k1.Created, at(10))
+	}
+	if got, err := tickets.Get(bg, "k1"); err != nil {
+		t.Errorf("Get after the Put over an expired ticket: %v", err)
+	} else if got.Seat != "b" || !got.Created.Equal(at(10)) {
+		t.Errorf("after the Put over an expired ticket, Get reads %+v, want seat b created %v", got, at(10))
+	}
+	// With a version: a Put with the expired block's version fails as a
+	// Put with that version of a missing block does.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s1", Token: "t1", User: "u", Expires: at(20)}))
+	c.now = at(20)
+	checkErr(t, sessions.Put(bg, &expiring.Session{ID: "s1", Token: "t1", User: "v", Version: 1}), runtime.ErrConflict, "Put with the version of an expired block")
+	checkErr(t, sessions.Put(bg, &expiring.Session{ID: "nope", Token: "tn", User: "v", Version: 1}), runtime.ErrConflict, "Put with version 1 of a missing block")
+	checkErr(t, func() error { _, err := sessions.Get(bg, "s1"); return err }(), runtime.ErrNotFound, "Get of s1 after the refused Put")
+	s1 := &expiring.Session{ID: "s1", Token: "t1", User: "w", Version: runtime.NotStored}
+	if checkErr(t, sessions.Put(bg, s1), nil, "Put (NotStored) over an expired block") && s1.Version != 1 {
+		t.Errorf("Put (NotStored) over an expired block: version %d, want 1", s1.Version)
+	}
+
+	// 2. Entry-level writes of an expired block fail with ErrNotFound
+	// and write nothing.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s2", Token: "t2", User: "u", Expires: at(30)}))
+	if _, err := sessions.AppendEvents(bg, "s2", "e0"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k2", Seat: "a", Expires: at(30)}))
+	c.now = at(30)
+	user, token := "x", "t2x"
+	checkErr(t, sessions.SetUser(bg, "s2", "x"), runtime.ErrNotFound, "SetUser of an expired block")
+	checkErr(t, sessions.SetToken(bg, "s2", "t2x"), runtime.ErrNotFound, "SetToken of an expired block")
+	checkErr(t, func() error { _, err := sessions.AppendEvents(bg, "s2", "e1"); return err }(), runtime.ErrNotFound, "AppendEvents of an expired block")
+	checkErr(t, sessions.SetEventsAt(bg, "s2", 0, "ex"), runtime.ErrNotFound, "SetEventsAt of an expired block")
+	checkErr(t, sessions.Update(bg, "s2", expiring.SessionUpdate{User: &user, Token: &token}), runtime.ErrNotFound, "Update of an expired block")
+	checkErr(t, sessions.Update(bg, "s2", expiring.SessionUpdate{User: &user, IfVersion: 2}), runtime.ErrNotFound, "Update with the version of an expired block")
+	checkErr(t, tickets.SetSeat(bg, "k2", "b"), runtime.ErrNotFound, "SetSeat of an expired ticket")
+	seat := "c"
+	checkErr(t, tickets.Update(bg, "k2", expiring.TicketUpdate{Seat: &seat}), runtime.ErrNotFound, "Update of an expired ticket")
+	// Nothing written: the block, if still stored, is as it was.
+	if got, err := rawSessions.S.Get(bg, "s2"); err == nil {
+		if got.User != "u" || got.Token != "t2" || got.Version != 2 || !slices.Equal(got.Events, []string{"e0"}) {
+			t.Errorf("the writes of an expired block wrote into it: the store holds %+v", got)
+		}
+	} else {
+		checkErr(t, err, runtime.ErrNotFound, "the store's Get of s2")
+	}
+	if got, err := rawTickets.S.Get(bg, "k2"); err == nil {
+		if got.Seat != "a" {
+			t.Errorf("the writes of an expired ticket wrote into it: the store holds %+v", got)
+		}
+	} else {
+		checkErr(t, err, runtime.ErrNotFound, "the store's Get of k2")
+	}
+	// The value the refused SetToken named is free.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s2x", Token: "t2x", User: "u"}))
+
+	// 3. A unique value held by an expired block is free at once, to a
+	// Create, a Put and an entry-level write of another block.
+	c.now = at(40)
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s3", Token: "t3", User: "u", Expires: at(50)}))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s4", Token: "t4", User: "u", Expires: at(50)}))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s5", Token: "t5", User: "u", Expires: at(50)}))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s6", Token: "t6", User: "u"}))
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l1", Holder: "h1", Until: at(50)}))
+	c.now = at(50)
+	checkErr(t, sessions.Create(bg, &expiring.Session{ID: "s3n", Token: "t3", User: "v"}), nil, "Create with the unique value of an expired block")
+	checkErr(t, sessions.Put(bg, &expiring.Session{ID: "s4n", Token: "t4", User: "v"}), nil, "Put with the unique value of an expired block")
+	checkErr(t, sessions.SetToken(bg, "s6", "t5"), nil, "SetToken to the unique value of an expired block")
+	checkErr(t, leases.Put(bg, &expiring.Lease{ID: "l2", Holder: "h1"}), nil, "Put of a lease with the unique value of an expired one")
+	for token, want := range map[string]string{"t3": "s3n", "t4": "s4n", "t5": "s6"} {
+		if got, err := sessions.GetByToken(bg, token); err != nil {
+			t.Errorf("GetByToken(%s): %v, want %s", token, err, want)
+		} else if got.ID != want {
+			t.Errorf("GetByToken(%s) = %s, want %s", token, got.ID, want)
+		}
+	}
+	if got, err := leases.GetByHolder(bg, "h1"); err != nil || got.ID != "l2" {
+		t.Errorf("GetByHolder(h1) = %v, %v; want l2", got, err)
+	}
+	wantRepaired(t, "sessions after the writes over expired blocks", sessions.Repair)
+	wantRepaired(t, "leases after the writes over expired blocks", leases.Repair)
 }

@@ -24,7 +24,9 @@ type LeaseRepository interface {
 	// block with the same key exists.
 	Create(ctx context.Context, lease *Lease) error
 
-	// Put creates the Lease block or replaces it whole.
+	// Put creates the Lease block or replaces it whole. A block whose until has
+	// passed is absent: the Put first removes it (one request more) and then
+	// creates the block anew.
 	Put(ctx context.Context, lease *Lease) error
 
 	// Delete removes the Lease block with key id and all its entries. It fails

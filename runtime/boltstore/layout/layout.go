@@ -48,6 +48,7 @@ var Store = &access.Store{
 		{When: access.HasPartitions, Text: "Appending an element writes two keys (the element and the count) plus the version, whatever the partition's size."},
 		{Text: "A key (block marker, entry, index entry, counter) is at most 32768 bytes (runtime.Caps.MaxKeyBytes), a value at most 2147483646 (MaxValueBytes): a larger write fails with runtime.ErrTooLarge and its transaction changes nothing. Large values cost page writes."},
 	},
+	ClearExpired: clearExpired,
 	Costs: []access.Cost{
 		{Methods: []access.Method{access.Get}, Atomic: "all of it: one bbolt transaction",
 			Steps: []access.Step{readTx, {Op: "scan " + block + "… (the block's key range)"}}},
@@ -124,3 +125,10 @@ func write(m access.Method, ops ...string) access.Cost {
 
 // IndexName is the bucket of lookup l of collection c (boltstore.IndexBucket).
 func IndexName(c, l string) string { return c + "." + l }
+
+// clearExpired is what DeleteExpired does to a block that has not
+// expired, which the writes of a block by key of an aggregate with an
+// expires field do first (access.Store.ClearExpired).
+var clearExpired = []access.Step{
+	{Op: "DeleteExpired, a read-write transaction of its own before the write's: it reads the block's expires entry and removes the block, with its index entries, had it expired"},
+}

@@ -27,3 +27,10 @@ var (
 			{N: 1, Per: access.PerExpired, Op: "DeleteItem $coll {_id} on condition that <expires> is as read"},
 		}}
 )
+
+// clearExpired is what DeleteExpired sends for a block that has not
+// expired, which the writes of a block by key of an aggregate with an
+// expires field send first (access.Store.ClearExpired).
+var clearExpired = []access.Step{
+	{N: 1, Op: "DeleteExpired: GetItem $coll {_id} (ConsistentRead: the block as stored; had it expired, the DeleteItem of Sweep's removes it)"},
+}

@@ -165,6 +165,7 @@ var Store = &access.Store{
 		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
 		{Text: "A block written in another layout (ETF or EAO, a field whole or partitioned) reads right. Put rewrites the item whole in the current layout; an entry-level write checks the layout in its own ConditionExpression (attribute_not_exists(_root) for an ETF field, _len for a partition's elements) and fails with runtime.ErrLayout writing nothing, or converts the block in the same request (an EAO root write REMOVEs the ETF attributes, a partition written whole gets its count). Migrate rewrites old blocks, each with one PutItem on condition that the item is as read."},
 	},
+	ClearExpired: clearExpired,
 	Costs: []access.Cost{
 		{Methods: []access.Method{access.Get}, Atomic: one, Steps: []access.Step{{N: 1, Op: "GetItem $coll {_id: $block} (ConsistentRead)"}}},
 		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (100 keys per request, unprocessed keys retried)"}, {N: 1, Per: access.PerRetry}}},

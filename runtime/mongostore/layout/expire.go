@@ -27,3 +27,10 @@ var (
 			{Each: true, N: 1, Per: access.PerExpired, Op: "deleteMany $index {id, inc}"},
 		}}
 )
+
+// clearExpired is what DeleteExpired sends for a block that has not
+// expired, which the writes of a block by key of an aggregate with an
+// expires field send first (access.Store.ClearExpired).
+var clearExpired = []access.Step{
+	{N: 1, Op: "DeleteExpired: deleteOne $coll {_id: $block, $expires: {$gt: zero time, $lte: now}} (with index tables findOneAndDelete, which removes the block's entries after it): the block goes had it expired"},
+}

@@ -72,6 +72,7 @@ var Store = &access.Store{
 		{When: access.HasNative, Text: "Lookups without the table option are native secondary indexes (the mapping of issue 11): the server keeps them in the document's write."},
 		{Text: "A document (the whole block) is at most 16777216 bytes (16 MiB, runtime.Caps.MaxValueBytes)."},
 	},
+	ClearExpired: clearExpired,
 	Costs: []access.Cost{
 		{Methods: []access.Method{access.Get}, Atomic: one, Steps: []access.Step{{N: 1, Op: "find $coll {_id: $block}"}}},
 		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} (one batch)"}}},

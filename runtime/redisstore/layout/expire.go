@@ -18,3 +18,10 @@ var sweep = access.Cost{Methods: []access.Method{access.Sweep},
 		{Mode: Cluster, N: 1, Per: access.PerExpired, Op: "ZREM " + Listing},
 		{Mode: Cluster, Each: true, N: 1, Per: access.PerExpired, Op: "EVALSHA: remove its entries of $index (ZREM $index, HDEL $index:meta[?unique:, $index:claims])"},
 	}}
+
+// clearExpired is what DeleteExpired sends for a block that has not
+// expired, which the writes of a block by key of an aggregate with an
+// expires field send first (access.Store.ClearExpired).
+var clearExpired = []access.Step{
+	{N: 1, Op: "DeleteExpired: HGETALL " + Block + " (the block as stored; had it expired, the script run of Sweep's removes it)"},
+}

@@ -87,6 +87,7 @@ var Store = &access.Store{
 		{Text: "EnsureIndexes loads the script (SCRIPT LOAD, on every master of a cluster); otherwise the first write on a server costs one more round trip (EVALSHA answers NOSCRIPT, go-redis sends EVAL)."},
 		{Text: "A hash field holds at most 536870912 bytes (512 MB, runtime.Caps.MaxValueBytes), and so does a key name or an index member (Redis's limit of one argument, proto-max-bulk-len): a larger one fails with runtime.ErrTooLarge before anything is sent; a write whose values together pass the limit sends them as several arguments. A block has no limit of its own, but it lives on one node."},
 	},
+	ClearExpired: clearExpired,
 	Costs: []access.Cost{
 		{Methods: []access.Method{access.Get}, Atomic: "the block: one hash on one slot, read whole", Steps: []access.Step{{N: 1, Op: "HGETALL " + Block}}},
 		{Methods: []access.Method{access.GetMany}, Atomic: each, Steps: []access.Step{{N: 1, Op: "pipeline: HGETALL per key (on a cluster, one pipeline per node, sent together)"}}},

@@ -4,8 +4,8 @@
 //   - Session: strategy etf, a version, a unique lookup (token), a
 //     non-unique lookup (user), a partition (events).
 //   - Lease: strategy eao, a unique lookup (holder), no version.
-//   - Ticket: strategy etf, no lookup, no version: the stores' deletes
-//     without index entries.
+//   - Ticket: strategy etf, no lookup, no version, a created timestamp:
+//     the stores' deletes without index entries.
 package expiring
 
 import "time"
@@ -37,4 +37,7 @@ type Ticket struct {
 	ID      string   `noam:"id"`
 	Seat    string
 	Expires time.Time `noam:"expires"`
+	// Created is when the ticket was created: a Put over an expired
+	// ticket creates it anew.
+	Created time.Time `noam:"created"`
 }

@@ -32,7 +32,10 @@ type SessionRepository interface {
 	// zero value) the block must not exist yet; otherwise the stored version must
 	// equal session.Version. Either way a mismatch fails with runtime.ErrConflict
 	// and changes nothing. On success the stored version is one more than before
-	// and session.Version is set to it.
+	// and session.Version is set to it. A block whose expires has passed is
+	// absent: the Put first removes it (one request more) and then creates the
+	// block anew (with the expired block's version it fails with
+	// runtime.ErrConflict, as over a missing block).
 	Put(ctx context.Context, session *Session) error
 
 	// Delete removes the Session block with key id and all its entries. It fails
@@ -42,34 +45,43 @@ type SessionRepository interface {
 	// SetToken writes the token entry of block id and nothing else. The version
 	// entry is bumped by every write, so that a concurrent Put holding the old
 	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-	// the block does not exist.
+	// the block does not exist. An expired block is absent: the write first
+	// removes it had its expires passed (one request more) and then fails with
+	// runtime.ErrNotFound, writing nothing.
 	SetToken(ctx context.Context, id string, v string) error
 
 	// SetUser writes the user entry of block id and nothing else. The version
 	// entry is bumped by every write, so that a concurrent Put holding the old
 	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-	// the block does not exist.
+	// the block does not exist. An expired block is absent: the write first
+	// removes it had its expires passed (one request more) and then fails with
+	// runtime.ErrNotFound, writing nothing.
 	SetUser(ctx context.Context, id string, v string) error
 
 	// SetExpires writes the expires entry of block id and nothing else. The
 	// version entry is bumped by every write, so that a concurrent Put holding the
 	// old version fails with runtime.ErrConflict. It fails with
-	// runtime.ErrNotFound if the block does not exist or has expired (and then
-	// removes it): renewing an expired block would bring back what had gone, so
-	// the write reads the block first, one round trip more.
+	// runtime.ErrNotFound if the block does not exist. An expired block is absent:
+	// the write first removes it had its expires passed (one request more) and
+	// then fails with runtime.ErrNotFound, writing nothing. Renewing an expired
+	// block would bring back what had gone.
 	SetExpires(ctx context.Context, id string, v time.Time) error
 
 	// AppendEvents adds e as the last element of events and returns its index: one
 	// new entry events[i] is written, the other elements are not sent. The version
 	// entry is bumped by every write, so that a concurrent Put holding the old
 	// version fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if
-	// the block does not exist.
+	// the block does not exist. An expired block is absent: the write first
+	// removes it had its expires passed (one request more) and then fails with
+	// runtime.ErrNotFound, writing nothing.
 	AppendEvents(ctx context.Context, id string, e string) (int, error)
 
 	// SetEventsAt replaces the entry events[i] and nothing else. The version entry
 	// is bumped by every write, so that a concurrent Put holding the old version
 	// fails with runtime.ErrConflict. It fails with runtime.ErrNotFound if the
-	// block or the element does not exist.
+	// block or the element does not exist. An expired block is absent: the write
+	// first removes it had its expires passed (one request more) and then fails
+	// with runtime.ErrNotFound, writing nothing.
 	SetEventsAt(ctx context.Context, id string, i int, e string) error
 
 	// ListEvents reads one page of the elements of events in index order, without
@@ -82,7 +94,9 @@ type SessionRepository interface {
 	// entries u leaves nil are not written. The version entry is bumped by every
 	// write, so that a concurrent Put holding the old version fails with
 	// runtime.ErrConflict. It fails with runtime.ErrNotFound if the block (or an
-	// element u sets) does not exist.
+	// element u sets) does not exist. An expired block is absent: the write first
+	// removes it had its expires passed (one request more) and then fails with
+	// runtime.ErrNotFound, writing nothing.
 	Update(ctx context.Context, id string, u SessionUpdate) error
 
 	// GetMany reads the Session blocks with the given keys in one round trip (an

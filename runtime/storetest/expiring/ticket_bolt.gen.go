@@ -13,8 +13,8 @@ import (
 // mapping. Bucket "tickets" holds one key-value pair per entry, keyed by the
 // block key (the major key) and the entry key (the minor key), so that each
 // Ticket block is one contiguous key range: its marker (the block prefix
-// alone, with an empty value), then the entries seat, expires. Every method is
-// one bbolt transaction.
+// alone, with an empty value), then the entries seat, expires, created. Every
+// method is one bbolt transaction.
 type TicketBoltRepository struct {
 	_ticketRepo
 	store *boltstore.Store[Ticket, string]

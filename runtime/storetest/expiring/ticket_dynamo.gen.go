@@ -12,7 +12,7 @@ import (
 // TicketDynamoRepository is TicketRepository on Amazon DynamoDB. Each Ticket
 // block is one item of table "tickets" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
-// attribute per entry (seat, expires), in native attribute values.
+// attribute per entry (seat, expires, created), in native attribute values.
 type TicketDynamoRepository struct {
 	_ticketRepo
 	store *dynamostore.Store[Ticket, string]

@@ -11,7 +11,7 @@ import (
 
 // TicketMongoRepository is TicketRepository on MongoDB. Each Ticket block is
 // one document of collection "tickets" with the block key as _id and one
-// top-level field per entry (seat, expires).
+// top-level field per entry (seat, expires, created).
 type TicketMongoRepository struct {
 	_ticketRepo
 	store *mongostore.Store[Ticket, string]

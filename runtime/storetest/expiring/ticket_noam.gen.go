@@ -12,7 +12,7 @@ import (
 )
 
 // TicketRepository reads and writes Ticket aggregates: collection "tickets",
-// strategy etf, block key ID, entries seat, expires. Implementations:
+// strategy etf, block key ID, entries seat, expires, created. Implementations:
 // TicketBoltRepository, TicketDynamoRepository, TicketMongoRepository,
 // TicketRedisRepository.
 type TicketRepository interface {
@@ -21,10 +21,16 @@ type TicketRepository interface {
 	Get(ctx context.Context, id string) (*Ticket, error)
 
 	// Create stores a new Ticket block. It fails with runtime.ErrDuplicate if a
-	// block with the same key exists.
+	// block with the same key exists. ticket.Created is set to the repository's
+	// clock (UTC, milliseconds).
 	Create(ctx context.Context, ticket *Ticket) error
 
-	// Put creates the Ticket block or replaces it whole.
+	// Put creates the Ticket block or replaces it whole. The created entry of a
+	// block that exists is kept (decided in the same atomic write) and
+	// ticket.Created is set to it; a new block gets the repository's clock. A
+	// block whose expires has passed is absent: the Put first removes it (one
+	// request more) and then creates the block anew, created set to the
+	// repository's clock.
 	Put(ctx context.Context, ticket *Ticket) error
 
 	// Delete removes the Ticket block with key id and all its entries. It fails
@@ -32,18 +38,23 @@ type TicketRepository interface {
 	Delete(ctx context.Context, id string) error
 
 	// SetSeat writes the seat entry of block id and nothing else. It fails with
-	// runtime.ErrNotFound if the block does not exist.
+	// runtime.ErrNotFound if the block does not exist. An expired block is absent:
+	// the write first removes it had its expires passed (one request more) and
+	// then fails with runtime.ErrNotFound, writing nothing.
 	SetSeat(ctx context.Context, id string, v string) error
 
 	// SetExpires writes the expires entry of block id and nothing else. It fails
-	// with runtime.ErrNotFound if the block does not exist or has expired (and
-	// then removes it): renewing an expired block would bring back what had gone,
-	// so the write reads the block first, one round trip more.
+	// with runtime.ErrNotFound if the block does not exist. An expired block is
+	// absent: the write first removes it had its expires passed (one request more)
+	// and then fails with runtime.ErrNotFound, writing nothing. Renewing an
+	// expired block would bring back what had gone.
 	SetExpires(ctx context.Context, id string, v time.Time) error
 
 	// Update applies every change set in u to block id in one atomic write;
 	// entries u leaves nil are not written. It fails with runtime.ErrNotFound if
-	// the block (or an element u sets) does not exist.
+	// the block (or an element u sets) does not exist. An expired block is absent:
+	// the write first removes it had its expires passed (one request more) and
+	// then fails with runtime.ErrNotFound, writing nothing.
 	Update(ctx context.Context, id string, u TicketUpdate) error
 
 	// GetMany reads the Ticket blocks with the given keys in one round trip (an
@@ -168,14 +179,17 @@ type TicketUpdate struct {
 // _ticketKeys encodes Ticket block keys, order-preserving, for cursors and key-value stores.
 var _ticketKeys = runtime.StringKeys[string]()
 
-// The entries of a Ticket block (NoAM layout: seat, expires), one accessor
-// each.
+// The entries of a Ticket block (NoAM layout: seat, expires, created), one
+// accessor each.
 var (
 	_ticketEntrySeat = runtime.NewField("seat", "Seat", func(ticket *Ticket) *string {
 		return &ticket.Seat
 	})
 	_ticketEntryExpires = runtime.NewField("expires", "Expires", func(ticket *Ticket) *time.Time {
 		return &ticket.Expires
+	})
+	_ticketEntryCreated = runtime.NewField("created", "Created", func(ticket *Ticket) *time.Time {
+		return &ticket.Created
 	})
 )
 
@@ -188,7 +202,8 @@ var _ticketDesc = (&runtime.Desc[Ticket, string]{
 	ID: func(ticket *Ticket) *string {
 		return &ticket.ID
 	},
-	Fields:  []*runtime.Field[Ticket]{_ticketEntrySeat, _ticketEntryExpires},
+	Fields:  []*runtime.Field[Ticket]{_ticketEntrySeat, _ticketEntryExpires, _ticketEntryCreated},
+	Created: _ticketEntryCreated,
 	Expires: _ticketEntryExpires,
 }).Init()
 
@@ -327,6 +342,7 @@ func _() {
 		ID      string   `noam:"id"`
 		Seat    string
 		Expires time.Time `noam:"expires"`
+		Created time.Time `noam:"created"`
 	} = Ticket{}
 	var _ = runtime.EnforceVersion(4 - runtime.MinGenVersion)
 	var _ = runtime.EnforceVersion(runtime.MaxGenVersion - 4)

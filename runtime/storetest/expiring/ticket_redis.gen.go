@@ -11,10 +11,10 @@ import (
 
 // TicketRedisRepository is TicketRepository on Redis, after the NoAM key-value
 // mapping. Each Ticket block is one hash named "tickets:{<block key>}" with
-// one field per entry (seat, expires) and the hidden field _seq (the write
-// sequence); the sorted set "tickets:blocks" lists the blocks in key order.
-// Every write is one Lua script run, atomic on the node that owns the block's
-// hash slot.
+// one field per entry (seat, expires, created) and the hidden field _seq (the
+// write sequence); the sorted set "tickets:blocks" lists the blocks in key
+// order. Every write is one Lua script run, atomic on the node that owns the
+// block's hash slot.
 type TicketRedisRepository struct {
 	_ticketRepo
 	store *redisstore.Store[Ticket, string]
