@@ -34,3 +34,39 @@ func TestBatchCounter(t *testing.T) {
 	}
 	storetest.BatchCounterTrips(t, journals, replies, func() *runtime.Call { return last }, "dyn", 2)
 }
+
+// TestBatchPutCounter: a PutMany with a counter moves each counter scope
+// once, as CreateMany does: with transactions, 50 journals (new ones,
+// whose numbers are allocated, or the same replaced) take the counter,
+// the BatchGetItem of their blocks (Journal's lines.kind is in an index
+// table: the single Put reads its block too) and one TransactWriteItems;
+// without, the counter and each item's single conditional write
+// (BatchWriteItem takes no condition; the lookup protocol's 3 requests a
+// new block), not a counter request per item too.
+func TestBatchPutCounter(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tx    dynamostore.Tx
+		bound int
+	}{{"TxAuto", dynamostore.TxAuto, 3}, {"TxOff", dynamostore.TxOff, 1 + 3*50}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := Start(t)
+			var last *runtime.Call
+			hook := runtime.WithHook(func(ctx context.Context, c *runtime.Call, next func(context.Context) error) error {
+				last = c
+				return next(ctx)
+			})
+			c := srv.Client()
+			opts := dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: tc.tx}
+			journals := model.NewJournalDynamoRepository(c, opts, hook)
+			replies := model.NewReplyDynamoRepository(c, opts, hook)
+			for _, r := range []interface{ EnsureIndexes(context.Context) error }{journals, replies} {
+				if err := r.EnsureIndexes(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			storetest.BatchPutCounterTrips(t, journals, replies, func() *runtime.Call { return last }, "dynput", tc.bound)
+		})
+	}
+}

@@ -101,8 +101,8 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	const op = "Put"
 	errs := make([]error, len(ts))
-	if s.batchedCluster() && s.d.Counter == nil {
-		s.putCluster(ctx, ts, errs)
+	if s.batchedCluster() {
+		s.putCountedCluster(ctx, ts, errs)
 		return errs
 	}
 	if !s.pipelined() {
