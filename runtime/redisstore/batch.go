@@ -23,11 +23,12 @@ import (
 // On a cluster the writes of an aggregate with lookups are the index
 // protocol (several steps per item, on several nodes): CreateMany, PutMany
 // and DeleteMany run it phase by phase for the batch (clusterbatch.go);
-// a CreateMany with a counter first moves each counter scope once
-// (clustercounter.go). A run waited on by WAIT (Options.WaitReplicas) is a
-// pipeline of its own: there, for a PutMany with a counter on a cluster,
-// and for runs too large for one argument, the items are the single
-// calls.
+// a CreateMany or PutMany with a counter first moves each counter scope
+// once for the items to allocate (clustercounter.go: a PutMany's items
+// whose number is zero are Creates, as the single Put makes them). A run
+// waited on by WAIT (Options.WaitReplicas) is a pipeline of its own:
+// there, and for runs too large for one argument, the items are the
+// single calls.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 

@@ -30,9 +30,8 @@ import (
 
 var _ index.Batcher = (*prims[struct{}])(nil)
 
-// batchedCluster reports whether CreateMany and DeleteMany go through
-// createCluster and deleteManyCluster; PutMany goes through putCluster
-// when there is no counter too.
+// batchedCluster reports whether CreateMany, PutMany and DeleteMany go
+// through createCluster, putCountedCluster and deleteManyCluster.
 func (s *Store[T, K]) batchedCluster() bool {
 	return s.cluster && !s.waits()
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// Counters in a CreateMany on a cluster: the items are checked as the
+// Counters in a CreateMany (and a PutMany: putCountedCluster) on a
+// cluster: the items are checked as the
 // single Create checks them before its counter moves (prepareCreate: a
 // refused item takes no number), then one pipeline holds one INCRBY per
 // counter scope, by the number of its items to allocate, which take the
