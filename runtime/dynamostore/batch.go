@@ -21,14 +21,15 @@ import (
 //     (runtime.ErrNotFound), then BatchWriteItem of the deletes of the
 //     others. A block deleted by someone else between the two is
 //     reported deleted.
-//   - Everything else, where the endpoint has transactions and the
-//     aggregate has no counter, is packed into TransactWriteItems of up
-//     to 100 actions (txbatch.go). A CreateMany with a counter moves
-//     each counter scope once, then writes its blocks so
-//     (counterbatch.go).
-//   - Otherwise the single calls: concurrently, 8 at a time, when the
-//     order of the items cannot matter (distinct keys, no unique lookup,
-//     no key to allocate), one after the other otherwise.
+//   - Everything else, where the endpoint has transactions, is packed
+//     into TransactWriteItems of up to 100 actions (txbatch.go). A
+//     CreateMany or PutMany with a counter moves each counter scope
+//     once, then writes its blocks so (counterbatch.go).
+//   - Otherwise the single conditional writes (BatchWriteItem takes no
+//     condition; with a counter, after the counters moved once per
+//     scope): concurrently, 8 at a time, when the order of the items
+//     cannot matter (distinct keys, no unique lookup), one after the
+//     other otherwise.
 //
 // BatchWriteItem's unprocessed items are sent again with backoff until
 // the context ends; the items of a request that failed without a reply
@@ -56,6 +57,9 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 
 // PutMany replaces blocks whole, as Put each.
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
+	if s.d.Counter != nil {
+		return s.putCounted(ctx, ts)
+	}
 	if !s.plain() {
 		if s.batchTx(ctx) {
 			return s.txPutMany(ctx, ts)
@@ -148,8 +152,8 @@ func (s *Store[T, K]) plain() bool {
 }
 
 // ordered returns the reasons the single calls of a batch of ts must run
-// in order (nil: none): a key given twice, a unique lookup, a key to
-// allocate.
+// in order (nil: none): a key given twice, a unique lookup. (The keys to
+// allocate of a batch with a counter are allocated before: counted.)
 func (s *Store[T, K]) ordered(ts []*T) []string {
 	var why []string
 	for _, l := range s.d.Lookups {
@@ -167,11 +171,6 @@ func (s *Store[T, K]) ordered(ts []*T) []string {
 			why = append(why, "a key given twice")
 		}
 		seen[id] = true
-		if s.d.Counter != nil {
-			if _, n := s.d.Counter.Split(id); n == 0 {
-				why = append(why, "a key to allocate")
-			}
-		}
 	}
 	return why
 }

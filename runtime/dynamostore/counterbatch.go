@@ -14,25 +14,66 @@ import (
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
-// CreateMany of an aggregate with a counter (createCounted): the items
-// are checked as the single Create checks them before its counter moves
-// (fitsBeforeCounter: a refused item takes no number), then each counter
-// scope moves once for the batch: one UpdateItem ADD by the number of its
-// items to allocate, which take the numbers up to the result in slice
-// order (runtime.CounterScopes), and one raise to the largest number its
-// items give explicitly. The blocks are then written with their keys as
-// CreateMany writes blocks without a counter: in transactions where the
-// endpoint has them (txCreateMany), else the single conditional writes,
-// concurrently where the order cannot matter. As with the single Create,
-// a number whose write fails stays allocated (a gap), and an allocated
-// number whose block exists (given explicitly before) makes its item the
-// single Create after the batch, which takes the next free one; so does
-// an item whose counter could not move by the batch's count (past the
-// largest number), whose single Create says why.
+// CreateMany and PutMany of an aggregate with a counter (createCounted,
+// putCounted; counted): the items are checked as the single calls check
+// them before their counters move (fitsBeforeCounter: a refused item
+// takes no number), then each counter scope moves once for the batch:
+// one UpdateItem ADD by the number of its items to allocate (a zero
+// number: for a Put too, as the single Put allocates it), which take the
+// numbers up to the result in slice order (runtime.CounterScopes), and
+// one raise to the largest number its items give explicitly. The blocks
+// are then written with their keys as the batch writes blocks without a
+// counter: in transactions where the endpoint has them (txCreateMany,
+// txPutMany), else the single conditional writes (BatchWriteItem takes
+// no condition), concurrently where the order cannot matter, without
+// moving a counter again. As with the single calls, a number whose write
+// fails stays allocated (a gap), and an allocated number whose block
+// exists (given explicitly before) and refuses the write as a duplicate
+// makes its item the single call after the batch, which takes the next
+// free one; so does an item whose counter could not move by the batch's
+// count (past the largest number), whose single call says why.
 
 // createCounted is CreateMany with a counter.
 func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T) []error {
-	const op = "Create"
+	return s.counted(ctx, "Create", ts, func(cs []*T) []error {
+		if on, err := s.Transactions(ctx); err == nil && on {
+			return s.txCreateMany(ctx, cs)
+		}
+		return s.each(ctx, len(s.ordered(cs)) > 0, len(cs), func(j int) error {
+			if err := s.create(ctx, cs[j]); err != nil {
+				return err
+			}
+			s.d.SetVersion(cs[j], 1)
+			return nil
+		})
+	}, func(t *T) error { return s.Create(ctx, t) })
+}
+
+// putCounted is PutMany with a counter: as createCounted, the blocks
+// written as PutMany writes blocks without a counter (txPutMany, else the
+// single conditional Puts), each expecting the version its item holds.
+func (s *Store[T, K]) putCounted(ctx context.Context, ts []*T) []error {
+	return s.counted(ctx, "Put", ts, func(cs []*T) []error {
+		if on, err := s.Transactions(ctx); err == nil && on {
+			return s.txPutMany(ctx, cs)
+		}
+		return s.each(ctx, len(s.ordered(cs)) > 0, len(cs), func(j int) error {
+			want := s.d.VersionOf(cs[j])
+			if err := s.put(ctx, cs[j], want); err != nil {
+				return err
+			}
+			s.d.SetVersion(cs[j], want+1)
+			return nil
+		})
+	}, func(t *T) error { return s.Put(ctx, t) })
+}
+
+// counted is a batch op (CreateMany, PutMany) of ts with a counter: the
+// counters move once per scope, write writes the blocks, copies of the
+// items with their keys (their numbers allocated or given), without
+// moving a counter, and single is the item's single call, for the items
+// the batch leaves to it.
+func (s *Store[T, K]) counted(ctx context.Context, op string, ts []*T, write func([]*T) []error, single func(*T) error) []error {
 	errs := make([]error, len(ts))
 	refused := make([]bool, len(ts))
 	ids := make([]K, len(ts))
@@ -45,18 +86,18 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T) []error {
 		}
 	}
 	keys := make([]*K, len(ts))
-	var single []int
+	var alone []int
 	for _, cs := range runtime.CounterScopes(s.d.Counter, ids, refused) {
 		if len(cs.Alloc) > 0 {
 			if last, err := s.allocateMany(ctx, op, cs.Key, len(cs.Alloc)); err != nil {
-				single = append(single, cs.Alloc...)
+				alone = append(alone, cs.Alloc...)
 			} else {
-				single = append(single, cs.Place(s.d.Counter, ids, last, keys)...)
+				alone = append(alone, cs.Place(s.d.Counter, ids, last, keys)...)
 			}
 		}
 		if cs.Raise > 0 {
 			if err := s.raise(ctx, op, s.d.Counter.With(cs.Key, cs.Raise)); err != nil {
-				single = append(single, cs.Given...) // raised by its single call
+				alone = append(alone, cs.Given...) // raised by its single call
 			} else {
 				for _, i := range cs.Given {
 					keys[i] = &ids[i]
@@ -67,22 +108,11 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T) []error {
 	// The blocks, on copies with their keys: a failed item keeps its key
 	// as given.
 	at, cs := s.d.Keyed(ts, keys)
-	var cerrs []error
-	if on, err := s.Transactions(ctx); err == nil && on {
-		cerrs = s.txCreateMany(ctx, cs)
-	} else {
-		cerrs = s.each(ctx, len(s.ordered(cs)) > 0, len(cs), func(j int) error {
-			if err := s.create(ctx, cs[j]); err != nil {
-				return err
-			}
-			s.d.SetVersion(cs[j], 1)
-			return nil
-		})
-	}
+	cerrs := write(cs)
 	for j, i := range at {
 		err := cerrs[j]
 		if _, n := s.d.Counter.Split(ids[i]); n == 0 && errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, *s.d.ID(cs[j])) {
-			single = append(single, i) // a number given explicitly: the next one
+			alone = append(alone, i) // a number given explicitly: the next one
 			continue
 		}
 		if errs[i] = err; err == nil {
@@ -90,9 +120,9 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T) []error {
 		}
 	}
 	// In slice order, as the single calls would take their numbers.
-	slices.Sort(single)
-	for _, i := range single {
-		errs[i] = s.Create(ctx, ts[i])
+	slices.Sort(alone)
+	for _, i := range alone {
+		errs[i] = single(ts[i])
 	}
 	return errs
 }

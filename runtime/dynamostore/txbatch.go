@@ -21,9 +21,10 @@ import (
 // Where the endpoint has transactions (Store.Transactions), the writes
 // of a batch that need a condition (CreateMany; PutMany of an aggregate
 // with an index table, a version or a created timestamp; DeleteMany of
-// one with an index table), of an aggregate without a counter, are
-// packed into TransactWriteItems of up to MaxTxItems actions: each item's
-// block write with the very condition of its single call, and the Puts
+// one with an index table), of an aggregate without a counter (with
+// one, CreateMany and PutMany once the counters moved: counterbatch.go),
+// are packed into TransactWriteItems of up to MaxTxItems actions: each
+// item's block write with the very condition of its single call, and the Puts
 // and Deletes of its index items with their unique claims, as tx.go
 // builds them for one write. The blocks a PutMany or DeleteMany replaces
 // are read first with BatchGetItem (MaxBatch keys a request), as the

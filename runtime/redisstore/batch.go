@@ -23,11 +23,12 @@ import (
 // On a cluster the writes of an aggregate with lookups are the index
 // protocol (several steps per item, on several nodes): CreateMany, PutMany
 // and DeleteMany run it phase by phase for the batch (clusterbatch.go);
-// a CreateMany with a counter first moves each counter scope once
-// (clustercounter.go). A run waited on by WAIT (Options.WaitReplicas) is a
-// pipeline of its own: there, for a PutMany with a counter on a cluster,
-// and for runs too large for one argument, the items are the single
-// calls.
+// a CreateMany or PutMany with a counter first moves each counter scope
+// once for the items to allocate (clustercounter.go: a PutMany's items
+// whose number is zero are Creates, as the single Put makes them). A run
+// waited on by WAIT (Options.WaitReplicas) is a pipeline of its own:
+// there, and for runs too large for one argument, the items are the
+// single calls.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -101,8 +102,8 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	const op = "Put"
 	errs := make([]error, len(ts))
-	if s.batchedCluster() && s.d.Counter == nil {
-		s.putCluster(ctx, ts, errs)
+	if s.batchedCluster() {
+		s.putCountedCluster(ctx, ts, errs)
 		return errs
 	}
 	if !s.pipelined() {

@@ -30,9 +30,8 @@ import (
 
 var _ index.Batcher = (*prims[struct{}])(nil)
 
-// batchedCluster reports whether CreateMany and DeleteMany go through
-// createCluster and deleteManyCluster; PutMany goes through putCluster
-// when there is no counter too.
+// batchedCluster reports whether CreateMany, PutMany and DeleteMany go
+// through createCluster, putCountedCluster and deleteManyCluster.
 func (s *Store[T, K]) batchedCluster() bool {
 	return s.cluster && !s.waits()
 }
@@ -138,16 +137,28 @@ func (p *prims[V]) DeleteEach(ctx context.Context, l int, keys [][]byte, conds [
 // createCluster is CreateMany on a cluster (batchedCluster), setting errs.
 func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) {
 	const op = "Create"
-	var ws []index.Write
-	var wr []*write[K]
-	var at []int
 	cs := make([]*creation[T, K], len(ts))
 	for i, t := range ts {
 		cs[i], errs[i] = s.prepareCreate(op, t)
 	}
 	ids, single := s.allocateMany(ctx, cs, errs)
-	for i, c := range cs {
-		if errs[i] != nil || ids[i] == nil {
+	single = append(single, s.createRun(ctx, ts, cs, ids, errs, 0, len(ts))...)
+	s.createAgain(ctx, ts, single, errs)
+}
+
+// createRun writes the blocks of the prepared creations cs[i] (cs[i] and
+// ids[i] set, errs[i] nil) for i in [from, to) as block ids[i], with the
+// engine's CommitMany, setting errs. It returns the items whose allocated
+// number a block holds (given explicitly before): their single Create
+// takes the next one.
+func (s *Store[T, K]) createRun(ctx context.Context, ts []*T, cs []*creation[T, K], ids []*K, errs []error, from, to int) (single []int) {
+	const op = "Create"
+	var ws []index.Write
+	var wr []*write[K]
+	var at []int
+	for i := from; i < to; i++ {
+		c := cs[i]
+		if c == nil || errs[i] != nil || ids[i] == nil {
 			continue
 		}
 		w := s.createWrite(op, c, *ids[i])
@@ -158,9 +169,8 @@ func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) 
 			After: s.indexKeys(w.bk, w.after), Seq: w.seq, Insert: true})
 		wr, at = append(wr, w), append(at, i)
 	}
-	defer func() { s.createAgain(ctx, ts, single, errs) }()
 	if len(ws) == 0 {
-		return
+		return nil
 	}
 	// short: a run that failed after a first change, whose outcome stays
 	// unknown even if its block reads back with the new stamp.
@@ -194,6 +204,7 @@ func (s *Store[T, K]) createCluster(ctx context.Context, ts []*T, errs []error) 
 		written = append(written, k)
 	}
 	s.listMany(ctx, op, written, wr, errs, at)
+	return single
 }
 
 // blockRuns runs the block scripts of the writes wr[k] for k in idx in

@@ -10,7 +10,8 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// Counters in a CreateMany on a cluster: the items are checked as the
+// Counters in a CreateMany (and a PutMany: putCountedCluster) on a
+// cluster: the items are checked as the
 // single Create checks them before its counter moves (prepareCreate: a
 // refused item takes no number), then one pipeline holds one INCRBY per
 // counter scope, by the number of its items to allocate, which take the
@@ -26,17 +27,19 @@ import (
 // single Create says why.
 
 // allocateMany returns the block key of each prepared creation cs[i]
-// (errs[i] nil): its key, or the one with the number allocated to it.
-// A nil key is an item left to the single Create (listed in single).
+// (cs[i] set, errs[i] nil): its key, or the one with the number allocated
+// to it. A nil key is an item left to the single Create (listed in
+// single).
 func (s *Store[T, K]) allocateMany(ctx context.Context, cs []*creation[T, K], errs []error) (keys []*K, single []int) {
 	keys = make([]*K, len(cs))
 	ids := make([]K, len(cs))
 	skip := make([]bool, len(cs))
 	for i, c := range cs {
-		skip[i] = errs[i] != nil
-		if !skip[i] {
+		if skip[i] = c == nil || errs[i] != nil; !skip[i] {
 			ids[i] = c.id
-			keys[i] = &cs[i].id
+			if !c.alloc {
+				keys[i] = &c.id
+			}
 		}
 	}
 	if s.d.Counter == nil {
@@ -56,22 +59,12 @@ func (s *Store[T, K]) allocateMany(ctx context.Context, cs []*creation[T, K], er
 		if incr[j] == nil {
 			continue
 		}
-		last, err := incr[j].Result()
-		if err != nil {
+		if last, err := incr[j].Result(); err != nil {
 			// The single Create moves the counter again and says why
 			// (ErrOverflow at the largest number).
-			for _, i := range sc.Alloc {
-				keys[i], single = nil, append(single, i)
-			}
-			continue
-		}
-		got, ok := sc.Assign(s.d.Counter, ids, last)
-		for n, i := range sc.Alloc {
-			if ok[n] {
-				keys[i] = &got[n]
-			} else {
-				keys[i], single = nil, append(single, i)
-			}
+			single = append(single, sc.Alloc...)
+		} else {
+			single = append(single, sc.Place(s.d.Counter, ids, last, keys)...)
 		}
 	}
 	return keys, single
@@ -132,4 +125,46 @@ func (s *Store[T, K]) raiseMany(ctx context.Context, pipe redis.Pipeliner, writt
 		}
 		return errs
 	}
+}
+
+// putCountedCluster is PutMany on a cluster (batchedCluster). Without a
+// counter it is putCluster. With one, an item whose number is zero
+// allocates it, as the single Put does (putAllocates: it is a Create):
+// the counters move once per scope for the batch (allocateMany), then the
+// items go in runs of consecutive items of one kind, in item order, so
+// that one that writes a block an earlier one wrote sees it as the single
+// calls would: the allocated ones through the create batch (createRun),
+// the others, whose numbers are given, through putCluster, which raises
+// their counters with the listing. An allocated number whose block exists
+// makes its item the single Create after the batch, as in CreateMany.
+func (s *Store[T, K]) putCountedCluster(ctx context.Context, ts []*T, errs []error) {
+	if s.d.Counter == nil {
+		s.putCluster(ctx, ts, errs)
+		return
+	}
+	alloc := make([]bool, len(ts))
+	cs := make([]*creation[T, K], len(ts))
+	for i, t := range ts {
+		if errs[i] = s.nameTooLarge("Put", *s.d.ID(t)); errs[i] != nil {
+			alloc[i] = true // refused: in no run
+			continue
+		}
+		if alloc[i], errs[i] = s.putAllocates("Put", t); alloc[i] && errs[i] == nil {
+			cs[i], errs[i] = s.prepareCreate("Create", t)
+		}
+	}
+	ids, single := s.allocateMany(ctx, cs, errs)
+	for from := 0; from < len(ts); {
+		to := from + 1
+		for to < len(ts) && alloc[to] == alloc[from] {
+			to++
+		}
+		if alloc[from] {
+			single = append(single, s.createRun(ctx, ts, cs, ids, errs, from, to)...)
+		} else {
+			s.putCluster(ctx, ts[from:to], errs[from:to])
+		}
+		from = to
+	}
+	s.createAgain(ctx, ts, single, errs)
 }

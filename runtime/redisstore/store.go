@@ -287,14 +287,11 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		return err
 	}
 	want := s.d.VersionOf(t)
-	if s.d.Counter != nil {
-		if _, n := s.d.Counter.Split(id); n == 0 {
-			// A zero counted id is allocated: the block is new.
-			if want != 0 && s.d.Version != nil {
-				return s.failAt(op, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict)
-			}
-			return s.Create(ctx, t)
+	if alloc, err := s.putAllocates(op, t); alloc || err != nil {
+		if err != nil {
+			return err
 		}
+		return s.Create(ctx, t)
 	}
 	fields, err := s.fields(op, id, t, want+1)
 	if err != nil {
@@ -329,6 +326,23 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 		return nil
 	}
 	return s.contended(op, id)
+}
+
+// putAllocates reports whether the Put of t allocates its key (a zero
+// counted number): the block is new, the Put is a Create, refused with
+// runtime.ErrConflict when it expects a version.
+func (s *Store[T, K]) putAllocates(op string, t *T) (bool, error) {
+	if s.d.Counter == nil {
+		return false, nil
+	}
+	id := *s.d.ID(t)
+	if _, n := s.d.Counter.Split(id); n != 0 {
+		return false, nil
+	}
+	if want := s.d.VersionOf(t); want != 0 && s.d.Version != nil {
+		return true, s.failAt(op, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict)
+	}
+	return true, nil
 }
 
 // putWrite is the write of a Put of t expecting version want, whose

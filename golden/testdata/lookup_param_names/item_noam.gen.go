@@ -144,37 +144,47 @@ type ItemRepository interface {
 	// CreateMany stores new Item blocks, each as Create would. Each item is
 	// written as the single call would write it (checks, versions, counters,
 	// lookups and unique values), in order, in as few round trips as the store
-	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
-	// reads the writes need, then the writes' scripts), on a Redis Cluster the
-	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
-	// of an aggregate without lookups, version, counter or created timestamp and a
-	// DeleteMany of one without lookups (after a BatchGetItem that finds the
-	// missing blocks), the single calls otherwise, 8 at a time where their order
-	// cannot matter; on MongoDB, with native indexes only, one ordered bulkWrite
-	// for a CreateMany of an aggregate without a counter (and another after each
-	// item the server refuses) and for a PutMany of one without version, counter
-	// or created timestamp, one find and one deleteMany for a DeleteMany, the
-	// single calls otherwise. Items that fail are reported in a
-	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// allows: one transaction on bbolt. On a single Redis node, two pipelines (the
+	// reads the writes need, then the writes' scripts); on a Redis Cluster, the
+	// lookup protocol phase by phase for the whole batch, a pipeline a phase, each
+	// counter scope moved once (with Options.WaitReplicas, the single calls). On
+	// DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an aggregate
+	// without lookups, version, counter or created timestamp and a DeleteMany of
+	// one without lookups (after a BatchGetItem that finds the missing blocks);
+	// otherwise, where the endpoint has transactions, TransactWriteItems of up to
+	// 100 actions (after a BatchGetItem of the blocks replaced or removed; a
+	// DeleteMany of an aggregate with a counter excepted), else the single
+	// conditional writes, 8 at a time where their order cannot matter; with a
+	// counter, each counter scope moved once first. On MongoDB, with native
+	// indexes only, one ordered bulkWrite for a CreateMany of an aggregate without
+	// a counter (and another after each item the server refuses) and for a PutMany
+	// of one without version, counter or created timestamp, one find and one
+	// deleteMany for a DeleteMany, the single calls otherwise. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
 	CreateMany(ctx context.Context, items []*Item) error
 
 	// PutMany creates or replaces Item blocks whole, each as Put would. Each item
 	// is written as the single call would write it (checks, versions, counters,
 	// lookups and unique values), in order, in as few round trips as the store
-	// allows: one transaction on bbolt; on a single Redis node two pipelines (the
-	// reads the writes need, then the writes' scripts), on a Redis Cluster the
-	// single calls; on DynamoDB BatchWriteItem (25 items a request) for a PutMany
-	// of an aggregate without lookups, version, counter or created timestamp and a
-	// DeleteMany of one without lookups (after a BatchGetItem that finds the
-	// missing blocks), the single calls otherwise, 8 at a time where their order
-	// cannot matter; on MongoDB, with native indexes only, one ordered bulkWrite
-	// for a CreateMany of an aggregate without a counter (and another after each
-	// item the server refuses) and for a PutMany of one without version, counter
-	// or created timestamp, one find and one deleteMany for a DeleteMany, the
-	// single calls otherwise. Items that fail are reported in a
-	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// allows: one transaction on bbolt. On a single Redis node, two pipelines (the
+	// reads the writes need, then the writes' scripts); on a Redis Cluster, the
+	// lookup protocol phase by phase for the whole batch, a pipeline a phase, each
+	// counter scope moved once (with Options.WaitReplicas, the single calls). On
+	// DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an aggregate
+	// without lookups, version, counter or created timestamp and a DeleteMany of
+	// one without lookups (after a BatchGetItem that finds the missing blocks);
+	// otherwise, where the endpoint has transactions, TransactWriteItems of up to
+	// 100 actions (after a BatchGetItem of the blocks replaced or removed; a
+	// DeleteMany of an aggregate with a counter excepted), else the single
+	// conditional writes, 8 at a time where their order cannot matter; with a
+	// counter, each counter scope moved once first. On MongoDB, with native
+	// indexes only, one ordered bulkWrite for a CreateMany of an aggregate without
+	// a counter (and another after each item the server refuses) and for a PutMany
+	// of one without version, counter or created timestamp, one find and one
+	// deleteMany for a DeleteMany, the single calls otherwise. Items that fail are
+	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
+	// any item's error); the others are written.
 	PutMany(ctx context.Context, items []*Item) error
 
 	// DeleteMany removes the Item blocks with the given keys and their lookup

@@ -104,6 +104,18 @@ func batchTx(item string) access.Step {
 	return access.Step{Mode: Transactions, N: 1, Per: access.Per100Actions, Op: "TransactWriteItems of the items' writes, each " + item + ", up to 100 actions a request with a ClientRequestToken (a key given twice, or two items writing one index item, go in later requests in slice order; the items of a cancelled transaction that did not fail go again in a new one; an item failed for a reason its condition cannot tell is then its single call)"}
 }
 
+// countersMoved are the counter requests of a CreateMany or PutMany
+// with a counter: each scope moved once for the batch.
+var countersMoved = []access.Step{
+	{N: 1, Per: access.PerScope, Op: "UpdateItem " + Counters + " {ADD n by the scope's items to allocate} on condition it stays within the largest number; they take the numbers up to the result in slice order"},
+	{N: 1, Per: access.PerScopeGiven, Op: "UpdateItem " + Counters + " {SET n = max} per scope whose items give numbers"}}
+
+// putRead and putTx are the requests of a PutMany in transactions.
+var (
+	putRead = access.Step{Mode: Transactions, N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the blocks, 100 keys a request), as the single calls read them, with index tables or a created timestamp"}
+	putTx   = batchTx("its Put's: Put $coll {the whole item} on its Put's condition (the version, the created timestamp as read; with index tables _seq and _inc as read), with the Puts and Deletes of the index items it gains and loses (claims on condition attribute_not_exists(k) or that they are this block's)")
+)
+
 // batchRead is the read of the blocks of a batch that replaces or
 // removes them, with transactions.
 var batchRead = access.Step{Mode: Transactions, N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the blocks, 100 keys a request), as the single calls read them"}
@@ -178,9 +190,7 @@ var Store = &access.Store{
 			Steps: append(inProtocol(access.Step{N: 1, Per: access.PerItemCall, Op: "each item's Create (a conditional write, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup), in order otherwise"}),
 				batchTx("its Create's: Put $coll {the whole item} attribute_not_exists(_id), with the Puts of its index items (claims on condition attribute_not_exists(k))"))},
 		{Methods: []access.Method{access.CreateMany}, Atomic: "each item as its Create; the items are not atomic together (the failed ones are reported, the others written); each counter moves by a request of its own before the writes (a failed write leaves its number unused)",
-			Steps: append([]access.Step{
-				{N: 1, Per: access.PerScope, Op: "UpdateItem " + Counters + " {ADD n by the scope's items to allocate} on condition it stays within the largest number; they take the numbers up to the result in slice order"},
-				{N: 1, Per: access.PerScopeGiven, Op: "UpdateItem " + Counters + " {SET n = max} per scope whose items give numbers"}},
+			Steps: append(append([]access.Step{}, countersMoved...),
 				append(inProtocol(access.Step{N: 1, Per: access.PerItemWrite, Op: "each item's Create with its key (a conditional write, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup), in order otherwise"}),
 					batchTx("its Create's: Put $coll {the whole item} attribute_not_exists(_id), with the Puts of its index items (claims on condition attribute_not_exists(k))"),
 					access.Step{Op: "an item whose number is in use (given before) or whose counter cannot move: its single Create, after the batch"})...)},
@@ -192,10 +202,12 @@ var Store = &access.Store{
 				{N: 1, Per: access.PerRetry, Op: "BatchWriteItem of the unprocessed items, with backoff, until the context ends"}}},
 		{Methods: []access.Method{access.PutMany}, When: access.NoCounter, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
 			Steps: append(inProtocol(access.Step{N: 1, Per: access.PerItemCall, Op: "each item's Put (a conditional write or the index protocol, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup), in order otherwise"}),
-				access.Step{Mode: Transactions, N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the blocks, 100 keys a request), as the single calls read them, with index tables or a created timestamp"},
-				batchTx("its Put's: Put $coll {the whole item} on its Put's condition (the version, the created timestamp as read; with index tables _seq and _inc as read), with the Puts and Deletes of the index items it gains and loses (claims on condition attribute_not_exists(k) or that they are this block's)"))},
-		{Methods: []access.Method{access.PutMany}, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
-			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put (a conditional write or the index protocol, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup, no key to allocate), in order otherwise"}}},
+				putRead, putTx)},
+		{Methods: []access.Method{access.PutMany}, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written); each counter moves by a request of its own before the writes (a failed write leaves its number unused)",
+			Steps: append(append([]access.Step{}, countersMoved...),
+				append(inProtocol(access.Step{N: 1, Per: access.PerItemWrite, Op: "each item's Put with its key, the number allocated to a zero one (a conditional write or the index protocol, which BatchWriteItem cannot send), 8 at a time when the order cannot matter (distinct keys, no unique lookup), in order otherwise"}),
+					putRead, putTx,
+					access.Step{Op: "an item whose allocated number is in use (given before) or whose counter cannot move: its single Put, after the batch"})...)},
 		{Methods: []access.Method{access.DeleteMany}, When: access.NotIndexed, Atomic: "each item is one delete request; the items are not atomic together; a block deleted by another writer between the two requests counts as deleted",
 			Steps: []access.Step{{N: 1, Per: access.Per100Keys, Op: "BatchGetItem $coll (the keys, 100 a request): a block missing fails with ErrNotFound"},
 				{N: 1, Per: access.Per25Items, Op: "BatchWriteItem $coll: DeleteRequest {_id} per block found, 25 a request"},

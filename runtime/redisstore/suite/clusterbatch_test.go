@@ -288,6 +288,32 @@ func TestPutDeleteManyClusterNoLookups(t *testing.T) {
 // blocks with the batch protocol: 50 journals (lookups owner and
 // lines.kind) take no more round trips than 5.
 func TestCreateManyClusterCounter(t *testing.T) {
+	journals, replies, last := counted(t)
+	// Phases: the counters, the claims of each of Journal's two lookups,
+	// the block runs, the listing; each a pipeline to at most the
+	// cluster's 3 masters.
+	const bound = (1 + 2 + 1 + 1) * 3
+	storetest.BatchCounterTrips(t, journals, replies, last, fmt.Sprintf("cc-%p", t), bound)
+}
+
+// TestPutManyClusterCounter: on a cluster, a PutMany with a counter moves
+// each counter scope once for the items whose number is zero (which the
+// single Put allocates) and writes the blocks with the batch protocol,
+// the allocated ones as CreateMany, the others as PutMany: 50 journals
+// take no more round trips than 5, new or replaced.
+func TestPutManyClusterCounter(t *testing.T) {
+	journals, replies, last := counted(t)
+	// Phases of the replacing PutMany: the reads, the claims of each of
+	// Journal's two lookups, the block runs, the old entries' deletes of
+	// each lookup, the listing; each a pipeline to at most the cluster's
+	// 3 masters (the new journals' CreateMany phases are fewer).
+	const bound = (1 + 2 + 1 + 2 + 1) * 3
+	storetest.BatchPutCounterTrips(t, journals, replies, last, fmt.Sprintf("pc-%p", t), bound)
+}
+
+// counted returns Journal and Reply repositories (both with a counter) on
+// the cluster, ensured, and a function that returns their last call.
+func counted(t *testing.T) (st.JournalRepository, st.ReplyRepository, func() *runtime.Call) {
 	c := redistest.Cluster(t)
 	var last *runtime.Call
 	hook := runtime.WithHook(func(ctx context.Context, call *runtime.Call, next func(context.Context) error) error {
@@ -301,9 +327,5 @@ func TestCreateManyClusterCounter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Phases: the counters, the claims of each of Journal's two lookups,
-	// the block runs, the listing; each a pipeline to at most the
-	// cluster's 3 masters.
-	const bound = (1 + 2 + 1 + 1) * 3
-	storetest.BatchCounterTrips(t, journals, replies, func() *runtime.Call { return last }, fmt.Sprintf("cc-%p", t), bound)
+	return journals, replies, func() *runtime.Call { return last }
 }
