@@ -134,6 +134,15 @@ func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func
 		}
 	}
 	now := r.Now()
+	if op == "PutMany" {
+		// An expired block is absent to PutMany too (Put's clearExpired).
+		if err := r.clearExpiredMany(ctx, send, now); err != nil {
+			for _, i := range idx {
+				b.errs[i] = r.ctxErr(ctx, single, err)
+			}
+			return b.result(r.D.Aggregate)
+		}
+	}
 	undos := make([]func(), len(send))
 	for j, t := range send {
 		undos[j] = r.D.Stamp(t, now, true)

@@ -252,6 +252,35 @@ func (r Repo[T, K]) clearExpired(ctx context.Context, id K, now time.Time) (bool
 	return r.S.DeleteExpired(ctx, id, now)
 }
 
+// clearExpiredMany is clearExpired for the blocks ts of a PutMany: one
+// read of their keys (the store's GetMany), then the conditional
+// DeleteExpired of each that has expired at now (none, usually), so that
+// the batch writes over them as over missing blocks, as Put does.
+func (r Repo[T, K]) clearExpiredMany(ctx context.Context, ts []*T, now time.Time) error {
+	if r.D.Expires == nil || len(ts) == 0 {
+		return nil
+	}
+	ids := make([]K, len(ts))
+	for i, t := range ts {
+		ids[i] = *r.D.ID(t)
+	}
+	stored, err := r.S.GetMany(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		t := stored[id]
+		if t == nil || !r.D.Expired(t, now) {
+			continue
+		}
+		delete(stored, id) // a key given twice is removed once
+		if _, err := r.S.DeleteExpired(ctx, id, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // liveWrite runs write, an entry-level write (op) of block id, over the
 // block as live at now: an expired block is removed first and the write
 // fails with ErrNotFound without running, as for a missing block. When

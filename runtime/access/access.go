@@ -543,6 +543,15 @@ func (st *Store) steps(s *Shape, op Op, c Cost, v Vars) []step {
 	if clearsExpired(op.Method) && HasExpires.Holds(st, s, op) {
 		all = append(slices.Clip(st.ClearExpired), c.Steps...)
 	}
+	if op.Method == PutMany && HasExpires.Holds(st, s, op) {
+		// The batch's blocks read first (runtime/expire.go,
+		// clearExpiredMany), to remove those that expired.
+		read := op
+		read.Method, read.Writes = GetMany, nil
+		if gc, ok := st.Cost(s, read); ok {
+			all = append(slices.Clip(gc.Steps), all...)
+		}
+	}
 	for _, p := range all {
 		if !p.When.Holds(st, s, op) {
 			continue

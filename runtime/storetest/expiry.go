@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"testing"
@@ -565,6 +566,36 @@ func testExpiryWrites(t *testing.T, e *env) {
 	if got, err := leases.GetByHolder(bg, "h1"); err != nil || got.ID != "l2" {
 		t.Errorf("GetByHolder(h1) = %v, %v; want l2", got, err)
 	}
+
+	// 4. PutMany too: a block of the batch over an expired one is
+	// created anew, and one with the expired block's version fails as
+	// over a missing block, the others written.
+	c.now = at(60)
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k3", Seat: "a", Expires: at(70)}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k4", Seat: "a"}))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s7", Token: "t7", User: "u", Expires: at(70)}))
+	c.now = at(70)
+	k3, k4 := &expiring.Ticket{ID: "k3", Seat: "b"}, &expiring.Ticket{ID: "k4", Seat: "b"}
+	must(t, tickets.PutMany(bg, []*expiring.Ticket{k3, k4}))
+	if !k3.Created.Equal(at(70)) {
+		t.Errorf("PutMany over an expired ticket: created %v, want now (%v), not the expired block's", k3.Created, at(70))
+	}
+	if !k4.Created.Equal(at(60)) {
+		t.Errorf("PutMany over a live ticket: created %v, want the stored %v", k4.Created, at(60))
+	}
+	err := sessions.PutMany(bg, []*expiring.Session{
+		{ID: "s7", Token: "t7", User: "v", Version: 1},
+		{ID: "s8", Token: "t8", User: "v"},
+	})
+	var be *runtime.BatchError
+	if !errors.As(err, &be) || len(be.Items) != 1 || be.Items[0].Index != 0 || !errors.Is(be.Items[0].Err, runtime.ErrConflict) {
+		t.Errorf("PutMany with the version of an expired block: %v, want a BatchError with item 0 ErrConflict", err)
+	}
+	checkErr(t, func() error { _, err := sessions.Get(bg, "s7"); return err }(), runtime.ErrNotFound, "Get of s7 after the refused PutMany item")
+	if got, err := sessions.Get(bg, "s8"); err != nil || got.User != "v" {
+		t.Errorf("Get of s8, written by the same PutMany: %v %v", got, err)
+	}
+
 	wantRepaired(t, "sessions after the writes over expired blocks", sessions.Repair)
 	wantRepaired(t, "leases after the writes over expired blocks", leases.Repair)
 }
