@@ -3,6 +3,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -20,19 +21,29 @@ import (
 //     refuses (a key in use, a unique value taken); that item gets the
 //     single Create's error and the items after it go in another
 //     bulkWrite.
-//   - PutMany of an aggregate without a version, a created timestamp or a
-//     counter: one ordered bulkWrite of the single Put's replaceOne
-//     upserts, the same way.
+//   - PutMany: one ordered bulkWrite of the single Put's replaceOne
+//     upserts, the same way (putRun). With a version or a created
+//     timestamp it first reads the blocks that exist with one find
+//     (projecting the created timestamp, which a Put keeps); each upsert's
+//     filter holds the version given and the created timestamp read, so
+//     that one whose condition fails inserts a key in use, which the
+//     server refuses as a duplicate _id for that item alone: a version
+//     conflict, as the single Put's, or a created timestamp changed
+//     meanwhile, when the item is the single Put, which reads it again.
+//     An item whose version is not 0 and whose block the find did not
+//     see fails with runtime.ErrConflict unsent. A key given again starts
+//     another find and bulkWrite, which see the first one's write. (A
+//     block deleted by another writer between the find and the bulkWrite
+//     is written again by its upsert, where the single Put, one command,
+//     would fail with runtime.ErrConflict.)
 //   - DeleteMany: one find of the keys that exist, then one deleteMany of
 //     them; a key not found (or given twice) is runtime.ErrNotFound.
 //
 // With index tables a batch is the index engine's batch protocol
-// (tablebatch.go). A CreateMany with a counter moves each counter scope
-// once, then writes its blocks so (counterbatch.go). Everything else
-// (PutMany with a counter, which may allocate keys; the version and
-// created conditions of Put without index tables, which a bulkWrite
-// cannot report item by item) is the single calls, in slice order. The driver splits a
-// bulkWrite larger than the server's message size into several commands.
+// (tablebatch.go). A CreateMany or PutMany with a counter moves each
+// counter scope once, then writes its blocks so (counterbatch.go). The
+// driver splits a bulkWrite larger than the server's message size into
+// several commands.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -40,7 +51,9 @@ var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 	errs := make([]error, len(ts))
 	if s.d.Counter != nil {
-		s.createCounted(ctx, ts, errs)
+		s.countedMany(ctx, "Create", ts, errs, func(ctx context.Context, ts []*T, _ []bool, errs []error) {
+			s.createBatch(ctx, ts, errs)
+		}, s.Create)
 	} else {
 		s.createBatch(ctx, ts, errs)
 	}
@@ -51,7 +64,7 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 	const op = "Create"
 	if s.x != nil {
-		s.createTables(ctx, ts, errs)
+		s.createTables(ctx, op, ts, errs, func(*T) int64 { return 1 })
 		return
 	}
 	var b bulk[K]
@@ -60,13 +73,7 @@ func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 		return mongo.NewInsertOneModel().SetDocument(doc)
 	})
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
-		if mongo.IsDuplicateKeyError(err) {
-			if derr := s.duplicate(ctx, op, id, ts[i], true, err); derr != nil {
-				return derr
-			}
-			return keyInUse(op, s.d.Aggregate, id, err)
-		}
-		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		return s.insertFailed(ctx, op, id, ts[i], err)
 	})
 	for i, err := range errs {
 		if err == nil {
@@ -78,33 +85,184 @@ func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 
 // PutMany replaces blocks whole, as Put each.
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
-	const op = "Put"
 	errs := make([]error, len(ts))
-	if s.x != nil && s.d.Counter == nil {
+	switch {
+	case s.d.Counter != nil:
+		s.countedMany(ctx, "Put", ts, errs, s.putKeyed, s.Put)
+	case s.x != nil:
 		s.putTables(ctx, ts, errs)
-		return errs
+	default:
+		s.putBatch(ctx, ts, nil, errs)
 	}
-	if s.x != nil || s.d.Version != nil || s.d.Created != nil || s.d.Counter != nil {
-		for i, t := range ts {
-			errs[i] = s.Put(ctx, t)
+	return errs
+}
+
+// putKeyed writes the blocks of a PutMany with a counter whose keys are
+// set (counted): the items of alloc are new blocks (their numbers were
+// allocated), inserted as Put inserts them; the others are Puts. With
+// index tables, each run of items of one kind is a batch, in slice
+// order.
+func (s *Store[T, K]) putKeyed(ctx context.Context, ts []*T, alloc []bool, errs []error) {
+	if s.x == nil {
+		s.putBatch(ctx, ts, alloc, errs)
+		return
+	}
+	for from := 0; from < len(ts); {
+		to := from + 1
+		for to < len(ts) && alloc[to] == alloc[from] {
+			to++
 		}
-		return errs
+		if alloc[from] {
+			s.createTables(ctx, "Put", ts[from:to], errs[from:to], func(t *T) int64 { return s.d.VersionOf(t) + 1 })
+		} else {
+			s.putTables(ctx, ts[from:to], errs[from:to])
+		}
+		from = to
 	}
+}
+
+// putBatch is PutMany without index tables, setting errs; the items of
+// insert (nil: none) are new blocks of allocated keys. When a Put reads
+// the blocks first (a version, a created timestamp), a key given again
+// starts another find and bulkWrite, which see the first one's write.
+func (s *Store[T, K]) putBatch(ctx context.Context, ts []*T, insert []bool, errs []error) {
+	if s.d.Version == nil && s.d.Created == nil {
+		s.putRun(ctx, ts, insert, errs)
+		return
+	}
+	seen := map[K]bool{}
+	from := 0
+	for i, t := range ts {
+		id := *s.d.ID(t)
+		if seen[id] {
+			s.putRun(ctx, ts[from:i], part(insert, from, i), errs[from:i])
+			clear(seen)
+			from = i
+		}
+		seen[id] = true
+	}
+	s.putRun(ctx, ts[from:], part(insert, from, len(ts)), errs[from:])
+}
+
+// part is flags[from:to], nil for nil flags.
+func part(flags []bool, from, to int) []bool {
+	if flags == nil {
+		return nil
+	}
+	return flags[from:to]
+}
+
+// putRun is PutMany without index tables of blocks with distinct keys:
+// one find of the blocks that exist (projecting the created timestamp),
+// when the aggregate has a version or a created timestamp, then one
+// ordered bulkWrite of the single Put's replacements (upserts on
+// condition of the version and of the created timestamp read) and of
+// the inserts of the items of insert. A replacement whose condition
+// fails inserts its key again: the server refuses that write as a
+// duplicate _id, and the item gets the single Put's error.
+func (s *Store[T, K]) putRun(ctx context.Context, ts []*T, insert []bool, errs []error) {
+	const op = "Put"
+	versioned := s.d.Version != nil
+	ins := func(i int) bool { return insert != nil && insert[i] }
+	ok := s.check(ctx, op, ts, errs)
+	var stored map[K]bson.Raw
+	if versioned || s.d.Created != nil {
+		var ids []K
+		for _, i := range ok {
+			if !ins(i) {
+				ids = append(ids, *s.d.ID(ts[i]))
+			}
+		}
+		var err error
+		if stored, err = s.readKept(ctx, ids); err != nil {
+			for _, i := range ok {
+				if !ins(i) {
+					errs[i] = s.fail(op, *s.d.ID(ts[i]), err)
+				}
+			}
+		}
+	}
+	want := make([]int64, len(ts))
+	created := make([]*bson.RawValue, len(ts))
 	var b bulk[K]
 	defer b.release()
-	s.prepare(ctx, op, ts, errs, &b, func(id K, doc bson.Raw) mongo.WriteModel {
-		return mongo.NewReplaceOneModel().SetFilter(ByID(id)).SetReplacement(doc).SetUpsert(true)
-	})
+	for _, i := range ok {
+		t := ts[i]
+		id := *s.d.ID(t)
+		want[i] = s.d.VersionOf(t)
+		if errs[i] != nil {
+			continue
+		}
+		raw, found := stored[id]
+		if !ins(i) {
+			if versioned && want[i] != 0 && !found {
+				errs[i] = runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, nil)
+				continue
+			}
+			if s.d.Created != nil {
+				if errs[i] = s.keepCreated(op, id, t, raw); errs[i] != nil {
+					continue
+				}
+				v := raw.Lookup(s.d.Created.Key) // zero when there is none
+				created[i] = &v
+			}
+		}
+		w, doc, err := s.encodeDoc(op, id, t, want[i]+1)
+		if errs[i] = err; err != nil {
+			continue
+		}
+		if ins(i) {
+			b.add(i, id, w, mongo.NewInsertOneModel().SetDocument(doc))
+			continue
+		}
+		filter, err := s.appendFilter(w, id, want[i], true, created[i])
+		if err != nil {
+			w.release()
+			errs[i] = runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			continue
+		}
+		b.add(i, id, w, mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(doc).SetUpsert(true))
+	}
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
-		return s.writeErr(ctx, op, id, ts[i], false, err)
+		if ins(i) {
+			return s.insertFailed(ctx, op, id, ts[i], err)
+		}
+		return s.putFailed(ctx, ts[i], id, want[i], created[i], err)
 	})
 	for i, err := range errs {
 		if err == nil {
-			s.d.SetVersion(ts[i], 1)
+			s.d.SetVersion(ts[i], want[i]+1)
 		}
 		errs[i] = refused(err)
 	}
-	return errs
+}
+
+// putFailed is the error of a Put of a batch whose replacement of block
+// id (on condition of version want and of the created timestamp read)
+// the server refused with err, as the single Put's. A duplicate _id says
+// the condition failed: a version conflict, or a created timestamp
+// changed since it was read (the item is then the single Put, which reads
+// it again). A duplicate the server names no index of is the single Put
+// too.
+func (s *Store[T, K]) putFailed(ctx context.Context, t *T, id K, want int64, created *bson.RawValue, err error) error {
+	if isDuplicate(err) {
+		msg := err.Error()
+		switch {
+		case !s.uniqueNative() || strings.Contains(msg, "index: _id_ "):
+			if s.createdChanged(ctx, id, created) {
+				return s.put(ctx, t, want)
+			}
+			if s.d.Version != nil {
+				if want == 0 {
+					return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
+				}
+				return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, nil)
+			}
+		case !strings.Contains(msg, "index: "+IndexName("")):
+			return s.put(ctx, t, want)
+		}
+	}
+	return s.writeErr(ctx, "Put", id, t, false, err)
 }
 
 // DeleteMany removes blocks, as Delete each: one find of the keys that
@@ -128,25 +286,15 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	if len(ids) == 0 {
 		return errs
 	}
-	in := distinctIDs(ids)
-	runtime.RoundTrip(ctx)
-	cur, err := s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(oneBatch(len(in))))
+	docs, err := s.findIn(ctx, ids, bson.D{{Key: "_id", Value: 1}})
 	if err != nil {
-		return failAll(err)
-	}
-	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
 		return failAll(err)
 	}
 	found := make(map[K]bool, len(docs))
 	var del bson.A
-	for _, raw := range docs {
-		id := s.idOf(raw)
-		if !found[id] {
-			found[id] = true
-			del = append(del, id)
-		}
+	for id := range docs {
+		found[id] = true
+		del = append(del, id)
 	}
 	var derr error
 	if len(del) > 0 {
@@ -170,13 +318,71 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	return errs
 }
 
-// bulk is the writes of a batch's items that passed their checks: the
-// item's index and key, the buffer holding its document, its model.
-// prepare checks each of ts as the single write checks it (the block, the
-// repository's readiness, once, the native indexes' values) and adds the
-// write model of its document (version 1) to b; an item that fails a check
-// gets its error in errs and is not sent.
+// findIn reads the blocks ids (given twice or not) that exist with one
+// find of projection proj: their documents, by key.
+func (s *Store[T, K]) findIn(ctx context.Context, ids []K, proj bson.D) (map[K]bson.Raw, error) {
+	in := distinctIDs(ids)
+	if len(in) == 0 {
+		return nil, nil
+	}
+	runtime.RoundTrip(ctx)
+	cur, err := s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
+		options.Find().SetProjection(proj).SetBatchSize(oneBatch(len(in))))
+	if err != nil {
+		return nil, err
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make(map[K]bson.Raw, len(docs))
+	for _, raw := range docs {
+		out[s.idOf(raw)] = raw
+	}
+	return out, nil
+}
+
+// readKept reads what a Put keeps of the blocks ids that exist (their
+// created timestamps) with one find.
+func (s *Store[T, K]) readKept(ctx context.Context, ids []K) (map[K]bson.Raw, error) {
+	proj := bson.D{{Key: "_id", Value: 1}}
+	if s.d.Created != nil {
+		proj = append(proj, bson.E{Key: s.d.Created.Key, Value: 1})
+	}
+	return s.findIn(ctx, ids, proj)
+}
+
+// insertFailed is the error of an insert of a batch of new block id
+// holding t that the server refused with err, as the single insert's.
+func (s *Store[T, K]) insertFailed(ctx context.Context, op string, id K, t *T, err error) error {
+	if mongo.IsDuplicateKeyError(err) {
+		if derr := s.duplicate(ctx, op, id, t, true, err); derr != nil {
+			return derr
+		}
+		return keyInUse(op, s.d.Aggregate, id, err)
+	}
+	return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+}
+
+// prepare checks each of ts as the single write checks it (check) and
+// adds the write model of its document (version 1) to b; an item that
+// fails a check gets its error in errs and is not sent.
 func (s *Store[T, K]) prepare(ctx context.Context, op string, ts []*T, errs []error, b *bulk[K], model func(id K, doc bson.Raw) mongo.WriteModel) {
+	for _, i := range s.check(ctx, op, ts, errs) {
+		id := *s.d.ID(ts[i])
+		w, doc, err := s.encodeDoc(op, id, ts[i], 1)
+		if errs[i] = err; err != nil {
+			continue
+		}
+		b.add(i, id, w, model(id, doc))
+	}
+}
+
+// check checks each of ts as the single write checks it (the block, the
+// repository's readiness, once, the native indexes' values) and returns
+// the items that pass; the others get their errors in errs.
+func (s *Store[T, K]) check(ctx context.Context, op string, ts []*T, errs []error) []int {
+	var ok []int
 	var ready error
 	checked := false
 	for i, t := range ts {
@@ -189,18 +395,16 @@ func (s *Store[T, K]) prepare(ctx context.Context, op string, ts []*T, errs []er
 		if errs[i] = ready; ready != nil {
 			continue
 		}
-		id := *s.d.ID(t)
-		if errs[i] = s.checkNative(op, id, t); errs[i] != nil {
+		if errs[i] = s.checkNative(op, *s.d.ID(t), t); errs[i] != nil {
 			continue
 		}
-		w, doc, err := s.encodeDoc(op, id, t, 1)
-		if errs[i] = err; err != nil {
-			continue
-		}
-		b.add(i, id, w, model(id, doc))
+		ok = append(ok, i)
 	}
+	return ok
 }
 
+// bulk is the writes of a batch's items that passed their checks: the
+// item's index and key, the buffer holding its document, its model.
 type bulk[K any] struct {
 	idx    []int
 	ids    []K
