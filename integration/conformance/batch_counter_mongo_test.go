@@ -15,7 +15,7 @@ import (
 // moves each counter scope once (findOneAndUpdate $inc n) and writes the
 // blocks as a batch without a counter: with native indexes one bulkWrite,
 // with index tables the index protocol's phases. 50 items take no more
-// commands than 5.
+// commands than 5. So does a PutMany (TestBatchPutCounterMongo).
 func TestBatchCounterMongo(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -52,6 +52,7 @@ func TestBatchCounterMongo(t *testing.T) {
 				t.Fatal(err)
 			}
 			storetest.BatchCounterTrips(t, journals, replies, func() *runtime.Call { return last }, tc.name, tc.bound)
+			storetest.BatchPutCounterTrips(t, journals, replies, func() *runtime.Call { return last }, tc.name, tc.bound)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package mongostore
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -21,21 +20,9 @@ import (
 //     refuses (a key in use, a unique value taken); that item gets the
 //     single Create's error and the items after it go in another
 //     bulkWrite.
-//   - PutMany: one ordered bulkWrite of the single Put's replaceOne
-//     upserts, the same way (putRun). With a version or a created
-//     timestamp it first reads the blocks that exist with one find
-//     (projecting the created timestamp, which a Put keeps); each upsert's
-//     filter holds the version given and the created timestamp read, so
-//     that one whose condition fails inserts a key in use, which the
-//     server refuses as a duplicate _id for that item alone: a version
-//     conflict, as the single Put's, or a created timestamp changed
-//     meanwhile, when the item is the single Put, which reads it again.
-//     An item whose version is not 0 and whose block the find did not
-//     see fails with runtime.ErrConflict unsent. A key given again starts
-//     another find and bulkWrite, which see the first one's write. (A
-//     block deleted by another writer between the find and the bulkWrite
-//     is written again by its upsert, where the single Put, one command,
-//     would fail with runtime.ErrConflict.)
+//   - PutMany of an aggregate without a version or a created timestamp:
+//     one ordered bulkWrite of the single Put's replaceOne upserts, the
+//     same way. With either, the single Puts (putBatch says why).
 //   - DeleteMany: one find of the keys that exist, then one deleteMany of
 //     them; a key not found (or given twice) is runtime.ErrNotFound.
 //
@@ -122,27 +109,51 @@ func (s *Store[T, K]) putKeyed(ctx context.Context, ts []*T, alloc []bool, errs 
 }
 
 // putBatch is PutMany without index tables, setting errs; the items of
-// insert (nil: none) are new blocks of allocated keys. When a Put reads
-// the blocks first (a version, a created timestamp), a key given again
-// starts another find and bulkWrite, which see the first one's write.
+// insert (nil: none) are new blocks of allocated keys, in runs of one
+// kind in slice order. The inserts are one ordered bulkWrite (putRun); so
+// are the replacements of an aggregate without a version or a created
+// timestamp. With either, the replacements are the single Puts: their
+// conditions would fail as a duplicate _id, which FerretDB v1 reports at
+// index 0 of a bulkWrite of updates whatever the write refused.
 func (s *Store[T, K]) putBatch(ctx context.Context, ts []*T, insert []bool, errs []error) {
-	if s.d.Version == nil && s.d.Created == nil {
-		s.putRun(ctx, ts, insert, errs)
-		return
-	}
-	seen := map[K]bool{}
-	from := 0
-	for i, t := range ts {
-		id := *s.d.ID(t)
-		if seen[id] {
-			s.putRun(ctx, ts[from:i], part(insert, from, i), errs[from:i])
-			clear(seen)
-			from = i
+	single := s.d.Version != nil || s.d.Created != nil
+	for from := 0; from < len(ts); {
+		to := from + 1
+		for to < len(ts) && flag(insert, to) == flag(insert, from) {
+			to++
 		}
-		seen[id] = true
+		if single && !flag(insert, from) {
+			for i := from; i < to; i++ {
+				errs[i] = s.putKept(ctx, ts[i])
+			}
+		} else {
+			s.putRun(ctx, ts[from:to], part(insert, from, to), errs[from:to])
+		}
+		from = to
 	}
-	s.putRun(ctx, ts[from:], part(insert, from, len(ts)), errs[from:])
 }
+
+// putKept is the single Put of a block whose counter the batch moved.
+func (s *Store[T, K]) putKept(ctx context.Context, t *T) error {
+	if s.d.Counter == nil {
+		return s.Put(ctx, t)
+	}
+	if err := bsonval.CheckBlock("Put", s.d, t, MaxDepth); err != nil {
+		return err
+	}
+	if err := s.checkReady(ctx, "Put"); err != nil {
+		return err
+	}
+	want := s.d.VersionOf(t)
+	if err := refused(s.put(ctx, t, want)); err != nil {
+		return err
+	}
+	s.d.SetVersion(t, want+1)
+	return nil
+}
+
+// flag is flags[i], false for nil flags.
+func flag(flags []bool, i int) bool { return flags != nil && flags[i] }
 
 // part is flags[from:to], nil for nil flags.
 func part(flags []bool, from, to int) []bool {
@@ -152,82 +163,35 @@ func part(flags []bool, from, to int) []bool {
 	return flags[from:to]
 }
 
-// putRun is PutMany without index tables of blocks with distinct keys:
-// one find of the blocks that exist (projecting the created timestamp),
-// when the aggregate has a version or a created timestamp, then one
-// ordered bulkWrite of the single Put's replacements (upserts on
-// condition of the version and of the created timestamp read) and of
-// the inserts of the items of insert. A replacement whose condition
-// fails inserts its key again: the server refuses that write as a
-// duplicate _id, and the item gets the single Put's error.
+// putRun is PutMany without index tables of the items of insert (new
+// blocks of allocated keys, at the version after the one given, as the
+// single Put inserts them) and of blocks of an aggregate without a version
+// or a created timestamp: one ordered bulkWrite of their inserts and of
+// the single Put's replaceOne {_id} upserts.
 func (s *Store[T, K]) putRun(ctx context.Context, ts []*T, insert []bool, errs []error) {
 	const op = "Put"
-	versioned := s.d.Version != nil
-	ins := func(i int) bool { return insert != nil && insert[i] }
-	ok := s.check(ctx, op, ts, errs)
-	var stored map[K]bson.Raw
-	if versioned || s.d.Created != nil {
-		var ids []K
-		for _, i := range ok {
-			if !ins(i) {
-				ids = append(ids, *s.d.ID(ts[i]))
-			}
-		}
-		var err error
-		if stored, err = s.readKept(ctx, ids); err != nil {
-			for _, i := range ok {
-				if !ins(i) {
-					errs[i] = s.fail(op, *s.d.ID(ts[i]), err)
-				}
-			}
-		}
-	}
 	want := make([]int64, len(ts))
-	created := make([]*bson.RawValue, len(ts))
 	var b bulk[K]
 	defer b.release()
-	for _, i := range ok {
+	for _, i := range s.check(ctx, op, ts, errs) {
 		t := ts[i]
 		id := *s.d.ID(t)
 		want[i] = s.d.VersionOf(t)
-		if errs[i] != nil {
-			continue
-		}
-		raw, found := stored[id]
-		if !ins(i) {
-			if versioned && want[i] != 0 && !found {
-				errs[i] = runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, nil)
-				continue
-			}
-			if s.d.Created != nil {
-				if errs[i] = s.keepCreated(op, id, t, raw); errs[i] != nil {
-					continue
-				}
-				v := raw.Lookup(s.d.Created.Key) // zero when there is none
-				created[i] = &v
-			}
-		}
 		w, doc, err := s.encodeDoc(op, id, t, want[i]+1)
 		if errs[i] = err; err != nil {
 			continue
 		}
-		if ins(i) {
+		if flag(insert, i) {
 			b.add(i, id, w, mongo.NewInsertOneModel().SetDocument(doc))
-			continue
+		} else {
+			b.add(i, id, w, mongo.NewReplaceOneModel().SetFilter(ByID(id)).SetReplacement(doc).SetUpsert(true))
 		}
-		filter, err := s.appendFilter(w, id, want[i], true, created[i])
-		if err != nil {
-			w.release()
-			errs[i] = runtime.Fail(op, s.d.Aggregate, id, nil, err)
-			continue
-		}
-		b.add(i, id, w, mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(doc).SetUpsert(true))
 	}
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
-		if ins(i) {
+		if flag(insert, i) {
 			return s.insertFailed(ctx, op, id, ts[i], err)
 		}
-		return s.putFailed(ctx, ts[i], id, want[i], created[i], err)
+		return s.writeErr(ctx, op, id, ts[i], false, err)
 	})
 	for i, err := range errs {
 		if err == nil {
@@ -235,34 +199,6 @@ func (s *Store[T, K]) putRun(ctx context.Context, ts []*T, insert []bool, errs [
 		}
 		errs[i] = refused(err)
 	}
-}
-
-// putFailed is the error of a Put of a batch whose replacement of block
-// id (on condition of version want and of the created timestamp read)
-// the server refused with err, as the single Put's. A duplicate _id says
-// the condition failed: a version conflict, or a created timestamp
-// changed since it was read (the item is then the single Put, which reads
-// it again). A duplicate the server names no index of is the single Put
-// too.
-func (s *Store[T, K]) putFailed(ctx context.Context, t *T, id K, want int64, created *bson.RawValue, err error) error {
-	if isDuplicate(err) {
-		msg := err.Error()
-		switch {
-		case !s.uniqueNative() || strings.Contains(msg, "index: _id_ "):
-			if s.createdChanged(ctx, id, created) {
-				return s.put(ctx, t, want)
-			}
-			if s.d.Version != nil {
-				if want == 0 {
-					return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, err)
-				}
-				return runtime.Fail("Put", s.d.Aggregate, id, runtime.ErrConflict, nil)
-			}
-		case !strings.Contains(msg, "index: "+IndexName("")):
-			return s.put(ctx, t, want)
-		}
-	}
-	return s.writeErr(ctx, "Put", id, t, false, err)
 }
 
 // DeleteMany removes blocks, as Delete each: one find of the keys that
@@ -340,16 +276,6 @@ func (s *Store[T, K]) findIn(ctx context.Context, ids []K, proj bson.D) (map[K]b
 		out[s.idOf(raw)] = raw
 	}
 	return out, nil
-}
-
-// readKept reads what a Put keeps of the blocks ids that exist (their
-// created timestamps) with one find.
-func (s *Store[T, K]) readKept(ctx context.Context, ids []K) (map[K]bson.Raw, error) {
-	proj := bson.D{{Key: "_id", Value: 1}}
-	if s.d.Created != nil {
-		proj = append(proj, bson.E{Key: s.d.Created.Key, Value: 1})
-	}
-	return s.findIn(ctx, ids, proj)
 }
 
 // insertFailed is the error of an insert of a batch of new block id

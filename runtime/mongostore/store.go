@@ -596,7 +596,7 @@ func (s *Store[T, K]) replace(ctx context.Context, t *T, id K, want int64, creat
 		return false, err
 	}
 	defer w.release()
-	filter, err := s.appendFilter(w, id, want, false, created)
+	filter, err := s.appendFilter(w, id, want, created)
 	if err != nil {
 		return false, runtime.Fail("Put", s.d.Aggregate, id, nil, err)
 	}
@@ -676,21 +676,15 @@ func (s *Store[T, K]) createdCond(created *bson.RawValue) bson.E {
 
 // appendFilter appends to w the filter of a replacement of block id by a
 // Put and returns it: _id, the version want (when the aggregate has one
-// and want is not 0; with absent, a block at version 0 is one without the
-// version field) and, when created is set, the created field as read.
-func (s *Store[T, K]) appendFilter(w *docBuf, id K, want int64, absent bool, created *bson.RawValue) (bson.Raw, error) {
+// and want is not 0) and, when created is set, the created field as read.
+func (s *Store[T, K]) appendFilter(w *docBuf, id K, want int64, created *bson.RawValue) (bson.Raw, error) {
 	n := len(w.b)
 	f := w.start()
 	if err := appendID(w, "_id", id); err != nil {
 		return nil, err
 	}
-	switch {
-	case s.d.Version != nil && want != 0:
+	if s.d.Version != nil && want != 0 {
 		w.int64(pathOf(s.d.Version.Key), want)
-	case s.d.Version != nil && absent:
-		if err := w.value(pathOf(s.d.Version.Key), bson.D{{Key: "$exists", Value: false}}); err != nil {
-			return nil, err
-		}
 	}
 	if created != nil {
 		c := s.createdCond(created)
