@@ -69,13 +69,16 @@ type GameRoundRepository interface {
 	// 100 actions (after a BatchGetItem of the blocks replaced or removed; a
 	// DeleteMany of an aggregate with a counter excepted), else the single
 	// conditional writes, 8 at a time where their order cannot matter; with a
-	// counter, each counter scope moved once first. On MongoDB, with native
-	// indexes only, one ordered bulkWrite for a CreateMany of an aggregate without
-	// a counter (and another after each item the server refuses) and for a PutMany
-	// of one without version, counter or created timestamp, one find and one
-	// deleteMany for a DeleteMany, the single calls otherwise. Items that fail are
-	// reported in a *runtime.BatchError (which items, and why: errors.Is matches
-	// any item's error); the others are written.
+	// counter, each counter scope moved once first. On MongoDB a counter moves
+	// once per counter scope for a CreateMany or a PutMany (one findOneAndUpdate,
+	// and one bulkWrite raising the counters to the numbers given); then, with
+	// native indexes only, one ordered bulkWrite (and another after each item the
+	// server refuses) of a CreateMany's inserts, of a PutMany's new blocks with
+	// numbers from the counter, and of a PutMany of an aggregate without version
+	// or created timestamp, the single Puts otherwise; one find and one deleteMany
+	// for a DeleteMany; with index tables, the index tables' batch protocol. Items
+	// that fail are reported in a *runtime.BatchError (which items, and why:
+	// errors.Is matches any item's error); the others are written.
 	CreateMany(ctx context.Context, gameRounds []*GameRound) error
 
 	// PutMany creates or replaces GameRound blocks whole, each as Put would. Each
@@ -92,13 +95,17 @@ type GameRoundRepository interface {
 	// TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks
 	// replaced or removed; a DeleteMany of an aggregate with a counter excepted),
 	// else the single conditional writes, 8 at a time where their order cannot
-	// matter; with a counter, each counter scope moved once first. On MongoDB,
-	// with native indexes only, one ordered bulkWrite for a CreateMany of an
-	// aggregate without a counter (and another after each item the server refuses)
-	// and for a PutMany of one without version, counter or created timestamp, one
-	// find and one deleteMany for a DeleteMany, the single calls otherwise. Items
-	// that fail are reported in a *runtime.BatchError (which items, and why:
-	// errors.Is matches any item's error); the others are written.
+	// matter; with a counter, each counter scope moved once first. On MongoDB a
+	// counter moves once per counter scope for a CreateMany or a PutMany (one
+	// findOneAndUpdate, and one bulkWrite raising the counters to the numbers
+	// given); then, with native indexes only, one ordered bulkWrite (and another
+	// after each item the server refuses) of a CreateMany's inserts, of a
+	// PutMany's new blocks with numbers from the counter, and of a PutMany of an
+	// aggregate without version or created timestamp, the single Puts otherwise;
+	// one find and one deleteMany for a DeleteMany; with index tables, the index
+	// tables' batch protocol. Items that fail are reported in a
+	// *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	PutMany(ctx context.Context, gameRounds []*GameRound) error
 
 	// DeleteMany removes the GameRound blocks with the given keys and their lookup

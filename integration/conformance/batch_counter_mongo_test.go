@@ -15,18 +15,20 @@ import (
 // moves each counter scope once (findOneAndUpdate $inc n) and writes the
 // blocks as a batch without a counter: with native indexes one bulkWrite,
 // with index tables the index protocol's phases. 50 items take no more
-// commands than 5.
+// commands than 5. So does a PutMany (TestBatchPutCounterMongo).
 func TestBatchCounterMongo(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		opts  []runtime.Option
-		bound int
+		name            string
+		opts            []runtime.Option
+		bound, replaced int
 	}{
 		// The counter, the bulkWrite.
-		{"native", []runtime.Option{mongostore.NoPartialIndexes()}, 2},
+		// Replacing journals (numbers given, versioned): the single Puts,
+		// one replaceOne each (see mongostore's PutMany).
+		{"native", []runtime.Option{mongostore.NoPartialIndexes()}, 2, 50 + 2},
 		// The counter; per index table (owner, lines.kind) one bulkWrite
 		// of the entries, one of the documents.
-		{"tables", []runtime.Option{mongostore.IndexTables()}, 1 + 2 + 1 + 2},
+		{"tables", []runtime.Option{mongostore.IndexTables()}, 1 + 2 + 1 + 2, 1 + 2 + 1 + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -52,6 +54,7 @@ func TestBatchCounterMongo(t *testing.T) {
 				t.Fatal(err)
 			}
 			storetest.BatchCounterTrips(t, journals, replies, func() *runtime.Call { return last }, tc.name, tc.bound)
+			storetest.BatchPutCounterTrips(t, journals, replies, func() *runtime.Call { return last }, tc.name, tc.bound, tc.replaced)
 		})
 	}
 }

@@ -35,7 +35,7 @@ func TestBatchPutCounter(t *testing.T) {
 	}{{"TxAuto", dynamostore.TxAuto, 3}, {"TxOff", dynamostore.TxOff, 1 + 3*50}} {
 		t.Run(tc.name, func(t *testing.T) {
 			journals, replies, last := counted(t, tc.tx)
-			storetest.BatchPutCounterTrips(t, journals, replies, last, "dynput", tc.bound)
+			storetest.BatchPutCounterTrips(t, journals, replies, last, "dynput", tc.bound, tc.bound)
 		})
 	}
 }

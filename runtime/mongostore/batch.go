@@ -20,19 +20,17 @@ import (
 //     refuses (a key in use, a unique value taken); that item gets the
 //     single Create's error and the items after it go in another
 //     bulkWrite.
-//   - PutMany of an aggregate without a version, a created timestamp or a
-//     counter: one ordered bulkWrite of the single Put's replaceOne
-//     upserts, the same way.
+//   - PutMany of an aggregate without a version or a created timestamp:
+//     one ordered bulkWrite of the single Put's replaceOne upserts, the
+//     same way. With either, the single Puts (putBatch says why).
 //   - DeleteMany: one find of the keys that exist, then one deleteMany of
 //     them; a key not found (or given twice) is runtime.ErrNotFound.
 //
 // With index tables a batch is the index engine's batch protocol
-// (tablebatch.go). A CreateMany with a counter moves each counter scope
-// once, then writes its blocks so (counterbatch.go). Everything else
-// (PutMany with a counter, which may allocate keys; the version and
-// created conditions of Put without index tables, which a bulkWrite
-// cannot report item by item) is the single calls, in slice order. The driver splits a
-// bulkWrite larger than the server's message size into several commands.
+// (tablebatch.go). A CreateMany or PutMany with a counter moves each
+// counter scope once, then writes its blocks so (counterbatch.go). The
+// driver splits a bulkWrite larger than the server's message size into
+// several commands.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -40,7 +38,9 @@ var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 	errs := make([]error, len(ts))
 	if s.d.Counter != nil {
-		s.createCounted(ctx, ts, errs)
+		s.countedMany(ctx, "Create", ts, errs, func(ctx context.Context, ts []*T, _ []bool, errs []error) {
+			s.createBatch(ctx, ts, errs)
+		}, s.Create)
 	} else {
 		s.createBatch(ctx, ts, errs)
 	}
@@ -51,7 +51,7 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 	const op = "Create"
 	if s.x != nil {
-		s.createTables(ctx, ts, errs)
+		s.createTables(ctx, op, ts, errs, func(*T) int64 { return 1 })
 		return
 	}
 	var b bulk[K]
@@ -60,13 +60,7 @@ func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 		return mongo.NewInsertOneModel().SetDocument(doc)
 	})
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
-		if mongo.IsDuplicateKeyError(err) {
-			if derr := s.duplicate(ctx, op, id, ts[i], true, err); derr != nil {
-				return derr
-			}
-			return keyInUse(op, s.d.Aggregate, id, err)
-		}
-		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+		return s.insertFailed(ctx, op, id, ts[i], err)
 	})
 	for i, err := range errs {
 		if err == nil {
@@ -78,33 +72,133 @@ func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 
 // PutMany replaces blocks whole, as Put each.
 func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
-	const op = "Put"
 	errs := make([]error, len(ts))
-	if s.x != nil && s.d.Counter == nil {
+	switch {
+	case s.d.Counter != nil:
+		s.countedMany(ctx, "Put", ts, errs, s.putKeyed, s.Put)
+	case s.x != nil:
 		s.putTables(ctx, ts, errs)
-		return errs
+	default:
+		s.putBatch(ctx, ts, nil, errs)
 	}
-	if s.x != nil || s.d.Version != nil || s.d.Created != nil || s.d.Counter != nil {
-		for i, t := range ts {
-			errs[i] = s.Put(ctx, t)
+	return errs
+}
+
+// putKeyed writes the blocks of a PutMany with a counter whose keys are
+// set (counted): the items of alloc are new blocks (their numbers were
+// allocated), inserted as Put inserts them; the others are Puts. With
+// index tables, each run of items of one kind is a batch, in slice
+// order.
+func (s *Store[T, K]) putKeyed(ctx context.Context, ts []*T, alloc []bool, errs []error) {
+	if s.x == nil {
+		s.putBatch(ctx, ts, alloc, errs)
+		return
+	}
+	for from := 0; from < len(ts); {
+		to := from + 1
+		for to < len(ts) && alloc[to] == alloc[from] {
+			to++
 		}
-		return errs
+		if alloc[from] {
+			s.createTables(ctx, "Put", ts[from:to], errs[from:to], func(t *T) int64 { return s.d.VersionOf(t) + 1 })
+		} else {
+			s.putTables(ctx, ts[from:to], errs[from:to])
+		}
+		from = to
 	}
+}
+
+// putBatch is PutMany without index tables, setting errs; the items of
+// insert (nil: none) are new blocks of allocated keys, in runs of one
+// kind in slice order. The inserts are one ordered bulkWrite (putRun); so
+// are the replacements of an aggregate without a version or a created
+// timestamp. With either, the replacements are the single Puts: their
+// conditions would fail as a duplicate _id, which FerretDB v1 reports at
+// index 0 of a bulkWrite of updates whatever the write refused.
+func (s *Store[T, K]) putBatch(ctx context.Context, ts []*T, insert []bool, errs []error) {
+	single := s.d.Version != nil || s.d.Created != nil
+	for from := 0; from < len(ts); {
+		to := from + 1
+		for to < len(ts) && flag(insert, to) == flag(insert, from) {
+			to++
+		}
+		if single && !flag(insert, from) {
+			for i := from; i < to; i++ {
+				errs[i] = s.putKept(ctx, ts[i])
+			}
+		} else {
+			s.putRun(ctx, ts[from:to], part(insert, from, to), errs[from:to])
+		}
+		from = to
+	}
+}
+
+// putKept is the single Put of a block whose counter the batch moved.
+func (s *Store[T, K]) putKept(ctx context.Context, t *T) error {
+	if s.d.Counter == nil {
+		return s.Put(ctx, t)
+	}
+	if err := bsonval.CheckBlock("Put", s.d, t, MaxDepth); err != nil {
+		return err
+	}
+	if err := s.checkReady(ctx, "Put"); err != nil {
+		return err
+	}
+	want := s.d.VersionOf(t)
+	if err := refused(s.put(ctx, t, want)); err != nil {
+		return err
+	}
+	s.d.SetVersion(t, want+1)
+	return nil
+}
+
+// flag is flags[i], false for nil flags.
+func flag(flags []bool, i int) bool { return flags != nil && flags[i] }
+
+// part is flags[from:to], nil for nil flags.
+func part(flags []bool, from, to int) []bool {
+	if flags == nil {
+		return nil
+	}
+	return flags[from:to]
+}
+
+// putRun is PutMany without index tables of the items of insert (new
+// blocks of allocated keys, at the version after the one given, as the
+// single Put inserts them) and of blocks of an aggregate without a version
+// or a created timestamp: one ordered bulkWrite of their inserts and of
+// the single Put's replaceOne {_id} upserts.
+func (s *Store[T, K]) putRun(ctx context.Context, ts []*T, insert []bool, errs []error) {
+	const op = "Put"
+	want := make([]int64, len(ts))
 	var b bulk[K]
 	defer b.release()
-	s.prepare(ctx, op, ts, errs, &b, func(id K, doc bson.Raw) mongo.WriteModel {
-		return mongo.NewReplaceOneModel().SetFilter(ByID(id)).SetReplacement(doc).SetUpsert(true)
-	})
+	for _, i := range s.check(ctx, op, ts, errs) {
+		t := ts[i]
+		id := *s.d.ID(t)
+		want[i] = s.d.VersionOf(t)
+		w, doc, err := s.encodeDoc(op, id, t, want[i]+1)
+		if errs[i] = err; err != nil {
+			continue
+		}
+		if flag(insert, i) {
+			b.add(i, id, w, mongo.NewInsertOneModel().SetDocument(doc))
+		} else {
+			b.add(i, id, w, mongo.NewReplaceOneModel().SetFilter(ByID(id)).SetReplacement(doc).SetUpsert(true))
+		}
+	}
 	s.send(ctx, op, &b, errs, func(i int, id K, err error) error {
+		if flag(insert, i) {
+			return s.insertFailed(ctx, op, id, ts[i], err)
+		}
 		return s.writeErr(ctx, op, id, ts[i], false, err)
 	})
 	for i, err := range errs {
 		if err == nil {
-			s.d.SetVersion(ts[i], 1)
+			s.d.SetVersion(ts[i], want[i]+1)
 		}
 		errs[i] = refused(err)
 	}
-	return errs
 }
 
 // DeleteMany removes blocks, as Delete each: one find of the keys that
@@ -128,25 +222,15 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	if len(ids) == 0 {
 		return errs
 	}
-	in := distinctIDs(ids)
-	runtime.RoundTrip(ctx)
-	cur, err := s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(oneBatch(len(in))))
+	docs, err := s.findIn(ctx, ids, bson.D{{Key: "_id", Value: 1}})
 	if err != nil {
-		return failAll(err)
-	}
-	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
 		return failAll(err)
 	}
 	found := make(map[K]bool, len(docs))
 	var del bson.A
-	for _, raw := range docs {
-		id := s.idOf(raw)
-		if !found[id] {
-			found[id] = true
-			del = append(del, id)
-		}
+	for id := range docs {
+		found[id] = true
+		del = append(del, id)
 	}
 	var derr error
 	if len(del) > 0 {
@@ -170,13 +254,61 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	return errs
 }
 
-// bulk is the writes of a batch's items that passed their checks: the
-// item's index and key, the buffer holding its document, its model.
-// prepare checks each of ts as the single write checks it (the block, the
-// repository's readiness, once, the native indexes' values) and adds the
-// write model of its document (version 1) to b; an item that fails a check
-// gets its error in errs and is not sent.
+// findIn reads the blocks ids (given twice or not) that exist with one
+// find of projection proj: their documents, by key.
+func (s *Store[T, K]) findIn(ctx context.Context, ids []K, proj bson.D) (map[K]bson.Raw, error) {
+	in := distinctIDs(ids)
+	if len(in) == 0 {
+		return nil, nil
+	}
+	runtime.RoundTrip(ctx)
+	cur, err := s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
+		options.Find().SetProjection(proj).SetBatchSize(oneBatch(len(in))))
+	if err != nil {
+		return nil, err
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make(map[K]bson.Raw, len(docs))
+	for _, raw := range docs {
+		out[s.idOf(raw)] = raw
+	}
+	return out, nil
+}
+
+// insertFailed is the error of an insert of a batch of new block id
+// holding t that the server refused with err, as the single insert's.
+func (s *Store[T, K]) insertFailed(ctx context.Context, op string, id K, t *T, err error) error {
+	if mongo.IsDuplicateKeyError(err) {
+		if derr := s.duplicate(ctx, op, id, t, true, err); derr != nil {
+			return derr
+		}
+		return keyInUse(op, s.d.Aggregate, id, err)
+	}
+	return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+}
+
+// prepare checks each of ts as the single write checks it (check) and
+// adds the write model of its document (version 1) to b; an item that
+// fails a check gets its error in errs and is not sent.
 func (s *Store[T, K]) prepare(ctx context.Context, op string, ts []*T, errs []error, b *bulk[K], model func(id K, doc bson.Raw) mongo.WriteModel) {
+	for _, i := range s.check(ctx, op, ts, errs) {
+		id := *s.d.ID(ts[i])
+		w, doc, err := s.encodeDoc(op, id, ts[i], 1)
+		if errs[i] = err; err != nil {
+			continue
+		}
+		b.add(i, id, w, model(id, doc))
+	}
+}
+
+// check checks each of ts as the single write checks it (the block, the
+// repository's readiness, once, the native indexes' values) and returns
+// the items that pass; the others get their errors in errs.
+func (s *Store[T, K]) check(ctx context.Context, op string, ts []*T, errs []error) []int {
+	var ok []int
 	var ready error
 	checked := false
 	for i, t := range ts {
@@ -189,18 +321,16 @@ func (s *Store[T, K]) prepare(ctx context.Context, op string, ts []*T, errs []er
 		if errs[i] = ready; ready != nil {
 			continue
 		}
-		id := *s.d.ID(t)
-		if errs[i] = s.checkNative(op, id, t); errs[i] != nil {
+		if errs[i] = s.checkNative(op, *s.d.ID(t), t); errs[i] != nil {
 			continue
 		}
-		w, doc, err := s.encodeDoc(op, id, t, 1)
-		if errs[i] = err; err != nil {
-			continue
-		}
-		b.add(i, id, w, model(id, doc))
+		ok = append(ok, i)
 	}
+	return ok
 }
 
+// bulk is the writes of a batch's items that passed their checks: the
+// item's index and key, the buffer holding its document, its model.
 type bulk[K any] struct {
 	idx    []int
 	ids    []K

@@ -13,24 +13,30 @@ import (
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
-// CreateMany of an aggregate with a counter (createCounted): the items
-// are checked as the single Create checks them before its counter moves
-// (a refused item takes no number), then each counter scope moves once
-// for the batch: one findOneAndUpdate $inc by the number of its items to
-// allocate, which take the numbers up to the result in slice order, and
-// one bulkWrite of the $max raises to the largest number each scope's
-// items give explicitly. The blocks are then written with their keys as
-// CreateMany writes blocks without a counter (one bulkWrite, or the index
-// tables' batch protocol). As with the single Create, a number whose
-// write fails stays allocated (a gap), and an allocated number whose
-// block exists (given explicitly before) makes its item the single
-// Create, which takes the next free one. A scope whose counter cannot
-// move in one request (a number past the largest) leaves its items to
-// the single Create, which says why.
+// CreateMany and PutMany of an aggregate with a counter (countedMany):
+// the items are checked as the single call checks them before its
+// counter moves (a refused item takes no number), then each counter
+// scope moves once for the batch: one findOneAndUpdate $inc by the number
+// of its items to allocate, which take the numbers up to the result in
+// slice order, and one bulkWrite of the $max raises to the largest number
+// each scope's items give explicitly. The blocks are then written with
+// their keys as a batch without a counter writes them: CreateMany's
+// inserts; for PutMany the allocated items are inserts at the version
+// after the one given (as the single Put's), the others Puts (putBatch:
+// one bulkWrite of both in slice order; with index tables, createTables
+// and putTables per run of items of one kind). As with the single call,
+// a number whose write fails stays allocated (a gap), and an allocated
+// number whose block exists (given explicitly before) makes its item the
+// single call, which takes the next free one. A scope whose counter
+// cannot move in one request (a number past the largest) leaves its
+// items to the single call, which says why.
 
-// createCounted is CreateMany with a counter, setting errs.
-func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T, errs []error) {
-	const op = "Create"
+// countedMany is a batch write with a counter (op "Create" or "Put"),
+// setting errs: write writes the blocks whose keys are set, the items of
+// alloc with numbers allocated by the batch, and one is the single
+// call of an item the batch leaves to it.
+func (s *Store[T, K]) countedMany(ctx context.Context, op string, ts []*T, errs []error,
+	write func(ctx context.Context, ts []*T, alloc []bool, errs []error), one func(context.Context, *T) error) {
 	refused := make([]bool, len(ts))
 	ids := make([]K, len(ts))
 	var ready error
@@ -101,12 +107,17 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T, errs []error) 
 	// as given.
 	at, cs := s.d.Keyed(ts, keys)
 	cerrs := make([]error, len(cs))
+	alloc := make([]bool, len(cs))
+	for j, i := range at {
+		_, n := s.d.Counter.Split(ids[i])
+		alloc[j] = n == 0
+	}
 	if len(cs) > 0 {
-		s.createBatch(ctx, cs, cerrs)
+		write(ctx, cs, alloc, cerrs)
 	}
 	for j, i := range at {
 		err := cerrs[j]
-		if _, n := s.d.Counter.Split(ids[i]); n == 0 && errors.Is(err, errKeyInUse) {
+		if alloc[j] && errors.Is(err, errKeyInUse) {
 			single = append(single, i) // a number given explicitly: the next one
 			continue
 		}
@@ -117,7 +128,7 @@ func (s *Store[T, K]) createCounted(ctx context.Context, ts []*T, errs []error) 
 	// In slice order, as the single calls would take their numbers.
 	slices.Sort(single)
 	for _, i := range single {
-		errs[i] = s.Create(ctx, ts[i])
+		errs[i] = one(ctx, ts[i])
 	}
 }
 

@@ -596,41 +596,15 @@ func (s *Store[T, K]) replace(ctx context.Context, t *T, id K, want int64, creat
 		return false, err
 	}
 	defer w.release()
-	// The filter follows the document in w's buffer.
-	n := len(w.b)
-	f := w.start()
-	if err := appendID(w, "_id", id); err != nil {
+	filter, err := s.appendFilter(w, id, want, created)
+	if err != nil {
 		return false, runtime.Fail("Put", s.d.Aggregate, id, nil, err)
 	}
-	if versioned && want != 0 {
-		w.int64(pathOf(s.d.Version.Key), want)
-	}
-	var createdCond bson.E
-	if created != nil {
-		createdCond = bson.E{Key: s.d.Created.Key, Value: *created}
-		if created.Type == 0 {
-			createdCond.Value = bson.D{{Key: "$exists", Value: false}}
-		}
-		if err := w.value(pathOf(createdCond.Key), createdCond.Value); err != nil {
-			return false, runtime.Fail("Put", s.d.Aggregate, id, nil, err)
-		}
-	}
-	w.end(f)
-	filter := bson.Raw(w.b[n:])
+	createdCond := s.createdCond(created)
 	// changed reports whether the created field changed since it was read
 	// (a write matching nothing, or an upsert whose insert found the key
 	// taken, by a block created meanwhile).
-	changed := func() bool {
-		if created == nil {
-			return false
-		}
-		raw, err := s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: s.d.Created.Key, Value: 1}})).Raw()
-		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-			return false
-		}
-		now := raw.Lookup(s.d.Created.Key)
-		return now.Type != created.Type || !bytes.Equal(now.Value, created.Value)
-	}
+	changed := func() bool { return s.createdChanged(ctx, id, created) }
 	switch {
 	case !versioned:
 		runtime.RoundTrip(ctx)
@@ -685,6 +659,56 @@ func (s *Store[T, K]) replace(ctx context.Context, t *T, id K, want int64, creat
 		}
 	}
 	return false, nil
+}
+
+// createdCond is the condition of a Put on the created field as read
+// (a zero value: none); the zero bson.E when created is nil.
+func (s *Store[T, K]) createdCond(created *bson.RawValue) bson.E {
+	if created == nil {
+		return bson.E{}
+	}
+	c := bson.E{Key: s.d.Created.Key, Value: *created}
+	if created.Type == 0 {
+		c.Value = bson.D{{Key: "$exists", Value: false}}
+	}
+	return c
+}
+
+// appendFilter appends to w the filter of a replacement of block id by a
+// Put and returns it: _id, the version want (when the aggregate has one
+// and want is not 0) and, when created is set, the created field as read.
+func (s *Store[T, K]) appendFilter(w *docBuf, id K, want int64, created *bson.RawValue) (bson.Raw, error) {
+	n := len(w.b)
+	f := w.start()
+	if err := appendID(w, "_id", id); err != nil {
+		return nil, err
+	}
+	if s.d.Version != nil && want != 0 {
+		w.int64(pathOf(s.d.Version.Key), want)
+	}
+	if created != nil {
+		c := s.createdCond(created)
+		if err := w.value(pathOf(c.Key), c.Value); err != nil {
+			return nil, err
+		}
+	}
+	w.end(f)
+	return bson.Raw(w.b[n:]), nil
+}
+
+// createdChanged reports whether the created field of block id is no
+// longer *created (nil: no condition), as read again.
+func (s *Store[T, K]) createdChanged(ctx context.Context, id K, created *bson.RawValue) bool {
+	if created == nil {
+		return false
+	}
+	runtime.RoundTrip(ctx)
+	raw, err := s.coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: s.d.Created.Key, Value: 1}})).Raw()
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false
+	}
+	now := raw.Lookup(s.d.Created.Key)
+	return now.Type != created.Type || !bytes.Equal(now.Value, created.Value)
 }
 
 // Delete removes block id (and, with lookups, its index entries).

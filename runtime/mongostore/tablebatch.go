@@ -200,9 +200,10 @@ func (s *Store[T, K]) checkTables(ctx context.Context, op string, t *T, version 
 	return s.x.checkValues(op, id, t)
 }
 
-// createTables is CreateMany with index tables (no counter).
-func (s *Store[T, K]) createTables(ctx context.Context, ts []*T, errs []error) {
-	const op = "Create"
+// createTables is CreateMany with index tables (no counter), and the
+// inserts of the new blocks of a PutMany with a counter (op "Put"): each
+// block's version is version(t).
+func (s *Store[T, K]) createTables(ctx context.Context, op string, ts []*T, errs []error, version func(*T) int64) {
 	x := s.x
 	var ready error
 	checked := false
@@ -210,7 +211,7 @@ func (s *Store[T, K]) createTables(ctx context.Context, ts []*T, errs []error) {
 	var at []int
 	var ids []K
 	for i, t := range ts {
-		if errs[i] = s.checkTables(ctx, op, t, 1, &ready, &checked); errs[i] != nil {
+		if errs[i] = s.checkTables(ctx, op, t, version(t), &ready, &checked); errs[i] != nil {
 			continue
 		}
 		id := *s.d.ID(t)
@@ -226,7 +227,8 @@ func (s *Store[T, K]) createTables(ctx context.Context, ts []*T, errs []error) {
 		ok, errs := make([]bool, len(idx)), make([]error, len(idx))
 		models := make([]mongo.WriteModel, len(idx))
 		for j, w := range idx {
-			models[j] = mongo.NewInsertOneModel().SetDocument(s.doc(ts[at[w]], 1, Stamp(sts[j])))
+			t := ts[at[w]]
+			models[j] = mongo.NewInsertOneModel().SetDocument(s.doc(t, version(t), Stamp(sts[j])))
 		}
 		_, each, err := bulkEach(ctx, s.coll, models, false)
 		for j, w := range idx {
@@ -253,7 +255,7 @@ func (s *Store[T, K]) createTables(ctx context.Context, ts []*T, errs []error) {
 			err = keyInUse(op, s.d.Aggregate, ids[w], dups[w])
 		}
 		if err == nil {
-			s.d.SetVersion(ts[i], 1)
+			s.d.SetVersion(ts[i], version(ts[i]))
 		}
 		errs[i] = refused(err)
 	}

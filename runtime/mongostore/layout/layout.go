@@ -88,11 +88,15 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.CreateMany}, When: access.NoTables, Atomic: "each insert is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)" + countedMany,
 			Steps: []access.Step{allocateMany, raiseMany, {N: 1, Op: "bulkWrite $coll ordered: insert {the whole document} per item (the driver splits it at the server's message size)"},
 				{Op: "per item the server refuses (a key in use, a unique value taken): what names the value taken, as Create's, then a bulkWrite of the items after it"}, singleCreate}},
-		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.NoVersion | access.NoCounter | access.HasCreated, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
+		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.HasCounter | access.HasVersion, Atomic: singlePuts + countedMany, Steps: countedPuts},
+		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.HasCounter | access.HasCreated, Atomic: singlePuts + countedMany, Steps: countedPuts},
+		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.HasVersion, Atomic: singlePuts,
+			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put, in order (a version, whose condition a bulkWrite of updates cannot report item by item on FerretDB v1)"}}},
+		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.HasCreated, Atomic: singlePuts,
 			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put (it reads $created first), in order"}}},
-		{Methods: []access.Method{access.PutMany}, When: access.NoTables | access.NoVersion | access.NoCounter, Atomic: "each replacement is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)",
-			Steps: []access.Step{{N: 1, Op: "bulkWrite $coll ordered: replaceOne {_id} {the whole document} upsert per item (the driver splits it at the server's message size)"},
-				{Op: "per item the server refuses (a unique value taken): what names the value taken, as Put's, then a bulkWrite of the items after it"}}},
+		{Methods: []access.Method{access.PutMany}, When: access.NoTables, Atomic: "each replacement is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)" + countedMany,
+			Steps: []access.Step{allocateMany, raiseMany, {N: 1, Op: "bulkWrite $coll ordered: replaceOne {_id} {the whole document} upsert per item[?counted:, insert per item whose number the counter gave] (the driver splits it at the server's message size)"},
+				{Op: "per item the server refuses (a unique value taken): what names the value taken, as Put's, then a bulkWrite of the items after it"}, singleCreate}},
 		{Methods: []access.Method{access.DeleteMany}, When: access.NoTables, Atomic: "one deleteMany, each document's delete atomic; the items are not atomic together; a block deleted by another writer between the two commands counts as deleted",
 			Steps: []access.Step{{N: 1, Op: "find $coll {_id: {$in: ids}} projection {_id} (one batch): a block missing fails with ErrNotFound"},
 				{N: 1, Op: "deleteMany $coll {_id: {$in: the blocks found}}"}}},
@@ -110,8 +114,8 @@ var Store = &access.Store{
 				{N: 1, Op: "bulkWrite $coll unordered: deleteOne {_id, _seq, _inc} per block found"},
 				{Each: true, N: 1, Per: access.IfLoses, Op: "bulkWrite $index unordered: deleteOne per entry of the blocks deleted"},
 				{Op: "a block changed since it was read, or a key given twice: the single Delete"}}},
-		{Methods: []access.Method{access.PutMany}, Atomic: "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)",
-			Steps: []access.Step{{N: 1, Per: access.PerItemCall, Op: "each item's Put, in order (a counter or a version, which a bulkWrite cannot check item by item)"}}},
+		{Methods: []access.Method{access.PutMany}, When: access.HasTables | access.HasCounter, Atomic: batchProtocol + countedMany,
+			Steps: []access.Step{allocateMany, raiseMany, {Op: "per run of items of one kind in slice order: the new blocks with numbers from the counter as CreateMany's (the index tables' inserts, then one bulkWrite of the documents' inserts), the others as PutMany's (a find, the index tables' inserts, one bulkWrite of the documents, the entries lost)"}, singleCreate}},
 		{Methods: []access.Method{access.Create}, When: access.NoWrites, Atomic: one + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
 			Steps: []access.Step{counter, {N: 1, Op: "insert $coll {the whole document}"}}},
 		{Methods: []access.Method{access.Create}, Atomic: protocol + "[?counted:; the counter increment is a command of its own (a failed write leaves its number unused)]",
@@ -166,8 +170,16 @@ var Store = &access.Store{
 var (
 	allocateMany = access.Step{When: access.HasCounter, N: 1, Per: access.PerScope, Op: "findAndModify " + Counters + " {$inc n: the scope's items to allocate}, which take the numbers up to the result in slice order"}
 	raiseMany    = access.Step{When: access.HasCounter, N: 1, Per: access.IfKeyGiven, Op: "bulkWrite " + Counters + " unordered: update {$max n} upsert per scope whose items give numbers"}
-	singleCreate = access.Step{When: access.HasCounter, Op: "an item whose number is in use (given before) or whose counter cannot move: its single Create, after the batch"}
+	singleCreate = access.Step{When: access.HasCounter, Op: "an item whose number is in use (given before) or whose counter cannot move: its single call, after the batch"}
+	// countedPuts: a PutMany with a counter of an aggregate whose Puts
+	// are single: the new blocks, numbered by the counter, are batched.
+	countedPuts = []access.Step{allocateMany, raiseMany,
+		{N: 1, Per: access.IfAllocates, Op: "bulkWrite $coll ordered: insert {the whole document} per run of items whose numbers the counter gave"},
+		{N: 1, Per: access.PerItemWrite, Op: "each item whose number is given: its Put, in order"}, singleCreate}
 )
+
+// singlePuts is the Atomic of a PutMany made of single Puts.
+const singlePuts = "each item as its Put; the items are not atomic together (the failed ones are reported, the others written)"
 
 // countedMany is what CreateMany with a counter adds to Atomic.
 const countedMany = "[?counted:; each counter moves by a command of its own before the writes (a failed write leaves its number unused)]"

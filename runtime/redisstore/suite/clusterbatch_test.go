@@ -308,7 +308,7 @@ func TestPutManyClusterCounter(t *testing.T) {
 	// each lookup, the listing; each a pipeline to at most the cluster's
 	// 3 masters (the new journals' CreateMany phases are fewer).
 	const bound = (1 + 2 + 1 + 2 + 1) * 3
-	storetest.BatchPutCounterTrips(t, journals, replies, last, fmt.Sprintf("pc-%p", t), bound)
+	storetest.BatchPutCounterTrips(t, journals, replies, last, fmt.Sprintf("pc-%p", t), bound, bound)
 }
 
 // counted returns Journal and Reply repositories (both with a counter) on
