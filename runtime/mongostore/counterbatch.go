@@ -49,6 +49,9 @@ func (s *Store[T, K]) countedMany(ctx context.Context, op string, ts []*T, errs 
 			if errs[i] = ready; ready == nil {
 				errs[i] = s.fitsBeforeCounter(op, t)
 			}
+			if errs[i] == nil && op == "Put" {
+				errs[i] = s.newExpected(op, t)
+			}
 		}
 		refused[i] = errs[i] != nil
 		if !refused[i] {

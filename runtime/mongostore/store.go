@@ -496,6 +496,9 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 	put := func(t *T) error { return s.put(ctx, t, want) }
 	if s.d.Counter != nil {
 		id := *s.d.ID(t)
+		if err := s.newExpected("Put", t); err != nil {
+			return err
+		}
 		if _, n := s.counterID(id); n == 0 {
 			// A zero counted number: a new block with an allocated key.
 			put = func(t *T) error { return s.insertDoc(ctx, "Put", t, want+1) }
@@ -507,6 +510,23 @@ func (s *Store[T, K]) putAll(ctx context.Context, t *T) error {
 		return err
 	}
 	s.d.SetVersion(t, want+1)
+	return nil
+}
+
+// newExpected refuses a Put (op) of t with a zero counted number, a new
+// block whose key the counter allocates, that expects a version: there is
+// no block of that version (runtime.ErrConflict, as over a missing block).
+func (s *Store[T, K]) newExpected(op string, t *T) error {
+	if s.d.Counter == nil || s.d.Version == nil {
+		return nil
+	}
+	id := *s.d.ID(t)
+	if _, n := s.counterID(id); n != 0 {
+		return nil
+	}
+	if want := s.d.VersionOf(t); want != 0 {
+		return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict, nil)
+	}
 	return nil
 }
 
