@@ -51,7 +51,8 @@ func waitedMatches(prefix string, n int) ([]*model.Match, []string) {
 // CreateMany, PutMany and DeleteMany send their items' script runs in one
 // pipeline on one connection followed by one WAIT, so that 40 items take
 // as many round trips as 5 (the single calls would take one each), and
-// every item is on the replica when the batch returns.
+// every item is on the replica when the batch returns (also when the
+// server has lost the script: the items then run on their own).
 func TestWaitReplicasBatchTrips(t *testing.T) {
 	pair := redistest.StartPair(t)
 	waited, _, last := waitedBatch(t, pair, 10*time.Second)
@@ -85,6 +86,18 @@ func TestWaitReplicasBatchTrips(t *testing.T) {
 			if _, err := onReplica.Get(bg, id); !errors.Is(err, runtime.ErrNotFound) {
 				t.Fatalf("Get %s on the replica after DeleteMany: %v, want not found", id, err)
 			}
+		}
+	}
+	// A server that lost the script (NOSCRIPT in the pipeline): each item
+	// runs on its own, loading it, and is waited for.
+	mc := pair.Master.Client()
+	defer mc.Close()
+	must(t, mc.ScriptFlush(bg).Err())
+	ms, _ := waitedMatches("flushed-", 3)
+	must(t, waited.CreateMany(bg, ms))
+	for _, m := range ms {
+		if got, err := onReplica.Get(bg, m.ID); err != nil || got.Code != m.Code {
+			t.Fatalf("Get %s on the replica after CreateMany on a server without the script: %+v, %v", m.ID, got, err)
 		}
 	}
 	for op, ts := range trips {
