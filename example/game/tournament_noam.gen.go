@@ -51,24 +51,26 @@ type TournamentRepository interface {
 	// allows: one transaction on bbolt. On a single Redis node, two pipelines (the
 	// reads the writes need, then the writes' scripts); on a Redis Cluster, the
 	// lookup protocol phase by phase for the whole batch, a pipeline a phase, each
-	// counter scope moved once (with Options.WaitReplicas, the single calls). On
-	// DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an aggregate
-	// without lookups, version, counter or created timestamp and a DeleteMany of
-	// one without lookups (after a BatchGetItem that finds the missing blocks);
-	// otherwise, where the endpoint has transactions, TransactWriteItems of up to
-	// 100 actions (after a BatchGetItem of the blocks replaced or removed; a
-	// DeleteMany of an aggregate with a counter excepted), else the single
-	// conditional writes, 8 at a time where their order cannot matter; with a
-	// counter, each counter scope moved once first. On MongoDB a counter moves
-	// once per counter scope for a CreateMany or a PutMany (one findOneAndUpdate,
-	// and one bulkWrite raising the counters to the numbers given); then, with
-	// native indexes only, one ordered bulkWrite (and another after each item the
-	// server refuses) of a CreateMany's inserts, of a PutMany's new blocks with
-	// numbers from the counter, and of a PutMany of an aggregate without version
-	// or created timestamp, the single Puts otherwise; one find and one deleteMany
-	// for a DeleteMany; with index tables, the index tables' batch protocol. Items
-	// that fail are reported in a *runtime.BatchError (which items, and why:
-	// errors.Is matches any item's error); the others are written.
+	// counter scope moved once (with Options.WaitReplicas, the single calls on a
+	// cluster; on a node, one WAIT after the writes' scripts, in their pipeline).
+	// On DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an
+	// aggregate without lookups, version, counter or created timestamp and a
+	// DeleteMany of one without lookups (after a BatchGetItem that finds the
+	// missing blocks); otherwise, where the endpoint has transactions,
+	// TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks
+	// replaced or removed; a DeleteMany of an aggregate with a counter excepted),
+	// else the single conditional writes, 8 at a time where their order cannot
+	// matter; with a counter, each counter scope moved once first. On MongoDB a
+	// counter moves once per counter scope for a CreateMany or a PutMany (one
+	// findOneAndUpdate, and one bulkWrite raising the counters to the numbers
+	// given); then, with native indexes only, one ordered bulkWrite (and another
+	// after each item the server refuses) of a CreateMany's inserts, of a
+	// PutMany's new blocks with numbers from the counter, and of a PutMany of an
+	// aggregate without version or created timestamp, the single Puts otherwise;
+	// one find and one deleteMany for a DeleteMany; with index tables, the index
+	// tables' batch protocol. Items that fail are reported in a
+	// *runtime.BatchError (which items, and why: errors.Is matches any item's
+	// error); the others are written.
 	CreateMany(ctx context.Context, tournaments []*Tournament) error
 
 	// PutMany creates or replaces Tournament blocks whole, each as Put would. Each
@@ -78,7 +80,8 @@ type TournamentRepository interface {
 	// pipelines (the reads the writes need, then the writes' scripts); on a Redis
 	// Cluster, the lookup protocol phase by phase for the whole batch, a pipeline
 	// a phase, each counter scope moved once (with Options.WaitReplicas, the
-	// single calls). On DynamoDB, BatchWriteItem (25 items a request) for a
+	// single calls on a cluster; on a node, one WAIT after the writes' scripts, in
+	// their pipeline). On DynamoDB, BatchWriteItem (25 items a request) for a
 	// PutMany of an aggregate without lookups, version, counter or created
 	// timestamp and a DeleteMany of one without lookups (after a BatchGetItem that
 	// finds the missing blocks); otherwise, where the endpoint has transactions,

@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,17 +20,22 @@ import (
 // unique values), so an item that a previous item of the same batch
 // changed (its key given twice) fails that check and is written again
 // by its single call, which then sees the earlier item as it would in
-// order. An item the script refuses gets the single call's error.
+// order. An item the script refuses gets the single call's error. With
+// Options.WaitReplicas the runs' pipeline goes on one connection and
+// ends with one WAIT, which counts the replicas that have every write
+// of the connection before it: an item applied but not acknowledged gets
+// the single call's error for a run not acknowledged
+// (runtime.ErrUnknownOutcome; wait.go).
 //
 // On a cluster the writes of an aggregate with lookups are the index
 // protocol (several steps per item, on several nodes): CreateMany, PutMany
 // and DeleteMany run it phase by phase for the batch (clusterbatch.go);
 // a CreateMany or PutMany with a counter first moves each counter scope
 // once for the items to allocate (clustercounter.go: a PutMany's items
-// whose number is zero are Creates, as the single Put makes them). A run
-// waited on by WAIT (Options.WaitReplicas) is a pipeline of its own:
-// there, and for runs too large for one argument, the items are the
-// single calls.
+// whose number is zero are Creates, as the single Put makes them). There
+// a run waited on by WAIT (Options.WaitReplicas) is a pipeline of its own
+// on its node's connection: with that option the items are the single
+// calls, as they are on a node for runs too large for one argument.
 
 var _ runtime.BatchStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
@@ -42,8 +49,27 @@ type pending[K any] struct {
 	notes []string
 }
 
-// pipelined reports whether the batch's writes go in pipelines.
-func (s *Store[T, K]) pipelined() bool { return !s.cluster && !s.waits() }
+// pipelined reports whether the batch's writes go in pipelines: on a
+// single node, a *redis.Client when they wait for replicas (a pipeline
+// then goes on one connection, which its WAIT covers).
+func (s *Store[T, K]) pipelined() bool {
+	if s.cluster {
+		return false
+	}
+	_, _, ok := s.waitedNode()
+	return ok || !s.waits()
+}
+
+// waitedNode returns, when the store's writes wait for replicas on a
+// single node, its options' client and the node's client.
+func (s *Store[T, K]) waitedNode() (*optClient, *redis.Client, bool) {
+	oc, ok := s.w.(*optClient)
+	if !ok || s.cluster {
+		return nil, nil, false
+	}
+	node, ok := s.c.(*redis.Client)
+	return oc, node, ok
+}
 
 // CreateMany writes new blocks, as Create each.
 func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
@@ -272,7 +298,12 @@ func (s *Store[T, K]) runAll(ctx context.Context, ps []*pending[K], errs []error
 			}
 		}
 	}()
-	_, _ = s.w.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	// With WaitReplicas, one WAIT after the runs: a *redis.Client sends
+	// a pipeline on one connection, whose writes WAIT counts.
+	oc, node, waited := s.waitedNode()
+	var wt *redis.IntCmd
+	var timeout time.Duration
+	_, _ = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for j, p := range ps {
 			if errs[p.i] = s.ready(p.w); errs[p.i] != nil {
 				continue
@@ -284,6 +315,10 @@ func (s *Store[T, K]) runAll(ctx context.Context, ps []*pending[K], errs []error
 				continue // too large for one run: on its own
 			}
 			cmds[j] = pipe.EvalSha(ctx, vm.Hash(), progs[j].keys, p.args...)
+		}
+		if waited && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return c != nil }) {
+			timeout = oc.timeout(ctx, node)
+			wt = oc.wait(ctx, pipe, timeout)
 		}
 		return nil
 	})
@@ -297,6 +332,9 @@ func (s *Store[T, K]) runAll(ctx context.Context, ps []*pending[K], errs []error
 			n, err = progs[j].run(ctx, s.w)
 		} else {
 			res, rerr := cmds[j].Slice()
+			if rerr == nil && wt != nil {
+				rerr = oc.short(res, wt, timeout)
+			}
 			n, err = reply(res, rerr, p.notes)
 		}
 		_, err = s.settle(ctx, p.w, n, err)

@@ -48,6 +48,12 @@ type Options struct {
 	// waited for: Repair restores what a failover lost of them.
 	// Writes to a shard whose master has fewer replicas than WaitReplicas
 	// (after a failover, until the old master rejoins as a replica) fail.
+	//
+	// A batch (CreateMany, PutMany, DeleteMany) on a single node (a
+	// *redis.Client) sends its items' script runs in one pipeline, on one
+	// connection, ended by one WAIT: each item written fails as its single
+	// call would when that WAIT was acknowledged by fewer replicas. On a
+	// cluster the items of a batch are the single calls.
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT (DefaultWaitTimeout when 0; never
 	// unbounded, whatever WAIT's own 0 means). It is also capped to half
@@ -144,7 +150,6 @@ const maxWaitRedirects = 8
 // of its connection). On a cluster it follows MOVED and ASK itself, since
 // the pipeline goes to one node's client.
 func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
-	want := oc.o.WaitReplicas
 	var node redis.UniversalClient = oc.UniversalClient
 	cc, cluster := node.(*redis.ClusterClient)
 	var pinned *redis.Client // the node a redirect named
@@ -161,18 +166,7 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 			}
 			node = m
 		}
-		timeout := oc.o.WaitTimeout
-		if timeout <= 0 {
-			timeout = DefaultWaitTimeout
-		}
-		if nc, ok := node.(*redis.Client); ok {
-			if rt := nc.Options().ReadTimeout; rt > 0 && timeout > rt/2 {
-				timeout = rt / 2
-			}
-		}
-		if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-			timeout = max(time.Until(d), time.Millisecond)
-		}
+		timeout := oc.timeout(ctx, node)
 		var ev *redis.Cmd
 		var wt *redis.IntCmd
 		if cluster {
@@ -183,8 +177,7 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 				p.Do(ctx, "asking")
 			}
 			ev = p.EvalSha(ctx, sc.Hash(), keys, args...)
-			wt = redis.NewIntCmd(ctx, "wait", want, max(timeout.Milliseconds(), 1))
-			_ = p.Process(ctx, wt)
+			wt = oc.wait(ctx, p, timeout)
 			return nil
 		})
 		asking = false
@@ -232,14 +225,49 @@ func (oc *optClient) evalWait(ctx context.Context, sc *redis.Script, keys []stri
 		if err != nil {
 			return nil, err
 		}
-		if len(res) > 0 && res[0] == "ok" {
-			n, err := wt.Result()
-			if err != nil || n < int64(want) {
-				return res, &unreplicated{acked: n, want: int64(want), timeout: timeout, err: err}
-			}
-		}
-		return res, nil
+		return res, oc.short(res, wt, timeout)
 	}
+}
+
+// timeout is the timeout of a WAIT on node: WaitTimeout
+// (DefaultWaitTimeout when 0), capped to half node's ReadTimeout and to
+// the context's deadline.
+func (oc *optClient) timeout(ctx context.Context, node redis.UniversalClient) time.Duration {
+	timeout := oc.o.WaitTimeout
+	if timeout <= 0 {
+		timeout = DefaultWaitTimeout
+	}
+	if nc, ok := node.(*redis.Client); ok {
+		if rt := nc.Options().ReadTimeout; rt > 0 && timeout > rt/2 {
+			timeout = rt / 2
+		}
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	return timeout
+}
+
+// wait queues on p the WAIT for WaitReplicas replicas within timeout: it
+// counts the replicas that have every write its connection made before.
+func (oc *optClient) wait(ctx context.Context, p redis.Pipeliner, timeout time.Duration) *redis.IntCmd {
+	wt := redis.NewIntCmd(ctx, "wait", oc.o.WaitReplicas, max(timeout.Milliseconds(), 1))
+	_ = p.Process(ctx, wt)
+	return wt
+}
+
+// short is the *unreplicated of a script run that replied res, followed
+// by WAIT wt (within timeout) on its connection: nil when the run was not
+// applied (its checks refused it) or enough replicas acknowledged it.
+func (oc *optClient) short(res []any, wt *redis.IntCmd, timeout time.Duration) error {
+	if len(res) == 0 || res[0] != "ok" {
+		return nil
+	}
+	want := int64(oc.o.WaitReplicas)
+	if n, err := wt.Result(); err != nil || n < want {
+		return &unreplicated{acked: n, want: want, timeout: timeout, err: err}
+	}
+	return nil
 }
 
 // redirect returns the kind of a cluster redirect or refusal err is
