@@ -321,12 +321,16 @@ func batchMethods(a *model.Aggregate) []Method {
 	v := Var(a) + "s"
 	ptrs := func() jen.Code { return jen.Id(v).Index().Op("*").Id(a.Name) }
 	same := "Each item is written as the single call would write it (checks, versions, counters, lookups and unique values), in order, in as few round trips as the store allows: one transaction on bbolt. On a single Redis node, two pipelines (the reads the writes need, then the writes' scripts); on a Redis Cluster, the lookup protocol phase by phase for the whole batch, a pipeline a phase, each counter scope moved once (with Options.WaitReplicas, the single calls on a cluster; on a node, one WAIT after the writes' scripts, in their pipeline). On DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an aggregate without lookups, version, counter or created timestamp and a DeleteMany of one without lookups (after a BatchGetItem that finds the missing blocks); otherwise, where the endpoint has transactions, TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks replaced or removed; a DeleteMany of an aggregate with a counter excepted), else the single conditional writes, 8 at a time where their order cannot matter; with a counter, each counter scope moved once first. On MongoDB a counter moves once per counter scope for a CreateMany or a PutMany (one findOneAndUpdate, and one bulkWrite raising the counters to the numbers given); then, with native indexes only, one ordered bulkWrite (and another after each item the server refuses) of a CreateMany's inserts, of a PutMany's new blocks with numbers from the counter, and of a PutMany of an aggregate without version or created timestamp, the single Puts otherwise; one find and one deleteMany for a DeleteMany; with index tables, the index tables' batch protocol. Items that fail are reported in a *runtime.BatchError (which items, and why: errors.Is matches any item's error); the others are written."
+	putExpired := ""
+	if a.Expires != nil {
+		putExpired = fmt.Sprintf(" PutMany first reads the blocks (one GetMany) and removes those whose %s has passed, as Put does, so that an item over an expired block creates it anew.", a.Expires.Key)
+	}
 	return []Method{
 		{Kind: MCreateMany, Name: "CreateMany",
 			Doc:    fmt.Sprintf("CreateMany stores new %s blocks, each as Create would. %s", a.Name, same),
 			Params: []jen.Code{Ctx(), ptrs()}, Results: []jen.Code{jen.Error()}},
 		{Kind: MPutMany, Name: "PutMany",
-			Doc:    fmt.Sprintf("PutMany creates or replaces %s blocks whole, each as Put would. %s", a.Name, same),
+			Doc:    fmt.Sprintf("PutMany creates or replaces %s blocks whole, each as Put would. %s%s", a.Name, same, putExpired),
 			Params: []jen.Code{Ctx(), ptrs()}, Results: []jen.Code{jen.Error()}},
 		{Kind: MDeleteMany, Name: "DeleteMany",
 			Doc:    fmt.Sprintf("DeleteMany removes the %s blocks with the given keys and their lookup entries, each as Delete would (a missing block is an item failing with runtime.ErrNotFound). %s", a.Name, same[strings.Index(same, "Items that fail"):]),

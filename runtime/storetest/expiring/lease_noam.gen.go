@@ -131,7 +131,9 @@ type LeaseRepository interface {
 	// one find and one deleteMany for a DeleteMany; with index tables, the index
 	// tables' batch protocol. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// error); the others are written. PutMany first reads the blocks (one GetMany)
+	// and removes those whose until has passed, as Put does, so that an item over
+	// an expired block creates it anew.
 	PutMany(ctx context.Context, leases []*Lease) error
 
 	// DeleteMany removes the Lease blocks with the given keys and their lookup

@@ -219,7 +219,9 @@ type SessionRepository interface {
 	// one find and one deleteMany for a DeleteMany; with index tables, the index
 	// tables' batch protocol. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// error); the others are written. PutMany first reads the blocks (one GetMany)
+	// and removes those whose expires has passed, as Put does, so that an item
+	// over an expired block creates it anew.
 	PutMany(ctx context.Context, sessions []*Session) error
 
 	// DeleteMany removes the Session blocks with the given keys and their lookup

@@ -127,7 +127,9 @@ type TicketRepository interface {
 	// one find and one deleteMany for a DeleteMany; with index tables, the index
 	// tables' batch protocol. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// error); the others are written. PutMany first reads the blocks (one GetMany)
+	// and removes those whose expires has passed, as Put does, so that an item
+	// over an expired block creates it anew.
 	PutMany(ctx context.Context, tickets []*Ticket) error
 
 	// DeleteMany removes the Ticket blocks with the given keys and their lookup
