@@ -129,7 +129,8 @@ func (s *Store[T, K]) counted(ctx context.Context, op string, ts []*T, write fun
 
 // allocateMany adds n to the counter of id's scope with an atomic ADD, on
 // condition that it stays within the largest number, and returns its new
-// value, the last of the n numbers allocated.
+// value, the last of the n numbers allocated; past the largest number,
+// runtime.ErrOverflow.
 func (s *Store[T, K]) allocateMany(ctx context.Context, op string, id K, n int) (int64, error) {
 	key, _ := s.counterKey(id)
 	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -140,6 +141,9 @@ func (s *Store[T, K]) allocateMany(ctx context.Context, op string, id K, n int) 
 		ExpressionAttributeValues: map[string]types.AttributeValue{":add": num(int64(n)), ":most": num(math.MaxInt64 - int64(n))},
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
+	if condFailed(err) {
+		return 0, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrOverflow, nil)
+	}
 	if err != nil {
 		return 0, wrap(op, s.d.Aggregate, nil, err)
 	}

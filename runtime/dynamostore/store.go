@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -478,28 +477,9 @@ func (s *Store[T, K]) counterKey(id K) (map[string]types.AttributeValue, int64) 
 }
 
 // allocate bumps the counter of id's scope with an atomic ADD and returns
-// the number.
+// the number (allocateMany of one).
 func (s *Store[T, K]) allocate(ctx context.Context, op string, id K) (int64, error) {
-	key, _ := s.counterKey(id)
-	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.counters), Key: key,
-		UpdateExpression:          aws.String("ADD #n :one"),
-		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :max"),
-		ExpressionAttributeNames:  map[string]string{"#n": "n"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":max": num(math.MaxInt64)},
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
-	if condFailed(err) {
-		return 0, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrOverflow, nil)
-	}
-	if err != nil {
-		return 0, wrap(op, s.d.Aggregate, nil, err)
-	}
-	n, err := intOf(out.Attributes["n"])
-	if err != nil {
-		return 0, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
-	}
-	return n, nil
+	return s.allocateMany(ctx, op, id, 1)
 }
 
 // raise moves the counter of id's scope up to id's number.
