@@ -91,7 +91,7 @@ func Generate(s *model.Schema, cfg Config) ([]File, error) {
 		}
 	}
 	clashes = append(clashes, checkStoreNames(s, sel)...)
-	clashes = append(clashes, checkTopLevel(s)...)
+	clashes = append(clashes, checkTopLevel(s, names)...)
 	if len(clashes) > 0 {
 		clashes.Sort()
 		return nil, clashes
@@ -331,11 +331,11 @@ func dedupe(errs model.ErrorList) model.ErrorList {
 // declare twice: two aggregates generating the same name, or a generated
 // name that a file of the package (its tests included) declares already.
 // Each error names both declarations.
-func checkTopLevel(s *model.Schema) model.ErrorList {
+func checkTopLevel(s *model.Schema, stores []string) model.ErrorList {
 	var errs model.ErrorList
 	owner := map[string]*model.Aggregate{}
 	for _, a := range s.Aggregates {
-		for _, n := range templates.GeneratedNames(a) {
+		for _, n := range templates.GeneratedNames(a, stores) {
 			if b, dup := owner[n]; dup && b != a {
 				errs = append(errs, model.Error{Pos: a.Pos, Msg: fmt.Sprintf("aggregates %s and %s would both generate %s (%s is declared at %s); rename one of them", b.Name, a.Name, n, b.Name, b.Pos)})
 				continue

@@ -497,7 +497,39 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 	descriptor(f, a)
 	changes(f, a)
 	repoImpl(f, a, stores)
+	opener(f, a, stores)
 	guard(f, a)
+}
+
+// opener renders the set of the aggregate's stores, which each store's file
+// fills in its init function, and the constructor that picks the store by
+// the handle it is given.
+func opener(f *jen.File, a *model.Aggregate, stores []string) {
+	f.Add(Doc("%s are the stores this package holds a %s repository for, each added by its file's init function.", OpenersVar(a), a.Name)).
+		Var().Id(OpenersVar(a)).Op("=").Add(RT("NewOpeners")).Types(jen.Id(Repo(a))).Call(jen.Lit(a.Name))
+	f.Line()
+	var handles []string
+	for _, n := range stores {
+		st, _ := Lookup(n)
+		handles = append(handles, fmt.Sprintf("a %s (%s)", st.Handle, "New"+StoreRepo(a, StoreTitle(n))))
+	}
+	f.Add(Doc("%s returns the %s repository over handle, on the store whose handle it is: %s. opts are the repository's options and the store's, as that constructor takes them. With it a program picks its store at run time, and a test runs one suite on every store. For a nil handle, or one of any other type, it fails with runtime.ErrInvalid and opens nothing.",
+		Opener(a), a.Name, orList(handles))).
+		Func().Id(Opener(a)).Params(jen.Id("handle").Any(), jen.Id("opts").Op("...").Add(RT("Option"))).Params(jen.Id(Repo(a)), jen.Error()).Block(
+		jen.Return(jen.Id(OpenersVar(a)).Dot("Open").Call(jen.Id("handle"), jen.Id("opts").Op("..."))),
+	)
+	f.Line()
+}
+
+// orList joins items as "a, b or c".
+func orList(items []string) string {
+	switch len(items) {
+	case 0:
+		return "none"
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 func implList(a *model.Aggregate, stores []string) string {

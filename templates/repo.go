@@ -45,10 +45,15 @@ func LookupVar(a *model.Aggregate, l *model.Lookup) string {
 // ChangesFunc names the function turning a TUpdate into runtime.Update.
 func ChangesFunc(a *model.Aggregate) string { return Private(a, "Changes") }
 
-// GeneratedNames lists every top-level name the store-independent file of a
-// declares, for collision checks.
-func GeneratedNames(a *model.Aggregate) []string {
-	out := []string{Repo(a), KeyCodecVar(a), DescVar(a), RepoImpl(a)}
+// GeneratedNames lists every top-level name the generated files of a
+// declare, for collision checks: the store-independent file's, and those of
+// the files of stores (their registrations).
+func GeneratedNames(a *model.Aggregate, stores []string) []string {
+	out := []string{Repo(a), KeyCodecVar(a), DescVar(a), RepoImpl(a), Opener(a), OpenersVar(a)}
+	for _, n := range stores {
+		name := StoreRepo(a, StoreTitle(n))
+		out = append(out, name, "New"+name)
+	}
 	if len(a.IDParts) > 0 {
 		out = append(out, KeyAppender(a), KeyReader(a))
 	}
@@ -376,7 +381,8 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 // package's Open, called with the client, the descriptor and the options,
 // and passes the options to runtime.NewRepo too: each keeps its own.
 // storeOpts names the store's options in the constructor's documentation
-// ("" when it has none).
+// ("" when it has none). An init function adds the constructor to the
+// aggregate's stores, for New<T>Repository.
 func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over, storeOpts, client string, clientType, adapter, open jen.Code) {
 	name := StoreRepo(a, title)
 	f.Add(Doc("%s", doc)).Type().Id(name).Struct(
@@ -394,4 +400,20 @@ func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over, storeOpts,
 		jen.Return(jen.Op("&").Id(name).Values(jen.Id(RepoImpl(a)).Values(RT("NewRepo").Call(jen.Id(DescVar(a)), jen.Id("s"), jen.Id("opts").Op("..."))), jen.Id("s"))),
 	)
 	f.Line()
+	st, _ := storeByTitle(title)
+	f.Commentf("init adds %s to the stores %s picks from.", name, Opener(a))
+	f.Func().Id("init").Params().Block(
+		RT("AddOpener").Call(jen.Id(OpenersVar(a)), jen.Lit(st.Name), jen.Id("New"+name)),
+	)
+	f.Line()
+}
+
+// storeByTitle returns the registered store whose Title is title.
+func storeByTitle(title string) (Store, bool) {
+	for _, n := range StoreNames() {
+		if st, ok := Lookup(n); ok && StoreTitle(n) == title {
+			return st, true
+		}
+	}
+	return Store{}, false
 }

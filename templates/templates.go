@@ -31,6 +31,10 @@ type Store struct {
 	Name string
 	// Title is the name inside type names, e.g. "Mongo" in GameMongoRepository.
 	Title string
+	// Handle is the Go type of the handle the store's constructors take,
+	// as generated docs write it, e.g. "*mongo.Database". No two stores
+	// may take the same type: New<T>Repository picks the store by it.
+	Handle string
 	// Imports maps import paths to the package names generated code uses.
 	Imports map[string]string
 	// Generate adds the store's repository for a to f.
@@ -139,6 +143,15 @@ func Register(s Store) {
 	if _, dup := registry[s.Name]; dup {
 		panic("templates: store " + s.Name + " registered twice")
 	}
+	if s.Handle == "" {
+		panic("templates: store " + s.Name + " has no Handle")
+	}
+	for _, o := range registry {
+		if o.Handle == s.Handle {
+			// New<T>Repository could not tell the two apart.
+			panic("templates: stores " + o.Name + " and " + s.Name + " both take a " + s.Handle)
+		}
+	}
 	registry[s.Name] = s
 }
 
@@ -166,6 +179,12 @@ func Update(a *model.Aggregate) string { return a.Name + "Update" }
 
 // StoreRepo is the name of a store's repository type, e.g. GameMongoRepository.
 func StoreRepo(a *model.Aggregate, store string) string { return a.Name + store + "Repository" }
+
+// Opener names the store-independent constructor: NewGameRepository.
+func Opener(a *model.Aggregate) string { return "New" + Repo(a) }
+
+// OpenersVar names the set of the aggregate's stores: _gameStores.
+func OpenersVar(a *model.Aggregate) string { return Private(a, "Stores") }
 
 // Var is the parameter name for an aggregate value, e.g. "game".
 func Var(a *model.Aggregate) string { return ParamName(a.Name) }

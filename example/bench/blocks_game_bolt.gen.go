@@ -28,6 +28,11 @@ func NewBlocksGameBoltRepository(db *bbolt.DB, opts ...runtime.Option) *BlocksGa
 	return &BlocksGameBoltRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s, opts...)}, s}
 }
 
+// init adds BlocksGameBoltRepository to the stores NewBlocksGameRepository picks from.
+func init() {
+	runtime.AddOpener(_blocksGameStores, "bolt", NewBlocksGameBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *BlocksGameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -28,6 +28,11 @@ func NewBlocksGameDynamoRepository(client *dynamodb.Client, opts ...runtime.Opti
 	return &BlocksGameDynamoRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s, opts...)}, s}
 }
 
+// init adds BlocksGameDynamoRepository to the stores NewBlocksGameRepository picks from.
+func init() {
+	runtime.AddOpener(_blocksGameStores, "dynamo", NewBlocksGameDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *BlocksGameDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

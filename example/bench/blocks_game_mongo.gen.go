@@ -26,6 +26,11 @@ func NewBlocksGameMongoRepository(db *mongo.Database, opts ...runtime.Option) *B
 	return &BlocksGameMongoRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s, opts...)}, s}
 }
 
+// init adds BlocksGameMongoRepository to the stores NewBlocksGameRepository picks from.
+func init() {
+	runtime.AddOpener(_blocksGameStores, "mongo", NewBlocksGameMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *BlocksGameMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

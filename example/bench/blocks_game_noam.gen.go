@@ -283,6 +283,22 @@ func (r _blocksGameRepo) All(ctx context.Context) iter.Seq2[*BlocksGame, error] 
 	return r.r.All(ctx)
 }
 
+// _blocksGameStores are the stores this package holds a BlocksGame repository
+// for, each added by its file's init function.
+var _blocksGameStores = runtime.NewOpeners[BlocksGameRepository]("BlocksGame")
+
+// NewBlocksGameRepository returns the BlocksGame repository over handle, on
+// the store whose handle it is: a *bbolt.DB (NewBlocksGameBoltRepository), a
+// *dynamodb.Client (NewBlocksGameDynamoRepository), a *mongo.Database
+// (NewBlocksGameMongoRepository) or a redis.UniversalClient
+// (NewBlocksGameRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewBlocksGameRepository(handle any, opts ...runtime.Option) (BlocksGameRepository, error) {
+	return _blocksGameStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when BlocksGame's fields
 // or their tags change after generation (a conversion would ignore tags), and
 // the version check when the runtime package does not match the generated

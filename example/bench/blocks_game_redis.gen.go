@@ -28,6 +28,11 @@ func NewBlocksGameRedisRepository(rdb redis.UniversalClient, opts ...runtime.Opt
 	return &BlocksGameRedisRepository{_blocksGameRepo{runtime.NewRepo(_blocksGameDesc, s, opts...)}, s}
 }
 
+// init adds BlocksGameRedisRepository to the stores NewBlocksGameRepository picks from.
+func init() {
+	runtime.AddOpener(_blocksGameStores, "redis", NewBlocksGameRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *BlocksGameRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

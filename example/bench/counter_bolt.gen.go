@@ -28,6 +28,11 @@ func NewCounterBoltRepository(db *bbolt.DB, opts ...runtime.Option) *CounterBolt
 	return &CounterBoltRepository{_counterRepo{runtime.NewRepo(_counterDesc, s, opts...)}, s}
 }
 
+// init adds CounterBoltRepository to the stores NewCounterRepository picks from.
+func init() {
+	runtime.AddOpener(_counterStores, "bolt", NewCounterBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *CounterBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewCounterDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &CounterDynamoRepository{_counterRepo{runtime.NewRepo(_counterDesc, s, opts...)}, s}
 }
 
+// init adds CounterDynamoRepository to the stores NewCounterRepository picks from.
+func init() {
+	runtime.AddOpener(_counterStores, "dynamo", NewCounterDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *CounterDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -26,6 +26,11 @@ func NewCounterMongoRepository(db *mongo.Database, opts ...runtime.Option) *Coun
 	return &CounterMongoRepository{_counterRepo{runtime.NewRepo(_counterDesc, s, opts...)}, s}
 }
 
+// init adds CounterMongoRepository to the stores NewCounterRepository picks from.
+func init() {
+	runtime.AddOpener(_counterStores, "mongo", NewCounterMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *CounterMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -27,6 +27,11 @@ func NewEAOGameBoltRepository(db *bbolt.DB, opts ...runtime.Option) *EAOGameBolt
 	return &EAOGameBoltRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s, opts...)}, s}
 }
 
+// init adds EAOGameBoltRepository to the stores NewEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_eaoGameStores, "bolt", NewEAOGameBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *EAOGameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewEAOGameDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &EAOGameDynamoRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s, opts...)}, s}
 }
 
+// init adds EAOGameDynamoRepository to the stores NewEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_eaoGameStores, "dynamo", NewEAOGameDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *EAOGameDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

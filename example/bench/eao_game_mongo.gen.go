@@ -26,6 +26,11 @@ func NewEAOGameMongoRepository(db *mongo.Database, opts ...runtime.Option) *EAOG
 	return &EAOGameMongoRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s, opts...)}, s}
 }
 
+// init adds EAOGameMongoRepository to the stores NewEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_eaoGameStores, "mongo", NewEAOGameMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *EAOGameMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -288,6 +288,22 @@ func (r _eaoGameRepo) All(ctx context.Context) iter.Seq2[*EAOGame, error] {
 	return r.r.All(ctx)
 }
 
+// _eaoGameStores are the stores this package holds a EAOGame repository for,
+// each added by its file's init function.
+var _eaoGameStores = runtime.NewOpeners[EAOGameRepository]("EAOGame")
+
+// NewEAOGameRepository returns the EAOGame repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewEAOGameBoltRepository), a
+// *dynamodb.Client (NewEAOGameDynamoRepository), a *mongo.Database
+// (NewEAOGameMongoRepository) or a redis.UniversalClient
+// (NewEAOGameRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewEAOGameRepository(handle any, opts ...runtime.Option) (EAOGameRepository, error) {
+	return _eaoGameStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when EAOGame's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

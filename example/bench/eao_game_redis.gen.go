@@ -28,6 +28,11 @@ func NewEAOGameRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &EAOGameRedisRepository{_eaoGameRepo{runtime.NewRepo(_eaoGameDesc, s, opts...)}, s}
 }
 
+// init adds EAOGameRedisRepository to the stores NewEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_eaoGameStores, "redis", NewEAOGameRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *EAOGameRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

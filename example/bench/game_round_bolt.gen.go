@@ -29,6 +29,11 @@ func NewGameRoundBoltRepository(db *bbolt.DB, opts ...runtime.Option) *GameRound
 	return &GameRoundBoltRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s, opts...)}, s}
 }
 
+// init adds GameRoundBoltRepository to the stores NewGameRoundRepository picks from.
+func init() {
+	runtime.AddOpener(_gameRoundStores, "bolt", NewGameRoundBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *GameRoundBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -29,6 +29,11 @@ func NewGameRoundDynamoRepository(client *dynamodb.Client, opts ...runtime.Optio
 	return &GameRoundDynamoRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s, opts...)}, s}
 }
 
+// init adds GameRoundDynamoRepository to the stores NewGameRoundRepository picks from.
+func init() {
+	runtime.AddOpener(_gameRoundStores, "dynamo", NewGameRoundDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *GameRoundDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewGameRoundMongoRepository(db *mongo.Database, opts ...runtime.Option) *Ga
 	return &GameRoundMongoRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s, opts...)}, s}
 }
 
+// init adds GameRoundMongoRepository to the stores NewGameRoundRepository picks from.
+func init() {
+	runtime.AddOpener(_gameRoundStores, "mongo", NewGameRoundMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *GameRoundMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

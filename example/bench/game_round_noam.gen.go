@@ -326,6 +326,22 @@ func (r _gameRoundRepo) All(ctx context.Context) iter.Seq2[*GameRound, error] {
 	return r.r.All(ctx)
 }
 
+// _gameRoundStores are the stores this package holds a GameRound repository
+// for, each added by its file's init function.
+var _gameRoundStores = runtime.NewOpeners[GameRoundRepository]("GameRound")
+
+// NewGameRoundRepository returns the GameRound repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewGameRoundBoltRepository), a
+// *dynamodb.Client (NewGameRoundDynamoRepository), a *mongo.Database
+// (NewGameRoundMongoRepository) or a redis.UniversalClient
+// (NewGameRoundRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewGameRoundRepository(handle any, opts ...runtime.Option) (GameRoundRepository, error) {
+	return _gameRoundStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when GameRound's fields
 // or their tags change after generation (a conversion would ignore tags), and
 // the version check when the runtime package does not match the generated

@@ -29,6 +29,11 @@ func NewGameRoundRedisRepository(rdb redis.UniversalClient, opts ...runtime.Opti
 	return &GameRoundRedisRepository{_gameRoundRepo{runtime.NewRepo(_gameRoundDesc, s, opts...)}, s}
 }
 
+// init adds GameRoundRedisRepository to the stores NewGameRoundRepository picks from.
+func init() {
+	runtime.AddOpener(_gameRoundStores, "redis", NewGameRoundRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *GameRoundRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

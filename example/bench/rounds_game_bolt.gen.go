@@ -29,6 +29,11 @@ func NewRoundsGameBoltRepository(db *bbolt.DB, opts ...runtime.Option) *RoundsGa
 	return &RoundsGameBoltRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s, opts...)}, s}
 }
 
+// init adds RoundsGameBoltRepository to the stores NewRoundsGameRepository picks from.
+func init() {
+	runtime.AddOpener(_roundsGameStores, "bolt", NewRoundsGameBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *RoundsGameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -30,6 +30,11 @@ func NewRoundsGameDynamoRepository(client *dynamodb.Client, opts ...runtime.Opti
 	return &RoundsGameDynamoRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s, opts...)}, s}
 }
 
+// init adds RoundsGameDynamoRepository to the stores NewRoundsGameRepository picks from.
+func init() {
+	runtime.AddOpener(_roundsGameStores, "dynamo", NewRoundsGameDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *RoundsGameDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

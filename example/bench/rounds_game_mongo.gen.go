@@ -28,6 +28,11 @@ func NewRoundsGameMongoRepository(db *mongo.Database, opts ...runtime.Option) *R
 	return &RoundsGameMongoRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s, opts...)}, s}
 }
 
+// init adds RoundsGameMongoRepository to the stores NewRoundsGameRepository picks from.
+func init() {
+	runtime.AddOpener(_roundsGameStores, "mongo", NewRoundsGameMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *RoundsGameMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

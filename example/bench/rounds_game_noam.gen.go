@@ -362,6 +362,22 @@ func (r _roundsGameRepo) All(ctx context.Context) iter.Seq2[*RoundsGame, error] 
 	return r.r.All(ctx)
 }
 
+// _roundsGameStores are the stores this package holds a RoundsGame repository
+// for, each added by its file's init function.
+var _roundsGameStores = runtime.NewOpeners[RoundsGameRepository]("RoundsGame")
+
+// NewRoundsGameRepository returns the RoundsGame repository over handle, on
+// the store whose handle it is: a *bbolt.DB (NewRoundsGameBoltRepository), a
+// *dynamodb.Client (NewRoundsGameDynamoRepository), a *mongo.Database
+// (NewRoundsGameMongoRepository) or a redis.UniversalClient
+// (NewRoundsGameRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewRoundsGameRepository(handle any, opts ...runtime.Option) (RoundsGameRepository, error) {
+	return _roundsGameStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when RoundsGame's fields
 // or their tags change after generation (a conversion would ignore tags), and
 // the version check when the runtime package does not match the generated

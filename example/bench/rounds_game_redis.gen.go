@@ -29,6 +29,11 @@ func NewRoundsGameRedisRepository(rdb redis.UniversalClient, opts ...runtime.Opt
 	return &RoundsGameRedisRepository{_roundsGameRepo{runtime.NewRepo(_roundsGameDesc, s, opts...)}, s}
 }
 
+// init adds RoundsGameRedisRepository to the stores NewRoundsGameRepository picks from.
+func init() {
+	runtime.AddOpener(_roundsGameStores, "redis", NewRoundsGameRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *RoundsGameRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

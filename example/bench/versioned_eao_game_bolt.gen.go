@@ -29,6 +29,11 @@ func NewVersionedEAOGameBoltRepository(db *bbolt.DB, opts ...runtime.Option) *Ve
 	return &VersionedEAOGameBoltRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s, opts...)}, s}
 }
 
+// init adds VersionedEAOGameBoltRepository to the stores NewVersionedEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_versionedEAOGameStores, "bolt", NewVersionedEAOGameBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *VersionedEAOGameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

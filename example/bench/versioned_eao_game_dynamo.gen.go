@@ -28,6 +28,11 @@ func NewVersionedEAOGameDynamoRepository(client *dynamodb.Client, opts ...runtim
 	return &VersionedEAOGameDynamoRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s, opts...)}, s}
 }
 
+// init adds VersionedEAOGameDynamoRepository to the stores NewVersionedEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_versionedEAOGameStores, "dynamo", NewVersionedEAOGameDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *VersionedEAOGameDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewVersionedEAOGameMongoRepository(db *mongo.Database, opts ...runtime.Opti
 	return &VersionedEAOGameMongoRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s, opts...)}, s}
 }
 
+// init adds VersionedEAOGameMongoRepository to the stores NewVersionedEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_versionedEAOGameStores, "mongo", NewVersionedEAOGameMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *VersionedEAOGameMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

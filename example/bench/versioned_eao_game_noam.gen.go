@@ -306,6 +306,24 @@ func (r _versionedEAOGameRepo) All(ctx context.Context) iter.Seq2[*VersionedEAOG
 	return r.r.All(ctx)
 }
 
+// _versionedEAOGameStores are the stores this package holds a VersionedEAOGame
+// repository for, each added by its file's init function.
+var _versionedEAOGameStores = runtime.NewOpeners[VersionedEAOGameRepository]("VersionedEAOGame")
+
+// NewVersionedEAOGameRepository returns the VersionedEAOGame repository over
+// handle, on the store whose handle it is: a *bbolt.DB
+// (NewVersionedEAOGameBoltRepository), a *dynamodb.Client
+// (NewVersionedEAOGameDynamoRepository), a *mongo.Database
+// (NewVersionedEAOGameMongoRepository) or a redis.UniversalClient
+// (NewVersionedEAOGameRedisRepository). opts are the repository's options and
+// the store's, as that constructor takes them. With it a program picks its
+// store at run time, and a test runs one suite on every store. For a nil
+// handle, or one of any other type, it fails with runtime.ErrInvalid and opens
+// nothing.
+func NewVersionedEAOGameRepository(handle any, opts ...runtime.Option) (VersionedEAOGameRepository, error) {
+	return _versionedEAOGameStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when VersionedEAOGame's
 // fields or their tags change after generation (a conversion would ignore
 // tags), and the version check when the runtime package does not match the

@@ -30,6 +30,11 @@ func NewVersionedEAOGameRedisRepository(rdb redis.UniversalClient, opts ...runti
 	return &VersionedEAOGameRedisRepository{_versionedEAOGameRepo{runtime.NewRepo(_versionedEAOGameDesc, s, opts...)}, s}
 }
 
+// init adds VersionedEAOGameRedisRepository to the stores NewVersionedEAOGameRepository picks from.
+func init() {
+	runtime.AddOpener(_versionedEAOGameStores, "redis", NewVersionedEAOGameRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *VersionedEAOGameRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -411,3 +411,38 @@ func TestBoltCorruptValue(t *testing.T) {
 		t.Fatal("Get of a corrupt round did not return")
 	}
 }
+
+// TestNewRepositoryByHandle: the store-independent constructor picks the
+// store by the handle's type, and refuses a nil handle or one no store
+// takes with ErrInvalid, opening nothing.
+func TestNewRepositoryByHandle(t *testing.T) {
+	db := storeharness.OpenBolt(t)
+	r, err := game.NewGameRepository(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, ok := r.(*game.GameBoltRepository)
+	if !ok || br.DB() != db {
+		t.Fatalf("NewGameRepository(*bbolt.DB) = %T, want *game.GameBoltRepository over db", r)
+	}
+	ctx := context.Background()
+	if err := r.Create(ctx, &game.Game{ID: "g1", FirstPlayer: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := game.NewGameBoltRepository(db).Get(ctx, "g1")
+	if err != nil || got.FirstPlayer != "ann" {
+		t.Fatalf("Get through the bbolt constructor = %+v, %v", got, err)
+	}
+	for _, h := range []any{nil, (*bbolt.DB)(nil), "game.db", db.Path()} {
+		r, err := game.NewGameRepository(h)
+		if !errors.Is(err, runtime.ErrInvalid) || r != nil {
+			t.Errorf("NewGameRepository(%T) = %v, %v; want ErrInvalid", h, r, err)
+		}
+	}
+	_, err = game.NewGameRepository(42)
+	for _, want := range []string{"noam: Game: New over int: invalid value", "bolt takes *bbolt.DB", "redis takes redis.UniversalClient", "dynamo takes *dynamodb.Client", "mongo takes *mongo.Database"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewGameRepository(42): %v, want it to say %q", err, want)
+		}
+	}
+}

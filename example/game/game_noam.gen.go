@@ -411,6 +411,22 @@ func (r _gameRepo) All(ctx context.Context) iter.Seq2[*Game, error] {
 	return r.r.All(ctx)
 }
 
+// _gameStores are the stores this package holds a Game repository for, each
+// added by its file's init function.
+var _gameStores = runtime.NewOpeners[GameRepository]("Game")
+
+// NewGameRepository returns the Game repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewGameBoltRepository), a *dynamodb.Client
+// (NewGameDynamoRepository), a *mongo.Database (NewGameMongoRepository) or a
+// redis.UniversalClient (NewGameRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewGameRepository(handle any, opts ...runtime.Option) (GameRepository, error) {
+	return _gameStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Game's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

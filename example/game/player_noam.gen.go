@@ -467,6 +467,22 @@ func (r _playerRepo) All(ctx context.Context) iter.Seq2[*Player, error] {
 	return r.r.All(ctx)
 }
 
+// _playerStores are the stores this package holds a Player repository for,
+// each added by its file's init function.
+var _playerStores = runtime.NewOpeners[PlayerRepository]("Player")
+
+// NewPlayerRepository returns the Player repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewPlayerBoltRepository), a
+// *dynamodb.Client (NewPlayerDynamoRepository), a *mongo.Database
+// (NewPlayerMongoRepository) or a redis.UniversalClient
+// (NewPlayerRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewPlayerRepository(handle any, opts ...runtime.Option) (PlayerRepository, error) {
+	return _playerStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Player's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewTournamentBoltRepository(db *bbolt.DB, opts ...runtime.Option) *Tourname
 	return &TournamentBoltRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s, opts...)}, s}
 }
 
+// init adds TournamentBoltRepository to the stores NewTournamentRepository picks from.
+func init() {
+	runtime.AddOpener(_tournamentStores, "bolt", NewTournamentBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *TournamentBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewTournamentMongoRepository(db *mongo.Database, opts ...runtime.Option) *T
 	return &TournamentMongoRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s, opts...)}, s}
 }
 
+// init adds TournamentMongoRepository to the stores NewTournamentRepository picks from.
+func init() {
+	runtime.AddOpener(_tournamentStores, "mongo", NewTournamentMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *TournamentMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -307,6 +307,22 @@ func (r _tournamentRepo) All(ctx context.Context) iter.Seq2[*Tournament, error] 
 	return r.r.All(ctx)
 }
 
+// _tournamentStores are the stores this package holds a Tournament repository
+// for, each added by its file's init function.
+var _tournamentStores = runtime.NewOpeners[TournamentRepository]("Tournament")
+
+// NewTournamentRepository returns the Tournament repository over handle, on
+// the store whose handle it is: a *bbolt.DB (NewTournamentBoltRepository), a
+// *dynamodb.Client (NewTournamentDynamoRepository), a *mongo.Database
+// (NewTournamentMongoRepository) or a redis.UniversalClient
+// (NewTournamentRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewTournamentRepository(handle any, opts ...runtime.Option) (TournamentRepository, error) {
+	return _tournamentStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Tournament's fields
 // or their tags change after generation (a conversion would ignore tags), and
 // the version check when the runtime package does not match the generated

@@ -28,6 +28,11 @@ func NewTournamentRedisRepository(rdb redis.UniversalClient, opts ...runtime.Opt
 	return &TournamentRedisRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s, opts...)}, s}
 }
 
+// init adds TournamentRedisRepository to the stores NewTournamentRepository picks from.
+func init() {
+	runtime.AddOpener(_tournamentStores, "redis", NewTournamentRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *TournamentRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

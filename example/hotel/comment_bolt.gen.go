@@ -31,6 +31,11 @@ func NewCommentBoltRepository(db *bbolt.DB, opts ...runtime.Option) *CommentBolt
 	return &CommentBoltRepository{_commentRepo{runtime.NewRepo(_commentDesc, s, opts...)}, s}
 }
 
+// init adds CommentBoltRepository to the stores NewCommentRepository picks from.
+func init() {
+	runtime.AddOpener(_commentStores, "bolt", NewCommentBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *CommentBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

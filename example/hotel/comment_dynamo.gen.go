@@ -31,6 +31,11 @@ func NewCommentDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &CommentDynamoRepository{_commentRepo{runtime.NewRepo(_commentDesc, s, opts...)}, s}
 }
 
+// init adds CommentDynamoRepository to the stores NewCommentRepository picks from.
+func init() {
+	runtime.AddOpener(_commentStores, "dynamo", NewCommentDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *CommentDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

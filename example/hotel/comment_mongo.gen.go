@@ -30,6 +30,11 @@ func NewCommentMongoRepository(db *mongo.Database, opts ...runtime.Option) *Comm
 	return &CommentMongoRepository{_commentRepo{runtime.NewRepo(_commentDesc, s, opts...)}, s}
 }
 
+// init adds CommentMongoRepository to the stores NewCommentRepository picks from.
+func init() {
+	runtime.AddOpener(_commentStores, "mongo", NewCommentMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *CommentMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -437,6 +437,22 @@ func (r _commentRepo) All(ctx context.Context) iter.Seq2[*Comment, error] {
 	return r.r.All(ctx)
 }
 
+// _commentStores are the stores this package holds a Comment repository for,
+// each added by its file's init function.
+var _commentStores = runtime.NewOpeners[CommentRepository]("Comment")
+
+// NewCommentRepository returns the Comment repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewCommentBoltRepository), a
+// *dynamodb.Client (NewCommentDynamoRepository), a *mongo.Database
+// (NewCommentMongoRepository) or a redis.UniversalClient
+// (NewCommentRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewCommentRepository(handle any, opts ...runtime.Option) (CommentRepository, error) {
+	return _commentStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Comment's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

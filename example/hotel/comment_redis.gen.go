@@ -32,6 +32,11 @@ func NewCommentRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &CommentRedisRepository{_commentRepo{runtime.NewRepo(_commentDesc, s, opts...)}, s}
 }
 
+// init adds CommentRedisRepository to the stores NewCommentRepository picks from.
+func init() {
+	runtime.AddOpener(_commentStores, "redis", NewCommentRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *CommentRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -30,6 +30,11 @@ func NewHotelBoltRepository(db *bbolt.DB, opts ...runtime.Option) *HotelBoltRepo
 	return &HotelBoltRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s, opts...)}, s}
 }
 
+// init adds HotelBoltRepository to the stores NewHotelRepository picks from.
+func init() {
+	runtime.AddOpener(_hotelStores, "bolt", NewHotelBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *HotelBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

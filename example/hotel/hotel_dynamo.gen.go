@@ -30,6 +30,11 @@ func NewHotelDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &HotelDynamoRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s, opts...)}, s}
 }
 
+// init adds HotelDynamoRepository to the stores NewHotelRepository picks from.
+func init() {
+	runtime.AddOpener(_hotelStores, "dynamo", NewHotelDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *HotelDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

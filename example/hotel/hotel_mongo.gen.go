@@ -30,6 +30,11 @@ func NewHotelMongoRepository(db *mongo.Database, opts ...runtime.Option) *HotelM
 	return &HotelMongoRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s, opts...)}, s}
 }
 
+// init adds HotelMongoRepository to the stores NewHotelRepository picks from.
+func init() {
+	runtime.AddOpener(_hotelStores, "mongo", NewHotelMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *HotelMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

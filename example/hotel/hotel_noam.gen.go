@@ -701,6 +701,22 @@ func (r _hotelRepo) All(ctx context.Context) iter.Seq2[*Hotel, error] {
 	return r.r.All(ctx)
 }
 
+// _hotelStores are the stores this package holds a Hotel repository for, each
+// added by its file's init function.
+var _hotelStores = runtime.NewOpeners[HotelRepository]("Hotel")
+
+// NewHotelRepository returns the Hotel repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewHotelBoltRepository), a *dynamodb.Client
+// (NewHotelDynamoRepository), a *mongo.Database (NewHotelMongoRepository) or a
+// redis.UniversalClient (NewHotelRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewHotelRepository(handle any, opts ...runtime.Option) (HotelRepository, error) {
+	return _hotelStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Hotel's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

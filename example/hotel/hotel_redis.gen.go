@@ -32,6 +32,11 @@ func NewHotelRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &HotelRedisRepository{_hotelRepo{runtime.NewRepo(_hotelDesc, s, opts...)}, s}
 }
 
+// init adds HotelRedisRepository to the stores NewHotelRepository picks from.
+func init() {
+	runtime.AddOpener(_hotelStores, "redis", NewHotelRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *HotelRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -30,6 +30,11 @@ func NewPostBoltRepository(db *bbolt.DB, opts ...runtime.Option) *PostBoltReposi
 	return &PostBoltRepository{_postRepo{runtime.NewRepo(_postDesc, s, opts...)}, s}
 }
 
+// init adds PostBoltRepository to the stores NewPostRepository picks from.
+func init() {
+	runtime.AddOpener(_postStores, "bolt", NewPostBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *PostBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -1,14 +1,10 @@
 package storetest
 
-// The generated constructors of the suites' models, by store: a store's
-// entry in each table is all the suites need of it besides its harness.
+// The suites' models, each made over a database of any store with its
+// generated store-independent constructors: a new store needs no entry
+// here.
 
 import (
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/redis/go-redis/v9"
-	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eao"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eaopart"
@@ -23,25 +19,12 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest/stamped"
 )
 
-// repos are the constructors of the model's repositories.
-var repos = Constructors[Repos]{
-	"bolt": func(h any, o ...runtime.Option) Repos {
-		db := h.(*bbolt.DB)
-		return Repos{model.NewMatchBoltRepository(db, o...), model.NewJournalBoltRepository(db, o...), model.NewCardBoltRepository(db, o...), model.NewReplyBoltRepository(db, o...)}
-	},
-	"redis": func(h any, o ...runtime.Option) Repos {
-		c := h.(redis.UniversalClient)
-		return Repos{model.NewMatchRedisRepository(c, o...), model.NewJournalRedisRepository(c, o...), model.NewCardRedisRepository(c, o...), model.NewReplyRedisRepository(c, o...)}
-	},
-	"dynamo": func(h any, o ...runtime.Option) Repos {
-		c := h.(*dynamodb.Client)
-		return Repos{model.NewMatchDynamoRepository(c, o...), model.NewJournalDynamoRepository(c, o...), model.NewCardDynamoRepository(c, o...), model.NewReplyDynamoRepository(c, o...)}
-	},
-	"mongo": func(h any, o ...runtime.Option) Repos {
-		db := h.(*mongo.Database)
-		return Repos{model.NewMatchMongoRepository(db, o...), model.NewJournalMongoRepository(db, o...), model.NewCardMongoRepository(db, o...), model.NewReplyMongoRepository(db, o...)}
-	},
-}
+// repos makes the model's repositories.
+var repos = Opener[Repos](func(h any, o ...runtime.Option) (Repos, error) {
+	var err error
+	r := Repos{Make(&err, model.NewMatchRepository, h, o), Make(&err, model.NewJournalRepository, h, o), Make(&err, model.NewCardRepository, h, o), Make(&err, model.NewReplyRepository, h, o)}
+	return r, err
+})
 
 // expiringRepos are the repositories of the expiring model.
 type expiringRepos struct {
@@ -50,25 +33,12 @@ type expiringRepos struct {
 	tickets  expiring.TicketRepository
 }
 
-// expiryModel are the constructors of the expiring model.
-var expiryModel = Constructors[expiringRepos]{
-	"bolt": func(h any, o ...runtime.Option) expiringRepos {
-		db := h.(*bbolt.DB)
-		return expiringRepos{expiring.NewSessionBoltRepository(db, o...), expiring.NewLeaseBoltRepository(db, o...), expiring.NewTicketBoltRepository(db, o...)}
-	},
-	"redis": func(h any, o ...runtime.Option) expiringRepos {
-		c := h.(redis.UniversalClient)
-		return expiringRepos{expiring.NewSessionRedisRepository(c, o...), expiring.NewLeaseRedisRepository(c, o...), expiring.NewTicketRedisRepository(c, o...)}
-	},
-	"dynamo": func(h any, o ...runtime.Option) expiringRepos {
-		c := h.(*dynamodb.Client)
-		return expiringRepos{expiring.NewSessionDynamoRepository(c, o...), expiring.NewLeaseDynamoRepository(c, o...), expiring.NewTicketDynamoRepository(c, o...)}
-	},
-	"mongo": func(h any, o ...runtime.Option) expiringRepos {
-		db := h.(*mongo.Database)
-		return expiringRepos{expiring.NewSessionMongoRepository(db, o...), expiring.NewLeaseMongoRepository(db, o...), expiring.NewTicketMongoRepository(db, o...)}
-	},
-}
+// expiryModel makes the repositories of the expiring model.
+var expiryModel = Opener[expiringRepos](func(h any, o ...runtime.Option) (expiringRepos, error) {
+	var err error
+	r := expiringRepos{Make(&err, expiring.NewSessionRepository, h, o), Make(&err, expiring.NewLeaseRepository, h, o), Make(&err, expiring.NewTicketRepository, h, o)}
+	return r, err
+})
 
 // stampedRepos are the repositories of the stamped model.
 type stampedRepos struct {
@@ -76,40 +46,21 @@ type stampedRepos struct {
 	notes stamped.NoteRepository
 }
 
-// stampModel are the constructors of the stamped model.
-var stampModel = Constructors[stampedRepos]{
-	"bolt": func(h any, o ...runtime.Option) stampedRepos {
-		db := h.(*bbolt.DB)
-		return stampedRepos{stamped.NewPostBoltRepository(db, o...), stamped.NewNoteBoltRepository(db, o...)}
-	},
-	"redis": func(h any, o ...runtime.Option) stampedRepos {
-		c := h.(redis.UniversalClient)
-		return stampedRepos{stamped.NewPostRedisRepository(c, o...), stamped.NewNoteRedisRepository(c, o...)}
-	},
-	"dynamo": func(h any, o ...runtime.Option) stampedRepos {
-		c := h.(*dynamodb.Client)
-		return stampedRepos{stamped.NewPostDynamoRepository(c, o...), stamped.NewNoteDynamoRepository(c, o...)}
-	},
-	"mongo": func(h any, o ...runtime.Option) stampedRepos {
-		db := h.(*mongo.Database)
-		return stampedRepos{stamped.NewPostMongoRepository(db, o...), stamped.NewNoteMongoRepository(db, o...)}
-	},
-}
+// stampModel makes the repositories of the stamped model.
+var stampModel = Opener[stampedRepos](func(h any, o ...runtime.Option) (stampedRepos, error) {
+	var err error
+	r := stampedRepos{Make(&err, stamped.NewPostRepository, h, o), Make(&err, stamped.NewNoteRepository, h, o)}
+	return r, err
+})
 
-// The constructors of each version of the evolution model.
+// The repositories of each version of the evolution model.
 var (
-	etfPlayers       = constructors[etf.PlayerRepository](etf.NewPlayerBoltRepository, etf.NewPlayerRedisRepository, etf.NewPlayerDynamoRepository, etf.NewPlayerMongoRepository)
-	eaoPlayers       = constructors[eao.PlayerRepository](eao.NewPlayerBoltRepository, eao.NewPlayerRedisRepository, eao.NewPlayerDynamoRepository, eao.NewPlayerMongoRepository)
-	partPlayers      = constructors[part.PlayerRepository](part.NewPlayerBoltRepository, part.NewPlayerRedisRepository, part.NewPlayerDynamoRepository, part.NewPlayerMongoRepository)
-	eaopartPlayers   = constructors[eaopart.PlayerRepository](eaopart.NewPlayerBoltRepository, eaopart.NewPlayerRedisRepository, eaopart.NewPlayerDynamoRepository, eaopart.NewPlayerMongoRepository)
-	lookupPlayers    = constructors[lookups.PlayerRepository](lookups.NewPlayerBoltRepository, lookups.NewPlayerRedisRepository, lookups.NewPlayerDynamoRepository, lookups.NewPlayerMongoRepository)
-	uniquePlayers    = constructors[lookupsunique.PlayerRepository](lookupsunique.NewPlayerBoltRepository, lookupsunique.NewPlayerRedisRepository, lookupsunique.NewPlayerDynamoRepository, lookupsunique.NewPlayerMongoRepository)
-	versionedPlayers = constructors[versioned.PlayerRepository](versioned.NewPlayerBoltRepository, versioned.NewPlayerRedisRepository, versioned.NewPlayerDynamoRepository, versioned.NewPlayerMongoRepository)
-	renamedPlayers   = constructors[renamed.PlayerRepository](renamed.NewPlayerBoltRepository, renamed.NewPlayerRedisRepository, renamed.NewPlayerDynamoRepository, renamed.NewPlayerMongoRepository)
+	etfPlayers       = Opener[etf.PlayerRepository](etf.NewPlayerRepository)
+	eaoPlayers       = Opener[eao.PlayerRepository](eao.NewPlayerRepository)
+	partPlayers      = Opener[part.PlayerRepository](part.NewPlayerRepository)
+	eaopartPlayers   = Opener[eaopart.PlayerRepository](eaopart.NewPlayerRepository)
+	lookupPlayers    = Opener[lookups.PlayerRepository](lookups.NewPlayerRepository)
+	uniquePlayers    = Opener[lookupsunique.PlayerRepository](lookupsunique.NewPlayerRepository)
+	versionedPlayers = Opener[versioned.PlayerRepository](versioned.NewPlayerRepository)
+	renamedPlayers   = Opener[renamed.PlayerRepository](renamed.NewPlayerRepository)
 )
-
-// constructors makes the Constructors of one model version from its
-// generated constructors, whose repositories implement R.
-func constructors[R, B, S, D, M any](bolt func(*bbolt.DB, ...runtime.Option) B, rds func(redis.UniversalClient, ...runtime.Option) S, dyn func(*dynamodb.Client, ...runtime.Option) D, mgo func(*mongo.Database, ...runtime.Option) M) Constructors[R] {
-	return Constructors[R]{"bolt": Ctor[R](bolt), "redis": Ctor[R](rds), "dynamo": Ctor[R](dyn), "mongo": Ctor[R](mgo)}
-}

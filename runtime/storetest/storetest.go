@@ -115,11 +115,10 @@ type Harness struct {
 }
 
 // DB is an empty database of one store, as Harness.Open returns it. A
-// suite makes its model's repositories over it with the generated
-// constructors of its store (Constructors).
+// suite makes its model's repositories over it with the model's generated
+// store-independent constructors (Opener), which pick the store by Handle.
 type DB struct {
-	// Store names the store (its Caps.Name: "bolt", "redis"), which picks
-	// the constructors.
+	// Store names the store (its Caps.Name: "bolt", "redis").
 	Store string
 	// Handle is what the store's generated constructors take: *bbolt.DB,
 	// redis.UniversalClient, *dynamodb.Client, *mongo.Database.
@@ -134,32 +133,37 @@ type DB struct {
 	Pause func(t testing.TB) (resume func())
 }
 
-// Constructors make a suite's repositories (S) over a database of each
-// store (by DB.Store), with its model's generated constructors (Ctor),
-// which take the repository's options and the store's. A store the map
-// does not name fails the test that opens it.
-type Constructors[S any] map[string]func(handle any, opts ...runtime.Option) S
+// Opener makes a suite's repositories (S) over a database of any store,
+// with its model's generated store-independent constructors
+// (model.NewMatchRepository), which pick the store by the handle's type.
+// So a suite names no store, and a new store runs it with no entry here.
+type Opener[S any] func(handle any, opts ...runtime.Option) (S, error)
 
-// Ctor makes a Constructors entry of one generated constructor
-// (model.NewMatchBoltRepository), whose repository implements S.
-func Ctor[S, H, R any](f func(H, ...runtime.Option) R) func(any, ...runtime.Option) S {
-	return func(h any, opts ...runtime.Option) S { return any(f(h.(H), opts...)).(S) }
+// Make returns what constructor makes over handle with opts, and keeps the
+// first error in *err: a suite's Opener of several repositories is one
+// composite literal of Make calls.
+func Make[R any](err *error, constructor func(any, ...runtime.Option) (R, error), handle any, opts []runtime.Option) R {
+	r, e := constructor(handle, opts...)
+	if e != nil && *err == nil {
+		*err = e
+	}
+	return r
 }
 
 // On returns the repositories of db's store over db, made with the
 // database's options and then opts.
-func (c Constructors[S]) On(t testing.TB, db DB, opts ...runtime.Option) S {
+func (c Opener[S]) On(t testing.TB, db DB, opts ...runtime.Option) S {
 	t.Helper()
-	f := c[db.Store]
-	if f == nil {
-		t.Fatalf("storetest: the model has no constructors of store %q (DB.Store)", db.Store)
+	s, err := c(db.Handle, append(slices.Clip(db.Options), opts...)...)
+	if err != nil {
+		t.Fatalf("storetest: the model's repositories over the %s database: %v", db.Store, err)
 	}
-	return f(db.Handle, append(slices.Clip(db.Options), opts...)...)
+	return s
 }
 
 // Open opens an empty database of h and returns the repositories the
 // constructor of its store makes over it.
-func (c Constructors[S]) Open(t *testing.T, h Harness) (S, DB) {
+func (c Opener[S]) Open(t *testing.T, h Harness) (S, DB) {
 	db := h.Open(t)
 	return c.On(t, db), db
 }

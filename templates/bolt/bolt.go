@@ -34,6 +34,7 @@ func init() {
 	t.Register(t.Store{
 		Name:     "bolt",
 		Title:    "Bolt",
+		Handle:   "*bbolt.DB",
 		Imports:  map[string]string{bboltPkg: "bbolt", storePkg: "boltstore"},
 		Generate: generate,
 		// Entry keys are codec components: every key is allowed.

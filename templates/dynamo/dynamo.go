@@ -32,6 +32,7 @@ func init() {
 	t.Register(t.Store{
 		Name:     "dynamo",
 		Title:    "Dynamo",
+		Handle:   "*dynamodb.Client",
 		Imports:  map[string]string{dynamoPkg: "dynamodb", storePkg: "dynamostore"},
 		Generate: generate,
 		Reserved: reserved,

@@ -30,6 +30,7 @@ func init() {
 	t.Register(t.Store{
 		Name:     "mongo",
 		Title:    "Mongo",
+		Handle:   "*mongo.Database",
 		Imports:  map[string]string{mongoPkg: "mongo", storePkg: "mongostore"},
 		Generate: generate,
 		Reserved: reserved,

@@ -33,6 +33,7 @@ func init() {
 	t.Register(t.Store{
 		Name:     "redis",
 		Title:    "Redis",
+		Handle:   "redis.UniversalClient",
 		Imports:  map[string]string{redisPkg: "redis", storePkg: "redisstore"},
 		Generate: generate,
 		Reserved: reserved,

@@ -15,11 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/redis/go-redis/v9"
-	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/storetest"
@@ -46,25 +41,12 @@ func listed[K cmp.Ordered](s Stores, keys []K) []K {
 	return keys
 }
 
-// stores are the constructors of the example's repositories.
-var stores = storetest.Constructors[Stores]{
-	"bolt": func(h any, o ...runtime.Option) Stores {
-		db := h.(*bbolt.DB)
-		return Stores{Games: game.NewGameBoltRepository(db, o...), Players: game.NewPlayerBoltRepository(db, o...), Tournaments: game.NewTournamentBoltRepository(db, o...)}
-	},
-	"redis": func(h any, o ...runtime.Option) Stores {
-		c := h.(redis.UniversalClient)
-		return Stores{Games: game.NewGameRedisRepository(c, o...), Players: game.NewPlayerRedisRepository(c, o...), Tournaments: game.NewTournamentRedisRepository(c, o...)}
-	},
-	"dynamo": func(h any, o ...runtime.Option) Stores {
-		c := h.(*dynamodb.Client)
-		return Stores{Games: game.NewGameDynamoRepository(c, o...), Players: game.NewPlayerDynamoRepository(c, o...), Tournaments: game.NewTournamentDynamoRepository(c, o...)}
-	},
-	"mongo": func(h any, o ...runtime.Option) Stores {
-		db := h.(*mongo.Database)
-		return Stores{Games: game.NewGameMongoRepository(db, o...), Players: game.NewPlayerMongoRepository(db, o...), Tournaments: game.NewTournamentMongoRepository(db, o...)}
-	},
-}
+// stores makes the example's repositories over a database of any store.
+var stores = storetest.Opener[Stores](func(h any, o ...runtime.Option) (Stores, error) {
+	var err error
+	s := Stores{Games: storetest.Make(&err, game.NewGameRepository, h, o), Players: storetest.Make(&err, game.NewPlayerRepository, h, o), Tournaments: storetest.Make(&err, game.NewTournamentRepository, h, o)}
+	return s, err
+})
 
 // Run runs the whole suite against the store of h: an empty database per
 // subtest.

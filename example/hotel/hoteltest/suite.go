@@ -12,11 +12,6 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/redis/go-redis/v9"
-	"go.etcd.io/bbolt"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/storetest"
@@ -33,25 +28,12 @@ type Stores struct {
 	UnorderedScan bool
 }
 
-// stores are the constructors of the example's repositories.
-var stores = storetest.Constructors[Stores]{
-	"bolt": func(h any, o ...runtime.Option) Stores {
-		db := h.(*bbolt.DB)
-		return Stores{Hotels: hotel.NewHotelBoltRepository(db, o...), Posts: hotel.NewPostBoltRepository(db, o...), Comments: hotel.NewCommentBoltRepository(db, o...)}
-	},
-	"redis": func(h any, o ...runtime.Option) Stores {
-		c := h.(redis.UniversalClient)
-		return Stores{Hotels: hotel.NewHotelRedisRepository(c, o...), Posts: hotel.NewPostRedisRepository(c, o...), Comments: hotel.NewCommentRedisRepository(c, o...)}
-	},
-	"dynamo": func(h any, o ...runtime.Option) Stores {
-		c := h.(*dynamodb.Client)
-		return Stores{Hotels: hotel.NewHotelDynamoRepository(c, o...), Posts: hotel.NewPostDynamoRepository(c, o...), Comments: hotel.NewCommentDynamoRepository(c, o...)}
-	},
-	"mongo": func(h any, o ...runtime.Option) Stores {
-		db := h.(*mongo.Database)
-		return Stores{Hotels: hotel.NewHotelMongoRepository(db, o...), Posts: hotel.NewPostMongoRepository(db, o...), Comments: hotel.NewCommentMongoRepository(db, o...)}
-	},
-}
+// stores makes the example's repositories over a database of any store.
+var stores = storetest.Opener[Stores](func(h any, o ...runtime.Option) (Stores, error) {
+	var err error
+	s := Stores{Hotels: storetest.Make(&err, hotel.NewHotelRepository, h, o), Posts: storetest.Make(&err, hotel.NewPostRepository, h, o), Comments: storetest.Make(&err, hotel.NewCommentRepository, h, o)}
+	return s, err
+})
 
 // Run runs the whole suite against the store of h: an empty database per
 // subtest.

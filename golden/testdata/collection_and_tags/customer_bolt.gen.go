@@ -28,6 +28,11 @@ func NewCustomerBoltRepository(db *bbolt.DB, opts ...runtime.Option) *CustomerBo
 	return &CustomerBoltRepository{_customerRepo{runtime.NewRepo(_customerDesc, s, opts...)}, s}
 }
 
+// init adds CustomerBoltRepository to the stores NewCustomerRepository picks from.
+func init() {
+	runtime.AddOpener(_customerStores, "bolt", NewCustomerBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *CustomerBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -27,6 +27,11 @@ func NewCustomerDynamoRepository(client *dynamodb.Client, opts ...runtime.Option
 	return &CustomerDynamoRepository{_customerRepo{runtime.NewRepo(_customerDesc, s, opts...)}, s}
 }
 
+// init adds CustomerDynamoRepository to the stores NewCustomerRepository picks from.
+func init() {
+	runtime.AddOpener(_customerStores, "dynamo", NewCustomerDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *CustomerDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

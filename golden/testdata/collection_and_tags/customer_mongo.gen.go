@@ -27,6 +27,11 @@ func NewCustomerMongoRepository(db *mongo.Database, opts ...runtime.Option) *Cus
 	return &CustomerMongoRepository{_customerRepo{runtime.NewRepo(_customerDesc, s, opts...)}, s}
 }
 
+// init adds CustomerMongoRepository to the stores NewCustomerRepository picks from.
+func init() {
+	runtime.AddOpener(_customerStores, "mongo", NewCustomerMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *CustomerMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

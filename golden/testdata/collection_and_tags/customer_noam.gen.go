@@ -366,6 +366,22 @@ func (r _customerRepo) All(ctx context.Context) iter.Seq2[*Customer, error] {
 	return r.r.All(ctx)
 }
 
+// _customerStores are the stores this package holds a Customer repository for,
+// each added by its file's init function.
+var _customerStores = runtime.NewOpeners[CustomerRepository]("Customer")
+
+// NewCustomerRepository returns the Customer repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewCustomerBoltRepository), a
+// *dynamodb.Client (NewCustomerDynamoRepository), a *mongo.Database
+// (NewCustomerMongoRepository) or a redis.UniversalClient
+// (NewCustomerRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewCustomerRepository(handle any, opts ...runtime.Option) (CustomerRepository, error) {
+	return _customerStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Customer's fields
 // or their tags change after generation (a conversion would ignore tags), and
 // the version check when the runtime package does not match the generated

@@ -28,6 +28,11 @@ func NewCustomerRedisRepository(rdb redis.UniversalClient, opts ...runtime.Optio
 	return &CustomerRedisRepository{_customerRepo{runtime.NewRepo(_customerDesc, s, opts...)}, s}
 }
 
+// init adds CustomerRedisRepository to the stores NewCustomerRepository picks from.
+func init() {
+	runtime.AddOpener(_customerStores, "redis", NewCustomerRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *CustomerRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewGameMongoRepository(db *mongo.Database, opts ...runtime.Option) *GameMon
 	return &GameMongoRepository{_gameRepo{runtime.NewRepo(_gameDesc, s, opts...)}, s}
 }
 
+// init adds GameMongoRepository to the stores NewGameRepository picks from.
+func init() {
+	runtime.AddOpener(_gameStores, "mongo", NewGameMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *GameMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

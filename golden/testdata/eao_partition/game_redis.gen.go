@@ -28,6 +28,11 @@ func NewGameRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &GameRedisRepository{_gameRepo{runtime.NewRepo(_gameDesc, s, opts...)}, s}
 }
 
+// init adds GameRedisRepository to the stores NewGameRepository picks from.
+func init() {
+	runtime.AddOpener(_gameStores, "redis", NewGameRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *GameRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -29,6 +29,11 @@ func NewProfileBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ProfileBolt
 	return &ProfileBoltRepository{_profileRepo{runtime.NewRepo(_profileDesc, s, opts...)}, s}
 }
 
+// init adds ProfileBoltRepository to the stores NewProfileRepository picks from.
+func init() {
+	runtime.AddOpener(_profileStores, "bolt", NewProfileBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ProfileBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -27,6 +27,11 @@ func NewProfileDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &ProfileDynamoRepository{_profileRepo{runtime.NewRepo(_profileDesc, s, opts...)}, s}
 }
 
+// init adds ProfileDynamoRepository to the stores NewProfileRepository picks from.
+func init() {
+	runtime.AddOpener(_profileStores, "dynamo", NewProfileDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ProfileDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewProfileMongoRepository(db *mongo.Database, opts ...runtime.Option) *Prof
 	return &ProfileMongoRepository{_profileRepo{runtime.NewRepo(_profileDesc, s, opts...)}, s}
 }
 
+// init adds ProfileMongoRepository to the stores NewProfileRepository picks from.
+func init() {
+	runtime.AddOpener(_profileStores, "mongo", NewProfileMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ProfileMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

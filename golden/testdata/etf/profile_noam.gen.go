@@ -504,6 +504,22 @@ func (r _profileRepo) All(ctx context.Context) iter.Seq2[*Profile, error] {
 	return r.r.All(ctx)
 }
 
+// _profileStores are the stores this package holds a Profile repository for,
+// each added by its file's init function.
+var _profileStores = runtime.NewOpeners[ProfileRepository]("Profile")
+
+// NewProfileRepository returns the Profile repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewProfileBoltRepository), a
+// *dynamodb.Client (NewProfileDynamoRepository), a *mongo.Database
+// (NewProfileMongoRepository) or a redis.UniversalClient
+// (NewProfileRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewProfileRepository(handle any, opts ...runtime.Option) (ProfileRepository, error) {
+	return _profileStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Profile's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

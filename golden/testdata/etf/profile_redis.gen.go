@@ -29,6 +29,11 @@ func NewProfileRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &ProfileRedisRepository{_profileRepo{runtime.NewRepo(_profileDesc, s, opts...)}, s}
 }
 
+// init adds ProfileRedisRepository to the stores NewProfileRepository picks from.
+func init() {
+	runtime.AddOpener(_profileStores, "redis", NewProfileRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ProfileRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -30,6 +30,11 @@ func NewLeaseDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &LeaseDynamoRepository{_leaseRepo{runtime.NewRepo(_leaseDesc, s, opts...)}, s}
 }
 
+// init adds LeaseDynamoRepository to the stores NewLeaseRepository picks from.
+func init() {
+	runtime.AddOpener(_leaseStores, "dynamo", NewLeaseDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *LeaseDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewLeaseMongoRepository(db *mongo.Database, opts ...runtime.Option) *LeaseM
 	return &LeaseMongoRepository{_leaseRepo{runtime.NewRepo(_leaseDesc, s, opts...)}, s}
 }
 
+// init adds LeaseMongoRepository to the stores NewLeaseRepository picks from.
+func init() {
+	runtime.AddOpener(_leaseStores, "mongo", NewLeaseMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *LeaseMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -31,6 +31,11 @@ func NewSessionMongoRepository(db *mongo.Database, opts ...runtime.Option) *Sess
 	return &SessionMongoRepository{_sessionRepo{runtime.NewRepo(_sessionDesc, s, opts...)}, s}
 }
 
+// init adds SessionMongoRepository to the stores NewSessionRepository picks from.
+func init() {
+	runtime.AddOpener(_sessionStores, "mongo", NewSessionMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *SessionMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -32,6 +32,11 @@ func NewSessionRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &SessionRedisRepository{_sessionRepo{runtime.NewRepo(_sessionDesc, s, opts...)}, s}
 }
 
+// init adds SessionRedisRepository to the stores NewSessionRepository picks from.
+func init() {
+	runtime.AddOpener(_sessionStores, "redis", NewSessionRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *SessionRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

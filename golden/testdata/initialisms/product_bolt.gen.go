@@ -31,6 +31,11 @@ func NewProductBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ProductBolt
 	return &ProductBoltRepository{_productRepo{runtime.NewRepo(_productDesc, s, opts...)}, s}
 }
 
+// init adds ProductBoltRepository to the stores NewProductRepository picks from.
+func init() {
+	runtime.AddOpener(_productStores, "bolt", NewProductBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ProductBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -30,6 +30,11 @@ func NewProductDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &ProductDynamoRepository{_productRepo{runtime.NewRepo(_productDesc, s, opts...)}, s}
 }
 
+// init adds ProductDynamoRepository to the stores NewProductRepository picks from.
+func init() {
+	runtime.AddOpener(_productStores, "dynamo", NewProductDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ProductDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

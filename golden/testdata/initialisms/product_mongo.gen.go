@@ -31,6 +31,11 @@ func NewProductMongoRepository(db *mongo.Database, opts ...runtime.Option) *Prod
 	return &ProductMongoRepository{_productRepo{runtime.NewRepo(_productDesc, s, opts...)}, s}
 }
 
+// init adds ProductMongoRepository to the stores NewProductRepository picks from.
+func init() {
+	runtime.AddOpener(_productStores, "mongo", NewProductMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ProductMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -686,6 +686,22 @@ func (r _productRepo) All(ctx context.Context) iter.Seq2[*Product, error] {
 	return r.r.All(ctx)
 }
 
+// _productStores are the stores this package holds a Product repository for,
+// each added by its file's init function.
+var _productStores = runtime.NewOpeners[ProductRepository]("Product")
+
+// NewProductRepository returns the Product repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewProductBoltRepository), a
+// *dynamodb.Client (NewProductDynamoRepository), a *mongo.Database
+// (NewProductMongoRepository) or a redis.UniversalClient
+// (NewProductRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewProductRepository(handle any, opts ...runtime.Option) (ProductRepository, error) {
+	return _productStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Product's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -33,6 +33,11 @@ func NewProductRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &ProductRedisRepository{_productRepo{runtime.NewRepo(_productDesc, s, opts...)}, s}
 }
 
+// init adds ProductRedisRepository to the stores NewProductRepository picks from.
+func init() {
+	runtime.AddOpener(_productStores, "redis", NewProductRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ProductRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -296,6 +296,22 @@ func (r _counterRepo) All(ctx context.Context) iter.Seq2[*Counter, error] {
 	return r.r.All(ctx)
 }
 
+// _counterStores are the stores this package holds a Counter repository for,
+// each added by its file's init function.
+var _counterStores = runtime.NewOpeners[CounterRepository]("Counter")
+
+// NewCounterRepository returns the Counter repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewCounterBoltRepository), a
+// *dynamodb.Client (NewCounterDynamoRepository), a *mongo.Database
+// (NewCounterMongoRepository) or a redis.UniversalClient
+// (NewCounterRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewCounterRepository(handle any, opts ...runtime.Option) (CounterRepository, error) {
+	return _counterStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Counter's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewCounterRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &CounterRedisRepository{_counterRepo{runtime.NewRepo(_counterDesc, s, opts...)}, s}
 }
 
+// init adds CounterRedisRepository to the stores NewCounterRepository picks from.
+func init() {
+	runtime.AddOpener(_counterStores, "redis", NewCounterRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *CounterRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -296,6 +296,22 @@ func (r _matchRepo) All(ctx context.Context) iter.Seq2[*Match, error] {
 	return r.r.All(ctx)
 }
 
+// _matchStores are the stores this package holds a Match repository for, each
+// added by its file's init function.
+var _matchStores = runtime.NewOpeners[MatchRepository]("Match")
+
+// NewMatchRepository returns the Match repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewMatchBoltRepository), a *dynamodb.Client
+// (NewMatchDynamoRepository), a *mongo.Database (NewMatchMongoRepository) or a
+// redis.UniversalClient (NewMatchRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewMatchRepository(handle any, opts ...runtime.Option) (MatchRepository, error) {
+	return _matchStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Match's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewMatchRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &MatchRedisRepository{_matchRepo{runtime.NewRepo(_matchDesc, s, opts...)}, s}
 }
 
+// init adds MatchRedisRepository to the stores NewMatchRepository picks from.
+func init() {
+	runtime.AddOpener(_matchStores, "redis", NewMatchRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *MatchRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewShardBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ShardBoltRepo
 	return &ShardBoltRepository{_shardRepo{runtime.NewRepo(_shardDesc, s, opts...)}, s}
 }
 
+// init adds ShardBoltRepository to the stores NewShardRepository picks from.
+func init() {
+	runtime.AddOpener(_shardStores, "bolt", NewShardBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ShardBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

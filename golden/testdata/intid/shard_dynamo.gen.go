@@ -26,6 +26,11 @@ func NewShardDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &ShardDynamoRepository{_shardRepo{runtime.NewRepo(_shardDesc, s, opts...)}, s}
 }
 
+// init adds ShardDynamoRepository to the stores NewShardRepository picks from.
+func init() {
+	runtime.AddOpener(_shardStores, "dynamo", NewShardDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ShardDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

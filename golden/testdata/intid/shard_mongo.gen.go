@@ -25,6 +25,11 @@ func NewShardMongoRepository(db *mongo.Database, opts ...runtime.Option) *ShardM
 	return &ShardMongoRepository{_shardRepo{runtime.NewRepo(_shardDesc, s, opts...)}, s}
 }
 
+// init adds ShardMongoRepository to the stores NewShardRepository picks from.
+func init() {
+	runtime.AddOpener(_shardStores, "mongo", NewShardMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ShardMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

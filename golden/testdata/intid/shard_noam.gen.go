@@ -276,6 +276,22 @@ func (r _shardRepo) All(ctx context.Context) iter.Seq2[*Shard, error] {
 	return r.r.All(ctx)
 }
 
+// _shardStores are the stores this package holds a Shard repository for, each
+// added by its file's init function.
+var _shardStores = runtime.NewOpeners[ShardRepository]("Shard")
+
+// NewShardRepository returns the Shard repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewShardBoltRepository), a *dynamodb.Client
+// (NewShardDynamoRepository), a *mongo.Database (NewShardMongoRepository) or a
+// redis.UniversalClient (NewShardRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewShardRepository(handle any, opts ...runtime.Option) (ShardRepository, error) {
+	return _shardStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Shard's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

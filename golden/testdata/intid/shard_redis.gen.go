@@ -28,6 +28,11 @@ func NewShardRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &ShardRedisRepository{_shardRepo{runtime.NewRepo(_shardDesc, s, opts...)}, s}
 }
 
+// init adds ShardRedisRepository to the stores NewShardRepository picks from.
+func init() {
+	runtime.AddOpener(_shardStores, "redis", NewShardRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ShardRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewEntryBoltRepository(db *bbolt.DB, opts ...runtime.Option) *EntryBoltRepo
 	return &EntryBoltRepository{_entryRepo{runtime.NewRepo(_entryDesc, s, opts...)}, s}
 }
 
+// init adds EntryBoltRepository to the stores NewEntryRepository picks from.
+func init() {
+	runtime.AddOpener(_entryStores, "bolt", NewEntryBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *EntryBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -28,6 +28,11 @@ func NewEntryDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &EntryDynamoRepository{_entryRepo{runtime.NewRepo(_entryDesc, s, opts...)}, s}
 }
 
+// init adds EntryDynamoRepository to the stores NewEntryRepository picks from.
+func init() {
+	runtime.AddOpener(_entryStores, "dynamo", NewEntryDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *EntryDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

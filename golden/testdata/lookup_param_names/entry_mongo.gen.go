@@ -26,6 +26,11 @@ func NewEntryMongoRepository(db *mongo.Database, opts ...runtime.Option) *EntryM
 	return &EntryMongoRepository{_entryRepo{runtime.NewRepo(_entryDesc, s, opts...)}, s}
 }
 
+// init adds EntryMongoRepository to the stores NewEntryRepository picks from.
+func init() {
+	runtime.AddOpener(_entryStores, "mongo", NewEntryMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *EntryMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

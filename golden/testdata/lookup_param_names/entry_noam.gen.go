@@ -299,6 +299,22 @@ func (r _entryRepo) All(ctx context.Context) iter.Seq2[*Entry, error] {
 	return r.r.All(ctx)
 }
 
+// _entryStores are the stores this package holds a Entry repository for, each
+// added by its file's init function.
+var _entryStores = runtime.NewOpeners[EntryRepository]("Entry")
+
+// NewEntryRepository returns the Entry repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewEntryBoltRepository), a *dynamodb.Client
+// (NewEntryDynamoRepository), a *mongo.Database (NewEntryMongoRepository) or a
+// redis.UniversalClient (NewEntryRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewEntryRepository(handle any, opts ...runtime.Option) (EntryRepository, error) {
+	return _entryStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Entry's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewEntryRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &EntryRedisRepository{_entryRepo{runtime.NewRepo(_entryDesc, s, opts...)}, s}
 }
 
+// init adds EntryRedisRepository to the stores NewEntryRepository picks from.
+func init() {
+	runtime.AddOpener(_entryStores, "redis", NewEntryRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *EntryRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

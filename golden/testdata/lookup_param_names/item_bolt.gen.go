@@ -30,6 +30,11 @@ func NewItemBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ItemBoltReposi
 	return &ItemBoltRepository{_itemRepo{runtime.NewRepo(_itemDesc, s, opts...)}, s}
 }
 
+// init adds ItemBoltRepository to the stores NewItemRepository picks from.
+func init() {
+	runtime.AddOpener(_itemStores, "bolt", NewItemBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ItemBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -30,6 +30,11 @@ func NewItemDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *I
 	return &ItemDynamoRepository{_itemRepo{runtime.NewRepo(_itemDesc, s, opts...)}, s}
 }
 
+// init adds ItemDynamoRepository to the stores NewItemRepository picks from.
+func init() {
+	runtime.AddOpener(_itemStores, "dynamo", NewItemDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ItemDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -29,6 +29,11 @@ func NewItemMongoRepository(db *mongo.Database, opts ...runtime.Option) *ItemMon
 	return &ItemMongoRepository{_itemRepo{runtime.NewRepo(_itemDesc, s, opts...)}, s}
 }
 
+// init adds ItemMongoRepository to the stores NewItemRepository picks from.
+func init() {
+	runtime.AddOpener(_itemStores, "mongo", NewItemMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ItemMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

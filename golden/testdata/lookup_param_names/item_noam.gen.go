@@ -637,6 +637,22 @@ func (r _itemRepo) All(ctx context.Context) iter.Seq2[*Item, error] {
 	return r.r.All(ctx)
 }
 
+// _itemStores are the stores this package holds a Item repository for, each
+// added by its file's init function.
+var _itemStores = runtime.NewOpeners[ItemRepository]("Item")
+
+// NewItemRepository returns the Item repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewItemBoltRepository), a *dynamodb.Client
+// (NewItemDynamoRepository), a *mongo.Database (NewItemMongoRepository) or a
+// redis.UniversalClient (NewItemRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewItemRepository(handle any, opts ...runtime.Option) (ItemRepository, error) {
+	return _itemStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Item's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -31,6 +31,11 @@ func NewItemRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &ItemRedisRepository{_itemRepo{runtime.NewRepo(_itemDesc, s, opts...)}, s}
 }
 
+// init adds ItemRedisRepository to the stores NewItemRepository picks from.
+func init() {
+	runtime.AddOpener(_itemStores, "redis", NewItemRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ItemRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -31,6 +31,11 @@ func NewAccountBoltRepository(db *bbolt.DB, opts ...runtime.Option) *AccountBolt
 	return &AccountBoltRepository{_accountRepo{runtime.NewRepo(_accountDesc, s, opts...)}, s}
 }
 
+// init adds AccountBoltRepository to the stores NewAccountRepository picks from.
+func init() {
+	runtime.AddOpener(_accountStores, "bolt", NewAccountBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *AccountBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

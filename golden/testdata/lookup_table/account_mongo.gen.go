@@ -32,6 +32,11 @@ func NewAccountMongoRepository(db *mongo.Database, opts ...runtime.Option) *Acco
 	return &AccountMongoRepository{_accountRepo{runtime.NewRepo(_accountDesc, s, opts...)}, s}
 }
 
+// init adds AccountMongoRepository to the stores NewAccountRepository picks from.
+func init() {
+	runtime.AddOpener(_accountStores, "mongo", NewAccountMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *AccountMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

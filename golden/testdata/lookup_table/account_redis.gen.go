@@ -33,6 +33,11 @@ func NewAccountRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &AccountRedisRepository{_accountRepo{runtime.NewRepo(_accountDesc, s, opts...)}, s}
 }
 
+// init adds AccountRedisRepository to the stores NewAccountRepository picks from.
+func init() {
+	runtime.AddOpener(_accountStores, "redis", NewAccountRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *AccountRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

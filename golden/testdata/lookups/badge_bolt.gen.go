@@ -29,6 +29,11 @@ func NewBadgeBoltRepository(db *bbolt.DB, opts ...runtime.Option) *BadgeBoltRepo
 	return &BadgeBoltRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s, opts...)}, s}
 }
 
+// init adds BadgeBoltRepository to the stores NewBadgeRepository picks from.
+func init() {
+	runtime.AddOpener(_badgeStores, "bolt", NewBadgeBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *BadgeBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

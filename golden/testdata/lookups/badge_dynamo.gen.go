@@ -29,6 +29,11 @@ func NewBadgeDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &BadgeDynamoRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s, opts...)}, s}
 }
 
+// init adds BadgeDynamoRepository to the stores NewBadgeRepository picks from.
+func init() {
+	runtime.AddOpener(_badgeStores, "dynamo", NewBadgeDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *BadgeDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewBadgeMongoRepository(db *mongo.Database, opts ...runtime.Option) *BadgeM
 	return &BadgeMongoRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s, opts...)}, s}
 }
 
+// init adds BadgeMongoRepository to the stores NewBadgeRepository picks from.
+func init() {
+	runtime.AddOpener(_badgeStores, "mongo", NewBadgeMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *BadgeMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -380,6 +380,22 @@ func (r _badgeRepo) All(ctx context.Context) iter.Seq2[*Badge, error] {
 	return r.r.All(ctx)
 }
 
+// _badgeStores are the stores this package holds a Badge repository for, each
+// added by its file's init function.
+var _badgeStores = runtime.NewOpeners[BadgeRepository]("Badge")
+
+// NewBadgeRepository returns the Badge repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewBadgeBoltRepository), a *dynamodb.Client
+// (NewBadgeDynamoRepository), a *mongo.Database (NewBadgeMongoRepository) or a
+// redis.UniversalClient (NewBadgeRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewBadgeRepository(handle any, opts ...runtime.Option) (BadgeRepository, error) {
+	return _badgeStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Badge's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -31,6 +31,11 @@ func NewBadgeRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &BadgeRedisRepository{_badgeRepo{runtime.NewRepo(_badgeDesc, s, opts...)}, s}
 }
 
+// init adds BadgeRedisRepository to the stores NewBadgeRepository picks from.
+func init() {
+	runtime.AddOpener(_badgeStores, "redis", NewBadgeRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *BadgeRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -31,6 +31,11 @@ func NewReplyDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &ReplyDynamoRepository{_replyRepo{runtime.NewRepo(_replyDesc, s, opts...)}, s}
 }
 
+// init adds ReplyDynamoRepository to the stores NewReplyRepository picks from.
+func init() {
+	runtime.AddOpener(_replyStores, "dynamo", NewReplyDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ReplyDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

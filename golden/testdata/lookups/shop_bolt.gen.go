@@ -31,6 +31,11 @@ func NewShopBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ShopBoltReposi
 	return &ShopBoltRepository{_shopRepo{runtime.NewRepo(_shopDesc, s, opts...)}, s}
 }
 
+// init adds ShopBoltRepository to the stores NewShopRepository picks from.
+func init() {
+	runtime.AddOpener(_shopStores, "bolt", NewShopBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ShopBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

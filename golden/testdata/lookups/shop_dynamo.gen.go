@@ -31,6 +31,11 @@ func NewShopDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *S
 	return &ShopDynamoRepository{_shopRepo{runtime.NewRepo(_shopDesc, s, opts...)}, s}
 }
 
+// init adds ShopDynamoRepository to the stores NewShopRepository picks from.
+func init() {
+	runtime.AddOpener(_shopStores, "dynamo", NewShopDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ShopDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -31,6 +31,11 @@ func NewShopMongoRepository(db *mongo.Database, opts ...runtime.Option) *ShopMon
 	return &ShopMongoRepository{_shopRepo{runtime.NewRepo(_shopDesc, s, opts...)}, s}
 }
 
+// init adds ShopMongoRepository to the stores NewShopRepository picks from.
+func init() {
+	runtime.AddOpener(_shopStores, "mongo", NewShopMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ShopMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -776,6 +776,22 @@ func (r _shopRepo) All(ctx context.Context) iter.Seq2[*Shop, error] {
 	return r.r.All(ctx)
 }
 
+// _shopStores are the stores this package holds a Shop repository for, each
+// added by its file's init function.
+var _shopStores = runtime.NewOpeners[ShopRepository]("Shop")
+
+// NewShopRepository returns the Shop repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewShopBoltRepository), a *dynamodb.Client
+// (NewShopDynamoRepository), a *mongo.Database (NewShopMongoRepository) or a
+// redis.UniversalClient (NewShopRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewShopRepository(handle any, opts ...runtime.Option) (ShopRepository, error) {
+	return _shopStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Shop's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -33,6 +33,11 @@ func NewShopRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &ShopRedisRepository{_shopRepo{runtime.NewRepo(_shopDesc, s, opts...)}, s}
 }
 
+// init adds ShopRedisRepository to the stores NewShopRepository picks from.
+func init() {
+	runtime.AddOpener(_shopStores, "redis", NewShopRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ShopRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -31,6 +31,11 @@ func NewTicketBoltRepository(db *bbolt.DB, opts ...runtime.Option) *TicketBoltRe
 	return &TicketBoltRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s, opts...)}, s}
 }
 
+// init adds TicketBoltRepository to the stores NewTicketRepository picks from.
+func init() {
+	runtime.AddOpener(_ticketStores, "bolt", NewTicketBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *TicketBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -504,6 +504,22 @@ func (r _ticketRepo) All(ctx context.Context) iter.Seq2[*Ticket, error] {
 	return r.r.All(ctx)
 }
 
+// _ticketStores are the stores this package holds a Ticket repository for,
+// each added by its file's init function.
+var _ticketStores = runtime.NewOpeners[TicketRepository]("Ticket")
+
+// NewTicketRepository returns the Ticket repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewTicketBoltRepository), a
+// *dynamodb.Client (NewTicketDynamoRepository), a *mongo.Database
+// (NewTicketMongoRepository) or a redis.UniversalClient
+// (NewTicketRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewTicketRepository(handle any, opts ...runtime.Option) (TicketRepository, error) {
+	return _ticketStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Ticket's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -33,6 +33,11 @@ func NewTicketRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option)
 	return &TicketRedisRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s, opts...)}, s}
 }
 
+// init adds TicketRedisRepository to the stores NewTicketRepository picks from.
+func init() {
+	runtime.AddOpener(_ticketStores, "redis", NewTicketRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *TicketRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -30,6 +30,11 @@ func NewTournamentDynamoRepository(client *dynamodb.Client, opts ...runtime.Opti
 	return &TournamentDynamoRepository{_tournamentRepo{runtime.NewRepo(_tournamentDesc, s, opts...)}, s}
 }
 
+// init adds TournamentDynamoRepository to the stores NewTournamentRepository picks from.
+func init() {
+	runtime.AddOpener(_tournamentStores, "dynamo", NewTournamentDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *TournamentDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewMongoBoltRepository(db *bbolt.DB, opts ...runtime.Option) *MongoBoltRepo
 	return &MongoBoltRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s, opts...)}, s}
 }
 
+// init adds MongoBoltRepository to the stores NewMongoRepository picks from.
+func init() {
+	runtime.AddOpener(_mongoStores, "bolt", NewMongoBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *MongoBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewMongoDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &MongoDynamoRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s, opts...)}, s}
 }
 
+// init adds MongoDynamoRepository to the stores NewMongoRepository picks from.
+func init() {
+	runtime.AddOpener(_mongoStores, "dynamo", NewMongoDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *MongoDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewMongoMongoRepository(db *mongo.Database, opts ...runtime.Option) *MongoM
 	return &MongoMongoRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s, opts...)}, s}
 }
 
+// init adds MongoMongoRepository to the stores NewMongoRepository picks from.
+func init() {
+	runtime.AddOpener(_mongoStores, "mongo", NewMongoMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *MongoMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -320,6 +320,22 @@ func (r _mongoRepo) All(ctx context.Context) iter.Seq2[*Mongo, error] {
 	return r.r.All(ctx)
 }
 
+// _mongoStores are the stores this package holds a Mongo repository for, each
+// added by its file's init function.
+var _mongoStores = runtime.NewOpeners[MongoRepository]("Mongo")
+
+// NewMongoRepository returns the Mongo repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewMongoBoltRepository), a *dynamodb.Client
+// (NewMongoDynamoRepository), a *mongo.Database (NewMongoMongoRepository) or a
+// redis.UniversalClient (NewMongoRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewMongoRepository(handle any, opts ...runtime.Option) (MongoRepository, error) {
+	return _mongoStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Mongo's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewMongoRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &MongoRedisRepository{_mongoRepo{runtime.NewRepo(_mongoDesc, s, opts...)}, s}
 }
 
+// init adds MongoRedisRepository to the stores NewMongoRepository picks from.
+func init() {
+	runtime.AddOpener(_mongoStores, "redis", NewMongoRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *MongoRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

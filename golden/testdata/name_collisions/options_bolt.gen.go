@@ -28,6 +28,11 @@ func NewOptionsBoltRepository(db *bbolt.DB, opts ...runtime.Option) *OptionsBolt
 	return &OptionsBoltRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s, opts...)}, s}
 }
 
+// init adds OptionsBoltRepository to the stores NewOptionsRepository picks from.
+func init() {
+	runtime.AddOpener(_optionsStores, "bolt", NewOptionsBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *OptionsBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

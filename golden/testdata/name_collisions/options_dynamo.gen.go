@@ -26,6 +26,11 @@ func NewOptionsDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &OptionsDynamoRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s, opts...)}, s}
 }
 
+// init adds OptionsDynamoRepository to the stores NewOptionsRepository picks from.
+func init() {
+	runtime.AddOpener(_optionsStores, "dynamo", NewOptionsDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *OptionsDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

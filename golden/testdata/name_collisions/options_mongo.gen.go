@@ -26,6 +26,11 @@ func NewOptionsMongoRepository(db *mongo.Database, opts ...runtime.Option) *Opti
 	return &OptionsMongoRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s, opts...)}, s}
 }
 
+// init adds OptionsMongoRepository to the stores NewOptionsRepository picks from.
+func init() {
+	runtime.AddOpener(_optionsStores, "mongo", NewOptionsMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *OptionsMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -296,6 +296,22 @@ func (r _optionsRepo) All(ctx context.Context) iter.Seq2[*Options, error] {
 	return r.r.All(ctx)
 }
 
+// _optionsStores are the stores this package holds a Options repository for,
+// each added by its file's init function.
+var _optionsStores = runtime.NewOpeners[OptionsRepository]("Options")
+
+// NewOptionsRepository returns the Options repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewOptionsBoltRepository), a
+// *dynamodb.Client (NewOptionsDynamoRepository), a *mongo.Database
+// (NewOptionsMongoRepository) or a redis.UniversalClient
+// (NewOptionsRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewOptionsRepository(handle any, opts ...runtime.Option) (OptionsRepository, error) {
+	return _optionsStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Options's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

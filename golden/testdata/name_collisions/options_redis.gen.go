@@ -28,6 +28,11 @@ func NewOptionsRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &OptionsRedisRepository{_optionsRepo{runtime.NewRepo(_optionsDesc, s, opts...)}, s}
 }
 
+// init adds OptionsRedisRepository to the stores NewOptionsRepository picks from.
+func init() {
+	runtime.AddOpener(_optionsStores, "redis", NewOptionsRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *OptionsRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewOptsBoltRepository(db *bbolt.DB, opts ...runtime.Option) *OptsBoltReposi
 	return &OptsBoltRepository{_optsRepo{runtime.NewRepo(_optsDesc, s, opts...)}, s}
 }
 
+// init adds OptsBoltRepository to the stores NewOptsRepository picks from.
+func init() {
+	runtime.AddOpener(_optsStores, "bolt", NewOptsBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *OptsBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewOptsDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *O
 	return &OptsDynamoRepository{_optsRepo{runtime.NewRepo(_optsDesc, s, opts...)}, s}
 }
 
+// init adds OptsDynamoRepository to the stores NewOptsRepository picks from.
+func init() {
+	runtime.AddOpener(_optsStores, "dynamo", NewOptsDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *OptsDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

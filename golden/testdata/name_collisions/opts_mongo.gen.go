@@ -25,6 +25,11 @@ func NewOptsMongoRepository(db *mongo.Database, opts ...runtime.Option) *OptsMon
 	return &OptsMongoRepository{_optsRepo{runtime.NewRepo(_optsDesc, s, opts...)}, s}
 }
 
+// init adds OptsMongoRepository to the stores NewOptsRepository picks from.
+func init() {
+	runtime.AddOpener(_optsStores, "mongo", NewOptsMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *OptsMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

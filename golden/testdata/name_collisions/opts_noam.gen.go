@@ -295,6 +295,22 @@ func (r _optsRepo) All(ctx context.Context) iter.Seq2[*Opts, error] {
 	return r.r.All(ctx)
 }
 
+// _optsStores are the stores this package holds a Opts repository for, each
+// added by its file's init function.
+var _optsStores = runtime.NewOpeners[OptsRepository]("Opts")
+
+// NewOptsRepository returns the Opts repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewOptsBoltRepository), a *dynamodb.Client
+// (NewOptsDynamoRepository), a *mongo.Database (NewOptsMongoRepository) or a
+// redis.UniversalClient (NewOptsRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewOptsRepository(handle any, opts ...runtime.Option) (OptsRepository, error) {
+	return _optsStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Opts's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewOptsRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &OptsRedisRepository{_optsRepo{runtime.NewRepo(_optsDesc, s, opts...)}, s}
 }
 
+// init adds OptsRedisRepository to the stores NewOptsRepository picks from.
+func init() {
+	runtime.AddOpener(_optsStores, "redis", NewOptsRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *OptsRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

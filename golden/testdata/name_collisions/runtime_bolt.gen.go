@@ -28,6 +28,11 @@ func NewRuntimeBoltRepository(db *bbolt.DB, opts ...runtime.Option) *RuntimeBolt
 	return &RuntimeBoltRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s, opts...)}, s}
 }
 
+// init adds RuntimeBoltRepository to the stores NewRuntimeRepository picks from.
+func init() {
+	runtime.AddOpener(_runtimeStores, "bolt", NewRuntimeBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *RuntimeBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewRuntimeDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &RuntimeDynamoRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s, opts...)}, s}
 }
 
+// init adds RuntimeDynamoRepository to the stores NewRuntimeRepository picks from.
+func init() {
+	runtime.AddOpener(_runtimeStores, "dynamo", NewRuntimeDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *RuntimeDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -26,6 +26,11 @@ func NewRuntimeMongoRepository(db *mongo.Database, opts ...runtime.Option) *Runt
 	return &RuntimeMongoRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s, opts...)}, s}
 }
 
+// init adds RuntimeMongoRepository to the stores NewRuntimeRepository picks from.
+func init() {
+	runtime.AddOpener(_runtimeStores, "mongo", NewRuntimeMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *RuntimeMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

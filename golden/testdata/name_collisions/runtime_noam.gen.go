@@ -320,6 +320,22 @@ func (r _runtimeRepo) All(ctx context.Context) iter.Seq2[*Runtime, error] {
 	return r.r.All(ctx)
 }
 
+// _runtimeStores are the stores this package holds a Runtime repository for,
+// each added by its file's init function.
+var _runtimeStores = runtime.NewOpeners[RuntimeRepository]("Runtime")
+
+// NewRuntimeRepository returns the Runtime repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewRuntimeBoltRepository), a
+// *dynamodb.Client (NewRuntimeDynamoRepository), a *mongo.Database
+// (NewRuntimeMongoRepository) or a redis.UniversalClient
+// (NewRuntimeRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewRuntimeRepository(handle any, opts ...runtime.Option) (RuntimeRepository, error) {
+	return _runtimeStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Runtime's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

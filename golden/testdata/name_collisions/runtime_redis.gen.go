@@ -28,6 +28,11 @@ func NewRuntimeRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &RuntimeRedisRepository{_runtimeRepo{runtime.NewRepo(_runtimeDesc, s, opts...)}, s}
 }
 
+// init adds RuntimeRedisRepository to the stores NewRuntimeRepository picks from.
+func init() {
+	runtime.AddOpener(_runtimeStores, "redis", NewRuntimeRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *RuntimeRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

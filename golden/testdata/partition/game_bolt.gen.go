@@ -28,6 +28,11 @@ func NewGameBoltRepository(db *bbolt.DB, opts ...runtime.Option) *GameBoltReposi
 	return &GameBoltRepository{_gameRepo{runtime.NewRepo(_gameDesc, s, opts...)}, s}
 }
 
+// init adds GameBoltRepository to the stores NewGameRepository picks from.
+func init() {
+	runtime.AddOpener(_gameStores, "bolt", NewGameBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *GameBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

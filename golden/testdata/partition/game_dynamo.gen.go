@@ -29,6 +29,11 @@ func NewGameDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *G
 	return &GameDynamoRepository{_gameRepo{runtime.NewRepo(_gameDesc, s, opts...)}, s}
 }
 
+// init adds GameDynamoRepository to the stores NewGameRepository picks from.
+func init() {
+	runtime.AddOpener(_gameStores, "dynamo", NewGameDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *GameDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

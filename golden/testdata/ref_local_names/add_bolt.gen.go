@@ -28,6 +28,11 @@ func NewAddBoltRepository(db *bbolt.DB, opts ...runtime.Option) *AddBoltReposito
 	return &AddBoltRepository{_addRepo{runtime.NewRepo(_addDesc, s, opts...)}, s}
 }
 
+// init adds AddBoltRepository to the stores NewAddRepository picks from.
+func init() {
+	runtime.AddOpener(_addStores, "bolt", NewAddBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *AddBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewAddDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *Ad
 	return &AddDynamoRepository{_addRepo{runtime.NewRepo(_addDesc, s, opts...)}, s}
 }
 
+// init adds AddDynamoRepository to the stores NewAddRepository picks from.
+func init() {
+	runtime.AddOpener(_addStores, "dynamo", NewAddDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *AddDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewAddMongoRepository(db *mongo.Database, opts ...runtime.Option) *AddMongo
 	return &AddMongoRepository{_addRepo{runtime.NewRepo(_addDesc, s, opts...)}, s}
 }
 
+// init adds AddMongoRepository to the stores NewAddRepository picks from.
+func init() {
+	runtime.AddOpener(_addStores, "mongo", NewAddMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *AddMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -317,6 +317,22 @@ func (r _addRepo) All(ctx context.Context) iter.Seq2[*Add, error] {
 	return r.r.All(ctx)
 }
 
+// _addStores are the stores this package holds a Add repository for, each
+// added by its file's init function.
+var _addStores = runtime.NewOpeners[AddRepository]("Add")
+
+// NewAddRepository returns the Add repository over handle, on the store whose
+// handle it is: a *bbolt.DB (NewAddBoltRepository), a *dynamodb.Client
+// (NewAddDynamoRepository), a *mongo.Database (NewAddMongoRepository) or a
+// redis.UniversalClient (NewAddRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewAddRepository(handle any, opts ...runtime.Option) (AddRepository, error) {
+	return _addStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Add's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewAddRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *A
 	return &AddRedisRepository{_addRepo{runtime.NewRepo(_addDesc, s, opts...)}, s}
 }
 
+// init adds AddRedisRepository to the stores NewAddRepository picks from.
+func init() {
+	runtime.AddOpener(_addStores, "redis", NewAddRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *AddRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewKBoltRepository(db *bbolt.DB, opts ...runtime.Option) *KBoltRepository {
 	return &KBoltRepository{_kRepo{runtime.NewRepo(_kDesc, s, opts...)}, s}
 }
 
+// init adds KBoltRepository to the stores NewKRepository picks from.
+func init() {
+	runtime.AddOpener(_kStores, "bolt", NewKBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *KBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

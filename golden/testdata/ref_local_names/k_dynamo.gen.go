@@ -26,6 +26,11 @@ func NewKDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *KDyn
 	return &KDynamoRepository{_kRepo{runtime.NewRepo(_kDesc, s, opts...)}, s}
 }
 
+// init adds KDynamoRepository to the stores NewKRepository picks from.
+func init() {
+	runtime.AddOpener(_kStores, "dynamo", NewKDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *KDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewKMongoRepository(db *mongo.Database, opts ...runtime.Option) *KMongoRepo
 	return &KMongoRepository{_kRepo{runtime.NewRepo(_kDesc, s, opts...)}, s}
 }
 
+// init adds KMongoRepository to the stores NewKRepository picks from.
+func init() {
+	runtime.AddOpener(_kStores, "mongo", NewKMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *KMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -315,6 +315,22 @@ func (r _kRepo) All(ctx context.Context) iter.Seq2[*K, error] {
 	return r.r.All(ctx)
 }
 
+// _kStores are the stores this package holds a K repository for, each added by
+// its file's init function.
+var _kStores = runtime.NewOpeners[KRepository]("K")
+
+// NewKRepository returns the K repository over handle, on the store whose
+// handle it is: a *bbolt.DB (NewKBoltRepository), a *dynamodb.Client
+// (NewKDynamoRepository), a *mongo.Database (NewKMongoRepository) or a
+// redis.UniversalClient (NewKRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewKRepository(handle any, opts ...runtime.Option) (KRepository, error) {
+	return _kStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when K's fields or their
 // tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewKRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *KRe
 	return &KRedisRepository{_kRepo{runtime.NewRepo(_kDesc, s, opts...)}, s}
 }
 
+// init adds KRedisRepository to the stores NewKRepository picks from.
+func init() {
+	runtime.AddOpener(_kStores, "redis", NewKRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *KRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

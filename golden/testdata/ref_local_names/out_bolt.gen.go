@@ -28,6 +28,11 @@ func NewOutBoltRepository(db *bbolt.DB, opts ...runtime.Option) *OutBoltReposito
 	return &OutBoltRepository{_outRepo{runtime.NewRepo(_outDesc, s, opts...)}, s}
 }
 
+// init adds OutBoltRepository to the stores NewOutRepository picks from.
+func init() {
+	runtime.AddOpener(_outStores, "bolt", NewOutBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *OutBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewOutDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *Ou
 	return &OutDynamoRepository{_outRepo{runtime.NewRepo(_outDesc, s, opts...)}, s}
 }
 
+// init adds OutDynamoRepository to the stores NewOutRepository picks from.
+func init() {
+	runtime.AddOpener(_outStores, "dynamo", NewOutDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *OutDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewOutMongoRepository(db *mongo.Database, opts ...runtime.Option) *OutMongo
 	return &OutMongoRepository{_outRepo{runtime.NewRepo(_outDesc, s, opts...)}, s}
 }
 
+// init adds OutMongoRepository to the stores NewOutRepository picks from.
+func init() {
+	runtime.AddOpener(_outStores, "mongo", NewOutMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *OutMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

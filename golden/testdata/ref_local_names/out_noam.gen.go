@@ -317,6 +317,22 @@ func (r _outRepo) All(ctx context.Context) iter.Seq2[*Out, error] {
 	return r.r.All(ctx)
 }
 
+// _outStores are the stores this package holds a Out repository for, each
+// added by its file's init function.
+var _outStores = runtime.NewOpeners[OutRepository]("Out")
+
+// NewOutRepository returns the Out repository over handle, on the store whose
+// handle it is: a *bbolt.DB (NewOutBoltRepository), a *dynamodb.Client
+// (NewOutDynamoRepository), a *mongo.Database (NewOutMongoRepository) or a
+// redis.UniversalClient (NewOutRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewOutRepository(handle any, opts ...runtime.Option) (OutRepository, error) {
+	return _outStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Out's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewOutRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *O
 	return &OutRedisRepository{_outRepo{runtime.NewRepo(_outDesc, s, opts...)}, s}
 }
 
+// init adds OutRedisRepository to the stores NewOutRepository picks from.
+func init() {
+	runtime.AddOpener(_outStores, "redis", NewOutRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *OutRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

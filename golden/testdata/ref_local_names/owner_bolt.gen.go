@@ -27,6 +27,11 @@ func NewOwnerBoltRepository(db *bbolt.DB, opts ...runtime.Option) *OwnerBoltRepo
 	return &OwnerBoltRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s, opts...)}, s}
 }
 
+// init adds OwnerBoltRepository to the stores NewOwnerRepository picks from.
+func init() {
+	runtime.AddOpener(_ownerStores, "bolt", NewOwnerBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *OwnerBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewOwnerDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &OwnerDynamoRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s, opts...)}, s}
 }
 
+// init adds OwnerDynamoRepository to the stores NewOwnerRepository picks from.
+func init() {
+	runtime.AddOpener(_ownerStores, "dynamo", NewOwnerDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *OwnerDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

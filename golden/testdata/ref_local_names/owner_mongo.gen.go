@@ -25,6 +25,11 @@ func NewOwnerMongoRepository(db *mongo.Database, opts ...runtime.Option) *OwnerM
 	return &OwnerMongoRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s, opts...)}, s}
 }
 
+// init adds OwnerMongoRepository to the stores NewOwnerRepository picks from.
+func init() {
+	runtime.AddOpener(_ownerStores, "mongo", NewOwnerMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *OwnerMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -249,6 +249,22 @@ func (r _ownerRepo) All(ctx context.Context) iter.Seq2[*Owner, error] {
 	return r.r.All(ctx)
 }
 
+// _ownerStores are the stores this package holds a Owner repository for, each
+// added by its file's init function.
+var _ownerStores = runtime.NewOpeners[OwnerRepository]("Owner")
+
+// NewOwnerRepository returns the Owner repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewOwnerBoltRepository), a *dynamodb.Client
+// (NewOwnerDynamoRepository), a *mongo.Database (NewOwnerMongoRepository) or a
+// redis.UniversalClient (NewOwnerRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewOwnerRepository(handle any, opts ...runtime.Option) (OwnerRepository, error) {
+	return _ownerStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Owner's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewOwnerRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &OwnerRedisRepository{_ownerRepo{runtime.NewRepo(_ownerDesc, s, opts...)}, s}
 }
 
+// init adds OwnerRedisRepository to the stores NewOwnerRepository picks from.
+func init() {
+	runtime.AddOpener(_ownerStores, "redis", NewOwnerRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *OwnerRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

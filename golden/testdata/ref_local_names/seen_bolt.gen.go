@@ -28,6 +28,11 @@ func NewSeenBoltRepository(db *bbolt.DB, opts ...runtime.Option) *SeenBoltReposi
 	return &SeenBoltRepository{_seenRepo{runtime.NewRepo(_seenDesc, s, opts...)}, s}
 }
 
+// init adds SeenBoltRepository to the stores NewSeenRepository picks from.
+func init() {
+	runtime.AddOpener(_seenStores, "bolt", NewSeenBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *SeenBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewSeenDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *S
 	return &SeenDynamoRepository{_seenRepo{runtime.NewRepo(_seenDesc, s, opts...)}, s}
 }
 
+// init adds SeenDynamoRepository to the stores NewSeenRepository picks from.
+func init() {
+	runtime.AddOpener(_seenStores, "dynamo", NewSeenDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *SeenDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewSeenMongoRepository(db *mongo.Database, opts ...runtime.Option) *SeenMon
 	return &SeenMongoRepository{_seenRepo{runtime.NewRepo(_seenDesc, s, opts...)}, s}
 }
 
+// init adds SeenMongoRepository to the stores NewSeenRepository picks from.
+func init() {
+	runtime.AddOpener(_seenStores, "mongo", NewSeenMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *SeenMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -317,6 +317,22 @@ func (r _seenRepo) All(ctx context.Context) iter.Seq2[*Seen, error] {
 	return r.r.All(ctx)
 }
 
+// _seenStores are the stores this package holds a Seen repository for, each
+// added by its file's init function.
+var _seenStores = runtime.NewOpeners[SeenRepository]("Seen")
+
+// NewSeenRepository returns the Seen repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewSeenBoltRepository), a *dynamodb.Client
+// (NewSeenDynamoRepository), a *mongo.Database (NewSeenMongoRepository) or a
+// redis.UniversalClient (NewSeenRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewSeenRepository(handle any, opts ...runtime.Option) (SeenRepository, error) {
+	return _seenStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Seen's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewSeenRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &SeenRedisRepository{_seenRepo{runtime.NewRepo(_seenDesc, s, opts...)}, s}
 }
 
+// init adds SeenRedisRepository to the stores NewSeenRepository picks from.
+func init() {
+	runtime.AddOpener(_seenStores, "redis", NewSeenRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *SeenRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewZeroBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ZeroBoltReposi
 	return &ZeroBoltRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s, opts...)}, s}
 }
 
+// init adds ZeroBoltRepository to the stores NewZeroRepository picks from.
+func init() {
+	runtime.AddOpener(_zeroStores, "bolt", NewZeroBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ZeroBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

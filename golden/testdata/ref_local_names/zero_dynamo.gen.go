@@ -26,6 +26,11 @@ func NewZeroDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *Z
 	return &ZeroDynamoRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s, opts...)}, s}
 }
 
+// init adds ZeroDynamoRepository to the stores NewZeroRepository picks from.
+func init() {
+	runtime.AddOpener(_zeroStores, "dynamo", NewZeroDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ZeroDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewZeroMongoRepository(db *mongo.Database, opts ...runtime.Option) *ZeroMon
 	return &ZeroMongoRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s, opts...)}, s}
 }
 
+// init adds ZeroMongoRepository to the stores NewZeroRepository picks from.
+func init() {
+	runtime.AddOpener(_zeroStores, "mongo", NewZeroMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ZeroMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -319,6 +319,22 @@ func (r _zeroRepo) All(ctx context.Context) iter.Seq2[*Zero, error] {
 	return r.r.All(ctx)
 }
 
+// _zeroStores are the stores this package holds a Zero repository for, each
+// added by its file's init function.
+var _zeroStores = runtime.NewOpeners[ZeroRepository]("Zero")
+
+// NewZeroRepository returns the Zero repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewZeroBoltRepository), a *dynamodb.Client
+// (NewZeroDynamoRepository), a *mongo.Database (NewZeroMongoRepository) or a
+// redis.UniversalClient (NewZeroRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewZeroRepository(handle any, opts ...runtime.Option) (ZeroRepository, error) {
+	return _zeroStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Zero's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewZeroRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &ZeroRedisRepository{_zeroRepo{runtime.NewRepo(_zeroDesc, s, opts...)}, s}
 }
 
+// init adds ZeroRedisRepository to the stores NewZeroRepository picks from.
+func init() {
+	runtime.AddOpener(_zeroStores, "redis", NewZeroRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ZeroRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewTeamBoltRepository(db *bbolt.DB, opts ...runtime.Option) *TeamBoltReposi
 	return &TeamBoltRepository{_teamRepo{runtime.NewRepo(_teamDesc, s, opts...)}, s}
 }
 
+// init adds TeamBoltRepository to the stores NewTeamRepository picks from.
+func init() {
+	runtime.AddOpener(_teamStores, "bolt", NewTeamBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *TeamBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -27,6 +27,11 @@ func NewTeamDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *T
 	return &TeamDynamoRepository{_teamRepo{runtime.NewRepo(_teamDesc, s, opts...)}, s}
 }
 
+// init adds TeamDynamoRepository to the stores NewTeamRepository picks from.
+func init() {
+	runtime.AddOpener(_teamStores, "dynamo", NewTeamDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *TeamDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -25,6 +25,11 @@ func NewTeamMongoRepository(db *mongo.Database, opts ...runtime.Option) *TeamMon
 	return &TeamMongoRepository{_teamRepo{runtime.NewRepo(_teamDesc, s, opts...)}, s}
 }
 
+// init adds TeamMongoRepository to the stores NewTeamRepository picks from.
+func init() {
+	runtime.AddOpener(_teamStores, "mongo", NewTeamMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *TeamMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -423,6 +423,22 @@ func (r _teamRepo) All(ctx context.Context) iter.Seq2[*Team, error] {
 	return r.r.All(ctx)
 }
 
+// _teamStores are the stores this package holds a Team repository for, each
+// added by its file's init function.
+var _teamStores = runtime.NewOpeners[TeamRepository]("Team")
+
+// NewTeamRepository returns the Team repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewTeamBoltRepository), a *dynamodb.Client
+// (NewTeamDynamoRepository), a *mongo.Database (NewTeamMongoRepository) or a
+// redis.UniversalClient (NewTeamRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewTeamRepository(handle any, opts ...runtime.Option) (TeamRepository, error) {
+	return _teamStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Team's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

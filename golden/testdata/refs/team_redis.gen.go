@@ -28,6 +28,11 @@ func NewTeamRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &TeamRedisRepository{_teamRepo{runtime.NewRepo(_teamDesc, s, opts...)}, s}
 }
 
+// init adds TeamRedisRepository to the stores NewTeamRepository picks from.
+func init() {
+	runtime.AddOpener(_teamStores, "redis", NewTeamRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *TeamRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

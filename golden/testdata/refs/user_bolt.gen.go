@@ -28,6 +28,11 @@ func NewUserBoltRepository(db *bbolt.DB, opts ...runtime.Option) *UserBoltReposi
 	return &UserBoltRepository{_userRepo{runtime.NewRepo(_userDesc, s, opts...)}, s}
 }
 
+// init adds UserBoltRepository to the stores NewUserRepository picks from.
+func init() {
+	runtime.AddOpener(_userStores, "bolt", NewUserBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *UserBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewUserDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *U
 	return &UserDynamoRepository{_userRepo{runtime.NewRepo(_userDesc, s, opts...)}, s}
 }
 
+// init adds UserDynamoRepository to the stores NewUserRepository picks from.
+func init() {
+	runtime.AddOpener(_userStores, "dynamo", NewUserDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *UserDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

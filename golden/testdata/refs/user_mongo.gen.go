@@ -25,6 +25,11 @@ func NewUserMongoRepository(db *mongo.Database, opts ...runtime.Option) *UserMon
 	return &UserMongoRepository{_userRepo{runtime.NewRepo(_userDesc, s, opts...)}, s}
 }
 
+// init adds UserMongoRepository to the stores NewUserRepository picks from.
+func init() {
+	runtime.AddOpener(_userStores, "mongo", NewUserMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *UserMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -295,6 +295,22 @@ func (r _userRepo) All(ctx context.Context) iter.Seq2[*User, error] {
 	return r.r.All(ctx)
 }
 
+// _userStores are the stores this package holds a User repository for, each
+// added by its file's init function.
+var _userStores = runtime.NewOpeners[UserRepository]("User")
+
+// NewUserRepository returns the User repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewUserBoltRepository), a *dynamodb.Client
+// (NewUserDynamoRepository), a *mongo.Database (NewUserMongoRepository) or a
+// redis.UniversalClient (NewUserRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewUserRepository(handle any, opts ...runtime.Option) (UserRepository, error) {
+	return _userStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when User's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -27,6 +27,11 @@ func NewUserRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &UserRedisRepository{_userRepo{runtime.NewRepo(_userDesc, s, opts...)}, s}
 }
 
+// init adds UserRedisRepository to the stores NewUserRepository picks from.
+func init() {
+	runtime.AddOpener(_userStores, "redis", NewUserRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *UserRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

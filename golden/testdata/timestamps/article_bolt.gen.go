@@ -30,6 +30,11 @@ func NewArticleBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ArticleBolt
 	return &ArticleBoltRepository{_articleRepo{runtime.NewRepo(_articleDesc, s, opts...)}, s}
 }
 
+// init adds ArticleBoltRepository to the stores NewArticleRepository picks from.
+func init() {
+	runtime.AddOpener(_articleStores, "bolt", NewArticleBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ArticleBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -32,6 +32,11 @@ func NewArticleDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &ArticleDynamoRepository{_articleRepo{runtime.NewRepo(_articleDesc, s, opts...)}, s}
 }
 
+// init adds ArticleDynamoRepository to the stores NewArticleRepository picks from.
+func init() {
+	runtime.AddOpener(_articleStores, "dynamo", NewArticleDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *ArticleDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

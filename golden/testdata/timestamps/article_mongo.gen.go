@@ -31,6 +31,11 @@ func NewArticleMongoRepository(db *mongo.Database, opts ...runtime.Option) *Arti
 	return &ArticleMongoRepository{_articleRepo{runtime.NewRepo(_articleDesc, s, opts...)}, s}
 }
 
+// init adds ArticleMongoRepository to the stores NewArticleRepository picks from.
+func init() {
+	runtime.AddOpener(_articleStores, "mongo", NewArticleMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ArticleMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

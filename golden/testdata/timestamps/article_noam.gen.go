@@ -459,6 +459,22 @@ func (r _articleRepo) All(ctx context.Context) iter.Seq2[*Article, error] {
 	return r.r.All(ctx)
 }
 
+// _articleStores are the stores this package holds a Article repository for,
+// each added by its file's init function.
+var _articleStores = runtime.NewOpeners[ArticleRepository]("Article")
+
+// NewArticleRepository returns the Article repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewArticleBoltRepository), a
+// *dynamodb.Client (NewArticleDynamoRepository), a *mongo.Database
+// (NewArticleMongoRepository) or a redis.UniversalClient
+// (NewArticleRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewArticleRepository(handle any, opts ...runtime.Option) (ArticleRepository, error) {
+	return _articleStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Article's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

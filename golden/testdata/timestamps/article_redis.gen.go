@@ -32,6 +32,11 @@ func NewArticleRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &ArticleRedisRepository{_articleRepo{runtime.NewRepo(_articleDesc, s, opts...)}, s}
 }
 
+// init adds ArticleRedisRepository to the stores NewArticleRepository picks from.
+func init() {
+	runtime.AddOpener(_articleStores, "redis", NewArticleRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ArticleRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewDraftBoltRepository(db *bbolt.DB, opts ...runtime.Option) *DraftBoltRepo
 	return &DraftBoltRepository{_draftRepo{runtime.NewRepo(_draftDesc, s, opts...)}, s}
 }
 
+// init adds DraftBoltRepository to the stores NewDraftRepository picks from.
+func init() {
+	runtime.AddOpener(_draftStores, "bolt", NewDraftBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *DraftBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -26,6 +26,11 @@ func NewDraftDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &DraftDynamoRepository{_draftRepo{runtime.NewRepo(_draftDesc, s, opts...)}, s}
 }
 
+// init adds DraftDynamoRepository to the stores NewDraftRepository picks from.
+func init() {
+	runtime.AddOpener(_draftStores, "dynamo", NewDraftDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *DraftDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

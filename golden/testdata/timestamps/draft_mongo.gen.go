@@ -25,6 +25,11 @@ func NewDraftMongoRepository(db *mongo.Database, opts ...runtime.Option) *DraftM
 	return &DraftMongoRepository{_draftRepo{runtime.NewRepo(_draftDesc, s, opts...)}, s}
 }
 
+// init adds DraftMongoRepository to the stores NewDraftRepository picks from.
+func init() {
+	runtime.AddOpener(_draftStores, "mongo", NewDraftMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *DraftMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

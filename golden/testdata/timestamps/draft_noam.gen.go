@@ -306,6 +306,22 @@ func (r _draftRepo) All(ctx context.Context) iter.Seq2[*Draft, error] {
 	return r.r.All(ctx)
 }
 
+// _draftStores are the stores this package holds a Draft repository for, each
+// added by its file's init function.
+var _draftStores = runtime.NewOpeners[DraftRepository]("Draft")
+
+// NewDraftRepository returns the Draft repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewDraftBoltRepository), a *dynamodb.Client
+// (NewDraftDynamoRepository), a *mongo.Database (NewDraftMongoRepository) or a
+// redis.UniversalClient (NewDraftRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewDraftRepository(handle any, opts ...runtime.Option) (DraftRepository, error) {
+	return _draftStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Draft's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewDraftRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &DraftRedisRepository{_draftRepo{runtime.NewRepo(_draftDesc, s, opts...)}, s}
 }
 
+// init adds DraftRedisRepository to the stores NewDraftRepository picks from.
+func init() {
+	runtime.AddOpener(_draftStores, "redis", NewDraftRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *DraftRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -26,6 +26,11 @@ func NewAccountDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &AccountDynamoRepository{_accountRepo{runtime.NewRepo(_accountDesc, s, opts...)}, s}
 }
 
+// init adds AccountDynamoRepository to the stores NewAccountRepository picks from.
+func init() {
+	runtime.AddOpener(_accountStores, "dynamo", NewAccountDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *AccountDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -339,6 +339,22 @@ func (r _accountRepo) All(ctx context.Context) iter.Seq2[*Account, error] {
 	return r.r.All(ctx)
 }
 
+// _accountStores are the stores this package holds a Account repository for,
+// each added by its file's init function.
+var _accountStores = runtime.NewOpeners[AccountRepository]("Account")
+
+// NewAccountRepository returns the Account repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewAccountBoltRepository), a
+// *dynamodb.Client (NewAccountDynamoRepository), a *mongo.Database
+// (NewAccountMongoRepository) or a redis.UniversalClient
+// (NewAccountRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewAccountRepository(handle any, opts ...runtime.Option) (AccountRepository, error) {
+	return _accountStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Account's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewLedgerBoltRepository(db *bbolt.DB, opts ...runtime.Option) *LedgerBoltRe
 	return &LedgerBoltRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s, opts...)}, s}
 }
 
+// init adds LedgerBoltRepository to the stores NewLedgerRepository picks from.
+func init() {
+	runtime.AddOpener(_ledgerStores, "bolt", NewLedgerBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *LedgerBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -29,6 +29,11 @@ func NewLedgerDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) 
 	return &LedgerDynamoRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s, opts...)}, s}
 }
 
+// init adds LedgerDynamoRepository to the stores NewLedgerRepository picks from.
+func init() {
+	runtime.AddOpener(_ledgerStores, "dynamo", NewLedgerDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *LedgerDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

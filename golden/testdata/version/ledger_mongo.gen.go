@@ -28,6 +28,11 @@ func NewLedgerMongoRepository(db *mongo.Database, opts ...runtime.Option) *Ledge
 	return &LedgerMongoRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s, opts...)}, s}
 }
 
+// init adds LedgerMongoRepository to the stores NewLedgerRepository picks from.
+func init() {
+	runtime.AddOpener(_ledgerStores, "mongo", NewLedgerMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *LedgerMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -378,6 +378,22 @@ func (r _ledgerRepo) All(ctx context.Context) iter.Seq2[*Ledger, error] {
 	return r.r.All(ctx)
 }
 
+// _ledgerStores are the stores this package holds a Ledger repository for,
+// each added by its file's init function.
+var _ledgerStores = runtime.NewOpeners[LedgerRepository]("Ledger")
+
+// NewLedgerRepository returns the Ledger repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewLedgerBoltRepository), a
+// *dynamodb.Client (NewLedgerDynamoRepository), a *mongo.Database
+// (NewLedgerMongoRepository) or a redis.UniversalClient
+// (NewLedgerRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewLedgerRepository(handle any, opts ...runtime.Option) (LedgerRepository, error) {
+	return _ledgerStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Ledger's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

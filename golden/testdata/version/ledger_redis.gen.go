@@ -28,6 +28,11 @@ func NewLedgerRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option)
 	return &LedgerRedisRepository{_ledgerRepo{runtime.NewRepo(_ledgerDesc, s, opts...)}, s}
 }
 
+// init adds LedgerRedisRepository to the stores NewLedgerRepository picks from.
+func init() {
+	runtime.AddOpener(_ledgerStores, "redis", NewLedgerRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *LedgerRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

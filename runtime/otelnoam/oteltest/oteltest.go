@@ -23,13 +23,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
-// matchModel are the constructors of the Match repository.
-var matchModel = storetest.Constructors[model.MatchRepository]{
-	"bolt":   storetest.Ctor[model.MatchRepository](model.NewMatchBoltRepository),
-	"redis":  storetest.Ctor[model.MatchRepository](model.NewMatchRedisRepository),
-	"dynamo": storetest.Ctor[model.MatchRepository](model.NewMatchDynamoRepository),
-	"mongo":  storetest.Ctor[model.MatchRepository](model.NewMatchMongoRepository),
-}
+// matchModel makes the Match repository over a database of any store.
+var matchModel = storetest.Opener[model.MatchRepository](model.NewMatchRepository)
 
 // matches opens the Match repository of db's store with opts.
 func matches(t *testing.T, db storetest.DB, opts ...runtime.Option) model.MatchRepository {

@@ -29,6 +29,11 @@ func NewLeaseBoltRepository(db *bbolt.DB, opts ...runtime.Option) *LeaseBoltRepo
 	return &LeaseBoltRepository{_leaseRepo{runtime.NewRepo(_leaseDesc, s, opts...)}, s}
 }
 
+// init adds LeaseBoltRepository to the stores NewLeaseRepository picks from.
+func init() {
+	runtime.AddOpener(_leaseStores, "bolt", NewLeaseBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *LeaseBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -394,6 +394,22 @@ func (r _leaseRepo) All(ctx context.Context) iter.Seq2[*Lease, error] {
 	return r.r.All(ctx)
 }
 
+// _leaseStores are the stores this package holds a Lease repository for, each
+// added by its file's init function.
+var _leaseStores = runtime.NewOpeners[LeaseRepository]("Lease")
+
+// NewLeaseRepository returns the Lease repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewLeaseBoltRepository), a *dynamodb.Client
+// (NewLeaseDynamoRepository), a *mongo.Database (NewLeaseMongoRepository) or a
+// redis.UniversalClient (NewLeaseRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewLeaseRepository(handle any, opts ...runtime.Option) (LeaseRepository, error) {
+	return _leaseStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Lease's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -31,6 +31,11 @@ func NewLeaseRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &LeaseRedisRepository{_leaseRepo{runtime.NewRepo(_leaseDesc, s, opts...)}, s}
 }
 
+// init adds LeaseRedisRepository to the stores NewLeaseRepository picks from.
+func init() {
+	runtime.AddOpener(_leaseStores, "redis", NewLeaseRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *LeaseRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

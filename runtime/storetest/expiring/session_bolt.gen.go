@@ -31,6 +31,11 @@ func NewSessionBoltRepository(db *bbolt.DB, opts ...runtime.Option) *SessionBolt
 	return &SessionBoltRepository{_sessionRepo{runtime.NewRepo(_sessionDesc, s, opts...)}, s}
 }
 
+// init adds SessionBoltRepository to the stores NewSessionRepository picks from.
+func init() {
+	runtime.AddOpener(_sessionStores, "bolt", NewSessionBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *SessionBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -32,6 +32,11 @@ func NewSessionDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &SessionDynamoRepository{_sessionRepo{runtime.NewRepo(_sessionDesc, s, opts...)}, s}
 }
 
+// init adds SessionDynamoRepository to the stores NewSessionRepository picks from.
+func init() {
+	runtime.AddOpener(_sessionStores, "dynamo", NewSessionDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *SessionDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -579,6 +579,22 @@ func (r _sessionRepo) All(ctx context.Context) iter.Seq2[*Session, error] {
 	return r.r.All(ctx)
 }
 
+// _sessionStores are the stores this package holds a Session repository for,
+// each added by its file's init function.
+var _sessionStores = runtime.NewOpeners[SessionRepository]("Session")
+
+// NewSessionRepository returns the Session repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewSessionBoltRepository), a
+// *dynamodb.Client (NewSessionDynamoRepository), a *mongo.Database
+// (NewSessionMongoRepository) or a redis.UniversalClient
+// (NewSessionRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewSessionRepository(handle any, opts ...runtime.Option) (SessionRepository, error) {
+	return _sessionStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Session's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

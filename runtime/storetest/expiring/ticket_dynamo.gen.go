@@ -26,6 +26,11 @@ func NewTicketDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) 
 	return &TicketDynamoRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s, opts...)}, s}
 }
 
+// init adds TicketDynamoRepository to the stores NewTicketRepository picks from.
+func init() {
+	runtime.AddOpener(_ticketStores, "dynamo", NewTicketDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *TicketDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -26,6 +26,11 @@ func NewTicketMongoRepository(db *mongo.Database, opts ...runtime.Option) *Ticke
 	return &TicketMongoRepository{_ticketRepo{runtime.NewRepo(_ticketDesc, s, opts...)}, s}
 }
 
+// init adds TicketMongoRepository to the stores NewTicketRepository picks from.
+func init() {
+	runtime.AddOpener(_ticketStores, "mongo", NewTicketMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *TicketMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -29,6 +29,11 @@ func NewCardBoltRepository(db *bbolt.DB, opts ...runtime.Option) *CardBoltReposi
 	return &CardBoltRepository{_cardRepo{runtime.NewRepo(_cardDesc, s, opts...)}, s}
 }
 
+// init adds CardBoltRepository to the stores NewCardRepository picks from.
+func init() {
+	runtime.AddOpener(_cardStores, "bolt", NewCardBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *CardBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

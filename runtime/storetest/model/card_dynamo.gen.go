@@ -29,6 +29,11 @@ func NewCardDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *C
 	return &CardDynamoRepository{_cardRepo{runtime.NewRepo(_cardDesc, s, opts...)}, s}
 }
 
+// init adds CardDynamoRepository to the stores NewCardRepository picks from.
+func init() {
+	runtime.AddOpener(_cardStores, "dynamo", NewCardDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *CardDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -28,6 +28,11 @@ func NewCardMongoRepository(db *mongo.Database, opts ...runtime.Option) *CardMon
 	return &CardMongoRepository{_cardRepo{runtime.NewRepo(_cardDesc, s, opts...)}, s}
 }
 
+// init adds CardMongoRepository to the stores NewCardRepository picks from.
+func init() {
+	runtime.AddOpener(_cardStores, "mongo", NewCardMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *CardMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

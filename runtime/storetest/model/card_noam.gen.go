@@ -365,6 +365,22 @@ func (r _cardRepo) All(ctx context.Context) iter.Seq2[*Card, error] {
 	return r.r.All(ctx)
 }
 
+// _cardStores are the stores this package holds a Card repository for, each
+// added by its file's init function.
+var _cardStores = runtime.NewOpeners[CardRepository]("Card")
+
+// NewCardRepository returns the Card repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewCardBoltRepository), a *dynamodb.Client
+// (NewCardDynamoRepository), a *mongo.Database (NewCardMongoRepository) or a
+// redis.UniversalClient (NewCardRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewCardRepository(handle any, opts ...runtime.Option) (CardRepository, error) {
+	return _cardStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Card's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -31,6 +31,11 @@ func NewCardRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &CardRedisRepository{_cardRepo{runtime.NewRepo(_cardDesc, s, opts...)}, s}
 }
 
+// init adds CardRedisRepository to the stores NewCardRepository picks from.
+func init() {
+	runtime.AddOpener(_cardStores, "redis", NewCardRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *CardRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -32,6 +32,11 @@ func NewJournalBoltRepository(db *bbolt.DB, opts ...runtime.Option) *JournalBolt
 	return &JournalBoltRepository{_journalRepo{runtime.NewRepo(_journalDesc, s, opts...)}, s}
 }
 
+// init adds JournalBoltRepository to the stores NewJournalRepository picks from.
+func init() {
+	runtime.AddOpener(_journalStores, "bolt", NewJournalBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *JournalBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -34,6 +34,11 @@ func NewJournalDynamoRepository(client *dynamodb.Client, opts ...runtime.Option)
 	return &JournalDynamoRepository{_journalRepo{runtime.NewRepo(_journalDesc, s, opts...)}, s}
 }
 
+// init adds JournalDynamoRepository to the stores NewJournalRepository picks from.
+func init() {
+	runtime.AddOpener(_journalStores, "dynamo", NewJournalDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *JournalDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -32,6 +32,11 @@ func NewJournalMongoRepository(db *mongo.Database, opts ...runtime.Option) *Jour
 	return &JournalMongoRepository{_journalRepo{runtime.NewRepo(_journalDesc, s, opts...)}, s}
 }
 
+// init adds JournalMongoRepository to the stores NewJournalRepository picks from.
+func init() {
+	runtime.AddOpener(_journalStores, "mongo", NewJournalMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *JournalMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

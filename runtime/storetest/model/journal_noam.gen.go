@@ -566,6 +566,22 @@ func (r _journalRepo) All(ctx context.Context) iter.Seq2[*Journal, error] {
 	return r.r.All(ctx)
 }
 
+// _journalStores are the stores this package holds a Journal repository for,
+// each added by its file's init function.
+var _journalStores = runtime.NewOpeners[JournalRepository]("Journal")
+
+// NewJournalRepository returns the Journal repository over handle, on the
+// store whose handle it is: a *bbolt.DB (NewJournalBoltRepository), a
+// *dynamodb.Client (NewJournalDynamoRepository), a *mongo.Database
+// (NewJournalMongoRepository) or a redis.UniversalClient
+// (NewJournalRedisRepository). opts are the repository's options and the
+// store's, as that constructor takes them. With it a program picks its store
+// at run time, and a test runs one suite on every store. For a nil handle, or
+// one of any other type, it fails with runtime.ErrInvalid and opens nothing.
+func NewJournalRepository(handle any, opts ...runtime.Option) (JournalRepository, error) {
+	return _journalStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Journal's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

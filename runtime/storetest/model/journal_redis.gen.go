@@ -34,6 +34,11 @@ func NewJournalRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option
 	return &JournalRedisRepository{_journalRepo{runtime.NewRepo(_journalDesc, s, opts...)}, s}
 }
 
+// init adds JournalRedisRepository to the stores NewJournalRepository picks from.
+func init() {
+	runtime.AddOpener(_journalStores, "redis", NewJournalRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *JournalRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -32,6 +32,11 @@ func NewMatchBoltRepository(db *bbolt.DB, opts ...runtime.Option) *MatchBoltRepo
 	return &MatchBoltRepository{_matchRepo{runtime.NewRepo(_matchDesc, s, opts...)}, s}
 }
 
+// init adds MatchBoltRepository to the stores NewMatchRepository picks from.
+func init() {
+	runtime.AddOpener(_matchStores, "bolt", NewMatchBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *MatchBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

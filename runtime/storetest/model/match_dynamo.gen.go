@@ -33,6 +33,11 @@ func NewMatchDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *
 	return &MatchDynamoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s, opts...)}, s}
 }
 
+// init adds MatchDynamoRepository to the stores NewMatchRepository picks from.
+func init() {
+	runtime.AddOpener(_matchStores, "dynamo", NewMatchDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *MatchDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -33,6 +33,11 @@ func NewMatchMongoRepository(db *mongo.Database, opts ...runtime.Option) *MatchM
 	return &MatchMongoRepository{_matchRepo{runtime.NewRepo(_matchDesc, s, opts...)}, s}
 }
 
+// init adds MatchMongoRepository to the stores NewMatchRepository picks from.
+func init() {
+	runtime.AddOpener(_matchStores, "mongo", NewMatchMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *MatchMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

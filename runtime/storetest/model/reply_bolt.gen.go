@@ -31,6 +31,11 @@ func NewReplyBoltRepository(db *bbolt.DB, opts ...runtime.Option) *ReplyBoltRepo
 	return &ReplyBoltRepository{_replyRepo{runtime.NewRepo(_replyDesc, s, opts...)}, s}
 }
 
+// init adds ReplyBoltRepository to the stores NewReplyRepository picks from.
+func init() {
+	runtime.AddOpener(_replyStores, "bolt", NewReplyBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *ReplyBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -31,6 +31,11 @@ func NewReplyMongoRepository(db *mongo.Database, opts ...runtime.Option) *ReplyM
 	return &ReplyMongoRepository{_replyRepo{runtime.NewRepo(_replyDesc, s, opts...)}, s}
 }
 
+// init adds ReplyMongoRepository to the stores NewReplyRepository picks from.
+func init() {
+	runtime.AddOpener(_replyStores, "mongo", NewReplyMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *ReplyMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -500,6 +500,22 @@ func (r _replyRepo) All(ctx context.Context) iter.Seq2[*Reply, error] {
 	return r.r.All(ctx)
 }
 
+// _replyStores are the stores this package holds a Reply repository for, each
+// added by its file's init function.
+var _replyStores = runtime.NewOpeners[ReplyRepository]("Reply")
+
+// NewReplyRepository returns the Reply repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewReplyBoltRepository), a *dynamodb.Client
+// (NewReplyDynamoRepository), a *mongo.Database (NewReplyMongoRepository) or a
+// redis.UniversalClient (NewReplyRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewReplyRepository(handle any, opts ...runtime.Option) (ReplyRepository, error) {
+	return _replyStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Reply's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

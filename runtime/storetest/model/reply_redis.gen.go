@@ -33,6 +33,11 @@ func NewReplyRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) 
 	return &ReplyRedisRepository{_replyRepo{runtime.NewRepo(_replyDesc, s, opts...)}, s}
 }
 
+// init adds ReplyRedisRepository to the stores NewReplyRepository picks from.
+func init() {
+	runtime.AddOpener(_replyStores, "redis", NewReplyRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *ReplyRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

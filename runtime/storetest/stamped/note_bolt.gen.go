@@ -30,6 +30,11 @@ func NewNoteBoltRepository(db *bbolt.DB, opts ...runtime.Option) *NoteBoltReposi
 	return &NoteBoltRepository{_noteRepo{runtime.NewRepo(_noteDesc, s, opts...)}, s}
 }
 
+// init adds NoteBoltRepository to the stores NewNoteRepository picks from.
+func init() {
+	runtime.AddOpener(_noteStores, "bolt", NewNoteBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *NoteBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

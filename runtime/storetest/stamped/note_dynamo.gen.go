@@ -32,6 +32,11 @@ func NewNoteDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *N
 	return &NoteDynamoRepository{_noteRepo{runtime.NewRepo(_noteDesc, s, opts...)}, s}
 }
 
+// init adds NoteDynamoRepository to the stores NewNoteRepository picks from.
+func init() {
+	runtime.AddOpener(_noteStores, "dynamo", NewNoteDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *NoteDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -30,6 +30,11 @@ func NewNoteMongoRepository(db *mongo.Database, opts ...runtime.Option) *NoteMon
 	return &NoteMongoRepository{_noteRepo{runtime.NewRepo(_noteDesc, s, opts...)}, s}
 }
 
+// init adds NoteMongoRepository to the stores NewNoteRepository picks from.
+func init() {
+	runtime.AddOpener(_noteStores, "mongo", NewNoteMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *NoteMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -433,6 +433,22 @@ func (r _noteRepo) All(ctx context.Context) iter.Seq2[*Note, error] {
 	return r.r.All(ctx)
 }
 
+// _noteStores are the stores this package holds a Note repository for, each
+// added by its file's init function.
+var _noteStores = runtime.NewOpeners[NoteRepository]("Note")
+
+// NewNoteRepository returns the Note repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewNoteBoltRepository), a *dynamodb.Client
+// (NewNoteDynamoRepository), a *mongo.Database (NewNoteMongoRepository) or a
+// redis.UniversalClient (NewNoteRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewNoteRepository(handle any, opts ...runtime.Option) (NoteRepository, error) {
+	return _noteStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Note's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -32,6 +32,11 @@ func NewNoteRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &NoteRedisRepository{_noteRepo{runtime.NewRepo(_noteDesc, s, opts...)}, s}
 }
 
+// init adds NoteRedisRepository to the stores NewNoteRepository picks from.
+func init() {
+	runtime.AddOpener(_noteStores, "redis", NewNoteRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *NoteRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -29,6 +29,11 @@ func NewPostDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) *P
 	return &PostDynamoRepository{_postRepo{runtime.NewRepo(_postDesc, s, opts...)}, s}
 }
 
+// init adds PostDynamoRepository to the stores NewPostRepository picks from.
+func init() {
+	runtime.AddOpener(_postStores, "dynamo", NewPostDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *PostDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

@@ -27,6 +27,11 @@ func NewPostMongoRepository(db *mongo.Database, opts ...runtime.Option) *PostMon
 	return &PostMongoRepository{_postRepo{runtime.NewRepo(_postDesc, s, opts...)}, s}
 }
 
+// init adds PostMongoRepository to the stores NewPostRepository picks from.
+func init() {
+	runtime.AddOpener(_postStores, "mongo", NewPostMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *PostMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()

@@ -387,6 +387,22 @@ func (r _postRepo) All(ctx context.Context) iter.Seq2[*Post, error] {
 	return r.r.All(ctx)
 }
 
+// _postStores are the stores this package holds a Post repository for, each
+// added by its file's init function.
+var _postStores = runtime.NewOpeners[PostRepository]("Post")
+
+// NewPostRepository returns the Post repository over handle, on the store
+// whose handle it is: a *bbolt.DB (NewPostBoltRepository), a *dynamodb.Client
+// (NewPostDynamoRepository), a *mongo.Database (NewPostMongoRepository) or a
+// redis.UniversalClient (NewPostRedisRepository). opts are the repository's
+// options and the store's, as that constructor takes them. With it a program
+// picks its store at run time, and a test runs one suite on every store. For a
+// nil handle, or one of any other type, it fails with runtime.ErrInvalid and
+// opens nothing.
+func NewPostRepository(handle any, opts ...runtime.Option) (PostRepository, error) {
+	return _postStores.Open(handle, opts...)
+}
+
 // Compile-time guard: this assignment stops compiling when Post's fields or
 // their tags change after generation (a conversion would ignore tags), and the
 // version check when the runtime package does not match the generated code.

@@ -28,6 +28,11 @@ func NewPostRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option) *
 	return &PostRedisRepository{_postRepo{runtime.NewRepo(_postDesc, s, opts...)}, s}
 }
 
+// init adds PostRedisRepository to the stores NewPostRepository picks from.
+func init() {
+	runtime.AddOpener(_postStores, "redis", NewPostRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *PostRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

@@ -26,6 +26,11 @@ func NewPlayerDynamoRepository(client *dynamodb.Client, opts ...runtime.Option) 
 	return &PlayerDynamoRepository{_playerRepo{runtime.NewRepo(_playerDesc, s, opts...)}, s}
 }
 
+// init adds PlayerDynamoRepository to the stores NewPlayerRepository picks from.
+func init() {
+	runtime.AddOpener(_playerStores, "dynamo", NewPlayerDynamoRepository)
+}
+
 // Client returns the DynamoDB client.
 func (r *PlayerDynamoRepository) Client() *dynamodb.Client {
 	return r.store.Client()

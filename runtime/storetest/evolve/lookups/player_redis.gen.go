@@ -31,6 +31,11 @@ func NewPlayerRedisRepository(rdb redis.UniversalClient, opts ...runtime.Option)
 	return &PlayerRedisRepository{_playerRepo{runtime.NewRepo(_playerDesc, s, opts...)}, s}
 }
 
+// init adds PlayerRedisRepository to the stores NewPlayerRepository picks from.
+func init() {
+	runtime.AddOpener(_playerStores, "redis", NewPlayerRedisRepository)
+}
+
 // Client returns the underlying client.
 func (r *PlayerRedisRepository) Client() redis.UniversalClient {
 	return r.store.Client()

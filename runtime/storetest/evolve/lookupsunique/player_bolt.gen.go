@@ -30,6 +30,11 @@ func NewPlayerBoltRepository(db *bbolt.DB, opts ...runtime.Option) *PlayerBoltRe
 	return &PlayerBoltRepository{_playerRepo{runtime.NewRepo(_playerDesc, s, opts...)}, s}
 }
 
+// init adds PlayerBoltRepository to the stores NewPlayerRepository picks from.
+func init() {
+	runtime.AddOpener(_playerStores, "bolt", NewPlayerBoltRepository)
+}
+
 // DB returns the underlying database.
 func (r *PlayerBoltRepository) DB() *bbolt.DB {
 	return r.store.DB()

@@ -28,6 +28,11 @@ func NewPlayerMongoRepository(db *mongo.Database, opts ...runtime.Option) *Playe
 	return &PlayerMongoRepository{_playerRepo{runtime.NewRepo(_playerDesc, s, opts...)}, s}
 }
 
+// init adds PlayerMongoRepository to the stores NewPlayerRepository picks from.
+func init() {
+	runtime.AddOpener(_playerStores, "mongo", NewPlayerMongoRepository)
+}
+
 // Collection returns the underlying collection.
 func (r *PlayerMongoRepository) Collection() *mongo.Collection {
 	return r.store.Collection()
