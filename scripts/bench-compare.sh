@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generated vs hand-written benchmarks (example/bench/cmpbench) on bbolt, on
 # MongoDB (FerretDB in-process, or NOAM_MONGO_URI), on Redis (a single node
-# started by internal/redistest, or NOAM_REDIS_URL) and on DynamoDB
+# started by runtime/redisstore/redistest, or NOAM_REDIS_URL) and on DynamoDB
 # (dynalite, or NOAM_DYNAMO_ENDPOINT), compared by benchstat.
 #
 #   scripts/bench-compare.sh                  # this tree: impl=gen vs impl=hand
@@ -170,7 +170,7 @@ for side in old new; do
 		fi
 		git -C "$wt" checkout "$head" -- example/bench/bench.go example/bench/cmpbench example/bench/handwritten \
 			example/bench/cmp_bolt_bench_test.go integration/bench/cmp_mongo_bench_test.go \
-			example/bench/cmpredis example/bench/cmpdynamo internal/dynalitetest
+			example/bench/cmpredis example/bench/cmpdynamo runtime/dynamostore/dynalitetest runtime/redisstore/redistest
 		# The baselines of stores the revision's go.mod lacks cannot
 		# build there; its generator knows its own stores only.
 		grep -q 'aws-sdk-go-v2/service/dynamodb' "$wt/go.mod" || rm -rf "$wt/example/bench/handwritten/dynamo.go" "$wt/example/bench/cmpdynamo"

@@ -12,8 +12,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/lookups"
 )
 

@@ -14,9 +14,9 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
 	"github.com/noamgen/noamgen/runtime/bsonval"
 )
 
@@ -87,7 +87,7 @@ func gameKeys(t *testing.T, db *bbolt.DB) []string {
 // the block's marker, then its entries in key order, all sharing the major
 // key, with rounds sorted by index (numerically, not as text).
 func TestBoltKeyLayout(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	games := game.NewGameBoltRepository(db)
 	ctx := context.Background()
 	var rounds []game.Round
@@ -156,7 +156,7 @@ func TestBoltKeyLayout(t *testing.T) {
 // AppendRounds writes the new round, the count and the version, whatever
 // the number of rounds; SetRoundsAt the round and the version.
 func TestBoltEntryLevelWrites(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	games := game.NewGameBoltRepository(db)
 	ctx := context.Background()
 	g := &game.Game{ID: "2345", FirstPlayer: "mary", SecondPlayer: "rick"}
@@ -204,7 +204,7 @@ func TestBoltEntryLevelWrites(t *testing.T) {
 // TestBoltPutShrinks checks that Put of a game with fewer rounds removes
 // the element keys past the new length.
 func TestBoltPutShrinks(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	games := game.NewGameBoltRepository(db)
 	ctx := context.Background()
 	g := &game.Game{ID: "g", Rounds: []game.Round{{Spell: "a"}, {Spell: "b"}, {Spell: "c"}, {Spell: "d"}}}
@@ -227,7 +227,7 @@ func TestBoltPutShrinks(t *testing.T) {
 // TestBoltFailedWritesChangeNothing checks that failed writes leave every
 // stored key and value as it was: the transaction rolls back.
 func TestBoltFailedWritesChangeNothing(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	games := game.NewGameBoltRepository(db)
 	ctx := context.Background()
 	must(t, games.Create(ctx, &game.Game{ID: "g", FirstPlayer: "mary", Rounds: []game.Round{{Spell: "a"}, {Spell: "b"}}}))
@@ -276,7 +276,7 @@ func TestBoltFailedWritesChangeNothing(t *testing.T) {
 // TestBoltErrors checks the error details and that a cancelled context
 // stops an operation before its transaction.
 func TestBoltErrors(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	games := game.NewGameBoltRepository(db)
 	ctx := context.Background()
 	must(t, games.Create(ctx, &game.Game{ID: "g", Rounds: []game.Round{{}}}))
@@ -337,7 +337,7 @@ func wantErr(t *testing.T, err, kind error, what string) {
 // while the loop body runs, so even writes that grow the file (and make
 // bbolt remap it, which waits for open read transactions) go through.
 func TestBoltAllPages(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	players := game.NewPlayerBoltRepository(db)
 	ctx := context.Background()
 	var want []string
@@ -416,7 +416,7 @@ func TestBoltCorruptValue(t *testing.T) {
 // store by the handle's type, and refuses a nil handle or one no store
 // takes with ErrInvalid, opening nothing.
 func TestNewRepositoryByHandle(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	r, err := game.NewGameRepository(db)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -12,10 +13,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 )
+
+// TestMain stops the Redis servers the tests shared.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.Stop()
+	os.Exit(code)
+}
 
 // TestRedisHashLayout checks the hash of a game (NoAM Fig. 4 on Redis):
 // one hash named Game:{2345}, one field per entry, BSON values, the count

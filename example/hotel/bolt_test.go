@@ -15,9 +15,9 @@ import (
 
 	"github.com/noamgen/noamgen/example/hotel"
 	"github.com/noamgen/noamgen/example/hotel/hoteltest"
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
 )
 
 var ctx = context.Background()
@@ -105,7 +105,7 @@ func eq(t *testing.T, what string, got []string, want ...string) {
 // TestBoltRepair breaks the index tables behind the repository's back and
 // checks that reads skip what is stale and that Repair fixes exactly that.
 func TestBoltRepair(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	hotels := seed(t, db)
 	all := runtime.PageRequest{}
 	dortmund4 := hotel.HotelCityStarsQuery{City: runtime.Eq("Dortmund"), Stars: runtime.Eq(4)}
@@ -185,7 +185,7 @@ func TestBoltRepair(t *testing.T) {
 // TestBoltFailedUniqueWritesChangeNothing checks that writes failing on a
 // unique value leave every bucket byte for byte as it was.
 func TestBoltFailedUniqueWritesChangeNothing(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	hotels := seed(t, db)
 	posts := hotel.NewPostBoltRepository(db)
 	must(t, posts.Create(ctx, &hotel.Post{Title: "first", Author: "ann"}))
@@ -219,7 +219,7 @@ func TestBoltFailedUniqueWritesChangeNothing(t *testing.T) {
 // in that order, a unique lookup's key is the value and its value the
 // block key, and counters are keyed by collection and scope.
 func TestBoltIndexLayout(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	seed(t, db)
 	comments := hotel.NewCommentBoltRepository(db)
 	for _, post := range []int64{35, 35, 36} {
@@ -287,7 +287,7 @@ func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m
 // SetName and half by Create. Exactly one wins, the others get
 // runtime.ErrDuplicate, and the index tables are consistent afterwards.
 func TestBoltUniqueRace(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	hotels := hotel.NewHotelBoltRepository(db)
 	must(t, hotels.EnsureIndexes(ctx))
 	for i := range 4 {
@@ -349,7 +349,7 @@ func TestBoltUniqueRace(t *testing.T) {
 // reads find nothing and create no bucket; other writes work, and
 // EnsureIndexes then builds the lookups over what they wrote.
 func TestBoltBeforeEnsureIndexes(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	s := hoteltest.Stores{Hotels: hotel.NewHotelBoltRepository(db), Posts: hotel.NewPostBoltRepository(db), Comments: hotel.NewCommentBoltRepository(db)}
 	all := runtime.PageRequest{}
 	_, err := s.Hotels.ListByName(ctx, "x", all)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,10 +13,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/example/hotel"
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 )
+
+// TestMain stops the Redis servers the tests shared.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.Stop()
+	os.Exit(code)
+}
 
 // redisModes runs fn on a single node and on the cluster.
 func redisModes(t *testing.T, fn func(t *testing.T, c redis.UniversalClient)) {

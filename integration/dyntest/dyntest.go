@@ -3,7 +3,7 @@
 // has TransactWriteItems where dynalite has none. It needs Go 1.26, hence
 // its place in the integration module: the main module keeps its go
 // directive. NOAM_DYNAMO_ENDPOINT points every test at that endpoint
-// instead (as internal/dynalitetest does).
+// instead (as runtime/dynamostore/dynalitetest does).
 //
 // minidyn's gaps are worked around here, in an HTTP middleware in front of
 // its handler, never in the adapter:
@@ -50,7 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/truora/minidyn/server"
 
-	"github.com/noamgen/noamgen/internal/dynalitetest"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynalitetest"
 )
 
 // Server is a minidyn server on 127.0.0.1, or the endpoint of

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynamoharness"
 	dynamolayout "github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
@@ -14,11 +14,11 @@ import (
 // Harness is the conformance harness of the DynamoDB adapter with writes
 // of unique values in transactions: a minidyn of each test's own (or
 // NOAM_DYNAMO_ENDPOINT, with transactions on), whose clients count their
-// requests as storeharness.Dynamo's do, for the declared requests of the
+// requests as dynamoharness.Harness's do, for the declared requests of the
 // transactions deployment (dynamolayout.Transactions). On minidyn it skips
 // the subtests its gaps break (minidynGaps).
 func Harness() storetest.Harness {
-	h := storeharness.DynamoHarness(func(t *testing.T) storetest.DB {
+	h := dynamoharness.New(func(t *testing.T) storetest.DB {
 		srv := Start(t)
 		if !srv.External {
 			skipGaps(t)
@@ -27,7 +27,7 @@ func Harness() storetest.Harness {
 		if srv.External {
 			o.Transactions = dynamostore.TxOn
 		}
-		return storetest.DB{Store: "dynamo", Handle: srv.Client(storeharness.CountDynamo), Options: []runtime.Option{o}}
+		return storetest.DB{Store: "dynamo", Handle: srv.Client(dynamoharness.Count), Options: []runtime.Option{o}}
 	})
 	h.Name = "dynamo-tx"
 	h.Mode = dynamolayout.Transactions
@@ -35,20 +35,20 @@ func Harness() storetest.Harness {
 }
 
 // SingleHarness is Harness in the single-table design
-// (dynamostore.Options.SingleTable, as storeharness.DynamoSingle): the
+// (dynamostore.Options.SingleTable, as dynamoharness.Single): the
 // writes of unique values in transactions on the one table.
 func SingleHarness() storetest.Harness {
 	h := Harness()
 	open := h.Open
 	h.Open = func(t *testing.T) storetest.DB {
 		db := open(t)
-		o := storeharness.DynamoOptions(db)
-		o.SingleTable, o.SingleTableGSIs = storeharness.SingleTable, storeharness.SingleTableGSIs
+		o := dynamoharness.Options(db)
+		o.SingleTable, o.SingleTableGSIs = dynamoharness.SingleTable, dynamoharness.SingleTableGSIs
 		db.Options = []runtime.Option{o}
 		return db
 	}
 	h.Name = "dynamo-tx-single"
-	h.Declaration = dynamolayout.SingleTableStore(storeharness.SingleTable)
+	h.Declaration = dynamolayout.SingleTableStore(dynamoharness.SingleTable)
 	return h
 }
 

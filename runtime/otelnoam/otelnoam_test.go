@@ -1,3 +1,5 @@
+// The hook on each store (oteltest.Check) runs from that store's suite:
+// runtime/<store>store/suite, and integration/conformance for MongoDB.
 package otelnoam_test
 
 import (
@@ -5,21 +7,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/otelnoam"
-	"github.com/noamgen/noamgen/runtime/otelnoam/oteltest"
 )
-
-func TestMain(m *testing.M) { storeharness.Main(m) }
-
-// TestHook runs the hook on every store of the main module (MongoDB's is
-// in the integration module, integration/conformance).
-func TestHook(t *testing.T) {
-	for _, h := range storeharness.All() {
-		t.Run(h.Name, func(t *testing.T) { oteltest.Check(t, h) })
-	}
-}
 
 func TestErrorType(t *testing.T) {
 	for err, want := range map[error]string{

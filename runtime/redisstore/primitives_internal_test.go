@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 	"github.com/noamgen/noamgen/runtime/storetest/indextest"
 )
 

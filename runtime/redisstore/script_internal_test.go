@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 )
 
 // migrating puts the slot of key in MIGRATING on its owner (IMPORTING on

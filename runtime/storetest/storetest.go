@@ -3,12 +3,13 @@
 // error of the generated repositories of a model that uses every feature
 // (package model) against one store. A store takes part with one Harness
 // (how to open an empty database, what the store promises), written once
-// per store (internal/storeharness; MongoDB's in integration/mongotest):
+// per store (runtime/<store>store/<store>harness; MongoDB's in
+// integration/mongotest):
 // the same value drives this suite, Deadlines, RunSizes and the examples'
 // suites (example/game/gametest, example/hotel/hoteltest), and no suite is
 // copied per store.
 //
-//	func TestConformance(t *testing.T) { storetest.Run(t, storeharness.Bolt()) }
+//	func TestConformance(t *testing.T) { storetest.Run(t, boltharness.Harness()) }
 //
 // What the suite expects is what the generated TRepository methods document
 // (runtime/storetest/model/*_noam.gen.go) and what runtime/store.go says of

@@ -62,7 +62,7 @@ func init() {
 		// endpoint NOAM_DYNAMO_ENDPOINT names), each check's tables under
 		// a fresh prefix.
 		Test: &t.Test{
-			Imports:  []string{"github.com/noamgen/noamgen/internal/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
+			Imports:  []string{"github.com/noamgen/noamgen/runtime/dynamostore/dynalitetest", "github.com/noamgen/noamgen/runtime/dynamostore"},
 			Setup:    "srv := dynalitetest.Shared(t)\nclient, prefix := srv.Client(), srv.Prefix(t)",
 			Open:     "dynamostore.Open(client, %[1]s, dynamostore.Options{TablePrefix: prefix})",
 			Teardown: "dynalitetest.Stop()",

@@ -61,7 +61,7 @@ func init() {
 		// before each. A cluster holds the same keys per block, so the
 		// layout is checked on a node.
 		Test: &t.Test{
-			Imports:  []string{"github.com/noamgen/noamgen/internal/redistest", "github.com/noamgen/noamgen/runtime/redisstore"},
+			Imports:  []string{"github.com/noamgen/noamgen/runtime/redisstore/redistest", "github.com/noamgen/noamgen/runtime/redisstore"},
 			Setup:    "rdb := redistest.Server(t)",
 			Open:     "redisstore.Open(rdb, %[1]s)",
 			Teardown: "redistest.Stop()",

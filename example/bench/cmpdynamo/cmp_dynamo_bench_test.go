@@ -21,9 +21,9 @@ import (
 	"github.com/noamgen/noamgen/example/bench/handwritten"
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/example/hotel"
-	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynalitetest"
 )
 
 // Generated vs hand-written on DynamoDB (dynalite, or the endpoint at

@@ -12,7 +12,7 @@ import (
 	"github.com/noamgen/noamgen/example/bench/handwritten"
 	"github.com/noamgen/noamgen/example/game"
 	"github.com/noamgen/noamgen/example/hotel"
-	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 )
 
 // Generated vs hand-written on a single Redis node: both implementations

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/storeharness"
+	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -19,6 +19,6 @@ func BenchmarkBatch(b *testing.B) {
 }
 
 func openBatchBench(b *testing.B) (st.MatchRepository, game.TournamentRepository) {
-	db := storeharness.OpenBolt(b)
+	db := boltharness.Open(b)
 	return st.NewMatchBoltRepository(db), game.NewTournamentBoltRepository(db)
 }

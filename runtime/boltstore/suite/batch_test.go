@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -25,7 +25,7 @@ func (c *tripCounter) hook(ctx context.Context, call *runtime.Call, next func(co
 // TestBatchOneTransaction: a batch whose failed items are refused before
 // their first write is one transaction.
 func TestBatchOneTransaction(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	c := &tripCounter{}
 	matches := st.NewMatchBoltRepository(db, runtime.WithHook(c.hook))
 	must(t, matches.EnsureIndexes(ctx))
@@ -44,7 +44,7 @@ func TestBatchOneTransaction(t *testing.T) {
 // transaction back, which runs again without it: the others are written
 // and the counter does not keep the failed item's number.
 func TestBatchRedo(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	c := &tripCounter{}
 	journals := st.NewJournalBoltRepository(db, runtime.WithHook(c.hook))
 	must(t, journals.EnsureIndexes(ctx))

@@ -13,9 +13,9 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/boltstore"
+	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eao"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/eaopart"
 	"github.com/noamgen/noamgen/runtime/storetest/evolve/etf"
@@ -293,7 +293,7 @@ func TestLayoutChanges(t *testing.T) {
 				continue
 			}
 			t.Run(n1+"->"+n2, func(t *testing.T) {
-				db := storeharness.OpenBolt(t)
+				db := boltharness.Open(t)
 				v1, v2 := versions[n1](t, db), versions[n2](t, db)
 				must(t, v1.Ensure(bg))
 				ps := players()
@@ -368,7 +368,7 @@ func TestLayoutChanges(t *testing.T) {
 // Put with 0 on a block that has a version still conflicts, and Update
 // with IfVersion takes the absent version for 0.
 func TestVersionAdded(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := etf.NewPlayerBoltRepository(db)
 	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.Create(bg, &etf.Player{ID: "p1", Name: "Mary", Scores: []etf.Score{{Game: "g", Points: 1}}}))
@@ -442,7 +442,7 @@ func emails(t *testing.T, r *lookups.PlayerBoltRepository, ids ...string) {
 // schema record existed), their reads fail with ErrNotReady until then,
 // and afterwards they find every old block and guard unique values.
 func TestLookupAdded(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := etf.NewPlayerBoltRepository(db)
 	for i, city := range []string{"Rome", "Rome", "Oslo"} {
 		id := fmt.Sprint("p", i)
@@ -487,7 +487,7 @@ func TestLookupAdded(t *testing.T) {
 // failing with ErrIndexBuilding, and the next EnsureIndexes goes on after
 // the last page recorded instead of starting again.
 func TestLookupBuildResumes(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := etf.NewPlayerBoltRepository(db)
 	must(t, v1.EnsureIndexes(bg))
 	const n = 200 // the engine's pages are of 64 blocks
@@ -542,7 +542,7 @@ func TestLookupBuildResumes(t *testing.T) {
 // building (its reads and unique writes refused), and is built once the
 // duplicate is gone.
 func TestLookupBuildDuplicate(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := etf.NewPlayerBoltRepository(db)
 	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.Create(bg, &etf.Player{ID: "a", Email: "same@example.com"}))
@@ -587,7 +587,7 @@ func containsAll(s string, subs ...string) bool {
 // TestLookupRemoved: EnsureIndexes of a version without the lookups drops
 // their buckets; DropLookup of a lookup with no bucket is no error.
 func TestLookupRemoved(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := lookups.NewPlayerBoltRepository(db)
 	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.Create(bg, &lookups.Player{ID: "p", Email: "p@example.com", City: "Rome"}))
@@ -618,7 +618,7 @@ func TestLookupRemoved(t *testing.T) {
 
 // TestSaveSchema: the record is one conditional write.
 func TestSaveSchema(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	r := repoOf[etf.Player](t, etf.NewPlayerBoltRepository(db))
 	raw, err := r.S.LoadSchema(bg)
 	must(t, err)
@@ -642,7 +642,7 @@ func TestSaveSchema(t *testing.T) {
 // TestMigrateHistory: EnsureIndexes of a version whose blocks read
 // differently records the old layout; a complete Migrate clears it.
 func TestMigrateHistory(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := versions["etf"](t, db)
 	must(t, v1.Ensure(bg))
 	must(t, v1.Create(players()[0]))
@@ -672,7 +672,7 @@ func TestMigrateFrom(t *testing.T) {
 		{"eao", "eaopart", "scores whole in the root entry"}, {"eaopart", "eao", "scores partitioned"}, {"part", "eaopart", "etf"},
 		{"etf", "eaopart", "etf, scores whole"}, {"eaopart", "etf", "eao, scores partitioned"}, {"part", "part", ""},
 	} {
-		db := storeharness.OpenBolt(t)
+		db := boltharness.Open(t)
 		v1 := versions[c.v1](t, db)
 		must(t, v1.Ensure(bg))
 		must(t, v1.Create(players()[0]))
@@ -691,7 +691,7 @@ func TestMigrateFrom(t *testing.T) {
 }
 
 func TestMigrateUnreadable(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := versions["etf"](t, db)
 	must(t, v1.Ensure(bg))
 	for _, p := range players() {
@@ -718,7 +718,7 @@ func TestMigrateUnreadable(t *testing.T) {
 // dropped its old index, whose entries are of the other form, and built
 // it anew.
 func TestLookupChanged(t *testing.T) {
-	db := storeharness.OpenBolt(t)
+	db := boltharness.Open(t)
 	v1 := lookups.NewPlayerBoltRepository(db)
 	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.Create(bg, &lookups.Player{ID: "p", Email: "p@example.com", City: "Rome"}))

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynalitetest"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
 )

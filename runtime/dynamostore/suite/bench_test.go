@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynalitetest"
 )
 
 // BenchmarkAddRound adds a round to a game of n rounds on DynamoDB

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynamoharness"
 	"github.com/noamgen/noamgen/runtime/storetest/expiring"
 )
 
@@ -20,14 +20,14 @@ import (
 // entry becomes the zero time; the entries read back without it.
 func TestTTLAttribute(t *testing.T) {
 	ctx := context.Background()
-	db := storeharness.Dynamo().Open(t)
+	db := dynamoharness.Harness().Open(t)
 	sessions := expiring.NewSessionDynamoRepository(db.Handle.(*dynamodb.Client), db.Options...)
 	if err := sessions.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ttl := func(what string) string {
 		t.Helper()
-		out, err := db.Handle.(*dynamodb.Client).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(storeharness.DynamoPrefix(db) + "sessions"), ConsistentRead: aws.Bool(true)})
+		out, err := db.Handle.(*dynamodb.Client).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(dynamoharness.Prefix(db) + "sessions"), ConsistentRead: aws.Bool(true)})
 		if err != nil || len(out.Items) != 1 {
 			t.Fatalf("%s: %d items, %v", what, len(out.Items), err)
 		}

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/example/hotel"
-	"github.com/noamgen/noamgen/internal/dynalitetest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore"
+	"github.com/noamgen/noamgen/runtime/dynamostore/dynalitetest"
 )
 
 // TestSingleTable: with Options.SingleTable, hotels, posts and their

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/example/game"
-	"github.com/noamgen/noamgen/internal/redistest"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
 )

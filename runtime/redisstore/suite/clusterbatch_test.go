@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	st "github.com/noamgen/noamgen/runtime/storetest/model"
 	"github.com/noamgen/noamgen/runtime/storetest/stamped"

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/redisstore"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 

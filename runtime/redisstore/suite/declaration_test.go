@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/noamgen/noamgen/internal/redistest"
 	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/redisstore"
 	"github.com/noamgen/noamgen/runtime/redisstore/layout"
+	"github.com/noamgen/noamgen/runtime/redisstore/redistest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 

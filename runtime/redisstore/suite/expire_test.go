@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/redisstore/redisharness"
 	"github.com/noamgen/noamgen/runtime/storetest/expiring"
 )
 
@@ -37,7 +37,7 @@ func expiringKeys(t *testing.T, c redis.UniversalClient) []string {
 // the zero time. The wait polls: no timing is asserted.
 func TestNativeExpiry(t *testing.T) {
 	ctx := context.Background()
-	db := storeharness.Redis().Open(t)
+	db := redisharness.Node().Open(t)
 	sessions := expiring.NewSessionRedisRepository(db.Handle.(redis.UniversalClient))
 	if err := sessions.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)

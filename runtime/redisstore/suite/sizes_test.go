@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/noamgen/noamgen/internal/storeharness"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/internal/limit"
+	"github.com/noamgen/noamgen/runtime/redisstore/redisharness"
 	"github.com/noamgen/noamgen/runtime/storetest"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
@@ -50,7 +50,7 @@ func lowerBulk(t *testing.T, c redis.UniversalClient) {
 // and values just over the limit fail with runtime.ErrTooLarge before
 // anything is sent, and just under it are stored, on a node and a cluster.
 func TestConformanceSizes(t *testing.T) {
-	for _, h := range []storetest.Harness{storeharness.Redis(), storeharness.RedisCluster()} {
+	for _, h := range []storetest.Harness{redisharness.Node(), redisharness.Cluster()} {
 		t.Run(h.Name, func(t *testing.T) {
 			h.Name += " (1 MB arguments)"
 			h.Caps.MaxValueBytes, h.Caps.MaxKeyBytes, h.Caps.MaxIndexKeyBytes = bulk, bulk, bulk-1
