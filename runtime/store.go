@@ -684,9 +684,13 @@ func isBadCursor(err error) bool {
 // Open and to NewRepo. Version 3 code cannot run on this runtime: its
 // MongoDB and DynamoDB constructors pass a []mongostore.Option or
 // []dynamostore.Options to Open, which takes ...Option now.
+//
+// Version 5: each store's file adds its constructor to the aggregate's
+// Openers (AddOpener), and New<T>Repository opens by the handle's type.
+// Version 4 code, which has neither, still runs.
 const (
 	MinGenVersion = 4
-	MaxGenVersion = 4
+	MaxGenVersion = 5
 )
 
 // EnforceVersion is used by generated code to check the contract version.

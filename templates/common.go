@@ -586,7 +586,7 @@ func CheckNames(a *model.Aggregate) error {
 // GenVersion is the version of the contract between generated code and
 // the runtime package that this generator writes for; generated files
 // check it against the runtime at compile time.
-const GenVersion = 4
+const GenVersion = 5
 
 // guard adds the compile-time checks of a generated file: the struct must
 // be as it was at generation (an assignment between struct types compares
