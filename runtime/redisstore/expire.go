@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/noamgen/noamgen/runtime"
 )
 
@@ -42,12 +44,30 @@ func (s *Store[T, K]) expiresField() string {
 // DeleteExpired removes block id, its index entries and its listing
 // member, as Delete does, if its expires entry is set and not after now:
 // the run checks that the block still holds the expires entry it was
-// decided on.
+// decided on. It reads the expires entry alone first (one HGET), so that
+// the check of a block that has not expired, what every write of an
+// expiring aggregate sends first, does not read the whole hash.
 func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (bool, error) {
 	if s.d.Expires == nil {
 		return false, nil
 	}
-	err := s.delete(ctx, "DeleteExpired", id, &deleteCond[T]{
+	if err := s.nameTooLarge("DeleteExpired", id); err != nil {
+		return false, err
+	}
+	v, err := s.c.HGet(ctx, s.BlockKey(id), s.expiresField()).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil // no block, or one that never expires
+	case err != nil:
+		return false, s.fail("DeleteExpired", id, nil, err)
+	}
+	if expired, err := s.expiredAt(v, now); err == nil && !expired {
+		return false, nil
+	}
+	// Expired, or unreadable: the conditional delete reads the block whole
+	// and decides on it (an unreadable block fails there, as it would on
+	// any read).
+	err = s.delete(ctx, "DeleteExpired", id, &deleteCond[T]{
 		field: s.expiresField(),
 		keep:  func(t *T) bool { return !s.d.Expired(t, now) },
 	})
@@ -60,6 +80,22 @@ func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (b
 	return false, err
 }
 
+// expiredAt reports whether v, the stored expires field (the root entry of
+// an EAO block), has passed at now.
+func (s *Store[T, K]) expiredAt(v string, now time.Time) (bool, error) {
+	t := new(T)
+	var err error
+	if s.d.EAO {
+		err = s.d.Root.Decode(t, decoder(v))
+	} else {
+		err = s.d.Expires.Decode(t, decoder(v))
+	}
+	if err != nil {
+		return false, err
+	}
+	return s.d.Expired(t, now), nil
+}
+
 // notExpired fails with runtime.ErrNotFound when v, the stored expires
 // field of block id (nil: none), has passed by the store's clock.
 func (s *Store[T, K]) notExpired(op string, id K, v any) error {
@@ -67,17 +103,11 @@ func (s *Store[T, K]) notExpired(op string, id K, v any) error {
 	if !ok {
 		return nil
 	}
-	t := new(T)
-	var err error
-	if s.d.EAO {
-		err = s.d.Root.Decode(t, decoder(str))
-	} else {
-		err = s.d.Expires.Decode(t, decoder(str))
-	}
+	expired, err := s.expiredAt(str, s.now())
 	if err != nil {
 		return runtime.Unreadable(op, s.d.Aggregate, id, err)
 	}
-	if s.d.Expired(t, s.now()) {
+	if expired {
 		return s.failAt(op, id, "(expired)", runtime.ErrNotFound)
 	}
 	return nil

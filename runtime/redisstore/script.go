@@ -193,7 +193,7 @@ for n = 1, nchecks do
     if (v or '') ~= a[3] then return {'fail', 'changed', v or '', n} end
   end
 end
-local result = 0
+local result, expiry = 0, {}
 for n = nchecks + 1, nchecks + nchanges do
   local name, a = ops[n][1], ops[n][2]
   local k = key(a[1])
@@ -272,15 +272,19 @@ for n = nchecks + 1, nchecks + nchanges do
   elseif name == 'raise' then
     local c = call('GET', k) or '0'
     if c:sub(1, 1) == '-' or less(c, a[2]) then set('SET', k, a[2]) end
-  elseif name == 'pexpireat' then
-    -- the key's native expiry (a[2]: Unix milliseconds), or none.
-    set('PEXPIREAT', k, a[2])
-  elseif name == 'persist' then
-    set('PERSIST', k)
+  elseif name == 'pexpireat' or name == 'persist' then
+    -- the key's native expiry (a[2]: Unix milliseconds), or none: set
+    -- after every other change of the run, because a time already past
+    -- deletes the key at once, and a change after it (a field, a stamp,
+    -- the run's mark) would make a new key of its stray fields.
+    expiry[#expiry + 1] = {name, k, a[2]}
   elseif name == 'mark' then
     -- the run's token and result, for once.
     set('HSET', k, '_w', a[2] .. ' ' .. result)
   end
+end
+for _, e in ipairs(expiry) do
+  if e[1] == 'persist' then set('PERSIST', e[2]) else set('PEXPIREAT', e[2], e[3]) end
 end
 return {'ok', result}
 end

@@ -12,6 +12,7 @@ var sweep = access.Cost{Methods: []access.Method{access.Sweep},
 	Steps: []access.Step{
 		{N: 1, Per: access.PerMigrateBatch, Op: "ZRANGE " + Listing + " from the position, up to the batch (SweepOptions.Batch)"},
 		{N: 1, Per: access.PerMigrateBatch, Op: "pipeline: HGETALL of the batch's blocks"},
+		{N: 1, Per: access.PerExpired, Op: "HGET " + Block + " $expires (DeleteExpired's check of the entry alone)"},
 		{N: 1, Per: access.PerExpired, Op: "HGETALL " + Block + " (the block as stored)"},
 		{Mode: Node, N: 1, Per: access.PerExpired, Op: "EVALSHA [check <expires> as read (and _seq); DEL " + Block + "; ZREM $indexes, HDEL their :meta and :claims for its values; ZREM " + Listing + "]"},
 		{Mode: Cluster, N: 1, Per: access.PerExpired, Op: "EVALSHA " + Block + " [check <expires> as read (and _seq); DEL]"},
@@ -23,5 +24,5 @@ var sweep = access.Cost{Methods: []access.Method{access.Sweep},
 // expired, which the writes of a block by key of an aggregate with an
 // expires field send first (access.Store.ClearExpired).
 var clearExpired = []access.Step{
-	{N: 1, Op: "DeleteExpired: HGETALL " + Block + " (the block as stored; had it expired, the script run of Sweep's removes it)"},
+	{N: 1, Op: "DeleteExpired: HGET " + Block + " $expires (the expires entry alone, the root entry under EAO; had it passed, the block is read whole and removed as Sweep removes it)"},
 }

@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,4 +115,122 @@ func TestNativeExpiry(t *testing.T) {
 	if rep, err := sessions.Repair(ctx); err != nil || rep.Removed != 0 || rep.Added != 0 {
 		t.Errorf("a second Repair: %+v, %v; want nothing to fix", rep, err)
 	}
+}
+
+// TestExpiryCheckReadsTheEntry: the check every write of an expiring
+// aggregate sends first reads the expires entry alone (HGET of the entry;
+// of the root entry under EAO), not the whole hash (HGETALL, before); a
+// block that has expired is then read whole and removed, and the write
+// finds no block.
+func TestExpiryCheckReadsTheEntry(t *testing.T) {
+	modes(t, func(t *testing.T, shared redis.UniversalClient) {
+		var c redis.UniversalClient
+		if cc, ok := shared.(*redis.ClusterClient); ok {
+			c = redis.NewClusterClient(cc.Options())
+		} else {
+			c = redis.NewClient(shared.(*redis.Client).Options())
+		}
+		defer c.Close()
+		// The repository's clock runs a day ahead of the server's, so that
+		// Redis's own expiry (PEXPIREAT) removes nothing during the test.
+		now := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond)
+		clock := runtime.WithClock(func() time.Time { return now })
+		sessions := expiring.NewSessionRedisRepository(c, clock)
+		leases := expiring.NewLeaseRedisRepository(c, clock)
+		must(t, sessions.EnsureIndexes(bg))
+		must(t, leases.EnsureIndexes(bg))
+		must(t, sessions.Create(bg, &expiring.Session{ID: "s", Token: "t", User: "ann", Expires: now.Add(time.Hour)}))
+		must(t, leases.Create(bg, &expiring.Lease{ID: "l", Holder: "h", Until: now.Add(time.Hour)}))
+		var mu sync.Mutex
+		var sent [][]any
+		c.AddHook(hook{func(cmd redis.Cmder) {
+			mu.Lock()
+			sent = append(sent, cmd.Args())
+			mu.Unlock()
+		}})
+		// The check is the write's first command; what the write then
+		// reads is its own (an EAO root or a partitioned block may be read
+		// whole to apply the change).
+		first := func(what string, field string) {
+			t.Helper()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(sent) == 0 || fmt.Sprint(sent[0][0]) != "hget" || fmt.Sprint(sent[0][2]) != field {
+				t.Fatalf("%s sent %v first, want HGET of the block's %q entry", what, sent, field)
+			}
+			sent = nil
+		}
+		must(t, sessions.SetUser(bg, "s", "bob"))
+		first("SetUser of a Session", "expires")
+		must(t, leases.Put(bg, &expiring.Lease{ID: "l", Holder: "h2", Until: now.Add(2 * time.Hour)}))
+		first("Put of an EAO Lease", "")
+
+		// Past its expiry the block is read whole, removed, and the write
+		// is the write over no block.
+		now = now.Add(3 * time.Hour)
+		if err := sessions.SetUser(bg, "s", "cy"); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("SetUser of an expired session: %v, want ErrNotFound", err)
+		}
+		mu.Lock()
+		var names []string
+		for _, args := range sent {
+			names = append(names, fmt.Sprint(args[0]))
+		}
+		mu.Unlock()
+		if len(names) < 2 || names[0] != "hget" || names[1] != "hgetall" {
+			t.Fatalf("the write over an expired block sent %v, want HGET, then HGETALL and the removal", names)
+		}
+		if n, err := c.Exists(bg, "sessions:{s}").Result(); err != nil || n != 0 {
+			t.Fatalf("the expired block is still stored (%d, %v)", n, err)
+		}
+	})
+}
+
+// TestExpiresInThePast: a block written with an expires time the server's
+// clock has passed already (a session ended now with SetExpires, or
+// written late) is removed by its own write, whole: Redis deletes a key at
+// once on PEXPIREAT of a past time, so the write sets the expiry after
+// every other change, and no stray field of the write (its stamp, its
+// mark) is left as a new hash that reads as a block of zero fields and
+// that later writes fill.
+func TestExpiresInThePast(t *testing.T) {
+	modes(t, func(t *testing.T, c redis.UniversalClient) {
+		sessions := expiring.NewSessionRedisRepository(c)
+		must(t, sessions.EnsureIndexes(bg))
+		gone := func(what string) {
+			t.Helper()
+			if n, err := c.Exists(bg, "sessions:{s}").Result(); err != nil || n != 0 {
+				h, _ := c.HGetAll(bg, "sessions:{s}").Result()
+				t.Fatalf("%s: the block's hash is still there (%d, %v): %q", what, n, err, h)
+			}
+			if g, err := sessions.Get(bg, "s"); !errors.Is(err, runtime.ErrNotFound) {
+				t.Fatalf("%s: Get = %+v, %v; want ErrNotFound", what, g, err)
+			}
+			if err := sessions.SetUser(bg, "s", "eve"); !errors.Is(err, runtime.ErrNotFound) {
+				t.Fatalf("%s: SetUser = %v; want ErrNotFound", what, err)
+			}
+			if n, err := c.Exists(bg, "sessions:{s}").Result(); err != nil || n != 0 {
+				t.Fatalf("%s: SetUser left a hash (%d, %v)", what, n, err)
+			}
+		}
+		past := time.Now().Add(-time.Minute)
+		must(t, sessions.Create(bg, &expiring.Session{ID: "s", Token: "t1", User: "ann", Expires: past}))
+		gone("Create with a past expires time")
+
+		must(t, sessions.Create(bg, &expiring.Session{ID: "s", Token: "t2", User: "ann", Expires: time.Now().Add(time.Hour)}))
+		must(t, sessions.SetExpires(bg, "s", past))
+		gone("SetExpires of a past time")
+
+		must(t, sessions.Put(bg, &expiring.Session{ID: "s", Token: "t3", User: "bob", Expires: past}))
+		gone("Put with a past expires time")
+
+		// What the removed blocks left (listing and index members) goes
+		// with Repair, and their unique values are free.
+		_, err := sessions.Repair(bg)
+		must(t, err)
+		must(t, sessions.Create(bg, &expiring.Session{ID: "s2", Token: "t3", User: "bob", Expires: time.Now().Add(time.Hour)}))
+		if g, err := sessions.GetByToken(bg, "t3"); err != nil || g.ID != "s2" {
+			t.Fatalf("GetByToken(t3) = %+v, %v; want s2", g, err)
+		}
+	})
 }
