@@ -81,9 +81,10 @@ var minidynGaps = map[string]string{
 	"ListElementsCursors": elemProject, "ListElementsWhileAppending": elemProject, "DeclaredRequests": elemProject + " (dyntest's TestTransactions checks the declared requests of the writes)",
 	"DepthLimit": elemProject, "Hooks": elemProject,
 	"Layout": emptyLost, "ConcurrentUniqueClaims": restored,
-	"ValueTooLarge": noLimit,
-	"Expiry":        noTTL,
-	"ExpiryWrites":  noTTL,
+	"ValueTooLarge":           noLimit,
+	"Expiry":                  noTTL,
+	"ExpiryWrites":            noTTL,
+	"ExpiryPassedOnTheServer": noTTL,
 }
 
 // skipGaps skips t if it is a subtest minidyn's gaps break.

@@ -24,6 +24,7 @@ import (
 var expiryTests = []subtest{
 	{name: "Expiry", startUp: true, fn: testExpiry},
 	{name: "ExpiryWrites", startUp: true, fn: testExpiryWrites},
+	{name: "ExpiryPassedOnTheServer", startUp: true, fn: testExpiryPassedOnTheServer},
 }
 
 // expiryBase is the test's moment 0: far ahead of the real clock.
@@ -598,4 +599,76 @@ func testExpiryWrites(t *testing.T, e *env) {
 
 	wantRepaired(t, "sessions after the writes over expired blocks", sessions.Repair)
 	wantRepaired(t, "leases after the writes over expired blocks", leases.Repair)
+}
+
+// testExpiryPassedOnTheServer: with the real clock, a block written with
+// an expires time already past (an aggregate ended at once, or written
+// late) is absent from the write on: Get, GetBy and the listing leave it
+// out, an entry-level write fails with ErrNotFound and leaves nothing
+// behind, and its key takes a new block. Unique values are not reused
+// here: a block the store's native expiry removed holds its values until
+// StaleAfter on the stores that run the lookup protocol (README, Expiry). A store whose native expiry
+// removes it at once (Redis's PEXPIREAT of a past time) must remove it
+// whole, leaving no stray entry that reads as a block of zero fields.
+func testExpiryPassedOnTheServer(t *testing.T, e *env) {
+	r := expiryModel.On(t, e.db)
+	sessions, leases, tickets := r.sessions, r.leases, r.tickets
+	must(t, sessions.EnsureIndexes(bg))
+	must(t, leases.EnsureIndexes(bg))
+	must(t, tickets.EnsureIndexes(bg))
+	past := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	later := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+
+	absent := func(what string, get func() error, write func() error) {
+		t.Helper()
+		if err := get(); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("%s: Get = %v, want ErrNotFound", what, err)
+		}
+		if err := write(); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("%s: an entry-level write = %v, want ErrNotFound", what, err)
+		}
+		if err := get(); !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("%s: Get after the refused write = %v, want ErrNotFound", what, err)
+		}
+	}
+	getSession := func() error { _, err := sessions.Get(bg, "s"); return err }
+	setUser := func() error { return sessions.SetUser(bg, "s", "eve") }
+
+	// ETF with a partition and lookups: created expired, ended by
+	// SetExpires, put expired.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s", Token: "p1", User: "ann", Events: []string{"a"}, Expires: past}))
+	absent("a session created expired", getSession, setUser)
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s", Token: "p2", User: "ann", Expires: later}))
+	must(t, sessions.SetExpires(bg, "s", past))
+	absent("a session ended with SetExpires", getSession, setUser)
+	must(t, sessions.Put(bg, &expiring.Session{ID: "s", Token: "p3", User: "bob", Expires: past}))
+	absent("a session put expired", getSession, func() error { _, err := sessions.AppendEvents(bg, "s", "b"); return err })
+	if _, err := sessions.GetByToken(bg, "p3"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("GetByToken of the expired session's token = %v, want ErrNotFound", err)
+	}
+	if got := sessionIDs(allSessions(t, sessions)); len(got) != 0 {
+		t.Fatalf("All lists %v, want no session", got)
+	}
+	// The key takes a new block, whole.
+	must(t, sessions.Create(bg, &expiring.Session{ID: "s", Token: "p4", User: "cy", Expires: later}))
+	got, err := sessions.Get(bg, "s")
+	must(t, err)
+	if got.Token != "p4" || got.User != "cy" || len(got.Events) != 0 || !got.Expires.Equal(later) {
+		t.Fatalf("the new session reads %+v", got)
+	}
+
+	// EAO (no entry-level write: the lookup read stands for it), then a
+	// new block in its key.
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l", Holder: "h1", Until: past}))
+	absent("a lease created expired", func() error { _, err := leases.Get(bg, "l"); return err },
+		func() error { _, err := leases.GetByHolder(bg, "h1"); return err })
+	must(t, leases.Create(bg, &expiring.Lease{ID: "l", Holder: "h2", Until: later}))
+	if l, err := leases.Get(bg, "l"); err != nil || l.Holder != "h2" {
+		t.Fatalf("the new lease reads %+v, %v", l, err)
+	}
+
+	// No lookup, no version.
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k", Seat: "a", Expires: past}))
+	absent("a ticket created expired", func() error { _, err := tickets.Get(bg, "k"); return err },
+		func() error { return tickets.SetSeat(bg, "k", "b") })
 }
