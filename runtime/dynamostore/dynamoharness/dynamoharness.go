@@ -30,24 +30,11 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
-// mainCalled is set by Main: the shared servers need it to be stopped.
-var mainCalled bool
+// servers are the servers the package's harnesses share.
+var servers = &storetest.Servers{Harness: "dynamoharness", Stop: dynalitetest.Stop}
 
 // Main runs the tests of a package and stops the servers they shared.
-func Main(m *testing.M) {
-	mainCalled = true
-	code := m.Run()
-	dynalitetest.Stop()
-	os.Exit(code)
-}
-
-// needMain fails t when the shared servers would outlive the tests.
-func needMain(t testing.TB) {
-	t.Helper()
-	if !mainCalled {
-		t.Fatal("dynamoharness: call dynamoharness.Main from TestMain, so that the shared servers are stopped")
-	}
-}
+func Main(m *testing.M) { servers.Main(m) }
 
 // Options are the dynamostore.Options of a DynamoDB database of the
 // harnesses (the zero Options when it has none).
@@ -92,7 +79,7 @@ func client(srv *dynalitetest.Server) *dynamodb.Client {
 // tested there (integration/dyntest runs them).
 func Harness() storetest.Harness {
 	return New(func(t *testing.T) storetest.DB {
-		needMain(t)
+		servers.Need(t)
 		srv := dynalitetest.Shared(t)
 		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), Transactions: protocolTx()}}}
 	})
@@ -117,7 +104,7 @@ func IndexTables() storetest.Harness {
 		return Harness()
 	}
 	return New(func(t *testing.T) storetest.DB {
-		needMain(t)
+		servers.Need(t)
 		srv := dynalitetest.Shared(t)
 		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), IndexTables: true, Transactions: protocolTx()}}}
 	})
@@ -132,7 +119,7 @@ func IndexTables() storetest.Harness {
 // that exists).
 func Single() storetest.Harness {
 	h := New(func(t *testing.T) storetest.DB {
-		needMain(t)
+		servers.Need(t)
 		srv := dynalitetest.Shared(t)
 		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), SingleTable: SingleTable, SingleTableGSIs: SingleTableGSIs, Transactions: protocolTx()}}}
 	})

@@ -11,7 +11,6 @@ package redisharness
 
 import (
 	"context"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,24 +24,11 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
-// mainCalled is set by Main: the shared servers need it to be stopped.
-var mainCalled bool
+// servers are the servers the package's harnesses share.
+var servers = &storetest.Servers{Harness: "redisharness", Stop: redistest.Stop}
 
 // Main runs the tests of a package and stops the servers they shared.
-func Main(m *testing.M) {
-	mainCalled = true
-	code := m.Run()
-	redistest.Stop()
-	os.Exit(code)
-}
-
-// needMain fails t when the shared servers would outlive the tests.
-func needMain(t testing.TB) {
-	t.Helper()
-	if !mainCalled {
-		t.Fatal("redisharness: call redisharness.Main from TestMain, so that the shared servers are stopped")
-	}
-}
+func Main(m *testing.M) { servers.Main(m) }
 
 // Caps are the capabilities the Redis adapter declares on a single
 // node (every write one script run) and on a cluster (the lookup
@@ -55,7 +41,7 @@ func Caps(cluster bool) runtime.Caps {
 // package and flushed before each.
 func Node() storetest.Harness {
 	return harness("redis", false, func(t *testing.T) storetest.DB {
-		needMain(t)
+		servers.Need(t)
 		return storetest.DB{Store: "redis", Handle: countRedis(redistest.Server(t))}
 	})
 }
@@ -65,7 +51,7 @@ func Node() storetest.Harness {
 // index tables spread over the slots, with the lookup protocol.
 func Cluster() storetest.Harness {
 	return harness("redis-cluster", true, func(t *testing.T) storetest.DB {
-		needMain(t)
+		servers.Need(t)
 		return storetest.DB{Store: "redis", Handle: countRedis(redistest.Cluster(t))}
 	})
 }

@@ -124,13 +124,7 @@ func TestNativeExpiry(t *testing.T) {
 // finds no block.
 func TestExpiryCheckReadsTheEntry(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
-		var c redis.UniversalClient
-		if cc, ok := shared.(*redis.ClusterClient); ok {
-			c = redis.NewClusterClient(cc.Options())
-		} else {
-			c = redis.NewClient(shared.(*redis.Client).Options())
-		}
-		defer c.Close()
+		c := ownClient(t, shared)
 		// The repository's clock runs a day ahead of the server's, so that
 		// Redis's own expiry (PEXPIREAT) removes nothing during the test.
 		now := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond)

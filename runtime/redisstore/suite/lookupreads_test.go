@@ -43,13 +43,7 @@ func (h afterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // of a unique and of a non-unique lookup resume after their cursor.
 func TestLookupReads(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
-		var c redis.UniversalClient
-		if cc, ok := shared.(*redis.ClusterClient); ok {
-			c = redis.NewClusterClient(cc.Options())
-		} else {
-			c = redis.NewClient(shared.(*redis.Client).Options())
-		}
-		defer c.Close()
+		c := ownClient(t, shared)
 		_, cluster := c.(*redis.ClusterClient)
 		matches := model.NewMatchRedisRepository(c)
 		must(t, matches.EnsureIndexes(bg))
@@ -131,13 +125,7 @@ func TestLookupReads(t *testing.T) {
 // single node as on a cluster.
 func TestLookupReadsRecheck(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
-		var c redis.UniversalClient
-		if cc, ok := shared.(*redis.ClusterClient); ok {
-			c = redis.NewClusterClient(cc.Options())
-		} else {
-			c = redis.NewClient(shared.(*redis.Client).Options())
-		}
-		defer c.Close()
+		c := ownClient(t, shared)
 		matches := model.NewMatchRedisRepository(c)
 		writer := model.NewMatchRedisRepository(shared)
 		must(t, matches.EnsureIndexes(bg))

@@ -36,6 +36,20 @@ func modes(t *testing.T, fn func(t *testing.T, c redis.UniversalClient)) {
 	t.Run("cluster", func(t *testing.T) { fn(t, redistest.Cluster(t)) })
 }
 
+// ownClient returns a client of its own to the server (or cluster) of
+// shared, closed when t ends, for a test that hooks the commands it sends
+// (the shared client serves every test of the package).
+func ownClient(t *testing.T, shared redis.UniversalClient) redis.UniversalClient {
+	var c redis.UniversalClient
+	if cc, ok := shared.(*redis.ClusterClient); ok {
+		c = redis.NewClusterClient(cc.Options())
+	} else {
+		c = redis.NewClient(shared.(*redis.Client).Options())
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func clean(t *testing.T, what string, repair func(context.Context) (runtime.RepairReport, error)) {
 	t.Helper()
 	rep, err := repair(bg)
@@ -119,13 +133,7 @@ func TestConflictingUpdates(t *testing.T) {
 // update of a partition's element reads the whole block.
 func TestOneScriptOnANode(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
-		var c redis.UniversalClient
-		if cc, ok := shared.(*redis.ClusterClient); ok {
-			c = redis.NewClusterClient(cc.Options())
-		} else {
-			c = redis.NewClient(shared.(*redis.Client).Options())
-		}
-		defer c.Close()
+		c := ownClient(t, shared)
 		matches := model.NewMatchRedisRepository(c)
 		must(t, matches.EnsureIndexes(bg))
 		must(t, matches.Create(bg, &model.Match{ID: "m", Code: "a"}))
@@ -348,12 +356,7 @@ func (f *fault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 func TestLostReply(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
 		open := func(f *fault) (model.MatchRepository, func()) {
-			var c redis.UniversalClient
-			if cc, ok := shared.(*redis.ClusterClient); ok {
-				c = redis.NewClusterClient(cc.Options())
-			} else {
-				c = redis.NewClient(shared.(*redis.Client).Options())
-			}
+			c := ownClient(t, shared)
 			c.AddHook(f)
 			return model.NewMatchRedisRepository(c), func() { c.Close() }
 		}
@@ -458,12 +461,7 @@ func (r *resend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 func TestResentWrite(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
 		open := func(marker string) (model.MatchRepository, *resend, func()) {
-			var c redis.UniversalClient
-			if cc, ok := shared.(*redis.ClusterClient); ok {
-				c = redis.NewClusterClient(cc.Options())
-			} else {
-				c = redis.NewClient(shared.(*redis.Client).Options())
-			}
+			c := ownClient(t, shared)
 			r := &resend{marker: marker}
 			c.AddHook(r)
 			return model.NewMatchRedisRepository(c), r, func() { c.Close() }

@@ -777,13 +777,7 @@ func (f *refuse) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // runs added are undone, so nothing is left for Repair.
 func TestRefusedBlockRunUndoes(t *testing.T) {
 	modes(t, func(t *testing.T, shared redis.UniversalClient) {
-		var c redis.UniversalClient
-		if cc, ok := shared.(*redis.ClusterClient); ok {
-			c = redis.NewClusterClient(cc.Options())
-		} else {
-			c = redis.NewClient(shared.(*redis.Client).Options())
-		}
-		defer c.Close()
+		c := ownClient(t, shared)
 		plain := ensured(t, model.NewMatchRedisRepository(shared))
 		must(t, plain.Create(bg, &model.Match{ID: "m", Code: "a", Tags: []string{"x"}}))
 		f := &refuse{key: "matches:{m}"}

@@ -1,34 +1,13 @@
-// Package examples_test runs on bbolt, through the harness the
-// conformance suite takes (boltharness), the other suites written once for every
-// store: the examples' suites (example/game/gametest,
-// example/hotel/hoteltest: the game and the hotel, over their generated
-// repositories) and the OpenTelemetry hook's check
-// (runtime/otelnoam/oteltest). It is a package of its own so that the race
-// step of scripts/test-all.sh, which builds runtime/boltstore/suite with
-// -race, does not instrument the examples' generated code.
+// Package examples_test runs the suites of example/exampletest (the
+// examples' suites and the OpenTelemetry check) on bbolt, through the
+// harness the conformance suite takes.
 package examples_test
 
 import (
 	"testing"
 
-	"github.com/noamgen/noamgen/example/game/gametest"
-	"github.com/noamgen/noamgen/example/hotel/hoteltest"
+	"github.com/noamgen/noamgen/example/exampletest"
 	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
-	"github.com/noamgen/noamgen/runtime/otelnoam/oteltest"
-	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
-func harnesses() []storetest.Harness { return []storetest.Harness{boltharness.Harness()} }
-
-func TestExamples(t *testing.T) {
-	for _, h := range harnesses() {
-		t.Run(h.Name+"/game", func(t *testing.T) { gametest.Run(t, h) })
-		t.Run(h.Name+"/hotel", func(t *testing.T) { hoteltest.Run(t, h) })
-	}
-}
-
-func TestOpenTelemetry(t *testing.T) {
-	for _, h := range harnesses() {
-		t.Run(h.Name, func(t *testing.T) { oteltest.Check(t, h) })
-	}
-}
+func TestExamples(t *testing.T) { exampletest.Run(t, boltharness.Harness()) }

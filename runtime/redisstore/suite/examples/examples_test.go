@@ -1,39 +1,16 @@
-// Package examples_test runs on a Redis node and a Redis Cluster, through the harness the
-// conformance suite takes (redisharness), the other suites written once for every
-// store: the examples' suites (example/game/gametest,
-// example/hotel/hoteltest: the game and the hotel, over their generated
-// repositories) and the OpenTelemetry hook's check
-// (runtime/otelnoam/oteltest). It is a package of its own so that the race
-// step of scripts/test-all.sh, which builds runtime/redisstore/suite with
-// -race, does not instrument the examples' generated code.
+// Package examples_test runs the suites of example/exampletest (the
+// examples' suites and the OpenTelemetry check) on a Redis node and a Redis Cluster, through the
+// harnesses the conformance suite takes.
 package examples_test
 
 import (
 	"testing"
 
-	"github.com/noamgen/noamgen/example/game/gametest"
-	"github.com/noamgen/noamgen/example/hotel/hoteltest"
-	"github.com/noamgen/noamgen/runtime/otelnoam/oteltest"
+	"github.com/noamgen/noamgen/example/exampletest"
 	"github.com/noamgen/noamgen/runtime/redisstore/redisharness"
-	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
 // TestMain stops the shared servers.
 func TestMain(m *testing.M) { redisharness.Main(m) }
 
-func harnesses() []storetest.Harness {
-	return []storetest.Harness{redisharness.Node(), redisharness.Cluster()}
-}
-
-func TestExamples(t *testing.T) {
-	for _, h := range harnesses() {
-		t.Run(h.Name+"/game", func(t *testing.T) { gametest.Run(t, h) })
-		t.Run(h.Name+"/hotel", func(t *testing.T) { hoteltest.Run(t, h) })
-	}
-}
-
-func TestOpenTelemetry(t *testing.T) {
-	for _, h := range harnesses() {
-		t.Run(h.Name, func(t *testing.T) { oteltest.Check(t, h) })
-	}
-}
+func TestExamples(t *testing.T) { exampletest.Run(t, redisharness.Node(), redisharness.Cluster()) }
