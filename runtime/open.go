@@ -33,9 +33,9 @@ type opener[R any] struct {
 }
 
 // AddOpener adds to o the constructor of store's repository, which takes a
-// handle of type H. Two constructors taking the same handle type are a
-// generation error (noamgen refuses them), so the order of adding does not
-// matter.
+// handle of type H. No two stores take the same handle type (a store's
+// registration in noamgen's templates names it, and a second store
+// naming it is refused), so the order of adding does not matter.
 func AddOpener[R, H, S any](o *Openers[R], store string, constructor func(H, ...Option) S) {
 	o.list = append(o.list, opener[R]{store: store, handle: reflect.TypeFor[H]().String(), open: func(h any, opts ...Option) (R, bool) {
 		c, ok := h.(H)
