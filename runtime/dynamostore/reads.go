@@ -220,13 +220,47 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 // is safe while the application writes.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	var rep runtime.RepairReport
-	if s.eng != nil && s.builds(runtime.RepairOptionsOf(ctx).Lookups, s.lookups) {
+	o := runtime.RepairOptionsOf(ctx)
+	// Two passes: the index engine's over the index tables, then the GSI
+	// attributes'. A position the GSI pass gives (OnPage) is marked as
+	// its own, so that a build resumed from it does not run the engine's
+	// pass again, and one resumed from the engine's pass runs the GSI pass
+	// whole: without the mark, the GSI pass of a resumed build started
+	// after a position of the engine's pass and never wrote the GSI
+	// attributes of the blocks before it.
+	after, inGSI := cutGSIPosition(o.After)
+	engine := s.eng != nil && !inGSI && s.builds(o.Lookups, s.lookups)
+	if engine {
 		var err error
 		if rep, err = s.eng.Repair(ctx); err != nil {
 			return rep, err
 		}
+		after = nil
 	}
-	return rep, s.gsiRepair(ctx, &rep, s.eng != nil && s.builds(runtime.RepairOptionsOf(ctx).Lookups, s.lookups))
+	g := o
+	g.After = after
+	if o.OnPage != nil {
+		g.OnPage = func(last []byte, blocks int) error {
+			if engine {
+				blocks = 0 // the engine's pass counted them
+			}
+			return o.OnPage(append([]byte{gsiPositionMark}, last...), blocks)
+		}
+	}
+	return rep, s.gsiRepair(runtime.WithRepairOptions(ctx, g), &rep, engine)
+}
+
+// gsiPositionMark starts a position of Repair's GSI pass: the byte 0x01
+// starts no encoded block key (runtime's key codec).
+const gsiPositionMark = 0x01
+
+// cutGSIPosition returns the block position of a position of Repair's
+// GSI pass (and true), or after itself (and false).
+func cutGSIPosition(after []byte) ([]byte, bool) {
+	if len(after) > 0 && after[0] == gsiPositionMark {
+		return after[1:], true
+	}
+	return after, false
 }
 
 // Layout lists the entries of block id as its item holds them: one per
