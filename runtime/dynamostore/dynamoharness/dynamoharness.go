@@ -143,6 +143,17 @@ func Private() storetest.Harness {
 	})
 }
 
+// PrivateSingle is Private in the single-table design (as Single): for
+// Deadlines.
+func PrivateSingle() storetest.Harness {
+	h := New(func(t *testing.T) storetest.DB {
+		srv := dynalitetest.Start(t)
+		return storetest.DB{Store: "dynamo", Handle: srv.Client(Count), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), SingleTable: SingleTable, SingleTableGSIs: SingleTableGSIs, Transactions: protocolTx()}}, Pause: srv.Pause}
+	})
+	h.Declaration = dynamolayout.SingleTableStore(SingleTable)
+	return h
+}
+
 // New is the harness of the DynamoDB databases open opens (whose
 // clients count their requests with Count), writing unique values
 // with the protocol (Mode: set it to dynamolayout.Transactions for

@@ -37,3 +37,9 @@ func TestEvolution(t *testing.T) { storetest.Evolution(t, dynamoharness.IndexTab
 // then the GSI attributes'), and a build cut short resumes in the right
 // pass.
 func TestEvolutionSingleTable(t *testing.T) { storetest.Evolution(t, dynamoharness.Single()) }
+
+// TestDeadlinesSingleTable runs the deadline test in the single-table
+// design, on a dynalite of its own paused with SIGSTOP.
+func TestDeadlinesSingleTable(t *testing.T) {
+	storetest.Deadlines(t, dynamoharness.PrivateSingle())
+}
