@@ -117,12 +117,20 @@ func IndexTables() storetest.Harness {
 // the most any collection of the suite has, so that the first
 // EnsureIndexes creates them all (dynalite cannot add a GSI to a table
 // that exists).
-func Single() storetest.Harness {
-	h := New(func(t *testing.T) storetest.DB {
-		servers.Need(t)
-		srv := dynalitetest.Shared(t)
-		return storetest.DB{Store: "dynamo", Handle: client(srv), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), SingleTable: SingleTable, SingleTableGSIs: SingleTableGSIs, Transactions: protocolTx()}}}
-	})
+func Single() storetest.Harness { return singleTable(Harness()) }
+
+// singleTable is harness h with its databases in the single-table design:
+// their dynamostore.Options gain SingleTable and SingleTableGSIs, and the
+// declaration is the single table's.
+func singleTable(h storetest.Harness) storetest.Harness {
+	open := h.Open
+	h.Open = func(t *testing.T) storetest.DB {
+		db := open(t)
+		o := Options(db)
+		o.SingleTable, o.SingleTableGSIs = SingleTable, SingleTableGSIs
+		db.Options = []runtime.Option{o}
+		return db
+	}
 	h.Declaration = dynamolayout.SingleTableStore(SingleTable)
 	return h
 }
@@ -145,14 +153,7 @@ func Private() storetest.Harness {
 
 // PrivateSingle is Private in the single-table design (as Single): for
 // Deadlines.
-func PrivateSingle() storetest.Harness {
-	h := New(func(t *testing.T) storetest.DB {
-		srv := dynalitetest.Start(t)
-		return storetest.DB{Store: "dynamo", Handle: srv.Client(Count), Options: []runtime.Option{dynamostore.Options{TablePrefix: srv.Prefix(t), SingleTable: SingleTable, SingleTableGSIs: SingleTableGSIs, Transactions: protocolTx()}}, Pause: srv.Pause}
-	})
-	h.Declaration = dynamolayout.SingleTableStore(SingleTable)
-	return h
-}
+func PrivateSingle() storetest.Harness { return singleTable(Private()) }
 
 // New is the harness of the DynamoDB databases open opens (whose
 // clients count their requests with Count), writing unique values
