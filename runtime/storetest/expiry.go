@@ -25,6 +25,7 @@ var expiryTests = []subtest{
 	{name: "Expiry", startUp: true, fn: testExpiry},
 	{name: "ExpiryWrites", startUp: true, fn: testExpiryWrites},
 	{name: "ExpiryPassedOnTheServer", startUp: true, fn: testExpiryPassedOnTheServer},
+	{name: "ExpiryUniqueFreedOnTheServer", startUp: true, fn: testExpiryUniqueFreedOnTheServer},
 }
 
 // expiryBase is the test's moment 0: far ahead of the real clock.
