@@ -206,6 +206,10 @@ func (e *Engine[T]) repairKey(ctx context.Context, l int, key []byte, b Block[T]
 			switch {
 			case bytes.Equal(it.Block, b.Key) && it.Inc == b.Stamp.Inc:
 				return nil, nil // as it should be
+			case bytes.Equal(it.Block, b.Key) && it.Seq > b.Stamp.Seq:
+				// Written by a write of the block after Repair read it
+				// (a new incarnation's): that write answers for it.
+				return nil, nil
 			case !bytes.Equal(it.Block, b.Key):
 				// A unique value recorded for another block: keep it
 				// there if that block holds it and comes first.

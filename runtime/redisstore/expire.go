@@ -13,8 +13,9 @@ import (
 )
 
 // Expiry. A block hash gets the native expiry of its expires time
-// (PEXPIREAT, by the server's clock) in the run of every write that sets
-// the expires entry, and loses it (PERSIST) when the entry becomes zero.
+// (PEXPIREAT, by the server's clock; on a cluster StaleAfter later, see
+// expireKey) in the run of every write that sets the expires entry, and
+// loses it (PERSIST) when the entry becomes zero.
 // What Redis removes is the block hash alone: its listing member, its
 // index members and its claims stay behind. Reads verify them (a member
 // whose block is gone answers nothing), a unique value whose claim names
@@ -127,6 +128,18 @@ func (s *Store[T, K]) expireKey(p *prog, k string, exp time.Time) {
 	if exp.IsZero() {
 		p.change("persist", k)
 		return
+	}
+	if s.cluster {
+		// On a cluster a unique claim without its block may be a write
+		// in flight, taken over only once StaleAfter old: the server
+		// removes the block StaleAfter after it expires (or is written
+		// expired), and until then a write that needs one of its unique
+		// values finds it expired and removes it with its claims
+		// (runtime's purge), so that the value is free at once.
+		if now := s.now(); exp.Before(now) {
+			exp = now
+		}
+		exp = exp.Add(StaleAfter)
 	}
 	p.change("pexpireat", k, strconv.FormatInt(exp.UnixMilli(), 10))
 }
