@@ -29,7 +29,11 @@ import (
 // position o.After (Primitives.ScanBlocks) and calls o.OnPage after each
 // page with the position of the next (nil after the last), and with
 // o.Lookups set only those lookups get items and the second pass does not
-// run, which makes the build safe while the application writes.
+// run, which makes the build safe while the application writes: the first
+// pass writes an item only for a block that still holds its value
+// (HeldPutter), or reads the blocks again after and takes back the items
+// of blocks that changed meanwhile (repairKeys), so that a build leaves
+// no item a block does not hold and misses none it does.
 func (e *Engine[T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	var rep runtime.RepairReport
 	held := conflicts{}
