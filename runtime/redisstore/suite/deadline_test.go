@@ -17,17 +17,25 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
+// defaultNode returns the shared node's client and one to the same
+// server built with go-redis's default of ContextTimeoutEnabled (false).
+func defaultNode(t *testing.T) (srv, c *redis.Client) {
+	srv = redistest.Server(t)
+	opts := *srv.Options()
+	opts.ContextTimeoutEnabled = false
+	c = redis.NewClient(&opts)
+	t.Cleanup(func() { c.Close() })
+	return srv, c
+}
+
 // TestEnsureNeedsContextTimeout: a client that ignores context deadlines
 // (go-redis without ContextTimeoutEnabled) is taken as it is, through a
 // client derived from it (DeadlineClient) that applies them; under
 // Options.StrictDeadlines EnsureIndexes refuses it with
 // redisstore.ErrNoContextTimeout, and takes a client with the option.
 func TestEnsureNeedsContextTimeout(t *testing.T) {
-	srv := redistest.Server(t)
-	opts := *srv.Options()
-	opts.ContextTimeoutEnabled = false
-	c := redis.NewClient(&opts)
-	defer c.Close()
+	srv, c := defaultNode(t)
+	opts := *c.Options()
 	if redisstore.ContextTimeouts(c) || !redisstore.ContextTimeouts(srv) {
 		t.Fatal("ContextTimeouts does not read the client's options")
 	}
@@ -77,11 +85,7 @@ func (h hookCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // added to DeadlineClient's result sees them, on a single node and on a
 // cluster, and the client's own hook only the application's commands.
 func TestDefaultClientHooks(t *testing.T) {
-	srv := redistest.Server(t)
-	opts := *srv.Options()
-	opts.ContextTimeoutEnabled = false
-	c := redis.NewClient(&opts)
-	defer c.Close()
+	_, c := defaultNode(t)
 	cl := redistest.Cluster(t)
 	copts := *cl.Options()
 	copts.ContextTimeoutEnabled = false
