@@ -210,10 +210,20 @@ func (e *Engine[T]) repairKey(ctx context.Context, l int, key []byte, b Block[T]
 			switch {
 			case bytes.Equal(it.Block, b.Key) && it.Inc == b.Stamp.Inc:
 				return nil, nil // as it should be
-			case bytes.Equal(it.Block, b.Key) && it.Seq > b.Stamp.Seq:
-				// Written by a write of the block after Repair read it
-				// (a new incarnation's): that write answers for it.
-				return nil, nil
+			case bytes.Equal(it.Block, b.Key):
+				// Of another incarnation: the block's current one (a
+				// Create after Repair read it), or that of a Create of
+				// the key in use, which undoes it. Decide on the block
+				// as it is now.
+				bs, err := e.readFields(ctx, []Item{{Block: b.Key}})
+				if err != nil {
+					return nil, err
+				}
+				fresh, found := find(bs, b.Key)
+				if !found || !holds(fresh) || fresh.Stamp.Inc == it.Inc {
+					return nil, nil // its writes answer for the item
+				}
+				b, target = fresh, fresh
 			case !bytes.Equal(it.Block, b.Key):
 				// A unique value recorded for another block: keep it
 				// there if that block holds it and comes first.
@@ -256,21 +266,21 @@ func (e *Engine[T]) repairKey(ctx context.Context, l int, key []byte, b Block[T]
 			}
 			return &mine, nil
 		}
-		if !checked {
-			return nil, nil // a write has put its own item meanwhile
-		}
-		// The item or the block changed since they were read: read them
-		// again. A block that no longer holds the value needs no item
+		// The item (or, with HeldPutter, the block) changed since it was
+		// read: read it again (a write's item may be one its write
+		// undoes). A block that no longer holds the value needs no item
 		// (its write took care of it).
-		bs, err := e.readFields(ctx, []Item{{Block: b.Key}})
-		if err != nil {
-			return nil, err
+		if checked {
+			bs, err := e.readFields(ctx, []Item{{Block: b.Key}})
+			if err != nil {
+				return nil, err
+			}
+			fresh, found := find(bs, b.Key)
+			if !found || !holds(fresh) {
+				return nil, nil
+			}
+			b = fresh
 		}
-		fresh, found := find(bs, b.Key)
-		if !found || !holds(fresh) {
-			return nil, nil
-		}
-		b = fresh
 		items, err := e.P.GetItems(ctx, l, [][]byte{key})
 		if err != nil {
 			return nil, err
