@@ -26,6 +26,14 @@ import (
 // collection "players") is read and written by another version over the
 // same database, as after a regenerate and a redeploy.
 func Evolution(t *testing.T, h Harness) {
+	// A short layout lease: on stores without fenced writes,
+	// EnsureIndexes that records another layout waits two of it.
+	open := h.Open
+	h.Open = func(t *testing.T) DB {
+		db := open(t)
+		db.Options = append(slices.Clip(db.Options), runtime.WithLayoutLease(rollingLease))
+		return db
+	}
 	runTests(t, h, evolutionTests)
 }
 
@@ -42,6 +50,8 @@ var evolutionTests = []subtest{
 	{name: "RemoveLookup", fn: testEvoRemoveLookup, startUp: true},
 	{name: "AddVersion", fn: testEvoAddVersion, startUp: true},
 	{name: "Fields", fn: testEvoFields, startUp: true},
+	{name: "RollingDeploy", fn: testEvoRollingDeploy, startUp: true},
+	{name: "RollingDeployConcurrent", fn: testEvoRollingDeployConcurrent, startUp: true},
 }
 
 // EvolutionSubtests lists the names of the evolution suite's subtests.
