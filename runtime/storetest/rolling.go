@@ -180,7 +180,7 @@ func testEvoRollingDeployConcurrent(t *testing.T, e *env) {
 	const writers, minOps, afterOps, maxOps, newEmails = 2, 40, 15, 400, 400
 	var switched atomic.Bool
 	switchedCh := make(chan struct{}) // closed once EnsureIndexes returned
-	var started atomic.Int64 // writes begun by the old build
+	var started atomic.Int64          // writes begun by the old build
 	type outcome struct{ after, refused, acked int }
 	outcomes := make([]outcome, writers)
 	models := make([]map[string]etf.Player, writers)
