@@ -777,29 +777,11 @@ func lookupData() []etf.Player {
 	}
 }
 
-// listCity lists the ids ListByCity finds, following every page.
+// listCity lists the ids ListByCity finds, following every page of 2
+// (at most 100).
 func listCity(t *testing.T, r lookups.PlayerRepository, city string) ([]string, error) {
 	t.Helper()
-	var ids []string
-	req := runtime.PageRequest{Limit: 2}
-	for range 100 {
-		page, err := r.ListByCity(bg, city, req)
-		if err != nil {
-			return ids, err
-		}
-		for _, p := range page.Items {
-			if p.City != city {
-				t.Errorf("ListByCity(%q) found %+v", city, p)
-			}
-			ids = append(ids, p.ID)
-		}
-		if page.Next == "" {
-			break
-		}
-		req.Cursor = page.Next
-	}
-	slices.Sort(ids)
-	return ids, nil
+	return listCityPages(r, city, 2)
 }
 
 // testEvoAddLookup: lookups added to a collection with data are refused

@@ -63,7 +63,7 @@ func checkRollingLookups(t *testing.T, v2 lookups.PlayerRepository) int {
 	for _, city := range rollingCities {
 		want := byCity[city]
 		slices.Sort(want)
-		got, err := listAllCity(v2, city)
+		got, err := listCityPages(v2, city, 100)
 		if err != nil {
 			t.Errorf("ListByCity(%s): %v", city, err)
 			bad++
@@ -302,11 +302,11 @@ func testEvoRollingDeployConcurrent(t *testing.T, e *env) {
 	t.Logf("the new build took %d emails, %d were refused as taken; %d wrong players, %d lookup violations", taken, refused, lost, bad)
 }
 
-// listAllCity lists the ids ListByCity finds, following every page (at
-// most 100 pages of 100).
-func listAllCity(r lookups.PlayerRepository, city string) ([]string, error) {
+// listCityPages lists the ids ListByCity finds, following every page of
+// limit (at most 100), failing on an aggregate not of city.
+func listCityPages(r lookups.PlayerRepository, city string, limit int) ([]string, error) {
 	var ids []string
-	req := runtime.PageRequest{Limit: 100}
+	req := runtime.PageRequest{Limit: limit}
 	for range 100 {
 		page, err := r.ListByCity(bg, city, req)
 		if err != nil {
