@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -111,7 +112,7 @@ func (b *batch[K]) result(agg string) error {
 // writeMany writes the aggregates ts (Create or Put, by op) that pass the
 // single call's checks: natively with many, one by one with one without a
 // BatchStore, then once more each those an expired block was in the way of.
-func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func(BatchStore[T, K], []*T) []error, one func(*T) error) error {
+func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func(context.Context, BatchStore[T, K], []*T) []error, one func(context.Context, *T) error) error {
 	single := map[string]string{"CreateMany": "Create", "PutMany": "Put"}[op]
 	b := newBatch[K](op, len(ts))
 	var idx []int
@@ -133,6 +134,10 @@ func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func
 			return err
 		}
 	}
+	ctx, err := r.fence(ctx, op, false)
+	if err != nil {
+		return err
+	}
 	now := r.Now()
 	if op == "PutMany" {
 		// An expired block is absent to PutMany too (Put's clearExpired).
@@ -149,18 +154,22 @@ func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func
 	}
 	var errs []error
 	if bs, ok := r.S.(BatchStore[T, K]); ok && len(send) > 0 {
-		errs = many(bs, send)
+		errs = many(ctx, bs, send)
 	} else {
 		errs = make([]error, len(send))
 		for j, t := range send {
-			errs[j] = one(t)
+			errs[j] = one(ctx, t)
 		}
 	}
 	for j, t := range send {
 		err := errs[j]
+		if errors.Is(err, errFenceMoved) {
+			// Nothing written: once more under the record as it is.
+			err = r.fenced(ctx, single, func(ctx context.Context) error { return one(ctx, t) })
+		}
 		if err != nil && r.purgeable(err) {
 			if removed, perr := r.purge(ctx, t); perr == nil && removed {
-				err = one(t)
+				err = one(ctx, t)
 			}
 		}
 		if err != nil {
@@ -177,15 +186,15 @@ func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func
 // createMany stores new blocks, as Create each.
 func (r Repo[T, K]) createMany(ctx context.Context, ts []*T) error {
 	return r.writeMany(ctx, "CreateMany", ts,
-		func(bs BatchStore[T, K], ts []*T) []error { return bs.CreateMany(ctx, ts) },
-		func(t *T) error { return r.S.Create(ctx, t) })
+		func(ctx context.Context, bs BatchStore[T, K], ts []*T) []error { return bs.CreateMany(ctx, ts) },
+		func(ctx context.Context, t *T) error { return r.S.Create(ctx, t) })
 }
 
 // putMany creates or replaces blocks whole, as Put each.
 func (r Repo[T, K]) putMany(ctx context.Context, ts []*T) error {
 	return r.writeMany(ctx, "PutMany", ts,
-		func(bs BatchStore[T, K], ts []*T) []error { return bs.PutMany(ctx, ts) },
-		func(t *T) error { return r.S.Put(ctx, t) })
+		func(ctx context.Context, bs BatchStore[T, K], ts []*T) []error { return bs.PutMany(ctx, ts) },
+		func(ctx context.Context, t *T) error { return r.S.Put(ctx, t) })
 }
 
 // deleteMany removes blocks, as Delete each.
@@ -201,6 +210,10 @@ func (r Repo[T, K]) deleteMany(ctx context.Context, ids []K) error {
 		}
 		idx, send = append(idx, i), append(send, id)
 	}
+	ctx, err := r.fence(ctx, "DeleteMany", false)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	if bs, ok := r.S.(BatchStore[T, K]); ok && len(send) > 0 {
 		errs = bs.DeleteMany(ctx, send)
@@ -211,6 +224,10 @@ func (r Repo[T, K]) deleteMany(ctx context.Context, ids []K) error {
 		}
 	}
 	for j, err := range errs {
+		if errors.Is(err, errFenceMoved) {
+			// Nothing written: once more under the record as it is.
+			err = r.fenced(ctx, "Delete", func(ctx context.Context) error { return r.S.Delete(ctx, send[j]) })
+		}
 		if err != nil {
 			b.errs[idx[j]] = r.ctxErr(ctx, "Delete", err)
 		}

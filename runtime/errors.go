@@ -74,11 +74,18 @@ var (
 	// batches, writes of a looked-up field), whatever values they hold.
 	// Nothing was changed.
 	ErrIndexBuilding = errors.New("lookup index being built")
-	// ErrLayout: the block is stored in another layout than the
-	// repository's (the model's strategy or partitioning changed since it
-	// was written) and the operation could not read or write it right in
-	// both. The *Error names the entry and both layouts; nothing was
-	// written. Migrate rewrites old blocks into the current layout.
+	// ErrLayout: the repository's layout is not the one the data is in,
+	// and nothing was written. Either a block is stored in another layout
+	// than the repository's (the model's strategy or partitioning changed
+	// since it was written) and the operation could not read or write it
+	// right in both: the *Error names the entry and both layouts, and
+	// Migrate rewrites old blocks into the current layout. Or the
+	// collection's recorded layout is a newer build's (its EnsureIndexes
+	// added a lookup or changed how blocks are laid out) and a write of
+	// this build would leave it incomplete (a rolling deploy: see
+	// RELIABILITY.md, "Rolling deploys and model changes"): the *Error
+	// names what this build's model lacks; serve the write from the newer
+	// build (or, to roll back, run this build's EnsureIndexes).
 	ErrLayout = errors.New("stored in another layout")
 )
 

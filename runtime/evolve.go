@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // This file is schema and layout evolution, written once for every store
@@ -86,6 +87,13 @@ func (l LookupLayout) String() string {
 type SchemaRecord struct {
 	Layout  Layout   `json:"layout"`
 	History []Layout `json:"history,omitempty"`
+	// Fence moves (one up) each time EnsureIndexes records another
+	// layout: writes of a repository check it (runtime/fence.go).
+	Fence int64 `json:"fence,omitempty"`
+	// LeaseMS is the lease (WithLayoutLease) of the build that recorded
+	// the layout, in milliseconds: repositories on stores without fenced
+	// writes check the record at least this often.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 }
 
 // maxHistory bounds SchemaRecord.History.
@@ -268,6 +276,10 @@ type MigrateReport struct {
 // history of the collection's schema record.
 func (r Repo[T, K]) migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 	rep := MigrateReport{Resume: o.Resume}
+	ctx, err := r.fence(ctx, "Migrate", false)
+	if err != nil {
+		return rep, err
+	}
 	n := o.Batch
 	if n <= 0 {
 		n = 64
@@ -302,7 +314,7 @@ func (r Repo[T, K]) migrate(ctx context.Context, o MigrateOptions) (MigrateRepor
 	if o.DryRun || len(rep.Failed) > 0 || o.Resume != nil {
 		return rep, nil
 	}
-	err := UpdateSchema(ctx, r.S, "Migrate", r.D.Aggregate, func(rec *SchemaRecord) bool {
+	err = UpdateSchema(ctx, r.S, "Migrate", r.D.Aggregate, func(rec *SchemaRecord) bool {
 		if len(rec.History) == 0 {
 			return false
 		}
@@ -368,6 +380,7 @@ func RepairOptionsOf(ctx context.Context) RepairOptions {
 // (it never goes back: see README "Changing a model").
 type schemaState struct {
 	ready atomic.Bool
+	fence fenceState
 }
 
 func newSchemaState(lookups int) *schemaState {
@@ -510,8 +523,11 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 	cur := LayoutIn(r.D, r.S)
 	var dropped []LookupLayout
 	var building []string
-	saved := false
+	saved, moved := false, false
+	var prevLease, fence int64
+	var at time.Time
 	for range 20 {
+		at = time.Now()
 		raw, err := r.S.LoadSchema(ctx)
 		if err != nil {
 			return err
@@ -520,9 +536,9 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 		if err != nil {
 			return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
 		}
-		next := &SchemaRecord{Layout: cur}
+		next := &SchemaRecord{Layout: cur, Fence: 1, LeaseMS: r.lease().Milliseconds()}
 		next.Layout.Lookups = slices.Clone(cur.Lookups)
-		dropped, building = nil, nil
+		dropped, building, moved = nil, nil, false
 		if rec == nil {
 			// No record: a new collection, or blocks written before
 			// records existed, whose lookups nothing vouches for.
@@ -535,6 +551,13 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 				return err
 			}
 		} else {
+			// Another layout moves the fence: the writes of
+			// repositories that checked the old record fail with
+			// ErrLayout unless theirs fits the new one (fence.go).
+			next.Fence, prevLease = rec.Fence, rec.LeaseMS
+			if !sameLayout(rec.Layout, cur) {
+				next.Fence, moved = rec.Fence+1, true
+			}
 			next.History = rec.History
 			if !rec.Layout.SameBlocks(cur) {
 				next.History = append(slices.Clone(rec.History), rec.Layout)
@@ -564,6 +587,7 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 				building = append(building, lk.Name)
 			}
 		}
+		fence = next.Fence
 		enc := encodeSchema(next)
 		if string(enc) == string(raw) {
 			saved = true
@@ -580,6 +604,14 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 	}
 	if !saved {
 		return FailAt(op, r.D.Aggregate, nil, "(the schema record kept changing)", ErrConflict, nil)
+	}
+	r.recorded(fence, at)
+	if moved || len(building) > 0 {
+		// Writes checked against the record before it changed land
+		// before the blocks are read (on stores without fenced writes).
+		if err := r.settle(ctx, prevLease); err != nil {
+			return err
+		}
 	}
 	for _, lk := range dropped {
 		if err := r.S.DropLookup(ctx, lk); err != nil {

@@ -190,6 +190,10 @@ func (r Repo[T, K]) sweep(ctx context.Context, o SweepOptions) (SweepReport, err
 	if batch <= 0 {
 		batch = 64
 	}
+	ctx, err := r.fence(ctx, "Sweep", false)
+	if err != nil {
+		return rep, err
+	}
 	var after []byte
 	if o.Resume != "" {
 		p, err := DecodeCursor(r.D.Aggregate+".Sweep", o.Resume)

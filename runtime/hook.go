@@ -20,6 +20,7 @@ type Option interface {
 type config struct {
 	hooks []Hook
 	now   func() time.Time
+	lease time.Duration // WithLayoutLease
 }
 
 type runtimeOption func(*config)

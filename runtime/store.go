@@ -333,7 +333,10 @@ func (r Repo[T, K]) create(ctx context.Context, t *T) error {
 		return err
 	}
 	undo := r.D.Stamp(t, r.Now(), true)
-	if err := r.retryExpired(ctx, t, func() error { return r.S.Create(ctx, t) }); err != nil {
+	err := r.fenced(ctx, "Create", func(ctx context.Context) error {
+		return r.retryExpired(ctx, t, func() error { return r.S.Create(ctx, t) })
+	})
+	if err != nil {
 		undo()
 		return r.ctxErr(ctx, "Create", err)
 	}
@@ -354,13 +357,16 @@ func (r Repo[T, K]) put(ctx context.Context, t *T) error {
 	// An expired block is absent: removed first, so that the Put creates
 	// the block anew (runtime/expire.go).
 	now := r.Now()
-	if _, err := r.clearExpired(ctx, *r.D.ID(t), now); err != nil {
-		return r.ctxErr(ctx, "Put", err)
-	}
 	// Created as for a new block: the store keeps the stored one of a
 	// block that exists, and sets t's to it.
 	undo := r.D.Stamp(t, now, true)
-	if err := r.retryExpired(ctx, t, func() error { return r.S.Put(ctx, t) }); err != nil {
+	err := r.fenced(ctx, "Put", func(ctx context.Context) error {
+		if _, err := r.clearExpired(ctx, *r.D.ID(t), now); err != nil {
+			return err
+		}
+		return r.retryExpired(ctx, t, func() error { return r.S.Put(ctx, t) })
+	})
+	if err != nil {
 		undo()
 		return r.ctxErr(ctx, "Put", err)
 	}
@@ -372,7 +378,7 @@ func (r Repo[T, K]) del(ctx context.Context, id K) error {
 	if err := r.writeKey("Delete", id); err != nil {
 		return err
 	}
-	return r.ctxErr(ctx, "Delete", r.S.Delete(ctx, id))
+	return r.ctxErr(ctx, "Delete", r.fenced(ctx, "Delete", func(ctx context.Context) error { return r.S.Delete(ctx, id) }))
 }
 
 // Set writes the changes of one entry-level setter (op) of block id.
@@ -395,7 +401,9 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 		// that writes nothing only checks).
 		u.Changes = append(u.Changes[:len(u.Changes):len(u.Changes)], r.touch())
 	}
-	return r.ctxErr(ctx, op, r.liveWrite(ctx, op, id, u.Changes, func() error { return r.S.Update(ctx, op, id, u) }))
+	return r.ctxErr(ctx, op, r.fenced(ctx, op, func(ctx context.Context) error {
+		return r.liveWrite(ctx, op, id, u.Changes, func() error { return r.S.Update(ctx, op, id, u) })
+	}))
 }
 
 // touch is the change that sets the updated timestamp to now.
@@ -416,9 +424,11 @@ func (r Repo[T, K]) appendElem(ctx context.Context, op string, id K, f *Field[T]
 		with = append(with, r.touch())
 	}
 	var i int
-	err := r.liveWrite(ctx, op, id, nil, func() (err error) {
-		i, err = r.S.Append(ctx, op, id, f, elem, with...)
-		return err
+	err := r.fenced(ctx, op, func(ctx context.Context) error {
+		return r.liveWrite(ctx, op, id, nil, func() (err error) {
+			i, err = r.S.Append(ctx, op, id, f, elem, with...)
+			return err
+		})
 	})
 	return i, r.ctxErr(ctx, op, err)
 }

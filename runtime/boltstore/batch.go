@@ -91,6 +91,9 @@ func (s *Store[T, K]) batch(ctx context.Context, op string, n int, id func(int) 
 		var keys, bytes, deletes int64
 		err := update(ctx, s.c.DB, func(tx *bbolt.Tx) error {
 			keys, bytes, deletes = 0, 0, 0
+			if err := s.c.fenced(ctx, tx, op, nil); err != nil {
+				return err
+			}
 			b, err := tx.CreateBucketIfNotExists([]byte(s.c.Name))
 			if err != nil {
 				return err

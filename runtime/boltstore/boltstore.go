@@ -120,6 +120,9 @@ func (c collection[K]) update(ctx context.Context, op string, id K, alloc bool, 
 	}
 	var blk *block
 	err := update(ctx, c.DB, func(tx *bbolt.Tx) error {
+		if err := c.fenced(ctx, tx, op, id); err != nil {
+			return err
+		}
 		b, err := tx.CreateBucketIfNotExists([]byte(c.Name))
 		if err != nil {
 			return err

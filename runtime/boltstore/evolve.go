@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -15,6 +16,36 @@ import (
 // SchemaRecord). No collection, index bucket ("$coll.$lookup") or
 // CountersBucket has its name.
 const SchemaBucket = "_noam_schema"
+
+// FenceBucket holds the layout fence of each collection (runtime/fence.go):
+// key the collection name, value the fence number of its schema record
+// (8 bytes, big-endian), written in the transaction that writes the
+// record. Every write transaction of a fenced write reads it.
+const FenceBucket = "_noam_fence"
+
+// FencesWrites implements runtime.LayoutFencer: every write checks the
+// fence in its transaction.
+func (s *Store[T, K]) FencesWrites() bool { return true }
+
+// fenced fails with runtime.FenceMoved when the write running in ctx is
+// fenced (runtime.WriteFence) and the fence stored for the collection (0:
+// none) is another: the transaction then rolls back.
+func (c collection[K]) fenced(ctx context.Context, tx *bbolt.Tx, op string, id any) error {
+	want, ok := runtime.WriteFence(ctx)
+	if !ok {
+		return nil
+	}
+	var stored int64
+	if b := tx.Bucket([]byte(FenceBucket)); b != nil {
+		if v := b.Get([]byte(c.Name)); len(v) == 8 {
+			stored = int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	if stored != want {
+		return runtime.FenceMoved(op, c.Aggregate, id, stored, want)
+	}
+	return nil
+}
 
 // LoadSchema reads the collection's schema record in one read transaction
 // (nil when there is none).
@@ -51,7 +82,14 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 		if (stored == nil) != (old == nil) || !bytes.Equal(stored, old) {
 			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(the schema record of collection %s changed meanwhile)", s.c.Name), runtime.ErrConflict, nil)
 		}
-		return b.Put([]byte(s.c.Name), bytes.Clone(rec))
+		if err := b.Put([]byte(s.c.Name), bytes.Clone(rec)); err != nil {
+			return err
+		}
+		fb, err := tx.CreateBucketIfNotExists([]byte(FenceBucket))
+		if err != nil {
+			return err
+		}
+		return fb.Put([]byte(s.c.Name), binary.BigEndian.AppendUint64(nil, uint64(runtime.RecordFence(rec))))
 	})
 	if err != nil {
 		return s.c.fail(op, nil, err)
@@ -117,6 +155,9 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 		return m, nil
 	}
 	run := func(tx *bbolt.Tx) error {
+		if err := s.c.fenced(ctx, tx, op, nil); err != nil {
+			return err
+		}
 		var err error
 		res, last, more, err = readBlocks(s.c, tx.Bucket([]byte(s.c.Name)), op, from, n, migrate)
 		return err

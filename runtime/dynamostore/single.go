@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -367,6 +368,9 @@ func (s *Store[T, K]) ensureSingle(ctx context.Context) error {
 	if n := s.singleGSIs(); n > MaxSingleGSIs {
 		return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(%d global secondary indexes: a DynamoDB table has at most %d)", n, MaxSingleGSIs), runtime.ErrInvalid, nil)
 	}
+	if err := s.refuseTablePerCollection(ctx); err != nil {
+		return err
+	}
 	err := s.ensureBlockTable(ctx)
 	if err == nil {
 		err = s.ensureTTL(ctx)
@@ -448,4 +452,32 @@ func (s *Store[T, K]) readScope(ctx context.Context, op string, scope K, after i
 		last = number(items[len(items)-1])
 	}
 	return items, last, more, nil
+}
+
+// refuseTablePerCollection fails with runtime.ErrLayout when the
+// collection's blocks are in the table a table-per-collection deployment
+// keeps them in (Options without SingleTable: the table named after the
+// collection, after TablePrefix) and that table holds an item: the single
+// table would serve the collection as empty while they stay there. One
+// Scan of one item; a missing or empty table is no error. Moving is the
+// application's step, said in the error.
+func (s *Store[T, K]) refuseTablePerCollection(ctx context.Context) error {
+	own := s.prefix + s.d.Collection
+	if own == s.table {
+		return nil
+	}
+	out, err := s.c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(own), Limit: aws.Int32(1)})
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(looking for blocks in table %s, the collection's table without Options.SingleTable)", own), nil, err)
+	}
+	if len(out.Items) == 0 && len(out.LastEvaluatedKey) == 0 {
+		return nil
+	}
+	return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf(
+		"(collection %s holds blocks in table %s, a table per collection, and this repository keeps it in the single table %s (Options.SingleTable), which would serve it as empty: nothing was created. Keep serving without SingleTable, or move the collection: with both repositories over the client, page through the old one's List and write each page with the new one's PutMany (blocks keep their keys and versions; run EnsureIndexes of the new one first with a prefix where %s does not exist, or empty it), then delete tables %s and %s)",
+		s.d.Collection, own, s.table, own, own, IndexTable(s.d.Collection)), runtime.ErrLayout, nil)
 }

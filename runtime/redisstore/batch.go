@@ -308,7 +308,7 @@ func (s *Store[T, K]) runAll(ctx context.Context, ps []*pending[K], errs []error
 			if errs[p.i] = s.ready(p.w); errs[p.i] != nil {
 				continue
 			}
-			progs[j] = s.nodeProg(p.w)
+			progs[j] = s.nodeProg(ctx, p.w)
 			p.bp = packPool.Get().(*[]byte)
 			var err error
 			if p.args, p.notes, err = progs[j].pack(p.bp); err != nil || len(p.args) != 1 {

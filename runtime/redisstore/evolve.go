@@ -39,8 +39,15 @@ import (
 // collection coll.
 func SchemaKey(coll string) string { return "noam:schema:{" + coll + "}" }
 
-// schemaSource sets KEYS[1] to ARGV[3] if it holds ARGV[2] (or, when
-// ARGV[1] is empty, if it does not exist): 1 if it did, 0 if not.
+// FenceKey is the name of the string holding the layout fence of
+// collection coll (runtime/fence.go), a decimal: set with the schema
+// record, in the same run (the same hash tag), and checked by every write
+// run on a single node.
+func FenceKey(coll string) string { return "noam:fence:{" + coll + "}" }
+
+// schemaSource sets KEYS[1] to ARGV[3] and KEYS[2] (the fence) to ARGV[4]
+// if KEYS[1] holds ARGV[2] (or, when ARGV[1] is empty, if it does not
+// exist): 1 if it did, 0 if not.
 const schemaSource = `
 local v = redis.call('GET', KEYS[1])
 if ARGV[1] == '' then
@@ -49,6 +56,7 @@ elseif v ~= ARGV[2] then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[2], ARGV[4])
 return 1
 `
 
@@ -76,7 +84,8 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	if old != nil {
 		given = "1"
 	}
-	n, err := schemaScript.Run(ctx, s.w, []string{SchemaKey(s.coll)}, given, old, rec).Int()
+	fence := strconv.FormatInt(runtime.RecordFence(rec), 10)
+	n, err := schemaScript.Run(ctx, s.w, []string{SchemaKey(s.coll), FenceKey(s.coll)}, given, old, rec, fence).Int()
 	if _, ok := isUnreplicated(err); ok {
 		// Set on the master, not acknowledged by the replicas asked for.
 		return s.failAt(op, nil, "(the schema record: "+err.Error()+")", runtime.ErrUnknownOutcome)
@@ -89,6 +98,12 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	}
 	return nil
 }
+
+// FencesWrites implements runtime.LayoutFencer: on a single node every
+// write run checks the fence (the "fence" check of script.go); on a
+// cluster the fence is on another slot than the blocks, and the
+// repository holds a lease on the record instead.
+func (s *Store[T, K]) FencesWrites() bool { return !s.cluster }
 
 // DropLookup removes the keys of lookup l, which the repository no longer
 // has: its index sorted set, its meta hash and its claims hash (one

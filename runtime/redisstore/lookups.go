@@ -124,7 +124,7 @@ func (s *Store[T, K]) commit(ctx context.Context, w *write[K]) (int64, error) {
 	if s.cluster {
 		return s.commitCluster(ctx, w)
 	}
-	n, err := s.nodeProg(w).run(ctx, s.w)
+	n, err := s.nodeProg(ctx, w).run(ctx, s.w)
 	return s.settle(ctx, w, n, err)
 }
 
@@ -142,8 +142,14 @@ func (s *Store[T, K]) ready(w *write[K]) error {
 
 // nodeProg is the single run of write w on a single node: the claims and
 // new entries, the block, the listing and the counter, the old entries.
-func (s *Store[T, K]) nodeProg(w *write[K]) *prog {
+// A fenced write (runtime.WriteFence of ctx) checks first that the
+// collection's fence is the one it expects.
+func (s *Store[T, K]) nodeProg(ctx context.Context, w *write[K]) *prog {
 	p := &prog{}
+	if f, ok := runtime.WriteFence(ctx); ok {
+		want := strconv.FormatInt(f, 10)
+		p.check(want, "fence", p.k(FenceKey(s.coll)), want)
+	}
 	for i := range s.d.Lookups {
 		for _, v := range index.Minus(w.after[i], w.before[i]) {
 			s.addOp(p, w, i, v)
@@ -176,7 +182,7 @@ func (s *Store[T, K]) settle(ctx context.Context, w *write[K], n int64, err erro
 		if freed, ferr := s.freeClaim(ctx, f); ferr != nil || !freed {
 			return 0, s.taken(w, f)
 		}
-		n, err = s.nodeProg(w).run(ctx, s.w)
+		n, err = s.nodeProg(ctx, w).run(ctx, s.w)
 		if f, ok := failed(err, "taken"); ok {
 			return 0, s.taken(w, f)
 		}

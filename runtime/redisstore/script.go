@@ -52,7 +52,7 @@ import (
 // fields first and then removes the stale ones (prune); reads and
 // removals of a key the run may have emptied see it as missing.
 const vmSource = `
-local arity = {once=2, mark=2, exists=1, absent=1, seq=2, ver=3, lay=3, elem=3, claim=3, heq=3,
+local arity = {once=2, mark=2, fence=2, exists=1, absent=1, seq=2, ver=3, lay=3, elem=3, claim=3, heq=3,
   del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
   hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1, pexpireat=2, persist=1}
 local function key(i) return KEYS[tonumber(i)] end
@@ -147,6 +147,10 @@ for n = 1, nchecks do
       local tok, res = w:match('^(%S+) (%S+)$')
       if tok == a[2] then return {'ok', tonumber(res), {}} end
     end
+  elseif name == 'fence' then
+    -- the collection's layout fence is the one the write expects.
+    local f = redis.call('GET', key(a[1])) or '0'
+    if f ~= a[2] then return {'fail', 'fence', f, n} end
   elseif name == 'exists' then
     if redis.call('EXISTS', key(a[1])) == 0 then return {'fail', 'missing', '', n} end
   elseif name == 'absent' then

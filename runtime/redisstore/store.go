@@ -47,6 +47,10 @@ func (s *Store[T, K]) checkFailed(op string, id K, err error) error {
 		return s.failAt(op, id, f.note, runtime.ErrNotFound)
 	case "toolarge":
 		return s.fail(op, id, runtime.ErrTooLarge, f)
+	case "fence":
+		stored, _ := strconv.ParseInt(f.detail, 10, 64)
+		want, _ := strconv.ParseInt(f.note, 10, 64)
+		return runtime.FenceMoved(op, s.d.Aggregate, id, stored, want)
 	case "layout":
 		return runtime.LayoutMismatch(op, s.d.Aggregate, id, f.detail, "otherwise", "as the write has it")
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -124,10 +125,11 @@ func (v version) model() *playerModel {
 	return m
 }
 
-// repo opens version v over c.
+// repo opens version v over c, with a short layout lease (on a cluster
+// EnsureIndexes waits out two of it after recording another layout).
 func (v version) repo(c redis.UniversalClient) (runtime.Repo[player, string], *playerModel) {
 	m := v.model()
-	return runtime.NewRepo(m.d, redisstore.Open(c, m.d)), m
+	return runtime.NewRepo(m.d, redisstore.Open(c, m.d), runtime.WithLayoutLease(50*time.Millisecond)), m
 }
 
 // ensure opens version v over c and runs its EnsureIndexes.
@@ -463,12 +465,16 @@ func TestEvolutionMigrate(t *testing.T) {
 		}
 
 		// An ETF block whose field does not decode as the EAO root
-		// entry's member is reported, and the run goes on.
+		// entry's member is reported, and the run goes on. (The old
+		// version writes them after recording its layout again: with
+		// the new one recorded, its writes fail with ErrLayout.)
+		must(t, r1.Ensure(bg))
 		bad := newPlayer("r")
 		must(t, r1.Create(bg, bad))
 		must(t, c.HSet(bg, "players:{r}", "name", "\x02\xff\xff\xff\x7fx\x00").Err())
 		tail := newPlayer("s")
 		must(t, r1.Create(bg, tail))
+		must(t, r2.Ensure(bg))
 		rep, err = r2.Migrate(bg, runtime.MigrateOptions{Batch: 3})
 		must(t, err)
 		if len(rep.Failed) != 1 || rep.Failed[0].ID != "r" || !errors.Is(rep.Failed[0].Err, runtime.ErrUnreadable) || rep.Migrated != 1 {
