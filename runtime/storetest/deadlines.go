@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/evolve/etf"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -52,17 +53,18 @@ func Deadlines(t *testing.T, h Harness) {
 	}
 	j := &model.Journal{Owner: "o", Lines: []model.Line{{Kind: "k"}}}
 	must(t, e.Journals.Create(bg, j))
-	// A reply (no lookup of the protocol's: its Put is the block write
-	// alone), put while paused and put with a context done before.
-	r := &model.Reply{Key: model.ReplyKey{Thread: "t"}, Author: "a", Body: "b"}
-	must(t, e.Replies.Create(bg, r))
-	paused, never := *r, *r
-	paused.Body, never.Body = "paused", "never"
+	// A player (no lookup, no counter: its Put is the block write
+	// alone, in flight at the deadline), put while paused and put with a
+	// context done before.
+	players := etfPlayers.On(t, e.db)
+	must(t, players.EnsureIndexes(bg))
+	must(t, players.Create(bg, &etf.Player{ID: "q1", Name: "a"}))
+	paused, never := &etf.Player{ID: "q1", Name: "paused"}, &etf.Player{ID: "q1", Name: "never"}
 	match := func(id string, ok func(m *model.Match) bool) func() bool {
 		return func() bool { m, err := e.Matches.Get(bg, id); return err == nil && ok(m) }
 	}
-	body := func(b string) func() bool {
-		return func() bool { got, err := e.Replies.Get(bg, r.Key); return err == nil && got.Body == b }
+	named := func(n string) func() bool {
+		return func() bool { got, err := players.Get(bg, "q1"); return err == nil && got.Name == n }
 	}
 
 	// A write's took, when set, reports (once the store is resumed)
@@ -113,8 +115,8 @@ func Deadlines(t *testing.T, h Harness) {
 		{name: "Update", fn: func(ctx context.Context) error {
 			return e.Matches.Update(ctx, "m1", model.MatchUpdate{Level: ptr(9), Tags: ptr([]string{"t2"})})
 		}, took: match("m1", func(m *model.Match) bool { return m.Level == 9 })},
-		{name: "Put (Reply)", fn: func(ctx context.Context) error { return e.Replies.Put(ctx, &paused) }, took: body("paused")},
-		{name: "Put (context done before)", fn: func(ctx context.Context) error { return e.Replies.Put(ctx, &never) }, took: body("never"), expired: true},
+		{name: "Put (no lookups)", fn: func(ctx context.Context) error { return players.Put(ctx, paused) }, took: named("paused")},
+		{name: "Put (context done before)", fn: func(ctx context.Context) error { return players.Put(ctx, never) }, took: named("never"), expired: true},
 		{name: "AppendRounds", read: false, fn: func(ctx context.Context) error {
 			_, err := e.Matches.AppendRounds(ctx, "m1", newRound("m1", 7))
 			return err
