@@ -121,3 +121,18 @@ func ctxDone(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Unanswered is the error of write op of block id of aggregate agg that
+// failed with err, a failure that is no answer of the store (a timeout,
+// the caller's context ending, a broken connection): when the command
+// was sent, it may have been applied, so the error is ErrUnknownOutcome
+// (wrapping err, and so the context's error); when it was not (sent
+// false: the context was done before it left), nothing was written and
+// the error is err's plain failure. Every adapter classifies a write
+// without reply through it.
+func Unanswered(op, agg string, id any, sent bool, err error) error {
+	if !sent {
+		return Fail(op, agg, id, nil, err)
+	}
+	return FailAt(op, agg, id, "(outcome unknown: the write was sent and no reply came)", ErrUnknownOutcome, err)
+}

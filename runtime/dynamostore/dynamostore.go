@@ -127,9 +127,11 @@ const (
 	LenAttr  = "_len"
 	SeqAttr  = "_seq"
 	IncAttr  = "_inc"
-	// WriteAttr holds the token of the last update of a versioned block,
-	// so that an update the SDK resent after a lost reply is recognized
-	// as applied, not applied twice.
+	// WriteAttr holds the token of the last write of a block (each
+	// write records a fresh one), so that an update the SDK resent after
+	// a lost reply is recognized as applied, not applied twice, and
+	// Migrate's conditional rewrite finds any write since it read the
+	// block.
 	WriteAttr = "_w"
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
 // Schema and layout evolution (runtime/evolve.go, README "Changing a
@@ -268,9 +269,13 @@ func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.Attri
 // MigrateBlocks implements runtime.Store: a Scan of up to n blocks after
 // position after; each block stored in another layout is decoded (reads
 // take every layout) and put back in the current one by one PutItem on
-// condition that the item is still the one read (every attribute equal,
-// none added), its version and lookup stamp kept (a rewrite changes no
-// value). A block changed meanwhile is read again.
+// condition that the item is still the one read, its version, lookup
+// stamp and write token kept (a rewrite changes no value). Every write of
+// a block records a fresh write token (WriteAttr), so that the condition
+// holds the token read, whatever the block's size (a block written before
+// write tokens gets one first); it also compares the other attributes as
+// far as the expression's length allows. A block changed meanwhile is
+// read again.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
 	const op = "Migrate"
 	var start map[string]types.AttributeValue
@@ -335,6 +340,25 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[str
 		if dryRun {
 			m.Migrated = true
 			return m
+		}
+		if _, ok := item[WriteAttr]; !ok {
+			// A block written before write tokens: record one first
+			// (an UpdateItem that changes nothing else, on condition
+			// that the block has none yet), so that the rewrite
+			// compares it, whatever the block's size.
+			tok := token.New()
+			w := &update{e: newExpr()}
+			w.stamp(tok)
+			w.cond = append(w.cond, "attribute_exists("+w.e.name(s.keyName())+")", "attribute_not_exists("+w.e.name(WriteAttr)+")")
+			_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
+			if condFailed(err) {
+				continue // written or deleted meanwhile: read it again
+			}
+			if err != nil {
+				m.Err = wrap(op, s.d.Aggregate, id, err)
+				return m
+			}
+			item[WriteAttr] = &types.AttributeValueMemberS{Value: tok}
 		}
 		next, err := s.item(t, versionOf(item, s.d.VersionKey()), nil)
 		if err != nil {

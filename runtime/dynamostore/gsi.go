@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore/layout"
@@ -533,20 +534,24 @@ func (s *Store[T, K]) ensureBlockTable(ctx context.Context) error {
 				return err
 			}
 		} else if ready, missing, err := gsiState(out.Table, gsis, created); err != nil {
-			return err
+			return s.cannotAddGSI(gsiIgnored(out.Table, gsis, created), err)
 		} else if ready {
 			return nil
 		} else if missing != nil {
 			_, err := s.c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(s.table), AttributeDefinitions: defs,
 				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
 					IndexName: missing.IndexName, KeySchema: missing.KeySchema, Projection: missing.Projection,
+					ProvisionedThroughput: gsiThroughput(out.Table),
 				}}}})
 			var lim *types.LimitExceededException
 			var busy *types.ResourceInUseException
+			var ae smithy.APIError
 			switch {
 			case err == nil:
 				created[*missing.IndexName] = true
 				continue
+			case errors.As(err, &ae) && ae.ErrorCode() == "ValidationException":
+				return s.cannotAddGSI(*missing.IndexName, err)
 			case !errors.As(err, &lim) && !errors.As(err, &busy):
 				return err
 			}
@@ -559,6 +564,52 @@ func (s *Store[T, K]) ensureBlockTable(ctx context.Context) error {
 		}
 		delay = min(delay*2, time.Second)
 	}
+}
+
+// ErrCannotAddGSI is the kind of the error EnsureIndexes fails with when
+// the endpoint cannot add a global secondary index to a table that exists
+// (dynalite refuses UpdateTable's GlobalSecondaryIndexUpdates, or accepts
+// and ignores them): a lookup that is a GSI by default, added to a model
+// whose table holds data. Set Options.IndexTables (every lookup is then
+// kept in the index table, built from the blocks by EnsureIndexes), or
+// run against an endpoint that adds GSIs (DynamoDB). Nothing was changed
+// but the table's description.
+var ErrCannotAddGSI = errors.New("the endpoint cannot add a global secondary index to a table that exists: set dynamostore.Options.IndexTables to keep the lookups in the index table, or use an endpoint that adds GSIs")
+
+// cannotAddGSI is the ErrCannotAddGSI error of GSI name of the block
+// table, the server's refusal err.
+func (s *Store[T, K]) cannotAddGSI(name string, err error) error {
+	return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, fmt.Sprintf("(table %s, global secondary index %s)", s.table, name), ErrCannotAddGSI, err)
+}
+
+// gsiThroughput is the ProvisionedThroughput a GSI added to table t
+// needs: the table's capacity when its billing mode is PROVISIONED (a
+// table without a billing mode summary is), none for on-demand billing
+// (PAY_PER_REQUEST), where DynamoDB refuses one.
+func gsiThroughput(t *types.TableDescription) *types.ProvisionedThroughput {
+	if t.BillingModeSummary != nil && t.BillingModeSummary.BillingMode == types.BillingModePayPerRequest {
+		return nil
+	}
+	r, w := int64(1), int64(1)
+	if p := t.ProvisionedThroughput; p != nil {
+		r, w = max(r, aws.ToInt64(p.ReadCapacityUnits)), max(w, aws.ToInt64(p.WriteCapacityUnits))
+	}
+	return &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(r), WriteCapacityUnits: aws.Int64(w)}
+}
+
+// gsiIgnored names the GSI of want that an UpdateTable was accepted for
+// (created) and table t does not list.
+func gsiIgnored(t *types.TableDescription, want []types.GlobalSecondaryIndex, created map[string]bool) string {
+	have := map[string]bool{}
+	for _, g := range t.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	for _, g := range want {
+		if created[*g.IndexName] && !have[*g.IndexName] {
+			return *g.IndexName
+		}
+	}
+	return ""
 }
 
 // gsiState reads a table's description: ready when it is ACTIVE with

@@ -161,7 +161,7 @@ func (p prims[T, K]) PutItem(ctx context.Context, l int, it index.Item, c index.
 		}
 		// A newer Seq is stored: write the rest, on condition that it
 		// still is.
-		u := &update{e: newExpr()}
+		u := &update{e: newExpr(), indexItem: true}
 		u.set = append(u.set, u.e.name("id")+" = "+u.e.value(item["id"]), u.e.name("inc")+" = "+u.e.value(item["inc"]), u.e.name("w")+" = "+u.e.value(item["w"]))
 		u.cond = append(u.cond, u.e.name("s")+" > "+u.e.value(item["s"]))
 		up := u.input(p.s.index, p.itemKey(l, it.Key))

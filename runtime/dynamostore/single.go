@@ -379,7 +379,7 @@ func (s *Store[T, K]) ensureSingle(ctx context.Context) error {
 		_, err = s.Transactions(ctx)
 	}
 	if err != nil {
-		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
+		return wrap("EnsureIndexes", s.d.Aggregate, nil, err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/dynamostore/layout"
 	"github.com/noamgen/noamgen/runtime/index"
+	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
 // Store is the DynamoDB adapter of the store contract for aggregate class
@@ -168,7 +169,7 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 		_, err = s.Transactions(ctx)
 	}
 	if err != nil {
-		return runtime.Fail("EnsureIndexes", s.d.Aggregate, nil, nil, err)
+		return wrap("EnsureIndexes", s.d.Aggregate, nil, err)
 	}
 	return nil
 }
@@ -287,6 +288,9 @@ func (s *Store[T, K]) item(t *T, version int64, st *index.Stamp) (map[string]typ
 		item[SeqAttr] = num(st.Seq)
 		item[IncAttr] = num(st.Inc)
 	}
+	// A fresh write token: every write of a block changes it (see
+	// MigrateBlocks).
+	item[WriteAttr] = &types.AttributeValueMemberS{Value: token.New()}
 	s.gsiAttrs(item, t)
 	return item, nil
 }

@@ -75,7 +75,7 @@ func (s *Store[T, K]) create(ctx context.Context, t *T) error {
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrDuplicate, nil)
 	}
 	if err != nil {
-		return wrap(op, s.d.Aggregate, id, err)
+		return s.writeErr(op, id, &sent, err)
 	}
 	return nil
 }
@@ -92,6 +92,16 @@ func (c *sends) count(o *dynamodb.Options) {
 }
 
 func (c *sends) resent() bool { return c.n.Load() > 1 }
+
+// writeErr is the error of a write of block id whose request failed with
+// err: runtime.Unanswered when err is no answer of the server (the write
+// may have been applied if sent counted a send), wrap's otherwise.
+func (s *Store[T, K]) writeErr(op string, id K, sent *sends, err error) error {
+	if ambiguous(err) {
+		return runtime.Unanswered(op, s.d.Aggregate, id, sent.n.Load() > 0, err)
+	}
+	return wrap(op, s.d.Aggregate, id, err)
+}
 
 type countingClient struct {
 	next dynamodb.HTTPClient
@@ -185,7 +195,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 			return s.versionConflict(ctx, op, id, want)
 		}
 		if err != nil {
-			return wrap(op, s.d.Aggregate, id, err)
+			return s.writeErr(op, id, &sent, err)
 		}
 		return nil
 	}
@@ -302,16 +312,17 @@ func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteC
 	if cond != nil {
 		return s.deleteRead(ctx, op, id, cond)
 	}
+	var sent sends
 	_, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: s.key(id),
 		ConditionExpression:      aws.String("attribute_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": s.keyName()},
-	})
+	}, sent.count)
 	if condFailed(err) {
 		return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrNotFound, nil)
 	}
 	if err != nil {
-		return wrap(op, s.d.Aggregate, id, err)
+		return s.writeErr(op, id, &sent, err)
 	}
 	return nil
 }
@@ -322,9 +333,28 @@ type update struct {
 	set    []string
 	remove []string
 	cond   []string
+	// tok is the write token the update records in WriteAttr ("": input
+	// draws one).
+	tok string
+	// indexItem says the update is of an index item, which records no
+	// write token.
+	indexItem bool
 }
 
+// stamp makes the update record write token tok in WriteAttr.
+func (u *update) stamp(tok string) {
+	u.tok = tok
+	u.set = append(u.set, u.e.name(WriteAttr)+" = "+u.e.value(&types.AttributeValueMemberS{Value: tok}))
+}
+
+// input is the UpdateItem of the update on the item with key of table.
+// An update of a block records a fresh write token (WriteAttr) unless it
+// has one (stamp): every write of a block changes its token, which is
+// what Migrate's conditional rewrite compares.
 func (u *update) input(table string, key map[string]types.AttributeValue) *dynamodb.UpdateItemInput {
+	if u.tok == "" && !u.indexItem {
+		u.stamp(token.New())
+	}
 	in := &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key}
 	var x []string
 	if len(u.set) > 0 {
@@ -441,13 +471,11 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		// Nothing to write: only the checks.
 		return s.diagnose(ctx, op, id, u)
 	}
-	// A versioned block records the update's token: a resend of an
-	// update already applied fails on it (instead of moving the version
-	// twice, or failing its version check), and is then recognized.
-	var tok string
-	if s.d.Version != nil {
-		tok = token.New()
-	}
+	// The block records the update's token: a resend of an update
+	// already applied fails on it (instead of moving the version twice,
+	// failing its version check or applying it twice), and is then
+	// recognized.
+	tok := token.New()
 	build := func(newLen bool) (*update, error) {
 		w, err := s.changes(u, newLen)
 		if err == nil {
@@ -456,11 +484,9 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		if err != nil {
 			return nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
-		if tok != "" {
-			wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
-			w.set = append(w.set, wn+" = "+tv)
-			w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
-		}
+		w.stamp(tok)
+		wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
+		w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
 		return w, nil
 	}
 	w, err := build(false)
@@ -487,9 +513,9 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			continue
 		}
 		if !condFailed(err) {
-			return wrap(op, s.d.Aggregate, id, err)
+			return s.writeErr(op, id, &sent, err)
 		}
-		if tok != "" && sent.resent() && s.wrote(ctx, id, tok) {
+		if sent.resent() && s.wrote(ctx, id, tok) {
 			return nil
 		}
 		if err := s.diagnose(ctx, op, id, u); err != nil {
@@ -681,9 +707,10 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	in := w.input(s.table, s.key(id))
 	in.ReturnValues = types.ReturnValueUpdatedNew
 	// Not resent after a lost reply: a second send would append twice.
-	out, err := s.c.UpdateItem(ctx, in, noResend)
+	var sent sends
+	out, err := s.c.UpdateItem(ctx, in, noResend, sent.count)
 	if err != nil && ambiguous(err) {
-		return 0, runtime.FailAt(op, s.d.Aggregate, id, "(outcome unknown: the append may have been applied; its index cannot be read back)", runtime.ErrUnknownOutcome, err)
+		return 0, s.writeErr(op, id, &sent, err)
 	}
 	if err == nil {
 		if m, ok := out.Attributes[LenAttr].(*types.AttributeValueMemberM); ok {
@@ -721,12 +748,13 @@ func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtim
 		}
 		n := lenOf(item, f.Key)
 		_, counts := item[LenAttr]
-		_, err = s.c.UpdateItem(ctx, s.appendOf(f, v, n, !counts, wv, wf).input(s.table, s.key(id)))
+		var sent sends
+		_, err = s.c.UpdateItem(ctx, s.appendOf(f, v, n, !counts, wv, wf).input(s.table, s.key(id)), sent.count)
 		if err == nil {
 			return int(n), nil
 		}
 		if !condFailed(err) {
-			return 0, wrap(op, s.d.Aggregate, id, err)
+			return 0, s.writeErr(op, id, &sent, err)
 		}
 	}
 	return 0, s.contended(op, id)

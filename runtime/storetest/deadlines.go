@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/storetest/evolve/etf"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
@@ -52,11 +53,29 @@ func Deadlines(t *testing.T, h Harness) {
 	}
 	j := &model.Journal{Owner: "o", Lines: []model.Line{{Kind: "k"}}}
 	must(t, e.Journals.Create(bg, j))
+	// A player (no lookup, no counter: its Put is the block write
+	// alone, in flight at the deadline), put while paused and put with a
+	// context done before.
+	players := etfPlayers.On(t, e.db)
+	must(t, players.EnsureIndexes(bg))
+	must(t, players.Create(bg, &etf.Player{ID: "q1", Name: "a"}))
+	paused, never := &etf.Player{ID: "q1", Name: "paused"}, &etf.Player{ID: "q1", Name: "never"}
+	match := func(id string, ok func(m *model.Match) bool) func() bool {
+		return func() bool { m, err := e.Matches.Get(bg, id); return err == nil && ok(m) }
+	}
+	named := func(n string) func() bool {
+		return func() bool { got, err := players.Get(bg, "q1"); return err == nil && got.Name == n }
+	}
 
+	// A write's took, when set, reports (once the store is resumed)
+	// whether it took effect; expired runs it on a context done before
+	// the call.
 	type call struct {
-		name string
-		read bool
-		fn   func(ctx context.Context) error
+		name    string
+		read    bool
+		fn      func(ctx context.Context) error
+		took    func() bool
+		expired bool
 	}
 	first := func(seq func(yield func(*model.Match, error) bool)) error {
 		for _, err := range seq {
@@ -71,36 +90,41 @@ func Deadlines(t *testing.T, h Harness) {
 	put.Region = "east"
 	put.Version = 1
 	calls := []call{
-		{"Get", true, func(ctx context.Context) error { _, err := e.Matches.Get(ctx, "m1"); return err }},
-		{"GetMany", true, func(ctx context.Context) error { _, err := e.Matches.GetMany(ctx, []string{"m1", "m2"}); return err }},
-		{"GetByCode", true, func(ctx context.Context) error { _, err := e.Matches.GetByCode(ctx, "code-m1"); return err }},
-		{"ListByTags", true, func(ctx context.Context) error { _, err := e.Matches.ListByTags(ctx, "t1", page); return err }},
-		{"ListByRegionLevel", true, func(ctx context.Context) error {
+		{name: "Get", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.Get(ctx, "m1"); return err }},
+		{name: "GetMany", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.GetMany(ctx, []string{"m1", "m2"}); return err }},
+		{name: "GetByCode", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.GetByCode(ctx, "code-m1"); return err }},
+		{name: "ListByTags", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.ListByTags(ctx, "t1", page); return err }},
+		{name: "ListByRegionLevel", read: true, fn: func(ctx context.Context) error {
 			_, err := e.Matches.ListByRegionLevel(ctx, model.MatchRegionLevelQuery{Region: runtime.Eq("north")}, page)
 			return err
 		}},
-		{"ListRounds", true, func(ctx context.Context) error { _, err := e.Matches.ListRounds(ctx, "m1", page); return err }},
-		{"List", true, func(ctx context.Context) error { _, err := e.Matches.List(ctx, page); return err }},
-		{"All", true, func(ctx context.Context) error { return first(e.Matches.All(ctx)) }},
-		{"Create", false, func(ctx context.Context) error { return e.Matches.Create(ctx, newMatch("m4", 1)) }},
-		{"Create (counted key)", false, func(ctx context.Context) error {
+		{name: "ListRounds", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.ListRounds(ctx, "m1", page); return err }},
+		{name: "List", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.List(ctx, page); return err }},
+		{name: "All", read: true, fn: func(ctx context.Context) error { return first(e.Matches.All(ctx)) }},
+		{name: "Create", fn: func(ctx context.Context) error { return e.Matches.Create(ctx, newMatch("m4", 1)) }, took: match("m4", func(*model.Match) bool { return true })},
+		{name: "Create (counted key)", read: false, fn: func(ctx context.Context) error {
 			return e.Journals.Create(ctx, &model.Journal{Owner: "p", Lines: []model.Line{{Kind: "q"}}})
 		}},
-		{"Put", false, func(ctx context.Context) error { return e.Matches.Put(ctx, put) }},
-		{"Delete", false, func(ctx context.Context) error { return e.Matches.Delete(ctx, "m2") }},
-		{"SetCode", false, func(ctx context.Context) error { return e.Matches.SetCode(ctx, "m1", "code-m1-new") }},
-		{"SetRegion", false, func(ctx context.Context) error { return e.Matches.SetRegion(ctx, "m1", "west") }},
-		{"Update", false, func(ctx context.Context) error {
-			return e.Matches.Update(ctx, "m1", model.MatchUpdate{Level: ptr(9), Tags: ptr([]string{"t2"})})
+		{name: "Put", fn: func(ctx context.Context) error { return e.Matches.Put(ctx, put) }, took: match("m3", func(m *model.Match) bool { return m.Region == "east" })},
+		{name: "Delete", fn: func(ctx context.Context) error { return e.Matches.Delete(ctx, "m2") }, took: func() bool {
+			_, err := e.Matches.Get(bg, "m2")
+			return errors.Is(err, runtime.ErrNotFound)
 		}},
-		{"AppendRounds", false, func(ctx context.Context) error {
+		{name: "SetCode", fn: func(ctx context.Context) error { return e.Matches.SetCode(ctx, "m1", "code-m1-new") }, took: match("m1", func(m *model.Match) bool { return m.Code == "code-m1-new" })},
+		{name: "SetRegion", fn: func(ctx context.Context) error { return e.Matches.SetRegion(ctx, "m1", "west") }, took: match("m1", func(m *model.Match) bool { return m.Region == "west" })},
+		{name: "Update", fn: func(ctx context.Context) error {
+			return e.Matches.Update(ctx, "m1", model.MatchUpdate{Level: ptr(9), Tags: ptr([]string{"t2"})})
+		}, took: match("m1", func(m *model.Match) bool { return m.Level == 9 })},
+		{name: "Put (no lookups)", fn: func(ctx context.Context) error { return players.Put(ctx, paused) }, took: named("paused")},
+		{name: "Put (context done before)", fn: func(ctx context.Context) error { return players.Put(ctx, never) }, took: named("never"), expired: true},
+		{name: "AppendRounds", read: false, fn: func(ctx context.Context) error {
 			_, err := e.Matches.AppendRounds(ctx, "m1", newRound("m1", 7))
 			return err
 		}},
 		// Repair writes only what it fixes: over these healthy lookups it
 		// only reads.
-		{"Repair", true, func(ctx context.Context) error { _, err := e.Matches.Repair(ctx); return err }},
-		{"EnsureIndexes", false, func(ctx context.Context) error { return e.Matches.EnsureIndexes(ctx) }},
+		{name: "Repair", read: true, fn: func(ctx context.Context) error { _, err := e.Matches.Repair(ctx); return err }},
+		{name: "EnsureIndexes", read: false, fn: func(ctx context.Context) error { return e.Matches.EnsureIndexes(ctx) }},
 	}
 
 	resume := e.db.Pause(t)
@@ -122,6 +146,9 @@ func Deadlines(t *testing.T, h Harness) {
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(bg, Deadline)
+			if c.expired {
+				ctx, cancel = context.WithDeadline(bg, time.Now().Add(-time.Second))
+			}
 			defer cancel()
 			start := time.Now()
 			err := c.fn(ctx)
@@ -150,6 +177,8 @@ func Deadlines(t *testing.T, h Harness) {
 		switch {
 		case r.took > bound:
 			failures = append(failures, fmt.Sprintf("%s returned after %v (deadline %v, bound %v): %v", c.name, r.took.Round(time.Millisecond), Deadline, bound, r.err))
+		case c.expired && r.err != nil && errors.Is(r.err, runtime.ErrUnknownOutcome):
+			failures = append(failures, fmt.Sprintf("%s failed with %v: a write never sent has a known outcome (nothing written), not ErrUnknownOutcome", c.name, r.err))
 		case r.err == nil && c.read && h.PauseReadsPass:
 		case r.err == nil:
 			failures = append(failures, fmt.Sprintf("%s returned nil after %v on a paused store", c.name, r.took.Round(time.Millisecond)))
@@ -186,6 +215,28 @@ func Deadlines(t *testing.T, h Harness) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	// A write that took effect may not have said it failed for sure:
+	// sent and unanswered at its deadline, its outcome is unknown.
+	unknown := 0
+	var lies []string
+	for i, c := range calls {
+		err := results[i].err
+		if errors.Is(err, runtime.ErrUnknownOutcome) {
+			unknown++
+		}
+		if c.took == nil || err == nil || errors.Is(err, runtime.ErrUnknownOutcome) || !c.took() {
+			continue
+		}
+		if c.expired {
+			lies = append(lies, fmt.Sprintf("%s, called with its context done, took effect (%v)", c.name, err))
+		} else {
+			lies = append(lies, fmt.Sprintf("%s failed with %v, not runtime.ErrUnknownOutcome, and took effect", c.name, err))
+		}
+	}
+	t.Logf("%d writes returned runtime.ErrUnknownOutcome; %d returned another error and took effect", unknown, len(lies))
+	if len(lies) > 0 {
+		t.Errorf("%s, writes in flight at their deadline:\n%s", h.Name, strings.Join(lies, "\n"))
 	}
 	for _, id := range []string{"m1", "m3"} {
 		e.getMatch(t, id)

@@ -44,6 +44,7 @@ var evolutionTests = []subtest{
 	{name: "RecordsLayout", fn: testEvoRecordsLayout, startUp: true},
 	{name: "Layouts", fn: testEvoLayouts, startUp: true},
 	{name: "Migrate", fn: testEvoMigrate, startUp: true},
+	{name: "MigrateRace", fn: testEvoMigrateRace, startUp: true},
 	{name: "AddLookup", fn: testEvoAddLookup, startUp: true},
 	{name: "AddUniqueLookupOverDuplicates", fn: testEvoUniqueOverDuplicates, startUp: true},
 	{name: "ResumedBuild", fn: testEvoResumedBuild, startUp: true},
