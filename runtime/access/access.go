@@ -244,6 +244,10 @@ const (
 	// PerItemWrite: the requests of each item's single call but its
 	// counter's (the batch moved the counter already).
 	PerItemWrite Term = "per request of each item's single call, its counter's left out"
+	// PerPipeline: the pipelines a batch's commands go in, bounded in
+	// commands and bytes (Redis: redisstore.MaxPipelineCommands,
+	// MaxPipelineBytes); one for a batch within both bounds.
+	PerPipeline Term = "per pipeline of up to 1,000 commands and 4 MB, sent one after the other"
 )
 
 // Once reports whether t counts only the first time an operation meets it
