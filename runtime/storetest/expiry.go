@@ -679,8 +679,10 @@ func testExpiryPassedOnTheServer(t *testing.T, e *env) {
 // of expired blocks, with a live one and a missing one, fail with
 // ErrNotFound for the expired and missing items, delete the live one,
 // and leave none of the expired blocks in the store: the store's Get
-// finds none and their unique values are free again (mk makes a session
-// holding token).
+// finds none. With mk, which makes a session holding token, their unique
+// values are free again and Repair finds nothing to fix (a store's native
+// expiry leaves index entries behind, which Repair removes: the real
+// clock's test passes no mk).
 func wantDeleteExpired(t *testing.T, sessions expiring.SessionRepository, tickets expiring.TicketRepository, mk func(id, token string) *expiring.Session) {
 	t.Helper()
 	raw := rawOf[expiring.Session](t, sessions)
@@ -704,6 +706,9 @@ func wantDeleteExpired(t *testing.T, sessions expiring.SessionRepository, ticket
 	}
 	for _, id := range []string{"dk1", "dk2"} {
 		checkErr(t, func() error { _, err := rawOf[expiring.Ticket](t, tickets).S.Get(bg, id); return err }(), runtime.ErrNotFound, "the store's Get of ticket "+id+" after its Delete")
+	}
+	if mk == nil {
+		return
 	}
 	// The tokens the expired sessions held are free.
 	must(t, sessions.Create(bg, mk("n1", "dt1")))
@@ -746,7 +751,5 @@ func testExpiryDeletesOnTheServer(t *testing.T, e *env) {
 	must(t, sessions.Create(bg, &expiring.Session{ID: "live", Token: "lt", User: "u"}))
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "dk1", Seat: "a", Expires: past}))
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "dk2", Seat: "b", Expires: past}))
-	wantDeleteExpired(t, sessions, tickets, func(id, token string) *expiring.Session {
-		return &expiring.Session{ID: id, Token: token, User: "v"}
-	})
+	wantDeleteExpired(t, sessions, tickets, nil)
 }
