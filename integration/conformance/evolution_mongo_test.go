@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -163,26 +164,33 @@ func versionOf[P, S any](t *testing.T, name string, repo generated[P]) version {
 // versions open each version of the model over a database.
 var versions = map[string]func(*testing.T, *mongo.Database, ...runtime.Option) version{
 	"etf": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
-		return versionOf[etf.Player, etf.Score](t, "etf", etf.NewPlayerMongoRepository(db, o...))
+		return versionOf[etf.Player, etf.Score](t, "etf", etf.NewPlayerMongoRepository(db, leased(o)...))
 	},
 	"eao": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
-		return versionOf[eao.Player, eao.Score](t, "eao", eao.NewPlayerMongoRepository(db, o...))
+		return versionOf[eao.Player, eao.Score](t, "eao", eao.NewPlayerMongoRepository(db, leased(o)...))
 	},
 	"part": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
-		return versionOf[part.Player, part.Score](t, "part", part.NewPlayerMongoRepository(db, o...))
+		return versionOf[part.Player, part.Score](t, "part", part.NewPlayerMongoRepository(db, leased(o)...))
 	},
 	"eaopart": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
-		return versionOf[eaopart.Player, eaopart.Score](t, "eaopart", eaopart.NewPlayerMongoRepository(db, o...))
+		return versionOf[eaopart.Player, eaopart.Score](t, "eaopart", eaopart.NewPlayerMongoRepository(db, leased(o)...))
 	},
 	"lookups": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
-		return versionOf[lookups.Player, lookups.Score](t, "lookups", lookups.NewPlayerMongoRepository(db, o...))
+		return versionOf[lookups.Player, lookups.Score](t, "lookups", lookups.NewPlayerMongoRepository(db, leased(o)...))
 	},
 	"versioned": func(t *testing.T, db *mongo.Database, o ...runtime.Option) version {
-		return versionOf[versioned.Player, versioned.Score](t, "versioned", versioned.NewPlayerMongoRepository(db, o...))
+		return versionOf[versioned.Player, versioned.Score](t, "versioned", versioned.NewPlayerMongoRepository(db, leased(o)...))
 	},
 }
 
 var bg = context.Background()
+
+// leased adds a short layout lease, so that an EnsureIndexes that
+// changes the layout (here at nearly every step) waits 100 ms, not the
+// default lease's seconds.
+func leased(o []runtime.Option) []runtime.Option {
+	return append(slices.Clip(o), runtime.WithLayoutLease(50*time.Millisecond))
+}
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -319,9 +327,17 @@ func TestEvolutionMongoEntryWrites(t *testing.T) {
 				readsAll(t, v2, p, empty)
 				readsAll(t, v1, p, empty)
 				// An element written in an array written whole leaves the
-				// block in the old layout, read right by both versions.
+				// block in the old layout, read right by both versions. The
+				// old build writes it after a rollback (its EnsureIndexes
+				// records its layout again: until then its writes get
+				// ErrLayout), then the new build is deployed again.
 				old := newPlayer("p3", 2)
+				if err := v1.create(bg, old); !errors.Is(err, runtime.ErrLayout) {
+					t.Fatalf("a write of the old build after the new one recorded its layout: %v, want ErrLayout", err)
+				}
+				must(t, v1.ensure(bg))
 				must(t, v1.create(bg, old))
+				must(t, v2.ensure(bg))
 				must(t, v2.setScoreAt(bg, "p3", 1, score{Game: "set", Points: 5}))
 				old.Scores[1] = score{Game: "set", Points: 5}
 				inLayout(t, v1, old)
@@ -346,7 +362,9 @@ func TestEvolutionMongoEntryWrites(t *testing.T) {
 			p.Scores = []score{{Game: "only", Points: 1}}
 			must(t, v2.setScores(bg, "p1", p.Scores))
 			inLayout(t, v2, p)
-			// The partitioned version appends after the one element.
+			// The partitioned version, rolled back to, appends after the
+			// one element.
+			must(t, v1.ensure(bg))
 			if i, err := v1.appendScore(bg, "p1", score{Game: "two", Points: 2}); err != nil || i != 1 {
 				t.Fatalf("append after the whole write: index %d, %v; want 1", i, err)
 			}
@@ -634,12 +652,12 @@ func TestEvolutionMongoUniqueOverDuplicates(t *testing.T) {
 	for _, m := range lookupMappings {
 		t.Run(m.name, func(t *testing.T) {
 			db := mongotest.Start(t)
-			v1 := etf.NewPlayerMongoRepository(db, m.opts...)
+			v1 := etf.NewPlayerMongoRepository(db, leased(m.opts)...)
 			must(t, v1.EnsureIndexes(bg))
 			must(t, v1.Create(bg, &etf.Player{ID: "p1", Email: "same@x", City: "Rome"}))
 			must(t, v1.Create(bg, &etf.Player{ID: "p2", Email: "same@x", City: "Oslo"}))
 			must(t, v1.Create(bg, &etf.Player{ID: "p3", Email: "other@x", City: "Oslo"}))
-			v2 := lookups.NewPlayerMongoRepository(db, m.opts...)
+			v2 := lookups.NewPlayerMongoRepository(db, leased(m.opts)...)
 			err := v2.EnsureIndexes(bg)
 			if !errors.Is(err, runtime.ErrDuplicate) {
 				t.Fatalf("EnsureIndexes over duplicates: %v, want ErrDuplicate", err)
@@ -655,7 +673,18 @@ func TestEvolutionMongoUniqueOverDuplicates(t *testing.T) {
 			if err := v2.Create(bg, &lookups.Player{ID: "p4", Email: "other@x"}); !errors.Is(err, runtime.ErrNotReady) && !errors.Is(err, runtime.ErrIndexBuilding) {
 				t.Fatalf("Create before the lookup is complete: %v, want ErrNotReady or ErrIndexBuilding", err)
 			}
-			must(t, v1.SetEmail(bg, "p2", "mine@x"))
+			// The new layout is recorded, so the old build's writes are
+			// refused and the new build takes no write of the lookup until
+			// it is complete: the duplicate is fixed after a rollback (the
+			// old build's EnsureIndexes records its layout again).
+			// (Native unique indexes fail before recording anything:
+			// the old build still writes.)
+			if err := v1.SetEmail(bg, "p2", "mine@x"); errors.Is(err, runtime.ErrLayout) {
+				must(t, v1.EnsureIndexes(bg))
+				must(t, v1.SetEmail(bg, "p2", "mine@x"))
+			} else if err != nil {
+				t.Fatalf("a write of the old build: %v, want nil or ErrLayout", err)
+			}
 			must(t, v2.EnsureIndexes(bg))
 			if got, err := v2.GetByEmail(bg, "same@x"); err != nil || got.ID != "p1" {
 				t.Fatalf("GetByEmail: %+v, %v", got, err)
@@ -757,11 +786,14 @@ func TestEvolutionMongoAppendIndexed(t *testing.T) {
 	}
 }
 
-// TestEvolutionMongoLookupRemapped: a lookup moved from a native index to
-// an index table (here by the option IndexTables, which the schema record
-// does not show) is built from the blocks by EnsureIndexes, its native
-// index dropped; moved back, its index table is dropped, so that a later
-// move to a table builds it again rather than trusting stale entries.
+// TestEvolutionMongoLookupRemapped: a collection's lookup mapping is
+// recorded at its first EnsureIndexes, so a repository whose options name
+// another mapping is refused (ErrMappingConflict) and changes nothing.
+// Moving the lookups is an operator's step: with no process writing, the
+// recorded mapping is removed (forgetMapping) and EnsureIndexes of the new
+// options builds the index tables from the blocks and drops the native
+// indexes; moved back, the index tables are dropped, so that a later move
+// to tables builds them again rather than trusting stale entries.
 func TestEvolutionMongoLookupRemapped(t *testing.T) {
 	db := mongotest.Start(t)
 	native := []runtime.Option{mongostore.NoPartialIndexes()}
@@ -788,11 +820,21 @@ func TestEvolutionMongoLookupRemapped(t *testing.T) {
 		}
 	}
 	v2 := lookups.NewPlayerMongoRepository(db, tables...)
+	if err := v2.EnsureIndexes(bg); !errors.Is(err, mongostore.ErrMappingConflict) {
+		t.Fatalf("EnsureIndexes of other options than the recorded mapping: %v, want ErrMappingConflict", err)
+	}
+	if err := v2.Create(bg, &lookups.Player{ID: "p5", Email: "e@x"}); !errors.Is(err, mongostore.ErrMappingConflict) {
+		t.Fatalf("Create under other options than the recorded mapping: %v, want ErrMappingConflict", err)
+	}
+	check(v1, "a@x", "p1")
+	forgetMapping(t, db, "players")
+	v2 = lookups.NewPlayerMongoRepository(db, tables...)
 	must(t, v2.EnsureIndexes(bg))
 	if got := indexNames(t, v2.Collection()); !slices.Equal(got, []string{"_id_"}) {
 		t.Fatalf("indexes once the lookups keep index tables: %q", got)
 	}
 	check(v2, "a@x", "p1")
+	forgetMapping(t, db, "players")
 	v3 := lookups.NewPlayerMongoRepository(db, native...)
 	must(t, v3.EnsureIndexes(bg))
 	for _, c := range collectionNames(t, db) {
@@ -802,6 +844,7 @@ func TestEvolutionMongoLookupRemapped(t *testing.T) {
 	}
 	must(t, v3.SetEmail(bg, "p1", "c@x"))
 	check(v3, "c@x", "p1", "a@x")
+	forgetMapping(t, db, "players")
 	v4 := lookups.NewPlayerMongoRepository(db, tables...)
 	must(t, v4.EnsureIndexes(bg))
 	check(v4, "c@x", "p1", "a@x")
