@@ -562,7 +562,13 @@ func TestLookupBuildDuplicate(t *testing.T) {
 	if err := v2.EnsureIndexes(bg); !errors.Is(err, runtime.ErrDuplicate) {
 		t.Fatalf("EnsureIndexes again, the duplicate still there: %v, want ErrDuplicate", err)
 	}
-	// The old version changes one of them; the build then completes.
+	// The failed build recorded the new layout: the old version's
+	// writes are refused until it rolls back (its EnsureIndexes), then it
+	// changes one of them; the build then completes.
+	if err := v1.SetEmail(bg, "c", "c@example.com"); !errors.Is(err, runtime.ErrLayout) {
+		t.Fatalf("a write of the old version after the new one recorded its layout: %v, want ErrLayout", err)
+	}
+	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.SetEmail(bg, "c", "c@example.com"))
 	must(t, v2.EnsureIndexes(bg))
 	emails(t, v2, "c")
