@@ -290,8 +290,8 @@ func (s *Store[T, K]) gsiUpdate(ctx context.Context, op string, id K, u runtime.
 		}
 		s.gsiGuarded(w, id, item, t, keys)
 		if tok != "" {
+			w.stamp(tok)
 			wn, tv := w.e.name(WriteAttr), w.e.value(&types.AttributeValueMemberS{Value: tok})
-			w.set = append(w.set, wn+" = "+tv)
 			w.cond = append(w.cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s <> %s)", wn, wn, tv))
 		}
 		var sent sends
