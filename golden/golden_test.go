@@ -38,6 +38,7 @@ import (
 	"testing"
 
 	"github.com/noamgen/noamgen/generator"
+	"github.com/noamgen/noamgen/internal/testmod"
 	"github.com/noamgen/noamgen/model"
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/templates"
@@ -546,18 +547,15 @@ func TestExamplesFresh(t *testing.T) {
 
 // TestCheckCatchesChanges proves that the -check run of TestExamplesFresh
 // fails when the code is not regenerated, on a copy of the first example
-// package (inside the module, so that it loads like the real one): after a
+// package (in a module of its own under t.TempDir() that requires this one,
+// so that it loads like the real one): after a
 // generated file is deleted, after an aggregate is removed (its files are
 // stale), and after an aggregate struct is edited; and that regenerating
 // makes -check pass again each time.
 func TestCheckCatchesChanges(t *testing.T) {
 	orig := examplePackages(t)[0]
-	tmp, err := os.MkdirTemp(testdata, "_check-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
-	if tmp, err = filepath.Abs(tmp); err != nil {
+	tmp := filepath.Join(testmod.New(t), filepath.Base(orig.dir))
+	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(orig.dir)

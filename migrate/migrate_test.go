@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/noamgen/noamgen/internal/testmod"
 	"github.com/noamgen/noamgen/migrate"
 	"github.com/noamgen/noamgen/parser"
 )
@@ -24,15 +26,9 @@ func TestProgramCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(root, "_noamgen_migrate_test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	// The programs go into a module of their own under t.TempDir() that
+	// requires this one: nothing is written into the repository.
+	tmp := testmod.New(t)
 	args := []string{"vet"}
 	for _, st := range migrate.Stores() {
 		src, err := migrate.Program(s, st)
@@ -48,10 +44,10 @@ func TestProgramCompiles(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(tmp, st, "main.go"), src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "./"+filepath.Base(tmp)+"/"+st)
+		args = append(args, "./"+st)
 	}
 	cmd := exec.Command("go", args...)
-	cmd.Dir = root
+	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -82,6 +78,65 @@ func TestBar(t *testing.T) {
 	} {
 		if got := migrate.Bar(c.done, c.total, 10); got != c.want {
 			t.Errorf("Bar(%d, %d): %s, want %s", c.done, c.total, got, c.want)
+		}
+	}
+}
+
+// TestRunWritesNothingIntoTheModule runs a migration (of an empty bbolt
+// file) for a package of this module and, each time the running program
+// writes a line, lists the module's root: the program must not be a
+// directory there, not even while it runs.
+func TestRunWritesNothingIntoTheModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the migration program")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "runtime", "storetest", "evolve", "eao"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := testmod.Root(t)
+	w := &rootWatcher{t: t, root: root}
+	ok, err := migrate.Run(s, migrate.Options{Store: "bolt", Batch: 10, Conn: map[string]string{"bolt": filepath.Join(t.TempDir(), "empty.db")}}, w, w)
+	if err != nil || !ok {
+		t.Fatalf("Run: ok %v, %v\n%s", ok, err, w.out.String())
+	}
+	if w.writes == 0 {
+		t.Fatal("the program wrote nothing while it ran, so the module's root was never looked at")
+	}
+	w.look()
+}
+
+// rootWatcher is the program's stdout and stderr: at each write it lists
+// the module's root and fails the test on an entry the migration made.
+type rootWatcher struct {
+	mu     sync.Mutex
+	t      *testing.T
+	root   string
+	out    bytes.Buffer
+	writes int
+}
+
+func (w *rootWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	w.look()
+	return w.out.Write(p)
+}
+
+func (w *rootWatcher) look() {
+	entries, err := os.ReadDir(w.root)
+	if err != nil {
+		w.t.Error(err)
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "_noamgen_migrate") {
+			w.t.Errorf("the migration wrote %s into the module's root", filepath.Join(w.root, e.Name()))
 		}
 	}
 }

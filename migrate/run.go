@@ -25,9 +25,10 @@ type Options struct {
 	Conn   map[string]string
 }
 
-// Run migrates every aggregate of s on o.Store: it writes the program in a
-// temporary directory of the module holding s (removed when it returns),
-// runs it with `go run`, draws a progress line per batch on stderr and
+// Run migrates every aggregate of s on o.Store: it writes the program in
+// the system's temporary directory (removed when it returns), runs it with
+// `go run -overlay` as a package of the module holding s (nothing is written
+// into the module), draws a progress line per batch on stderr and
 // writes the report per aggregate on stdout. ok is false when a block
 // could not be migrated; err when the program could not be run or a store
 // failed.
@@ -43,21 +44,34 @@ func Run(s *model.Schema, o Options, stdout, stderr io.Writer) (ok bool, err err
 	if err != nil {
 		return false, err
 	}
-	// A directory whose name starts with "_" is left out of ./... patterns,
-	// so that the application's own builds do not see it meanwhile.
-	dir, err := os.MkdirTemp(root, "_noamgen_migrate")
+	// The program is a package of the module (it imports the module's
+	// packages and builds with its go.mod), but nothing is written into the
+	// module's tree: its main.go lies in the system's temporary directory
+	// and a build overlay (go run -overlay) shows it to the go command as
+	// root/_noamgen_migrate_*/main.go, a directory that does not exist.
+	tmp, err := os.MkdirTemp("", "noamgen-migrate-")
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(root, "_noamgen_migrate_"+strings.TrimPrefix(filepath.Base(tmp), "noamgen-migrate-"))
+	mainGo := filepath.Join(tmp, "main.go")
+	if err := os.WriteFile(mainGo, src, 0o644); err != nil {
+		return false, err
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(dir, "main.go"): mainGo}})
+	if err != nil {
+		return false, err
+	}
+	overlayJSON := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(overlayJSON, overlay, 0o644); err != nil {
 		return false, err
 	}
 	cfg, err := json.Marshal(Config{DryRun: o.DryRun, Batch: o.Batch, Conn: o.Conn})
 	if err != nil {
 		return false, err
 	}
-	cmd := exec.Command("go", "run", "./"+filepath.Base(dir))
+	cmd := exec.Command("go", "run", "-overlay", overlayJSON, "./"+filepath.Base(dir))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), EnvConfig+"="+string(cfg))
 	// The program's stderr (build errors, its own failures) and the

@@ -56,17 +56,23 @@ var (
 	// lists it in RepairReport.Unreadable.
 	ErrUnreadable = errors.New("unreadable block")
 	// ErrNotReady: the store lacks what the repository's EnsureIndexes
-	// creates (a DynamoDB table, a MongoDB unique index): call
-	// EnsureIndexes once (it is idempotent) before using the repository.
-	// The call changed nothing. Stores that need nothing created up front
-	// (bbolt, Redis) never return it; no store serves a call before
-	// EnsureIndexes with a weaker guarantee (a unique value not enforced).
+	// creates or records: call EnsureIndexes once (it is idempotent) at
+	// start-up, before using the repository. The call changed nothing. On
+	// every store, until EnsureIndexes has recorded the repository's
+	// layout, reads through a lookup fail with it, and so do, on an
+	// aggregate with a unique lookup, Create, Put, CreateMany, PutMany and
+	// the entry-level writes of a looked-up field, whatever values they
+	// hold; a missing DynamoDB table or MongoDB unique index too. No store
+	// serves a call before EnsureIndexes with a weaker guarantee (a unique
+	// value not enforced).
 	ErrNotReady = errors.New("not ready: call EnsureIndexes first")
 	// ErrIndexBuilding: the lookup was added to a collection that already
 	// held data and EnsureIndexes is still building its index from the
-	// blocks (or a build stopped: run EnsureIndexes again). Its reads,
-	// and writes that claim values of a unique lookup, fail until the
-	// build is complete: never a partial answer. Nothing was changed.
+	// blocks (or a build stopped: run EnsureIndexes again). Its reads
+	// fail until the build is complete (never a partial answer), and, if
+	// it is unique, so do the writes ErrNotReady names (Create, Put, their
+	// batches, writes of a looked-up field), whatever values they hold.
+	// Nothing was changed.
 	ErrIndexBuilding = errors.New("lookup index being built")
 	// ErrLayout: the block is stored in another layout than the
 	// repository's (the model's strategy or partitioning changed since it

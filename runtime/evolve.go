@@ -372,9 +372,14 @@ func newSchemaState(lookups int) *schemaState {
 	return s
 }
 
-// gate returns nil when lookup l (nil: every lookup, for a write that may
-// claim unique values) can be trusted: the schema record lists it with the
-// same options, complete. Otherwise it fails with ErrNotReady (no record,
+// gate returns nil when lookup l (nil: every unique lookup, for a write)
+// can be trusted: the schema record lists it with the same options,
+// complete. Writes call it with nil: Create, Put and their batches always,
+// entry-level writes when they write a field some lookup reads; on an
+// aggregate with a unique lookup they are refused until EnsureIndexes has
+// recorded the layout, whatever values they hold (a value they do not
+// claim included: the rule is the aggregate's, as README "Start-up"
+// states it). Otherwise it fails with ErrNotReady (no record,
 // or the record does not have the lookup: EnsureIndexes has not run with
 // this layout) or ErrIndexBuilding. Once every lookup is complete the
 // answer is cached: no request is sent again.
@@ -394,8 +399,14 @@ func (r Repo[T, K]) gate(ctx context.Context, op string, l *Lookup[T]) error {
 		return Fail(op, r.D.Aggregate, nil, ErrUnreadable, err)
 	}
 	cur := LayoutIn(r.D, r.S)
+	// A write is refused whatever values it holds (zero values too): the
+	// error says so, since the rule is about the aggregate, not the value.
+	rule := ""
+	if l == nil {
+		rule = "; until EnsureIndexes records it, an aggregate with a unique lookup takes no Create, Put or write of a looked-up field, whatever values it holds"
+	}
 	if rec == nil {
-		return FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(collection %s has no recorded layout: its lookups are not known to be complete)", cur.Collection), ErrNotReady, nil)
+		return FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(collection %s has no recorded layout: its lookups are not known to be complete%s)", cur.Collection, rule), ErrNotReady, nil)
 	}
 	all := true
 	for _, want := range cur.Lookups {
@@ -403,7 +414,7 @@ func (r Repo[T, K]) gate(ctx context.Context, op string, l *Lookup[T]) error {
 		var bad error
 		switch {
 		case !ok || !have.Same(want):
-			bad = FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(lookup %s is not in the layout recorded for collection %s)", want, cur.Collection), ErrNotReady, nil)
+			bad = FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(lookup %s is not in the layout recorded for collection %s%s)", want, cur.Collection, rule), ErrNotReady, nil)
 		case have.Building:
 			bad = FailAt(op, r.D.Aggregate, nil, fmt.Sprintf("(lookup %s of collection %s)", want, cur.Collection), ErrIndexBuilding, nil)
 		}

@@ -9,22 +9,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/noamgen/noamgen/internal/testmod"
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// inDir runs the command in a copy of a small package inside the module.
+// tempPackage writes a small package, input.go holding src, into a module
+// of its own under t.TempDir() that requires this one (the generated code
+// imports the runtime), and returns its directory.
 func tempPackage(t *testing.T, src string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp(".", "_tmp-")
-	if err != nil {
+	dir := filepath.Join(testmod.New(t), "p")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.WriteFile(filepath.Join(dir, "input.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	abs, _ := filepath.Abs(dir)
-	return abs
+	return dir
 }
 
 func runIn(t *testing.T, dir string, env map[string]string, args ...string) (int, string, string) {

@@ -22,9 +22,10 @@ that are stored in an older layout (another strategy, a field partitioned
 or no longer partitioned) into the layout of the package's current model, on one store, by calling each repository's generated Migrate. Run
 it after the new build's EnsureIndexes has recorded the new layout.
 
-It writes a small program in a temporary directory of the package's module
-(removed when it ends) and runs it with go run, so the package's generated
-code must be up to date. A real run reads the collection twice: once to
+It writes a small program in the system's temporary directory (removed
+when it ends) and runs it with go run as a package of the package's module
+(through a build overlay: nothing is written into the module), so the
+package's generated code must be up to date. A real run reads the collection twice: once to
 count the blocks (the progress bar's total), once to migrate them, a batch
 at a time, each block in one conditional write: it is safe while the
 application writes, and a run that stopped can be run again. -dry-run reads

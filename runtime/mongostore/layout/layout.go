@@ -4,7 +4,7 @@
 // explain` read it; the conformance suite checks it against the commands
 // the adapter sends.
 //
-// Lookups follow the mapping of issue 11: a lookup without the table
+// Lookups follow the default mapping: a lookup without the table
 // option is a native secondary index of the aggregate's own collection,
 // kept by the server in the write of the document; one with it
 // (noam:"lookup,table") is an index-table collection kept by the lookup
@@ -69,7 +69,7 @@ var Store = &access.Store{
 		{Text: "A write of one block is one command on one document, which MongoDB applies atomically (native index entries included)."},
 		{When: access.EAO, Text: "Under EAO the root entry ε is the document's top-level fields, written together by Put."},
 		{When: access.HasTables, Text: `Index tables (noam:"lookup,table") are other collections: without transactions a write adds the entries its new state gains before the document write and removes the lost ones after it; reads verify entries, Repair rebuilds them (RELIABILITY.md).`},
-		{When: access.HasNative, Text: "Lookups without the table option are native secondary indexes (the mapping of issue 11): the server keeps them in the document's write."},
+		{When: access.HasNative, Text: "Lookups without the table option are native secondary indexes (the default mapping): the server keeps them in the document's write."},
 		{Text: "A document (the whole block) is at most 16777216 bytes (16 MiB, runtime.Caps.MaxValueBytes)."},
 	},
 	ClearExpired: clearExpired,
@@ -201,7 +201,7 @@ var keepCreated = access.Step{When: access.HasCreated, N: 1, Op: "findOne $coll 
 
 const bump = "[?updated:, $set $updated][?version:, $inc $version]"
 
-// nativeIndex is the native index of lookup l (issue 11's mapping).
+// nativeIndex is the native index of lookup l (the default mapping).
 func nativeIndex(l access.Lookup) access.Index {
 	var ix access.Index
 	var conds []string
