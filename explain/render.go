@@ -326,6 +326,9 @@ func sampleMD(b *strings.Builder, store string, s *Sample) {
 	if len(warn) > 0 {
 		b.WriteString("\n")
 	}
+	if s.Lookups != "" {
+		fmt.Fprintf(b, "Lookup mapping recorded for the collection: %s.\n\n", code(s.Lookups))
+	}
 	if s.Recorded != nil {
 		fmt.Fprintf(b, "#### Layout recorded in %s\n\n", storeTitle(store))
 		recordedMD(b, s.Recorded)

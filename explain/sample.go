@@ -39,6 +39,11 @@ type Sample struct {
 	// Recorded is the layout the store has recorded for the collection,
 	// beside the current one.
 	Recorded *Recorded `json:"recorded,omitempty"`
+	// Lookups is how the store keeps the collection's lookups as its
+	// schema record says (MongoDB: "native", "unique-tables" or
+	// "index-tables", decided at the first EnsureIndexes), "" when it
+	// records none.
+	Lookups string `json:"lookups,omitempty"`
 }
 
 // EntrySize is the size of one entry class over the sampled blocks.

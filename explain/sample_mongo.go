@@ -38,6 +38,7 @@ func mongoSample(ctx context.Context, a *model.Aggregate, conn map[string]string
 	}
 	defer client.Disconnect(context.WithoutCancel(ctx))
 	var raw []byte
+	var mapping string
 	doc, err := client.Database(conn["db"]).Collection(SchemaCollection).FindOne(ctx, bson.D{{Key: "_id", Value: a.Collection}}).Raw()
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
@@ -50,6 +51,7 @@ func mongoSample(ctx context.Context, a *model.Aggregate, conn map[string]string
 		} else if str, ok := v.StringValueOK(); ok {
 			raw = []byte(str)
 		}
+		mapping, _ = doc.Lookup(mlayout.Mapping).StringValueOK()
 	}
 	rec, err := recordedOf(a, raw)
 	if err != nil {
@@ -61,7 +63,7 @@ func mongoSample(ctx context.Context, a *model.Aggregate, conn map[string]string
 		return nil, fmt.Errorf("reading %s.%s: %w", conn["db"], a.Collection, err)
 	}
 	defer cur.Close(ctx)
-	s := &Sample{Source: "database " + conn["db"] + ", collection " + a.Collection, MaxValueBytes: mlayout.MaxDocumentBytes, LimitOf: "document", Recorded: rec}
+	s := &Sample{Source: "database " + conn["db"] + ", collection " + a.Collection, MaxValueBytes: mlayout.MaxDocumentBytes, LimitOf: "document", Recorded: rec, Lookups: mapping}
 	acc := NewSampleSizes(a)
 	fields := map[string]*model.Field{}
 	for _, f := range a.Fields {

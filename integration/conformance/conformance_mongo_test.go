@@ -18,6 +18,11 @@ func TestMain(m *testing.M) { mongotest.Main(m) }
 // MongoDB: FerretDB's concurrent writes are not atomic.
 func TestConformance(t *testing.T) { storetest.Run(t, mongotest.Native().Store()) }
 
+// TestConformanceDefaultOptions runs the suite with repositories opened
+// without mapping options, as the README opens them: the first
+// EnsureIndexes decides the mapping the server supports.
+func TestConformanceDefaultOptions(t *testing.T) { storetest.Run(t, mongotest.Default().Store()) }
+
 // TestConformanceIndexTables runs the suite with every lookup in an index
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.

@@ -17,6 +17,7 @@ import (
 	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/access"
+	"github.com/noamgen/noamgen/runtime/mongostore"
 	"github.com/noamgen/noamgen/templates"
 )
 
@@ -234,5 +235,28 @@ func TestMongoExplainSample(t *testing.T) {
 	}
 	if _, err := mongoSample(t, "Game", map[string]string{"mongo": mongotest.URI()}, 2); err == nil || !strings.Contains(err.Error(), "-db") {
 		t.Errorf("sample without a database: %v", err)
+	}
+}
+
+// TestMongoExplainSampleMapping: the sample shows the lookup mapping the
+// collection's schema record holds, none before EnsureIndexes decided
+// one.
+func TestMongoExplainSampleMapping(t *testing.T) {
+	db := mongotest.Start(t)
+	conn := map[string]string{"mongo": mongotest.URI(), "db": db.Name()}
+	games := game.NewGameMongoRepository(db, mongostore.UniqueTables())
+	if err := games.Create(context.Background(), &game.Game{ID: "a", FirstPlayer: "mary"}); err != nil {
+		t.Fatal(err)
+	}
+	smp, err := mongoSample(t, "Game", conn, 1)
+	if err != nil || smp == nil || smp.Lookups != "" {
+		t.Fatalf("sample before EnsureIndexes: %+v, %v; want no mapping", smp, err)
+	}
+	if err := games.EnsureIndexes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	smp, err = mongoSample(t, "Game", conn, 1)
+	if err != nil || smp == nil || smp.Lookups != mongostore.MappingUniqueTables {
+		t.Fatalf("sample after EnsureIndexes: %+v, %v; want mapping %q", smp, err, mongostore.MappingUniqueTables)
 	}
 }

@@ -60,6 +60,16 @@ func Native() Harness {
 	return h
 }
 
+// Default is the harness of repositories opened without mapping options:
+// their first EnsureIndexes probes the server and records the mapping (on
+// FerretDB unique lookups keep index tables, as under UniqueTables; on a
+// real MongoDB every lookup is a native index).
+func Default() Harness {
+	h := Native()
+	h.Name, h.Options = "mongo-default", nil
+	return h
+}
+
 // IndexTables is the harness of the mapping with every lookup in an index
 // table (noam:"lookup,table" on every lookup), so that the index-table
 // protocol stays tested.

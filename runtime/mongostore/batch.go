@@ -50,7 +50,7 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 // createBatch is CreateMany of blocks whose keys are set, setting errs.
 func (s *Store[T, K]) createBatch(ctx context.Context, ts []*T, errs []error) {
 	const op = "Create"
-	if s.x != nil {
+	if s.m().x != nil {
 		s.createTables(ctx, op, ts, errs, func(*T) int64 { return 1 })
 		return
 	}
@@ -76,7 +76,7 @@ func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 	switch {
 	case s.d.Counter != nil:
 		s.countedMany(ctx, "Put", ts, errs, s.putKeyed, s.Put)
-	case s.x != nil:
+	case s.m().x != nil:
 		s.putTables(ctx, ts, errs)
 	default:
 		s.putBatch(ctx, ts, nil, errs)
@@ -90,7 +90,7 @@ func (s *Store[T, K]) PutMany(ctx context.Context, ts []*T) []error {
 // index tables, each run of items of one kind is a batch, in slice
 // order.
 func (s *Store[T, K]) putKeyed(ctx context.Context, ts []*T, alloc []bool, errs []error) {
-	if s.x == nil {
+	if s.m().x == nil {
 		s.putBatch(ctx, ts, alloc, errs)
 		return
 	}
@@ -207,7 +207,13 @@ func (s *Store[T, K]) putRun(ctx context.Context, ts []*T, insert []bool, errs [
 func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	const op = "Delete"
 	errs := make([]error, len(ids))
-	if s.x != nil {
+	if err := s.settle(ctx, op); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if s.m().x != nil {
 		if len(ids) > 0 {
 			s.deleteTables(ctx, ids, errs)
 		}

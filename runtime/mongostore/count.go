@@ -29,7 +29,10 @@ var _ runtime.CountStore[struct{}, string] = (*Store[struct{}, string])(nil)
 
 // Count implements runtime.CountStore with one countDocuments.
 func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, now time.Time) (int64, bool, error) {
-	if l != nil && s.tables[l.Name] {
+	if err := s.settle(ctx, op); err != nil {
+		return 0, false, err
+	}
+	if l != nil && s.m().tables[l.Name] {
 		return 0, false, nil
 	}
 	filter := bson.D{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/index"
+	"github.com/noamgen/noamgen/runtime/mongostore/layout"
 )
 
 // Schema and layout evolution (runtime/evolve.go, README "Changing a
@@ -44,6 +45,9 @@ const SchemaCollection = "_noam_schema"
 type schemaDoc struct {
 	ID  string      `bson:"_id"`
 	Rec bson.Binary `bson:"rec"`
+	// Lookups is the collection's lookup mapping (mapping.go), "" when
+	// none is recorded yet (a record written before there was one).
+	Lookups string `bson:"lookups,omitempty"`
 }
 
 func (s *Store[T, K]) schema() *mongo.Collection {
@@ -51,8 +55,13 @@ func (s *Store[T, K]) schema() *mongo.Collection {
 }
 
 // LoadSchema reads the collection's schema record with one findOne; nil
-// when there is none.
+// when there is none. The store follows the lookup mapping recorded
+// beside it (mapping.go).
 func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
+	return s.loadSchema(ctx, "LoadSchema")
+}
+
+func (s *Store[T, K]) loadSchema(ctx context.Context, op string) ([]byte, error) {
 	var doc schemaDoc
 	runtime.RoundTrip(ctx)
 	err := s.schema().FindOne(ctx, ByID(s.coll.Name())).Decode(&doc)
@@ -60,8 +69,12 @@ func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, runtime.FailAt("LoadSchema", s.d.Aggregate, nil, "(schema record of collection "+s.coll.Name()+")", nil, err)
+		return nil, runtime.FailAt(op, s.d.Aggregate, nil, "(schema record of collection "+s.coll.Name()+")", nil, err)
 	}
+	if err := s.follow(op, doc.Lookups); err != nil {
+		return nil, err
+	}
+	s.settled.Store(true)
 	if doc.Rec.Data == nil {
 		return []byte{}, nil
 	}
@@ -71,13 +84,20 @@ func (s *Store[T, K]) LoadSchema(ctx context.Context) ([]byte, error) {
 // SaveSchema stores rec as the collection's schema record if the stored
 // one is still old: an insert when old is nil, else an updateOne whose
 // filter holds old. Either fails with runtime.ErrConflict when the record
-// is not old any more.
+// is not old any more. Once the store's lookup mapping is decided, it is
+// recorded with the record, on condition that the document records none
+// or the same (else ErrConflict, and the LoadSchema that follows fails
+// with ErrMappingConflict).
 func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	const op = "SaveSchema"
 	coll := s.coll.Name()
+	mapping, mapped := s.Mapping()
+	if !mapped {
+		mapping = ""
+	}
 	if old == nil {
 		runtime.RoundTrip(ctx)
-		_, err := s.schema().InsertOne(ctx, schemaDoc{ID: coll, Rec: bson.Binary{Data: rec}})
+		_, err := s.schema().InsertOne(ctx, schemaDoc{ID: coll, Rec: bson.Binary{Data: rec}, Lookups: mapping})
 		switch {
 		case mongo.IsDuplicateKeyError(err):
 			return runtime.FailAt(op, s.d.Aggregate, nil, "(the schema record of collection "+coll+" was written meanwhile)", runtime.ErrConflict, err)
@@ -86,9 +106,17 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 		}
 		return nil
 	}
+	filter := bson.D{{Key: "_id", Value: coll}, {Key: "rec", Value: bson.Binary{Data: old}}}
+	set := bson.D{{Key: "rec", Value: bson.Binary{Data: rec}}}
+	if mapping != "" {
+		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: layout.Mapping, Value: bson.D{{Key: "$exists", Value: false}}}},
+			bson.D{{Key: layout.Mapping, Value: mapping}},
+		}})
+		set = append(set, bson.E{Key: layout.Mapping, Value: mapping})
+	}
 	runtime.RoundTrip(ctx)
-	res, err := s.schema().UpdateOne(ctx, bson.D{{Key: "_id", Value: coll}, {Key: "rec", Value: bson.Binary{Data: old}}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "rec", Value: bson.Binary{Data: rec}}}}})
+	res, err := s.schema().UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return runtime.Fail(op, s.d.Aggregate, nil, nil, err)
 	}
@@ -108,7 +136,7 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) error {
 	const op = "EnsureIndexes"
 	table := TableName(s.coll.Name(), l.Name)
-	if s.tables[l.Name] {
+	if s.m().tables[l.Name] {
 		runtime.RoundTrip(ctx)
 		if _, err := Collection(s.coll.Database(), table).DeleteMany(ctx, bson.D{}); err != nil {
 			return runtime.FailAt(op, s.d.Aggregate, nil, fmt.Sprintf("(emptying the index table %s of lookup %s)", table, l), nil, err)
@@ -524,9 +552,9 @@ func (s *Store[T, K]) remap(ctx context.Context, had map[string]bool) error {
 	for _, l := range s.d.Lookups {
 		table := TableName(s.coll.Name(), l.Name)
 		switch {
-		case s.tables[l.Name] && !had[table]:
+		case s.m().tables[l.Name] && !had[table]:
 			fresh = append(fresh, l.Name)
-		case !s.tables[l.Name] && had[table]:
+		case !s.m().tables[l.Name] && had[table]:
 			runtime.RoundTrip(ctx)
 			if err := Collection(s.coll.Database(), table).Drop(ctx); err != nil {
 				return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(dropping the index table "+table+" of a lookup on a native index now)", nil, err)

@@ -111,10 +111,10 @@ func newIndexed[T any, K comparable](s *Store[T, K], ls []*runtime.Lookup[T], fi
 // the order of the descriptor's index-table lookups: for the primitives'
 // conformance suite (runtime/storetest/indextest).
 func (s *Store[T, K]) Primitives() index.Primitives[*T] {
-	if s.x == nil {
+	if s.m().x == nil {
 		return nil
 	}
-	return s.x
+	return s.m().x
 }
 
 // lookup finds an index-table lookup by name.

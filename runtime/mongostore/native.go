@@ -114,14 +114,14 @@ func nonZeroCond(p runtime.LookupPath) bson.D {
 // a value twice is runtime.ErrDuplicate naming the values and their
 // blocks (the index of the earlier version is then left in place).
 func (s *Store[T, K]) ensureNative(ctx context.Context) error {
-	if len(s.native) == 0 && len(s.tables) == 0 {
+	if len(s.m().native) == 0 && len(s.m().tables) == 0 {
 		return nil
 	}
 	specs, err := s.indexSpecs(ctx)
 	if err != nil {
 		return runtime.FailAt("EnsureIndexes", s.d.Aggregate, nil, "(listing the indexes of "+s.coll.Name()+")", nil, err)
 	}
-	for name := range s.tables {
+	for name := range s.m().tables {
 		if _, ok := specs[IndexName(name)]; ok {
 			if err := s.dropIndex(ctx, IndexName(name)); err != nil {
 				return err
@@ -129,7 +129,7 @@ func (s *Store[T, K]) ensureNative(ctx context.Context) error {
 		}
 	}
 	var first error
-	for _, n := range s.native {
+	for _, n := range s.m().native {
 		m := indexModel(n.l, !s.noPartial)
 		spec, exists := specs[n.index]
 		if exists && sameIndex(spec, m) {
@@ -489,7 +489,7 @@ func (s *Store[T, K]) getNative(ctx context.Context, op string, l *runtime.Looku
 // lookup in t is not valid UTF-8 (which MongoDB rejects and FerretDB
 // silently replaces).
 func (s *Store[T, K]) checkNative(op string, id K, t *T) error {
-	for _, n := range s.native {
+	for _, n := range s.m().native {
 		for _, v := range n.l.Keys(t) {
 			if err := runtime.CheckKey(op, s.d.Aggregate, id, "lookup "+s.coll.Name()+"."+n.l.Name, v); err != nil {
 				return err
@@ -501,7 +501,7 @@ func (s *Store[T, K]) checkNative(op string, id K, t *T) error {
 
 // uniqueNative reports whether a native unique index can refuse a write.
 func (s *Store[T, K]) uniqueNative() bool {
-	for _, n := range s.native {
+	for _, n := range s.m().native {
 		if n.l.Unique {
 			return true
 		}
@@ -535,7 +535,7 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 	}
 	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
-	for _, nl := range s.native {
+	for _, nl := range s.m().native {
 		if !nl.l.Unique || (strings.Contains(msg, "index: noam_") && !strings.Contains(msg, "index: "+nl.index+" ")) {
 			continue
 		}
@@ -568,6 +568,9 @@ func isDuplicate(err error) bool {
 // Store until they are all there (one listIndexes at the first write of a
 // process); aggregates without native unique lookups never ask.
 func (s *Store[T, K]) checkReady(ctx context.Context, op string) error {
+	if err := s.settle(ctx, op); err != nil {
+		return err
+	}
 	if s.ready.Load() {
 		return nil
 	}
@@ -579,7 +582,7 @@ func (s *Store[T, K]) checkReady(ctx context.Context, op string) error {
 	if err != nil {
 		return runtime.FailAt(op, s.d.Aggregate, nil, "(listing the unique indexes)", nil, err)
 	}
-	for _, n := range s.native {
+	for _, n := range s.m().native {
 		if !n.l.Unique {
 			continue
 		}

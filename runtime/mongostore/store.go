@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -30,9 +31,18 @@ type Store[T any, K comparable] struct {
 	d        *runtime.Desc[T, K]
 	coll     *mongo.Collection
 	counters *mongo.Collection
-	x        *indexed[T, K]    // nil without index-table lookups
-	native   []nativeLookup[T] // lookups served by native indexes
-	tables   map[string]bool   // names of index-table lookups
+	// lm places the lookups (mapping.go): set by Open from the options,
+	// replaced once by the mapping the collection's schema record holds or
+	// the first EnsureIndexes decides.
+	lm  atomic.Pointer[lookupMap[T, K]]
+	cfg config
+	// mapped is set once the mapping is the collection's (recorded, or
+	// decided by this Store's EnsureIndexes); settled once the schema
+	// record was read for it.
+	mapped, settled atomic.Bool
+	// recorded: the mapping is known to be in the schema record document.
+	recorded atomic.Bool
+	mapMu    sync.Mutex
 	// noPartial: unique native indexes are made without partial filters.
 	noPartial bool
 	// ready is set once the native unique indexes are known to exist
@@ -99,19 +109,32 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 			o(&c)
 		}
 	}
-	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), tables: map[string]bool{}, noPartial: c.noPartial, now: runtime.NowFunc(opts)}
+	s := &Store[T, K]{d: d, coll: Collection(db, d.Collection), cfg: c, noPartial: c.noPartial, now: runtime.NowFunc(opts)}
 	s.initAddrs()
 	if d.Counter != nil {
 		s.counters = Counters(db)
 	}
+	name := c.explicit()
+	if name == "" {
+		name = MappingNative // until the record or EnsureIndexes decides
+	}
+	s.lm.Store(s.mapLookups(name))
+	return s
+}
+
+// mapLookups places the lookups under mapping name (MappingNative,
+// MappingUniqueTables, MappingIndexTables).
+func (s *Store[T, K]) mapLookups(name string) *lookupMap[T, K] {
+	m := &lookupMap[T, K]{name: name, tables: map[string]bool{}}
+	c := config{tables: name == MappingIndexTables, uniqueTables: name == MappingUniqueTables}
 	var fields []string
 	var ls []*runtime.Lookup[T]
-	for _, l := range d.Lookups {
+	for _, l := range s.d.Lookups {
 		if !tableLookup(l, c) {
-			s.native = append(s.native, nativeLookup[T]{l: l, index: IndexName(l.Name)})
+			m.native = append(m.native, nativeLookup[T]{l: l, index: IndexName(l.Name)})
 			continue
 		}
-		s.tables[l.Name] = true
+		m.tables[l.Name] = true
 		ls = append(ls, l)
 		for _, f := range l.Fields {
 			if !slices.Contains(fields, f) {
@@ -120,9 +143,9 @@ func Open[T any, K comparable](db *mongo.Database, d *runtime.Desc[T, K], opts .
 		}
 	}
 	if len(ls) > 0 {
-		s.x = newIndexed(s, ls, fields)
+		m.x = newIndexed(s, ls, fields)
 	}
-	return s
+	return m
 }
 
 // tableLookup reports whether lookup l keeps an index table under c.
@@ -136,7 +159,7 @@ func tableLookup[T any](l *runtime.Lookup[T], c config) bool {
 
 // Native reports whether lookup name is served by a native index.
 func (s *Store[T, K]) Native(name string) bool {
-	for _, n := range s.native {
+	for _, n := range s.m().native {
 		if n.l.Name == name {
 			return true
 		}
@@ -147,11 +170,11 @@ func (s *Store[T, K]) Native(name string) bool {
 // tableReads reports whether a write of the given entry keys can change an
 // index-table lookup.
 func (s *Store[T, K]) tableReads(keys ...string) bool {
-	if s.x == nil {
+	if s.m().x == nil {
 		return false
 	}
 	for _, l := range s.d.LookupsOf(keys...) {
-		if s.tables[l.Name] {
+		if s.m().tables[l.Name] {
 			return true
 		}
 	}
@@ -161,7 +184,7 @@ func (s *Store[T, K]) tableReads(keys ...string) bool {
 // nativeReads reports whether a write of the given entry keys can change a
 // native lookup.
 func (s *Store[T, K]) nativeReads(keys ...string) bool {
-	for _, n := range s.native {
+	for _, n := range s.m().native {
 		for _, k := range keys {
 			if n.l.Reads(k) {
 				return true
@@ -177,7 +200,7 @@ func (s *Store[T, K]) Collection() *mongo.Collection { return s.coll }
 // Caps declares what MongoDB promises to this adapter.
 func (s *Store[T, K]) Caps() runtime.Caps {
 	// A nil store (explain asks one) answers for the index-table mapping.
-	return runtime.Caps{Name: "mongo", System: "mongodb", OrderedScan: true, AtomicLookups: s != nil && s.x == nil, MaxValueBytes: 16 << 20, MaxDepth: MaxDepth}
+	return runtime.Caps{Name: "mongo", System: "mongodb", OrderedScan: true, AtomicLookups: s != nil && s.m().x == nil, MaxValueBytes: 16 << 20, MaxDepth: MaxDepth}
 }
 
 // MaxDepth is the deepest nesting of documents and arrays of an entry's
@@ -537,12 +560,12 @@ func (s *Store[T, K]) insertDoc(ctx context.Context, op string, t *T, version in
 	if err := s.checkNative(op, id, t); err != nil {
 		return err
 	}
-	if s.x != nil {
+	if s.m().x != nil {
 		doc := s.doc(t, version, Stamp{})
 		if err := s.checkDoc(op, id, doc); err != nil {
 			return err
 		}
-		return s.x.Create(ctx, op, id, t, func(st Stamp) any { return s.doc(t, version, st) })
+		return s.m().x.Create(ctx, op, id, t, func(st Stamp) any { return s.doc(t, version, st) })
 	}
 	w, doc, err := s.encodeDoc(op, id, t, version)
 	if err != nil {
@@ -558,12 +581,12 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	if err := s.checkNative("Put", id, t); err != nil {
 		return err
 	}
-	if s.x != nil {
+	if s.m().x != nil {
 		doc := s.doc(t, want+1, Stamp{})
 		if err := s.checkDoc("Put", id, doc); err != nil {
 			return err
 		}
-		return s.x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
+		return s.m().x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
 	}
 	for range index.MaxAttempts {
 		// The created timestamp of a block that exists stays: read
@@ -740,8 +763,11 @@ func (s *Store[T, K]) Delete(ctx context.Context, id K) error {
 // condition), and with index-table lookups its index entries. It fails
 // with runtime.ErrNotFound if none does.
 func (s *Store[T, K]) delete(ctx context.Context, op string, filter bson.D, id K) error {
-	if s.x != nil {
-		return s.x.Delete(ctx, op, filter, id)
+	if err := s.settle(ctx, op); err != nil {
+		return err
+	}
+	if x := s.m().x; x != nil {
+		return x.Delete(ctx, op, filter, id)
 	}
 	runtime.RoundTrip(ctx)
 	res, err := s.coll.DeleteOne(ctx, filter)
@@ -776,7 +802,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 }
 
 func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
-	if s.x == nil || !s.tableReads(u.Keys()...) {
+	if s.m().x == nil || !s.tableReads(u.Keys()...) {
 		return s.updateOne(ctx, op, id, u)
 	}
 	// Through the lookup protocol: the filter and $set as bson.D.
@@ -825,7 +851,7 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 	for _, k := range s.unsetLens(u) {
 		unset = append(unset, bson.E{Key: LenKey + "." + k, Value: ""})
 	}
-	return s.x.Change(ctx, op, id, Change[*T]{
+	return s.m().x.Change(ctx, op, id, Change[*T]{
 		Filter: filter, Set: set, Unset: unset, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elemsOf(u),
 		Apply: func(t *T) {
 			for _, c := range u.Changes {
@@ -967,7 +993,7 @@ func (s *Store[T, K]) appendUpdate(w *docBuf, id K, u runtime.Update[T]) (int, b
 // block, is over MaxDocumentBytes (with the few bytes of a stamp, where the
 // lookup protocol adds one).
 func (s *Store[T, K]) checkDoc(op string, id K, doc bson.D) error {
-	if s.x != nil {
+	if s.m().x != nil {
 		doc = append(doc, bson.E{Key: SeqKey, Value: int64(1)}, bson.E{Key: IncKey, Value: int64(1)})
 	}
 	if n, ok := docBound(doc); ok && n <= MaxDocumentBytes {
@@ -1073,7 +1099,7 @@ func (s *Store[T, K]) appendElem(ctx context.Context, op string, id K, f *runtim
 		if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$push", Value: bson.D{{Key: f.Key, Value: elem}}}}); err != nil {
 			return 0, err
 		}
-		return s.x.Append(ctx, op, id, f.Key, elem, Change[*T]{
+		return s.m().x.Append(ctx, op, id, f.Key, elem, Change[*T]{
 			Set:   set,
 			Inc:   s.versionInc(),
 			Apply: func(t *T) { _ = f.AppendValue(t, elem) },
@@ -1199,20 +1225,27 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 // ReadLookup reads aggregates through lookup l: one find on its native
 // index, or through its index table.
 func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
-	if !s.tables[l.Name] {
+	if err := s.settle(ctx, op); err != nil {
+		return nil, nil, false, err
+	}
+	if !s.m().tables[l.Name] {
 		return s.readNative(ctx, op, l, rng, after, n)
 	}
 	r := *rng
 	r.After = after
-	return s.x.readLookup(ctx, op, l.Name, &r, n)
+	return s.m().x.readLookup(ctx, op, l.Name, &r, n)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l.
 func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T], value []byte) (*T, error) {
-	if !s.tables[l.Name] {
+	if err := s.settle(ctx, op); err != nil {
+		return nil, err
+	}
+	m := s.m()
+	if !m.tables[l.Name] {
 		return s.getNative(ctx, op, l, value)
 	}
-	return s.x.GetBy(ctx, op, l.Name, value)
+	return m.x.GetBy(ctx, op, l.Name, value)
 }
 
 // ReadScope reads the blocks of one counter scope in number order after
@@ -1250,14 +1283,18 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 // Repair rebuilds the index tables from the aggregates. Native lookups
 // need no repair: the report lists them under Native.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
+	if err := s.settle(ctx, "Repair"); err != nil {
+		return runtime.RepairReport{}, err
+	}
+	m := s.m()
 	var native []string
-	for _, n := range s.native {
+	for _, n := range m.native {
 		native = append(native, s.coll.Name()+"."+n.l.Name)
 	}
-	if s.x == nil {
+	if m.x == nil {
 		return runtime.RepairReport{Native: native}, nil
 	}
-	rep, err := s.x.Repair(ctx)
+	rep, err := m.x.Repair(ctx)
 	rep.Native = native
 	return rep, err
 }
@@ -1266,6 +1303,9 @@ func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) 
 // the native indexes; it follows a lookup moved between an index table and
 // a native index (remap).
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
+	if err := s.decide(ctx); err != nil {
+		return err
+	}
 	had, err := s.indexTables(ctx)
 	if err != nil {
 		return err
@@ -1274,8 +1314,8 @@ func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	if s.counters != nil {
 		more = append(more, CountersCollection)
 	}
-	if s.x != nil {
-		err = s.x.EnsureIndexes(ctx, more...)
+	if s.m().x != nil {
+		err = s.m().x.EnsureIndexes(ctx, more...)
 	} else {
 		err = EnsureCollections(ctx, s.coll.Database(), s.d.Aggregate, append([]string{s.coll.Name()}, more...)...)
 	}

@@ -197,14 +197,14 @@ func (s *Store[T, K]) checkTables(ctx context.Context, op string, t *T, version 
 	if err := s.checkDoc(op, id, s.doc(t, version, Stamp{})); err != nil {
 		return err
 	}
-	return s.x.checkValues(op, id, t)
+	return s.m().x.checkValues(op, id, t)
 }
 
 // createTables is CreateMany with index tables (no counter), and the
 // inserts of the new blocks of a PutMany with a counter (op "Put"): each
 // block's version is version(t).
 func (s *Store[T, K]) createTables(ctx context.Context, op string, ts []*T, errs []error, version func(*T) int64) {
-	x := s.x
+	x := s.m().x
 	var ready error
 	checked := false
 	var ws []index.Write
@@ -264,7 +264,7 @@ func (s *Store[T, K]) createTables(ctx context.Context, op string, ts []*T, errs
 // putTables is PutMany with index tables (no counter).
 func (s *Store[T, K]) putTables(ctx context.Context, ts []*T, errs []error) {
 	const op = "Put"
-	x := s.x
+	x := s.m().x
 	versioned := s.d.Version != nil
 	var ready error
 	checked := false
@@ -402,7 +402,7 @@ func (s *Store[T, K]) putTables(ctx context.Context, ts []*T, errs []error) {
 // when the first one removed it).
 func (s *Store[T, K]) deleteTables(ctx context.Context, ids []K, errs []error) {
 	const op = "Delete"
-	x := s.x
+	x := s.m().x
 	seen := make(map[K]bool, len(ids))
 	var first, again []int
 	var in []K
@@ -433,7 +433,7 @@ func (s *Store[T, K]) deleteTables(ctx context.Context, ids []K, errs []error) {
 // read is deleted by the single Delete.
 func (s *Store[T, K]) deleteRead(ctx context.Context, ids []K, first []int, states map[K]state[T], errs []error) {
 	const op = "Delete"
-	x := s.x
+	x := s.m().x
 	var sent []int
 	var models []mongo.WriteModel
 	for _, i := range first {

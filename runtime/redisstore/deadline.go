@@ -2,16 +2,46 @@ package redisstore
 
 import (
 	"errors"
+	stdruntime "runtime"
+	"sync"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// Context deadlines. go-redis applies a context's deadline to a command's
+// reads and writes only when the client's options have
+// ContextTimeoutEnabled; without it a call waits for a stalled server
+// until ReadTimeout (3 s by default), whatever its deadline. Open takes
+// the client as the application built it and, when it lacks the option,
+// sends the repository's commands through a client derived from it that
+// has it (DeadlineClient), so that the application's other commands keep
+// the behaviour it chose:
+//
+//   - a *redis.Client (also a failover client): a copy of it (go-redis's
+//     Client.WithTimeout) that shares its connection pool, with
+//     ContextTimeoutEnabled set: no connection more, nothing to close
+//     (closing the application's client closes the pool both use).
+//   - a *redis.ClusterClient or a *redis.Ring: a client of their own, made
+//     from the same options with ContextTimeoutEnabled set, closed when the
+//     application's client is garbage-collected. It has connection pools of
+//     its own (up to PoolSize more connections per node, made as the
+//     repositories need them) and its own view of the cluster's slots.
+//
+// A derived client is made once per client of the application and shared
+// by the repositories opened over it. go-redis copies no hooks to it (they
+// are the client's own, and WithTimeout's copy starts without them): the
+// hooks that should see the repositories' commands (tracing, metrics) are
+// added to DeadlineClient's result as well, before opening repositories.
+//
+// Options.StrictDeadlines turns this off: the client is used as given and
+// EnsureIndexes refuses one without ContextTimeoutEnabled.
+
 // ErrNoContextTimeout: the go-redis client does not apply context
 // deadlines to its commands (its options lack ContextTimeoutEnabled), so a
 // call would wait for a stalled server until the client's ReadTimeout
-// (3 s by default), whatever its deadline. EnsureIndexes fails with it
-// (wrapped in a *runtime.Error): build the client with
-// ContextTimeoutEnabled: true (README, "Redis").
+// (3 s by default), whatever its deadline. Under Options.StrictDeadlines,
+// EnsureIndexes fails with it (wrapped in a *runtime.Error).
 var ErrNoContextTimeout = errors.New("the go-redis client ignores context deadlines on reads: set ContextTimeoutEnabled in its options")
 
 // ContextTimeouts reports whether client c applies a context's deadline
@@ -28,4 +58,69 @@ func ContextTimeouts(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return true
+}
+
+// derived maps a client of the application (weakly: the entry goes when
+// the client is collected) to the client DeadlineClient derived from it.
+var derived sync.Map
+
+// DeadlineClient returns the client the repositories opened over c send
+// their commands through: c itself when it applies context deadlines
+// (ContextTimeouts), else the client derived from it (the same one for
+// every call with the same c; see "Context deadlines" in deadline.go). A
+// derived client has none of c's hooks: add to it those that should see
+// the repositories' commands (redisotel.InstrumentTracing(DeadlineClient(c))),
+// before opening them.
+func DeadlineClient(c redis.UniversalClient) redis.UniversalClient {
+	c, _ = unwrap(c)
+	if ContextTimeouts(c) {
+		return c
+	}
+	switch c := c.(type) {
+	case *redis.Client:
+		return derive(c, false, func() redis.UniversalClient {
+			d := c.WithTimeout(c.Options().ReadTimeout)
+			o := d.Options() // the copy's own options
+			o.WriteTimeout, o.ContextTimeoutEnabled = c.Options().WriteTimeout, true
+			return d
+		})
+	case *redis.ClusterClient:
+		return derive(c, true, func() redis.UniversalClient {
+			o := *c.Options()
+			o.ContextTimeoutEnabled = true
+			return redis.NewClusterClient(&o)
+		})
+	case *redis.Ring:
+		return derive(c, true, func() redis.UniversalClient {
+			o := *c.Options()
+			o.ContextTimeoutEnabled = true
+			return redis.NewRing(&o)
+		})
+	}
+	return c
+}
+
+// derive returns the client derived from c, made by mk the first time
+// with the round-trip hook; owned: it has connections of its own, closed
+// when c is collected.
+func derive[C any](c *C, owned bool, mk func() redis.UniversalClient) redis.UniversalClient {
+	k := weak.Make(c)
+	if d, ok := derived.Load(k); ok {
+		return d.(redis.UniversalClient)
+	}
+	d := mk()
+	if got, loaded := derived.LoadOrStore(k, d); loaded {
+		if owned {
+			_ = d.Close()
+		}
+		return got.(redis.UniversalClient)
+	}
+	countTrips(d)
+	stdruntime.AddCleanup(c, func(k weak.Pointer[C]) {
+		derived.Delete(k)
+		if owned {
+			_ = d.Close()
+		}
+	}, k)
+	return d
 }

@@ -112,7 +112,8 @@ const (
 
 // Store is the Redis adapter for aggregate class T with block keys K.
 type Store[T any, K comparable] struct {
-	c       redis.UniversalClient
+	c       redis.UniversalClient // the client the commands go through (DeadlineClient)
+	user    redis.UniversalClient // the client Open was given
 	w       redis.UniversalClient // c, or c with Options.WaitReplicas (wait.go)
 	d       *runtime.Desc[T, K]
 	naming  // the names of block hashes
@@ -144,8 +145,12 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K], o
 		}
 	}
 	countTrips(c)
+	user := c
+	if !o.StrictDeadlines {
+		c = DeadlineClient(c)
+	}
 	_, cluster := c.(*redis.ClusterClient)
-	s := &Store[T, K]{c: c, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d), now: runtime.NowFunc(opts)}
+	s := &Store[T, K]{c: c, user: user, w: writer(c, o), d: d, naming: naming{coll: d.Collection, parts: componentTags(d.Keys.Bytes(zero))}, cluster: cluster, evo: newEvolution(d), now: runtime.NowFunc(opts)}
 	s.px = &prims[*T]{c: s.c, w: s.w, names: s.naming, decode: func(bk []byte, h map[string]string) (*T, error) {
 		r := runtime.NewKeyReader(bk)
 		id, err := d.Keys.Read(r)
@@ -172,8 +177,10 @@ func (s *Store[T, K]) id(bk []byte) any {
 	return runtime.FormatKey(bk)
 }
 
-// Client returns the client.
-func (s *Store[T, K]) Client() redis.UniversalClient { return s.c }
+// Client returns the client Open was given (without the Options
+// WithOptions added); the commands go through DeadlineClient of it unless
+// Options.StrictDeadlines.
+func (s *Store[T, K]) Client() redis.UniversalClient { return s.user }
 
 // Cluster reports whether the client is a cluster client: the block
 // listing and the index tables are then kept by the lookup protocol.

@@ -937,8 +937,9 @@ func loadScripts(ctx context.Context, c redis.Scripter) error {
 }
 
 // Ensure loads the scripts on the server (on every master of a cluster);
-// Redis needs nothing else created up front. It fails with
-// ErrNoContextTimeout if the client ignores context deadlines.
+// Redis needs nothing else created up front. Under
+// Options.StrictDeadlines it fails with ErrNoContextTimeout if the client
+// ignores context deadlines.
 func (s *Store[T, K]) Ensure(ctx context.Context) error {
 	if !ContextTimeouts(s.c) {
 		return s.fail("EnsureIndexes", nil, nil, ErrNoContextTimeout)

@@ -60,6 +60,11 @@ type Options struct {
 	// the client's ReadTimeout and to the context's deadline, so that the
 	// reply is read in time.
 	WaitTimeout time.Duration
+	// StrictDeadlines makes the adapter use the client exactly as given:
+	// EnsureIndexes then fails with ErrNoContextTimeout when the client
+	// lacks ContextTimeoutEnabled, instead of the repositories' commands
+	// going through a client derived from it that has it (DeadlineClient).
+	StrictDeadlines bool
 }
 
 // RepoOption makes Options a runtime.Option.

@@ -228,3 +228,19 @@ func nativeIndex(l access.Lookup) access.Index {
 // TableName is the index-table collection of lookup l of collection c
 // (mongostore.TableName).
 func TableName(c, l string) string { return c + "__" + l }
+
+// The lookup mapping a collection's schema record document holds (field
+// Mapping beside the record, "rec"): how its lookups are kept, decided at
+// its first EnsureIndexes and followed by every repository over it.
+const (
+	Mapping = "lookups"
+	// MappingNative: a lookup on native indexes of the collection, those
+	// noam:"lookup,table" marks (and composite lookups over a slice) in
+	// index tables.
+	MappingNative = "native"
+	// MappingUniqueTables: unique lookups in index tables too (a server
+	// without partial indexes or per-element unique multikey indexes).
+	MappingUniqueTables = "unique-tables"
+	// MappingIndexTables: every lookup in an index table.
+	MappingIndexTables = "index-tables"
+)

@@ -147,3 +147,31 @@ func (redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		return next(ctx, cmds)
 	}
 }
+
+// DefaultClient returns harness h whose repositories get, in place of the
+// harness's client, one built from its options with go-redis's default of
+// ContextTimeoutEnabled (false), over the same servers: the client most
+// applications already have.
+func DefaultClient(h storetest.Harness) storetest.Harness {
+	open := h.Open
+	h.Open = func(t *testing.T) storetest.DB {
+		db := open(t)
+		var c redis.UniversalClient
+		switch hc := db.Handle.(type) {
+		case *redis.Client:
+			o := *hc.Options()
+			o.ContextTimeoutEnabled = false
+			c = redis.NewClient(&o)
+		case *redis.ClusterClient:
+			o := *hc.Options()
+			o.ContextTimeoutEnabled = false
+			c = redis.NewClusterClient(&o)
+		default:
+			t.Fatalf("redisharness: no default client for a %T", db.Handle)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		db.Handle = countRedis(c)
+		return db
+	}
+	return h
+}

@@ -30,6 +30,18 @@ func TestDeadlines(t *testing.T) { storetest.Deadlines(t, redisharness.NodePriva
 // after the caller's deadline.
 func TestDeadlinesCluster(t *testing.T) { storetest.Deadlines(t, redisharness.ClusterPrivate()) }
 
+// TestDeadlinesDefaultClient runs the deadline test with a client built
+// with go-redis's default options (no ContextTimeoutEnabled), which the
+// adapter replaces by one derived from it that applies deadlines.
+func TestDeadlinesDefaultClient(t *testing.T) {
+	storetest.Deadlines(t, redisharness.DefaultClient(redisharness.NodePrivate()))
+}
+
+// TestDeadlinesClusterDefaultClient: the same on a cluster.
+func TestDeadlinesClusterDefaultClient(t *testing.T) {
+	storetest.Deadlines(t, redisharness.DefaultClient(redisharness.ClusterPrivate()))
+}
+
 // TestEvolution runs the schema and layout evolution suite on a single
 // node.
 func TestEvolution(t *testing.T) { storetest.Evolution(t, redisharness.Node()) }

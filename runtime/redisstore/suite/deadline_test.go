@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,28 +17,97 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest/model"
 )
 
-// TestEnsureNeedsContextTimeout: a client that ignores context deadlines
-// (go-redis without ContextTimeoutEnabled) makes EnsureIndexes fail with
-// redisstore.ErrNoContextTimeout; with it, EnsureIndexes succeeds.
-func TestEnsureNeedsContextTimeout(t *testing.T) {
-	srv := redistest.Server(t)
+// defaultNode returns the shared node's client and one to the same
+// server built with go-redis's default of ContextTimeoutEnabled (false).
+func defaultNode(t *testing.T) (srv, c *redis.Client) {
+	srv = redistest.Server(t)
 	opts := *srv.Options()
 	opts.ContextTimeoutEnabled = false
-	c := redis.NewClient(&opts)
-	defer c.Close()
+	c = redis.NewClient(&opts)
+	t.Cleanup(func() { c.Close() })
+	return srv, c
+}
+
+// TestEnsureNeedsContextTimeout: a client that ignores context deadlines
+// (go-redis without ContextTimeoutEnabled) is taken as it is, through a
+// client derived from it (DeadlineClient) that applies them; under
+// Options.StrictDeadlines EnsureIndexes refuses it with
+// redisstore.ErrNoContextTimeout, and takes a client with the option.
+func TestEnsureNeedsContextTimeout(t *testing.T) {
+	srv, c := defaultNode(t)
+	opts := *c.Options()
 	if redisstore.ContextTimeouts(c) || !redisstore.ContextTimeouts(srv) {
 		t.Fatal("ContextTimeouts does not read the client's options")
 	}
-	err := model.NewMatchRedisRepository(c).EnsureIndexes(bg)
+	if d := redisstore.DeadlineClient(c); !redisstore.ContextTimeouts(d) || d == redis.UniversalClient(c) || redisstore.DeadlineClient(c) != d {
+		t.Fatalf("DeadlineClient of a client without ContextTimeoutEnabled: %v, want one client of its own that has it", d)
+	}
+	if c.Options().ContextTimeoutEnabled {
+		t.Fatal("DeadlineClient changed the options of the client it was given")
+	}
+	if d := redisstore.DeadlineClient(srv); d != redis.UniversalClient(srv) {
+		t.Fatalf("DeadlineClient of a client with ContextTimeoutEnabled: %v, want the client itself", d)
+	}
+	must(t, model.NewMatchRedisRepository(c).EnsureIndexes(bg))
+
+	strict := redisstore.WithOptions(c, redisstore.Options{StrictDeadlines: true})
+	err := model.NewMatchRedisRepository(strict).EnsureIndexes(bg)
 	var re *runtime.Error
 	if !errors.Is(err, redisstore.ErrNoContextTimeout) || !errors.As(err, &re) {
-		t.Fatalf("EnsureIndexes with a client without ContextTimeoutEnabled: %v, want a *runtime.Error matching ErrNoContextTimeout", err)
+		t.Fatalf("EnsureIndexes under StrictDeadlines with a client without ContextTimeoutEnabled: %v, want a *runtime.Error matching ErrNoContextTimeout", err)
 	}
-	must(t, model.NewMatchRedisRepository(srv).EnsureIndexes(bg))
+	err = model.NewMatchRedisRepository(c, redisstore.Options{StrictDeadlines: true}).EnsureIndexes(bg)
+	if !errors.Is(err, redisstore.ErrNoContextTimeout) {
+		t.Fatalf("EnsureIndexes with the option StrictDeadlines: %v, want ErrNoContextTimeout", err)
+	}
+	must(t, model.NewMatchRedisRepository(redisstore.WithOptions(srv, redisstore.Options{StrictDeadlines: true})).EnsureIndexes(bg))
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{opts.Addr}})
 	defer cc.Close()
-	if redisstore.ContextTimeouts(cc) {
-		t.Fatal("ContextTimeouts of a cluster client without ContextTimeoutEnabled")
+	if redisstore.ContextTimeouts(cc) || !redisstore.ContextTimeouts(redisstore.DeadlineClient(cc)) {
+		t.Fatal("ContextTimeouts of a cluster client without ContextTimeoutEnabled, or of the client derived from it")
+	}
+}
+
+// hookCount counts the commands and pipelines a client's hook sees.
+type hookCount struct{ n *atomic.Int64 }
+
+func (hookCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h hookCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h hookCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+// TestDefaultClientHooks: the repositories opened over a client without
+// ContextTimeoutEnabled send their commands through DeadlineClient of it,
+// which has none of the client's hooks (go-redis copies none): a hook
+// added to DeadlineClient's result sees them, on a single node and on a
+// cluster, and the client's own hook only the application's commands.
+func TestDefaultClientHooks(t *testing.T) {
+	_, c := defaultNode(t)
+	cl := redistest.Cluster(t)
+	copts := *cl.Options()
+	copts.ContextTimeoutEnabled = false
+	cc := redis.NewClusterClient(&copts)
+	defer cc.Close()
+	for _, c := range []redis.UniversalClient{c, cc} {
+		var own, derived atomic.Int64
+		c.AddHook(hookCount{&own})
+		redisstore.DeadlineClient(c).AddHook(hookCount{&derived})
+		matches := model.NewMatchRedisRepository(c)
+		must(t, matches.EnsureIndexes(bg))
+		must(t, matches.Create(bg, &model.Match{ID: "h1", Code: "code-h1", Region: "r", Venue: model.Venue{City: "Rome"}}))
+		if _, err := matches.Get(bg, "h1"); err != nil {
+			t.Fatal(err)
+		}
+		if derived.Load() < 2 || own.Load() != 0 {
+			t.Fatalf("%T: the hook of DeadlineClient saw %d commands of EnsureIndexes, a Create and a Get (want 2 or more), the client's own %d (want 0)", c, derived.Load(), own.Load())
+		}
+		must(t, c.Ping(bg).Err())
+		if own.Load() != 1 {
+			t.Fatalf("%T: the client's own hook saw %d commands of a Ping, want 1", c, own.Load())
+		}
 	}
 }
 
