@@ -319,6 +319,10 @@ type BuildProgress struct {
 	Lookups    []string // the lookups being built
 	Blocks     int      // blocks scanned so far
 	Done       bool
+	// Unreadable lists the blocks the build could not decode (each an
+	// *Error of kind ErrUnreadable naming the block), which the lookups
+	// built do not index: set in the last report (Done).
+	Unreadable []*Error
 }
 
 type buildProgressKey struct{}
@@ -665,9 +669,35 @@ func (r Repo[T, K]) build(ctx context.Context, names []string) error {
 	if err != nil {
 		return err
 	}
+	progress.Unreadable = rep.Unreadable
 	if report != nil {
 		progress.Done = true
 		report(progress)
 	}
-	return nil
+	return unreadableBuilt(r.D.Aggregate, names, rep.Unreadable)
+}
+
+// unreadableBuilt is the error of a build of lookups names that met
+// blocks it could not decode (nil when there were none): the lookups are
+// complete for every other block, those blocks are in none of them. It
+// is an *Error of kind ErrUnreadable whose Err joins the blocks' own
+// (BuildProgress.Unreadable lists them too).
+func unreadableBuilt(agg string, names []string, blocks []*Error) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, min(len(blocks), 10))
+	errs := make([]error, len(blocks))
+	for i, b := range blocks {
+		errs[i] = b
+		if i < cap(ids) {
+			ids = append(ids, fmt.Sprintf("%q", fmt.Sprint(b.ID)))
+		}
+	}
+	list := strings.Join(ids, ", ")
+	if len(blocks) > len(ids) {
+		list += fmt.Sprintf(" and %d more", len(blocks)-len(ids))
+	}
+	detail := fmt.Sprintf("(lookups %s built without %d blocks that do not decode: %s; they are in none of these lookups until they are fixed or deleted and Repair runs)", strings.Join(names, ", "), len(blocks), list)
+	return FailAt("EnsureIndexes", agg, nil, detail, ErrUnreadable, errors.Join(errs...))
 }

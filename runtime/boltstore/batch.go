@@ -64,6 +64,7 @@ func (s *Store[T, K]) writeMany(ctx context.Context, op string, ts []*T, write f
 // indexable checks, before t is written into blk, that every index entry
 // it will hold may be written (block.indexable), recording the failure.
 func (s *Store[T, K]) indexable(blk *block, t *T) {
+	s.checkHolders(blk)
 	for _, l := range s.lookups {
 		for _, k := range l.Keys(t) {
 			if blk.indexable(l.Name, l.Unique, k); blk.err != nil {

@@ -195,6 +195,11 @@ type block struct {
 	err      error
 	lookups  map[string]*bbolt.Bucket // index buckets opened by this write
 	names    map[string]string        // Collection.names
+	// held, when set, reports whether the block whose key is holder, read
+	// in this transaction, holds value of the unique lookup name: a claim
+	// naming a block that does not (it is gone, or no longer holds the
+	// value) is free to this block.
+	held func(name string, value, holder []byte) bool
 
 	keys, bytes, deletes int64 // what this transaction wrote
 }

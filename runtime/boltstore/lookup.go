@@ -156,6 +156,9 @@ func (b *block) indexable(name string, unique bool, value []byte) (bk *bbolt.Buc
 	}
 	stored = bk.Get(k)
 	if unique && stored != nil && !bytes.Equal(stored, b.blockKey) {
+		if b.held != nil && !b.held(name, value, stored) {
+			return bk, k, v, nil // a stale claim: taken over
+		}
 		b.err = b.failAt(fmt.Sprintf("%s %s (held by %s)", name, FormatKey(value), FormatKey(stored)), runtime.ErrDuplicate)
 	}
 	return

@@ -20,7 +20,10 @@ import (
 // supported, and no error is ambiguous. Each method is one transaction.
 type primitives[T any, K comparable] struct{ s *Store[T, K] }
 
-var _ index.Primitives[*struct{}] = primitives[struct{}, string]{}
+var (
+	_ index.Primitives[*struct{}] = primitives[struct{}, string]{}
+	_ index.HeldPutter[*struct{}] = primitives[struct{}, string]{}
+)
 
 // item reads the item at key k of lookup l from its bucket (nil if none).
 func (p primitives[T, K]) item(l indexTable[T], ib *bbolt.Bucket, k []byte) *index.Item {
@@ -60,6 +63,11 @@ func meets(it *index.Item, c index.Cond) bool {
 
 // updateItems runs fn on the bucket of lookup l in one write transaction.
 func (p primitives[T, K]) updateItems(ctx context.Context, l int, fn func(indexTable[T], *bbolt.Bucket, *block) error) error {
+	return p.updateIn(ctx, l, func(_ *bbolt.Tx, lt indexTable[T], ib *bbolt.Bucket, stats *block) error { return fn(lt, ib, stats) })
+}
+
+// updateIn is updateItems whose fn also gets the transaction.
+func (p primitives[T, K]) updateIn(ctx context.Context, l int, fn func(*bbolt.Tx, indexTable[T], *bbolt.Bucket, *block) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -70,7 +78,7 @@ func (p primitives[T, K]) updateItems(ctx context.Context, l int, fn func(indexT
 		if err != nil {
 			return err
 		}
-		return fn(p.s.lookups[l], ib, &stats)
+		return fn(tx, p.s.lookups[l], ib, &stats)
 	})
 	if err == nil {
 		written.keys.Add(stats.keys)
@@ -88,22 +96,45 @@ func (p primitives[T, K]) PutItem(ctx context.Context, l int, it index.Item, c i
 		if prev = p.item(lt, ib, it.Key); !meets(prev, c) {
 			return nil
 		}
-		v := []byte{}
-		if lt.Unique {
-			v = bytes.Clone(it.Block)
-		} else if _, blockKey, err := entry(lt, it.Key, nil); err != nil || !bytes.Equal(blockKey, it.Block) {
-			return fmt.Errorf("index table %s: key %x does not end with block key %x", lt.Name, it.Key, it.Block)
-		}
-		if stats.putIn(ib, bytes.Clone(it.Key), v); stats.err != nil {
-			return stats.err
-		}
 		ok = true
-		return nil
+		return putItem(lt, ib, stats, it)
 	})
 	if err != nil || c.Kind != index.Always {
-		prev = nil
+		ok, prev = ok && err == nil, nil
 	}
 	return ok, prev, err
+}
+
+// putItem writes it in bucket ib of lookup lt.
+func putItem[T any](lt indexTable[T], ib *bbolt.Bucket, stats *block, it index.Item) error {
+	v := []byte{}
+	if lt.Unique {
+		v = bytes.Clone(it.Block)
+	} else if _, blockKey, err := entry(lt, it.Key, nil); err != nil || !bytes.Equal(blockKey, it.Block) {
+		return fmt.Errorf("index table %s: key %x does not end with block key %x", lt.Name, it.Key, it.Block)
+	}
+	stats.putIn(ib, bytes.Clone(it.Key), v)
+	return stats.err
+}
+
+// PutHeld implements index.HeldPutter: in the transaction of the put,
+// block it.Block is read again (the fields the lookups read) and must
+// hold the item (holds), so that a write of the block since Repair read
+// it cannot leave an item of a value the block no longer holds.
+func (p primitives[T, K]) PutHeld(ctx context.Context, l int, it index.Item, c index.Cond, _ index.Block[*T], holds func(index.Block[*T]) bool) (bool, error) {
+	ok := false
+	err := p.updateIn(ctx, l, func(tx *bbolt.Tx, lt indexTable[T], ib *bbolt.Bucket, stats *block) error {
+		if !meets(p.item(lt, ib, it.Key), c) {
+			return nil
+		}
+		b, found := p.blockIn(tx, it.Block, p.s.readIndexed)
+		if !found || !holds(b) {
+			return nil
+		}
+		ok = true
+		return putItem(lt, ib, stats, it)
+	})
+	return ok && err == nil, err
 }
 
 // GetItems reads the items of lookup l with the given keys.
@@ -176,25 +207,33 @@ func (p primitives[T, K]) ReadBlocks(ctx context.Context, keys [][]byte) ([]inde
 	}
 	var out []index.Block[*T]
 	err := view(ctx, p.s.c.DB, func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte(p.s.c.Name))
-		if b == nil {
-			return nil
-		}
 		for _, k := range keys {
-			id, err := p.s.id(k)
-			if err != nil {
-				continue // no block of this collection has that key
+			if b, ok := p.blockIn(tx, k, func(blk *block, _ ...string) (*T, error) { return p.s.read(blk, blk.id.(K)) }); ok {
+				out = append(out, b)
 			}
-			blk := p.s.c.block(tx, b, "Repair", id)
-			if !blk.Exists() {
-				continue
-			}
-			t, err := p.s.read(blk, id)
-			out = append(out, index.Block[*T]{Key: bytes.Clone(k), Value: t, Err: err})
 		}
 		return nil
 	})
 	return out, err
+}
+
+// blockIn reads block k in transaction tx with read (ok false: no such
+// block).
+func (p primitives[T, K]) blockIn(tx *bbolt.Tx, k []byte, read func(*block, ...string) (*T, error)) (index.Block[*T], bool) {
+	b := tx.Bucket([]byte(p.s.c.Name))
+	if b == nil {
+		return index.Block[*T]{}, false
+	}
+	id, err := p.s.id(k)
+	if err != nil {
+		return index.Block[*T]{}, false // no block of this collection has that key
+	}
+	blk := p.s.c.block(tx, b, "Repair", id)
+	if !blk.Exists() {
+		return index.Block[*T]{}, false
+	}
+	t, err := read(blk)
+	return index.Block[*T]{Key: bytes.Clone(k), Value: t, Err: err}, true
 }
 
 // ScanBlocks reads up to limit blocks after after in block-key order,

@@ -136,11 +136,42 @@ func (s *Store[T, K]) readIndexed(blk *block, fields ...string) (*T, error) {
 
 // index moves the block's lookup entries from old's values to nw's.
 func (s *Store[T, K]) index(blk *block, old, nw *T, only []*runtime.Lookup[T]) {
+	s.checkHolders(blk)
 	for i, l := range s.lookups {
 		if only == nil || slices.Contains(only, s.d.Lookups[i]) {
 			reindexTable(blk, l, old, nw)
 		}
 	}
+}
+
+// checkHolders makes the unique claims blk meets free when their holder
+// does not hold the value (block.held).
+func (s *Store[T, K]) checkHolders(blk *block) {
+	blk.held = func(name string, value, holder []byte) bool { return s.holds(blk, name, value, holder) }
+}
+
+// holds reports whether block holder, read in the transaction of blk,
+// holds value of the unique lookup whose bucket is name. A block that does
+// not decode is taken to hold it (Repair reports it).
+func (s *Store[T, K]) holds(blk *block, name string, value, holder []byte) bool {
+	id, err := s.id(holder)
+	if err != nil {
+		return false // a claim naming no block of the collection
+	}
+	hb := s.c.block(blk.tx, blk.bucket, blk.op, id)
+	if !hb.Exists() {
+		return false
+	}
+	t, err := s.readIndexed(hb)
+	if err != nil {
+		return true
+	}
+	for _, l := range s.lookups {
+		if l.Name == name {
+			return holds(l.Keys(t), value)
+		}
+	}
+	return true
 }
 
 func (s *Store[T, K]) putElems(blk *block, f *runtime.Field[T], t *T) {

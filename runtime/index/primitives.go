@@ -149,6 +149,25 @@ type FieldReader[T any] interface {
 	ReadFields(ctx context.Context, keys [][]byte) ([]Block[T], error)
 }
 
+// HeldPutter may be implemented by the Primitives of a store that writes
+// a block and its index items in one atomic step (bbolt's transactions,
+// the scripts of a single Redis node), whose items carry none of the
+// protocol's fields: a write of the block removes the items of the values
+// it takes away whoever wrote them. Repair then writes an item only in one
+// step with a check that its block still holds the value, so that a block
+// written since Repair read it cannot be left with an item of a value it
+// no longer holds. Without it, Repair writes the item and reads the block
+// again after (the protocol's items tell Repair's own apart).
+type HeldPutter[T any] interface {
+	// PutHeld is PutItem (condition Absent or Same) of item it, applied
+	// only if, in the same atomic step, block it.Block is still the block
+	// b Repair read: the store compares its stamp with b.Stamp where its
+	// blocks carry one, or reads it again and asks holds. It reports
+	// whether the item was written (false: the item or the block
+	// changed; Repair reads them again).
+	PutHeld(ctx context.Context, l int, it Item, c Cond, b Block[T], holds func(Block[T]) bool) (bool, error)
+}
+
 // NextAfter is the next position of a page of ScanBlocks read with limit
 // limit by a store whose positions are block keys: the last block's key,
 // or nil when the page is short (the scan is done).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/noamgen/noamgen/runtime"
 )
@@ -30,7 +29,11 @@ import (
 // position o.After (Primitives.ScanBlocks) and calls o.OnPage after each
 // page with the position of the next (nil after the last), and with
 // o.Lookups set only those lookups get items and the second pass does not
-// run, which makes the build safe while the application writes.
+// run, which makes the build safe while the application writes: the first
+// pass writes an item only for a block that still holds its value
+// (HeldPutter), or reads the blocks again after and takes back the items
+// of blocks that changed meanwhile (repairKeys), so that a build leaves
+// no item a block does not hold and misses none it does.
 func (e *Engine[T]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	var rep runtime.RepairReport
 	held := conflicts{}
@@ -118,7 +121,13 @@ func building(names []string, name string) bool {
 }
 
 // repairKeys makes sure the items of lookup l of a page of blocks are
-// there and point at them.
+// there and point at them. It runs while the application writes (a
+// lookup build): an item is written for a block as Repair read it, with
+// that block's stamp, so that it is never newer than a write of the
+// block that follows; with HeldPutter the item is written only if the
+// block is still as read, otherwise the blocks are read again after the
+// items are written and an item of a block that changed meanwhile and no
+// longer holds the value is taken back, unless a write has touched it.
 func (e *Engine[T]) repairKeys(ctx context.Context, l int, page []Block[T], rep *runtime.RepairReport, held conflicts) error {
 	lk := e.Lookups[l]
 	type want struct {
@@ -144,57 +153,144 @@ func (e *Engine[T]) repairKeys(ctx context.Context, l int, page []Block[T], rep 
 			stored[string(it.Key)] = it
 		}
 	}
-	now := time.Now().UnixNano()
+	var written []Item
 	for _, w := range wants {
-		mine := Item{Key: w.key, Block: w.block.Key, Inc: w.block.Stamp.Inc, Seq: now}
-		it, ok := stored[string(w.key)]
-		switch {
-		case !ok:
-			done, _, err := e.P.PutItem(ctx, l, mine, Cond{Kind: Absent})
-			if err != nil {
-				return err
-			}
-			if done {
-				rep.Added++
-				stored[string(w.key)] = mine
-			}
-			continue
-		case bytes.Equal(it.Block, w.block.Key) && it.Inc == w.block.Stamp.Inc:
-			continue // as it should be
-		case !bytes.Equal(it.Block, w.block.Key):
-			// A unique value recorded for another block: keep it there if
-			// that block holds it and comes first.
-			holders, err := e.readFields(ctx, []Item{it})
-			if err != nil {
-				return err
-			}
-			holder, found := find(holders, it.Block)
-			if found && holder.Err == nil && Holds(LookupKeys(true, lk.Values(holder.Value), holder.Key), w.key) {
-				// Both hold it: the first in key order keeps it (blocks
-				// may come in any order, so the holders are gathered and
-				// reported at the end).
-				held.add(l, w.key, holder.Key, w.block.Key)
-				if bytes.Compare(holder.Key, w.block.Key) < 0 {
-					if holder.Stamp.Inc == it.Inc {
-						continue
-					}
-					mine.Block, mine.Inc = holder.Key, holder.Stamp.Inc
-				}
-			}
+		var it *Item
+		if s, ok := stored[string(w.key)]; ok {
+			it = &s
 		}
-		// The wrong block, or an item of an earlier incarnation of this
-		// block: correct it.
-		done, _, err := e.P.PutItem(ctx, l, mine, Cond{Kind: Same, Item: it})
+		put, err := e.repairKey(ctx, l, w.key, *w.block, it, rep, held)
 		if err != nil {
 			return err
 		}
-		if done {
-			rep.Removed++
-			rep.Added++
-			stored[string(w.key)] = mine
+		if put != nil {
+			stored[string(w.key)] = *put
+			written = append(written, *put)
 		}
 	}
+	if _, ok := e.P.(HeldPutter[T]); ok || len(written) == 0 {
+		return nil
+	}
+	// Read the blocks again: an item written for a block that has changed
+	// since the page was read, and no longer holds the value, goes (on
+	// condition that no write has touched it since: a write of the block
+	// upserts its own).
+	blocks, err := e.readFields(ctx, written)
+	if err != nil {
+		return err
+	}
+	for _, it := range written {
+		b, found := find(blocks, it.Block)
+		if found && b.Err == nil && b.Stamp.Inc == it.Inc && Holds(LookupKeys(lk.Unique, lk.Values(b.Value), b.Key), it.Key) {
+			continue
+		}
+		n, err := e.P.DeleteItems(ctx, l, [][]byte{it.Key}, Cond{Kind: Same, Item: it})
+		if err != nil {
+			return err
+		}
+		rep.Added -= n
+	}
 	return nil
+}
+
+// repairKey makes sure item key of lookup l of block b (as read) is there
+// and points at it; it (nil: none) is the item stored, as read. It
+// returns the item it wrote (nil: none).
+func (e *Engine[T]) repairKey(ctx context.Context, l int, key []byte, b Block[T], it *Item, rep *runtime.RepairReport, held conflicts) (*Item, error) {
+	lk := e.Lookups[l]
+	holds := func(x Block[T]) bool {
+		return x.Err == nil && Holds(LookupKeys(lk.Unique, lk.Values(x.Value), x.Key), key)
+	}
+	hp, checked := e.P.(HeldPutter[T])
+	for range e.attempts() {
+		target := b // the block the item is to point at
+		cond := Cond{Kind: Absent}
+		if it != nil {
+			cond = Cond{Kind: Same, Item: *it}
+			switch {
+			case bytes.Equal(it.Block, b.Key) && it.Inc == b.Stamp.Inc:
+				return nil, nil // as it should be
+			case bytes.Equal(it.Block, b.Key):
+				// Of another incarnation: the block's current one (a
+				// Create after Repair read it), or that of a Create of
+				// the key in use, which undoes it. Decide on the block
+				// as it is now.
+				bs, err := e.readFields(ctx, []Item{{Block: b.Key}})
+				if err != nil {
+					return nil, err
+				}
+				fresh, found := find(bs, b.Key)
+				if !found || !holds(fresh) || fresh.Stamp.Inc == it.Inc {
+					return nil, nil // its writes answer for the item
+				}
+				b, target = fresh, fresh
+			case !bytes.Equal(it.Block, b.Key):
+				// A unique value recorded for another block: keep it
+				// there if that block holds it and comes first.
+				holders, err := e.readFields(ctx, []Item{*it})
+				if err != nil {
+					return nil, err
+				}
+				holder, found := find(holders, it.Block)
+				if found && holds(holder) {
+					// Both hold it: the first in key order keeps it
+					// (blocks may come in any order, so the holders are
+					// gathered and reported at the end).
+					held.add(l, key, holder.Key, b.Key)
+					if bytes.Compare(holder.Key, b.Key) < 0 {
+						if holder.Stamp.Inc == it.Inc {
+							return nil, nil
+						}
+						target = holder
+					}
+				}
+			}
+		}
+		// The item is missing, points at the wrong block, or at an
+		// earlier incarnation of this block: write it.
+		mine := Item{Key: key, Block: target.Key, Inc: target.Stamp.Inc, Seq: target.Stamp.Seq}
+		var done bool
+		var err error
+		if checked {
+			done, err = hp.PutHeld(ctx, l, mine, cond, target, holds)
+		} else {
+			done, _, err = e.P.PutItem(ctx, l, mine, cond)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			rep.Added++
+			if it != nil {
+				rep.Removed++
+			}
+			return &mine, nil
+		}
+		// The item (or, with HeldPutter, the block) changed since it was
+		// read: read it again (a write's item may be one its write
+		// undoes). A block that no longer holds the value needs no item
+		// (its write took care of it).
+		if checked {
+			bs, err := e.readFields(ctx, []Item{{Block: b.Key}})
+			if err != nil {
+				return nil, err
+			}
+			fresh, found := find(bs, b.Key)
+			if !found || !holds(fresh) {
+				return nil, nil
+			}
+			b = fresh
+		}
+		items, err := e.P.GetItems(ctx, l, [][]byte{key})
+		if err != nil {
+			return nil, err
+		}
+		it = nil
+		if len(items) == 1 {
+			it = &items[0]
+		}
+	}
+	return nil, runtime.FailAt("Repair", e.Agg, e.id(b.Key), "(lookup "+lk.Name+" "+runtime.FormatKey(key)+": the block kept changing while its entry was written)", runtime.ErrConflict, nil)
 }
 
 // repairItems is Repair's second pass over the items of lookup l.

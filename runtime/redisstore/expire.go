@@ -9,11 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // Expiry. A block hash gets the native expiry of its expires time
-// (PEXPIREAT, by the server's clock) in the run of every write that sets
-// the expires entry, and loses it (PERSIST) when the entry becomes zero.
+// (PEXPIREAT, by the server's clock; on a cluster StaleAfter later, see
+// expireKey) in the run of every write that sets the expires entry, and
+// loses it (PERSIST) when the entry becomes zero.
 // What Redis removes is the block hash alone: its listing member, its
 // index members and its claims stay behind. Reads verify them (a member
 // whose block is gone answers nothing), a unique value whose claim names
@@ -127,28 +129,61 @@ func (s *Store[T, K]) expireKey(p *prog, k string, exp time.Time) {
 		p.change("persist", k)
 		return
 	}
+	if s.cluster {
+		// On a cluster a unique claim without its block may be a write
+		// in flight, taken over only once StaleAfter old: the server
+		// removes the block StaleAfter after it expires (or is written
+		// expired), and until then a write that needs one of its unique
+		// values finds it expired and removes it with its claims
+		// (runtime's purge), so that the value is free at once.
+		if now := s.now(); exp.Before(now) {
+			exp = now
+		}
+		exp = exp.Add(StaleAfter)
+	}
 	p.change("pexpireat", k, strconv.FormatInt(exp.UnixMilli(), 10))
 }
 
 // freeClaim removes the claim of a unique value (the note of a failed
-// claim check, "<lookup index>:<value>", held by block key owner) if the
-// block that holds it is gone (removed by its native expiry), in one run
-// that checks the block is still absent; it reports whether it did, so
-// that the write that found the claim runs again.
+// claim check, "<lookup index>:<value>", held by block key f.detail) if
+// the block it names does not hold the value: the block is gone (removed
+// by its native expiry, or by a write that left the claim behind) or
+// holds another value. It runs one script that checks the block is still
+// as read (absent, or with the stamp read); it reports whether it removed
+// the claim, so that the write that found it runs again. A single node
+// writes a block and its claims in one run, so a claim is never one of a
+// write in flight there.
 func (s *Store[T, K]) freeClaim(ctx context.Context, f *failure) (bool, error) {
-	if s.d.Expires == nil || f.detail == "" {
+	if f.detail == "" {
 		return false, nil
 	}
 	idx, v, ok := cutNote(f.note)
 	if !ok || idx >= len(s.d.Lookups) || !s.d.Lookups[idx].Unique {
 		return false, nil
 	}
+	holder := []byte(f.detail)
+	h, err := s.c.HGetAll(ctx, s.blockKey(holder)).Result()
+	if err != nil {
+		return false, err
+	}
 	lk := s.lookupKeys(idx)
 	p := &prog{}
-	p.check("", "absent", p.k(s.blockKey([]byte(f.detail))))
+	b := p.k(s.blockKey(holder))
+	if len(h) == 0 {
+		p.check("", "absent", b)
+	} else {
+		t, err := s.px.decode(holder, h)
+		if err != nil || index.Holds(index.LookupKeys(true, s.d.Lookups[idx].Keys(t), holder), []byte(v)) {
+			return false, nil // held (an unreadable holder is taken to hold it)
+		}
+		p.check("", "seq", b, h[seqField])
+	}
 	p.change("hdelif", p.k(lk.claims), v, f.detail)
 	if _, err := p.run(ctx, s.w); err != nil {
 		if _, exists := failed(err, "exists"); exists {
+			return false, nil
+		}
+		if _, changed := failed(err, "changed"); changed {
 			return false, nil
 		}
 		return false, err

@@ -37,8 +37,14 @@ import (
 // A block's stamp is its hidden fields _seq (decimal, zero-padded) and
 // _inc (base 36; absent for 0).
 const ixSource = `
-local z, meta, claims = KEYS[1], KEYS[2], KEYS[3]
 local op = ARGV[1]
+local nk, block = #KEYS, nil
+if op == 'putat' then
+  -- a put on a single node checked against its block (the last key)
+  block, nk = KEYS[nk], nk - 1
+end
+local z, meta, claims = KEYS[1], KEYS[2], nil
+if nk >= 3 then claims = KEYS[3] end
 -- norm strips the leading zeros of a decimal ('' stands for 0).
 local function norm(s) return (string.gsub(s or '', '^0+', '')) end
 local function less(a, b)
@@ -99,6 +105,14 @@ local function remove(k, blk)
   end
 end
 local function body()
+  if op == 'putat' then
+    -- put, on condition that the block still has the stamp ARGV[11]
+    -- (seq), ARGV[12] (inc, '' for none)
+    if redis.call('EXISTS', block) == 0 then return {'ok', 0} end
+    local st = redis.call('HMGET', block, '_seq', '_inc')
+    if norm(st[1] or '') ~= norm(ARGV[11]) or (st[2] or '') ~= ARGV[12] then return {'ok', 0} end
+    op = 'put'
+  end
   if op == 'put' then
     -- key, block, inc, seq, mark, condition, its arguments
     local k, b = ARGV[2], ARGV[3]
@@ -352,6 +366,30 @@ func (p *prims[V]) PutItem(ctx context.Context, l int, it index.Item, c index.Co
 		return n == 1, prev, &notAcked{what: what, u: short}
 	}
 	return n == 1, prev, nil
+}
+
+// nodePrims are the primitives of a single node, where a block and its
+// items change in one script run: Repair writes an item on condition
+// of its block's stamp (index.HeldPutter).
+type nodePrims[V any] struct{ *prims[V] }
+
+var _ index.HeldPutter[struct{}] = nodePrims[struct{}]{}
+
+// PutHeld implements index.HeldPutter: one script run that puts the item
+// only if block it.Block still has the stamp of b (every write of a
+// block moves its _seq).
+func (p nodePrims[V]) PutHeld(ctx context.Context, l int, it index.Item, c index.Cond, b index.Block[V], _ func(index.Block[V]) bool) (bool, error) {
+	args := append([]any{"putat", it.Key, it.Block, encInc(it.Inc), pad(it.Seq), encInc(it.W)}, condArgs(c)...)
+	args = append(args, strconv.FormatInt(b.Stamp.Seq, 10), incText(b.Stamp.Inc))
+	r, err := p.run(ctx, p.w, append(p.keys(l), p.names.blockKey(it.Block)), args...)
+	if u, ok := isUnreplicated(err); ok {
+		return false, &notAcked{what: "lookup entry not replicated", u: u}
+	}
+	if err != nil {
+		return false, err
+	}
+	n, _ := r[0].(int64)
+	return n == 1, nil
 }
 
 // GetItems implements index.Primitives: one script run.

@@ -160,6 +160,9 @@ func Open[T any, K comparable](c redis.UniversalClient, d *runtime.Desc[T, K], o
 		return s.decode(id, h)
 	}}
 	s.eng = &index.Engine[*T]{Agg: d.Aggregate, P: s.px, ID: s.id, StaleAfter: func() time.Duration { return StaleAfter }, Atomic: !cluster}
+	if !cluster {
+		s.eng.P = nodePrims[*T]{s.px}
+	}
 	for i, l := range d.Lookups {
 		lk := s.lookupKeys(i)
 		s.px.lookups = append(s.px.lookups, ixLookup{z: lk.z, meta: lk.meta, claims: lk.claims, parts: l.Parts})

@@ -14,10 +14,12 @@ import (
 // removes the members no block hash has and adds the blocks it lacks. A
 // unique value held by several blocks stays with the first in block-key
 // order; the others are reported. Run it while nothing else writes the
-// collection.
+// collection. A lookup build (runtime.RepairOptions.Lookups) leaves the
+// listing alone: a block deleted between its SCAN and its ZADD would be
+// listed again.
 func (s *Store[T, K]) Repair(ctx context.Context) (runtime.RepairReport, error) {
 	rep, err := s.eng.Repair(ctx)
-	if err != nil {
+	if err != nil || runtime.RepairOptionsOf(ctx).Lookups != nil {
 		return rep, err
 	}
 	if err := s.repairListing(ctx); err != nil {

@@ -40,6 +40,9 @@ var evolutionTests = []subtest{
 	{name: "AddUniqueLookupOverDuplicates", fn: testEvoUniqueOverDuplicates, startUp: true},
 	{name: "ResumedBuild", fn: testEvoResumedBuild, startUp: true},
 	{name: "RemoveLookup", fn: testEvoRemoveLookup, startUp: true},
+	{name: "BuildUnderWriters", fn: testEvoBuildUnderWriters, startUp: true},
+	{name: "UniqueBuildUnderDeletes", fn: testEvoUniqueBuildUnderDeletes, startUp: true},
+	{name: "BuildUnreadable", fn: testEvoBuildUnreadable, startUp: true},
 	{name: "AddVersion", fn: testEvoAddVersion, startUp: true},
 	{name: "Fields", fn: testEvoFields, startUp: true},
 }

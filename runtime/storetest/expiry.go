@@ -25,6 +25,7 @@ var expiryTests = []subtest{
 	{name: "Expiry", startUp: true, fn: testExpiry},
 	{name: "ExpiryWrites", startUp: true, fn: testExpiryWrites},
 	{name: "ExpiryPassedOnTheServer", startUp: true, fn: testExpiryPassedOnTheServer},
+	{name: "ExpiryUniqueFreedOnTheServer", startUp: true, fn: testExpiryUniqueFreedOnTheServer},
 }
 
 // expiryBase is the test's moment 0: far ahead of the real clock.
@@ -605,9 +606,8 @@ func testExpiryWrites(t *testing.T, e *env) {
 // an expires time already past (an aggregate ended at once, or written
 // late) is absent from the write on: Get, GetBy and the listing leave it
 // out, an entry-level write fails with ErrNotFound and leaves nothing
-// behind, and its key takes a new block. Unique values are not reused
-// here: a block the store's native expiry removed holds its values until
-// StaleAfter on the stores that run the lookup protocol (README, Expiry). A store whose native expiry
+// behind, and its key takes a new block (ExpiryUniqueFreedOnTheServer
+// reuses unique values). A store whose native expiry
 // removes it at once (Redis's PEXPIREAT of a past time) must remove it
 // whole, leaving no stray entry that reads as a block of zero fields.
 func testExpiryPassedOnTheServer(t *testing.T, e *env) {
