@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -136,7 +137,11 @@ func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func
 	now := r.Now()
 	if op == "PutMany" {
 		// An expired block is absent to PutMany too (Put's clearExpired).
-		if err := r.clearExpiredMany(ctx, send, now); err != nil {
+		ids := make([]K, len(send))
+		for j, t := range send {
+			ids[j] = *r.D.ID(t)
+		}
+		if _, err := r.clearExpiredMany(ctx, ids, now); err != nil {
 			for _, i := range idx {
 				b.errs[i] = r.ctxErr(ctx, single, err)
 			}
@@ -200,6 +205,26 @@ func (r Repo[T, K]) deleteMany(ctx context.Context, ids []K) error {
 			continue
 		}
 		idx, send = append(idx, i), append(send, id)
+	}
+	// An expired block is absent to DeleteMany too (Delete's liveWrite):
+	// removed first, its item fails with ErrNotFound.
+	removed, err := r.clearExpiredMany(ctx, send, r.Now())
+	if err != nil {
+		for _, i := range idx {
+			b.errs[i] = r.ctxErr(ctx, "Delete", err)
+		}
+		return b.result(r.D.Aggregate)
+	}
+	if slices.Contains(removed, true) {
+		live, at := send[:0:0], idx[:0:0]
+		for j, id := range send {
+			if removed[j] {
+				b.errs[idx[j]] = FailAt("Delete", r.D.Aggregate, id, "(expired)", ErrNotFound, nil)
+				continue
+			}
+			live, at = append(live, id), append(at, idx[j])
+		}
+		send, idx = live, at
 	}
 	var errs []error
 	if bs, ok := r.S.(BatchStore[T, K]); ok && len(send) > 0 {

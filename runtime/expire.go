@@ -252,37 +252,37 @@ func (r Repo[T, K]) clearExpired(ctx context.Context, id K, now time.Time) (bool
 	return r.S.DeleteExpired(ctx, id, now)
 }
 
-// clearExpiredMany is clearExpired for the blocks ts of a PutMany: one
-// read of their keys (the store's GetMany), then the conditional
-// DeleteExpired of each that has expired at now (none, usually), so that
-// the batch writes over them as over missing blocks, as Put does.
-func (r Repo[T, K]) clearExpiredMany(ctx context.Context, ts []*T, now time.Time) error {
-	if r.D.Expires == nil || len(ts) == 0 {
-		return nil
-	}
-	ids := make([]K, len(ts))
-	for i, t := range ts {
-		ids[i] = *r.D.ID(t)
+// clearExpiredMany is clearExpired for the blocks ids of a batch
+// (PutMany, DeleteMany): one read of their keys (the store's GetMany),
+// then the conditional DeleteExpired of each that has expired at now
+// (none, usually), so that the batch writes over them as over missing
+// blocks, as Put does, and DeleteMany finds them absent, as Delete does.
+// removed[i] reports the items whose block it removed (a key given twice
+// is removed once, at its first item).
+func (r Repo[T, K]) clearExpiredMany(ctx context.Context, ids []K, now time.Time) (removed []bool, err error) {
+	removed = make([]bool, len(ids))
+	if r.D.Expires == nil || len(ids) == 0 {
+		return removed, nil
 	}
 	stored, err := r.S.GetMany(ctx, ids)
 	if err != nil {
-		return err
+		return removed, err
 	}
-	for _, id := range ids {
+	for i, id := range ids {
 		t := stored[id]
 		if t == nil || !r.D.Expired(t, now) {
 			continue
 		}
 		delete(stored, id) // a key given twice is removed once
-		if _, err := r.S.DeleteExpired(ctx, id, now); err != nil {
-			return err
+		if removed[i], err = r.S.DeleteExpired(ctx, id, now); err != nil {
+			return removed, err
 		}
 	}
-	return nil
+	return removed, nil
 }
 
-// liveWrite runs write, an entry-level write (op) of block id, over the
-// block as live at now: an expired block is removed first and the write
+// liveWrite runs write, an entry-level write or a Delete (op) of block
+// id, over the block as live at now: an expired block is removed first and the write
 // fails with ErrNotFound without running, as for a missing block. When
 // the write fails with ErrDuplicate (a unique value it writes), the
 // expired blocks that hold the values the block would have after changes

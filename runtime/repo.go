@@ -42,25 +42,51 @@ func (r Repo[T, K]) GetMany(ctx context.Context, ids []K) (m map[K]*T, err error
 
 // Create stores a new block.
 func (r Repo[T, K]) Create(ctx context.Context, t *T) error {
-	if !r.hooked() || t == nil {
+	if !r.hooked() {
 		return r.create(ctx, t)
 	}
-	return r.run(ctx, r.written("Create", t), func(ctx context.Context) error { return r.create(ctx, t) })
+	return r.runWritten(ctx, "Create", []*T{t}, func(ctx context.Context) error { return r.create(ctx, t) })
 }
 
 // Put creates or replaces a block whole.
 func (r Repo[T, K]) Put(ctx context.Context, t *T) error {
-	if !r.hooked() || t == nil {
+	if !r.hooked() {
 		return r.put(ctx, t)
 	}
-	return r.run(ctx, r.written("Put", t), func(ctx context.Context) error { return r.put(ctx, t) })
+	return r.runWritten(ctx, "Put", []*T{t}, func(ctx context.Context) error { return r.put(ctx, t) })
 }
 
-// written is the Call of a whole-block write of t: every entry of it.
-func (r Repo[T, K]) written(op string, t *T) *Call {
-	c := r.call(op, *r.D.ID(t))
-	c.Entries = r.D.Entries(t)
-	return c
+// runWritten runs write, a whole-block write of ts (Create, Put and their
+// batches), through the hooks. Its Call names the keys of the aggregates
+// (a nil one, which the write refuses, names none) and every entry of
+// them; the keys are named again when the write returns, so that hooks
+// see the number a counter gave a block rather than the zero asked for.
+func (r Repo[T, K]) runWritten(ctx context.Context, op string, ts []*T, write func(context.Context) error) error {
+	c := r.call(op)
+	c.Keys = r.keysOf(ts)
+	for _, t := range ts {
+		if t != nil {
+			c.Entries = append(c.Entries, r.D.Entries(t)...)
+		}
+	}
+	return r.run(ctx, c, func(ctx context.Context) error {
+		err := write(ctx)
+		if r.D.Counter != nil {
+			c.Keys = r.keysOf(ts)
+		}
+		return err
+	})
+}
+
+// keysOf returns the block keys of the aggregates ts that are not nil.
+func (r Repo[T, K]) keysOf(ts []*T) []any {
+	keys := make([]any, 0, len(ts))
+	for _, t := range ts {
+		if t != nil {
+			keys = append(keys, *r.D.ID(t))
+		}
+	}
+	return keys
 }
 
 // Delete removes a block.
@@ -292,7 +318,7 @@ func (r Repo[T, K]) CreateMany(ctx context.Context, ts []*T) error {
 	if !r.hooked() {
 		return r.createMany(ctx, ts)
 	}
-	return r.run(ctx, r.writtenMany("CreateMany", ts), func(ctx context.Context) error { return r.createMany(ctx, ts) })
+	return r.runWritten(ctx, "CreateMany", ts, func(ctx context.Context) error { return r.createMany(ctx, ts) })
 }
 
 // PutMany creates or replaces blocks whole, each as Put would; the items
@@ -301,20 +327,7 @@ func (r Repo[T, K]) PutMany(ctx context.Context, ts []*T) error {
 	if !r.hooked() {
 		return r.putMany(ctx, ts)
 	}
-	return r.run(ctx, r.writtenMany("PutMany", ts), func(ctx context.Context) error { return r.putMany(ctx, ts) })
-}
-
-// writtenMany is the Call of a batch of whole-block writes: the keys of
-// the aggregates and every entry of them.
-func (r Repo[T, K]) writtenMany(op string, ts []*T) *Call {
-	c := r.call(op)
-	for _, t := range ts {
-		if t != nil {
-			c.Keys = append(c.Keys, *r.D.ID(t))
-			c.Entries = append(c.Entries, r.D.Entries(t)...)
-		}
-	}
-	return c
+	return r.runWritten(ctx, "PutMany", ts, func(ctx context.Context) error { return r.putMany(ctx, ts) })
 }
 
 // DeleteMany removes blocks, each as Delete would; the items that fail

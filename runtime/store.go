@@ -372,7 +372,9 @@ func (r Repo[T, K]) del(ctx context.Context, id K) error {
 	if err := r.writeKey("Delete", id); err != nil {
 		return err
 	}
-	return r.ctxErr(ctx, "Delete", r.S.Delete(ctx, id))
+	// An expired block is absent: removed with its lookup entries, and
+	// the Delete fails with ErrNotFound, as for a missing block.
+	return r.ctxErr(ctx, "Delete", r.liveWrite(ctx, "Delete", id, nil, func() error { return r.S.Delete(ctx, id) }))
 }
 
 // Set writes the changes of one entry-level setter (op) of block id.

@@ -244,6 +244,10 @@ const (
 	// PerItemWrite: the requests of each item's single call but its
 	// counter's (the batch moved the counter already).
 	PerItemWrite Term = "per request of each item's single call, its counter's left out"
+	// PerPipeline: the pipelines a batch's commands go in, bounded in
+	// commands and bytes (Redis: redisstore.MaxPipelineCommands,
+	// MaxPipelineBytes); one for a batch within both bounds.
+	PerPipeline Term = "per pipeline of up to 1,000 commands and 4 MB, sent one after the other"
 )
 
 // Once reports whether t counts only the first time an operation meets it
@@ -364,7 +368,7 @@ type Store struct {
 	Costs       []Cost
 	// ClearExpired is what the store's DeleteExpired sends for a block
 	// that has not expired: the repository's writes of a block by key
-	// (Put, Set, SetAt, Append, Update) of an aggregate with an expires
+	// (Put, Set, SetAt, Append, Update, Delete) of an aggregate with an expires
 	// field take these steps first, to remove the block had it expired
 	// (runtime/expire.go, clearExpired), so that the write finds it
 	// absent.
@@ -376,7 +380,7 @@ type Store struct {
 // expires field.
 func clearsExpired(m Method) bool {
 	switch m {
-	case Put, Set, SetAt, Append, Update:
+	case Put, Set, SetAt, Append, Update, Delete:
 		return true
 	}
 	return false
@@ -543,7 +547,7 @@ func (st *Store) steps(s *Shape, op Op, c Cost, v Vars) []step {
 	if clearsExpired(op.Method) && HasExpires.Holds(st, s, op) {
 		all = append(slices.Clip(st.ClearExpired), c.Steps...)
 	}
-	if op.Method == PutMany && HasExpires.Holds(st, s, op) {
+	if (op.Method == PutMany || op.Method == DeleteMany) && HasExpires.Holds(st, s, op) {
 		// The batch's blocks read first (runtime/expire.go,
 		// clearExpiredMany), to remove those that expired.
 		read := op

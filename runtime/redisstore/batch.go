@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -87,14 +86,11 @@ func (s *Store[T, K]) CreateMany(ctx context.Context, ts []*T) []error {
 	}
 	cs := make([]*creation[T, K], len(ts))
 	incr := make([]*redis.IntCmd, len(ts))
-	_, perr := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, t := range ts {
-			if cs[i], errs[i] = s.prepareCreate(op, t); errs[i] == nil && cs[i].alloc {
-				incr[i] = p.Incr(ctx, cs[i].counter)
-			}
+	perr := pipelines(ctx, s.c, len(ts), func(p redis.Pipeliner, i int) {
+		if cs[i], errs[i] = s.prepareCreate(op, ts[i]); errs[i] == nil && cs[i].alloc {
+			incr[i] = p.Incr(ctx, cs[i].counter)
 		}
-		return nil
-	})
+	}, nil)
 	var ps []*pending[K]
 	for i, c := range cs {
 		if errs[i] != nil {
@@ -165,25 +161,23 @@ func (s *Store[T, K]) putPipelined(ctx context.Context, ts []*T, errs []error) {
 	fields := make([][]string, len(ts))
 	hget := make([]*redis.StringCmd, len(ts))
 	hgetall := make([]*redis.MapStringStringCmd, len(ts))
-	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, t := range ts {
-			id := *s.d.ID(t)
-			if errs[i] = s.nameTooLarge(op, id); errs[i] != nil {
-				continue
-			}
-			want[i] = s.d.VersionOf(t)
-			if fields[i], errs[i] = s.fields(op, id, t, want[i]+1); errs[i] != nil {
-				continue
-			}
-			if s.d.Created != nil {
-				hget[i] = p.HGet(ctx, s.BlockKey(id), s.d.Created.Key)
-			}
-			if len(s.d.Lookups) > 0 {
-				hgetall[i] = p.HGetAll(ctx, s.BlockKey(id))
-			}
+	_ = pipelines(ctx, s.c, len(ts), func(p redis.Pipeliner, i int) {
+		t := ts[i]
+		id := *s.d.ID(t)
+		if errs[i] = s.nameTooLarge(op, id); errs[i] != nil {
+			return
 		}
-		return nil
-	})
+		want[i] = s.d.VersionOf(t)
+		if fields[i], errs[i] = s.fields(op, id, t, want[i]+1); errs[i] != nil {
+			return
+		}
+		if s.d.Created != nil {
+			hget[i] = p.HGet(ctx, s.BlockKey(id), s.d.Created.Key)
+		}
+		if len(s.d.Lookups) > 0 {
+			hgetall[i] = p.HGetAll(ctx, s.BlockKey(id))
+		}
+	}, nil)
 	var ps []*pending[K]
 	for i, t := range ts {
 		if errs[i] != nil {
@@ -238,14 +232,11 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	}
 	hgetall := make([]*redis.MapStringStringCmd, len(ids))
 	if len(s.d.Lookups) > 0 {
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, id := range ids {
-				if errs[i] = s.nameTooLarge(op, id); errs[i] == nil {
-					hgetall[i] = p.HGetAll(ctx, s.BlockKey(id))
-				}
+		_ = pipelines(ctx, s.c, len(ids), func(p redis.Pipeliner, i int) {
+			if errs[i] = s.nameTooLarge(op, ids[i]); errs[i] == nil {
+				hgetall[i] = p.HGetAll(ctx, s.BlockKey(ids[i]))
 			}
-			return nil
-		})
+		}, nil)
 	}
 	var ps []*pending[K]
 	for i, id := range ids {
@@ -280,7 +271,7 @@ func (s *Store[T, K]) DeleteMany(ctx context.Context, ids []K) []error {
 	return errs
 }
 
-// runAll runs the writes ps in one pipeline, in order, and sets the error
+// runAll runs the writes ps in pipelines (pipelines.go), in order, and sets the error
 // of each item to what done makes of its outcome (settle's: a failed
 // check as *failure, a taken value as runtime.ErrDuplicate, a lost reply
 // read back). A write whose run is too large for one argument, or that
@@ -300,28 +291,31 @@ func (s *Store[T, K]) runAll(ctx context.Context, ps []*pending[K], errs []error
 	}()
 	// With WaitReplicas, one WAIT after the runs: a *redis.Client sends
 	// a pipeline on one connection, whose writes WAIT counts.
+	// Each pipeline of runs (pipelines.go) ends with its WAIT.
 	oc, node, waited := s.waitedNode()
-	var wt *redis.IntCmd
-	var timeout time.Duration
-	_, _ = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for j, p := range ps {
-			if errs[p.i] = s.ready(p.w); errs[p.i] != nil {
-				continue
-			}
-			progs[j] = s.nodeProg(p.w)
-			p.bp = packPool.Get().(*[]byte)
-			var err error
-			if p.args, p.notes, err = progs[j].pack(p.bp); err != nil || len(p.args) != 1 {
-				continue // too large for one run: on its own
-			}
-			cmds[j] = pipe.EvalSha(ctx, vm.Hash(), progs[j].keys, p.args...)
+	var wts []*redis.IntCmd // per pipeline, with its timeout
+	var timeouts []time.Duration
+	of := make([]int, len(ps))
+	var end func(redis.Pipeliner, bool)
+	if waited {
+		end = func(pipe redis.Pipeliner, _ bool) {
+			timeout := oc.timeout(ctx, node)
+			wts, timeouts = append(wts, oc.wait(ctx, pipe, timeout)), append(timeouts, timeout)
 		}
-		if waited && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return c != nil }) {
-			timeout = oc.timeout(ctx, node)
-			wt = oc.wait(ctx, pipe, timeout)
+	}
+	_ = pipelines(ctx, s.c, len(ps), func(pipe redis.Pipeliner, j int) {
+		p := ps[j]
+		if errs[p.i] = s.ready(p.w); errs[p.i] != nil {
+			return
 		}
-		return nil
-	})
+		progs[j] = s.nodeProg(p.w)
+		p.bp = packPool.Get().(*[]byte)
+		var err error
+		if p.args, p.notes, err = progs[j].pack(p.bp); err != nil || len(p.args) != 1 {
+			return // too large for one run: on its own
+		}
+		cmds[j], of[j] = pipe.EvalSha(ctx, vm.Hash(), progs[j].keys, p.args...), len(wts)
+	}, end)
 	for j, p := range ps {
 		if progs[j] == nil {
 			continue
@@ -332,8 +326,8 @@ func (s *Store[T, K]) runAll(ctx context.Context, ps []*pending[K], errs []error
 			n, err = progs[j].run(ctx, s.w)
 		} else {
 			res, rerr := cmds[j].Slice()
-			if rerr == nil && wt != nil {
-				rerr = oc.short(res, wt, timeout)
+			if rerr == nil && waited {
+				rerr = oc.short(res, wts[of[j]], timeouts[of[j]])
 			}
 			n, err = reply(res, rerr, p.notes)
 		}

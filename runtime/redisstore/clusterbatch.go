@@ -57,13 +57,11 @@ func (p *prims[V]) ClaimItems(ctx context.Context, l int, its []index.Item) ([]b
 		return ok, errs
 	}
 	cmds := make([]*redis.Cmd, len(its))
-	_, _ = p.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for j, it := range its {
-			args := append([]any{"put", it.Key, it.Block, encInc(it.Inc), pad(it.Seq), encInc(it.W)}, condArgs(absent)...)
-			cmds[j] = pipe.EvalSha(ctx, ix.Hash(), p.keys(l), args...)
-		}
-		return nil
-	})
+	_ = pipelines(ctx, p.c, len(its), func(pipe redis.Pipeliner, j int) {
+		it := its[j]
+		args := append([]any{"put", it.Key, it.Block, encInc(it.Inc), pad(it.Seq), encInc(it.W)}, condArgs(absent)...)
+		cmds[j] = pipe.EvalSha(ctx, ix.Hash(), p.keys(l), args...)
+	}, nil)
 	for j, cmd := range cmds {
 		res, err := p.piped(cmd)
 		if err != nil && (noScript(err) || errors.Is(err, runtime.ErrUnavailable)) {
@@ -114,13 +112,10 @@ func (p *prims[V]) DeleteEach(ctx context.Context, l int, keys [][]byte, conds [
 		return err
 	}
 	cmds := make([]*redis.Cmd, len(keys))
-	_, _ = p.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for j, k := range keys {
-			args := append(append([]any{"del"}, condArgs(conds[j])...), k)
-			cmds[j] = pipe.EvalSha(ctx, ix.Hash(), p.keys(l), args...)
-		}
-		return nil
-	})
+	_ = pipelines(ctx, p.c, len(keys), func(pipe redis.Pipeliner, j int) {
+		args := append(append([]any{"del"}, condArgs(conds[j])...), keys[j])
+		cmds[j] = pipe.EvalSha(ctx, ix.Hash(), p.keys(l), args...)
+	}, nil)
 	var first error
 	for j, cmd := range cmds {
 		_, err := p.piped(cmd)
@@ -225,19 +220,16 @@ func (s *Store[T, K]) blockRuns(ctx context.Context, wr []*write[K], idx []int, 
 			}
 		}
 	}()
-	_, _ = s.w.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for j, k := range idx {
-			p := wr[k].block
-			bps[j] = packPool.Get().(*[]byte)
-			args, ns, err := p.pack(bps[j])
-			if err != nil || len(args) != 1 {
-				continue // too large for one run: on its own
-			}
-			notes[j] = ns
-			cmds[j] = pipe.EvalSha(ctx, vm.Hash(), p.keys, args...)
+	_ = pipelines(ctx, s.w, len(idx), func(pipe redis.Pipeliner, j int) {
+		p := wr[idx[j]].block
+		bps[j] = packPool.Get().(*[]byte)
+		args, ns, err := p.pack(bps[j])
+		if err != nil || len(args) != 1 {
+			return // too large for one run: on its own
 		}
-		return nil
-	})
+		notes[j] = ns
+		cmds[j] = pipe.EvalSha(ctx, vm.Hash(), p.keys, args...)
+	}, nil)
 	for j, k := range idx {
 		w := wr[k]
 		var err error
@@ -307,18 +299,15 @@ func (s *Store[T, K]) putCluster(ctx context.Context, ts []*T, errs []error) {
 		reads++
 		hget := make([]*redis.StringCmd, len(idx))
 		hgetall := make([]*redis.MapStringStringCmd, len(idx))
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for j, k := range idx {
-				key := s.blockKey(blocks[k])
-				if s.d.Created != nil {
-					hget[j] = p.HGet(ctx, key, s.d.Created.Key)
-				}
-				if lookups {
-					hgetall[j] = p.HGetAll(ctx, key)
-				}
+		_ = pipelines(ctx, s.c, len(idx), func(p redis.Pipeliner, j int) {
+			key := s.blockKey(blocks[idx[j]])
+			if s.d.Created != nil {
+				hget[j] = p.HGet(ctx, key, s.d.Created.Key)
 			}
-			return nil
-		})
+			if lookups {
+				hgetall[j] = p.HGetAll(ctx, key)
+			}
+		}, nil)
 		for j, k := range idx {
 			id, t := *s.d.ID(ts[at[k]]), ts[at[k]]
 			created[k], states[k], short[k] = nil, nil, nil
@@ -407,12 +396,12 @@ func (s *Store[T, K]) listMany(ctx context.Context, op string, written []int, wr
 	defer cancel()
 	zadds := make([]*redis.IntCmd, len(written))
 	var raised func() map[string]error
-	_, _ = s.c.Pipelined(lctx, func(pipe redis.Pipeliner) error {
-		for n, k := range written {
-			zadds[n] = pipe.ZAdd(lctx, s.listKey(), redisZ(wr[k].bk))
+	_ = pipelines(lctx, s.c, len(written), func(pipe redis.Pipeliner, n int) {
+		zadds[n] = pipe.ZAdd(lctx, s.listKey(), redisZ(wr[written[n]].bk))
+	}, func(pipe redis.Pipeliner, last bool) {
+		if last {
+			raised = s.raiseMany(lctx, pipe, written, wr)
 		}
-		raised = s.raiseMany(lctx, pipe, written, wr)
-		return nil
 	})
 	left := raised()
 	for n, k := range written {
@@ -444,12 +433,9 @@ func (s *Store[T, K]) deleteManyCluster(ctx context.Context, ids []K, errs []err
 	}
 	hgetall := make([]*redis.MapStringStringCmd, len(ids))
 	if len(s.d.Lookups) > 0 && len(first) > 0 {
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range first {
-				hgetall[i] = p.HGetAll(ctx, s.BlockKey(ids[i]))
-			}
-			return nil
-		})
+		_ = pipelines(ctx, s.c, len(first), func(p redis.Pipeliner, n int) {
+			hgetall[first[n]] = p.HGetAll(ctx, s.BlockKey(ids[first[n]]))
+		}, nil)
 	}
 	var wr []*write[K]
 	var at []int
@@ -558,20 +544,14 @@ func (s *Store[T, K]) unlistMany(ctx context.Context, wr []*write[K], gone []int
 		}
 	}
 	zrems := make([]*redis.IntCmd, len(gone))
-	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for n, k := range gone {
-			zrems[n] = p.ZRem(ctx, s.listKey(), string(wr[k].bk))
-		}
-		return nil
-	})
+	_ = pipelines(ctx, s.c, len(gone), func(p redis.Pipeliner, n int) {
+		zrems[n] = p.ZRem(ctx, s.listKey(), string(wr[gone[n]].bk))
+	}, nil)
 	exists := make([]*redis.IntCmd, len(gone))
-	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for n, k := range gone {
-			note(n, zrems[n].Err())
-			exists[n] = p.Exists(ctx, s.blockKey(wr[k].bk))
-		}
-		return nil
-	})
+	_ = pipelines(ctx, s.c, len(gone), func(p redis.Pipeliner, n int) {
+		note(n, zrems[n].Err())
+		exists[n] = p.Exists(ctx, s.blockKey(wr[gone[n]].bk))
+	}, nil)
 	var back []int
 	for n := range gone {
 		c, err := exists[n].Result()
@@ -584,12 +564,9 @@ func (s *Store[T, K]) unlistMany(ctx context.Context, wr []*write[K], gone []int
 		return left
 	}
 	zadds := make([]*redis.IntCmd, len(back))
-	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for m, n := range back {
-			zadds[m] = p.ZAdd(ctx, s.listKey(), redisZ(wr[gone[n]].bk))
-		}
-		return nil
-	})
+	_ = pipelines(ctx, s.c, len(back), func(p redis.Pipeliner, m int) {
+		zadds[m] = p.ZAdd(ctx, s.listKey(), redisZ(wr[gone[back[m]]].bk))
+	}, nil)
 	for m, n := range back {
 		note(n, zadds[m].Err())
 	}

@@ -47,14 +47,11 @@ func (s *Store[T, K]) allocateMany(ctx context.Context, cs []*creation[T, K], er
 	}
 	scopes := runtime.CounterScopes(s.d.Counter, ids, skip)
 	incr := make([]*redis.IntCmd, len(scopes))
-	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for j, sc := range scopes {
-			if len(sc.Alloc) > 0 {
-				incr[j] = p.IncrBy(ctx, s.counterKey(sc.Scope), int64(len(sc.Alloc)))
-			}
+	_ = pipelines(ctx, s.c, len(scopes), func(p redis.Pipeliner, j int) {
+		if sc := scopes[j]; len(sc.Alloc) > 0 {
+			incr[j] = p.IncrBy(ctx, s.counterKey(sc.Scope), int64(len(sc.Alloc)))
 		}
-		return nil
-	})
+	}, nil)
 	for j, sc := range scopes {
 		if incr[j] == nil {
 			continue

@@ -533,12 +533,9 @@ func (p *prims[V]) ReadBlocks(ctx context.Context, keys [][]byte) ([]index.Block
 		return nil, err
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(keys))
-	_, err := p.c.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = pl.HGetAll(ctx, p.names.blockKey(k))
-		}
-		return nil
-	})
+	err := pipelines(ctx, p.c, len(keys), func(pl redis.Pipeliner, i int) {
+		cmds[i] = pl.HGetAll(ctx, p.names.blockKey(keys[i]))
+	}, nil)
 	if err != nil {
 		if unavailable(err) {
 			return nil, &refused{err}

@@ -80,12 +80,9 @@ func (s *Store[T, K]) getMany(ctx context.Context, op string, ids []K) ([]*T, er
 		return nil, nil
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, s.BlockKey(id))
-		}
-		return nil
-	})
+	err := pipelines(ctx, s.c, len(ids), func(p redis.Pipeliner, i int) {
+		cmds[i] = p.HGetAll(ctx, s.BlockKey(ids[i]))
+	}, nil)
 	if err != nil {
 		return nil, s.fail(op, nil, nil, err)
 	}

@@ -244,8 +244,8 @@ func checkRequests[T any, K comparable](t *testing.T, e *env, once map[access.Te
 						}
 					}
 					return 0, true
-				case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements:
-					return 1, true // the scenarios' reads fit one page or batch
+				case access.PerPage, access.Per100Keys, access.PerBatch, access.Per100Elements, access.PerPipeline:
+					return 1, true // the scenarios' reads and batches fit one page, batch or pipeline
 				}
 				return 0, false
 			}

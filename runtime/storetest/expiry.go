@@ -26,6 +26,8 @@ var expiryTests = []subtest{
 	{name: "ExpiryWrites", startUp: true, fn: testExpiryWrites},
 	{name: "ExpiryPassedOnTheServer", startUp: true, fn: testExpiryPassedOnTheServer},
 	{name: "ExpiryUniqueFreedOnTheServer", startUp: true, fn: testExpiryUniqueFreedOnTheServer},
+	{name: "ExpiryDeletes", startUp: true, fn: testExpiryDeletes},
+	{name: "ExpiryDeletesOnTheServer", startUp: true, fn: testExpiryDeletesOnTheServer},
 }
 
 // expiryBase is the test's moment 0: far ahead of the real clock.
@@ -671,4 +673,83 @@ func testExpiryPassedOnTheServer(t *testing.T, e *env) {
 	must(t, tickets.Create(bg, &expiring.Ticket{ID: "k", Seat: "a", Expires: past}))
 	absent("a ticket created expired", func() error { _, err := tickets.Get(bg, "k"); return err },
 		func() error { return tickets.SetSeat(bg, "k", "b") })
+}
+
+// wantDeleteExpired checks that Delete of an expired block and DeleteMany
+// of expired blocks, with a live one and a missing one, fail with
+// ErrNotFound for the expired and missing items, delete the live one,
+// and leave none of the expired blocks in the store: the store's Get
+// finds none. With mk, which makes a session holding token, their unique
+// values are free again and Repair finds nothing to fix (a store's native
+// expiry leaves index entries behind, which Repair removes: the real
+// clock's test passes no mk).
+func wantDeleteExpired(t *testing.T, sessions expiring.SessionRepository, tickets expiring.TicketRepository, mk func(id, token string) *expiring.Session) {
+	t.Helper()
+	raw := rawOf[expiring.Session](t, sessions)
+	checkErr(t, sessions.Delete(bg, "d1"), runtime.ErrNotFound, "Delete of an expired session")
+	checkErr(t, tickets.Delete(bg, "dk1"), runtime.ErrNotFound, "Delete of an expired ticket")
+	err := sessions.DeleteMany(bg, []string{"d2", "live", "missing"})
+	var be *runtime.BatchError
+	if !errors.As(err, &be) {
+		t.Fatalf("DeleteMany of an expired, a live and a missing session: %v", err)
+	}
+	checkErr(t, be.Failed(0), runtime.ErrNotFound, "DeleteMany: the expired session's item")
+	checkErr(t, be.Failed(1), nil, "DeleteMany: the live session's item")
+	checkErr(t, be.Failed(2), runtime.ErrNotFound, "DeleteMany: the missing session's item")
+	err = tickets.DeleteMany(bg, []string{"dk2"})
+	if !errors.As(err, &be) {
+		t.Fatalf("DeleteMany of an expired ticket: %v", err)
+	}
+	checkErr(t, be.Failed(0), runtime.ErrNotFound, "DeleteMany: the expired ticket's item")
+	for _, id := range []string{"d1", "d2", "live"} {
+		checkErr(t, func() error { _, err := raw.S.Get(bg, id); return err }(), runtime.ErrNotFound, "the store's Get of "+id+" after its Delete")
+	}
+	for _, id := range []string{"dk1", "dk2"} {
+		checkErr(t, func() error { _, err := rawOf[expiring.Ticket](t, tickets).S.Get(bg, id); return err }(), runtime.ErrNotFound, "the store's Get of ticket "+id+" after its Delete")
+	}
+	if mk == nil {
+		return
+	}
+	// The tokens the expired sessions held are free.
+	must(t, sessions.Create(bg, mk("n1", "dt1")))
+	must(t, sessions.Create(bg, mk("n2", "dt2")))
+	wantRepaired(t, "sessions after the deletes of expired ones", sessions.Repair)
+}
+
+// testExpiryDeletes: Delete and DeleteMany of a block expired by the
+// repository's clock fail with ErrNotFound, as for a missing block, on
+// every store, and remove the expired block with its lookup entries.
+func testExpiryDeletes(t *testing.T, e *env) {
+	c := &testClock{now: at(0)}
+	sessions, _, tickets := expiryRepos(t, e.db, c)
+	mk := func(id, token string) *expiring.Session {
+		return &expiring.Session{ID: id, Token: token, User: "u", Events: []string{"e"}, Expires: at(10)}
+	}
+	must(t, sessions.Create(bg, mk("d1", "dt1")))
+	must(t, sessions.Create(bg, mk("d2", "dt2")))
+	must(t, sessions.Create(bg, &expiring.Session{ID: "live", Token: "lt", User: "u"}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "dk1", Seat: "a", Expires: at(10)}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "dk2", Seat: "b", Expires: at(10)}))
+	c.now = at(10)
+	wantDeleteExpired(t, sessions, tickets, func(id, token string) *expiring.Session {
+		return &expiring.Session{ID: id, Token: token, User: "v", Expires: at(20)}
+	})
+}
+
+// testExpiryDeletesOnTheServer is testExpiryDeletes by the real clock:
+// blocks written expired, which a store's native expiry may have removed
+// already (Redis), or not (the others).
+func testExpiryDeletesOnTheServer(t *testing.T, e *env) {
+	r := expiryModel.On(t, e.db)
+	sessions, tickets := r.sessions, r.tickets
+	must(t, sessions.EnsureIndexes(bg))
+	must(t, tickets.EnsureIndexes(bg))
+	past := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	for _, id := range []string{"d1", "d2"} {
+		must(t, sessions.Create(bg, &expiring.Session{ID: id, Token: "dt" + id[1:], User: "u", Events: []string{"e"}, Expires: past}))
+	}
+	must(t, sessions.Create(bg, &expiring.Session{ID: "live", Token: "lt", User: "u"}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "dk1", Seat: "a", Expires: past}))
+	must(t, tickets.Create(bg, &expiring.Ticket{ID: "dk2", Seat: "b", Expires: past}))
+	wantDeleteExpired(t, sessions, tickets, nil)
 }

@@ -15,6 +15,7 @@ import (
 var hookTests = []subtest{
 	{name: "Hooks", fn: testHooks},
 	{name: "HookRefuses", fn: testHookRefuses},
+	{name: "HooksSeeEveryCall", fn: testHooksSeeEveryCall},
 }
 
 // call is what a recording hook saw of one runtime.Call once it ended.
@@ -250,4 +251,58 @@ func sortedKeys(keys []any) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// testHooksSeeEveryCall checks that hooks see the calls refused before
+// anything is sent (a nil aggregate, a key that is not valid UTF-8), with
+// their error, and the number a counter gave a block (a Create, a Put of
+// number zero, a CreateMany), not the zero the caller asked for.
+func testHooksSeeEveryCall(t *testing.T, e *env) {
+	rec := &recorder{store: e.h.Caps.Name}
+	rs := repos.On(t, e.db, runtime.WithHook(rec.hook))
+	refused := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, runtime.ErrInvalid) {
+			t.Fatalf("%s: %v, want ErrInvalid", op, err)
+		}
+		c := rec.last(t)
+		if c.Op != op || !c.ran || !errors.Is(c.Err, runtime.ErrInvalid) || len(c.Keys) != 0 || len(c.Entries) != 0 {
+			t.Errorf("%s: the hook saw Op %q, next called %v, error %v, Keys %v, Entries %q; want %s, called, ErrInvalid, none",
+				op, c.Op, c.ran, c.Err, c.Keys, c.Entries, op)
+		}
+	}
+	refused("Create", rs.Matches.Create(bg, nil))
+	refused("Put", rs.Matches.Put(bg, nil))
+	if err := rs.Matches.SetRegion(bg, "bad\xff", "x"); !errors.Is(err, runtime.ErrInvalid) {
+		t.Fatalf("SetRegion of a key not valid UTF-8: %v", err)
+	}
+	if c := rec.last(t); c.Op != "SetRegion" || !errors.Is(c.Err, runtime.ErrInvalid) {
+		t.Errorf("SetRegion of a key not valid UTF-8: the hook saw Op %q, error %v", c.Op, c.Err)
+	}
+
+	// Counted keys: the hook sees the number the block got.
+	j := &model.Journal{Owner: "o"}
+	must(t, rs.Journals.Create(bg, j))
+	if c := rec.last(t); j.ID == 0 || !slices.Equal(c.Keys, []any{j.ID}) {
+		t.Errorf("Journal Create: the hook saw Keys %v, the block got %v", c.Keys, j.ID)
+	}
+	p := &model.Journal{Owner: "p"}
+	must(t, rs.Journals.Put(bg, p))
+	if c := rec.last(t); p.ID == 0 || !slices.Equal(c.Keys, []any{p.ID}) {
+		t.Errorf("Journal Put of number zero: the hook saw Keys %v, the block got %v", c.Keys, p.ID)
+	}
+	r := &model.Reply{Key: model.ReplyKey{Thread: "ht"}, Author: "a"}
+	must(t, rs.Replies.Create(bg, r))
+	if c := rec.last(t); r.Key.Seq == 0 || !slices.Equal(c.Keys, []any{r.Key}) {
+		t.Errorf("Reply Create: the hook saw Keys %v, the block got %v", c.Keys, r.Key)
+	}
+	js := []*model.Journal{{Owner: "q"}, nil, {Owner: "r"}}
+	err := rs.Journals.CreateMany(bg, js)
+	var be *runtime.BatchError
+	if !errors.As(err, &be) || len(be.Items) != 1 || be.Items[0].Index != 1 {
+		t.Fatalf("CreateMany with a nil item: %v", err)
+	}
+	if c := rec.last(t); js[0].ID == 0 || js[2].ID == 0 || !slices.Equal(c.Keys, []any{js[0].ID, js[2].ID}) || !errors.Is(c.Err, runtime.ErrInvalid) {
+		t.Errorf("Journal CreateMany: the hook saw Keys %v and error %v, the blocks got %v and %v", c.Keys, c.Err, js[0].ID, js[2].ID)
+	}
 }

@@ -6,6 +6,7 @@ package oteltest
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -108,12 +109,21 @@ func Check(t *testing.T, h storetest.Harness) {
 		t.Errorf("Match.Create: status %v", byName["Match.Create"].Status())
 	}
 
+	// A call refused before anything is sent is timed and counted too,
+	// with a span of its own.
+	if err := r.Create(context.Background(), nil); !errors.Is(err, runtime.ErrInvalid) {
+		t.Fatalf("Create(nil): %v", err)
+	}
+	if ended := spans.Ended(); len(ended) == 0 || ended[len(ended)-1].Name() != "Match.Create" || ended[len(ended)-1].Status().Code != codes.Error {
+		t.Errorf("Create(nil) ended no failed span Match.Create")
+	}
+
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	var ops, failed int64
-	var errType string
+	var ops int64
+	failed := map[string]int64{} // by error.type
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
@@ -126,17 +136,15 @@ func Check(t *testing.T, h storetest.Harness) {
 			case metricdata.Sum[int64]:
 				if m.Name == "noam.client.operation.errors" {
 					for _, p := range d.DataPoints {
-						failed += p.Value
-						if v, ok := p.Attributes.Value("error.type"); ok {
-							errType = v.AsString()
-						}
+						v, _ := p.Attributes.Value("error.type")
+						failed[v.AsString()] += p.Value
 					}
 				}
 			}
 		}
 	}
-	// EnsureIndexes, Create, SetRegion, Get.
-	if ops != 4 || failed != 1 || errType != "not_found" {
-		t.Errorf("metrics: %d operations timed, %d errors counted (error.type %q), want 4, 1 (not_found)", ops, failed, errType)
+	// EnsureIndexes, Create, SetRegion, Get, Create(nil).
+	if want := map[string]int64{"not_found": 1, "invalid": 1}; ops != 5 || !maps.Equal(failed, want) {
+		t.Errorf("metrics: %d operations timed, errors counted by error.type %v; want 5, %v", ops, failed, want)
 	}
 }

@@ -1,0 +1,11 @@
+package boltstore_test
+
+import (
+	"testing"
+
+	"github.com/noamgen/noamgen/runtime/boltstore/boltharness"
+	"github.com/noamgen/noamgen/runtime/storetest"
+)
+
+// TestHugeBatch writes batches of 100,000 items, each succeeding whole.
+func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, boltharness.Harness(), 100_000) }
