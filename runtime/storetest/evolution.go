@@ -40,7 +40,7 @@ var evolutionTests = []subtest{
 	{name: "AddUniqueLookupOverDuplicates", fn: testEvoUniqueOverDuplicates, startUp: true},
 	{name: "ResumedBuild", fn: testEvoResumedBuild, startUp: true},
 	{name: "RemoveLookup", fn: testEvoRemoveLookup, startUp: true},
-	{name: "BuildUnderWriters", fn: testEvoBuildUnderWriters, startUp: true},
+	{name: "BuildUnderWriters", fn: testEvoBuildUnderWriters, startUp: true, concurrent: true},
 	{name: "UniqueBuildUnderDeletes", fn: testEvoUniqueBuildUnderDeletes, startUp: true},
 	{name: "BuildUnreadable", fn: testEvoBuildUnreadable, startUp: true},
 	{name: "AddVersion", fn: testEvoAddVersion, startUp: true},
