@@ -7,5 +7,5 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
-// TestHugeBatch writes batches of 100,000 items, each succeeding whole.
+// TestHugeBatch writes batches of 10,000 items, each succeeding whole.
 func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, boltharness.Harness(), 10_000) }
