@@ -757,11 +757,14 @@ func TestEvolutionMongoAppendIndexed(t *testing.T) {
 	}
 }
 
-// TestEvolutionMongoLookupRemapped: a lookup moved from a native index to
-// an index table (here by the option IndexTables, which the schema record
-// does not show) is built from the blocks by EnsureIndexes, its native
-// index dropped; moved back, its index table is dropped, so that a later
-// move to a table builds it again rather than trusting stale entries.
+// TestEvolutionMongoLookupRemapped: a collection's lookup mapping is
+// recorded at its first EnsureIndexes, so a repository whose options name
+// another mapping is refused (ErrMappingConflict) and changes nothing.
+// Moving the lookups is an operator's step: with no process writing, the
+// recorded mapping is removed (forgetMapping) and EnsureIndexes of the new
+// options builds the index tables from the blocks and drops the native
+// indexes; moved back, the index tables are dropped, so that a later move
+// to tables builds them again rather than trusting stale entries.
 func TestEvolutionMongoLookupRemapped(t *testing.T) {
 	db := mongotest.Start(t)
 	native := []runtime.Option{mongostore.NoPartialIndexes()}
@@ -788,11 +791,21 @@ func TestEvolutionMongoLookupRemapped(t *testing.T) {
 		}
 	}
 	v2 := lookups.NewPlayerMongoRepository(db, tables...)
+	if err := v2.EnsureIndexes(bg); !errors.Is(err, mongostore.ErrMappingConflict) {
+		t.Fatalf("EnsureIndexes of other options than the recorded mapping: %v, want ErrMappingConflict", err)
+	}
+	if err := v2.Create(bg, &lookups.Player{ID: "p5", Email: "e@x"}); !errors.Is(err, mongostore.ErrMappingConflict) {
+		t.Fatalf("Create under other options than the recorded mapping: %v, want ErrMappingConflict", err)
+	}
+	check(v1, "a@x", "p1")
+	forgetMapping(t, db, "players")
+	v2 = lookups.NewPlayerMongoRepository(db, tables...)
 	must(t, v2.EnsureIndexes(bg))
 	if got := indexNames(t, v2.Collection()); !slices.Equal(got, []string{"_id_"}) {
 		t.Fatalf("indexes once the lookups keep index tables: %q", got)
 	}
 	check(v2, "a@x", "p1")
+	forgetMapping(t, db, "players")
 	v3 := lookups.NewPlayerMongoRepository(db, native...)
 	must(t, v3.EnsureIndexes(bg))
 	for _, c := range collectionNames(t, db) {
@@ -802,6 +815,7 @@ func TestEvolutionMongoLookupRemapped(t *testing.T) {
 	}
 	must(t, v3.SetEmail(bg, "p1", "c@x"))
 	check(v3, "c@x", "p1", "a@x")
+	forgetMapping(t, db, "players")
 	v4 := lookups.NewPlayerMongoRepository(db, tables...)
 	must(t, v4.EnsureIndexes(bg))
 	check(v4, "c@x", "p1", "a@x")

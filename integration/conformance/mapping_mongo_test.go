@@ -80,11 +80,19 @@ func TestLookupMapping(t *testing.T) {
 	}
 
 	// A record an earlier build wrote has no mapping.
-	if _, err := db.Collection(mongostore.SchemaCollection).UpdateOne(bg, bson.D{{Key: "_id", Value: coll}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "lookups", Value: ""}}}}); err != nil {
-		t.Fatal(err)
-	}
+	forgetMapping(t, db, coll)
 	must(t, model.NewMatchMongoRepository(db).EnsureIndexes(bg))
 	if got := recordedMapping(t, db, coll); got != want {
 		t.Fatalf("mapping recorded by EnsureIndexes over a record without one: %q, want %q", got, want)
+	}
+}
+
+// forgetMapping removes the lookup mapping recorded for collection coll,
+// as a record written by an earlier build has none, or as an operator
+// does to move a collection's lookups while no process writes.
+func forgetMapping(t *testing.T, db *mongo.Database, coll string) {
+	t.Helper()
+	if _, err := db.Collection(mongostore.SchemaCollection).UpdateOne(bg, bson.D{{Key: "_id", Value: coll}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "lookups", Value: ""}}}}); err != nil {
+		t.Fatal(err)
 	}
 }
