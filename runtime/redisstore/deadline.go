@@ -1,9 +1,13 @@
 package redisstore
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
 	stdruntime "runtime"
 	"sync"
+	"syscall"
 	"weak"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +31,11 @@ import (
 //     application's client is garbage-collected. It has connection pools of
 //     its own (up to PoolSize more connections per node, made as the
 //     repositories need them) and its own view of the cluster's slots.
+//     The application's ReloadState does not reach that view, so the
+//     derived cluster client reloads it itself as soon as a node cannot be
+//     reached (a killed master, a failover): go-redis alone would keep
+//     sending that node's slots to it until its periodic reload, up to
+//     10 s later.
 //
 // A derived client is made once per client of the application and shared
 // by the repositories opened over it. go-redis copies no hooks to it (they
@@ -60,6 +69,56 @@ func ContextTimeouts(c redis.UniversalClient) bool {
 	return true
 }
 
+// reloadOnLostNode is the hook of every node of a derived cluster client:
+// a command or pipeline that fails for want of the node (a refused dial, a
+// connection reset; not a Redis error reply, not the caller's deadline)
+// asks the cluster client to reload its slots, so that its next attempt
+// (go-redis retries up to MaxRedirects times) goes to the node now serving
+// them.
+type reloadOnLostNode struct{ c *redis.ClusterClient }
+
+func (h reloadOnLostNode) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h reloadOnLostNode) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.check(err)
+		return err
+	}
+}
+
+func (h reloadOnLostNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.check(err)
+		return err
+	}
+}
+
+func (h reloadOnLostNode) check(err error) {
+	if lostNode(err) {
+		h.c.ReloadState(context.Background()) // lazy: one reload at a time
+	}
+}
+
+// lostNode reports whether err says the node could not be reached or
+// dropped the connection, as against a reply, a nil, or the caller's
+// context ending.
+func lostNode(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return !ne.Timeout()
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // derived maps a client of the application (weakly: the entry goes when
 // the client is collected) to the client DeadlineClient derived from it.
 var derived sync.Map
@@ -88,7 +147,9 @@ func DeadlineClient(c redis.UniversalClient) redis.UniversalClient {
 		return derive(c, true, func() redis.UniversalClient {
 			o := *c.Options()
 			o.ContextTimeoutEnabled = true
-			return redis.NewClusterClient(&o)
+			d := redis.NewClusterClient(&o)
+			d.OnNewNode(func(n *redis.Client) { n.AddHook(reloadOnLostNode{d}) })
+			return d
 		})
 	case *redis.Ring:
 		return derive(c, true, func() redis.UniversalClient {
