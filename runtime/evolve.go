@@ -526,6 +526,7 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 	saved, moved := false, false
 	var prevLease, fence int64
 	var at time.Time
+	var prev *SchemaRecord // the record this call replaced
 	for range 20 {
 		at = time.Now()
 		raw, err := r.S.LoadSchema(ctx)
@@ -554,7 +555,7 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 			// Another layout moves the fence: the writes of
 			// repositories that checked the old record fail with
 			// ErrLayout unless theirs fits the new one (fence.go).
-			next.Fence, prevLease = rec.Fence, rec.LeaseMS
+			next.Fence, prevLease, prev = rec.Fence, rec.LeaseMS, rec
 			if !sameLayout(rec.Layout, cur) {
 				next.Fence, moved = rec.Fence+1, true
 			}
@@ -622,7 +623,46 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 		r.st.ready.Store(true)
 		return nil
 	}
-	return r.build(ctx, building)
+	err := r.build(ctx, building)
+	if errors.Is(err, ErrDuplicate) && moved && len(dropped) == 0 && prev != nil && !optionsChanged(prev.Layout, cur) {
+		// The new layout cannot be completed until the duplicates are
+		// resolved, which takes writes of the builds still serving:
+		// record the layout this call replaced again, so that they write
+		// on (the fence moves once more).
+		if rerr := r.rollBack(ctx, prev, fence); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// optionsChanged reports whether a lookup of rec is kept with other
+// options by cur (dropChanged dropped it before the build).
+func optionsChanged(rec, cur Layout) bool {
+	for _, lk := range rec.Lookups {
+		if now, ok := cur.Lookup(lk.Name); ok && !now.Same(lk) {
+			return true
+		}
+	}
+	return false
+}
+
+// rollBack records prev's layout again after a build of the layout this
+// EnsureIndexes recorded (with fence) failed on values the blocks hold
+// twice: the repositories of the build that recorded prev fit it again
+// and write on; this build's writes fit it too (its model has more). The
+// lookups this build added stay in the store, unrecorded: its next
+// EnsureIndexes builds them again from the blocks. Nothing is done when
+// another EnsureIndexes recorded a layout meanwhile.
+func (r Repo[T, K]) rollBack(ctx context.Context, prev *SchemaRecord, fence int64) error {
+	return UpdateSchema(ctx, r.S, "EnsureIndexes", r.D.Aggregate, func(rec *SchemaRecord) bool {
+		if rec.Fence != fence {
+			return false
+		}
+		rec.Layout, rec.History, rec.LeaseMS = prev.Layout, prev.History, prev.LeaseMS
+		rec.Fence = fence + 1
+		return true
+	})
 }
 
 // build fills the lookups being built from the blocks, resuming where an

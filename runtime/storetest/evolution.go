@@ -55,6 +55,7 @@ var evolutionTests = []subtest{
 	{name: "AddVersion", fn: testEvoAddVersion, startUp: true},
 	{name: "Fields", fn: testEvoFields, startUp: true},
 	{name: "RollingDeploy", fn: testEvoRollingDeploy, startUp: true},
+	{name: "RollingDeployFailed", fn: testEvoRollingDeployFailed, startUp: true},
 	{name: "RollingDeployConcurrent", fn: testEvoRollingDeployConcurrent, startUp: true},
 }
 

@@ -150,6 +150,42 @@ func testEvoRollingDeploy(t *testing.T, e *env) {
 	checkRollingLookups(t, v2)
 }
 
+// testEvoRollingDeployFailed: the new build's EnsureIndexes fails (the
+// blocks hold an email twice, which its unique lookup refuses): the old
+// build, still serving, writes on (it resolves the duplicate and moves
+// blocks between cities the failed build had indexed), the new build's
+// next EnsureIndexes completes the lookups, and they are exact.
+func testEvoRollingDeployFailed(t *testing.T, e *env) {
+	ctx := bg
+	lease := runtime.WithLayoutLease(rollingLease)
+	v1 := etfPlayers.On(t, e.db, lease)
+	must(t, v1.EnsureIndexes(ctx))
+	for i := range 6 {
+		must(t, v1.Create(ctx, &etf.Player{ID: fmt.Sprintf("p%d", i), Email: fmt.Sprintf("p%d@example.com", i), City: rollingCities[i%2]}))
+	}
+	must(t, v1.SetEmail(ctx, "p5", "p4@example.com"))
+	v2 := lookupPlayers.On(t, e.db, lease)
+	if err := v2.EnsureIndexes(ctx); !errors.Is(err, runtime.ErrDuplicate) {
+		t.Fatalf("EnsureIndexes of the new build over an email held twice: %v, want ErrDuplicate", err)
+	}
+	// The old build writes on, whenever it checks the record.
+	oslo := "Oslo"
+	must(t, v1.SetCity(ctx, "p0", "Oslo"))
+	must(t, v1.Update(ctx, "p1", etf.PlayerUpdate{City: &oslo}))
+	must(t, v1.Create(ctx, &etf.Player{ID: "n1", Email: "n1@example.com", City: "Rome"}))
+	must(t, v1.Delete(ctx, "p2"))
+	must(t, v1.SetEmail(ctx, "p5", "p5@example.com"))
+	time.Sleep(2 * rollingLease) // every lease the old build held is over
+	must(t, v1.SetCity(ctx, "p3", "Lima"))
+	must(t, v2.EnsureIndexes(ctx))
+	if bad := checkRollingLookups(t, v2); bad > 0 {
+		t.Fatalf("%d lookup violations after the new build's second EnsureIndexes", bad)
+	}
+	if got := rollingState(t, v2); len(got) != 6 || got["p0"].City != "Oslo" || got["p3"].City != "Lima" || got["p5"].Email != "p5@example.com" {
+		t.Fatalf("the blocks after the old build's writes: %v", got)
+	}
+}
+
 func mapsEqual(a, b map[string]lookups.Player) bool {
 	if len(a) != len(b) {
 		return false
