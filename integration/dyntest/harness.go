@@ -81,10 +81,13 @@ var minidynGaps = map[string]string{
 	"ListElementsCursors": elemProject, "ListElementsWhileAppending": elemProject, "DeclaredRequests": elemProject + " (dyntest's TestTransactions checks the declared requests of the writes)",
 	"DepthLimit": elemProject, "Hooks": elemProject,
 	"Layout": emptyLost, "ConcurrentUniqueClaims": restored,
-	"ValueTooLarge":           noLimit,
-	"Expiry":                  noTTL,
-	"ExpiryWrites":            noTTL,
-	"ExpiryPassedOnTheServer": noTTL,
+	"ValueTooLarge":                noLimit,
+	"Expiry":                       noTTL,
+	"ExpiryWrites":                 noTTL,
+	"ExpiryPassedOnTheServer":      noTTL,
+	"ExpiryUniqueFreedOnTheServer": noTTL,
+	"ExpiryDeletes":                noTTL,
+	"ExpiryDeletesOnTheServer":     noTTL,
 }
 
 // skipGaps skips t if it is a subtest minidyn's gaps break.

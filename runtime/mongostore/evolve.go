@@ -104,6 +104,7 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 		case err != nil:
 			return runtime.Fail(op, s.d.Aggregate, nil, nil, err)
 		}
+		s.settled.Store(true) // the record holds this store's mapping
 		return nil
 	}
 	filter := bson.D{{Key: "_id", Value: coll}, {Key: "rec", Value: bson.Binary{Data: old}}}
@@ -123,6 +124,7 @@ func (s *Store[T, K]) SaveSchema(ctx context.Context, old, rec []byte) error {
 	if res.MatchedCount == 0 {
 		return runtime.FailAt(op, s.d.Aggregate, nil, "(the schema record of collection "+coll+" changed meanwhile)", runtime.ErrConflict, nil)
 	}
+	s.settled.Store(true)
 	return nil
 }
 

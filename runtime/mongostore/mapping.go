@@ -105,9 +105,11 @@ func (s *Store[T, K]) mappingConflict(op, mine, recorded string) error {
 // settle reads the collection's schema record before the store's first
 // write or lookup read, so that the store follows the recorded mapping;
 // once a record is found it reads it no more (the record's own fences
-// then take over).
+// then take over). An aggregate without lookups reads nothing: its writes
+// are the same under every mapping.
 func (s *Store[T, K]) settle(ctx context.Context, op string) error {
-	if s.settled.Load() {
+	if s.settled.Load() || len(s.d.Lookups) == 0 {
+		// Without lookups every mapping keeps the blocks alike.
 		return nil
 	}
 	if _, err := s.loadSchema(ctx, op); err != nil {

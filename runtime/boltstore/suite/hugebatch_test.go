@@ -7,5 +7,5 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
-// TestHugeBatch writes batches of 10,000 items, each succeeding whole.
-func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, boltharness.Harness(), 10_000) }
+// TestHugeBatch writes batches of 2,000 items, each succeeding whole.
+func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, boltharness.Harness(), 2_000) }

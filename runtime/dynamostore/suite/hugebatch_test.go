@@ -7,6 +7,6 @@ import (
 	"github.com/noamgen/noamgen/runtime/storetest"
 )
 
-// TestHugeBatch writes batches of 5,000 items on dynalite (a size it
+// TestHugeBatch writes batches of 2,000 items on dynalite (a size it
 // takes in reasonable time), each succeeding whole.
-func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, dynamoharness.Harness(), 5_000) }
+func TestHugeBatch(t *testing.T) { storetest.HugeBatch(t, dynamoharness.Harness(), 2_000) }
