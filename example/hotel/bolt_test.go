@@ -389,7 +389,7 @@ func TestBoltBeforeEnsureIndexes(t *testing.T) {
 	eq(t, "ListByTags after Create", hotelIDs(s.Hotels.ListByTags(ctx, "wifi", all)), "h1")
 	// The zip lookup's bucket holds the hotel's zero zip.
 	eq(t, "ListByAddressZip of the zero value", hotelIDs(s.Hotels.ListByAddressZip(ctx, "", all)), "h1")
-	want := []string{"Comment", "Comment.author", "Hotel", "Hotel.addressZip", "Hotel.cityStars", "Hotel.name", "Hotel.tags", "Post", "Post.author", "_noam_schema", "noam.counters"}
+	want := []string{"Comment", "Comment.author", "Hotel", "Hotel.addressZip", "Hotel.cityStars", "Hotel.name", "Hotel.tags", "Post", "Post.author", "_noam_fence", "_noam_schema", "noam.counters"}
 	if got := slices.Sorted(maps.Keys(dump(t, db))); !slices.Equal(got, want) {
 		t.Fatalf("buckets %q, want %q", got, want)
 	}

@@ -96,7 +96,7 @@ func seedRedis(t *testing.T, c redis.UniversalClient) *hotel.HotelRedisRepositor
 // TestRedisIndexLayout checks the keys of the hotels: one hash per block,
 // the listing, and per lookup a sorted set of (value, block key) members
 // with its meta hash, plus the claims hash of a unique lookup; and the
-// schema record EnsureIndexes keeps.
+// schema record EnsureIndexes keeps, with its layout fence.
 func TestRedisIndexLayout(t *testing.T) {
 	redisModes(t, func(t *testing.T, c redis.UniversalClient) {
 		seedRedis(t, c)
@@ -107,7 +107,7 @@ func TestRedisIndexLayout(t *testing.T) {
 				m[k] = ""
 			}
 			return m
-		}())), "Hotel:blocks", "Hotel:{h1}", "Hotel:{h2}", "Hotel:{h3}", "Hotel:{h4}", "noam:schema:{Hotel}",
+		}())), "Hotel:blocks", "Hotel:{h1}", "Hotel:{h2}", "Hotel:{h3}", "Hotel:{h4}", "noam:fence:{Hotel}", "noam:schema:{Hotel}",
 			"{Hotel.addressZip}", "{Hotel.addressZip}:meta",
 			"{Hotel.cityStars}", "{Hotel.cityStars}:meta",
 			"{Hotel.name}", "{Hotel.name}:claims", "{Hotel.name}:meta",

@@ -132,7 +132,7 @@ const (
 	// a lost reply is recognized as applied, not applied twice, and
 	// Migrate's conditional rewrite finds any write since it read the
 	// block.
-	WriteAttr = "_w"
+	WriteAttr = layout.W
 )
 
 // MaxItemBytes is DynamoDB's item size limit.

@@ -846,9 +846,10 @@ func testEvoAddLookup(t *testing.T, e *env) {
 
 // testEvoUniqueOverDuplicates: a unique lookup added over blocks that
 // already hold a value twice is not built: EnsureIndexes fails with
-// ErrDuplicate naming both blocks, reads of the lookup fail with
-// ErrIndexBuilding, and once one holder is deleted EnsureIndexes builds
-// it.
+// ErrDuplicate naming both blocks and records the layout it replaced
+// again (so that the build still serving writes on: RollingDeployFailed),
+// reads of the lookup and writes of its field fail with ErrNotReady, and
+// once one holder is deleted EnsureIndexes builds it.
 func testEvoUniqueOverDuplicates(t *testing.T, e *env) {
 	ctx := bg
 	v1 := etfPlayers.On(t, e.db)
@@ -867,10 +868,10 @@ func testEvoUniqueOverDuplicates(t *testing.T, e *env) {
 		}
 	}
 	_, err = v2.GetByEmail(ctx, data[0].Email)
-	wantErr(t, err, runtime.ErrIndexBuilding, "GetByEmail while the unique lookup cannot be built")
+	wantErr(t, err, runtime.ErrNotReady, "GetByEmail while the unique lookup cannot be built")
 	_, err = v2.GetByEmail(ctx, data[2].Email)
-	wantErr(t, err, runtime.ErrIndexBuilding, "GetByEmail of a value held once while the unique lookup cannot be built")
-	wantErr(t, v2.Create(ctx, &lookups.Player{ID: "d", Email: "dan@example.com"}), runtime.ErrIndexBuilding, "Create while the unique lookup cannot be built")
+	wantErr(t, err, runtime.ErrNotReady, "GetByEmail of a value held once while the unique lookup cannot be built")
+	wantErr(t, v2.Create(ctx, &lookups.Player{ID: "d", Email: "dan@example.com"}), runtime.ErrNotReady, "Create while the unique lookup cannot be built")
 	must(t, v2.Delete(ctx, "b"))
 	must(t, v2.EnsureIndexes(ctx))
 	got, err := v2.GetByEmail(ctx, data[0].Email)

@@ -23,6 +23,9 @@ const (
 	Len      = "_len"
 	Seq      = "_seq"
 	Inc      = "_inc"
+	// W holds the token of a block's last write (each write records a
+	// fresh one).
+	W = "_w"
 	// GSIPart and GSIKeyPrefix+lookup are the key attributes of the
 	// global secondary index of a non-unique lookup (GSIName); GSIForm
 	// is the form the schema record gives such a lookup
@@ -167,6 +170,7 @@ var Store = &access.Store{
 		{Each: "partition", Key: Len + ".$entry", Entry: "$entry", Value: "N $n (the element count)"},
 		{When: access.Indexed, Key: Seq, Value: "N (write sequence of the lookup protocol)"},
 		{When: access.Indexed, Key: Inc, Value: "N (incarnation of the lookup protocol)"},
+		{Key: W, Value: "S (token of the block's last write: a resent update finds it applied, Migrate's rewrite finds any write since it read the block)"},
 	},
 	Notes: []access.Note{
 		{Text: "A write of one block is one request on one item (PutItem, UpdateItem, DeleteItem) whose ConditionExpression checks the version (and the element index or count) and bumps it: atomic without transactions."},
@@ -175,7 +179,7 @@ var Store = &access.Store{
 		{When: access.HasNative, Text: "Non-unique lookups of one value per block (no path through a slice, no table option) are global secondary indexes gsi_<lookup> of the block table: the item carries " + GSIPart + " (S, the collection's name; the GSI's partition key) and " + GSIKeyPrefix + "<lookup> (B, lookup value ‖ block key; the sort key), written in the block's own request (atomic with it), left out when the lookup indexes no value (sparse). GSIs are eventually consistent: a ListBy may miss a block just written or return it as it was. One lookup's entries share one partition key value, so its writes land on one GSI partition (hot partition: see the package doc). noam:\"lookup,table\" keeps a strongly consistent index table."},
 		{Text: "An item (the whole block: attribute names and values) is at most 409600 bytes (400 KB); a block key (the partition key) at most 2048 bytes; an index key (the sort key: the value, and the block key for a non-unique lookup) at most 1024 bytes. Larger writes fail with runtime.ErrTooLarge before anything is sent."},
 		{Text: "List and All read every block once in the table's own (hash) order, not in block-key order (Caps.OrderedScan false)."},
-		{Text: "A block written in another layout (ETF or EAO, a field whole or partitioned) reads right. Put rewrites the item whole in the current layout; an entry-level write checks the layout in its own ConditionExpression (attribute_not_exists(_root) for an ETF field, _len for a partition's elements) and fails with runtime.ErrLayout writing nothing, or converts the block in the same request (an EAO root write REMOVEs the ETF attributes, a partition written whole gets its count). Migrate rewrites old blocks, each with one PutItem on condition that the item is as read."},
+		{Text: "A block written in another layout (ETF or EAO, a field whole or partitioned) reads right. Put rewrites the item whole in the current layout; an entry-level write checks the layout in its own ConditionExpression (attribute_not_exists(_root) for an ETF field, _len for a partition's elements) and fails with runtime.ErrLayout writing nothing, or converts the block in the same request (an EAO root write REMOVEs the ETF attributes, a partition written whole gets its count). Migrate rewrites old blocks, each with one PutItem on condition that the item still holds the write token (_w) it read (a block written before tokens existed gets one first)."},
 	},
 	ClearExpired: clearExpired,
 	Costs: []access.Cost{

@@ -259,6 +259,14 @@ func TestEvolutionEntryWrites(t *testing.T) {
 	modes(t, func(t *testing.T, c redis.UniversalClient) {
 		pairs(t, c, func(t *testing.T, v1, v2 version) {
 			r1, _ := v1.ensure(t, c)
+			// The old version writes its blocks before the new version's
+			// EnsureIndexes records the new layout: after it, the old
+			// version's writes get ErrLayout (the layout fence).
+			olds := make([]*player, 4)
+			for i := range olds {
+				olds[i] = newPlayer(fmt.Sprintf("%s-%s-%d", v1.name, v2.name, i))
+				must(t, r1.Create(bg, olds[i]))
+			}
 			r2, m2 := v2.ensure(t, c)
 			type write struct {
 				name  string
@@ -311,8 +319,7 @@ func TestEvolutionEntryWrites(t *testing.T) {
 			}
 			for i, w := range writes {
 				t.Run(strings.ReplaceAll(w.name, " ", "_"), func(t *testing.T) {
-					p := newPlayer(fmt.Sprintf("%s-%s-%d", v1.name, v2.name, i))
-					must(t, r1.Create(bg, p))
+					p := olds[i]
 					if err := w.run(p.ID); err != nil {
 						t.Fatalf("%s on a block written %s, read %s: %v", w.name, v1.name, v2.name, err)
 					}
