@@ -96,7 +96,7 @@ race_pkgs=$(grep -rlE --include='*_test.go' --exclude-dir=testdata \
 	xargs -n1 dirname | sort -u)
 
 echo "== go test (main module) (at ${SECONDS}s)"
-gotest "main module" -count=1 ./...
+gotest "main module" -count=1 -timeout 30m ./...
 
 echo "== go test -race (main module: the concurrency tests) (at ${SECONDS}s)"
 NOAM_STORETEST_RUN="$race_subtests" gotest "main module -race" -count=1 -race -run "$race_run" $race_pkgs
@@ -105,7 +105,7 @@ NOAM_STORETEST_RUN="$race_subtests" gotest "main module -race" -count=1 -race -r
 # run under -race only, in the next step: only their packages are built
 # with it (FerretDB, in-process, is a large build).
 echo "== go test (integration module: MongoDB wire protocol) (at ${SECONDS}s)"
-(cd integration && gotest "integration module" -count=1 -skip 'Race|Concurr' ./...)
+(cd integration && gotest "integration module" -count=1 -timeout 30m -skip 'Race|Concurr' ./...)
 
 echo "== go test -race (integration concurrency tests) (at ${SECONDS}s)"
 race_dirs=$(cd integration && grep -rlE --include='*_test.go' '^func Test[A-Za-z0-9_]*(Race|Concurr)' . | xargs -n1 dirname | sort -u)
