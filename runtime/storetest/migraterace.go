@@ -23,13 +23,13 @@ const (
 )
 
 // testEvoMigrateRace: Migrate (of the new version, part) runs over and
-// over while writers of both versions of the model (eaopart, the old
-// layout, and part) change elements deep in large partitions of their
-// own blocks, by a setter and by a whole Put. A write of one version on
-// a block in the other's layout may be refused with runtime.ErrLayout
-// (nothing written); every write acknowledged must be there afterwards:
-// the migrator rewrites a block only while it is as the migrator read it,
-// whatever its size.
+// over while writers of the old version (eaopart) change elements deep in
+// large partitions of their own blocks, by a setter and by a whole Put,
+// each writer ending with a Put of the new version. Under the layout
+// fence the old version's writes are refused with runtime.ErrLayout
+// (nothing written) once the new layout is recorded; every write
+// acknowledged must be there afterwards: the migrator rewrites a block
+// only while it is as the migrator read it, whatever its size.
 func testEvoMigrateRace(t *testing.T, e *env) {
 	ctx := bg
 	db := e.h.Open(t)
@@ -61,9 +61,16 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 	}}
 	oldPut := write{"eaopart Put", func(ctx context.Context, p player, _ int) error { return r1.Put(ctx, asPlayer[eaopart.Player](p)) }}
 	newPut := write{"part Put", func(ctx context.Context, p player, _ int) error { return r2.Put(ctx, asPlayer[part.Player](p)) }}
-	// Mostly writes of the old version, which the migrator must not
-	// undo; those of the new one convert the block (Put) or are refused.
-	writes := []write{oldSet, oldSet, newSet, oldPut, oldSet, newPut}
+	// Writes of the old version, which the migrator must not undo: the
+	// layout fence refuses them (ErrLayout, nothing written) once the new
+	// layout is recorded, but for a write checked within the layout lease
+	// on stores without fenced writes, which DynamoDB's write token keeps
+	// from being overwritten. A writer's last write is a Put of the new
+	// version (and a setter of the new version would convert the block
+	// on Redis): the blocks are converted by Migrate while the writers
+	// run.
+	writes := []write{oldSet, oldSet, oldPut}
+	_ = newSet // (refused on a block in the old layout, or converting it: left out)
 	var (
 		mu                 sync.Mutex
 		acked, refused     int
@@ -72,7 +79,7 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 	)
 	var writers sync.WaitGroup
 	done := make(chan struct{})
-	// Migrate starts once every writer is under way.
+	// Migrate starts once a writer is under way.
 	started := make(chan struct{}, raceBlocks)
 	for b := range want {
 		writers.Add(1)
@@ -80,6 +87,9 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 			defer writers.Done()
 			for n := range raceWrites {
 				w := writes[n%len(writes)]
+				if n == raceWrites-1 {
+					w = newPut
+				}
 				// An element past the first half, a value no write
 				// gave before.
 				i := raceScores/2 + (n*37+b*11)%(raceScores/2)
@@ -108,9 +118,7 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 		}()
 	}
 	go func() { writers.Wait(); close(done) }()
-	for range raceBlocks {
-		<-started
-	}
+	<-started
 	for running := true; running; {
 		select {
 		case <-done:
