@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The evolution core (evolve.go) without a store: the layouts of
@@ -320,7 +321,7 @@ func TestEnsureRecordsLayout(t *testing.T) {
 	ctx := context.Background()
 	s := &schemaStore{}
 	d := evoDesc(false, false, false, evoEmail, evoCity)
-	r := NewRepo(d, Store[evoPlayer, string](s))
+	r := NewRepo(d, Store[evoPlayer, string](s), quickLease)
 	if err := r.gate(ctx, "GetByEmail", evoEmail); !errors.Is(err, ErrNotReady) {
 		t.Fatalf("before EnsureIndexes: gate = %v, want ErrNotReady", err)
 	}
@@ -358,14 +359,14 @@ func TestEnsureHistoryAndDrop(t *testing.T) {
 	ctx := context.Background()
 	s := &schemaStore{}
 	v1 := evoDesc(false, false, false, evoEmail, evoCity)
-	if err := NewRepo(v1, Store[evoPlayer, string](s)).Ensure(ctx); err != nil {
+	if err := NewRepo(v1, Store[evoPlayer, string](s), quickLease).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A repository in another layout, without lookup city, over the same
 	// store; conflicting saves are retried.
 	s.conflicts = 2
 	v2 := evoDesc(true, false, false, evoEmail)
-	if err := NewRepo(v2, Store[evoPlayer, string](s)).Ensure(ctx); err != nil {
+	if err := NewRepo(v2, Store[evoPlayer, string](s), quickLease).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rec := s.record(t)
@@ -381,7 +382,7 @@ func TestEnsureHistoryAndDrop(t *testing.T) {
 	// Back to v1: city is new again (built, from the first block) and
 	// the EAO layout joins the history.
 	s.blocks = []string{"a", "b", "c"}
-	r1 := NewRepo(v1, Store[evoPlayer, string](s))
+	r1 := NewRepo(v1, Store[evoPlayer, string](s), quickLease)
 	if err := r1.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestEnsureHistoryAndDrop(t *testing.T) {
 		}
 	}
 	// Layouts that read blocks alike add nothing to the history.
-	if err := NewRepo(evoDesc(false, false, false), Store[evoPlayer, string](s)).Ensure(ctx); err != nil {
+	if err := NewRepo(evoDesc(false, false, false), Store[evoPlayer, string](s), quickLease).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if rec := s.record(t); len(rec.History) != 2 {
@@ -410,7 +411,7 @@ func TestEnsureHistoryBounded(t *testing.T) {
 	ctx := context.Background()
 	s := &schemaStore{}
 	for i := range maxHistory + 5 {
-		if err := NewRepo(evoDesc(i%2 == 1, false, false), Store[evoPlayer, string](s)).Ensure(ctx); err != nil {
+		if err := NewRepo(evoDesc(i%2 == 1, false, false), Store[evoPlayer, string](s), quickLease).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -428,10 +429,10 @@ func TestEnsureBuildsOverData(t *testing.T) {
 	var seen []BuildProgress
 	stop := errors.New("stop")
 	bctx := WithBuildProgress(ctx, func(p BuildProgress) { seen = append(seen, p) })
-	r := NewRepo(d, Store[evoPlayer, string](s))
+	r := NewRepo(d, Store[evoPlayer, string](s), quickLease)
 	// A build cut short after its first page keeps its position.
 	s.repairs = nil
-	cut := NewRepo(d, Store[evoPlayer, string](&cutStore{schemaStore: s, after: 1, err: stop}))
+	cut := NewRepo(d, Store[evoPlayer, string](&cutStore{schemaStore: s, after: 1, err: stop}), quickLease)
 	if err := cut.Ensure(bctx); !errors.Is(err, stop) {
 		t.Fatalf("a build cut short: err = %v, want the page's error", err)
 	}
@@ -476,12 +477,12 @@ func TestEnsureBuildsOverData(t *testing.T) {
 func TestEnsureUniqueDuplicates(t *testing.T) {
 	ctx := context.Background()
 	s := &schemaStore{}
-	if err := NewRepo(evoDesc(false, false, false), Store[evoPlayer, string](s)).Ensure(ctx); err != nil {
+	if err := NewRepo(evoDesc(false, false, false), Store[evoPlayer, string](s), quickLease).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s.blocks, s.dups = []string{"a", "b", "c"}, true
 	d := evoDesc(false, false, false, evoEmail, evoCity)
-	r := NewRepo(d, Store[evoPlayer, string](s))
+	r := NewRepo(d, Store[evoPlayer, string](s), quickLease)
 	err := r.Ensure(ctx)
 	if !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("unique lookup over duplicates: EnsureIndexes = %v, want ErrDuplicate", err)
@@ -538,12 +539,12 @@ func (c *cutStore) Repair(ctx context.Context) (RepairReport, error) {
 func TestMigrateClearsHistory(t *testing.T) {
 	ctx := context.Background()
 	s := &schemaStore{}
-	if err := NewRepo(evoDesc(false, false, false), Store[evoPlayer, string](s)).Ensure(ctx); err != nil {
+	if err := NewRepo(evoDesc(false, false, false), Store[evoPlayer, string](s), quickLease).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s.blocks = []string{"a", "b", "c", "d", "e"}
 	s.migrated = map[string]bool{"a": true, "c": true, "e": true}
-	r := NewRepo(evoDesc(true, false, false), Store[evoPlayer, string](s))
+	r := NewRepo(evoDesc(true, false, false), Store[evoPlayer, string](s), quickLease)
 	if err := r.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -574,3 +575,8 @@ func TestMigrateClearsHistory(t *testing.T) {
 		t.Errorf("a complete run: %+v, history %+v; want 1 migrated, 4 current and no history", rep, s.record(t).History)
 	}
 }
+
+// quickLease is the layout lease of these tests' repositories (their
+// store does not fence writes): an EnsureIndexes that records another
+// layout waits two of it.
+var quickLease = WithLayoutLease(time.Millisecond)
