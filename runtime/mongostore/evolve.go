@@ -330,14 +330,35 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 		}
 		return runtime.NoEntry
 	}}), miscounts...)
-	if len(ds) == 0 {
+	// A versioned aggregate's document written before the model had a
+	// version gets version 0 (what it reads as), so that it holds every
+	// entry of the layout as the other stores' rewritten blocks do.
+	noVersion := s.d.Version != nil && raw.Lookup(s.d.Version.Key).Type == 0
+	if len(ds) == 0 && !noVersion {
 		return plan, nil
 	}
 	plan.from = runtime.DescribeDiffs(ds)
-	if len(want) == 0 {
-		plan.update = bson.D{{Key: "$unset", Value: bson.D{{Key: LenKey, Value: ""}}}}
-	} else {
-		plan.update = bson.D{{Key: "$set", Value: bson.D{{Key: LenKey, Value: want}}}}
+	set, unset := bson.D{}, bson.D{}
+	if len(ds) > 0 {
+		if len(want) == 0 {
+			unset = append(unset, bson.E{Key: LenKey, Value: ""})
+		} else {
+			set = append(set, bson.E{Key: LenKey, Value: want})
+		}
+	}
+	if noVersion {
+		if plan.from != "" {
+			plan.from += ", "
+		}
+		plan.from += "no version entry " + s.d.Version.Key
+		plan.filter = append(plan.filter, bson.E{Key: s.d.Version.Key, Value: bson.D{{Key: "$exists", Value: false}}})
+		set = append(set, bson.E{Key: s.d.Version.Key, Value: int64(0)})
+	}
+	if len(set) > 0 {
+		plan.update = append(plan.update, bson.E{Key: "$set", Value: set})
+	}
+	if len(unset) > 0 {
+		plan.update = append(plan.update, bson.E{Key: "$unset", Value: unset})
 	}
 	return plan, nil
 }

@@ -46,6 +46,11 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 	}
 	v2 := wrap[part.Player](t, "part", r2)
 	must(t, v2.ensure(ctx))
+	// What Migrate has to rewrite: every block, unless the store keeps
+	// both layouts alike (MongoDB's documents are the same under EAO
+	// and ETF).
+	plan, err := v2.migrate(ctx, runtime.MigrateOptions{DryRun: true})
+	must(t, err)
 
 	// A write of version old (eaopart) or new (part): a setter of one
 	// element, or a Put of the whole block.
@@ -79,8 +84,10 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 	)
 	var writers sync.WaitGroup
 	done := make(chan struct{})
-	// Migrate starts once a writer is under way.
+	// Migrate starts once a writer is under way; the writers' last
+	// writes wait for its first run to end.
 	started := make(chan struct{}, raceBlocks)
+	firstRun := make(chan struct{})
 	for b := range want {
 		writers.Add(1)
 		go func() {
@@ -88,6 +95,7 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 			for n := range raceWrites {
 				w := writes[n%len(writes)]
 				if n == raceWrites-1 {
+					<-firstRun // its block converted by Migrate, or being
 					w = newPut
 				}
 				// An element past the first half, a value no write
@@ -134,6 +142,9 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 			t.Errorf("Migrate while the writers run failed on a block: %v", f)
 		}
 		migrated += rep.Migrated
+		if migrates == 1 {
+			close(firstRun)
+		}
 	}
 	for _, f := range failures {
 		t.Errorf("write during Migrate: %s", f)
@@ -170,7 +181,7 @@ func testEvoMigrateRace(t *testing.T, e *env) {
 		}
 	}
 	t.Logf("%d writes acknowledged, %d refused (ErrLayout), %d Migrate runs rewrote %d blocks meanwhile; %d acknowledged writes lost", acked, refused, migrates, migrated, lost)
-	if migrated == 0 {
-		t.Errorf("Migrate rewrote no block while the writers ran")
+	if migrated == 0 && plan.Migrated > 0 {
+		t.Errorf("Migrate rewrote no block while the writers ran (%d to rewrite)", plan.Migrated)
 	}
 }
