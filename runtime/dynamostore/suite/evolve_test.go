@@ -2,8 +2,13 @@ package dynamostore_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -652,5 +657,89 @@ func TestDropLookup(t *testing.T) {
 	must(t, err)
 	if got.ID != "p2" {
 		t.Fatalf("GetByEmail after the rebuild: %+v", got)
+	}
+}
+
+// targetHook is an HTTP client that calls before, once, ahead of the first
+// request of the DynamoDB operation op (its X-Amz-Target) sent once armed.
+type targetHook struct {
+	base   dynamodb.HTTPClient
+	op     string
+	armed  atomic.Bool
+	once   sync.Once
+	before func()
+}
+
+func (h *targetHook) Do(req *http.Request) (*http.Response, error) {
+	if h.armed.Load() && strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+h.op) {
+		h.once.Do(h.before)
+	}
+	return h.base.Do(req)
+}
+
+// TestEvolveMigrateKeepsAWriteInBetween: a write lands on a block between
+// Migrate's read of it and its rewrite, on an element far past what a
+// condition expression can compare (the 400th of a partition, in an item
+// of tens of KB): the rewrite, conditioned on the block's write token
+// (_w), fails, Migrate reads the block again and rewrites it with the
+// write kept. (Before the token, the condition compared the values only
+// up to the expression limit and then the item's size: the write was
+// overwritten.) The write is made as every write of a repository makes it:
+// the element and a fresh token in one UpdateItem.
+func TestEvolveMigrateKeepsAWriteInBetween(t *testing.T) {
+	e := newEvo(t)
+	v1 := e.part()
+	p := partMary()
+	p.Scores = nil
+	for i := range 400 {
+		p.Scores = append(p.Scores, part.Score{Game: fmt.Sprintf("game-%03d", i), Points: i})
+	}
+	must(t, v1.Create(ctx, p))
+	item := e.raw("p1")
+	elem := item["scores"].(*types.AttributeValueMemberL).Value[399].(*types.AttributeValueMemberM)
+	changed := map[string]types.AttributeValue{}
+	for k, v := range elem.Value {
+		changed[k] = v
+	}
+	var points string
+	for k, v := range changed {
+		if n, ok := v.(*types.AttributeValueMemberN); ok {
+			points = k
+			_ = n
+		}
+	}
+	if points == "" {
+		t.Fatalf("element 399 has no number attribute: %v", elem.Value)
+	}
+	changed[points] = &types.AttributeValueMemberN{Value: "988"} // as long as 399: the item keeps its size
+	hook := &targetHook{op: "PutItem", before: func() {
+		_, err := e.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(e.o.TablePrefix + "players"),
+			Key:                       strKey("p1"),
+			UpdateExpression:          aws.String("SET #s[399] = :v, #w = :w"),
+			ExpressionAttributeNames:  map[string]string{"#s": "scores", "#w": dynamostore.WriteAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberM{Value: changed}, ":w": &types.AttributeValueMemberS{Value: "injected"}},
+		})
+		if err != nil {
+			t.Errorf("the write in between: %v", err)
+		}
+	}}
+	c := dynamodb.New(e.c.Options(), func(o *dynamodb.Options) { hook.base = o.HTTPClient; o.HTTPClient = hook })
+	v2 := eaopart.NewPlayerDynamoRepository(c, e.o, lease)
+	must(t, v2.EnsureIndexes(ctx))
+	hook.armed.Store(true) // the next PutItem is Migrate's rewrite
+	rep, err := repoOf[eaopart.Player, string](t, v2).Migrate(ctx, runtime.MigrateOptions{})
+	must(t, err)
+	hook.once.Do(func() { t.Error("Migrate sent no PutItem") })
+	if rep.Migrated != 1 || len(rep.Failed) != 0 {
+		t.Fatalf("Migrate: %+v, want the block migrated", rep)
+	}
+	got, err := v2.Get(ctx, "p1")
+	must(t, err)
+	if len(got.Scores) != 400 || got.Scores[399].Points != 988 || got.Scores[398].Points != 398 {
+		t.Fatalf("after Migrate: %d scores, the last %+v; want the write in between kept (points 988)", len(got.Scores), got.Scores[len(got.Scores)-1])
+	}
+	if a := attrs(e.raw("p1")); !slices.Contains(a, "_root") {
+		t.Fatalf("the block after Migrate is not in the new layout: %v", a)
 	}
 }
