@@ -96,6 +96,19 @@ func checkRollingLookups(t *testing.T, v2 lookups.PlayerRepository) int {
 	return bad
 }
 
+// rollingOldBuild returns the old build's repositories (model etf) over
+// e's database, its layout recorded, holding players p0 to p5 of distinct
+// emails in two cities.
+func rollingOldBuild(t *testing.T, e *env, opts ...runtime.Option) etf.PlayerRepository {
+	t.Helper()
+	v1 := etfPlayers.On(t, e.db, opts...)
+	must(t, v1.EnsureIndexes(bg))
+	for i := range 6 {
+		must(t, v1.Create(bg, &etf.Player{ID: fmt.Sprintf("p%d", i), Email: fmt.Sprintf("p%d@example.com", i), City: rollingCities[i%2]}))
+	}
+	return v1
+}
+
 // testEvoRollingDeploy: the old build writes after the new build's
 // EnsureIndexes, in turn: each of its writes fails with ErrLayout and
 // changes nothing; the new build then takes the email the old one tried
@@ -103,11 +116,7 @@ func checkRollingLookups(t *testing.T, v2 lookups.PlayerRepository) int {
 func testEvoRollingDeploy(t *testing.T, e *env) {
 	ctx := bg
 	lease := runtime.WithLayoutLease(rollingLease)
-	v1 := etfPlayers.On(t, e.db, lease)
-	must(t, v1.EnsureIndexes(ctx))
-	for i := range 6 {
-		must(t, v1.Create(ctx, &etf.Player{ID: fmt.Sprintf("p%d", i), Email: fmt.Sprintf("p%d@example.com", i), City: rollingCities[i%2]}))
-	}
+	v1 := rollingOldBuild(t, e, lease)
 	must(t, v1.SetName(ctx, "p0", "Old")) // the old build's check of the record is fresh
 	v2 := lookupPlayers.On(t, e.db, lease)
 	must(t, v2.EnsureIndexes(ctx))
@@ -158,11 +167,7 @@ func testEvoRollingDeploy(t *testing.T, e *env) {
 func testEvoRollingDeployFailed(t *testing.T, e *env) {
 	ctx := bg
 	lease := runtime.WithLayoutLease(rollingLease)
-	v1 := etfPlayers.On(t, e.db, lease)
-	must(t, v1.EnsureIndexes(ctx))
-	for i := range 6 {
-		must(t, v1.Create(ctx, &etf.Player{ID: fmt.Sprintf("p%d", i), Email: fmt.Sprintf("p%d@example.com", i), City: rollingCities[i%2]}))
-	}
+	v1 := rollingOldBuild(t, e, lease)
 	must(t, v1.SetEmail(ctx, "p5", "p4@example.com"))
 	v2 := lookupPlayers.On(t, e.db, lease)
 	if err := v2.EnsureIndexes(ctx); !errors.Is(err, runtime.ErrDuplicate) {
