@@ -89,8 +89,12 @@ func (r Repo[T, K]) ctxErrAt(ctx context.Context, op string, err *error) {
 // errs because the caller's context ended: a *Error of operation op on
 // aggregate agg and block key id, matching ctx's error, whose detail says
 // the write is done and the rest is left to Repair (reads verify index
-// entries meanwhile). It is nil while ctx is not done (a cleanup failure
-// is then best effort, as before) or when no cleanup step failed.
+// entries meanwhile). It also matches ErrUnknownOutcome, the one error
+// kind of a write that does not mean "nothing was written": a caller that
+// tells writes apart by errors.Is alone reads the block or retries, and
+// does not take it for a write that failed. It is nil while ctx is not
+// done (a cleanup failure is then best effort, as before) or when no
+// cleanup step failed.
 func LeftToRepair(ctx context.Context, op, agg string, id any, errs ...error) error {
 	cerr := ctxDone(ctx)
 	if cerr == nil {
@@ -105,8 +109,15 @@ func LeftToRepair(ctx context.Context, op, agg string, id any, errs ...error) er
 	if len(failed) == 0 {
 		return nil
 	}
-	return FailAt(op, agg, id, "(the block write is done; the cleanup after it was cut short and is left to Repair)", nil, errors.Join(append(failed, cerr)...))
+	return FailAt(op, agg, id, "(the block write is done; the cleanup after it was cut short and is left to Repair)", errWritten{}, errors.Join(append(failed, cerr)...))
 }
+
+// errWritten is LeftToRepair's kind: the write is done, and it matches
+// ErrUnknownOutcome.
+type errWritten struct{}
+
+func (errWritten) Error() string        { return "written" }
+func (errWritten) Is(target error) bool { return target == ErrUnknownOutcome }
 
 // ctxDone is ctx.Err(), and context.DeadlineExceeded once ctx's deadline
 // has passed although ctx does not say so yet: a socket deadline set to

@@ -103,6 +103,8 @@ func TestCtxErrAtTheDeadline(t *testing.T) {
 	}
 	if err := LeftToRepair(ctx, "Delete", "Match", "m", errors.New("i/o timeout")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("LeftToRepair: got %v, want it to match DeadlineExceeded", err)
+	} else if !errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("LeftToRepair: got %v, want it to match ErrUnknownOutcome (the write is done: not a write that failed)", err)
 	}
 }
 

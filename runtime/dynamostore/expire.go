@@ -135,15 +135,16 @@ func (s *Store[T, K]) deleteRead(ctx context.Context, op string, id K, cond *del
 		}
 		e := newExpr()
 		c := s.expiresPath(e) + " = " + e.value(s.expiresOf(st.item))
+		var sent sends
 		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table), Key: s.key(id),
 			ConditionExpression: aws.String(c), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
-		})
+		}, sent.count)
 		if condFailed(err) {
 			continue
 		}
 		if err != nil {
-			return wrap(op, s.d.Aggregate, id, err)
+			return s.writeErr(op, id, &sent, err)
 		}
 		return nil
 	}

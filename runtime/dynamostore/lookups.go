@@ -414,15 +414,18 @@ func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K, cond 
 		}
 		w := &update{e: newExpr()}
 		s.stampCond(w, st)
+		var sent sends
 		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table), Key: s.key(id),
 			ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.names, ExpressionAttributeValues: w.e.values,
-		})
+		}, sent.count)
 		if condFailed(err) {
 			continue
 		}
 		if err != nil {
-			return wrap(op, s.d.Aggregate, id, err)
+			// Without a reply the block may be gone: its index items stay
+			// for Repair (reads verify them).
+			return s.writeErr(op, id, &sent, err)
 		}
 		return s.eng.Deleted(ctx, op, id, s.d.Keys.Bytes(id), st.stamp.Inc, s.keys(id, st.t))
 	}
