@@ -203,7 +203,7 @@ func TestBoltFailedUniqueWritesChangeNothing(t *testing.T) {
 
 	var re *runtime.Error
 	err = hotels.SetName(ctx, "h1", "Mercure")
-	if !errors.As(err, &re) || re.Op != "SetName" || re.ID != "h1" || re.Detail != `Hotel.name "Mercure" (held by "h4")` {
+	if !errors.As(err, &re) || re.Op != "SetName" || re.ID != "h1" || re.Detail != `(lookup Hotel.name "Mercure" is taken)` {
 		t.Fatalf("error of a taken name: %v", err)
 	}
 	if !maps.EqualFunc(before, dump(t, db), maps.Equal) {

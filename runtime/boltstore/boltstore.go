@@ -376,24 +376,14 @@ func (b *block) version(key string) (int64, error) {
 // without a version entry (written before the aggregate had a version):
 // otherwise it returns a runtime.ErrConflict.
 func (b *block) CheckVersion(key string, want int64) error {
-	if !b.Exists() {
-		if want == 0 {
-			return nil
+	var stored int64
+	if b.Exists() {
+		var err error
+		if stored, err = b.version(key); err != nil {
+			return err
 		}
-		return b.failAt(fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict)
 	}
-	stored, err := b.version(key)
-	switch {
-	case err != nil:
-		return err
-	case want == 0 && b.bucket.Get(b.key(key, -1)) == nil:
-		return nil // no version entry: at version 0
-	case want == 0:
-		return b.failAt(fmt.Sprintf("(the block exists, at version %d)", stored), runtime.ErrConflict)
-	case stored != want:
-		return b.failAt(fmt.Sprintf("(stored version %d, expected %d)", stored, want), runtime.ErrConflict)
-	}
-	return nil
+	return runtime.CheckVersion(b.op, b.agg, b.id, b.Exists(), stored, want)
 }
 
 // BumpVersion adds one to the version entry named key.

@@ -159,7 +159,7 @@ func (b *block) indexable(name string, unique bool, value []byte) (bk *bbolt.Buc
 		if b.held != nil && !b.held(name, value, stored) {
 			return bk, k, v, nil // a stale claim: taken over
 		}
-		b.err = b.failAt(fmt.Sprintf("%s %s (held by %s)", name, FormatKey(value), FormatKey(stored)), runtime.ErrDuplicate)
+		b.err = runtime.LookupTaken(b.op, b.agg, b.id, name, value, nil)
 	}
 	return
 }
@@ -332,19 +332,25 @@ func (c collection[K]) allocate(tx *bbolt.Tx, b *bbolt.Bucket, op string, id K) 
 		return id, err
 	}
 	if n == 0 {
-		for n = last; ; {
-			if n == math.MaxInt64 {
-				return id, fmt.Errorf("counter %s is at the largest number: %w", FormatKey(key), runtime.ErrOverflow)
-			}
-			n++
-			id = c.Counter.With(id, n)
-			if _, back := c.Counter.Split(id); back != n {
-				return id, fmt.Errorf("counter %s: %d does not fit the block key", FormatKey(key), n)
-			}
-			if !c.block(tx, b, "", id).Exists() {
-				break
-			}
+		// In the transaction: the next number whose block does not exist.
+		n = last
+		var got K
+		if got, err = runtime.AllocateKey(context.Background(), runtime.Allocation[K]{
+			Op: op, Agg: c.Aggregate, Counter: FormatKey(key),
+			Next: func(context.Context) (int64, error) {
+				if n == math.MaxInt64 {
+					return 0, runtime.ErrOverflow
+				}
+				n++
+				return n, nil
+			},
+			With:   func(n int64) K { return c.Counter.With(id, n) },
+			Number: func(id K) int64 { _, n := c.Counter.Split(id); return n },
+			Try:    func(_ context.Context, id K) (bool, error) { return c.block(tx, b, "", id).Exists(), nil },
+		}); err != nil {
+			return id, err
 		}
+		id = got
 	}
 	if n > last {
 		if err := tooLarge(op, c.Aggregate, id, func() string { return "counter " + CountersBucket }, key, nil); err != nil {

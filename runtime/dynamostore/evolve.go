@@ -312,7 +312,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 // migrate rewrites block id, read as item, in the current layout.
 func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[string]types.AttributeValue, dryRun bool) runtime.BlockMigration {
 	m := runtime.BlockMigration{ID: id}
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
 				m.Err = runtime.Fail(op, s.d.Aggregate, id, nil, err)

@@ -125,7 +125,7 @@ func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (b
 // cond: the block is read, and the DeleteItem is conditional on its
 // expires entry as read.
 func (s *Store[T, K]) deleteRead(ctx context.Context, op string, id K, cond *deleteCond[T]) error {
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		st, err := s.readFound(ctx, op, id, attempt)
 		if err != nil {
 			return err

@@ -260,7 +260,7 @@ func (s *Store[T, K]) gsiUpdate(ctx context.Context, op string, id K, u runtime.
 		tok = token.New()
 	}
 	keys := u.Keys()
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}

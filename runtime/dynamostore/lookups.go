@@ -48,9 +48,6 @@ func (s *Store[T, K]) engine() *index.Engine[*T] {
 		},
 		StaleAfter: func() time.Duration { return StaleAfter },
 		Batch:      index.Limits{Keys: MaxBatch},
-		// Attempts back off (run): concurrent writers of one block take
-		// turns.
-		Attempts: maxAttempts,
 		// The SDK resends a request after a lost reply: a block write
 		// may see its own first send as a failed condition.
 		CheckUnmatched: true,
@@ -404,7 +401,7 @@ func (s *Store[T, K]) protocolDelete(ctx context.Context, op string, id K, cond 
 			}
 		}
 	}
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		st, err := s.readFound(ctx, op, id, attempt)
 		if err != nil {
 			return err

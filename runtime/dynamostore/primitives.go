@@ -143,7 +143,7 @@ func (p prims[T, K]) PutItem(ctx context.Context, l int, it index.Item, c index.
 	} else if cond, err = p.cond(c, e); err != nil {
 		return false, nil, err
 	}
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		in := &dynamodb.PutItemInput{TableName: aws.String(p.s.index), Item: item,
 			ConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.valuesOrNil()}
 		if c.Kind == index.Always {
@@ -175,7 +175,7 @@ func (p prims[T, K]) PutItem(ctx context.Context, l int, it index.Item, c index.
 		}
 		return true, p.prev(uout.Attributes), nil
 	}
-	return false, nil, fmt.Errorf("index item %s changed concurrently %d times in a row", runtime.FormatKey(it.Key), maxAttempts)
+	return false, nil, fmt.Errorf("index item %s changed concurrently %d times in a row", runtime.FormatKey(it.Key), runtime.MaxAttempts)
 }
 
 // prev is the item a write replaced (nil: none, or one that does not

@@ -543,23 +543,24 @@ func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, write fu
 		}
 		return write(t)
 	}
-	for {
-		n, err := s.allocate(ctx, op, id)
-		if err != nil {
-			return err
-		}
-		c := *t
-		*s.d.ID(&c) = s.d.Counter.With(id, n)
-		err = write(&c)
-		if errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, *s.d.ID(&c)) {
-			continue // the number is in use (an explicit id): the next one
-		}
-		if err != nil {
-			return err
-		}
-		*t = c
-		return nil
-	}
+	scope, _ := s.d.Counter.Split(id)
+	_, err := runtime.AllocateKey(ctx, runtime.Allocation[K]{
+		Op: op, Agg: s.d.Aggregate, Counter: runtime.FormatKey(scope),
+		Next:   func(ctx context.Context) (int64, error) { return s.allocate(ctx, op, id) },
+		With:   func(n int64) K { return s.d.Counter.With(id, n) },
+		Number: func(id K) int64 { _, n := s.d.Counter.Split(id); return n },
+		Try: func(ctx context.Context, id K) (bool, error) {
+			c := *t
+			*s.d.ID(&c) = id
+			if err := write(&c); err != nil {
+				// In use by a block with an explicit number: the next one.
+				return errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, id), err
+			}
+			*t = c
+			return false, nil
+		},
+	})
+	return err
 }
 
 // exists reports whether block id exists (false when it cannot tell).

@@ -320,7 +320,7 @@ func (s *Store[T, K]) claimFailed(ctx context.Context, op string, id K, block []
 		return 0, wrap(op, s.d.Aggregate, id, err)
 	}
 	if len(blocks) == 1 && blocks[0].Err == nil && index.Holds(index.LookupKeys(true, l.Values(blocks[0].Value), holder), it.key) {
-		return txDuplicate, runtime.FailAt(op, s.d.Aggregate, id, "(lookup "+l.Name+" "+runtime.FormatKey(it.key)+" is taken)", runtime.ErrDuplicate, nil)
+		return txDuplicate, runtime.LookupTaken(op, s.d.Aggregate, id, l.Name, it.key, nil)
 	}
 	return txProtocol, nil
 }
@@ -352,7 +352,7 @@ func (s *Store[T, K]) txApplied(ctx context.Context, op string, id K, block []by
 // protocol's to run.
 func (s *Store[T, K]) txRun(ctx context.Context, op string, id K, insert bool, read func() (index.Attempt, error)) error {
 	block := s.d.Keys.Bytes(id)
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
@@ -397,7 +397,7 @@ func (s *Store[T, K]) txRun(ctx context.Context, op string, id K, insert bool, r
 // the delete is the protocol's to run.
 func (s *Store[T, K]) txDelete(ctx context.Context, op string, id K) error {
 	block := s.d.Keys.Bytes(id)
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		st, err := s.readFound(ctx, op, id, attempt)
 		if err != nil {
 			return err

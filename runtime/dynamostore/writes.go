@@ -19,12 +19,8 @@ import (
 	"github.com/noamgen/noamgen/runtime/internal/token"
 )
 
-// maxAttempts bounds the attempts of one write that keeps losing races
-// against concurrent writes of the same block.
-const maxAttempts = 200
-
 func (s *Store[T, K]) contended(op string, id K) error {
-	return runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", maxAttempts))
+	return runtime.Contended(op, s.d.Aggregate, id, "block")
 }
 
 // Create writes a new block, allocating a zero counted id first.
@@ -167,7 +163,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	if err := s.checkValues(op, id, t); err != nil {
 		return err
 	}
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
@@ -288,13 +284,7 @@ func versionOf(item map[string]types.AttributeValue, key string) int64 {
 }
 
 func (s *Store[T, K]) conflict(op string, id K, found bool, have, want int64) error {
-	switch {
-	case want == 0 && found:
-		return runtime.FailAt(op, s.d.Aggregate, id, "(the block exists, expected none)", runtime.ErrConflict, nil)
-	case want != 0 && !found:
-		return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict, nil)
-	}
-	return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(stored version %d, expected %d)", have, want), runtime.ErrConflict, nil)
+	return runtime.VersionConflict(op, s.d.Aggregate, id, found, have, want)
 }
 
 // Delete removes block id (and its index items).
@@ -494,7 +484,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		return err
 	}
 	newLen := false
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
@@ -731,7 +721,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 // the count is still the one read (so that the index it returns is
 // right). It takes blocks written before the partition existed.
 func (s *Store[T, K]) appendRead(ctx context.Context, op string, id K, f *runtime.Field[T], v types.AttributeValue, wv []types.AttributeValue, wf []*runtime.Field[T]) (int, error) {
-	for attempt := range maxAttempts {
+	for attempt := range runtime.MaxAttempts {
 		if err := backoff(ctx, attempt); err != nil {
 			return 0, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}

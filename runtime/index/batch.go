@@ -133,7 +133,7 @@ func (e *Engine[T]) RunMany(ctx context.Context, op string, ids []any, blocks []
 			if errs[i] = rerrs[j]; errs[i] != nil {
 				continue
 			}
-			if last[i] != nil && a.Found && last[i].Found && a.Stamp == last[i].Stamp || tries[i] == e.attempts() {
+			if last[i] != nil && a.Found && last[i].Found && a.Stamp == last[i].Stamp || tries[i] == runtime.MaxAttempts {
 				errs[i] = e.Contended(op, ids[i])
 				continue
 			}

@@ -27,7 +27,7 @@
 //     after fencing its holder (see I4);
 //  3. writes the block on condition that its stamp is the one read (the
 //     store's block command). If that matches nothing the attempt is
-//     undone and the write starts again, up to MaxAttempts times;
+//     undone and the write starts again, up to runtime.MaxAttempts times;
 //  4. removes the items of the values the block no longer holds, on
 //     condition that they are of the same incarnation and older than S.
 //
@@ -116,10 +116,6 @@ type Engine[T any] struct {
 	// Now, when set, is the clock (nanoseconds) staleness is judged by
 	// (nil: time.Now), for tests.
 	Now func() int64
-	// Attempts, when not 0, bounds the attempts of one write (Run) and of
-	// one unique claim instead of MaxAttempts: a store whose reads back
-	// off between attempts may allow more.
-	Attempts int
 	// Batch bounds the batched commands.
 	Batch Limits
 	// RepairBatch is how many blocks or items Repair reads per page

@@ -8,32 +8,19 @@ import (
 	"github.com/noamgen/noamgen/runtime"
 )
 
-// MaxAttempts bounds the read-claim-write attempts of one write that keep
-// losing to concurrent writes of the same block, unless Engine.Attempts
-// says otherwise.
-const MaxAttempts = 16
-
-// attempts is the bound of attempts (Attempts, or MaxAttempts).
-func (e *Engine[T]) attempts() int {
-	if e.Attempts > 0 {
-		return e.Attempts
-	}
-	return MaxAttempts
-}
-
 // Contended is the error of a write that lost every attempt in a row.
 func (e *Engine[T]) Contended(op string, id any) error {
-	return runtime.Fail(op, e.Agg, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", e.attempts()))
+	return runtime.Contended(op, e.Agg, id, "block")
 }
 
 // Run runs a write of block block (id names it in errors) through the
 // protocol: read reads the block and says what to write (returning a
 // definite error, such as a failed version check, stops the write); the
 // attempt is committed, and read again while the block changed meanwhile,
-// up to Attempts (MaxAttempts) times.
+// up to runtime.MaxAttempts times.
 func (e *Engine[T]) Run(ctx context.Context, op string, id any, block []byte, read func() (Attempt, error)) error {
 	var last *Attempt
-	for range e.attempts() {
+	for range runtime.MaxAttempts {
 		a, err := read()
 		if err != nil {
 			return err
@@ -356,7 +343,7 @@ func (e *Engine[T]) add(ctx context.Context, op string, id any, a *attempt, i in
 func (e *Engine[T]) claim(ctx context.Context, op string, id any, a *attempt, i int, block []byte, inc int64, k []byte, seq int64, tried bool) error {
 	fail := func(err error) error { return runtime.Fail(op, e.Agg, id, nil, err) }
 	mine := Item{Key: k, Block: block, Inc: inc, Seq: seq, W: a.w}
-	for range e.attempts() {
+	for range runtime.MaxAttempts {
 		if !tried {
 			ok, _, err := e.P.PutItem(ctx, i, mine, Cond{Kind: Absent})
 			if err != nil {
@@ -393,7 +380,7 @@ func (e *Engine[T]) claim(ctx context.Context, op string, id any, a *attempt, i 
 			}
 			holds := found && hb.Err == nil && Holds(LookupKeys(true, e.Lookups[i].Values(hb.Value), held.Block), k)
 			if holds || !e.stale(held.Seq) {
-				return runtime.FailAt(op, e.Agg, id, "(lookup "+e.Lookups[i].Name+" "+runtime.FormatKey(k)+" is taken)", runtime.ErrDuplicate, nil)
+				return runtime.LookupTaken(op, e.Agg, id, e.Lookups[i].Name, k, nil)
 			}
 			// A stale claim: its block does not hold the value and its
 			// write should be long over. Fence that write (it may only

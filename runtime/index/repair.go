@@ -202,7 +202,7 @@ func (e *Engine[T]) repairKey(ctx context.Context, l int, key []byte, b Block[T]
 		return x.Err == nil && Holds(LookupKeys(lk.Unique, lk.Values(x.Value), x.Key), key)
 	}
 	hp, checked := e.P.(HeldPutter[T])
-	for range e.attempts() {
+	for range runtime.MaxAttempts {
 		target := b // the block the item is to point at
 		cond := Cond{Kind: Absent}
 		if it != nil {

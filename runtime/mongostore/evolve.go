@@ -12,7 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/index"
 	"github.com/noamgen/noamgen/runtime/mongostore/layout"
 )
 
@@ -216,7 +215,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 // changed before the rewrite.
 func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, raw bson.Raw, dryRun bool) (runtime.BlockMigration, error) {
 	m := runtime.BlockMigration{ID: id}
-	for range index.MaxAttempts {
+	for range runtime.MaxAttempts {
 		if _, err := s.decode(raw); err != nil {
 			m.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
 			return m, nil
@@ -253,7 +252,7 @@ func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, raw bson.Raw
 			return m, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 	}
-	m.Err = runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, fmt.Errorf("the block changed %d times while it was migrated", index.MaxAttempts))
+	m.Err = runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, fmt.Errorf("the block changed %d times while it was migrated", runtime.MaxAttempts))
 	return m, nil
 }
 
@@ -372,7 +371,7 @@ func (s *Store[T, K]) planCounts(op string, id K, raw bson.Raw) (countPlan, erro
 // runtime.ErrLayout.
 func countElems(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string) error {
 	path := LenKey + "." + field
-	for range index.MaxAttempts {
+	for range runtime.MaxAttempts {
 		runtime.RoundTrip(ctx)
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: field, Value: 1}})).Raw()
 		if err != nil {
@@ -406,7 +405,7 @@ func countElems(ctx context.Context, coll *mongo.Collection, op, agg string, id 
 			return nil
 		}
 	}
-	return runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, index.MaxAttempts))
+	return runtime.Contended(op, agg, id, field)
 }
 
 // counted reports whether a write of the whole value of entry f

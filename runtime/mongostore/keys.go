@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -112,33 +111,6 @@ func counterValue(ctx context.Context, counters *mongo.Collection, id string) (i
 		return 0, nil
 	}
 	return c.N, err
-}
-
-// maxAllocations bounds the numbers Allocate tries for one block.
-const maxAllocations = 1000
-
-// Allocate calls create with the next numbers of counter id until it
-// succeeds or fails otherwise than because the block key is in use (a
-// number given explicitly earlier).
-func Allocate(ctx context.Context, counters *mongo.Collection, op, agg, id string, create func(n int64) error) error {
-	for range maxAllocations {
-		n, err := NextID(ctx, counters, id)
-		if err != nil {
-			// The server refuses to increment past math.MaxInt64: say so
-			// with a typed error, as every store does.
-			rctx, cancel := runtime.Detach(ctx)
-			last, rerr := counterValue(rctx, counters, id)
-			cancel()
-			if rerr == nil && last == math.MaxInt64 {
-				return runtime.FailAt(op, agg, nil, "(counter "+id+" is at the largest number)", runtime.ErrOverflow, err)
-			}
-			return runtime.Fail(op, agg, nil, nil, fmt.Errorf("counter %s: %w", id, err))
-		}
-		if err := create(n); !errors.Is(err, errKeyInUse) {
-			return err
-		}
-	}
-	return runtime.Fail(op, agg, nil, runtime.ErrDuplicate, fmt.Errorf("counter %s: %d numbers in use in a row", id, maxAllocations))
 }
 
 // Raise makes counter id at least n before a write with the explicit

@@ -68,7 +68,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/noamgen/noamgen/runtime"
-	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // LenKey is the document field that holds the lengths of partitioned arrays.
@@ -188,7 +187,7 @@ func Append(ctx context.Context, coll *mongo.Collection, op, agg string, id any,
 // replies are a few bytes.
 func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id any, field string, update any) (int, error) {
 	path := LenKey + "." + field
-	for range index.MaxAttempts {
+	for range runtime.MaxAttempts {
 		runtime.RoundTrip(ctx)
 		raw, err := coll.FindOne(ctx, ByID(id), options.FindOne().SetProjection(bson.D{{Key: path, Value: 1}, {Key: "_id", Value: 0}})).Raw()
 		if err != nil {
@@ -211,7 +210,7 @@ func appendAt(ctx context.Context, coll *mongo.Collection, op, agg string, id an
 			return int(n), nil
 		}
 	}
-	return 0, runtime.Fail(op, agg, id, runtime.ErrConflict, fmt.Errorf("%s changed concurrently %d times in a row", field, index.MaxAttempts))
+	return 0, runtime.Contended(op, agg, id, field)
 }
 
 // ByID is the filter that selects block id.
@@ -256,8 +255,8 @@ func NoMatch(ctx context.Context, coll *mongo.Collection, op, agg string, id any
 	}
 	if versionKey != "" && wantVersion != 0 {
 		got, _ := raw.Lookup(versionKey).AsInt64OK()
-		if got != wantVersion {
-			return runtime.FailAt(op, agg, id, fmt.Sprintf("(stored version %d, expected %d)", got, wantVersion), runtime.ErrConflict, nil)
+		if err := runtime.CheckVersion(op, agg, id, true, got, wantVersion); err != nil {
+			return err
 		}
 	}
 	for _, e := range elems {

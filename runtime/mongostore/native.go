@@ -547,7 +547,7 @@ func (s *Store[T, K]) duplicate(ctx context.Context, op string, id K, t *T, inse
 			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: id}}})
 			runtime.RoundTrip(ctx)
 			if c, cerr := s.coll.CountDocuments(ctx, filter, options.Count().SetLimit(1)); cerr == nil && c > 0 {
-				return runtime.FailAt(op, s.d.Aggregate, id, "(lookup "+s.coll.Name()+"."+nl.l.Name+" "+runtime.FormatKey(v)+" is taken)", runtime.ErrDuplicate, err)
+				return runtime.LookupTaken(op, s.d.Aggregate, id, s.coll.Name()+"."+nl.l.Name, v, err)
 			}
 		}
 	}

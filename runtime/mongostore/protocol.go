@@ -2,7 +2,6 @@ package mongostore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -137,14 +136,10 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 		if err != nil {
 			return index.Attempt{}, err
 		}
-		switch {
-		case !versioned:
-		case version == 0 && st.found && st.versioned:
-			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, "(the block exists, expected none)", runtime.ErrConflict, nil)
-		case version != 0 && !st.found:
-			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", version), runtime.ErrConflict, nil)
-		case st.version != version:
-			return index.Attempt{}, runtime.FailAt(op, x.s.d.Aggregate, id, fmt.Sprintf("(stored version %d, expected %d)", st.version, version), runtime.ErrConflict, nil)
+		if versioned {
+			if err := runtime.CheckVersion(op, x.s.d.Aggregate, id, st.found, st.version, version); err != nil {
+				return index.Attempt{}, err
+			}
 		}
 		if err := x.s.keepCreated(op, id, v, st.raw); err != nil {
 			return index.Attempt{}, err
@@ -238,8 +233,10 @@ func (x *indexed[T, K]) check(op string, id K, st state[T], want int64, elems []
 	if !st.found {
 		return runtime.Fail(op, x.s.d.Aggregate, id, runtime.ErrNotFound, nil)
 	}
-	if x.versionKey != "" && want != 0 && st.version != want {
-		return runtime.FailAt(op, x.s.d.Aggregate, id, fmt.Sprintf("(stored version %d, expected %d)", st.version, want), runtime.ErrConflict, nil)
+	if x.versionKey != "" && want != 0 {
+		if err := runtime.CheckVersion(op, x.s.d.Aggregate, id, true, st.version, want); err != nil {
+			return err
+		}
 	}
 	for _, e := range elems {
 		n, _ := st.raw.Lookup(LenKey, e.Field).AsInt64OK()

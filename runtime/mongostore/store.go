@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/noamgen/noamgen/runtime"
 	"github.com/noamgen/noamgen/runtime/bsonval"
-	"github.com/noamgen/noamgen/runtime/index"
 )
 
 // Store is the MongoDB adapter of the store contract (runtime.Store) for
@@ -465,15 +465,29 @@ func (s *Store[T, K]) withCounter(ctx context.Context, op string, t *T, alloc bo
 	if !alloc {
 		return write(t)
 	}
-	return Allocate(ctx, s.counters, op, s.d.Aggregate, counter, func(n int64) error {
-		c := *t
-		*s.d.ID(&c) = s.d.Counter.With(id, n)
-		if err := write(&c); err != nil {
-			return err
-		}
-		*t = c
-		return nil
+	_, err := runtime.AllocateKey(ctx, runtime.Allocation[K]{
+		Op: op, Agg: s.d.Aggregate, Counter: counter,
+		Next: func(ctx context.Context) (int64, error) { return NextID(ctx, s.counters, counter) },
+		Overflowed: func(ctx context.Context) bool {
+			// The server refuses to increment past math.MaxInt64.
+			ctx, cancel := runtime.Detach(ctx)
+			defer cancel()
+			last, err := counterValue(ctx, s.counters, counter)
+			return err == nil && last == math.MaxInt64
+		},
+		With:   func(n int64) K { return s.d.Counter.With(id, n) },
+		Number: func(id K) int64 { _, n := s.d.Counter.Split(id); return n },
+		Try: func(ctx context.Context, id K) (bool, error) {
+			c := *t
+			*s.d.ID(&c) = id
+			if err := write(&c); err != nil {
+				return errors.Is(err, errKeyInUse), err
+			}
+			*t = c
+			return false, nil
+		},
 	})
+	return err
 }
 
 // Create inserts the document of a new block (through the lookup protocol
@@ -548,7 +562,7 @@ func (s *Store[T, K]) newExpected(op string, t *T) error {
 		return nil
 	}
 	if want := s.d.VersionOf(t); want != 0 {
-		return runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict, nil)
+		return runtime.VersionConflict(op, s.d.Aggregate, id, false, 0, want)
 	}
 	return nil
 }
@@ -588,7 +602,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 		}
 		return s.m().x.Put(ctx, "Put", id, t, versioned, want, func(st Stamp) any { return s.doc(t, want+1, st) })
 	}
-	for range index.MaxAttempts {
+	for range runtime.MaxAttempts {
 		// The created timestamp of a block that exists stays: read
 		// here, and the replacement is on condition that it is still
 		// the one read.
@@ -609,7 +623,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 			return err
 		}
 	}
-	return s.fail("Put", id, fmt.Errorf("block created or deleted concurrently %d times in a row", index.MaxAttempts))
+	return runtime.Contended("Put", s.d.Aggregate, id, "block")
 }
 
 // keepCreated sets t's created timestamp to the one in raw, the stored

@@ -3,7 +3,6 @@ package mongostore
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -301,14 +300,8 @@ func (s *Store[T, K]) putTables(ctx context.Context, ts []*T, errs []error) {
 			}
 			st := states[id]
 			read[w] = st
-			switch v := want[w]; {
-			case !versioned:
-			case v == 0 && st.found && st.versioned:
-				errs[j] = runtime.FailAt(op, s.d.Aggregate, id, "(the block exists, expected none)", runtime.ErrConflict, nil)
-			case v != 0 && !st.found:
-				errs[j] = runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(no block, expected version %d)", v), runtime.ErrConflict, nil)
-			case st.version != v:
-				errs[j] = runtime.FailAt(op, s.d.Aggregate, id, fmt.Sprintf("(stored version %d, expected %d)", st.version, v), runtime.ErrConflict, nil)
+			if versioned {
+				errs[j] = runtime.CheckVersion(op, s.d.Aggregate, id, st.found, st.version, want[w])
 			}
 			if errs[j] == nil {
 				errs[j] = s.keepCreated(op, id, t, st.raw)

@@ -346,7 +346,7 @@ func elemsOf(v string) ([]string, error) {
 // write would have.
 func (s *Store[T, K]) convert(ctx context.Context, op string, id K, ifVersion int64, apply func(*T) (int, error)) (int, error) {
 	bk := s.d.Keys.Bytes(id)
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		st, err := s.read(ctx, op, id)
 		if err != nil {
 			return 0, err
@@ -355,8 +355,10 @@ func (s *Store[T, K]) convert(ctx context.Context, op string, id K, ifVersion in
 			return 0, s.fail(op, id, runtime.ErrNotFound, nil)
 		}
 		stored := s.d.VersionOf(st.t)
-		if ifVersion != 0 && s.d.Version != nil && stored != ifVersion {
-			return 0, s.failAt(op, id, fmt.Sprintf("(stored version %d, expected %d)", stored, ifVersion), runtime.ErrConflict)
+		if ifVersion != 0 && s.d.Version != nil {
+			if err := runtime.CheckVersion(op, s.d.Aggregate, id, true, stored, ifVersion); err != nil {
+				return 0, err
+			}
 		}
 		nw, err := s.decode(id, st.h)
 		if err != nil {
@@ -480,7 +482,7 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, dryRun bool) (runtime.BlockMigration, bool, error) {
 	bm := runtime.BlockMigration{ID: id}
 	bk := s.d.Keys.Bytes(id)
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
 		if err != nil {
 			return bm, false, s.fail(op, id, nil, err)

@@ -265,7 +265,7 @@ func (s *Store[T, K]) taken(w *write[K], f *failure) error {
 	if i, err := strconv.Atoi(idx); err == nil && i < len(s.d.Lookups) {
 		name = s.lookupName(i)
 	}
-	return runtime.FailAt(w.op, s.d.Aggregate, w.id, "(lookup "+name+" "+runtime.FormatKey([]byte(v))+" is taken)", runtime.ErrDuplicate, nil)
+	return runtime.LookupTaken(w.op, s.d.Aggregate, w.id, name, []byte(v), nil)
 }
 
 // indexKeys returns the index keys of block bk holding values (per lookup,

@@ -99,10 +99,6 @@ func (s *Store[T, K]) nameTooLarge(op string, id K) error {
 // before it writes its block) keeps its claim.
 var StaleAfter = 30 * time.Second
 
-// maxAttempts bounds the read-check-write attempts of a write that keeps
-// losing to concurrent writes of the same block.
-const maxAttempts = 64
-
 // Hidden hash fields.
 const (
 	seqField  = "_seq"
@@ -449,5 +445,5 @@ func (s *Store[T, K]) readFor(ctx context.Context, op string, id K, ls []*runtim
 }
 
 func (s *Store[T, K]) contended(op string, id K) error {
-	return s.fail(op, id, runtime.ErrConflict, fmt.Errorf("block changed concurrently %d times in a row", maxAttempts))
+	return runtime.Contended(op, s.d.Aggregate, id, "block")
 }

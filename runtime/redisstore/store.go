@@ -36,13 +36,10 @@ func (s *Store[T, K]) checkFailed(op string, id K, err error) error {
 	case "exists":
 		return s.fail(op, id, runtime.ErrDuplicate, nil)
 	case "conflict":
-		switch {
-		case f.detail == "none":
-			return s.failAt(op, id, "(no block, "+strings.Replace(f.note, "expected ", "expected version ", 1)+")", runtime.ErrConflict)
-		case f.note == "absent":
-			return s.failAt(op, id, fmt.Sprintf("(the block exists, at version %s)", f.detail), runtime.ErrConflict)
-		}
-		return s.failAt(op, id, fmt.Sprintf("(stored version %s, %s)", f.detail, f.note), runtime.ErrConflict)
+		// The check's note is versionCheck's: "absent" or "expected N".
+		want, _ := strconv.ParseInt(strings.TrimPrefix(f.note, "expected "), 10, 64)
+		stored, _ := strconv.ParseInt(f.detail, 10, 64)
+		return runtime.VersionConflict(op, s.d.Aggregate, id, f.detail != "none", stored, want)
 	case "noelem":
 		return s.failAt(op, id, f.note, runtime.ErrNotFound)
 	case "toolarge":
@@ -154,24 +151,32 @@ func (s *Store[T, K]) Create(ctx context.Context, t *T) error {
 	if err != nil {
 		return err
 	}
-	for range maxAttempts {
-		id := c.id
-		if c.alloc {
-			if id, err = s.allocated(op, c, s.c.Incr(ctx, c.counter)); err != nil {
-				return err
-			}
-		}
+	id := c.id
+	if !c.alloc {
 		if _, err := s.commit(ctx, s.createWrite(op, c, id)); err != nil {
-			if _, dup := failed(err, "exists"); dup && c.alloc {
-				continue // a block with an explicit number: take the next
-			}
 			return s.checkFailed(op, id, err)
 		}
-		*s.d.ID(t) = id
-		s.d.SetVersion(t, 1)
-		return nil
+	} else if id, err = runtime.AllocateKey(ctx, runtime.Allocation[K]{
+		Op: op, Agg: s.d.Aggregate, Counter: c.counter,
+		Next:   func(ctx context.Context) (int64, error) { return incrResult(s.c.Incr(ctx, c.counter)) },
+		With:   func(n int64) K { return s.d.Counter.With(c.id, n) },
+		Number: func(id K) int64 { _, n := s.d.Counter.Split(id); return n },
+		Try: func(ctx context.Context, id K) (bool, error) {
+			_, err := s.commit(ctx, s.createWrite(op, c, id))
+			if _, dup := failed(err, "exists"); dup {
+				return true, nil // a block with an explicit number: the next
+			}
+			if err != nil {
+				return false, s.checkFailed(op, id, err)
+			}
+			return false, nil
+		},
+	}); err != nil {
+		return err
 	}
-	return s.contended(op, c.id)
+	*s.d.ID(t) = id
+	s.d.SetVersion(t, 1)
+	return nil
 }
 
 // creation is a Create checked and encoded, before its block key is
@@ -216,20 +221,27 @@ func (s *Store[T, K]) prepareCreate(op string, t *T) (*creation[T, K], error) {
 }
 
 // allocated is the block key of c with the number the counter's INCR
-// returned.
+// returned (a batch's allocation; Create's is runtime.AllocateKey).
 func (s *Store[T, K]) allocated(op string, c *creation[T, K], incr *redis.IntCmd) (K, error) {
-	next, err := incr.Result()
+	next, err := incrResult(incr)
 	if err != nil {
-		if strings.Contains(err.Error(), "overflow") {
-			return c.id, s.fail(op, nil, runtime.ErrOverflow, fmt.Errorf("counter %s is at the largest number", c.counter))
-		}
-		return c.id, s.fail(op, nil, nil, err)
+		return c.id, runtime.CounterErr(op, s.d.Aggregate, c.counter, err)
 	}
 	id := s.d.Counter.With(c.id, next)
 	if _, back := s.d.Counter.Split(id); back != next {
 		return c.id, s.fail(op, nil, nil, fmt.Errorf("counter %s: %d does not fit the block key", c.counter, next))
 	}
 	return id, nil
+}
+
+// incrResult is the number an INCR of a counter returned; Redis refuses
+// to go past math.MaxInt64 with an "overflow" error: runtime.ErrOverflow.
+func incrResult(incr *redis.IntCmd) (int64, error) {
+	n, err := incr.Result()
+	if err != nil && strings.Contains(err.Error(), "overflow") {
+		err = fmt.Errorf("%w: %w", runtime.ErrOverflow, err)
+	}
+	return n, err
 }
 
 // createWrite is the write of creation c as block id.
@@ -298,7 +310,7 @@ func (s *Store[T, K]) Put(ctx context.Context, t *T) error {
 	if err != nil {
 		return err
 	}
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		// The created timestamp of a block that exists stays: read
 		// here, and checked unchanged by the run.
 		created, err := s.keepCreated(ctx, op, id, t)
@@ -341,7 +353,7 @@ func (s *Store[T, K]) putAllocates(op string, t *T) (bool, error) {
 		return false, nil
 	}
 	if want := s.d.VersionOf(t); want != 0 && s.d.Version != nil {
-		return true, s.failAt(op, id, fmt.Sprintf("(no block, expected version %d)", want), runtime.ErrConflict)
+		return true, runtime.VersionConflict(op, s.d.Aggregate, id, false, 0, want)
 	}
 	return true, nil
 }
@@ -462,7 +474,7 @@ func (s *Store[T, K]) delete(ctx context.Context, op string, id K, cond *deleteC
 	if err := s.nameTooLarge(op, id); err != nil {
 		return err
 	}
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		var st *state[T]
 		if len(s.d.Lookups) > 0 || cond != nil {
 			read, err := s.read(ctx, op, id)
@@ -571,7 +583,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	}
 	bk := s.d.Keys.Bytes(id)
 	ls := s.lookupsOf(u.Keys()...)
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
 		p := &prog{}
 		b := p.k(s.blockKey(bk))
@@ -591,8 +603,10 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			if !st.found {
 				return s.fail(op, id, runtime.ErrNotFound, nil)
 			}
-			if u.IfVersion != 0 && s.d.Version != nil && s.d.VersionOf(st.t) != u.IfVersion {
-				return s.failAt(op, id, fmt.Sprintf("(stored version %d, expected %d)", s.d.VersionOf(st.t), u.IfVersion), runtime.ErrConflict)
+			if u.IfVersion != 0 && s.d.Version != nil {
+				if err := runtime.CheckVersion(op, s.d.Aggregate, id, true, s.d.VersionOf(st.t), u.IfVersion); err != nil {
+					return err
+				}
 			}
 			nw, err := s.decode(id, st.h)
 			if err != nil {
@@ -640,7 +654,7 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 	}
 	bk := s.d.Keys.Bytes(id)
 	ls := s.lookupsOf(f.Key)
-	for range maxAttempts {
+	for range runtime.MaxAttempts {
 		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
 		p := &prog{}
 		b := p.k(s.blockKey(bk))
