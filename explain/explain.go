@@ -279,7 +279,7 @@ func aggregate(a *model.Aggregate, stores []string, decls map[string]*access.Sto
 	for _, ref := range a.Refs() {
 		out.Refs = append(out.Refs, Ref{Path: ref.Path, Target: ref.Target, GoType: ts(ref.Type)})
 	}
-	shape := ShapeOf(a)
+	shape := templates.ShapeOf(a)
 	for _, st := range stores {
 		out.Stores[st] = decls[st].Layout(shape)
 	}
@@ -314,5 +314,5 @@ func Notation(a *model.Aggregate) string {
 			parts = append(parts, e.Key)
 		}
 	}
-	return fmt.Sprintf("%s:%s -> {%s}", a.Collection, access.KeyText(ExampleKey(a)), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s:%s -> {%s}", a.Collection, access.KeyText(templates.ExampleKey(a)), strings.Join(parts, ", "))
 }

@@ -48,7 +48,7 @@ func TestEveryStoreExplained(t *testing.T) {
 		for _, s := range []*model.Schema{load(t, "game"), load(t, "hotel"), table, expiring} {
 			for _, a := range s.Aggregates {
 				for _, m := range templates.Methods(a) {
-					if r := d.Render(explain.ShapeOf(a), explain.OpOf(a, m)); r.RoundTrips == "?" {
+					if r := d.Render(templates.ShapeOf(a), explain.OpOf(a, m)); r.RoundTrips == "?" {
 						t.Errorf("%s: %s.%s has no declared cost", st, a.Name, m.Name)
 					}
 				}

@@ -118,7 +118,7 @@ func Methods(a *model.Aggregate) []Method {
 	ms = append(ms, moreMethods(a)...)
 	ms = append(ms,
 		Method{Kind: MList, Name: "List",
-			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others, such as DynamoDB). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming it) ends a page early: the page holds the blocks before it and Next resumes after it, so that a caller can go on. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
+			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming it) ends a page early: the page holds the blocks before it and Next resumes after it, so that a caller can go on. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
 			Params: []jen.Code{Ctx(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}},
 		Method{Kind: MAll, Name: "All",
 			Doc:    fmt.Sprintf("All iterates over every %s aggregate, in the order of List. An error is yielded with a nil aggregate: a block that cannot be decoded as runtime.ErrUnreadable naming it, after which the iteration goes on with the next block; any other error ends it.", a.Name),
@@ -262,43 +262,15 @@ func expiryNote(a *model.Aggregate) string {
 	return fmt.Sprintf(" Aggregates whose %s has passed (by the repository's clock) are left out.", a.Expires.Key)
 }
 
-// countCost says what CountByF of lookup l costs on each store: native
-// where the store's index holds exactly what ListByF lists (the
-// adapters' runtime.CountStore), the lookup's verified reads otherwise.
-func countCost(a *model.Aggregate, l *model.Lookup) string {
-	list := ListBy(l)
-	mongo := "on MongoDB one countDocuments served by the lookup's native index"
-	stale := "DynamoDB, Redis Cluster, and MongoDB when the IndexTables or UniqueTables option keeps the lookup in an index table"
-	switch {
-	case l.Table:
-		mongo = ""
-		stale = "DynamoDB, Redis Cluster, and MongoDB, where the table option keeps the lookup in an index table"
-	case l.Multi() && len(l.Parts) > 1:
-		mongo = ""
-		stale = "DynamoDB, Redis Cluster, and MongoDB, which keeps a composite lookup through a slice in an index table"
-	}
-	if a.Expires != nil {
-		native := "on bbolt one read transaction counting the index keys in range and reading the " + a.Expires.Key + " entry of each one's block (that entry alone)"
-		if mongo != "" {
-			native += ", " + mongo + " with a filter on " + a.Expires.Key
-		}
-		return fmt.Sprintf("Cost: %s; no aggregate is read whole. On Redis (where only a block's hash tells whether it has expired), and where index entries may be stale (%s), the count reads the matching aggregates as %s does, checking each, in pages of 256 (a few round trips per page): reads proportional to the count.", native, stale, list)
-	}
-	native := "on bbolt one read transaction counting the index keys in range, on a single Redis node one ZLEXCOUNT"
-	if mongo != "" {
-		native += ", " + mongo
-	}
-	return fmt.Sprintf("Cost: %s; no aggregate is read. Where index entries may be stale (%s), the count reads the matching aggregates as %s does, checking each, in pages of 256 (a few round trips per page): reads proportional to the count.", native, stale, list)
-}
+// storeCostNote points the docs of methods whose cost depends on the
+// store to the store's repository type, which renders it from the store's
+// declaration (storeCosts).
+const storeCostNote = "What it sends to the store, and in how many round trips, is in the doc of the store's repository type."
 
 // countMethod is Count, which counts every aggregate.
 func countMethod(a *model.Aggregate) Method {
-	cost := "Cost: on bbolt one read transaction, seeking from block to block (none is read); on a single Redis node one ZCARD of the listing; on MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round trip per MB of items (DynamoDB reads them, and bills them, but returns only their number). On Redis Cluster, whose listing may still name a block a write in flight removed, the count reads the aggregates as List does, in pages of 256 (two round trips per page): reads proportional to the count."
-	if a.Expires != nil {
-		cost = "Cost: on bbolt one read transaction, seeking from block to block and reading the " + a.Expires.Key + " entry of each (that entry alone); on MongoDB one countDocuments with a filter on " + a.Expires.Key + "; on DynamoDB a Scan with Select COUNT and a filter on " + a.Expires.Key + ", one round trip per MB of items (DynamoDB reads them, and bills them, but returns only their number). On Redis, where only a block's hash tells whether it has expired, the count reads the aggregates as List does, in pages of 256 (a few round trips per page): reads proportional to the count."
-	}
 	return Method{Kind: MCount, Name: "Count",
-		Doc:    fmt.Sprintf("Count returns the number of %s aggregates: as many as List returns over all its pages.%s %s", a.Name, expiryNote(a), cost),
+		Doc:    fmt.Sprintf("Count returns the number of %s aggregates: as many as List returns over all its pages.%s %s", a.Name, expiryNote(a), storeCostNote),
 		Params: []jen.Code{Ctx()}, Results: []jen.Code{jen.Int64(), jen.Error()}}
 }
 
@@ -308,11 +280,11 @@ func countBy(a *model.Aggregate, l *model.Lookup) Method {
 	if len(l.Parts) == 1 {
 		p := l.Parts[0]
 		return Method{Kind: MCountBy, Name: name, Lookup: l,
-			Doc:    fmt.Sprintf("%s returns the number of %s aggregates that %s returns over all its pages for v.%s %s", name, a.Name, ListBy(l), expiryNote(a), countCost(a, l)),
+			Doc:    fmt.Sprintf("%s returns the number of %s aggregates that %s returns over all its pages for v.%s %s", name, a.Name, ListBy(l), expiryNote(a), storeCostNote),
 			Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type))}, Results: []jen.Code{jen.Int64(), jen.Error()}}
 	}
 	return Method{Kind: MCountBy, Name: name, Lookup: l,
-		Doc:    fmt.Sprintf("%s returns the number of %s aggregates selected by q: as many as %s returns over all its pages, with the same query rules (conditions that do not select one key range fail with runtime.ErrBadQuery).%s %s", name, a.Name, ListBy(l), expiryNote(a), countCost(a, l)),
+		Doc:    fmt.Sprintf("%s returns the number of %s aggregates selected by q: as many as %s returns over all its pages, with the same query rules (conditions that do not select one key range fail with runtime.ErrBadQuery).%s %s", name, a.Name, ListBy(l), expiryNote(a), storeCostNote),
 		Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l))}, Results: []jen.Code{jen.Int64(), jen.Error()}}
 }
 
@@ -320,7 +292,7 @@ func countBy(a *model.Aggregate, l *model.Lookup) Method {
 func batchMethods(a *model.Aggregate) []Method {
 	v := Var(a) + "s"
 	ptrs := func() jen.Code { return jen.Id(v).Index().Op("*").Id(a.Name) }
-	same := "Each item is written as the single call would write it (checks, versions, counters, lookups and unique values), in order, in as few round trips as the store allows: one transaction on bbolt. On a single Redis node, two pipelines (the reads the writes need, then the writes' scripts); on a Redis Cluster, the lookup protocol phase by phase for the whole batch, a pipeline a phase, each counter scope moved once (with Options.WaitReplicas, the single calls on a cluster; on a node, one WAIT after the writes' scripts, in their pipeline). On DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an aggregate without lookups, version, counter or created timestamp and a DeleteMany of one without lookups (after a BatchGetItem that finds the missing blocks); otherwise, where the endpoint has transactions, TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks replaced or removed; a DeleteMany of an aggregate with a counter excepted), else the single conditional writes, 8 at a time where their order cannot matter; with a counter, each counter scope moved once first. On MongoDB a counter moves once per counter scope for a CreateMany or a PutMany (one findOneAndUpdate, and one bulkWrite raising the counters to the numbers given); then, with native indexes only, one ordered bulkWrite (and another after each item the server refuses) of a CreateMany's inserts, of a PutMany's new blocks with numbers from the counter, and of a PutMany of an aggregate without version or created timestamp, the single Puts otherwise; one find and one deleteMany for a DeleteMany; with index tables, the index tables' batch protocol. Items that fail are reported in a *runtime.BatchError (which items, and why: errors.Is matches any item's error); the others are written."
+	same := "Each item is written as the single call would write it (checks, versions, counters, lookups and unique values), in order, in as few round trips as the store allows. " + storeCostNote + " Items that fail are reported in a *runtime.BatchError (which items, and why: errors.Is matches any item's error); the others are written. An item that failed with runtime.ErrUnknownOutcome may have been written; any other failed item wrote nothing."
 	putExpired := ""
 	if a.Expires != nil {
 		putExpired = fmt.Sprintf(" PutMany first reads the blocks (one GetMany) and removes those whose %s has passed, as Put does, so that an item over an expired block creates it anew.", a.Expires.Key)

@@ -385,6 +385,8 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 // aggregate's stores, for New<T>Repository.
 func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over, storeOpts, client string, clientType, adapter, open jen.Code) {
 	name := StoreRepo(a, title)
+	st, _ := storeByTitle(title)
+	doc += storeCosts(a, st.Name)
 	f.Add(Doc("%s", doc)).Type().Id(name).Struct(
 		jen.Id(RepoImpl(a)),
 		jen.Id("store").Add(adapter),
@@ -400,7 +402,6 @@ func StoreRepoDecl(f *jen.File, a *model.Aggregate, title, doc, over, storeOpts,
 		jen.Return(jen.Op("&").Id(name).Values(jen.Id(RepoImpl(a)).Values(RT("NewRepo").Call(jen.Id(DescVar(a)), jen.Id("s"), jen.Id("opts").Op("..."))), jen.Id("s"))),
 	)
 	f.Line()
-	st, _ := storeByTitle(title)
 	f.Commentf("init adds %s to the stores %s picks from.", name, Opener(a))
 	f.Func().Id("init").Params().Block(
 		RT("AddOpener").Call(jen.Id(OpenersVar(a)), jen.Lit(st.Name), jen.Id("New"+name)),

@@ -13,6 +13,46 @@ import (
 // block is one document of collection "GameRound" with the block key as _id
 // and one top-level field per entry (round). Block keys are allocated from
 // counters in the collection "noam_counters".
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments GameRound {}. Round trips: 1. Atomic: one command.
+//
+// CreateMany: findAndModify noam_counters {$inc n: the scope's items to
+// allocate}, which take the numbers up to the result in slice order; bulkWrite
+// noam_counters unordered: update {$max n} upsert per scope whose items give
+// numbers; bulkWrite GameRound ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it; an item whose number is in
+// use (given before) or whose counter cannot move: its single call, after the
+// batch. Round trips: 1 + 1 per counter scope with keys to allocate + 1 if the
+// key's number is given. Atomic: each insert is atomic (native index entries
+// included); the items are not atomic together (the failed ones are reported,
+// the others written); each counter moves by a command of its own before the
+// writes (a failed write leaves its number unused).
+//
+// PutMany: findAndModify noam_counters {$inc n: the scope's items to
+// allocate}, which take the numbers up to the result in slice order; bulkWrite
+// noam_counters unordered: update {$max n} upsert per scope whose items give
+// numbers; bulkWrite GameRound ordered: replaceOne {_id} {the whole document}
+// upsert per item, insert per item whose number the counter gave (the driver
+// splits it at the server's message size); per item the server refuses (a
+// unique value taken): what names the value taken, as Put's, then a bulkWrite
+// of the items after it; an item whose number is in use (given before) or
+// whose counter cannot move: its single call, after the batch. Round trips: 1
+// + 1 per counter scope with keys to allocate + 1 if the key's number is
+// given. Atomic: each replacement is atomic (native index entries included);
+// the items are not atomic together (the failed ones are reported, the others
+// written); each counter moves by a command of its own before the writes (a
+// failed write leaves its number unused).
+//
+// DeleteMany: find GameRound {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany GameRound {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type GameRoundMongoRepository struct {
 	_gameRoundRepo
 	store *mongostore.Store[GameRound, GameRoundKey]

@@ -85,7 +85,7 @@ func TestMongoExplainLayoutIsTheDocument(t *testing.T) {
 		got = append(got, e.Key())
 	}
 	var want []string
-	for _, st := range mongoLayout(t).Layout(explain.ShapeOf(a)).Example {
+	for _, st := range mongoLayout(t).Layout(templates.ShapeOf(a)).Example {
 		want = append(want, st.Key)
 	}
 	slices.Sort(got)

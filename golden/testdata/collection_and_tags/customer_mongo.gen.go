@@ -13,6 +13,31 @@ import (
 // block is one document of collection "customers" with the block key as _id
 // and one top-level field per entry (full_name, email, urlPath, httpCode,
 // plain).
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments customers {}. Round trips: 1. Atomic: one command.
+//
+// CreateMany: bulkWrite customers ordered: insert {the whole document} per
+// item (the driver splits it at the server's message size); per item the
+// server refuses (a key in use, a unique value taken): what names the value
+// taken, as Create's, then a bulkWrite of the items after it. Round trips: 1.
+// Atomic: each insert is atomic (native index entries included); the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// PutMany: bulkWrite customers ordered: replaceOne {_id} {the whole document}
+// upsert per item (the driver splits it at the server's message size); per
+// item the server refuses (a unique value taken): what names the value taken,
+// as Put's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each replacement is atomic (native index entries included); the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find customers {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany customers {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type CustomerMongoRepository struct {
 	_customerRepo
 	store *mongostore.Store[Customer, string]

@@ -15,6 +15,78 @@ import (
 // sorted set "Entry:blocks" lists the blocks in key order. Every write is one
 // Lua script run, atomic on the node that owns the block's hash slot. Block
 // keys are allocated with INCR on "Entry:counter" (one counter per scope).
+//
+// What the counts and batch writes send to Redis (as noamgen explain shows
+// it):
+//
+// Count: node: ZCARD Entry:blocks; cluster: ZRANGE Entry:blocks BYLEX after
+// the last block counted LIMIT 257; cluster: pipeline: HGETALL per block.
+// Round trips: node: 1; cluster: 2 per page. Atomic: node: one command, exact
+// (the listing changes in the scripts that write blocks); cluster: as List,
+// pages of 256 blocks (the listing may name a block a write in flight removed,
+// which only the block tells).
+//
+// CreateMany: node: pipeline: INCR Entry:counter:{2345} per key to allocate;
+// node: pipeline: EVALSHA per item, in order [its Create's script], then WAIT
+// with Options.WaitReplicas; cluster: pipeline: INCRBY Entry:counter:{2345}
+// per counter scope, by its items to allocate, which take the numbers up to
+// the result in slice order; cluster: pipeline: EVALSHA per item [its Create's
+// block script] (go-redis sends it to each master it names); cluster:
+// pipeline: ZADD Entry:blocks per item written; cluster: in that pipeline,
+// EVALSHA per scope whose items give numbers: raise Entry:counter:{2345} to
+// the largest; cluster: an item whose number is in use (given before) or whose
+// counter cannot move: its single Create, after the batch. Round trips: node:
+// 1 if the counter allocates the key + 1 per pipeline of up to 1,000 commands
+// and 4 MB, sent one after the other; cluster: 1 if the counter allocates the
+// key + 2 per pipeline of up to 1,000 commands and 4 MB, sent one after the
+// other. Atomic: each item as its Create (on a cluster, the lookup protocol
+// run phase by phase for the whole batch: runtime/index CommitMany; with
+// Options.WaitReplicas on a cluster each item's Create, in order); the items
+// are not atomic together (the failed ones are reported, the others written);
+// each counter moves before the writes (a failed write leaves its number
+// unused).
+//
+// PutMany: node: pipeline: EVALSHA per item, in order [its Put's script], then
+// WAIT with Options.WaitReplicas; node: an item whose key is to be allocated:
+// its Put (a Create), between the pipelines of the items before and after it;
+// cluster: pipeline: INCRBY Entry:counter:{2345} per counter scope, by its
+// items whose number is zero (their Puts are Creates), which take the numbers
+// up to the result in slice order; cluster: then per run of consecutive items
+// of one kind, in item order: the items allocated as CreateMany writes them
+// (claims, block scripts, listing), the others as follows; cluster: pipeline:
+// EVALSHA per item [its Put's block script] (go-redis sends it to each master
+// it names); cluster: pipeline: ZADD Entry:blocks per item written; cluster:
+// in that pipeline, EVALSHA per scope whose items give numbers: raise
+// Entry:counter:{2345} to the largest; cluster: an item whose block changed
+// since it was read: read and written again, in a later pass; cluster: an item
+// whose allocated number is in use (given before) or whose counter cannot
+// move: its single Create, after the batch. Round trips: node: 1 per pipeline
+// of up to 1,000 commands and 4 MB, sent one after the other + 1 if the
+// counter allocates the key; cluster: 1 if the counter allocates the key + 2
+// per pipeline of up to 1,000 commands and 4 MB, sent one after the other.
+// Atomic: each item as its Put (on a cluster, the lookup protocol run phase by
+// phase for the whole batch: runtime/index RunMany, and CommitMany for the
+// items whose number is allocated, as their Puts are Creates; with
+// Options.WaitReplicas on a cluster each item's Put, in order); the items are
+// not atomic together (the failed ones are reported, the others written); an
+// item an earlier one changed is read again and written by its own Put (on a
+// cluster: in a later pass); on a cluster each counter moves before the writes
+// (a failed write leaves its number unused).
+//
+// DeleteMany: node: pipeline: EVALSHA per item, in order [its Delete's
+// script], then WAIT with Options.WaitReplicas; cluster: pipeline: EVALSHA per
+// block [its Delete's block script] (go-redis sends it to each master it
+// names); cluster: pipeline: ZREM Entry:blocks per block deleted; cluster:
+// pipeline: EXISTS Entry:{2345,3} per block deleted; cluster: pipeline: ZADD
+// Entry:blocks per block created again meanwhile; cluster: a block changed
+// since it was read, or a key given twice: the single Delete. Round trips:
+// node: 1 per pipeline of up to 1,000 commands and 4 MB, sent one after the
+// other; cluster: 3 per pipeline of up to 1,000 commands and 4 MB, sent one
+// after the other + 1 if the block was created again meanwhile. Atomic: each
+// item as its Delete (on a cluster, phase by phase for the whole batch:
+// runtime/index DeletedMany; with Options.WaitReplicas on a cluster each
+// item's Delete, in order); the items are not atomic together (the failed ones
+// are reported, the others removed).
 type EntryRedisRepository struct {
 	_entryRepo
 	store *redisstore.Store[Entry, EntryKey]

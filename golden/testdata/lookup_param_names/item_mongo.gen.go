@@ -16,6 +16,43 @@ import (
 // values left out, ctx {ctx: 1} unique, zero values left out, len {len: 1}
 // unique, zero values left out. Options: mongostore.IndexTables() keeps every
 // lookup in an index table, mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments Item {}. Round trips: 1. Atomic: one command.
+//
+// CountByKind: countDocuments Item {type, r in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByCtx: countDocuments Item {ctx in the query's range} (native index; a
+// document once, as ListBy lists it). Round trips: 1. Atomic: one command (the
+// index is kept with the documents).
+//
+// CountByLen: countDocuments Item {len in the query's range} (native index; a
+// document once, as ListBy lists it). Round trips: 1. Atomic: one command (the
+// index is kept with the documents).
+//
+// CreateMany: bulkWrite Item ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: bulkWrite Item ordered: replaceOne {_id} {the whole document}
+// upsert per item (the driver splits it at the server's message size); per
+// item the server refuses (a unique value taken): what names the value taken,
+// as Put's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each replacement is atomic (native index entries included); the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find Item {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany Item {_id: {$in: the blocks
+// found}}. Round trips: 2. Atomic: one deleteMany, each document's delete
+// atomic; the items are not atomic together; a block deleted by another writer
+// between the two commands counts as deleted.
 type ItemMongoRepository struct {
 	_itemRepo
 	store *mongostore.Store[Item, string]

@@ -18,6 +18,87 @@ import (
 // "Account__zone", kept right by the lookup protocol of runtime/mongostore
 // (hidden fields _seq and _inc). Options: mongostore.IndexTables() keeps every
 // lookup in an index table, mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments Account {}. Round trips: 1. Atomic: one command.
+//
+// CountByEmail: find Account__email {_id in the query's hex range} sort {_id:
+// 1}; find Account {_id: {$in: the entries' ids}}; deleteOne Account__email
+// per stale entry older than 30 s. Round trips: 2 per batch of entries + 1 per
+// stale entry removed. Atomic: not atomic: as ListBy, batches of 256 entries,
+// every block checked to hold the value (entries may be stale, so their number
+// alone is not the count).
+//
+// CountByNick: countDocuments Account {nick in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByRegionTier: find Account__regionTier {_id in the query's hex range}
+// sort {_id: 1}; find Account {_id: {$in: the entries' ids}}; deleteOne
+// Account__regionTier per stale entry older than 30 s. Round trips: 2 per
+// batch of entries + 1 per stale entry removed. Atomic: not atomic: as ListBy,
+// batches of 256 entries, every block checked to hold the value (entries may
+// be stale, so their number alone is not the count).
+//
+// CountByTags: countDocuments Account {tags in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByZone: find Account__zone {_id in the query's hex range} sort {_id:
+// 1}; find Account {_id: {$in: the entries' ids}}; deleteOne Account__zone per
+// stale entry older than 30 s. Round trips: 2 per batch of entries + 1 per
+// stale entry removed. Atomic: not atomic: as ListBy, batches of 256 entries,
+// every block checked to hold the value (entries may be stale, so their number
+// alone is not the count).
+//
+// CreateMany: bulkWrite Account__email unordered: insert per new entry (an
+// entry already there: the single write's claim); bulkWrite
+// Account__regionTier unordered: insert per new entry (an entry already there:
+// the single write's claim); bulkWrite Account__zone unordered: insert per new
+// entry (an entry already there: the single write's claim); bulkWrite Account
+// unordered: insert {the whole document, stamped with _seq and _inc} per item.
+// Round trips: 1 + 1 if Account__email gains entries + 1 if
+// Account__regionTier gains entries + 1 if Account__zone gains entries.
+// Atomic: each item as its single call's lookup protocol, run phase by phase
+// for the whole batch (runtime/index CommitMany): each document write atomic,
+// its index-table entries added before it and removed after it; the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// PutMany: find Account {_id: {$in: ids}} projection {_seq, _inc, the lookup
+// fields}; bulkWrite Account__email unordered: insert per new entry (an entry
+// already there: the single write's claim); bulkWrite Account__regionTier
+// unordered: insert per new entry (an entry already there: the single write's
+// claim); bulkWrite Account__zone unordered: insert per new entry (an entry
+// already there: the single write's claim); bulkWrite Account unordered:
+// insert, or replaceOne {_id, _seq, _inc}, per item (read back with a find
+// when fewer matched); bulkWrite Account__email unordered: deleteOne per entry
+// lost; bulkWrite Account__regionTier unordered: deleteOne per entry lost;
+// bulkWrite Account__zone unordered: deleteOne per entry lost; an item whose
+// block changed since it was read: read and written again, in a later pass.
+// Round trips: 2 + 1 if Account__email gains entries + 1 if
+// Account__regionTier gains entries + 1 if Account__zone gains entries + 1 if
+// Account__email loses entries + 1 if Account__regionTier loses entries + 1 if
+// Account__zone loses entries. Atomic: each item as its single call's lookup
+// protocol, run phase by phase for the whole batch (runtime/index CommitMany):
+// each document write atomic, its index-table entries added before it and
+// removed after it; the items are not atomic together (the failed ones are
+// reported, the others written).
+//
+// DeleteMany: find Account {_id: {$in: ids}} projection {_seq, _inc, the
+// lookup fields}: a block missing fails with ErrNotFound; bulkWrite Account
+// unordered: deleteOne {_id, _seq, _inc} per block found; bulkWrite
+// Account__email unordered: deleteOne per entry of the blocks deleted;
+// bulkWrite Account__regionTier unordered: deleteOne per entry of the blocks
+// deleted; bulkWrite Account__zone unordered: deleteOne per entry of the
+// blocks deleted; a block changed since it was read, or a key given twice: the
+// single Delete. Round trips: 2 + 1 if Account__email loses entries + 1 if
+// Account__regionTier loses entries + 1 if Account__zone loses entries.
+// Atomic: each item as its single call's lookup protocol, run phase by phase
+// for the whole batch (runtime/index CommitMany): each document write atomic,
+// its index-table entries added before it and removed after it; the items are
+// not atomic together (the failed ones are reported, the others written).
 type AccountMongoRepository struct {
 	_accountRepo
 	store *mongostore.Store[Account, string]

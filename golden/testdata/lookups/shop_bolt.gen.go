@@ -18,6 +18,52 @@ import (
 // the buckets "Shop.email", "Shop.regionRank", "Shop.labels", "Shop.codes",
 // "Shop.addressCity", written in the transaction of every write that changes
 // their values.
+//
+// What the counts and batch writes send to bbolt (as noamgen explain shows
+// it):
+//
+// Count: 1 read transaction; seek bucket Shop from block marker to block
+// marker (no block read). Round trips: 0 (embedded). Atomic: one read
+// transaction (a consistent snapshot); with an expires field, each block's
+// expires entry is read too (that entry alone), in the same transaction, to
+// leave the expired ones out.
+//
+// CountByEmail: 1 read transaction; count the keys of Shop.email in the
+// query's key range (no block read). Round trips: 0 (embedded). Atomic: one
+// read transaction (a consistent snapshot); with an expires field, the expires
+// entry of each entry's block is read too (that entry alone), in the same
+// transaction, to leave the expired ones out.
+//
+// CountByRegionRank: 1 read transaction; count the keys of Shop.regionRank in
+// the query's key range (no block read). Round trips: 0 (embedded). Atomic:
+// one read transaction (a consistent snapshot); with an expires field, the
+// expires entry of each entry's block is read too (that entry alone), in the
+// same transaction, to leave the expired ones out.
+//
+// CountByLabels: 1 read transaction; count the keys of Shop.labels in the
+// query's key range (no block read). Round trips: 0 (embedded). Atomic: one
+// read transaction (a consistent snapshot); with an expires field, the expires
+// entry of each entry's block is read too (that entry alone), in the same
+// transaction, to leave the expired ones out.
+//
+// CountByCodes: 1 read transaction; count the keys of Shop.codes in the
+// query's key range (no block read). Round trips: 0 (embedded). Atomic: one
+// read transaction (a consistent snapshot); with an expires field, the expires
+// entry of each entry's block is read too (that entry alone), in the same
+// transaction, to leave the expired ones out.
+//
+// CountByAddressCity: 1 read transaction; count the keys of Shop.addressCity
+// in the query's key range (no block read). Round trips: 0 (embedded). Atomic:
+// one read transaction (a consistent snapshot); with an expires field, the
+// expires entry of each entry's block is read too (that entry alone), in the
+// same transaction, to leave the expired ones out.
+//
+// CreateMany, PutMany and DeleteMany: 1 write transaction; per item, in order:
+// what its single call (create, put, delete) reads and writes, its index
+// entries checked before its first write. Round trips: 0 (embedded). Atomic:
+// each item all or nothing; the batch is one bbolt transaction, in which a
+// failed item writes nothing (it is checked before its first write, or the
+// transaction runs again without it).
 type ShopBoltRepository struct {
 	_shopRepo
 	store *boltstore.Store[Shop, string]

@@ -18,6 +18,51 @@ import (
 // left out, addressCity {address.city: 1, _id: 1}. Options:
 // mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments Shop {}. Round trips: 1. Atomic: one command.
+//
+// CountByEmail: countDocuments Shop {email in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByRegionRank: countDocuments Shop {region, rank in the query's range}
+// (native index; a document once, as ListBy lists it). Round trips: 1. Atomic:
+// one command (the index is kept with the documents).
+//
+// CountByLabels: countDocuments Shop {labels in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByCodes: countDocuments Shop {codes in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByAddressCity: countDocuments Shop {address.city in the query's range}
+// (native index; a document once, as ListBy lists it). Round trips: 1. Atomic:
+// one command (the index is kept with the documents).
+//
+// CreateMany: bulkWrite Shop ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: bulkWrite Shop ordered: replaceOne {_id} {the whole document}
+// upsert per item (the driver splits it at the server's message size); per
+// item the server refuses (a unique value taken): what names the value taken,
+// as Put's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each replacement is atomic (native index entries included); the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find Shop {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany Shop {_id: {$in: the blocks
+// found}}. Round trips: 2. Atomic: one deleteMany, each document's delete
+// atomic; the items are not atomic together; a block deleted by another writer
+// between the two commands counts as deleted.
 type ShopMongoRepository struct {
 	_shopRepo
 	store *mongostore.Store[Shop, string]

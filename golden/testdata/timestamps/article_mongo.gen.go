@@ -17,6 +17,33 @@ import (
 // of the collection, created by EnsureIndexes: title {title: 1, _id: 1}.
 // Options: mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments Article {}. Round trips: 1. Atomic: one command.
+//
+// CountByTitle: countDocuments Article {title in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CreateMany: bulkWrite Article ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: each item's Put, in order (a version, whose condition a bulkWrite
+// of updates cannot report item by item on FerretDB v1). Round trips: 1 per
+// request of each item's single call. Atomic: each item as its Put; the items
+// are not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find Article {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany Article {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type ArticleMongoRepository struct {
 	_articleRepo
 	store *mongostore.Store[Article, string]

@@ -1,4 +1,4 @@
-package explain
+package templates
 
 import (
 	"fmt"
