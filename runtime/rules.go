@@ -130,3 +130,20 @@ func CounterErr(op, agg, counter string, err error) error {
 func LookupTaken(op, agg string, id any, name string, value []byte, cause error) error {
 	return FailAt(op, agg, id, "(lookup "+name+" "+FormatKey(value)+" is taken)", ErrDuplicate, cause)
 }
+
+// KeepCreated is the created-timestamp rule of a Put over a block that
+// exists: the block keeps the created entry it holds, and t's created
+// field is set to it. stored decodes that entry: nil when there is none
+// (no block, or one written before the model had the entry: the Put gives
+// it the repository's clock). An entry that does not decode is
+// ErrUnreadable, naming block id; an aggregate without a created field
+// has nothing to keep.
+func (d *Desc[T, K]) KeepCreated(op string, id any, t *T, stored Decoder) error {
+	if d.Created == nil || stored == nil {
+		return nil
+	}
+	if err := d.Created.Decode(t, stored); err != nil {
+		return Unreadable(op, d.Aggregate, id, err)
+	}
+	return nil
+}

@@ -254,7 +254,7 @@ func (s *Store[T, K]) put(blk *block, t *T, want int64, check func(*block, *T)) 
 			return err
 		}
 	}
-	if err := s.keepCreated(blk, t); err != nil {
+	if err := s.d.KeepCreated("Put", blk.id, t, s.created(blk)); err != nil {
 		return err
 	}
 	if check != nil {
@@ -267,19 +267,14 @@ func (s *Store[T, K]) put(blk *block, t *T, want int64, check func(*block, *T)) 
 	return blk.Err()
 }
 
-// keepCreated sets t's created timestamp to the one block blk holds, if
-// it exists and holds one: a Put keeps it.
-func (s *Store[T, K]) keepCreated(blk *block, t *T) error {
+// created decodes the created entry block blk holds (nil: none, or no
+// block), for runtime.Desc.KeepCreated.
+func (s *Store[T, K]) created(blk *block) runtime.Decoder {
 	if s.d.Created == nil || !blk.Exists() {
 		return nil
 	}
-	k := blk.key(s.d.Created.Key, -1)
-	v := blk.bucket.Get(k)
-	if v == nil {
-		return nil // written before the model had it: Put gives it one
-	}
-	if err := s.d.Created.Decode(t, &valueDecoder{b: v}); err != nil {
-		return runtime.Unreadable("Put", s.d.Aggregate, blk.id, fmt.Errorf("%s: %w", entryName(blk.prefix, k), err))
+	if v := blk.bucket.Get(blk.key(s.d.Created.Key, -1)); v != nil {
+		return &valueDecoder{b: v}
 	}
 	return nil
 }

@@ -256,8 +256,8 @@ func (s *Store[T, K]) putAttempt(op string, t *T, want int64) func(st state[T]) 
 		if av := st.item[s.createdKey()]; av != nil {
 			// The block's created timestamp stays (the write is on
 			// condition that the block is as read).
-			if err := s.d.Created.Decode(t, &decoder{av}); err != nil {
-				return index.Attempt{}, runtime.Unreadable(op, s.d.Aggregate, id, err)
+			if err := s.d.KeepCreated(op, id, t, &decoder{av}); err != nil {
+				return index.Attempt{}, err
 			}
 		}
 		item, err := s.item(t, want+1, sizing)

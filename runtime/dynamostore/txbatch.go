@@ -162,8 +162,8 @@ func (s *Store[T, K]) txPutMany(ctx context.Context, ts []*T) []error {
 				// put: the created timestamp of a block that exists stays.
 				created := st.item[s.createdKey()]
 				if created != nil {
-					if err := s.d.Created.Decode(t, &decoder{created}); err != nil {
-						return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
+					if err := s.d.KeepCreated(op, id, t, &decoder{created}); err != nil {
+						return nil, err
 					}
 				}
 				in, err := s.putInput(op, t, want, created)

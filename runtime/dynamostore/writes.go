@@ -236,10 +236,9 @@ func (s *Store[T, K]) putInput(op string, t *T, want int64, created types.Attrib
 	return in, nil
 }
 
-// keepCreated reads the created timestamp block id holds, if the aggregate
-// has one, and sets t's to it: a Put keeps it. It returns the stored
-// attribute, nil when there is none (no block, one written before the
-// model had it, or an aggregate without created).
+// keepCreated reads the created entry block id holds, if the aggregate has
+// one, and keeps it (runtime.Desc.KeepCreated): it returns the stored
+// attribute, nil when there is none.
 func (s *Store[T, K]) keepCreated(ctx context.Context, op string, id K, t *T) (types.AttributeValue, error) {
 	if s.d.Created == nil {
 		return nil, nil
@@ -253,10 +252,7 @@ func (s *Store[T, K]) keepCreated(ctx context.Context, op string, id K, t *T) (t
 	if av == nil {
 		return nil, nil
 	}
-	if err := s.d.Created.Decode(t, &decoder{av}); err != nil {
-		return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
-	}
-	return av, nil
+	return av, s.d.KeepCreated(op, id, t, &decoder{av})
 }
 
 // createdChanged reports whether block id no longer holds created as its

@@ -141,7 +141,7 @@ func (x *indexed[T, K]) Put(ctx context.Context, op string, id K, v *T, versione
 				return index.Attempt{}, err
 			}
 		}
-		if err := x.s.keepCreated(op, id, v, st.raw); err != nil {
+		if err := x.s.d.KeepCreated(op, id, v, x.s.created(st.raw)); err != nil {
 			return index.Attempt{}, err
 		}
 		return index.Attempt{Found: st.found, Stamp: st.stamp, Before: x.keys(id, st.value, st.found), After: after,

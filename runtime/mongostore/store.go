@@ -612,7 +612,7 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 				return s.fail("Put", id, err)
 			}
-			if err := s.keepCreated("Put", id, t, raw); err != nil {
+			if err := s.d.KeepCreated("Put", id, t, s.created(raw)); err != nil {
 				return err
 			}
 			v := raw.Lookup(s.d.Created.Key) // zero when there is none
@@ -626,9 +626,9 @@ func (s *Store[T, K]) put(ctx context.Context, t *T, want int64) error {
 	return runtime.Contended("Put", s.d.Aggregate, id, "block")
 }
 
-// keepCreated sets t's created timestamp to the one in raw, the stored
-// document of block id (nil: none), if it holds one: a Put keeps it.
-func (s *Store[T, K]) keepCreated(op string, id K, t *T, raw bson.Raw) error {
+// created decodes the created entry of raw, the stored document of a
+// block (nil: none), for runtime.Desc.KeepCreated.
+func (s *Store[T, K]) created(raw bson.Raw) runtime.Decoder {
 	if s.d.Created == nil || raw == nil {
 		return nil
 	}
@@ -636,10 +636,7 @@ func (s *Store[T, K]) keepCreated(op string, id K, t *T, raw bson.Raw) error {
 	if err != nil {
 		return nil // written before the model had it: Put gives it one
 	}
-	if err := s.d.Created.Decode(t, &rawDecoder{v}); err != nil {
-		return runtime.Unreadable(op, s.d.Aggregate, id, err)
-	}
-	return nil
+	return &rawDecoder{v}
 }
 
 // replace writes the document of t over block id (checking version want

@@ -304,7 +304,7 @@ func (s *Store[T, K]) putTables(ctx context.Context, ts []*T, errs []error) {
 				errs[j] = runtime.CheckVersion(op, s.d.Aggregate, id, st.found, st.version, want[w])
 			}
 			if errs[j] == nil {
-				errs[j] = s.keepCreated(op, id, t, st.raw)
+				errs[j] = s.d.KeepCreated(op, id, t, s.created(st.raw))
 			}
 			as[j] = index.Attempt{Found: st.found, Stamp: st.stamp, Before: x.keys(id, st.value, st.found), After: x.e.Keys(blocks[w], t)}
 		}

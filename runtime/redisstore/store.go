@@ -434,8 +434,8 @@ func (s *Store[T, K]) createdOf(op string, id K, t *T, hget *redis.StringCmd) (*
 		return nil, s.fail(op, id, nil, err)
 	}
 	if v != "" {
-		if err := s.d.Created.Decode(t, decoder(v)); err != nil {
-			return nil, runtime.Unreadable(op, s.d.Aggregate, id, err)
+		if err := s.d.KeepCreated(op, id, t, decoder(v)); err != nil {
+			return nil, err
 		}
 	}
 	return &v, nil
