@@ -14,7 +14,10 @@ import (
 // entries the MongoDB adapter writes for a sample block of each aggregate
 // are exactly what the model says: the main module's TestGoldenLayout does
 // the same on bbolt. The golden packages' layout checks run in one child
-// test process against this package's server.
+// test process against this package's server, built in the main module:
+// the golden packages, whose added files register every store's check,
+// are then the ones the main module's run compiled (the build cache has
+// them), and only the runner test is built here.
 func TestGoldenLayoutMongo(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -39,6 +42,6 @@ func TestGoldenLayoutMongo(t *testing.T) {
 	if mongotest.URI() == "" {
 		t.Fatal("no MongoDB server: TestMain starts one")
 	}
-	layoutcheck.Run(t, filepath.Join(root, "integration"), dirs, layoutcheck.Stores("integration"),
+	layoutcheck.Run(t, root, dirs, layoutcheck.Stores("integration"),
 		layoutcheck.MongoURIEnv+"="+mongotest.URI())
 }

@@ -10,6 +10,13 @@
 // (building a test binary per package cost a link of every store's driver
 // each). Stores whose servers run in another module (MongoDB on FerretDB,
 // in the integration module) call Run from there.
+//
+// Each package's added file registers the check of every store that has
+// a test (whichever module runs it), so the file, and with it the
+// compiled package, is the same in every run over the main module: a run
+// for another set of stores (the integration module's MongoDB run after
+// the main module's) finds the golden packages in the build cache and
+// builds only its runner test.
 package layoutcheck
 
 import (
@@ -67,9 +74,40 @@ func Stores(module string) []Store {
 		if st.Test == nil || st.Test.Module != module {
 			continue
 		}
-		out = append(out, Store{Name: st.Name, Imports: st.Test.Imports, Setup: st.Test.Setup, Open: st.Test.Open, Teardown: st.Test.Teardown})
+		out = append(out, storeOf(st))
 	}
 	return out
+}
+
+// tested are the registered stores that have a test, of any module: the
+// stores whose checks every package's file registers.
+func tested() []Store {
+	var out []Store
+	for _, name := range templates.StoreNames() {
+		st, _ := templates.Lookup(name)
+		if st.Test != nil {
+			out = append(out, storeOf(st))
+		}
+	}
+	return out
+}
+
+func storeOf(st templates.Store) Store {
+	return Store{Name: st.Name, Imports: st.Test.Imports, Setup: st.Test.Setup, Open: st.Test.Open, Teardown: st.Test.Teardown}
+}
+
+// registering returns the stores whose checks the packages' files
+// register for a run of stores: every tested store, in registration
+// order, then those of stores that are not registered stores (a test's
+// own, such as TestCheckFails's lying store).
+func registering(stores []Store) []Store {
+	all := tested()
+	for _, st := range stores {
+		if !slices.ContainsFunc(all, func(r Store) bool { return r.Name == st.Name }) {
+			all = append(all, st)
+		}
+	}
+	return all
 }
 
 // File is the file added to the package s describes: its init registers
@@ -211,10 +249,11 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // Run checks the layout of every package in dirs (absolute directories of
-// packages of the main module) on every store: it loads each with the
-// parser, writes its layout test to a temporary file, and runs one
-// `go test -overlay` over all of them in directory runDir (a module whose
-// build list holds the packages) with env added to the environment.
+// packages of the main module) on every store of stores: it loads each
+// with the parser, writes its layout test to a temporary file, and runs
+// one `go test -overlay` over all of them in directory runDir (a module
+// whose build list holds the packages, normally the main module's root,
+// whose build cache the runs share) with env added to the environment.
 // Packages are named by import path, so runDir may be another module.
 func Run(t *testing.T, runDir string, dirs []string, stores []Store, env ...string) {
 	t.Helper()
@@ -247,7 +286,7 @@ func run(t *testing.T, runDir string, dirs []string, stores []Store, env []strin
 		if len(s.Aggregates) == 0 {
 			continue
 		}
-		src, err := File(s, stores)
+		src, err := File(s, registering(stores))
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +320,9 @@ func run(t *testing.T, runDir string, dirs []string, stores []Store, env []strin
 	if err := os.WriteFile(ov, b, 0o644); err != nil {
 		return nil, err
 	}
-	args := []string{"test", "-count=1", "-v", "-run", "^TestNoamLayout$", "-overlay", ov, pkgs[0]}
+	// -vet=off: the added files are generated, and TestGoldenCompiles
+	// vets the packages themselves.
+	args := []string{"test", "-count=1", "-vet=off", "-v", "-run", "^TestNoamLayout$", "-overlay", ov, pkgs[0]}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = runDir
 	cmd.Env = append(os.Environ(), env...)

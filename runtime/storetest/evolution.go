@@ -26,12 +26,13 @@ import (
 // collection "players") is read and written by another version over the
 // same database, as after a regenerate and a redeploy.
 func Evolution(t *testing.T, h Harness) {
-	// A short layout lease: on stores without fenced writes,
-	// EnsureIndexes that records another layout waits two of it.
+	// A short layout lease (shortLease), also for the databases a subtest
+	// opens itself: on stores without fenced writes, EnsureIndexes that
+	// records another layout waits two of it, about 33 times in the suite.
 	open := h.Open
 	h.Open = func(t *testing.T) DB {
 		db := open(t)
-		db.Options = append(slices.Clip(db.Options), runtime.WithLayoutLease(rollingLease))
+		db.Options = append(slices.Clip(db.Options), runtime.WithLayoutLease(shortLease))
 		return db
 	}
 	runTests(t, h, evolutionTests)

@@ -134,7 +134,11 @@ func testGSIRequests(t *testing.T, f *fixture) {
 // table: an upgrade of noamgen over live data) are found once
 // EnsureIndexes has run.
 func testGSIOlderBlocks(t *testing.T, f *fixture) {
-	r := f.matches(t)
+	// A short layout lease (recorded with the layout): the second
+	// EnsureIndexes, which finds the lookups' layout changed, waits out
+	// two of it.
+	r := model.NewMatchDynamoRepository(f.c, f.o, lease)
+	must(t, r.EnsureIndexes(ctx))
 	for _, id := range []string{"x", "y", "z"} {
 		must(t, r.Create(ctx, &model.Match{ID: id, Code: "c" + id, Region: "west", Level: 1}))
 	}
@@ -163,7 +167,7 @@ func testGSIOlderBlocks(t *testing.T, f *fixture) {
 	must(t, err)
 
 	q := model.MatchRegionLevelQuery{Region: runtime.Eq("west")}
-	r = model.NewMatchDynamoRepository(f.c, f.o)
+	r = model.NewMatchDynamoRepository(f.c, f.o, lease)
 	if p, err := r.ListByRegionLevel(ctx, q, runtime.PageRequest{Limit: 10}); err == nil {
 		t.Errorf("before EnsureIndexes: %q, want an error (the record says the lookup is elsewhere)", ids(p.Items))
 	}

@@ -125,11 +125,15 @@ func (v version) model() *playerModel {
 	return m
 }
 
-// repo opens version v over c, with a short layout lease (on a cluster
-// EnsureIndexes waits out two of it after recording another layout).
+// shortLease is the layout lease of these tests' repositories (on a
+// cluster EnsureIndexes waits out two of it after recording another
+// layout; the default is 2 s).
+var shortLease = runtime.WithLayoutLease(50 * time.Millisecond)
+
+// repo opens version v over c, with a short layout lease.
 func (v version) repo(c redis.UniversalClient) (runtime.Repo[player, string], *playerModel) {
 	m := v.model()
-	return runtime.NewRepo(m.d, redisstore.Open(c, m.d), runtime.WithLayoutLease(50*time.Millisecond)), m
+	return runtime.NewRepo(m.d, redisstore.Open(c, m.d), shortLease), m
 }
 
 // ensure opens version v over c and runs its EnsureIndexes.
@@ -614,24 +618,24 @@ func TestLookupAdded(t *testing.T) {
 // (runtime/storetest/evolve) over one database.
 func TestEvolutionGenerated(t *testing.T) {
 	modes(t, func(t *testing.T, c redis.UniversalClient) {
-		v1 := etf.NewPlayerRedisRepository(c)
+		v1 := etf.NewPlayerRedisRepository(c, shortLease)
 		must(t, v1.EnsureIndexes(bg))
 		must(t, v1.Create(bg, &etf.Player{ID: "p", Name: "Mary", Email: "m@example.com", City: "Rome", Scores: []etf.Score{{Game: "g1", Points: 3}}}))
-		v2 := eao.NewPlayerRedisRepository(c)
+		v2 := eao.NewPlayerRedisRepository(c, shortLease)
 		must(t, v2.EnsureIndexes(bg))
 		got, err := v2.Get(bg, "p")
 		must(t, err)
 		if got.Name != "Mary" || got.City != "Rome" || len(got.Scores) != 1 || got.Scores[0].Points != 3 {
 			t.Fatalf("eao read the etf block as %+v", got)
 		}
-		v3 := part.NewPlayerRedisRepository(c)
+		v3 := part.NewPlayerRedisRepository(c, shortLease)
 		must(t, v3.EnsureIndexes(bg))
 		i, err := v3.AppendScores(bg, "p", part.Score{Game: "g2", Points: 4})
 		must(t, err)
 		if i != 1 {
 			t.Fatalf("AppendScores on the etf block: index %d", i)
 		}
-		v4 := eaopart.NewPlayerRedisRepository(c)
+		v4 := eaopart.NewPlayerRedisRepository(c, shortLease)
 		must(t, v4.EnsureIndexes(bg))
 		must(t, v4.SetScoresAt(bg, "p", 0, eaopart.Score{Game: "g1", Points: 9}))
 		back, err := v1.Get(bg, "p")
