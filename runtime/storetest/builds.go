@@ -87,6 +87,7 @@ var buildCities = []string{"c0", "c1", "c2", "c3"}
 // is found by its city, and Repair has nothing to fix.
 func testEvoBuildUnderWriters(t *testing.T, e *env) {
 	ctx := bg
+	writersLease(e)
 	v1 := uniquePlayers.On(t, e.db)
 	must(t, v1.EnsureIndexes(ctx))
 	const n = 400
@@ -160,6 +161,7 @@ func testEvoBuildUnderWriters(t *testing.T, e *env) {
 // is found by it, and Repair has nothing to fix.
 func testEvoUniqueBuildUnderDeletes(t *testing.T, e *env) {
 	ctx := bg
+	writersLease(e)
 	v1 := etfPlayers.On(t, e.db)
 	must(t, v1.EnsureIndexes(ctx))
 	const n = 400
@@ -319,4 +321,13 @@ func cityIDs(t *testing.T, r lookups.PlayerRepository, city string) []string {
 		}
 		req.Cursor = page.Next
 	}
+}
+
+// writersLease gives the repositories of a build that runs while others
+// write the rolling deploys' lease: on stores without fenced writes, the
+// build waits out two leases for the writes that started under the older
+// record, and a lease as short as shortLease is shorter than a write on a
+// loaded machine (a Redis Cluster build then misses a write in flight).
+func writersLease(e *env) {
+	e.db.Options = append(slices.Clip(e.db.Options), runtime.WithLayoutLease(rollingLease))
 }

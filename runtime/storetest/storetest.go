@@ -204,9 +204,10 @@ func open(t *testing.T, h Harness, ensure bool) *env {
 // without fenced writes an EnsureIndexes that records another layout, or
 // builds lookups over blocks written before it (StartUpBeforeEnsureIndexes
 // writes a Journal first), waits out two leases, 2 s each by default. In
-// these subtests no older build writes while a newer one records its
-// layout, so the lease bounds no write in flight (the rolling deploys,
-// where one does, give their repositories rollingLease). The other
+// most of these subtests nothing writes while EnsureIndexes records its
+// layout, so the lease bounds no write in flight; the rolling deploys and
+// the lookup builds under writers, where writes are in flight, give their
+// repositories rollingLease. The other
 // subtests keep the default lease: DeclaredRequests counts the requests a
 // call sends, and a write past its lease reads the schema record again.
 const shortLease = 50 * time.Millisecond
