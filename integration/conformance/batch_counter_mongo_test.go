@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/noamgen/noamgen/integration/mongotest"
 	"github.com/noamgen/noamgen/runtime"
@@ -38,7 +39,12 @@ func TestBatchCounterMongo(t *testing.T) {
 				last = c
 				return next(ctx)
 			})
-			opts := append(tc.opts, hook)
+			// A lease longer than the test: a write past its lease reads
+			// the schema record again (the layout fence), one round trip
+			// that the bounds below do not count, and a loaded machine
+			// takes more than the default 2 s between EnsureIndexes and
+			// the last batch.
+			opts := append(tc.opts, hook, runtime.WithLayoutLease(time.Hour))
 			journals := model.NewJournalMongoRepository(db, opts...)
 			replies := model.NewReplyMongoRepository(db, opts...)
 			for _, r := range []interface{ EnsureIndexes(context.Context) error }{journals, replies} {
