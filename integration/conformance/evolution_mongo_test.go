@@ -604,11 +604,11 @@ func TestEvolutionMongoLookups(t *testing.T) {
 	for _, m := range lookupMappings {
 		t.Run(m.name, func(t *testing.T) {
 			db := mongotest.Start(t)
-			v1 := etf.NewPlayerMongoRepository(db, m.opts...)
+			v1 := etf.NewPlayerMongoRepository(db, leased(m.opts)...)
 			must(t, v1.EnsureIndexes(bg))
 			must(t, v1.Create(bg, &etf.Player{ID: "p1", Email: "a@x", City: "Rome"}))
 			must(t, v1.Create(bg, &etf.Player{ID: "p2", Email: "b@x", City: "Rome"}))
-			v2 := lookups.NewPlayerMongoRepository(db, m.opts...)
+			v2 := lookups.NewPlayerMongoRepository(db, leased(m.opts)...)
 			must(t, v2.EnsureIndexes(bg))
 			got, err := v2.GetByEmail(bg, "a@x")
 			if err != nil || got.ID != "p1" {
@@ -622,7 +622,7 @@ func TestEvolutionMongoLookups(t *testing.T) {
 				t.Fatalf("Create with a value an old block holds: %v, want ErrDuplicate", err)
 			}
 			// Back to the version without lookups.
-			v3 := etf.NewPlayerMongoRepository(db, m.opts...)
+			v3 := etf.NewPlayerMongoRepository(db, leased(m.opts)...)
 			must(t, v3.EnsureIndexes(bg))
 			if got := indexNames(t, v3.Collection()); !slices.Equal(got, []string{"_id_"}) {
 				t.Fatalf("indexes after the lookups were removed: %q", got)
@@ -692,7 +692,7 @@ func TestEvolutionMongoUniqueOverDuplicates(t *testing.T) {
 // it, which it does only once the blocks hold no value twice.
 func TestEvolutionMongoIndexReplaced(t *testing.T) {
 	db := mongotest.Start(t)
-	opts := []runtime.Option{mongostore.NoPartialIndexes()}
+	opts := leased([]runtime.Option{mongostore.NoPartialIndexes()})
 	v1 := etf.NewPlayerMongoRepository(db, opts...)
 	must(t, v1.EnsureIndexes(bg))
 	old := mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName(mongostore.IndexName("email"))}
@@ -786,8 +786,8 @@ func TestEvolutionMongoAppendIndexed(t *testing.T) {
 // to tables builds them again rather than trusting stale entries.
 func TestEvolutionMongoLookupRemapped(t *testing.T) {
 	db := mongotest.Start(t)
-	native := []runtime.Option{mongostore.NoPartialIndexes()}
-	tables := []runtime.Option{mongostore.IndexTables()}
+	native := leased([]runtime.Option{mongostore.NoPartialIndexes()})
+	tables := leased([]runtime.Option{mongostore.IndexTables()})
 	v1 := lookups.NewPlayerMongoRepository(db, native...)
 	must(t, v1.EnsureIndexes(bg))
 	must(t, v1.Create(bg, &lookups.Player{ID: "p1", Email: "a@x", City: "Rome"}))
