@@ -80,6 +80,8 @@ func methodOf(k templates.MethodKind) access.Method {
 		return access.Count
 	case templates.MCountBy:
 		return access.CountBy
+	case templates.MCountScope:
+		return access.CountScope
 	case templates.MCreateMany:
 		return access.CreateMany
 	case templates.MPutMany:
@@ -187,6 +189,8 @@ func AccessOf(a *model.Aggregate, m templates.Method) Access {
 		acc.Blocks = "all"
 	case templates.MCountBy:
 		acc.ReadsIndex = []string{m.Lookup.Name}
+		acc.Blocks = "many"
+	case templates.MCountScope:
 		acc.Blocks = "many"
 	case templates.MSweep:
 		acc.Reads = []string{a.Expires.Key}

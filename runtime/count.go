@@ -25,6 +25,14 @@ type CountStore[T any, K comparable] interface {
 	Count(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, now time.Time) (n int64, ok bool, err error)
 }
 
+// ScopeCountStore is what a store adapter implements to count the blocks
+// of one counter scope (the scope of key scope) natively, as CountStore
+// counts a collection: ok false, and no error, when it cannot give the
+// exact number ListScope's listing would give in this call.
+type ScopeCountStore[T any, K comparable] interface {
+	CountScope(ctx context.Context, op string, scope K, now time.Time) (n int64, ok bool, err error)
+}
+
 // countPage is how many blocks a count through the listing reads per
 // store call.
 const countPage = 256
@@ -69,6 +77,29 @@ func (r Repo[T, K]) countBy(ctx context.Context, op string, l *Lookup[T], rng *K
 	}
 	n, err := r.countRead(func(after []byte, n int) ([]*T, []byte, bool, error) {
 		return r.S.ReadLookup(ctx, op, l, in, after, n)
+	})
+	return n, r.ctxErr(ctx, op, err)
+}
+
+// countScope counts the blocks of one counter scope.
+func (r Repo[T, K]) countScope(ctx context.Context, op string, scope K) (int64, error) {
+	if over, err := r.readKey(op, scope); err != nil || over {
+		return 0, err // a scope too large for any block has none
+	}
+	if cs, ok := r.S.(ScopeCountStore[T, K]); ok {
+		n, ok, err := cs.CountScope(ctx, op, scope, r.Now())
+		if err != nil || ok {
+			return n, r.ctxErr(ctx, op, err)
+		}
+	}
+	var from int64
+	n, err := r.countRead(func(after []byte, n int) ([]*T, []byte, bool, error) {
+		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n)
+		if err != nil && last <= from {
+			return items, nil, more, err
+		}
+		from = last
+		return items, AppendInt(nil, last), more, err
 	})
 	return n, r.ctxErr(ctx, op, err)
 }

@@ -312,6 +312,20 @@ func (r Repo[T, K]) CountBy(ctx context.Context, op string, l *Lookup[T], rng *K
 	return n, err
 }
 
+// CountScope counts the blocks of one counter scope, the scope of key
+// scope (its counted part is ignored): as many as ListScope returns over
+// all its pages (op is the method, e.g. "CountByThread").
+func (r Repo[T, K]) CountScope(ctx context.Context, op string, scope K) (n int64, err error) {
+	if !r.hooked() {
+		return r.countScope(ctx, op, scope)
+	}
+	err = r.run(ctx, r.call(op), func(ctx context.Context) (err error) {
+		n, err = r.countScope(ctx, op, scope)
+		return err
+	})
+	return n, err
+}
+
 // CreateMany stores new blocks, each as Create would; the items that
 // fail are reported in a *BatchError and the others are written.
 func (r Repo[T, K]) CreateMany(ctx context.Context, ts []*T) error {

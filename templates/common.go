@@ -20,22 +20,23 @@ const (
 	MCreate
 	MPut
 	MDelete
-	MSet       // set one top-level entry (ETF)
-	MAppend    // append one element to a partitioned field
-	MSetAt     // replace one element of a partitioned field
-	MListElems // page through a partitioned field's elements
-	MUpdate    // several entry changes in one atomic write
-	MList      // page through blocks in key order
-	MAll       // iterate over every block
-	MGetMany   // read many blocks by key in one round trip
-	MListBy    // page through the blocks found by a lookup
-	MGetBy     // read the block owning a unique lookup value
-	MListScope // page through the children of one counter scope
-	MRepair    // rebuild the lookups from the blocks
-	MEnsure    // create the collections, buckets and indexes
-	MMigrate   // rewrite blocks stored in an older layout
-	MCount     // count the blocks
-	MCountBy   // count the blocks a lookup finds
+	MSet        // set one top-level entry (ETF)
+	MAppend     // append one element to a partitioned field
+	MSetAt      // replace one element of a partitioned field
+	MListElems  // page through a partitioned field's elements
+	MUpdate     // several entry changes in one atomic write
+	MList       // page through blocks in key order
+	MAll        // iterate over every block
+	MGetMany    // read many blocks by key in one round trip
+	MListBy     // page through the blocks found by a lookup
+	MGetBy      // read the block owning a unique lookup value
+	MListScope  // page through the children of one counter scope
+	MRepair     // rebuild the lookups from the blocks
+	MEnsure     // create the collections, buckets and indexes
+	MMigrate    // rewrite blocks stored in an older layout
+	MCount      // count the blocks
+	MCountBy    // count the blocks a lookup finds
+	MCountScope // count the children of one counter scope
 	MCreateMany
 	MPutMany
 	MDeleteMany
@@ -182,6 +183,9 @@ func moreMethods(a *model.Aggregate) []Method {
 		ms = append(ms, Method{Kind: MListScope, Name: ListScope(a),
 			Doc:    fmt.Sprintf("%s reads one page of the %s aggregates with the given %s, in %s order. Their %s values are allocated 1, 2, 3, ... from the scope's counter, so a page is read by computed keys in one batch; numbers of deleted aggregates are skipped.", ListScope(a), a.Name, strings.Join(names, ", "), last.Key, last.Key),
 			Params: params, Results: []jen.Code{Page(ptr()), jen.Error()}})
+		ms = append(ms, Method{Kind: MCountScope, Name: CountScope(a),
+			Doc:    fmt.Sprintf("%s returns the number of %s aggregates with the given %s: as many as %s returns over all its pages.%s %s", CountScope(a), a.Name, strings.Join(names, ", "), ListScope(a), expiryNote(a), storeCostNote),
+			Params: params[: len(params)-1 : len(params)-1], Results: []jen.Code{jen.Int64(), jen.Error()}})
 	}
 	ms = append(ms, countMethod(a))
 	ms = append(ms, batchMethods(a)...)

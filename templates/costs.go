@@ -32,6 +32,9 @@ func storeCosts(a *model.Aggregate, store string) string {
 	for _, l := range a.Lookups {
 		ms = append(ms, method{"CountBy" + LookupTitle(l), access.Op{Method: access.CountBy, Lookup: l.Name}})
 	}
+	if a.Counter && len(a.Scope()) > 0 {
+		ms = append(ms, method{CountScope(a), access.Op{Method: access.CountScope}})
+	}
 	ms = append(ms, method{"CreateMany", access.Op{Method: access.CreateMany, Writes: all}},
 		method{"PutMany", access.Op{Method: access.PutMany, Writes: all}},
 		method{"DeleteMany", access.Op{Method: access.DeleteMany, Writes: all}})

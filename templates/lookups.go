@@ -55,6 +55,9 @@ func ListScope(a *model.Aggregate) string {
 	return b.String()
 }
 
+// CountScope names the method counting the children of one counter scope.
+func CountScope(a *model.Aggregate) string { return "Count" + strings.TrimPrefix(ListScope(a), "List") }
+
 // RefsFunc names the generated function collecting an aggregate's references to target.
 func RefsFunc(a *model.Aggregate, target string) string { return a.Name + target + "Refs" }
 

@@ -353,6 +353,12 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 				parts = append(parts, jen.Id(p.GoName).Op(":").Id(ParamName(p.GoName)))
 			}
 			call = r.Clone().Dot("ListScope").Call(jen.Id("ctx"), jen.Lit(m.Name), IDType(a).(*jen.Statement).Clone().Values(parts...), jen.Id("req"))
+		case MCountScope:
+			var parts []jen.Code
+			for _, p := range a.Scope() {
+				parts = append(parts, jen.Id(p.GoName).Op(":").Id(ParamName(p.GoName)))
+			}
+			call = r.Clone().Dot("CountScope").Call(jen.Id("ctx"), jen.Lit(m.Name), IDType(a).(*jen.Statement).Clone().Values(parts...))
 		case MRepair:
 			call = r.Clone().Dot("Repair").Call(jen.Id("ctx"))
 		case MEnsure:

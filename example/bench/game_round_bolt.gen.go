@@ -25,6 +25,12 @@ import (
 // expires entry is read too (that entry alone), in the same transaction, to
 // leave the expired ones out.
 //
+// CountByGame: 1 read transaction; seek bucket GameRound in the scope's key
+// range from block marker to block marker (no block read). Round trips: 0
+// (embedded). Atomic: one read transaction (a consistent snapshot); with an
+// expires field, each block's expires entry is read too (that entry alone), in
+// the same transaction, to leave the expired ones out.
+//
 // CreateMany, PutMany and DeleteMany: 1 write transaction; per item, in order:
 // what its single call (create, put, delete) reads and writes, its index
 // entries checked before its first write. Round trips: 0 (embedded). Atomic:

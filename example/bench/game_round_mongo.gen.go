@@ -19,6 +19,9 @@ import (
 //
 // Count: countDocuments GameRound {}. Round trips: 1. Atomic: one command.
 //
+// CountByGame: countDocuments GameRound {_id.<scope parts>: ..., _id.<counted
+// part>: {$gt: 0}}. Round trips: 1. Atomic: one command.
+//
 // CreateMany: findAndModify noam_counters {$inc n: the scope's items to
 // allocate}, which take the numbers up to the result in slice order; bulkWrite
 // noam_counters unordered: update {$max n} upsert per scope whose items give

@@ -45,6 +45,12 @@ type GameRoundRepository interface {
 	// aggregates are skipped.
 	ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error)
 
+	// CountByGame returns the number of GameRound aggregates with the given game:
+	// as many as ListByGame returns over all its pages. What it sends to the
+	// store, and in how many round trips, is in the doc of the store's repository
+	// type.
+	CountByGame(ctx context.Context, game string) (int64, error)
+
 	// Count returns the number of GameRound aggregates: as many as List returns
 	// over all its pages. What it sends to the store, and in how many round trips,
 	// is in the doc of the store's repository type.
@@ -234,6 +240,12 @@ func (r _gameRoundRepo) GetMany(ctx context.Context, ids []GameRoundKey) (map[Ga
 // in seq order.
 func (r _gameRoundRepo) ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
 	return r.r.ListScope(ctx, "ListByGame", GameRoundKey{Game: game}, req)
+}
+
+// CountByGame returns the number of GameRound aggregates with the given game:
+// as many as ListByGame returns over all its pages.
+func (r _gameRoundRepo) CountByGame(ctx context.Context, game string) (int64, error) {
+	return r.r.CountScope(ctx, "CountByGame", GameRoundKey{Game: game})
 }
 
 // Count returns the number of GameRound aggregates: as many as List returns

@@ -26,6 +26,9 @@ import (
 // index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
 // command (the index is kept with the documents).
 //
+// CountByPost: countDocuments Comment {_id.<scope parts>: ..., _id.<counted
+// part>: {$gt: 0}}. Round trips: 1. Atomic: one command.
+//
 // CreateMany: findAndModify noam_counters {$inc n: the scope's items to
 // allocate}, which take the numbers up to the result in slice order; bulkWrite
 // noam_counters unordered: update {$max n} upsert per scope whose items give

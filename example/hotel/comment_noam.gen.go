@@ -72,6 +72,11 @@ type CommentRepository interface {
 	// aggregates are skipped.
 	ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
+	// CountByPost returns the number of Comment aggregates with the given post: as
+	// many as ListByPost returns over all its pages. What it sends to the store,
+	// and in how many round trips, is in the doc of the store's repository type.
+	CountByPost(ctx context.Context, post int64) (int64, error)
+
 	// Count returns the number of Comment aggregates: as many as List returns over
 	// all its pages. What it sends to the store, and in how many round trips, is
 	// in the doc of the store's repository type.
@@ -333,6 +338,12 @@ func (r _commentRepo) CountByAuthor(ctx context.Context, v string) (int64, error
 // seq order.
 func (r _commentRepo) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListScope(ctx, "ListByPost", CommentKey{Post: post}, req)
+}
+
+// CountByPost returns the number of Comment aggregates with the given post: as
+// many as ListByPost returns over all its pages.
+func (r _commentRepo) CountByPost(ctx context.Context, post int64) (int64, error) {
+	return r.r.CountScope(ctx, "CountByPost", CommentKey{Post: post})
 }
 
 // Count returns the number of Comment aggregates: as many as List returns over

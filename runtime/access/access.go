@@ -46,8 +46,9 @@ const (
 	Ensure    Method = "ensureIndexes"
 	Migrate   Method = "migrate" // rewrite blocks stored in an older layout
 
-	Count      Method = "count"   // the number of blocks
-	CountBy    Method = "countBy" // the number of blocks a lookup finds
+	Count      Method = "count"      // the number of blocks
+	CountBy    Method = "countBy"    // the number of blocks a lookup finds
+	CountScope Method = "countScope" // the number of blocks of one scope of a counter
 	CreateMany Method = "createMany"
 	PutMany    Method = "putMany"
 	DeleteMany Method = "deleteMany"

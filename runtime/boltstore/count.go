@@ -62,6 +62,32 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 	return n, true, nil
 }
 
+var _ runtime.ScopeCountStore[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// CountScope implements runtime.ScopeCountStore in one read transaction:
+// the blocks of a scope are one key range of the collection's bucket, in
+// number order, counted as Count counts the bucket's.
+func (s *Store[T, K]) CountScope(ctx context.Context, op string, scope K, now time.Time) (int64, bool, error) {
+	prefix, _ := s.c.Counter.Split(scope)
+	var n int64
+	err := s.c.viewTx(ctx, op, nil, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		if b == nil {
+			return nil
+		}
+		in := func(id K) bool {
+			sc, num := s.c.Counter.Split(id)
+			return num >= 1 && bytes.Equal(sc, prefix)
+		}
+		var err error
+		n, err = s.countFrom(ctx, b, BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, 1))), in, s.liveAt(tx, b, op, now))
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return n, true, nil
+}
+
 // liveAt returns what tells whether block id of bucket b is counted at
 // now: whether its expires entry, read alone in transaction tx, has not
 // expired (runtime.Desc.Expired). A block that does not exist (an index
@@ -83,9 +109,20 @@ func (s *Store[T, K]) liveAt(tx *bbolt.Tx, b *bbolt.Bucket, op string, now time.
 // block starts past every key the marker prefixes. live, when set, says
 // which blocks are counted.
 func (s *Store[T, K]) countBlocks(ctx context.Context, b *bbolt.Bucket, live func(K) bool) (int64, error) {
+	return s.countFrom(ctx, b, nil, nil, live)
+}
+
+// countFrom counts as countBlocks does the block markers from key first
+// on (nil: the first of the bucket) while in reports true (nil: to the
+// last).
+func (s *Store[T, K]) countFrom(ctx context.Context, b *bbolt.Bucket, first []byte, in, live func(K) bool) (int64, error) {
 	var n, seen int64
 	cur := b.Cursor()
-	for k, _ := cur.First(); k != nil; k, _ = cur.Seek(runtime.PrefixEnd(k)) {
+	k, _ := cur.First()
+	if first != nil {
+		k, _ = cur.Seek(first)
+	}
+	for ; k != nil; k, _ = cur.Seek(runtime.PrefixEnd(k)) {
 		if seen%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return 0, err
@@ -96,6 +133,9 @@ func (s *Store[T, K]) countBlocks(ctx context.Context, b *bbolt.Bucket, live fun
 		id, err := s.d.Keys.Read(r)
 		if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
 			return 0, fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, s.c.Name)
+		}
+		if in != nil && !in(id) {
+			break
 		}
 		if live == nil || live(id) {
 			n++

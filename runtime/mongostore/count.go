@@ -57,6 +57,26 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 	return n, true, nil
 }
 
+var _ runtime.ScopeCountStore[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// CountScope implements runtime.ScopeCountStore with one countDocuments
+// of the filter ListScope's find has.
+func (s *Store[T, K]) CountScope(ctx context.Context, op string, scope K, now time.Time) (int64, bool, error) {
+	filter, _, err := s.scopeFilter(op, scope, 0)
+	if err != nil {
+		return 0, false, err
+	}
+	if s.d.Expires != nil {
+		filter = s.liveFilter(filter, now)
+	}
+	runtime.RoundTrip(ctx)
+	n, err := s.coll.CountDocuments(ctx, filter)
+	if err != nil {
+		return 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	return n, true, nil
+}
+
 // liveFilter is filter narrowed to the documents not expired at now:
 // those whose expires field is missing, not a date, the zero time (a
 // date in year 1, which the driver writes for time.Time{}) or after now.

@@ -1263,20 +1263,10 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 // number after: one find on the scope's key parts, sorted by the counted
 // part, whatever the gaps.
 func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
-	raw, err := bson.Marshal(bson.D{{Key: "k", Value: scope}})
+	filter, counted, err := s.scopeFilter(op, scope, after)
 	if err != nil {
-		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		return nil, 0, false, err
 	}
-	parts, err := bson.Raw(raw).Lookup("k").Document().Elements()
-	if err != nil || len(parts) == 0 {
-		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, errors.New("the block key has no parts"))
-	}
-	filter := bson.D{}
-	for _, p := range parts[:len(parts)-1] {
-		filter = append(filter, bson.E{Key: "_id." + p.Key(), Value: p.Value()})
-	}
-	counted := "_id." + parts[len(parts)-1].Key()
-	filter = append(filter, bson.E{Key: counted, Value: bson.D{{Key: "$gt", Value: after}}})
 	opts := options.Find().SetSort(bson.D{{Key: counted, Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	items, err := s.find(ctx, filter, opts)
 	if err != nil {
@@ -1289,6 +1279,26 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 		_, last = s.d.Counter.Split(*s.d.ID(items[len(items)-1]))
 	}
 	return items, last, more, nil
+}
+
+// scopeFilter is the filter of the documents of one counter scope (the
+// scope of key scope) numbered after after, and the path of the counted
+// part.
+func (s *Store[T, K]) scopeFilter(op string, scope K, after int64) (bson.D, string, error) {
+	raw, err := bson.Marshal(bson.D{{Key: "k", Value: scope}})
+	if err != nil {
+		return nil, "", runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+	}
+	parts, err := bson.Raw(raw).Lookup("k").Document().Elements()
+	if err != nil || len(parts) == 0 {
+		return nil, "", runtime.Fail(op, s.d.Aggregate, nil, nil, errors.New("the block key has no parts"))
+	}
+	filter := bson.D{}
+	for _, p := range parts[:len(parts)-1] {
+		filter = append(filter, bson.E{Key: "_id." + p.Key(), Value: p.Value()})
+	}
+	counted := "_id." + parts[len(parts)-1].Key()
+	return append(filter, bson.E{Key: counted, Value: bson.D{{Key: "$gt", Value: after}}}), counted, nil
 }
 
 // Repair rebuilds the index tables from the aggregates. Native lookups

@@ -49,6 +49,24 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 	return n, true, nil
 }
 
+var _ runtime.ScopeCountStore[struct{}, string] = (*Store[struct{}, string])(nil)
+
+// CountScope implements runtime.ScopeCountStore: on a single node, one
+// ZLEXCOUNT of the listing over the scope's range (its blocks' keys are
+// one range of it, as ListScope reads them); it declines where Count does.
+func (s *Store[T, K]) CountScope(ctx context.Context, op string, scope K, now time.Time) (int64, bool, error) {
+	if s.cluster || s.d.Expires != nil {
+		return 0, false, nil
+	}
+	prefix, _ := s.d.Counter.Split(scope)
+	lo, hi := lexRange(&runtime.KeyRange{From: s.d.Keys.Bytes(s.d.Counter.With(scope, 1)), To: runtime.TupleEnd(prefix)})
+	n, err := s.c.ZLexCount(ctx, s.listKey(), lo, hi).Result()
+	if err != nil {
+		return 0, false, s.errOf(op, nil, err)
+	}
+	return n, true, nil
+}
+
 // lexRange is the ZLEXCOUNT range of the members in [rng.From, rng.To).
 // A member is a value followed by a block key, whose first byte (a
 // component's tag) is below 0xFF: it is in the range exactly when its

@@ -398,6 +398,8 @@ func testDeclaredRequests(t *testing.T, e *env) {
 			run: func() error { return e.Replies.Create(bg, rk) }, after: getReply},
 		{name: "ListByThread", op: access.Op{Method: access.ListScope}, before: getReply,
 			run: func() error { _, err := e.Replies.ListByThread(bg, "t", runtime.PageRequest{Limit: 5}); return err }, after: getReply},
+		{name: "CountByThread", op: access.Op{Method: access.CountScope}, before: getReply,
+			run: func() error { _, err := e.Replies.CountByThread(bg, "t"); return err }, after: getReply},
 		{name: "Reply SetBody (no indexed field)", op: access.Op{Method: access.Set, Field: "body"}, before: getReply,
 			run: func() error { return e.Replies.SetBody(bg, rk.Key, "b") }, after: getReply},
 		{name: "Reply Delete", op: access.Op{Method: access.Delete}, before: getReply, run: func() error { return e.Replies.Delete(bg, rk.Key) }},

@@ -136,6 +136,18 @@ func (e *env) threadSeqs(t *testing.T, thread string, limit int) ([]int64, []int
 	return nil, nil
 }
 
+// wantThreadCount checks that CountByThread counts what ListByThread
+// lists over all its pages.
+func (e *env) wantThreadCount(t *testing.T, thread string, want int) {
+	t.Helper()
+	seqs, _ := e.threadSeqs(t, thread, 100)
+	n, err := e.Replies.CountByThread(bg, thread)
+	must(t, err)
+	if n != int64(want) || len(seqs) != want {
+		t.Fatalf("thread %q: CountByThread %d, ListByThread lists %d (%v), want %d", thread, n, len(seqs), seqs, want)
+	}
+}
+
 func testScopePages(t *testing.T, e *env) {
 	for range 7 {
 		must(t, e.Replies.Create(bg, &model.Reply{Key: model.ReplyKey{Thread: "a"}}))
@@ -146,6 +158,10 @@ func testScopePages(t *testing.T, e *env) {
 	seqs, sizes := e.threadSeqs(t, "a", 3)
 	if !slices.Equal(seqs, []int64{1, 2, 3, 4, 5, 6, 7}) || !slices.Equal(sizes, []int{3, 3, 1}) {
 		t.Fatalf("ListByThread pages %v: %v", sizes, seqs)
+	}
+	// A count is the scope's alone: "a" is a prefix of "ab".
+	for th, want := range map[string]int{"a": 7, "ab": 1, "": 1, "b": 1, "zz": 0} {
+		e.wantThreadCount(t, th, want)
 	}
 	if seqs, _ := e.threadSeqs(t, "a", 7); len(seqs) != 7 {
 		t.Fatalf("ListByThread with a limit equal to the count: %v", seqs)
@@ -165,6 +181,7 @@ func testScopePages(t *testing.T, e *env) {
 	if !slices.Equal(seqs, []int64{1, 5, 6, 1000}) {
 		t.Fatalf("ListByThread after deletes: %v, want [1 5 6 1000]", seqs)
 	}
+	e.wantThreadCount(t, "a", 4)
 	// Changes between pages.
 	first, err := e.Replies.ListByThread(bg, "a", runtime.PageRequest{Limit: 2}) // 1, 5
 	must(t, err)
@@ -187,6 +204,16 @@ func testScopePages(t *testing.T, e *env) {
 			t.Fatalf("ListByThread(%q): %v", th, seqs)
 		}
 	}
+	e.wantThreadCount(t, "a", 3)
+	// More blocks than a count reads per page where the store counts
+	// through the listing.
+	big := make([]*model.Reply, 300)
+	for i := range big {
+		big[i] = &model.Reply{Key: model.ReplyKey{Thread: "big"}}
+	}
+	must(t, e.Replies.CreateMany(bg, big))
+	must(t, e.Replies.Delete(bg, big[100].Key))
+	e.wantThreadCount(t, "big", 299)
 	// Cursors are bound to the scope.
 	page, err = e.Replies.ListByThread(bg, "a", runtime.PageRequest{Limit: 1})
 	must(t, err)

@@ -23,6 +23,12 @@ import (
 // server reads, and bills, the items; it returns their number). Round trips: 1
 // per page. Atomic: each page on its own (a Scan is not a snapshot).
 //
+// CountByFunc: Query Entry__index {p = "noam:scope", k between the scope's
+// keys} after the last block counted; BatchGetItem Entry (the page's blocks).
+// Round trips: 2 per page. Atomic: not atomic: as ListScope, pages of 256
+// blocks, every block read (index items may be stale, so their number alone is
+// not the count).
+//
 // CreateMany: UpdateItem noam_counters {ADD n by the scope's items to
 // allocate} on condition it stays within the largest number; they take the
 // numbers up to the result in slice order; UpdateItem noam_counters {SET n =

@@ -44,6 +44,11 @@ type EntryRepository interface {
 	// aggregates are skipped.
 	ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error)
 
+	// CountByFunc returns the number of Entry aggregates with the given func: as
+	// many as ListByFunc returns over all its pages. What it sends to the store,
+	// and in how many round trips, is in the doc of the store's repository type.
+	CountByFunc(ctx context.Context, funcValue int64) (int64, error)
+
 	// Count returns the number of Entry aggregates: as many as List returns over
 	// all its pages. What it sends to the store, and in how many round trips, is
 	// in the doc of the store's repository type.
@@ -207,6 +212,12 @@ func (r _entryRepo) GetMany(ctx context.Context, ids []EntryKey) (map[EntryKey]*
 // order.
 func (r _entryRepo) ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error) {
 	return r.r.ListScope(ctx, "ListByFunc", EntryKey{Func: funcValue}, req)
+}
+
+// CountByFunc returns the number of Entry aggregates with the given func: as
+// many as ListByFunc returns over all its pages.
+func (r _entryRepo) CountByFunc(ctx context.Context, funcValue int64) (int64, error) {
+	return r.r.CountScope(ctx, "CountByFunc", EntryKey{Func: funcValue})
 }
 
 // Count returns the number of Entry aggregates: as many as List returns over

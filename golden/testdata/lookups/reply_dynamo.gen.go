@@ -32,6 +32,12 @@ import (
 // of items may lag its blocks) and reads the matching blocks as ListBy does,
 // in pages of 256.
 //
+// CountByTicket: Query Reply__index {p = "noam:scope", k between the scope's
+// keys} after the last block counted; BatchGetItem Reply (the page's blocks).
+// Round trips: 2 per page. Atomic: not atomic: as ListScope, pages of 256
+// blocks, every block read (index items may be stale, so their number alone is
+// not the count).
+//
 // CreateMany: UpdateItem noam_counters {ADD n by the scope's items to
 // allocate} on condition it stays within the largest number; they take the
 // numbers up to the result in slice order; UpdateItem noam_counters {SET n =

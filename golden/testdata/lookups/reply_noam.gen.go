@@ -72,6 +72,12 @@ type ReplyRepository interface {
 	// aggregates are skipped.
 	ListByTicket(ctx context.Context, ticket TicketID, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
+	// CountByTicket returns the number of Reply aggregates with the given ticket:
+	// as many as ListByTicket returns over all its pages. What it sends to the
+	// store, and in how many round trips, is in the doc of the store's repository
+	// type.
+	CountByTicket(ctx context.Context, ticket TicketID) (int64, error)
+
 	// Count returns the number of Reply aggregates: as many as List returns over
 	// all its pages. What it sends to the store, and in how many round trips, is
 	// in the doc of the store's repository type.
@@ -332,6 +338,12 @@ func (r _replyRepo) CountByAuthor(ctx context.Context, v string) (int64, error) 
 // in seq order.
 func (r _replyRepo) ListByTicket(ctx context.Context, ticket TicketID, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByTicket", ReplyKey{Ticket: ticket}, req)
+}
+
+// CountByTicket returns the number of Reply aggregates with the given ticket:
+// as many as ListByTicket returns over all its pages.
+func (r _replyRepo) CountByTicket(ctx context.Context, ticket TicketID) (int64, error) {
+	return r.r.CountScope(ctx, "CountByTicket", ReplyKey{Ticket: ticket})
 }
 
 // Count returns the number of Reply aggregates: as many as List returns over

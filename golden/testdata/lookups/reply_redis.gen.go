@@ -39,6 +39,14 @@ import (
 // them); cluster: as ListBy, pages of 256 entries, every block checked to hold
 // the value (stale entries are not counted).
 //
+// CountByTicket: node: ZLEXCOUNT Reply:blocks over the scope's range; cluster:
+// ZRANGE Reply:blocks BYLEX in the scope's range after the last block counted
+// LIMIT 257; cluster: pipeline: HGETALL per block. Round trips: node: 1;
+// cluster: 2 per page. Atomic: node: one command, exact (the listing changes
+// in the scripts that write blocks); cluster: as ListScope, pages of 256
+// blocks (the listing may name a block a write in flight removed, which only
+// the block tells).
+//
 // CreateMany: node: pipeline: INCR Reply:counter:{2345} per key to allocate;
 // node: pipeline: EVALSHA per item, in order [its Create's script], then WAIT
 // with Options.WaitReplicas; cluster: pipeline: INCRBY Reply:counter:{2345}

@@ -68,6 +68,8 @@ var Store = &access.Store{
 			Steps: []access.Step{readTx, {Op: "seek bucket $coll from block marker to block marker (no block read)"}}},
 		{Methods: []access.Method{access.CountBy}, Atomic: "one read transaction (a consistent snapshot); with an expires field, the expires entry of each entry's block is read too (that entry alone), in the same transaction, to leave the expired ones out",
 			Steps: []access.Step{readTx, {Op: "count the keys of $index in the query's key range (no block read)"}}},
+		{Methods: []access.Method{access.CountScope}, Atomic: "one read transaction (a consistent snapshot); with an expires field, each block's expires entry is read too (that entry alone), in the same transaction, to leave the expired ones out",
+			Steps: []access.Step{readTx, {Op: "seek bucket $coll in the scope's key range from block marker to block marker (no block read)"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "all of it: one bbolt transaction",
 			Steps: []access.Step{readTx, {Op: "get " + block + "/$field"}, {Op: "seek " + block + "/$field/i and read n elements"}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "all of it: one bbolt transaction",

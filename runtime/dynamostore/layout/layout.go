@@ -188,6 +188,8 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.List}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Scan $coll {ExclusiveStartKey: the cursor's block key, Limit: n+1} (table order, not block-key order; the server may stop a Scan at 1 MB)"}}},
 		{Methods: []access.Method{access.All}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Scan $coll page by page"}}},
 		{Methods: []access.Method{access.ListScope}, Atomic: each, Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"" + Scope + "\", k between the scope's keys}"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the page's blocks)"}}},
+		{Methods: []access.Method{access.CountScope}, Atomic: "not atomic: as ListScope, pages of 256 blocks, every block read (index items may be stale, so their number alone is not the count)",
+			Steps: []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + Index + " {p = \"" + Scope + "\", k between the scope's keys} after the last block counted"}, {N: 1, Per: access.PerPage, Op: "BatchGetItem $coll (the page's blocks)"}}},
 		{Methods: []access.Method{access.ListElems}, Atomic: "each request reads one item version", Steps: []access.Step{{N: 1, Per: access.Per100Elements, Op: "GetItem $coll {_id} ProjectionExpression " + Len + ".$field, $field[i], ..., $field[i+n] (100 elements per request)"}}},
 
 		{Methods: []access.Method{access.CreateMany}, When: access.NoCounter, Atomic: "each item as its Create; the items are not atomic together (the failed ones are reported, the others written)",

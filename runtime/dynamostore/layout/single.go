@@ -73,6 +73,10 @@ func SingleTableStore(table string) *access.Store {
 			c.Atomic = "each page is read from one strongly consistent Query"
 			c.Steps = []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + table + " {_pk = the scope's first key component, _sk between (\"$coll\", the scope's other components, the number after the cursor) and the scope's end} ConsistentRead: the items are the blocks, in number order"}}
 		}
+		if slices.Contains(c.Methods, access.CountScope) {
+			c.Atomic = "not atomic: as ListScope, pages of 256 blocks, each page from one strongly consistent Query"
+			c.Steps = []access.Step{{N: 1, Per: access.PerPage, Op: "Query " + table + " {_pk = the scope's first key component, _sk between (\"$coll\", the scope's other components, the number after the last block counted) and the scope's end} ConsistentRead"}}
+		}
 		c.Steps = append([]access.Step(nil), c.Steps...)
 		for j := range c.Steps {
 			c.Steps[j].Op = r.Replace(c.Steps[j].Op)

@@ -15,6 +15,41 @@ import (
 // collection, created by EnsureIndexes: holder {holder: 1} unique, zero values
 // left out. Options: mongostore.IndexTables() keeps every lookup in an index
 // table, mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments leases {$or: [{until: {$not: {$lte: now}}}, {until:
+// zero time}]}. Round trips: 1. Atomic: one command; the filter leaves out the
+// documents whose expires time is set and not after the repository's clock.
+//
+// CountByHolder: countDocuments leases {$and: [{holder in the query's range},
+// {$or: [{until: {$not: {$lte: now}}}, {until: zero time}]}]} (native index; a
+// document once, as ListBy lists it). Round trips: 1. Atomic: one command (the
+// index is kept with the documents); the filter also leaves out the documents
+// whose expires time is set and not after the repository's clock.
+//
+// CreateMany: bulkWrite leases ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: find leases {_id: {$in: ids}} (one batch); bulkWrite leases
+// ordered: replaceOne {_id} {the whole document} upsert per item (the driver
+// splits it at the server's message size); per item the server refuses (a
+// unique value taken): what names the value taken, as Put's, then a bulkWrite
+// of the items after it. Round trips: 2. Atomic: each replacement is atomic
+// (native index entries included); the items are not atomic together (the
+// failed ones are reported, the others written).
+//
+// DeleteMany: find leases {_id: {$in: ids}} (one batch); find leases {_id:
+// {$in: ids}} projection {_id} (one batch): a block missing fails with
+// ErrNotFound; deleteMany leases {_id: {$in: the blocks found}}. Round trips:
+// 3. Atomic: one deleteMany, each document's delete atomic; the items are not
+// atomic together; a block deleted by another writer between the two commands
+// counts as deleted.
 type LeaseMongoRepository struct {
 	_leaseRepo
 	store *mongostore.Store[Lease, string]

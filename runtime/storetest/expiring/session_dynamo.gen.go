@@ -19,6 +19,82 @@ import (
 // items of the index table "sessions__index" (partition key p: the lookup's
 // name, sort key k: the value), kept right by the lookup protocol of
 // runtime/dynamostore (hidden attributes _seq and _inc).
+//
+// What the counts and batch writes send to DynamoDB (as noamgen explain shows
+// it):
+//
+// Count: Scan sessions {Select: COUNT, ConsistentRead, FilterExpression:
+// expires not set, zero or after now} per 1 MB of items (the server reads, and
+// bills, the items; it returns the number it keeps). Round trips: 1 per page.
+// Atomic: each page on its own (a Scan is not a snapshot); the
+// FilterExpression leaves out the items whose expires entry is set and not
+// after the repository's clock (the server still reads them).
+//
+// CountByToken: Query sessions__index {p = "token", k in the query's range}
+// after the last item counted; BatchGetItem sessions (the blocks of the page's
+// items); DeleteItem sessions__index per stale item older than
+// dynamostore.StaleAfter. Round trips: 1 per page + 1 per 100 keys + 1 per
+// stale entry removed. Atomic: not atomic: as ListBy, pages of 256 items,
+// every block checked to hold the value (index items may be stale, so their
+// number alone is not the count).
+//
+// CountByUser: Query sessions IndexName gsi_user {_gp = "sessions", _gk_user
+// in the query's range} after the last item counted. Round trips: 1 per page.
+// Atomic: eventually consistent, as ListBy: the count declines (a GSI's number
+// of items may lag its blocks) and reads the matching blocks as ListBy does,
+// in pages of 256.
+//
+// CreateMany: protocol: each item's Create (a conditional write, which
+// BatchWriteItem cannot send), 8 at a time when the order cannot matter
+// (distinct keys, no unique lookup), in order otherwise; transactions:
+// TransactWriteItems of the items' writes, each its Create's: Put sessions
+// {the whole item} attribute_not_exists(_id), with the Puts of its index items
+// (claims on condition attribute_not_exists(k)), up to 100 actions a request
+// with a ClientRequestToken (a key given twice, or two items writing one index
+// item, go in later requests in slice order; the items of a cancelled
+// transaction that did not fail go again in a new one; an item failed for a
+// reason its condition cannot tell is then its single call). Round trips:
+// protocol: 1 per request of each item's single call; transactions: 1 per 100
+// transaction actions. Atomic: each item as its Create; the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: BatchGetItem sessions (100 keys per request, unprocessed keys
+// retried); protocol: each item's Put (a conditional write or the index
+// protocol, which BatchWriteItem cannot send), 8 at a time when the order
+// cannot matter (distinct keys, no unique lookup), in order otherwise;
+// transactions: BatchGetItem sessions (the blocks, 100 keys a request), as the
+// single calls read them, with index tables or a created timestamp;
+// transactions: TransactWriteItems of the items' writes, each its Put's: Put
+// sessions {the whole item} on its Put's condition (the version, the created
+// timestamp as read; with index tables _seq and _inc as read), with the Puts
+// and Deletes of the index items it gains and loses (claims on condition
+// attribute_not_exists(k) or that they are this block's), up to 100 actions a
+// request with a ClientRequestToken (a key given twice, or two items writing
+// one index item, go in later requests in slice order; the items of a
+// cancelled transaction that did not fail go again in a new one; an item
+// failed for a reason its condition cannot tell is then its single call).
+// Round trips: protocol: 1 per 100 keys + 1 per retry of unprocessed keys + 1
+// per request of each item's single call; transactions: 2 per 100 keys + 1 per
+// retry of unprocessed keys + 1 per 100 transaction actions. Atomic: each item
+// as its Put; the items are not atomic together (the failed ones are reported,
+// the others written).
+//
+// DeleteMany: BatchGetItem sessions (100 keys per request, unprocessed keys
+// retried); protocol: each item's Delete (it reads the block's index items
+// first), 8 at a time when the keys are distinct, in order otherwise;
+// transactions: BatchGetItem sessions (the blocks, 100 keys a request), as the
+// single calls read them; transactions: TransactWriteItems of the items'
+// writes, each its Delete's: Delete sessions {_id} on condition of _seq and
+// _inc as read, with the Deletes of its index items, up to 100 actions a
+// request with a ClientRequestToken (a key given twice, or two items writing
+// one index item, go in later requests in slice order; the items of a
+// cancelled transaction that did not fail go again in a new one; an item
+// failed for a reason its condition cannot tell is then its single call).
+// Round trips: protocol: 1 per 100 keys + 1 per retry of unprocessed keys + 1
+// per request of each item's single call; transactions: 2 per 100 keys + 1 per
+// retry of unprocessed keys + 1 per 100 transaction actions. Atomic: each item
+// as its Delete; the items are not atomic together (the failed ones are
+// reported, the others removed).
 type SessionDynamoRepository struct {
 	_sessionRepo
 	store *dynamostore.Store[Session, string]

@@ -17,6 +17,48 @@ import (
 // collection, created by EnsureIndexes: token {token: 1} unique, zero values
 // left out, user {user: 1, _id: 1}. Options: mongostore.IndexTables() keeps
 // every lookup in an index table, mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments sessions {$or: [{expires: {$not: {$lte: now}}},
+// {expires: zero time}]}. Round trips: 1. Atomic: one command; the filter
+// leaves out the documents whose expires time is set and not after the
+// repository's clock.
+//
+// CountByToken: countDocuments sessions {$and: [{token in the query's range},
+// {$or: [{expires: {$not: {$lte: now}}}, {expires: zero time}]}]} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents); the filter also leaves out
+// the documents whose expires time is set and not after the repository's
+// clock.
+//
+// CountByUser: countDocuments sessions {$and: [{user in the query's range},
+// {$or: [{expires: {$not: {$lte: now}}}, {expires: zero time}]}]} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents); the filter also leaves out
+// the documents whose expires time is set and not after the repository's
+// clock.
+//
+// CreateMany: bulkWrite sessions ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: find sessions {_id: {$in: ids}} (one batch); each item's Put, in
+// order (a version, whose condition a bulkWrite of updates cannot report item
+// by item on FerretDB v1). Round trips: 1 + 1 per request of each item's
+// single call. Atomic: each item as its Put; the items are not atomic together
+// (the failed ones are reported, the others written).
+//
+// DeleteMany: find sessions {_id: {$in: ids}} (one batch); find sessions {_id:
+// {$in: ids}} projection {_id} (one batch): a block missing fails with
+// ErrNotFound; deleteMany sessions {_id: {$in: the blocks found}}. Round
+// trips: 3. Atomic: one deleteMany, each document's delete atomic; the items
+// are not atomic together; a block deleted by another writer between the two
+// commands counts as deleted.
 type SessionMongoRepository struct {
 	_sessionRepo
 	store *mongostore.Store[Session, string]

@@ -115,15 +115,8 @@ type SessionRepository interface {
 
 	// CountByToken returns the number of Session aggregates that ListByToken
 	// returns over all its pages for v. Aggregates whose expires has passed (by
-	// the repository's clock) are left out. Cost: on bbolt one read transaction
-	// counting the index keys in range and reading the expires entry of each one's
-	// block (that entry alone), on MongoDB one countDocuments served by the
-	// lookup's native index with a filter on expires; no aggregate is read whole.
-	// On Redis (where only a block's hash tells whether it has expired), and where
-	// index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when the
-	// IndexTables or UniqueTables option keeps the lookup in an index table), the
-	// count reads the matching aggregates as ListByToken does, checking each, in
-	// pages of 256 (a few round trips per page): reads proportional to the count.
+	// the repository's clock) are left out. What it sends to the store, and in how
+	// many round trips, is in the doc of the store's repository type.
 	CountByToken(ctx context.Context, v string) (int64, error)
 
 	// GetByToken reads the Session aggregate that holds the given token, which is
@@ -143,92 +136,46 @@ type SessionRepository interface {
 
 	// CountByUser returns the number of Session aggregates that ListByUser returns
 	// over all its pages for v. Aggregates whose expires has passed (by the
-	// repository's clock) are left out. Cost: on bbolt one read transaction
-	// counting the index keys in range and reading the expires entry of each one's
-	// block (that entry alone), on MongoDB one countDocuments served by the
-	// lookup's native index with a filter on expires; no aggregate is read whole.
-	// On Redis (where only a block's hash tells whether it has expired), and where
-	// index entries may be stale (DynamoDB, Redis Cluster, and MongoDB when the
-	// IndexTables or UniqueTables option keeps the lookup in an index table), the
-	// count reads the matching aggregates as ListByUser does, checking each, in
-	// pages of 256 (a few round trips per page): reads proportional to the count.
+	// repository's clock) are left out. What it sends to the store, and in how
+	// many round trips, is in the doc of the store's repository type.
 	CountByUser(ctx context.Context, v string) (int64, error)
 
 	// Count returns the number of Session aggregates: as many as List returns over
 	// all its pages. Aggregates whose expires has passed (by the repository's
-	// clock) are left out. Cost: on bbolt one read transaction, seeking from block
-	// to block and reading the expires entry of each (that entry alone); on
-	// MongoDB one countDocuments with a filter on expires; on DynamoDB a Scan with
-	// Select COUNT and a filter on expires, one round trip per MB of items
-	// (DynamoDB reads them, and bills them, but returns only their number). On
-	// Redis, where only a block's hash tells whether it has expired, the count
-	// reads the aggregates as List does, in pages of 256 (a few round trips per
-	// page): reads proportional to the count.
+	// clock) are left out. What it sends to the store, and in how many round
+	// trips, is in the doc of the store's repository type.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Session blocks, each as Create would. Each item is
 	// written as the single call would write it (checks, versions, counters,
 	// lookups and unique values), in order, in as few round trips as the store
-	// allows: one transaction on bbolt. On a single Redis node, two pipelines (the
-	// reads the writes need, then the writes' scripts); on a Redis Cluster, the
-	// lookup protocol phase by phase for the whole batch, a pipeline a phase, each
-	// counter scope moved once (with Options.WaitReplicas, the single calls on a
-	// cluster; on a node, one WAIT after the writes' scripts, in their pipeline).
-	// On DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an
-	// aggregate without lookups, version, counter or created timestamp and a
-	// DeleteMany of one without lookups (after a BatchGetItem that finds the
-	// missing blocks); otherwise, where the endpoint has transactions,
-	// TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks
-	// replaced or removed; a DeleteMany of an aggregate with a counter excepted),
-	// else the single conditional writes, 8 at a time where their order cannot
-	// matter; with a counter, each counter scope moved once first. On MongoDB a
-	// counter moves once per counter scope for a CreateMany or a PutMany (one
-	// findOneAndUpdate, and one bulkWrite raising the counters to the numbers
-	// given); then, with native indexes only, one ordered bulkWrite (and another
-	// after each item the server refuses) of a CreateMany's inserts, of a
-	// PutMany's new blocks with numbers from the counter, and of a PutMany of an
-	// aggregate without version or created timestamp, the single Puts otherwise;
-	// one find and one deleteMany for a DeleteMany; with index tables, the index
-	// tables' batch protocol. Items that fail are reported in a
+	// allows. What it sends to the store, and in how many round trips, is in the
+	// doc of the store's repository type. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// error); the others are written. An item that failed with
+	// runtime.ErrUnknownOutcome may have been written; any other failed item wrote
+	// nothing.
 	CreateMany(ctx context.Context, sessions []*Session) error
 
 	// PutMany creates or replaces Session blocks whole, each as Put would. Each
 	// item is written as the single call would write it (checks, versions,
 	// counters, lookups and unique values), in order, in as few round trips as the
-	// store allows: one transaction on bbolt. On a single Redis node, two
-	// pipelines (the reads the writes need, then the writes' scripts); on a Redis
-	// Cluster, the lookup protocol phase by phase for the whole batch, a pipeline
-	// a phase, each counter scope moved once (with Options.WaitReplicas, the
-	// single calls on a cluster; on a node, one WAIT after the writes' scripts, in
-	// their pipeline). On DynamoDB, BatchWriteItem (25 items a request) for a
-	// PutMany of an aggregate without lookups, version, counter or created
-	// timestamp and a DeleteMany of one without lookups (after a BatchGetItem that
-	// finds the missing blocks); otherwise, where the endpoint has transactions,
-	// TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks
-	// replaced or removed; a DeleteMany of an aggregate with a counter excepted),
-	// else the single conditional writes, 8 at a time where their order cannot
-	// matter; with a counter, each counter scope moved once first. On MongoDB a
-	// counter moves once per counter scope for a CreateMany or a PutMany (one
-	// findOneAndUpdate, and one bulkWrite raising the counters to the numbers
-	// given); then, with native indexes only, one ordered bulkWrite (and another
-	// after each item the server refuses) of a CreateMany's inserts, of a
-	// PutMany's new blocks with numbers from the counter, and of a PutMany of an
-	// aggregate without version or created timestamp, the single Puts otherwise;
-	// one find and one deleteMany for a DeleteMany; with index tables, the index
-	// tables' batch protocol. Items that fail are reported in a
+	// store allows. What it sends to the store, and in how many round trips, is in
+	// the doc of the store's repository type. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written. PutMany first reads the blocks (one GetMany)
-	// and removes those whose expires has passed, as Put does, so that an item
-	// over an expired block creates it anew.
+	// error); the others are written. An item that failed with
+	// runtime.ErrUnknownOutcome may have been written; any other failed item wrote
+	// nothing. PutMany first reads the blocks (one GetMany) and removes those
+	// whose expires has passed, as Put does, so that an item over an expired block
+	// creates it anew.
 	PutMany(ctx context.Context, sessions []*Session) error
 
 	// DeleteMany removes the Session blocks with the given keys and their lookup
 	// entries, each as Delete would (a missing block is an item failing with
 	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
 	// (which items, and why: errors.Is matches any item's error); the others are
-	// written.
+	// written. An item that failed with runtime.ErrUnknownOutcome may have been
+	// written; any other failed item wrote nothing.
 	DeleteMany(ctx context.Context, ids []string) error
 
 	// Sweep removes the Session blocks whose expires has passed, with their lookup
@@ -283,12 +230,12 @@ type SessionRepository interface {
 
 	// List reads one page of Session aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
-	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
-	// Next is empty after the last page. A block that cannot be decoded
-	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
-	// blocks before it and Next resumes after it, so that a caller can go on. A
-	// cursor not made by List fails with runtime.ErrBadCursor.
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
+	// returned Next as req.Cursor to read the following page; Next is empty after
+	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
+	// it) ends a page early: the page holds the blocks before it and Next resumes
+	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Session], error)
 
 	// All iterates over every Session aggregate, in the order of List. An error is
@@ -568,8 +515,7 @@ func (r _sessionRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (ru
 
 // List reads one page of Session aggregates, in the store's listing order
 // (block-key order on stores whose scans are ordered,
-// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
-// DynamoDB).
+// runtime.Caps.OrderedScan; in any order, each once, on the others).
 func (r _sessionRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Session], error) {
 	return r.r.List(ctx, req)
 }

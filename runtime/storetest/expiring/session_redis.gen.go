@@ -19,6 +19,94 @@ import (
 // sets "{sessions.token}", "{sessions.user}" (members: the encoded value and
 // block key), changed in the script of the block's write on a single node and
 // by the lookup protocol of runtime/redisstore on a cluster.
+//
+// What the counts and batch writes send to Redis (as noamgen explain shows
+// it):
+//
+// Count: ZRANGE sessions:blocks BYLEX after the last block counted LIMIT 257;
+// pipeline: HGETALL per block. Round trips: 2 per page. Atomic: as List, pages
+// of 256 blocks, on a node too: only a block's hash holds its expires time
+// (and on a cluster the listing may name a block a write in flight removed).
+//
+// CountByToken: node: ZRANGE {sessions.token} BYLEX in the query's range,
+// after the last entry counted, LIMIT 257; cluster: EVALSHA: ZRANGE
+// {sessions.token} BYLEX in the query's range, after the last entry counted,
+// LIMIT 257, with the entries' :meta; pipeline: HGETALL per entry's block.
+// Round trips: 2 per page. Atomic: as ListBy, pages of 256 entries, every
+// block checked to hold the value, on a node too: only a block's hash holds
+// its expires time (on a cluster stale entries are not counted).
+//
+// CountByUser: node: ZRANGE {sessions.user} BYLEX in the query's range, after
+// the last entry counted, LIMIT 257; cluster: EVALSHA: ZRANGE {sessions.user}
+// BYLEX in the query's range, after the last entry counted, LIMIT 257, with
+// the entries' :meta; pipeline: HGETALL per entry's block. Round trips: 2 per
+// page. Atomic: as ListBy, pages of 256 entries, every block checked to hold
+// the value, on a node too: only a block's hash holds its expires time (on a
+// cluster stale entries are not counted).
+//
+// CreateMany: node: pipeline: EVALSHA per item, in order [its Create's
+// script], then WAIT with Options.WaitReplicas; cluster: pipeline: EVALSHA per
+// new entry of {sessions.token} [claim it on condition absent] (the lookup's
+// slot: one node); an entry already there: the single write's claim; cluster:
+// pipeline: EVALSHA per new entry of {sessions.user} [claim it on condition
+// absent] (the lookup's slot: one node); an entry already there: the single
+// write's claim; cluster: pipeline: EVALSHA per item [its Create's block
+// script] (go-redis sends it to each master it names); cluster: pipeline: ZADD
+// sessions:blocks per item written. Round trips: node: 1 per pipeline of up to
+// 1,000 commands and 4 MB, sent one after the other; cluster: 1 if
+// {sessions.token} gains entries + 1 if {sessions.user} gains entries + 2 per
+// pipeline of up to 1,000 commands and 4 MB, sent one after the other. Atomic:
+// each item as its Create (on a cluster, the lookup protocol run phase by
+// phase for the whole batch: runtime/index CommitMany; with
+// Options.WaitReplicas on a cluster each item's Create, in order); the items
+// are not atomic together (the failed ones are reported, the others written).
+//
+// PutMany: pipeline: HGETALL per key (on a cluster, one pipeline per node,
+// sent together); node: pipeline: HGETALL sessions:{2345} per item; node:
+// pipeline: EVALSHA per item, in order [its Put's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: HGETALL sessions:{2345} per item;
+// cluster: pipeline: EVALSHA per new entry of {sessions.token} [claim it on
+// condition absent] (the lookup's slot: one node); an entry already there: the
+// single write's claim; cluster: pipeline: EVALSHA per new entry of
+// {sessions.user} [claim it on condition absent] (the lookup's slot: one
+// node); an entry already there: the single write's claim; cluster: pipeline:
+// EVALSHA per item [its Put's block script] (go-redis sends it to each master
+// it names); cluster: pipeline: EVALSHA per entry lost of {sessions.token}
+// [delete it on condition held]; cluster: pipeline: EVALSHA per entry lost of
+// {sessions.user} [delete it on condition held]; cluster: pipeline: ZADD
+// sessions:blocks per item written; cluster: an item whose block changed since
+// it was read: read and written again, in a later pass. Round trips: node: 3
+// per pipeline of up to 1,000 commands and 4 MB, sent one after the other;
+// cluster: 4 per pipeline of up to 1,000 commands and 4 MB, sent one after the
+// other + 1 if {sessions.token} gains entries + 1 if {sessions.user} gains
+// entries + 1 if {sessions.token} loses entries + 1 if {sessions.user} loses
+// entries. Atomic: each item as its Put (on a cluster, the lookup protocol run
+// phase by phase for the whole batch: runtime/index RunMany; with
+// Options.WaitReplicas on a cluster each item's Put, in order); the items are
+// not atomic together (the failed ones are reported, the others written); an
+// item an earlier one changed is read again and written by its own Put (on a
+// cluster: in a later pass).
+//
+// DeleteMany: pipeline: HGETALL per key (on a cluster, one pipeline per node,
+// sent together); node: pipeline: HGETALL sessions:{2345} per item; node:
+// pipeline: EVALSHA per item, in order [its Delete's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: HGETALL sessions:{2345} per item;
+// cluster: pipeline: EVALSHA per block [its Delete's block script] (go-redis
+// sends it to each master it names); cluster: pipeline: ZREM sessions:blocks
+// per block deleted; cluster: pipeline: EXISTS sessions:{2345} per block
+// deleted; cluster: pipeline: ZADD sessions:blocks per block created again
+// meanwhile; cluster: pipeline: EVALSHA per entry of {sessions.token} of the
+// blocks deleted [delete it on condition held]; cluster: pipeline: EVALSHA per
+// entry of {sessions.user} of the blocks deleted [delete it on condition
+// held]; cluster: a block changed since it was read, or a key given twice: the
+// single Delete. Round trips: node: 3 per pipeline of up to 1,000 commands and
+// 4 MB, sent one after the other; cluster: 5 per pipeline of up to 1,000
+// commands and 4 MB, sent one after the other + 1 if the block was created
+// again meanwhile + 1 if {sessions.token} loses entries + 1 if {sessions.user}
+// loses entries. Atomic: each item as its Delete (on a cluster, phase by phase
+// for the whole batch: runtime/index DeletedMany; with Options.WaitReplicas on
+// a cluster each item's Delete, in order); the items are not atomic together
+// (the failed ones are reported, the others removed).
 type SessionRedisRepository struct {
 	_sessionRepo
 	store *redisstore.Store[Session, string]

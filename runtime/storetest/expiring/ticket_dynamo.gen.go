@@ -13,6 +13,55 @@ import (
 // block is one item of table "tickets" (after the table-name prefix of
 // dynamostore.Options) with the block key as the partition key _id and one
 // attribute per entry (seat, expires, created), in native attribute values.
+//
+// What the counts and batch writes send to DynamoDB (as noamgen explain shows
+// it):
+//
+// Count: Scan tickets {Select: COUNT, ConsistentRead, FilterExpression:
+// expires not set, zero or after now} per 1 MB of items (the server reads, and
+// bills, the items; it returns the number it keeps). Round trips: 1 per page.
+// Atomic: each page on its own (a Scan is not a snapshot); the
+// FilterExpression leaves out the items whose expires entry is set and not
+// after the repository's clock (the server still reads them).
+//
+// CreateMany: protocol: each item's Create (a conditional write, which
+// BatchWriteItem cannot send), 8 at a time when the order cannot matter
+// (distinct keys, no unique lookup), in order otherwise; transactions:
+// TransactWriteItems of the items' writes, each its Create's: Put tickets {the
+// whole item} attribute_not_exists(_id), with the Puts of its index items
+// (claims on condition attribute_not_exists(k)), up to 100 actions a request
+// with a ClientRequestToken (a key given twice, or two items writing one index
+// item, go in later requests in slice order; the items of a cancelled
+// transaction that did not fail go again in a new one; an item failed for a
+// reason its condition cannot tell is then its single call). Round trips:
+// protocol: 1 per request of each item's single call; transactions: 1 per 100
+// transaction actions. Atomic: each item as its Create; the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: BatchGetItem tickets (100 keys per request, unprocessed keys
+// retried); protocol: each item's Put (it reads created first), 8 at a time
+// when the keys are distinct, in order otherwise; transactions: BatchGetItem
+// tickets (the blocks, 100 keys a request), as the single calls read them;
+// transactions: TransactWriteItems of the items' writes, each its Put's: Put
+// tickets {the whole item} on condition of created as read, up to 100 actions
+// a request with a ClientRequestToken (a key given twice, or two items writing
+// one index item, go in later requests in slice order; the items of a
+// cancelled transaction that did not fail go again in a new one; an item
+// failed for a reason its condition cannot tell is then its single call).
+// Round trips: protocol: 1 per 100 keys + 1 per retry of unprocessed keys + 1
+// per request of each item's single call; transactions: 2 per 100 keys + 1 per
+// retry of unprocessed keys + 1 per 100 transaction actions. Atomic: each item
+// as its Put; the items are not atomic together (the failed ones are reported,
+// the others written).
+//
+// DeleteMany: BatchGetItem tickets (100 keys per request, unprocessed keys
+// retried); BatchGetItem tickets (the keys, 100 a request): a block missing
+// fails with ErrNotFound; BatchWriteItem tickets: DeleteRequest {_id} per
+// block found, 25 a request; BatchGetItem or BatchWriteItem of the unprocessed
+// keys and items, with backoff, until the context ends. Round trips: 2 per 100
+// keys + 2 per retry of unprocessed keys + 1 per 25 items. Atomic: each item
+// is one delete request; the items are not atomic together; a block deleted by
+// another writer between the two requests counts as deleted.
 type TicketDynamoRepository struct {
 	_ticketRepo
 	store *dynamostore.Store[Ticket, string]

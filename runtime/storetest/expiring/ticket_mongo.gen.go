@@ -12,6 +12,33 @@ import (
 // TicketMongoRepository is TicketRepository on MongoDB. Each Ticket block is
 // one document of collection "tickets" with the block key as _id and one
 // top-level field per entry (seat, expires, created).
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments tickets {$or: [{expires: {$not: {$lte: now}}},
+// {expires: zero time}]}. Round trips: 1. Atomic: one command; the filter
+// leaves out the documents whose expires time is set and not after the
+// repository's clock.
+//
+// CreateMany: bulkWrite tickets ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: find tickets {_id: {$in: ids}} (one batch); each item's Put (it
+// reads created first), in order. Round trips: 1 + 1 per request of each
+// item's single call. Atomic: each item as its Put; the items are not atomic
+// together (the failed ones are reported, the others written).
+//
+// DeleteMany: find tickets {_id: {$in: ids}} (one batch); find tickets {_id:
+// {$in: ids}} projection {_id} (one batch): a block missing fails with
+// ErrNotFound; deleteMany tickets {_id: {$in: the blocks found}}. Round trips:
+// 3. Atomic: one deleteMany, each document's delete atomic; the items are not
+// atomic together; a block deleted by another writer between the two commands
+// counts as deleted.
 type TicketMongoRepository struct {
 	_ticketRepo
 	store *mongostore.Store[Ticket, string]

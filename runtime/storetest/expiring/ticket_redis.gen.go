@@ -15,6 +15,59 @@ import (
 // write sequence); the sorted set "tickets:blocks" lists the blocks in key
 // order. Every write is one Lua script run, atomic on the node that owns the
 // block's hash slot.
+//
+// What the counts and batch writes send to Redis (as noamgen explain shows
+// it):
+//
+// Count: ZRANGE tickets:blocks BYLEX after the last block counted LIMIT 257;
+// pipeline: HGETALL per block. Round trips: 2 per page. Atomic: as List, pages
+// of 256 blocks, on a node too: only a block's hash holds its expires time
+// (and on a cluster the listing may name a block a write in flight removed).
+//
+// CreateMany: node: pipeline: EVALSHA per item, in order [its Create's
+// script], then WAIT with Options.WaitReplicas; cluster: pipeline: EVALSHA per
+// item [its Create's block script] (go-redis sends it to each master it
+// names); cluster: pipeline: ZADD tickets:blocks per item written. Round
+// trips: node: 1 per pipeline of up to 1,000 commands and 4 MB, sent one after
+// the other; cluster: 2 per pipeline of up to 1,000 commands and 4 MB, sent
+// one after the other. Atomic: each item as its Create (on a cluster, the
+// lookup protocol run phase by phase for the whole batch: runtime/index
+// CommitMany; with Options.WaitReplicas on a cluster each item's Create, in
+// order); the items are not atomic together (the failed ones are reported, the
+// others written).
+//
+// PutMany: pipeline: HGETALL per key (on a cluster, one pipeline per node,
+// sent together); node: pipeline: HGET tickets:{2345} created per item; node:
+// pipeline: EVALSHA per item, in order [its Put's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: HGET tickets:{2345} created per
+// item; cluster: pipeline: EVALSHA per item [its Put's block script] (go-redis
+// sends it to each master it names); cluster: pipeline: ZADD tickets:blocks
+// per item written; cluster: an item whose block changed since it was read:
+// read and written again, in a later pass. Round trips: node: 3 per pipeline
+// of up to 1,000 commands and 4 MB, sent one after the other; cluster: 4 per
+// pipeline of up to 1,000 commands and 4 MB, sent one after the other. Atomic:
+// each item as its Put (on a cluster, the lookup protocol run phase by phase
+// for the whole batch: runtime/index RunMany; with Options.WaitReplicas on a
+// cluster each item's Put, in order); the items are not atomic together (the
+// failed ones are reported, the others written); an item an earlier one
+// changed is read again and written by its own Put (on a cluster: in a later
+// pass).
+//
+// DeleteMany: pipeline: HGETALL per key (on a cluster, one pipeline per node,
+// sent together); node: pipeline: EVALSHA per item, in order [its Delete's
+// script], then WAIT with Options.WaitReplicas; cluster: pipeline: EVALSHA per
+// block [its Delete's block script] (go-redis sends it to each master it
+// names); cluster: pipeline: ZREM tickets:blocks per block deleted; cluster:
+// pipeline: EXISTS tickets:{2345} per block deleted; cluster: pipeline: ZADD
+// tickets:blocks per block created again meanwhile; cluster: a block changed
+// since it was read, or a key given twice: the single Delete. Round trips:
+// node: 2 per pipeline of up to 1,000 commands and 4 MB, sent one after the
+// other; cluster: 4 per pipeline of up to 1,000 commands and 4 MB, sent one
+// after the other + 1 if the block was created again meanwhile. Atomic: each
+// item as its Delete (on a cluster, phase by phase for the whole batch:
+// runtime/index DeletedMany; with Options.WaitReplicas on a cluster each
+// item's Delete, in order); the items are not atomic together (the failed ones
+// are reported, the others removed).
 type TicketRedisRepository struct {
 	_ticketRepo
 	store *redisstore.Store[Ticket, string]

@@ -18,6 +18,77 @@ import (
 // are the sorted sets "{Card.labels}" (members: the encoded value and block
 // key), changed in the script of the block's write on a single node and by the
 // lookup protocol of runtime/redisstore on a cluster.
+//
+// What the counts and batch writes send to Redis (as noamgen explain shows
+// it):
+//
+// Count: node: ZCARD Card:blocks; cluster: ZRANGE Card:blocks BYLEX after the
+// last block counted LIMIT 257; cluster: pipeline: HGETALL per block. Round
+// trips: node: 1; cluster: 2 per page. Atomic: node: one command, exact (the
+// listing changes in the scripts that write blocks); cluster: as List, pages
+// of 256 blocks (the listing may name a block a write in flight removed, which
+// only the block tells).
+//
+// CountByLabels: node: ZLEXCOUNT {Card.labels} over the query's range;
+// cluster: EVALSHA: ZRANGE {Card.labels} BYLEX in the query's range, after the
+// last entry counted, LIMIT 257, with the entries' :meta; cluster: pipeline:
+// HGETALL per entry's block. Round trips: node: 1; cluster: 2 per page.
+// Atomic: node: one command, exact (index members change in the scripts that
+// write their blocks; one member per value and block, as ListBy lists them);
+// cluster: as ListBy, pages of 256 entries, every block checked to hold the
+// value (stale entries are not counted).
+//
+// CreateMany: node: pipeline: EVALSHA per item, in order [its Create's
+// script], then WAIT with Options.WaitReplicas; cluster: pipeline: EVALSHA per
+// new entry of {Card.labels} [claim it on condition absent] (the lookup's
+// slot: one node); an entry already there: the single write's claim; cluster:
+// pipeline: EVALSHA per item [its Create's block script] (go-redis sends it to
+// each master it names); cluster: pipeline: ZADD Card:blocks per item written.
+// Round trips: node: 1 per pipeline of up to 1,000 commands and 4 MB, sent one
+// after the other; cluster: 1 if {Card.labels} gains entries + 2 per pipeline
+// of up to 1,000 commands and 4 MB, sent one after the other. Atomic: each
+// item as its Create (on a cluster, the lookup protocol run phase by phase for
+// the whole batch: runtime/index CommitMany; with Options.WaitReplicas on a
+// cluster each item's Create, in order); the items are not atomic together
+// (the failed ones are reported, the others written).
+//
+// PutMany: node: pipeline: HGETALL Card:{2345} per item; node: pipeline:
+// EVALSHA per item, in order [its Put's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: HGETALL Card:{2345} per item;
+// cluster: pipeline: EVALSHA per new entry of {Card.labels} [claim it on
+// condition absent] (the lookup's slot: one node); an entry already there: the
+// single write's claim; cluster: pipeline: EVALSHA per item [its Put's block
+// script] (go-redis sends it to each master it names); cluster: pipeline:
+// EVALSHA per entry lost of {Card.labels} [delete it on condition held];
+// cluster: pipeline: ZADD Card:blocks per item written; cluster: an item whose
+// block changed since it was read: read and written again, in a later pass.
+// Round trips: node: 2 per pipeline of up to 1,000 commands and 4 MB, sent one
+// after the other; cluster: 3 per pipeline of up to 1,000 commands and 4 MB,
+// sent one after the other + 1 if {Card.labels} gains entries + 1 if
+// {Card.labels} loses entries. Atomic: each item as its Put (on a cluster, the
+// lookup protocol run phase by phase for the whole batch: runtime/index
+// RunMany; with Options.WaitReplicas on a cluster each item's Put, in order);
+// the items are not atomic together (the failed ones are reported, the others
+// written); an item an earlier one changed is read again and written by its
+// own Put (on a cluster: in a later pass).
+//
+// DeleteMany: node: pipeline: HGETALL Card:{2345} per item; node: pipeline:
+// EVALSHA per item, in order [its Delete's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: HGETALL Card:{2345} per item;
+// cluster: pipeline: EVALSHA per block [its Delete's block script] (go-redis
+// sends it to each master it names); cluster: pipeline: ZREM Card:blocks per
+// block deleted; cluster: pipeline: EXISTS Card:{2345} per block deleted;
+// cluster: pipeline: ZADD Card:blocks per block created again meanwhile;
+// cluster: pipeline: EVALSHA per entry of {Card.labels} of the blocks deleted
+// [delete it on condition held]; cluster: a block changed since it was read,
+// or a key given twice: the single Delete. Round trips: node: 2 per pipeline
+// of up to 1,000 commands and 4 MB, sent one after the other; cluster: 4 per
+// pipeline of up to 1,000 commands and 4 MB, sent one after the other + 1 if
+// the block was created again meanwhile + 1 if {Card.labels} loses entries.
+// Atomic: each item as its Delete (on a cluster, phase by phase for the whole
+// batch: runtime/index DeletedMany; with Options.WaitReplicas on a cluster
+// each item's Delete, in order); the items are not atomic together (the failed
+// ones are reported, the others removed).
 type CardRedisRepository struct {
 	_cardRepo
 	store *redisstore.Store[Card, int32]

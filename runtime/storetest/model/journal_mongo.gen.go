@@ -18,6 +18,53 @@ import (
 // linesKind {lines.kind: 1, _id: 1}. Options: mongostore.IndexTables() keeps
 // every lookup in an index table, mongostore.UniqueTables() the unique ones.
 // Block keys are allocated from counters in the collection "noam_counters".
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments Journal {}. Round trips: 1. Atomic: one command.
+//
+// CountByOwner: countDocuments Journal {owner in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByLinesKind: countDocuments Journal {lines.kind in the query's range}
+// (native index; a document once, as ListBy lists it). Round trips: 1. Atomic:
+// one command (the index is kept with the documents).
+//
+// CreateMany: findAndModify noam_counters {$inc n: the scope's items to
+// allocate}, which take the numbers up to the result in slice order; bulkWrite
+// noam_counters unordered: update {$max n} upsert per scope whose items give
+// numbers; bulkWrite Journal ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it; an item whose number is in
+// use (given before) or whose counter cannot move: its single call, after the
+// batch. Round trips: 1 + 1 per counter scope with keys to allocate + 1 if the
+// key's number is given. Atomic: each insert is atomic (native index entries
+// included); the items are not atomic together (the failed ones are reported,
+// the others written); each counter moves by a command of its own before the
+// writes (a failed write leaves its number unused).
+//
+// PutMany: findAndModify noam_counters {$inc n: the scope's items to
+// allocate}, which take the numbers up to the result in slice order; bulkWrite
+// noam_counters unordered: update {$max n} upsert per scope whose items give
+// numbers; bulkWrite Journal ordered: insert {the whole document} per run of
+// items whose numbers the counter gave; each item whose number is given: its
+// Put, in order; an item whose number is in use (given before) or whose
+// counter cannot move: its single call, after the batch. Round trips: 1 per
+// counter scope with keys to allocate + 1 if the key's number is given + 1 if
+// the counter allocates the key + 1 per request of each item's single call,
+// its counter's left out. Atomic: each item as its Put; the items are not
+// atomic together (the failed ones are reported, the others written); each
+// counter moves by a command of its own before the writes (a failed write
+// leaves its number unused).
+//
+// DeleteMany: find Journal {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany Journal {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type JournalMongoRepository struct {
 	_journalRepo
 	store *mongostore.Store[Journal, JournalID]

@@ -21,6 +21,117 @@ import (
 // the script of the block's write on a single node and by the lookup protocol
 // of runtime/redisstore on a cluster. Block keys are allocated with INCR on
 // "Journal:counter" (one counter per scope).
+//
+// What the counts and batch writes send to Redis (as noamgen explain shows
+// it):
+//
+// Count: node: ZCARD Journal:blocks; cluster: ZRANGE Journal:blocks BYLEX
+// after the last block counted LIMIT 257; cluster: pipeline: HGETALL per
+// block. Round trips: node: 1; cluster: 2 per page. Atomic: node: one command,
+// exact (the listing changes in the scripts that write blocks); cluster: as
+// List, pages of 256 blocks (the listing may name a block a write in flight
+// removed, which only the block tells).
+//
+// CountByOwner: node: ZLEXCOUNT {Journal.owner} over the query's range;
+// cluster: EVALSHA: ZRANGE {Journal.owner} BYLEX in the query's range, after
+// the last entry counted, LIMIT 257, with the entries' :meta; cluster:
+// pipeline: HGETALL per entry's block. Round trips: node: 1; cluster: 2 per
+// page. Atomic: node: one command, exact (index members change in the scripts
+// that write their blocks; one member per value and block, as ListBy lists
+// them); cluster: as ListBy, pages of 256 entries, every block checked to hold
+// the value (stale entries are not counted).
+//
+// CountByLinesKind: node: ZLEXCOUNT {Journal.linesKind} over the query's
+// range; cluster: EVALSHA: ZRANGE {Journal.linesKind} BYLEX in the query's
+// range, after the last entry counted, LIMIT 257, with the entries' :meta;
+// cluster: pipeline: HGETALL per entry's block. Round trips: node: 1; cluster:
+// 2 per page. Atomic: node: one command, exact (index members change in the
+// scripts that write their blocks; one member per value and block, as ListBy
+// lists them); cluster: as ListBy, pages of 256 entries, every block checked
+// to hold the value (stale entries are not counted).
+//
+// CreateMany: node: pipeline: INCR Journal:counter per key to allocate; node:
+// pipeline: EVALSHA per item, in order [its Create's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: INCRBY Journal:counter per counter
+// scope, by its items to allocate, which take the numbers up to the result in
+// slice order; cluster: pipeline: EVALSHA per new entry of {Journal.owner}
+// [claim it on condition absent] (the lookup's slot: one node); an entry
+// already there: the single write's claim; cluster: pipeline: EVALSHA per new
+// entry of {Journal.linesKind} [claim it on condition absent] (the lookup's
+// slot: one node); an entry already there: the single write's claim; cluster:
+// pipeline: EVALSHA per item [its Create's block script] (go-redis sends it to
+// each master it names); cluster: pipeline: ZADD Journal:blocks per item
+// written; cluster: in that pipeline, EVALSHA per scope whose items give
+// numbers: raise Journal:counter to the largest; cluster: an item whose number
+// is in use (given before) or whose counter cannot move: its single Create,
+// after the batch. Round trips: node: 1 if the counter allocates the key + 1
+// per pipeline of up to 1,000 commands and 4 MB, sent one after the other;
+// cluster: 1 if the counter allocates the key + 1 if {Journal.owner} gains
+// entries + 1 if {Journal.linesKind} gains entries + 2 per pipeline of up to
+// 1,000 commands and 4 MB, sent one after the other. Atomic: each item as its
+// Create (on a cluster, the lookup protocol run phase by phase for the whole
+// batch: runtime/index CommitMany; with Options.WaitReplicas on a cluster each
+// item's Create, in order); the items are not atomic together (the failed ones
+// are reported, the others written); each counter moves before the writes (a
+// failed write leaves its number unused).
+//
+// PutMany: node: pipeline: HGETALL Journal:{2345} per item; node: pipeline:
+// EVALSHA per item, in order [its Put's script], then WAIT with
+// Options.WaitReplicas; node: an item whose key is to be allocated: its Put (a
+// Create), between the pipelines of the items before and after it; cluster:
+// pipeline: INCRBY Journal:counter per counter scope, by its items whose
+// number is zero (their Puts are Creates), which take the numbers up to the
+// result in slice order; cluster: then per run of consecutive items of one
+// kind, in item order: the items allocated as CreateMany writes them (claims,
+// block scripts, listing), the others as follows; cluster: pipeline: HGETALL
+// Journal:{2345} per item; cluster: pipeline: EVALSHA per new entry of
+// {Journal.owner} [claim it on condition absent] (the lookup's slot: one
+// node); an entry already there: the single write's claim; cluster: pipeline:
+// EVALSHA per new entry of {Journal.linesKind} [claim it on condition absent]
+// (the lookup's slot: one node); an entry already there: the single write's
+// claim; cluster: pipeline: EVALSHA per item [its Put's block script]
+// (go-redis sends it to each master it names); cluster: pipeline: EVALSHA per
+// entry lost of {Journal.owner} [delete it on condition held]; cluster:
+// pipeline: EVALSHA per entry lost of {Journal.linesKind} [delete it on
+// condition held]; cluster: pipeline: ZADD Journal:blocks per item written;
+// cluster: in that pipeline, EVALSHA per scope whose items give numbers: raise
+// Journal:counter to the largest; cluster: an item whose block changed since
+// it was read: read and written again, in a later pass; cluster: an item whose
+// allocated number is in use (given before) or whose counter cannot move: its
+// single Create, after the batch. Round trips: node: 2 per pipeline of up to
+// 1,000 commands and 4 MB, sent one after the other + 1 if the counter
+// allocates the key; cluster: 1 if the counter allocates the key + 3 per
+// pipeline of up to 1,000 commands and 4 MB, sent one after the other + 1 if
+// {Journal.owner} gains entries + 1 if {Journal.linesKind} gains entries + 1
+// if {Journal.owner} loses entries + 1 if {Journal.linesKind} loses entries.
+// Atomic: each item as its Put (on a cluster, the lookup protocol run phase by
+// phase for the whole batch: runtime/index RunMany, and CommitMany for the
+// items whose number is allocated, as their Puts are Creates; with
+// Options.WaitReplicas on a cluster each item's Put, in order); the items are
+// not atomic together (the failed ones are reported, the others written); an
+// item an earlier one changed is read again and written by its own Put (on a
+// cluster: in a later pass); on a cluster each counter moves before the writes
+// (a failed write leaves its number unused).
+//
+// DeleteMany: node: pipeline: HGETALL Journal:{2345} per item; node: pipeline:
+// EVALSHA per item, in order [its Delete's script], then WAIT with
+// Options.WaitReplicas; cluster: pipeline: HGETALL Journal:{2345} per item;
+// cluster: pipeline: EVALSHA per block [its Delete's block script] (go-redis
+// sends it to each master it names); cluster: pipeline: ZREM Journal:blocks
+// per block deleted; cluster: pipeline: EXISTS Journal:{2345} per block
+// deleted; cluster: pipeline: ZADD Journal:blocks per block created again
+// meanwhile; cluster: pipeline: EVALSHA per entry of {Journal.owner} of the
+// blocks deleted [delete it on condition held]; cluster: pipeline: EVALSHA per
+// entry of {Journal.linesKind} of the blocks deleted [delete it on condition
+// held]; cluster: a block changed since it was read, or a key given twice: the
+// single Delete. Round trips: node: 2 per pipeline of up to 1,000 commands and
+// 4 MB, sent one after the other; cluster: 4 per pipeline of up to 1,000
+// commands and 4 MB, sent one after the other + 1 if the block was created
+// again meanwhile + 1 if {Journal.owner} loses entries + 1 if
+// {Journal.linesKind} loses entries. Atomic: each item as its Delete (on a
+// cluster, phase by phase for the whole batch: runtime/index DeletedMany; with
+// Options.WaitReplicas on a cluster each item's Delete, in order); the items
+// are not atomic together (the failed ones are reported, the others removed).
 type JournalRedisRepository struct {
 	_journalRepo
 	store *redisstore.Store[Journal, JournalID]

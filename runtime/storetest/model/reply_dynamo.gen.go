@@ -21,6 +21,82 @@ import (
 // attributes _seq and _inc). Block keys are allocated from counters in the
 // table "noam_counters". The blocks of one counter scope are listed through
 // the items "noam:scope" of "Reply__index".
+//
+// What the counts and batch writes send to DynamoDB (as noamgen explain shows
+// it):
+//
+// Count: Scan Reply {Select: COUNT, ConsistentRead} per 1 MB of items (the
+// server reads, and bills, the items; it returns their number). Round trips: 1
+// per page. Atomic: each page on its own (a Scan is not a snapshot).
+//
+// CountByAuthor: Query Reply IndexName gsi_author {_gp = "Reply", _gk_author
+// in the query's range} after the last item counted. Round trips: 1 per page.
+// Atomic: eventually consistent, as ListBy: the count declines (a GSI's number
+// of items may lag its blocks) and reads the matching blocks as ListBy does,
+// in pages of 256.
+//
+// CountByThread: Query Reply__index {p = "noam:scope", k between the scope's
+// keys} after the last block counted; BatchGetItem Reply (the page's blocks).
+// Round trips: 2 per page. Atomic: not atomic: as ListScope, pages of 256
+// blocks, every block read (index items may be stale, so their number alone is
+// not the count).
+//
+// CreateMany: UpdateItem noam_counters {ADD n by the scope's items to
+// allocate} on condition it stays within the largest number; they take the
+// numbers up to the result in slice order; UpdateItem noam_counters {SET n =
+// max} per scope whose items give numbers; protocol: each item's Create with
+// its key (a conditional write, which BatchWriteItem cannot send), 8 at a time
+// when the order cannot matter (distinct keys, no unique lookup), in order
+// otherwise; transactions: TransactWriteItems of the items' writes, each its
+// Create's: Put Reply {the whole item} attribute_not_exists(_id), with the
+// Puts of its index items (claims on condition attribute_not_exists(k)), up to
+// 100 actions a request with a ClientRequestToken (a key given twice, or two
+// items writing one index item, go in later requests in slice order; the items
+// of a cancelled transaction that did not fail go again in a new one; an item
+// failed for a reason its condition cannot tell is then its single call); an
+// item whose number is in use (given before) or whose counter cannot move: its
+// single Create, after the batch. Round trips: protocol: 1 per counter scope
+// with keys to allocate + 1 per counter scope with numbers given + 1 per
+// request of each item's single call, its counter's left out; transactions: 1
+// per counter scope with keys to allocate + 1 per counter scope with numbers
+// given + 1 per 100 transaction actions. Atomic: each item as its Create; the
+// items are not atomic together (the failed ones are reported, the others
+// written); each counter moves by a request of its own before the writes (a
+// failed write leaves its number unused).
+//
+// PutMany: UpdateItem noam_counters {ADD n by the scope's items to allocate}
+// on condition it stays within the largest number; they take the numbers up to
+// the result in slice order; UpdateItem noam_counters {SET n = max} per scope
+// whose items give numbers; protocol: each item's Put with its key, the number
+// allocated to a zero one (a conditional write or the index protocol, which
+// BatchWriteItem cannot send), 8 at a time when the order cannot matter
+// (distinct keys, no unique lookup), in order otherwise; transactions:
+// BatchGetItem Reply (the blocks, 100 keys a request), as the single calls
+// read them, with index tables or a created timestamp; transactions:
+// TransactWriteItems of the items' writes, each its Put's: Put Reply {the
+// whole item} on its Put's condition (the version, the created timestamp as
+// read; with index tables _seq and _inc as read), with the Puts and Deletes of
+// the index items it gains and loses (claims on condition
+// attribute_not_exists(k) or that they are this block's), up to 100 actions a
+// request with a ClientRequestToken (a key given twice, or two items writing
+// one index item, go in later requests in slice order; the items of a
+// cancelled transaction that did not fail go again in a new one; an item
+// failed for a reason its condition cannot tell is then its single call); an
+// item whose allocated number is in use (given before) or whose counter cannot
+// move: its single Put, after the batch. Round trips: protocol: 1 per counter
+// scope with keys to allocate + 1 per counter scope with numbers given + 1 per
+// request of each item's single call, its counter's left out; transactions: 1
+// per counter scope with keys to allocate + 1 per counter scope with numbers
+// given + 1 per 100 keys + 1 per 100 transaction actions. Atomic: each item as
+// its Put; the items are not atomic together (the failed ones are reported,
+// the others written); each counter moves by a request of its own before the
+// writes (a failed write leaves its number unused).
+//
+// DeleteMany: each item's Delete (it reads the block's index items first), 8
+// at a time when the keys are distinct, in order otherwise. Round trips: 1 per
+// request of each item's single call. Atomic: each item as its Delete; the
+// items are not atomic together (the failed ones are reported, the others
+// removed).
 type ReplyDynamoRepository struct {
 	_replyRepo
 	store *dynamostore.Store[Reply, ReplyKey]

@@ -18,6 +18,53 @@ import (
 // keeps every lookup in an index table, mongostore.UniqueTables() the unique
 // ones. Block keys are allocated from counters in the collection
 // "noam_counters".
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments Reply {}. Round trips: 1. Atomic: one command.
+//
+// CountByAuthor: countDocuments Reply {author in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByThread: countDocuments Reply {_id.<scope parts>: ..., _id.<counted
+// part>: {$gt: 0}}. Round trips: 1. Atomic: one command.
+//
+// CreateMany: findAndModify noam_counters {$inc n: the scope's items to
+// allocate}, which take the numbers up to the result in slice order; bulkWrite
+// noam_counters unordered: update {$max n} upsert per scope whose items give
+// numbers; bulkWrite Reply ordered: insert {the whole document} per item (the
+// driver splits it at the server's message size); per item the server refuses
+// (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it; an item whose number is in
+// use (given before) or whose counter cannot move: its single call, after the
+// batch. Round trips: 1 + 1 per counter scope with keys to allocate + 1 if the
+// key's number is given. Atomic: each insert is atomic (native index entries
+// included); the items are not atomic together (the failed ones are reported,
+// the others written); each counter moves by a command of its own before the
+// writes (a failed write leaves its number unused).
+//
+// PutMany: findAndModify noam_counters {$inc n: the scope's items to
+// allocate}, which take the numbers up to the result in slice order; bulkWrite
+// noam_counters unordered: update {$max n} upsert per scope whose items give
+// numbers; bulkWrite Reply ordered: replaceOne {_id} {the whole document}
+// upsert per item, insert per item whose number the counter gave (the driver
+// splits it at the server's message size); per item the server refuses (a
+// unique value taken): what names the value taken, as Put's, then a bulkWrite
+// of the items after it; an item whose number is in use (given before) or
+// whose counter cannot move: its single call, after the batch. Round trips: 1
+// + 1 per counter scope with keys to allocate + 1 if the key's number is
+// given. Atomic: each replacement is atomic (native index entries included);
+// the items are not atomic together (the failed ones are reported, the others
+// written); each counter moves by a command of its own before the writes (a
+// failed write leaves its number unused).
+//
+// DeleteMany: find Reply {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany Reply {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type ReplyMongoRepository struct {
 	_replyRepo
 	store *mongostore.Store[Reply, ReplyKey]

@@ -17,6 +17,28 @@ import (
 // lines[i], created, updated. Every method is one bbolt transaction. Its index
 // tables are the buckets "notes.author", written in the transaction of every
 // write that changes their values.
+//
+// What the counts and batch writes send to bbolt (as noamgen explain shows
+// it):
+//
+// Count: 1 read transaction; seek bucket notes from block marker to block
+// marker (no block read). Round trips: 0 (embedded). Atomic: one read
+// transaction (a consistent snapshot); with an expires field, each block's
+// expires entry is read too (that entry alone), in the same transaction, to
+// leave the expired ones out.
+//
+// CountByAuthor: 1 read transaction; count the keys of notes.author in the
+// query's key range (no block read). Round trips: 0 (embedded). Atomic: one
+// read transaction (a consistent snapshot); with an expires field, the expires
+// entry of each entry's block is read too (that entry alone), in the same
+// transaction, to leave the expired ones out.
+//
+// CreateMany, PutMany and DeleteMany: 1 write transaction; per item, in order:
+// what its single call (create, put, delete) reads and writes, its index
+// entries checked before its first write. Round trips: 0 (embedded). Atomic:
+// each item all or nothing; the batch is one bbolt transaction, in which a
+// failed item writes nothing (it is checked before its first write, or the
+// transaction runs again without it).
 type NoteBoltRepository struct {
 	_noteRepo
 	store *boltstore.Store[Note, string]

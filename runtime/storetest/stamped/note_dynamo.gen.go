@@ -19,6 +19,55 @@ import (
 // table "notes__index" (partition key p: the lookup's name, sort key k: the
 // value), kept right by the lookup protocol of runtime/dynamostore (hidden
 // attributes _seq and _inc).
+//
+// What the counts and batch writes send to DynamoDB (as noamgen explain shows
+// it):
+//
+// Count: Scan notes {Select: COUNT, ConsistentRead} per 1 MB of items (the
+// server reads, and bills, the items; it returns their number). Round trips: 1
+// per page. Atomic: each page on its own (a Scan is not a snapshot).
+//
+// CountByAuthor: Query notes IndexName gsi_author {_gp = "notes", _gk_author
+// in the query's range} after the last item counted. Round trips: 1 per page.
+// Atomic: eventually consistent, as ListBy: the count declines (a GSI's number
+// of items may lag its blocks) and reads the matching blocks as ListBy does,
+// in pages of 256.
+//
+// CreateMany: protocol: each item's Create (a conditional write, which
+// BatchWriteItem cannot send), 8 at a time when the order cannot matter
+// (distinct keys, no unique lookup), in order otherwise; transactions:
+// TransactWriteItems of the items' writes, each its Create's: Put notes {the
+// whole item} attribute_not_exists(_id), with the Puts of its index items
+// (claims on condition attribute_not_exists(k)), up to 100 actions a request
+// with a ClientRequestToken (a key given twice, or two items writing one index
+// item, go in later requests in slice order; the items of a cancelled
+// transaction that did not fail go again in a new one; an item failed for a
+// reason its condition cannot tell is then its single call). Round trips:
+// protocol: 1 per request of each item's single call; transactions: 1 per 100
+// transaction actions. Atomic: each item as its Create; the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: protocol: each item's Put (it reads created first), 8 at a time
+// when the keys are distinct, in order otherwise; transactions: BatchGetItem
+// notes (the blocks, 100 keys a request), as the single calls read them;
+// transactions: TransactWriteItems of the items' writes, each its Put's: Put
+// notes {the whole item} on condition of created as read, up to 100 actions a
+// request with a ClientRequestToken (a key given twice, or two items writing
+// one index item, go in later requests in slice order; the items of a
+// cancelled transaction that did not fail go again in a new one; an item
+// failed for a reason its condition cannot tell is then its single call).
+// Round trips: protocol: 1 per request of each item's single call;
+// transactions: 1 per 100 keys + 1 per 100 transaction actions. Atomic: each
+// item as its Put; the items are not atomic together (the failed ones are
+// reported, the others written).
+//
+// DeleteMany: BatchGetItem notes (the keys, 100 a request): a block missing
+// fails with ErrNotFound; BatchWriteItem notes: DeleteRequest {_id} per block
+// found, 25 a request; BatchGetItem or BatchWriteItem of the unprocessed keys
+// and items, with backoff, until the context ends. Round trips: 1 per 100 keys
+// + 1 per 25 items + 1 per retry of unprocessed keys. Atomic: each item is one
+// delete request; the items are not atomic together; a block deleted by
+// another writer between the two requests counts as deleted.
 type NoteDynamoRepository struct {
 	_noteRepo
 	store *dynamostore.Store[Note, string]

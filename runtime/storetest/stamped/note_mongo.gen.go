@@ -17,6 +17,33 @@ import (
 // EnsureIndexes: author {author: 1, _id: 1}. Options: mongostore.IndexTables()
 // keeps every lookup in an index table, mongostore.UniqueTables() the unique
 // ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments notes {}. Round trips: 1. Atomic: one command.
+//
+// CountByAuthor: countDocuments notes {author in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CreateMany: bulkWrite notes ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: each item's Put (it reads created first), in order. Round trips: 1
+// per request of each item's single call. Atomic: each item as its Put; the
+// items are not atomic together (the failed ones are reported, the others
+// written).
+//
+// DeleteMany: find notes {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany notes {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type NoteMongoRepository struct {
 	_noteRepo
 	store *mongostore.Store[Note, string]

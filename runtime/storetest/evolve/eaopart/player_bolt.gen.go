@@ -15,6 +15,22 @@ import (
 // Player block is one contiguous key range: its marker, which holds the root
 // entry, then the entries scores (the element count), scores[i]. Every method
 // is one bbolt transaction.
+//
+// What the counts and batch writes send to bbolt (as noamgen explain shows
+// it):
+//
+// Count: 1 read transaction; seek bucket players from block marker to block
+// marker (no block read). Round trips: 0 (embedded). Atomic: one read
+// transaction (a consistent snapshot); with an expires field, each block's
+// expires entry is read too (that entry alone), in the same transaction, to
+// leave the expired ones out.
+//
+// CreateMany, PutMany and DeleteMany: 1 write transaction; per item, in order:
+// what its single call (create, put, delete) reads and writes, its index
+// entries checked before its first write. Round trips: 0 (embedded). Atomic:
+// each item all or nothing; the batch is one bbolt transaction, in which a
+// failed item writes nothing (it is checked before its first write, or the
+// transaction runs again without it).
 type PlayerBoltRepository struct {
 	_playerRepo
 	store *boltstore.Store[Player, string]

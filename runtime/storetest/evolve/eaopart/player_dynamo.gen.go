@@ -16,6 +16,42 @@ import (
 // _len)), in native attribute values. Partitioned fields are list attributes
 // written element by element (SET of one index; an append is one request that
 // sends only the new element).
+//
+// What the counts and batch writes send to DynamoDB (as noamgen explain shows
+// it):
+//
+// Count: Scan players {Select: COUNT, ConsistentRead} per 1 MB of items (the
+// server reads, and bills, the items; it returns their number). Round trips: 1
+// per page. Atomic: each page on its own (a Scan is not a snapshot).
+//
+// CreateMany: protocol: each item's Create (a conditional write, which
+// BatchWriteItem cannot send), 8 at a time when the order cannot matter
+// (distinct keys, no unique lookup), in order otherwise; transactions:
+// TransactWriteItems of the items' writes, each its Create's: Put players {the
+// whole item} attribute_not_exists(_id), with the Puts of its index items
+// (claims on condition attribute_not_exists(k)), up to 100 actions a request
+// with a ClientRequestToken (a key given twice, or two items writing one index
+// item, go in later requests in slice order; the items of a cancelled
+// transaction that did not fail go again in a new one; an item failed for a
+// reason its condition cannot tell is then its single call). Round trips:
+// protocol: 1 per request of each item's single call; transactions: 1 per 100
+// transaction actions. Atomic: each item as its Create; the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: BatchWriteItem players: PutRequest {the whole item} per item, 25 a
+// request (a key at most once per request: a key given again goes in a later
+// one); BatchWriteItem of the unprocessed items, with backoff, until the
+// context ends. Round trips: 1 per 25 items + 1 per retry of unprocessed keys.
+// Atomic: each item is one put request; the items are not atomic together (the
+// failed ones are reported, the others written).
+//
+// DeleteMany: BatchGetItem players (the keys, 100 a request): a block missing
+// fails with ErrNotFound; BatchWriteItem players: DeleteRequest {_id} per
+// block found, 25 a request; BatchGetItem or BatchWriteItem of the unprocessed
+// keys and items, with backoff, until the context ends. Round trips: 1 per 100
+// keys + 1 per 25 items + 1 per retry of unprocessed keys. Atomic: each item
+// is one delete request; the items are not atomic together; a block deleted by
+// another writer between the two requests counts as deleted.
 type PlayerDynamoRepository struct {
 	_playerRepo
 	store *dynamostore.Store[Player, string]

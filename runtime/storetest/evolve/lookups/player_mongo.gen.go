@@ -16,6 +16,39 @@ import (
 // unique, zero values left out, city {city: 1, _id: 1}. Options:
 // mongostore.IndexTables() keeps every lookup in an index table,
 // mongostore.UniqueTables() the unique ones.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments players {}. Round trips: 1. Atomic: one command.
+//
+// CountByEmail: countDocuments players {email in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CountByCity: countDocuments players {city in the query's range} (native
+// index; a document once, as ListBy lists it). Round trips: 1. Atomic: one
+// command (the index is kept with the documents).
+//
+// CreateMany: bulkWrite players ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: bulkWrite players ordered: replaceOne {_id} {the whole document}
+// upsert per item (the driver splits it at the server's message size); per
+// item the server refuses (a unique value taken): what names the value taken,
+// as Put's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each replacement is atomic (native index entries included); the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find players {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany players {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type PlayerMongoRepository struct {
 	_playerRepo
 	store *mongostore.Store[Player, string]

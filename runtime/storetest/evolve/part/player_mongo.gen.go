@@ -14,6 +14,31 @@ import (
 // top-level field per entry (name, email, city, scores[i]). Partitioned fields
 // are arrays written element by element ($push, $set of one index), their
 // lengths kept in _len.
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments players {}. Round trips: 1. Atomic: one command.
+//
+// CreateMany: bulkWrite players ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: bulkWrite players ordered: replaceOne {_id} {the whole document}
+// upsert per item (the driver splits it at the server's message size); per
+// item the server refuses (a unique value taken): what names the value taken,
+// as Put's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each replacement is atomic (native index entries included); the items are
+// not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find players {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany players {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type PlayerMongoRepository struct {
 	_playerRepo
 	store *mongostore.Store[Player, string]

@@ -12,6 +12,29 @@ import (
 // PlayerMongoRepository is PlayerRepository on MongoDB. Each Player block is
 // one document of collection "players" with the block key as _id and one
 // top-level field per entry (name, email, city, scores, version).
+//
+// What the counts and batch writes send to MongoDB (as noamgen explain shows
+// it):
+//
+// Count: countDocuments players {}. Round trips: 1. Atomic: one command.
+//
+// CreateMany: bulkWrite players ordered: insert {the whole document} per item
+// (the driver splits it at the server's message size); per item the server
+// refuses (a key in use, a unique value taken): what names the value taken, as
+// Create's, then a bulkWrite of the items after it. Round trips: 1. Atomic:
+// each insert is atomic (native index entries included); the items are not
+// atomic together (the failed ones are reported, the others written).
+//
+// PutMany: each item's Put, in order (a version, whose condition a bulkWrite
+// of updates cannot report item by item on FerretDB v1). Round trips: 1 per
+// request of each item's single call. Atomic: each item as its Put; the items
+// are not atomic together (the failed ones are reported, the others written).
+//
+// DeleteMany: find players {_id: {$in: ids}} projection {_id} (one batch): a
+// block missing fails with ErrNotFound; deleteMany players {_id: {$in: the
+// blocks found}}. Round trips: 2. Atomic: one deleteMany, each document's
+// delete atomic; the items are not atomic together; a block deleted by another
+// writer between the two commands counts as deleted.
 type PlayerMongoRepository struct {
 	_playerRepo
 	store *mongostore.Store[Player, string]

@@ -73,76 +73,38 @@ type PlayerRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
 
 	// Count returns the number of Player aggregates: as many as List returns over
-	// all its pages. Cost: on bbolt one read transaction, seeking from block to
-	// block (none is read); on a single Redis node one ZCARD of the listing; on
-	// MongoDB one countDocuments; on DynamoDB a Scan with Select COUNT, one round
-	// trip per MB of items (DynamoDB reads them, and bills them, but returns only
-	// their number). On Redis Cluster, whose listing may still name a block a
-	// write in flight removed, the count reads the aggregates as List does, in
-	// pages of 256 (two round trips per page): reads proportional to the count.
+	// all its pages. What it sends to the store, and in how many round trips, is
+	// in the doc of the store's repository type.
 	Count(ctx context.Context) (int64, error)
 
 	// CreateMany stores new Player blocks, each as Create would. Each item is
 	// written as the single call would write it (checks, versions, counters,
 	// lookups and unique values), in order, in as few round trips as the store
-	// allows: one transaction on bbolt. On a single Redis node, two pipelines (the
-	// reads the writes need, then the writes' scripts); on a Redis Cluster, the
-	// lookup protocol phase by phase for the whole batch, a pipeline a phase, each
-	// counter scope moved once (with Options.WaitReplicas, the single calls on a
-	// cluster; on a node, one WAIT after the writes' scripts, in their pipeline).
-	// On DynamoDB, BatchWriteItem (25 items a request) for a PutMany of an
-	// aggregate without lookups, version, counter or created timestamp and a
-	// DeleteMany of one without lookups (after a BatchGetItem that finds the
-	// missing blocks); otherwise, where the endpoint has transactions,
-	// TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks
-	// replaced or removed; a DeleteMany of an aggregate with a counter excepted),
-	// else the single conditional writes, 8 at a time where their order cannot
-	// matter; with a counter, each counter scope moved once first. On MongoDB a
-	// counter moves once per counter scope for a CreateMany or a PutMany (one
-	// findOneAndUpdate, and one bulkWrite raising the counters to the numbers
-	// given); then, with native indexes only, one ordered bulkWrite (and another
-	// after each item the server refuses) of a CreateMany's inserts, of a
-	// PutMany's new blocks with numbers from the counter, and of a PutMany of an
-	// aggregate without version or created timestamp, the single Puts otherwise;
-	// one find and one deleteMany for a DeleteMany; with index tables, the index
-	// tables' batch protocol. Items that fail are reported in a
+	// allows. What it sends to the store, and in how many round trips, is in the
+	// doc of the store's repository type. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// error); the others are written. An item that failed with
+	// runtime.ErrUnknownOutcome may have been written; any other failed item wrote
+	// nothing.
 	CreateMany(ctx context.Context, players []*Player) error
 
 	// PutMany creates or replaces Player blocks whole, each as Put would. Each
 	// item is written as the single call would write it (checks, versions,
 	// counters, lookups and unique values), in order, in as few round trips as the
-	// store allows: one transaction on bbolt. On a single Redis node, two
-	// pipelines (the reads the writes need, then the writes' scripts); on a Redis
-	// Cluster, the lookup protocol phase by phase for the whole batch, a pipeline
-	// a phase, each counter scope moved once (with Options.WaitReplicas, the
-	// single calls on a cluster; on a node, one WAIT after the writes' scripts, in
-	// their pipeline). On DynamoDB, BatchWriteItem (25 items a request) for a
-	// PutMany of an aggregate without lookups, version, counter or created
-	// timestamp and a DeleteMany of one without lookups (after a BatchGetItem that
-	// finds the missing blocks); otherwise, where the endpoint has transactions,
-	// TransactWriteItems of up to 100 actions (after a BatchGetItem of the blocks
-	// replaced or removed; a DeleteMany of an aggregate with a counter excepted),
-	// else the single conditional writes, 8 at a time where their order cannot
-	// matter; with a counter, each counter scope moved once first. On MongoDB a
-	// counter moves once per counter scope for a CreateMany or a PutMany (one
-	// findOneAndUpdate, and one bulkWrite raising the counters to the numbers
-	// given); then, with native indexes only, one ordered bulkWrite (and another
-	// after each item the server refuses) of a CreateMany's inserts, of a
-	// PutMany's new blocks with numbers from the counter, and of a PutMany of an
-	// aggregate without version or created timestamp, the single Puts otherwise;
-	// one find and one deleteMany for a DeleteMany; with index tables, the index
-	// tables' batch protocol. Items that fail are reported in a
+	// store allows. What it sends to the store, and in how many round trips, is in
+	// the doc of the store's repository type. Items that fail are reported in a
 	// *runtime.BatchError (which items, and why: errors.Is matches any item's
-	// error); the others are written.
+	// error); the others are written. An item that failed with
+	// runtime.ErrUnknownOutcome may have been written; any other failed item wrote
+	// nothing.
 	PutMany(ctx context.Context, players []*Player) error
 
 	// DeleteMany removes the Player blocks with the given keys and their lookup
 	// entries, each as Delete would (a missing block is an item failing with
 	// runtime.ErrNotFound). Items that fail are reported in a *runtime.BatchError
 	// (which items, and why: errors.Is matches any item's error); the others are
-	// written.
+	// written. An item that failed with runtime.ErrUnknownOutcome may have been
+	// written; any other failed item wrote nothing.
 	DeleteMany(ctx context.Context, ids []string) error
 
 	// EnsureIndexes creates what the Player repository stores into (collections or
@@ -171,12 +133,12 @@ type PlayerRepository interface {
 
 	// List reads one page of Player aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
-	// DynamoDB). Pass the returned Next as req.Cursor to read the following page;
-	// Next is empty after the last page. A block that cannot be decoded
-	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
-	// blocks before it and Next resumes after it, so that a caller can go on. A
-	// cursor not made by List fails with runtime.ErrBadCursor.
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
+	// returned Next as req.Cursor to read the following page; Next is empty after
+	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
+	// it) ends a page early: the page holds the blocks before it and Next resumes
+	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error)
 
 	// All iterates over every Player aggregate, in the order of List. An error is
@@ -367,8 +329,7 @@ func (r _playerRepo) Migrate(ctx context.Context, o runtime.MigrateOptions) (run
 
 // List reads one page of Player aggregates, in the store's listing order
 // (block-key order on stores whose scans are ordered,
-// runtime.Caps.OrderedScan; in any order, each once, on the others, such as
-// DynamoDB).
+// runtime.Caps.OrderedScan; in any order, each once, on the others).
 func (r _playerRepo) List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.List(ctx, req)
 }
