@@ -20,6 +20,8 @@ const (
 	Listing = "$coll:blocks"
 	Index   = "{$coll.$lookup}"
 	Counter = "$coll:counter[?scopeKey::{$scopeKey}]"
+	Schema  = "noam:schema:{$coll}"
+	Fence   = "noam:fence:{$coll}"
 )
 
 // Hidden hash fields.
@@ -66,6 +68,8 @@ var Store = &access.Store{
 		{Each: "lookup", Kind: "hash", Name: Index + ":meta", Role: "bookkeeping of lookup $lookup (the lookup protocol)", Key: "field: a member of " + Index, Value: "<incarnation> <write sequence> of the write that added it", Example: Index + ":meta"},
 		{Each: "unique", Kind: "hash", Name: Index + ":claims", Role: "claims of unique lookup $lookup", Key: "field: encoded lookup value", Value: "encoded block key of the holder", Example: Index + ":claims"},
 		{When: access.HasCounter | access.NotScoped, Kind: "string", Name: "$coll:counter", Role: "counter", Key: "-", Value: "last number allocated (INCR) or used (decimal)", Example: Counter + " -> <n>"},
+		{Kind: "string", Name: Schema, Role: "schema record (the layout EnsureIndexes recorded)", Key: "-", Value: "runtime.SchemaRecord as JSON", Example: Schema},
+		{Kind: "string", Name: Fence, Role: "layout fence: set with the schema record in the same script run (one hash tag); every write run on a single node checks it", Key: "-", Value: "decimal", Example: Fence},
 		{When: access.Scoped, Kind: "string", Name: "$coll:counter:{<$scope>}", Role: "counter", Key: "-", Value: "last number allocated (INCR) or used (decimal)", Example: Counter + " -> <n>"},
 	},
 	Block: []access.Stored{
