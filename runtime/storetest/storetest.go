@@ -207,9 +207,10 @@ func open(t *testing.T, h Harness, ensure bool) *env {
 // most of these subtests nothing writes while EnsureIndexes records its
 // layout, so the lease bounds no write in flight; the rolling deploys and
 // the lookup builds under writers, where writes are in flight, give their
-// repositories rollingLease. The other
-// subtests keep the default lease: DeclaredRequests counts the requests a
-// call sends, and a write past its lease reads the schema record again.
+// repositories rollingLease. The other subtests keep the default lease
+// but DeclaredRequests, which counts the requests a call sends: its
+// repositories hold an hour's lease, as a write past its lease reads the
+// schema record again.
 const shortLease = 50 * time.Millisecond
 
 type subtest struct {
