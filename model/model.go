@@ -97,6 +97,10 @@ type Aggregate struct {
 	// key, the last part is allocated per value of the other parts (the
 	// scope), so the children of one parent get ids 1, 2, 3, ...
 	Counter bool
+	// UUID is "v7" or "v4" for `noam:"id,uuid"` (uuid=v4): Create gives an
+	// aggregate whose id is the zero value a new UUID of that version; ""
+	// otherwise. The id is a string or a [16]byte.
+	UUID string
 	// Lookups are the index tables maintained for the aggregate.
 	Lookups []*Lookup
 

@@ -263,6 +263,9 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 				} else if !isKeyType(ft) {
 					p.errorf(id.Pos(), "id field %s.%s has type %s; a block key must be a string or integer type, or a struct of them (a composite key)", name, id.Name, p.typeString(ft))
 				}
+				if tag.uuid != "" && !tag.counter {
+					p.checkUUID(a, fld, ft, tag.uuid, f.Tag.Pos())
+				}
 			}
 			if fld.IsVersion {
 				if a.Version != nil {
@@ -456,7 +459,7 @@ func (p *loader) plainStruct(d structDecl) {
 		}
 		for _, o := range tag.opts {
 			switch o {
-			case "id", "version", "counter":
+			case "id", "version", "counter", "uuid":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s, but %s is not an aggregate; mark it with a field `_ struct{} `noam:\"aggregate\"``", tag.text, d.spec.Name.Name, fname, d.spec.Name.Name)
 			case "created", "updated", "expires":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s: %s belongs on a top-level time.Time field of an aggregate, not on a field of a plain struct (a nested value or a partition element)", tag.text, d.spec.Name.Name, fname, o)

@@ -124,6 +124,15 @@ func (p *loader) keyParts(t types.Type) ([]model.KeyPart, bool) {
 	return parts, true
 }
 
+// checkUUID validates `noam:"id,uuid"` on id field fld of type t.
+func (p *loader) checkUUID(a *model.Aggregate, fld *model.Field, t types.Type, version string, pos token.Pos) {
+	if b, ok := t.Underlying().(*types.Basic); ok && b.Kind() == types.String {
+		a.UUID = version
+		return
+	}
+	p.errorf(pos, "uuid on %s.%s: the id has type %s; a UUID id is a string (new UUIDs are written in the canonical form, 36 characters)", a.Name, fld.GoName, p.typeString(t))
+}
+
 // checkCounter validates `noam:"id,counter"`.
 func (p *loader) checkCounter(a *model.Aggregate, pos token.Pos) {
 	if a.ID == nil {

@@ -28,6 +28,7 @@ type tagSpec struct {
 
 	// Field options.
 	id, version, counter bool
+	uuid                 string // uuid or uuid=v4|v7: "v7" for uuid alone
 	created, updated     bool   // timestamps kept by every write
 	expires              bool   // the expiry time
 	lookup               bool   // lookup or lookup=NAME
@@ -42,7 +43,7 @@ type tagSpec struct {
 // of a field; knownOptions is both, for suggestions.
 var (
 	markerOptions = []string{"aggregate", "collection", "strategy", "partition"}
-	fieldOptions  = []string{"-", "id", "version", "counter", "created", "updated", "expires", "lookup", "unique", "zeros", "table", "ref"}
+	fieldOptions  = []string{"-", "id", "version", "counter", "uuid", "created", "updated", "expires", "lookup", "unique", "zeros", "table", "ref"}
 	knownOptions  = append(append([]string{}, markerOptions...), fieldOptions...)
 	strategies    = []string{"etf", "eao"}
 )
@@ -52,7 +53,7 @@ var (
 var optionValue = map[string]string{
 	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "created": "no", "updated": "no", "expires": "no", "unique": "no", "zeros": "no", "table": "no",
 	"collection": "yes", "strategy": "yes", "partition": "yes", "ref": "yes",
-	"lookup": "optional",
+	"lookup": "optional", "uuid": "optional",
 }
 
 // counterNeedsID starts the message for a counter option without id.
@@ -147,6 +148,16 @@ func parseTag(value string) (tagSpec, []string) {
 			t.version = true
 		case "counter":
 			t.counter = true
+		case "uuid":
+			switch v {
+			case "", "v7":
+				t.uuid = "v7"
+			case "v4":
+				t.uuid = "v4"
+			default:
+				errorf("unknown UUID version %q in noam tag %s (want v7, the default, or v4)", v, t.text)
+				continue
+			}
 		case "created":
 			t.created = true
 		case "updated":
@@ -180,6 +191,12 @@ func parseTag(value string) (tagSpec, []string) {
 	}
 	if t.zeros && !t.unique {
 		errorf("option zeros needs unique in noam tag %s: only unique lookups leave zero values out; write `noam:\"lookup,unique,zeros\"`", t.text)
+	}
+	if t.uuid != "" && !t.id {
+		errorf("option uuid needs id in noam tag %s: new UUIDs are block keys; tag the id field `noam:\"id,uuid\"`", t.text)
+	}
+	if t.uuid != "" && t.counter {
+		errorf("options uuid and counter in noam tag %s: a block key comes from a counter or is a UUID, not both", t.text)
 	}
 	if t.counter && !t.id {
 		errorf(counterNeedsID+" in noam tag %s: the counter allocates the block key; tag the id field `noam:\"id,counter\"`", t.text)

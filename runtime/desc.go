@@ -378,6 +378,9 @@ type Desc[T any, K comparable] struct {
 	Lookups []*Lookup[T]
 	// Counter is set for enumerable block keys.
 	Counter *Counter[K]
+	// NewID, set for `noam:"id,uuid"` (UUIDKey), makes the id of an
+	// aggregate that Create or CreateMany is given with the zero id.
+	NewID func() (K, error)
 
 	byKey map[string]*Field[T]
 }

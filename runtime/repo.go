@@ -329,10 +329,16 @@ func (r Repo[T, K]) CountScope(ctx context.Context, op string, scope K) (n int64
 // CreateMany stores new blocks, each as Create would; the items that
 // fail are reported in a *BatchError and the others are written.
 func (r Repo[T, K]) CreateMany(ctx context.Context, ts []*T) error {
-	if !r.hooked() {
+	create := func(ctx context.Context) error {
+		if err := r.newIDs("CreateMany", ts...); err != nil {
+			return err
+		}
 		return r.createMany(ctx, ts)
 	}
-	return r.runWritten(ctx, "CreateMany", ts, func(ctx context.Context) error { return r.createMany(ctx, ts) })
+	if !r.hooked() {
+		return create(ctx)
+	}
+	return r.runWritten(ctx, "CreateMany", ts, create)
 }
 
 // PutMany creates or replaces blocks whole, each as Put would; the items

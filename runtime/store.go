@@ -326,6 +326,9 @@ func (r Repo[T, K]) create(ctx context.Context, t *T) error {
 	if err := r.checkAgg("Create", t); err != nil {
 		return err
 	}
+	if err := r.newIDs("Create", t); err != nil {
+		return err
+	}
 	if err := r.keyTooLarge("Create", *r.D.ID(t)); err != nil {
 		return err
 	}

@@ -332,7 +332,18 @@ func createDoc(a *model.Aggregate) string {
 	if stamps := stampFields(a); stamps != "" {
 		s += fmt.Sprintf(" %s set to the repository's clock (UTC, milliseconds).", stamps)
 	}
-	return s + counterDoc(a, "Create")
+	return s + counterDoc(a, "Create") + uuidDoc(a, "Create")
+}
+
+// uuidDoc says how a write gives a UUID-keyed aggregate its id.
+func uuidDoc(a *model.Aggregate, op string) string {
+	switch a.UUID {
+	case "v7":
+		return fmt.Sprintf(" When %s.%s is empty, %s sets it to a new UUID (version 7: time-ordered, so new blocks come last in key order) before the write; after an error it keeps it, so that a retry writes the same block.", Var(a), a.ID.GoName, op)
+	case "v4":
+		return fmt.Sprintf(" When %s.%s is empty, %s sets it to a new random UUID (version 4) before the write; after an error it keeps it, so that a retry writes the same block.", Var(a), a.ID.GoName, op)
+	}
+	return ""
 }
 
 // counterDoc says how a write allocates a counter-keyed aggregate's id.

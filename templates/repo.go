@@ -199,6 +199,10 @@ func descriptor(f *jen.File, a *model.Aggregate) {
 	if a.Counter {
 		items = append(items, jen.Id("Counter").Op(":").Add(counter(a)))
 	}
+	if a.UUID != "" {
+		version := map[string]string{"v7": "UUIDv7", "v4": "UUIDv4"}[a.UUID]
+		items = append(items, jen.Id("NewID").Op(":").Add(RT("UUIDKey")).Types(idT).Call(RT(version)))
+	}
 	f.Add(Doc("%s describes %s to the store adapters: the same layout on every store.", DescVar(a), a.Name)).
 		Var().Id(DescVar(a)).Op("=").Parens(jen.Op("&").Add(RT("Desc")).Types(jen.Id(a.Name), idT).Add(Multi(items...))).Dot("Init").Call()
 	f.Line()

@@ -42,14 +42,17 @@ var expiryModel = Opener[expiringRepos](func(h any, o ...runtime.Option) (expiri
 
 // stampedRepos are the repositories of the stamped model.
 type stampedRepos struct {
-	posts stamped.PostRepository
-	notes stamped.NoteRepository
+	posts  stamped.PostRepository
+	notes  stamped.NoteRepository
+	events stamped.EventRepository
+	tokens stamped.TokenRepository
 }
 
 // stampModel makes the repositories of the stamped model.
 var stampModel = Opener[stampedRepos](func(h any, o ...runtime.Option) (stampedRepos, error) {
 	var err error
-	r := stampedRepos{Make(&err, stamped.NewPostRepository, h, o), Make(&err, stamped.NewNoteRepository, h, o)}
+	r := stampedRepos{Make(&err, stamped.NewPostRepository, h, o), Make(&err, stamped.NewNoteRepository, h, o),
+		Make(&err, stamped.NewEventRepository, h, o), Make(&err, stamped.NewTokenRepository, h, o)}
 	return r, err
 })
 

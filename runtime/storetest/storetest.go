@@ -232,6 +232,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
 	all = append(all, accessTests...)
+	all = append(all, uuidTests...)
 	all = append(all, depthTests...)
 	all = append(all, concurrentTests...)
 	all = append(all, regressionTests...)

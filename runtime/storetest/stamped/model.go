@@ -6,6 +6,8 @@
 //   - Note: strategy etf without a version, a lookup (an index table on
 //     every store but MongoDB, where the suite's harness may map it to
 //     one), a partition (lines).
+//   - Event and Token: UUID ids (versions 7 and 4), for the UUIDKeys
+//     subtest.
 package stamped
 
 import "time"
@@ -31,4 +33,20 @@ type Note struct {
 	Lines   []string
 	Created time.Time `noam:"created"`
 	Updated time.Time `noam:"updated"`
+}
+
+// Event has a UUID id (version 7, time-ordered), a created timestamp and
+// a lookup.
+type Event struct {
+	_       struct{}  `noam:"aggregate,collection=events"`
+	ID      string    `noam:"id,uuid"`
+	Kind    string    `noam:"lookup"`
+	Created time.Time `noam:"created"`
+}
+
+// Token has a random UUID id (version 4).
+type Token struct {
+	_      struct{} `noam:"aggregate,collection=tokens"`
+	ID     string   `noam:"id,uuid=v4"`
+	Holder string
 }
