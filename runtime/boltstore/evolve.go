@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -113,53 +114,22 @@ func (s *Store[T, K]) DropLookup(ctx context.Context, l runtime.LookupLayout) er
 	return nil
 }
 
-// MigrateBlocks reads up to n blocks in block-key order after the block
-// whose encoded key is after (nil: from the first), in one write
-// transaction (a read transaction in a dry run), and rewrites each that is
-// stored in another layout in the descriptor's: its values as read, its
-// version entry as stored. The transaction is the condition: no write
-// comes between the read of a block and its rewrite. A block that cannot
-// be read is reported (Err) and left as it is.
+// MigrateBlocks is runtime.MigrateBlocks over the blocks of one write
+// transaction (a read transaction in a dry run), read in block-key order:
+// the transaction is the condition, no write comes between the read of a
+// block and its rewrite, and the batch is one atomic write. A rewrite
+// that fails rolls the whole batch back.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
 	const op = "Migrate"
-	var from []byte
-	if after != nil {
-		if _, err := s.id(after); err != nil {
-			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrBadCursor, err)
-		}
-		from = runtime.PrefixEnd(BlockPrefix(after))
-	}
 	var res []runtime.BlockMigration
-	var last K
+	var last []byte
 	var more bool
-	migrate := func(blk *block, id K) (runtime.BlockMigration, error) {
-		m := runtime.BlockMigration{ID: id}
-		marker, _ := blk.marker()
-		ds := s.d.LayoutDiffs(s.shape(blk, marker, nil))
-		if len(ds) == 0 {
-			return m, nil
-		}
-		m.From = runtime.DescribeDiffs(ds)
-		if _, err := s.read(blk, id); err != nil {
-			m.Err = err
-			return m, nil
-		}
-		m.Migrated = true
-		if dryRun {
-			return m, nil
-		}
-		if err := s.convert(blk, ds); err != nil {
-			// Nothing of it is kept: the transaction rolls back.
-			return m, err
-		}
-		return m, nil
-	}
 	run := func(tx *bbolt.Tx) error {
 		if err := s.c.fenced(ctx, tx, op, nil); err != nil {
 			return err
 		}
 		var err error
-		res, last, more, err = readBlocks(s.c, tx.Bucket([]byte(s.c.Name)), op, from, n, migrate)
+		res, last, more, err = runtime.MigrateBlocks(ctx, s.d.Aggregate, s.d.Keys, migrator[T, K]{s, tx}, after, n, dryRun)
 		return err
 	}
 	var err error
@@ -171,10 +141,67 @@ func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dr
 		err = update(ctx, s.c.DB, run)
 	}
 	if err != nil {
+		var rb rolledBack
+		if errors.As(err, &rb) {
+			err = rb.err
+		}
 		return nil, nil, false, s.c.fail(op, nil, err)
 	}
 	if len(res) == 0 {
 		return nil, nil, false, nil
 	}
-	return res, s.d.Keys.Bytes(last), more, nil
+	return res, last, more, nil
 }
+
+// migrator is runtime.BlockMigrator in transaction tx: a block is a
+// handle that reads and writes its entries in tx.
+type migrator[T any, K comparable] struct {
+	s  *Store[T, K]
+	tx *bbolt.Tx
+}
+
+func (m migrator[T, K]) ScanBlocks(_ context.Context, after *K, n int) ([]runtime.ScannedBlock[K, *block], bool, error) {
+	var from []byte
+	if after != nil {
+		from = runtime.PrefixEnd(BlockPrefix(m.s.d.Keys.Bytes(*after)))
+	}
+	blocks, _, more, err := readBlocks(m.s.c, m.tx.Bucket([]byte(m.s.c.Name)), "Migrate", from, n, func(blk *block, id K) (runtime.ScannedBlock[K, *block], error) {
+		return runtime.ScannedBlock[K, *block]{ID: id, Raw: blk, Read: true}, nil
+	})
+	return blocks, more, err
+}
+
+// ReadBlock is never called: the transaction keeps each block as read.
+func (m migrator[T, K]) ReadBlock(context.Context, K, int) (*block, bool, error) {
+	return nil, false, errors.New("boltstore: a block read again within the migration's transaction")
+}
+
+func (m migrator[T, K]) diffs(blk *block) []runtime.LayoutDiff {
+	marker, _ := blk.marker()
+	return m.s.d.LayoutDiffs(m.s.shape(blk, marker, nil))
+}
+
+func (m migrator[T, K]) StoredLayout(id K, blk *block) (string, error) {
+	ds := m.diffs(blk)
+	if len(ds) == 0 {
+		return "", nil
+	}
+	_, err := m.s.read(blk, id)
+	return runtime.DescribeDiffs(ds), err
+}
+
+// RewriteBlock converts blk in the transaction; its failure rolls the
+// batch back (rolledBack: nothing of the block's partial rewrite is kept).
+func (m migrator[T, K]) RewriteBlock(_ context.Context, _ K, blk *block) error {
+	if err := m.s.convert(blk, m.diffs(blk)); err != nil {
+		return rolledBack{err}
+	}
+	return nil
+}
+
+// rolledBack carries a failed rewrite out of runtime.MigrateBlocks as a
+// failure of the batch (not of the block alone, which would let the
+// transaction commit a block rewritten in part).
+type rolledBack struct{ err error }
+
+func (e rolledBack) Error() string { return e.err.Error() }

@@ -266,135 +266,128 @@ func (s *Store[T, K]) writeMismatch(op string, id K, item map[string]types.Attri
 	return nil
 }
 
-// MigrateBlocks implements runtime.Store: a Scan of up to n blocks after
-// position after; each block stored in another layout is decoded (reads
-// take every layout) and put back in the current one by one PutItem on
-// condition that the item is still the one read, its version, lookup
-// stamp and write token kept (a rewrite changes no value). Every write of
-// a block records a fresh write token (WriteAttr), so that the condition
-// holds the token read, whatever the block's size (a block written before
-// write tokens gets one first); it also compares the other attributes as
-// far as the expression's length allows. A block changed meanwhile is
-// read again.
+// MigrateBlocks is runtime.MigrateBlocks over DynamoDB's requests
+// (migrator): a Scan of up to n blocks after the position; each block
+// stored in another layout is decoded (reads take every layout) and put
+// back in the current one by one PutItem on condition that the item is
+// still the one read, its version, lookup stamp and write token kept (a
+// rewrite changes no value). Every write of a block records a fresh write
+// token (WriteAttr), so that the condition holds the token read, whatever
+// the block's size (a block written before write tokens gets one first);
+// it also compares the other attributes as far as the expression's length
+// allows. A block changed meanwhile is read again (GetItem), after a
+// backoff.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
-	const op = "Migrate"
-	var start map[string]types.AttributeValue
-	if after != nil {
-		k, err := s.position(after)
-		if err != nil {
-			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
-		}
-		start = s.key(k)
-	}
-	var items []map[string]types.AttributeValue
-	more := true
-	for len(items) < n && more {
-		out, err := s.c.Scan(ctx, s.scan(&dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(n - len(items))), ConsistentRead: aws.Bool(true)}))
-		if err != nil {
-			return nil, nil, false, wrap(op, s.d.Aggregate, nil, err)
-		}
-		items = append(items, out.Items...)
-		start, more = out.LastEvaluatedKey, len(out.LastEvaluatedKey) > 0
-	}
-	var res []runtime.BlockMigration
-	var last []byte
-	for _, item := range items {
-		id, err := s.keyOf(s.idAttr(item))
-		if err != nil {
-			return res, last, more, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
-		}
-		last = s.d.Keys.Bytes(id)
-		res = append(res, s.migrate(ctx, op, id, item, dryRun))
-	}
-	return res, last, more, nil
+	return runtime.MigrateBlocks(ctx, s.d.Aggregate, s.d.Keys, migrator[T, K]{s}, after, n, dryRun)
 }
 
-// migrate rewrites block id, read as item, in the current layout.
-func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, item map[string]types.AttributeValue, dryRun bool) runtime.BlockMigration {
-	m := runtime.BlockMigration{ID: id}
-	for attempt := range runtime.MaxAttempts {
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				m.Err = runtime.Fail(op, s.d.Aggregate, id, nil, err)
-				return m
-			}
-			got, err := s.getItem(ctx, id, "", nil)
-			if err != nil {
-				m.Err = wrap(op, s.d.Aggregate, id, err)
-				return m
-			}
-			if got == nil {
-				return m // deleted meanwhile: nothing to migrate
-			}
-			item = got
-		}
-		m.From, m.Migrated = runtime.DescribeDiffs(s.d.LayoutDiffs(s.shape(item))), false
-		if m.From == "" {
-			return m
-		}
-		t, err := s.decode(item)
-		if err != nil {
-			m.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
-			return m
-		}
-		if dryRun {
-			m.Migrated = true
-			return m
-		}
-		if _, ok := item[WriteAttr]; !ok {
-			// A block written before write tokens: record one first
-			// (an UpdateItem that changes nothing else, on condition
-			// that the block has none yet), so that the rewrite
-			// compares it, whatever the block's size.
-			tok := token.New()
-			w := &update{e: newExpr()}
-			w.stamp(tok)
-			w.cond = append(w.cond, "attribute_exists("+w.e.name(s.keyName())+")", "attribute_not_exists("+w.e.name(WriteAttr)+")")
-			_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)))
-			if condFailed(err) {
-				continue // written or deleted meanwhile: read it again
-			}
-			if err != nil {
-				m.Err = wrap(op, s.d.Aggregate, id, err)
-				return m
-			}
-			item[WriteAttr] = &types.AttributeValueMemberS{Value: tok}
-		}
-		next, err := s.item(t, versionOf(item, s.d.VersionKey()), nil)
-		if err != nil {
-			m.Err = runtime.Fail(op, s.d.Aggregate, id, nil, err)
-			return m
-		}
-		if s.d.Version != nil {
-			if _, ok := item[s.d.Version.Key]; !ok {
-				delete(next, s.d.Version.Key) // still at version 0
-			}
-		}
-		for _, k := range []string{SeqAttr, IncAttr, WriteAttr} {
-			if v, ok := item[k]; ok {
-				next[k] = v
-			}
-		}
-		if err := s.checkSize(op, id, next); err != nil {
-			m.Err = err
-			return m
-		}
-		w := &update{e: newExpr()}
-		s.unchanged(w, item, next)
-		_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: next,
-			ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()})
-		if condFailed(err) {
-			continue
-		}
-		if err != nil {
-			m.Err = wrap(op, s.d.Aggregate, id, err)
-			return m
-		}
-		m.Migrated = true
-		return m
+// migrator is runtime.BlockMigrator on DynamoDB: a block is its item.
+type migrator[T any, K comparable] struct{ s *Store[T, K] }
+
+const migrateOp = "Migrate"
+
+func (m migrator[T, K]) ScanBlocks(ctx context.Context, after *K, n int) ([]runtime.ScannedBlock[K, map[string]types.AttributeValue], bool, error) {
+	s := m.s
+	var start map[string]types.AttributeValue
+	if after != nil {
+		start = s.key(*after)
 	}
-	m.Err = s.contended(op, id)
-	return m
+	var blocks []runtime.ScannedBlock[K, map[string]types.AttributeValue]
+	more := true
+	for len(blocks) < n && more {
+		out, err := s.c.Scan(ctx, s.scan(&dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start, Limit: aws.Int32(int32(n - len(blocks))), ConsistentRead: aws.Bool(true)}))
+		if err != nil {
+			return nil, false, wrap(migrateOp, s.d.Aggregate, nil, err)
+		}
+		for _, item := range out.Items {
+			id, err := s.keyOf(s.idAttr(item))
+			if err != nil {
+				return nil, false, runtime.Fail(migrateOp, s.d.Aggregate, nil, nil, err)
+			}
+			blocks = append(blocks, runtime.ScannedBlock[K, map[string]types.AttributeValue]{ID: id, Raw: item, Read: true})
+		}
+		start, more = out.LastEvaluatedKey, len(out.LastEvaluatedKey) > 0
+	}
+	return blocks, more, nil
+}
+
+func (m migrator[T, K]) ReadBlock(ctx context.Context, id K, attempt int) (map[string]types.AttributeValue, bool, error) {
+	if err := backoff(ctx, attempt); err != nil {
+		return nil, false, runtime.Fail(migrateOp, m.s.d.Aggregate, id, nil, err)
+	}
+	item, err := m.s.getItem(ctx, id, "", nil)
+	if err != nil {
+		return nil, false, wrap(migrateOp, m.s.d.Aggregate, id, err)
+	}
+	return item, item != nil, nil
+}
+
+func (m migrator[T, K]) StoredLayout(id K, item map[string]types.AttributeValue) (string, error) {
+	from := runtime.DescribeDiffs(m.s.d.LayoutDiffs(m.s.shape(item)))
+	if from == "" {
+		return "", nil
+	}
+	if _, err := m.s.decode(item); err != nil {
+		return from, runtime.Unreadable(migrateOp, m.s.d.Aggregate, id, err)
+	}
+	return from, nil
+}
+
+func (m migrator[T, K]) RewriteBlock(ctx context.Context, id K, item map[string]types.AttributeValue) error {
+	s := m.s
+	const op = migrateOp
+	t, err := s.decode(item)
+	if err != nil {
+		return runtime.Unreadable(op, s.d.Aggregate, id, err)
+	}
+	if _, ok := item[WriteAttr]; !ok {
+		// A block written before write tokens: record one first (an
+		// UpdateItem that changes nothing else, on condition that the
+		// block has none yet), so that the rewrite compares it,
+		// whatever the block's size.
+		tok := token.New()
+		w := &update{e: newExpr()}
+		w.stamp(tok)
+		w.cond = append(w.cond, "attribute_exists("+w.e.name(s.keyName())+")", "attribute_not_exists("+w.e.name(WriteAttr)+")")
+		var sent sends
+		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)), sent.count)
+		if condFailed(err) {
+			return runtime.ErrChangedSinceRead // written or deleted meanwhile
+		}
+		if err != nil {
+			return s.writeErr(op, id, &sent, err)
+		}
+		item[WriteAttr] = &types.AttributeValueMemberS{Value: tok}
+	}
+	next, err := s.item(t, versionOf(item, s.d.VersionKey()), nil)
+	if err != nil {
+		return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+	}
+	if s.d.Version != nil {
+		if _, ok := item[s.d.Version.Key]; !ok {
+			delete(next, s.d.Version.Key) // still at version 0
+		}
+	}
+	for _, k := range []string{SeqAttr, IncAttr, WriteAttr} {
+		if v, ok := item[k]; ok {
+			next[k] = v
+		}
+	}
+	if err := s.checkSize(op, id, next); err != nil {
+		return err
+	}
+	w := &update{e: newExpr()}
+	s.unchanged(w, item, next)
+	var sent sends
+	_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: next,
+		ConditionExpression: aws.String(strings.Join(w.cond, " AND ")), ExpressionAttributeNames: w.e.namesOrNil(), ExpressionAttributeValues: w.e.valuesOrNil()}, sent.count)
+	if condFailed(err) {
+		return runtime.ErrChangedSinceRead
+	}
+	if err != nil {
+		return s.writeErr(op, id, &sent, err)
+	}
+	return nil
 }
 
 // maxCompare bounds the length of the ConditionExpression of a

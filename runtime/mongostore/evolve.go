@@ -165,95 +165,87 @@ const (
 	codeIndexNotFound     = 27
 )
 
-// MigrateBlocks reads up to n documents in _id order after position after
-// (one find) and rewrites those whose partition counts (_len) are not the
-// descriptor's: a count added for each partitioned array that has none
+// MigrateBlocks is runtime.MigrateBlocks over MongoDB's commands
+// (migrator): one find reads up to n documents in _id order after the
+// position; those whose partition counts (_len) are not the descriptor's
+// are rewritten: a count added for each partitioned array that has none
 // (the field was whole), a count removed for each field that is whole
 // now. Each rewrite is one updateOne whose filter holds the counts and
-// array lengths as read, so that a block changed meanwhile is read again.
-// Documents read the same under ETF and EAO, and a block without a version
-// field reads as version 0 (a Put of version 0 replaces it): neither is
-// rewritten. In a dry run nothing is written.
+// array lengths as read, so that a block changed meanwhile is read again
+// (findOne). Documents read the same under ETF and EAO, and a block
+// without a version field reads as version 0 (a Put of version 0
+// replaces it): neither is rewritten.
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
-	const op = "Migrate"
+	return runtime.MigrateBlocks(ctx, s.d.Aggregate, s.d.Keys, migrator[T, K]{s}, after, n, dryRun)
+}
+
+// migrator is runtime.BlockMigrator on MongoDB: a block is its document.
+type migrator[T any, K comparable] struct{ s *Store[T, K] }
+
+const migrateOp = "Migrate"
+
+func (m migrator[T, K]) ScanBlocks(ctx context.Context, after *K, n int) ([]runtime.ScannedBlock[K, bson.Raw], bool, error) {
+	s := m.s
 	filter := bson.D{}
 	if after != nil {
-		r := runtime.NewKeyReader(after)
-		k, err := s.d.Keys.Read(r)
-		if err != nil || !r.Done() {
-			return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, runtime.ErrBadCursor, errors.New("bad position"))
-		}
-		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: *after}}}}
 	}
 	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts)
 	if err != nil {
-		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		return nil, false, runtime.Fail(migrateOp, s.d.Aggregate, nil, nil, err)
 	}
 	var docs []bson.Raw
 	if err := cur.All(ctx, &docs); err != nil {
-		return nil, nil, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
+		return nil, false, runtime.Fail(migrateOp, s.d.Aggregate, nil, nil, err)
 	}
 	more := len(docs) > n
 	docs = docs[:min(len(docs), n)]
-	res := make([]runtime.BlockMigration, 0, len(docs))
-	var last []byte
-	for _, raw := range docs {
-		id := s.idOf(raw)
-		m, err := s.migrate(ctx, op, id, raw, dryRun)
-		if err != nil {
-			// (last is the block before: a resumed run starts with this one)
-			return res, last, true, err
-		}
-		res, last = append(res, m), s.d.Keys.Bytes(id)
+	blocks := make([]runtime.ScannedBlock[K, bson.Raw], len(docs))
+	for i, raw := range docs {
+		blocks[i] = runtime.ScannedBlock[K, bson.Raw]{ID: s.idOf(raw), Raw: raw, Read: true}
 	}
-	return res, last, more, nil
+	return blocks, more, nil
 }
 
-// migrate migrates one block as read (raw), reading it again when it
-// changed before the rewrite.
-func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, raw bson.Raw, dryRun bool) (runtime.BlockMigration, error) {
-	m := runtime.BlockMigration{ID: id}
-	for range runtime.MaxAttempts {
-		if _, err := s.decode(raw); err != nil {
-			m.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
-			return m, nil
-		}
-		plan, err := s.planCounts(op, id, raw)
-		if err != nil {
-			m.Err = err
-			return m, nil
-		}
-		m.From = plan.from
-		if plan.from == "" {
-			return m, nil
-		}
-		m.Migrated = true
-		if dryRun {
-			return m, nil
-		}
-		runtime.RoundTrip(ctx)
-		res, err := s.coll.UpdateOne(ctx, plan.filter, plan.update)
-		if err != nil {
-			return m, runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
-		if res.MatchedCount == 1 {
-			return m, nil
-		}
-		// Changed or deleted since it was read: read it again.
-		m.From, m.Migrated = "", false
-		runtime.RoundTrip(ctx)
-		raw, err = s.coll.FindOne(ctx, ByID(id)).Raw()
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return m, nil
-		}
-		if err != nil {
-			return m, runtime.Fail(op, s.d.Aggregate, id, nil, err)
-		}
+func (m migrator[T, K]) ReadBlock(ctx context.Context, id K, _ int) (bson.Raw, bool, error) {
+	runtime.RoundTrip(ctx)
+	raw, err := m.s.coll.FindOne(ctx, ByID(id)).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, false, nil
 	}
-	m.Err = runtime.Fail(op, s.d.Aggregate, id, runtime.ErrConflict, fmt.Errorf("the block changed %d times while it was migrated", runtime.MaxAttempts))
-	return m, nil
+	if err != nil {
+		return nil, false, runtime.Fail(migrateOp, m.s.d.Aggregate, id, nil, err)
+	}
+	return raw, true, nil
+}
+
+func (m migrator[T, K]) StoredLayout(id K, raw bson.Raw) (string, error) {
+	// A document that does not decode is reported whatever its counts
+	// (as before the loop was shared: the other stores look at the
+	// layout first).
+	if _, err := m.s.decode(raw); err != nil {
+		return "", runtime.Unreadable(migrateOp, m.s.d.Aggregate, id, err)
+	}
+	plan, err := m.s.planCounts(migrateOp, id, raw)
+	return plan.from, err
+}
+
+func (m migrator[T, K]) RewriteBlock(ctx context.Context, id K, raw bson.Raw) error {
+	plan, err := m.s.planCounts(migrateOp, id, raw)
+	if err != nil {
+		return err
+	}
+	runtime.RoundTrip(ctx)
+	res, err := m.s.coll.UpdateOne(ctx, plan.filter, plan.update)
+	if err != nil {
+		return runtime.Fail(migrateOp, m.s.d.Aggregate, id, nil, err)
+	}
+	if res.MatchedCount != 1 {
+		return runtime.ErrChangedSinceRead // changed or deleted since it was read
+	}
+	return nil
 }
 
 // countPlan is the rewrite of a document's partition counts: from

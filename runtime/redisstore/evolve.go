@@ -433,95 +433,88 @@ func (s *Store[T, K]) appendAcross(ctx context.Context, op string, id K, f *runt
 
 // ---- migration
 
-// MigrateBlocks reads up to n blocks of the listing after position after
-// (an encoded block key) and rewrites each that is laid out otherwise than
-// the descriptor says (runtime.Desc.LayoutDiffs) whole in the descriptor's layout: one
-// script run per block, on condition that it is unchanged since read (its
-// _seq; a block changed meanwhile is read again), with its version and
-// incarnation kept. On a cluster the run goes through the lookup protocol
-// like any write (its lookup values do not change). A block that does not
-// decode is reported, not migrated.
+// MigrateBlocks is runtime.MigrateBlocks over Redis's commands
+// (migrator): one ZRANGE lists up to n blocks of the listing after the
+// position, an HGETALL reads each, and each that is laid out otherwise
+// than the descriptor says (runtime.Desc.LayoutDiffs) is rewritten whole
+// in the descriptor's layout: one script run per block, on condition that
+// it is unchanged since read (its _seq; a block changed meanwhile is read
+// again), with its version and incarnation kept. On a cluster the run
+// goes through the lookup protocol like any write (its lookup values do
+// not change).
 func (s *Store[T, K]) MigrateBlocks(ctx context.Context, after []byte, n int, dryRun bool) ([]runtime.BlockMigration, []byte, bool, error) {
-	const op = "Migrate"
+	return runtime.MigrateBlocks(ctx, s.d.Aggregate, s.d.Keys, migrator[T, K]{s}, after, n, dryRun)
+}
+
+// migrator is runtime.BlockMigrator on Redis: a block is its hash.
+type migrator[T any, K comparable] struct{ s *Store[T, K] }
+
+const migrateOp = "Migrate"
+
+func (m migrator[T, K]) ScanBlocks(ctx context.Context, after *K, n int) ([]runtime.ScannedBlock[K, map[string]string], bool, error) {
+	s := m.s
 	lo := "-"
 	if after != nil {
-		r := runtime.NewKeyReader(after)
-		if _, err := s.d.Keys.Read(r); err != nil || !r.Done() {
-			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
-		}
-		lo = "(" + string(after)
+		lo = "(" + string(s.d.Keys.Bytes(*after))
 	}
 	ms, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.listKey(), Start: lo, Stop: "+", ByLex: true, Count: int64(n + 1)}).Result()
 	if err != nil {
-		return nil, nil, false, s.fail(op, nil, nil, err)
+		return nil, false, s.fail(migrateOp, nil, nil, err)
 	}
 	more := len(ms) > n
 	ms = ms[:min(len(ms), n)]
-	var res []runtime.BlockMigration
-	var last []byte
-	for _, m := range ms {
-		r := runtime.NewKeyReader([]byte(m))
+	blocks := make([]runtime.ScannedBlock[K, map[string]string], len(ms))
+	for i, mb := range ms {
+		r := runtime.NewKeyReader([]byte(mb))
 		id, err := s.d.Keys.Read(r)
 		if err != nil || !r.Done() {
-			return res, last, true, s.fail(op, nil, nil, fmt.Errorf("listing %s: member %x is no %s block key", s.listKey(), m, s.d.Aggregate))
+			return nil, false, s.fail(migrateOp, nil, nil, fmt.Errorf("listing %s: member %x is no %s block key", s.listKey(), mb, s.d.Aggregate))
 		}
-		bm, found, err := s.migrate(ctx, op, id, dryRun)
-		if err != nil {
-			return res, last, true, err
-		}
-		if found {
-			res = append(res, bm)
-		}
-		last = []byte(m)
+		blocks[i].ID = id // read by ReadBlock
 	}
-	return res, last, more, nil
+	return blocks, more, nil
 }
 
-// migrate migrates block id (see MigrateBlocks); found is false for a
-// block that is gone.
-func (s *Store[T, K]) migrate(ctx context.Context, op string, id K, dryRun bool) (runtime.BlockMigration, bool, error) {
-	bm := runtime.BlockMigration{ID: id}
-	bk := s.d.Keys.Bytes(id)
-	for range runtime.MaxAttempts {
-		h, err := s.c.HGetAll(ctx, s.BlockKey(id)).Result()
-		if err != nil {
-			return bm, false, s.fail(op, id, nil, err)
-		}
-		if len(h) == 0 {
-			return bm, false, nil
-		}
-		bm.From = runtime.DescribeDiffs(s.d.LayoutDiffs(s.shape(h)))
-		if bm.From == "" {
-			return bm, true, nil
-		}
-		t, err := s.decodeAcross(id, h)
-		if err != nil {
-			bm.Err = runtime.Unreadable(op, s.d.Aggregate, id, err)
-			return bm, true, nil
-		}
-		if dryRun {
-			bm.Migrated = true
-			return bm, true, nil
-		}
-		w := &write[K]{op: op, id: id, bk: bk, inc: h[incField], seq: nextSeq(parseSeq(h[seqField]))}
-		if len(s.d.Lookups) > 0 {
-			w.before = s.values(t, nil)
-			w.after = w.before
-		}
-		if _, err := s.rewrite(ctx, w, h[seqField], t, s.d.VersionOf(t)); err != nil {
-			if _, changed := failed(err, "changed"); changed {
-				continue
-			}
-			if errors.Is(err, runtime.ErrTooLarge) || errors.Is(err, runtime.ErrInvalidValue) {
-				bm.Err = err
-				return bm, true, nil
-			}
-			return bm, false, s.checkFailed(op, id, err)
-		}
-		bm.Migrated = true
-		return bm, true, nil
+func (m migrator[T, K]) ReadBlock(ctx context.Context, id K, _ int) (map[string]string, bool, error) {
+	h, err := m.s.c.HGetAll(ctx, m.s.BlockKey(id)).Result()
+	if err != nil {
+		return nil, false, m.s.fail(migrateOp, id, nil, err)
 	}
-	return bm, false, s.contended(op, id)
+	return h, len(h) > 0, nil
+}
+
+func (m migrator[T, K]) StoredLayout(id K, h map[string]string) (string, error) {
+	from := runtime.DescribeDiffs(m.s.d.LayoutDiffs(m.s.shape(h)))
+	if from == "" {
+		return "", nil
+	}
+	if _, err := m.s.decodeAcross(id, h); err != nil {
+		return from, runtime.Unreadable(migrateOp, m.s.d.Aggregate, id, err)
+	}
+	return from, nil
+}
+
+func (m migrator[T, K]) RewriteBlock(ctx context.Context, id K, h map[string]string) error {
+	s := m.s
+	t, err := s.decodeAcross(id, h)
+	if err != nil {
+		return runtime.Unreadable(migrateOp, s.d.Aggregate, id, err)
+	}
+	w := &write[K]{op: migrateOp, id: id, bk: s.d.Keys.Bytes(id), inc: h[incField], seq: nextSeq(parseSeq(h[seqField]))}
+	if len(s.d.Lookups) > 0 {
+		w.before = s.values(t, nil)
+		w.after = w.before
+	}
+	if _, err := s.rewrite(ctx, w, h[seqField], t, s.d.VersionOf(t)); err != nil {
+		if _, changed := failed(err, "changed"); changed {
+			return runtime.ErrChangedSinceRead
+		}
+		if errors.Is(err, runtime.ErrTooLarge) || errors.Is(err, runtime.ErrInvalidValue) {
+			return err
+		}
+		return s.checkFailed(migrateOp, id, err)
+	}
+	return nil
 }
 
 // ---- partitions stored whole
