@@ -196,7 +196,9 @@ func putMany(ctx context.Context, e *index.Engine[*doc], p *boltPuts, ts ...*doc
 }
 
 func stored(t *testing.T, db *bolt.DB, id string) *boltBlock {
-	t.Helper()
+	if t != nil {
+		t.Helper()
+	}
 	var out *boltBlock
 	_ = db.View(func(tx *bolt.Tx) error {
 		if raw := tx.Bucket(bucket).Get(docDesc.Keys.Bytes(id)); raw != nil {
@@ -321,5 +323,114 @@ func TestPutManyOutcomes(t *testing.T) {
 	wantErr(t, errs[0], context.Canceled, "nothing written")
 	if stored(t, db, "c") != nil || c.Version != 0 {
 		t.Error("c written")
+	}
+}
+
+// boltDeletes is index.Deletes over the bucket.
+type boltDeletes struct {
+	p       *boltPuts // its reads
+	singles []int
+	// lose reports that item i's delete reply is lost (applied first
+	// when applied).
+	lose        func(i int) (applied, lost bool)
+	beforeWrite func()
+}
+
+func (d *boltDeletes) ReadStates(ctx context.Context, idx []int) ([]index.BlockState[*doc], []error) {
+	return d.p.ReadStates(ctx, idx)
+}
+
+func (d *boltDeletes) DeleteBlocks(ctx context.Context, idx []int) ([]bool, []error) {
+	if d.beforeWrite != nil {
+		d.beforeWrite()
+	}
+	ok, errs := make([]bool, len(idx)), make([]error, len(idx))
+	err := d.p.db.Update(func(tx *bolt.Tx) error {
+		for j, i := range idx {
+			applied := true
+			if d.lose != nil {
+				var lost bool
+				if applied, lost = d.lose(i); lost {
+					errs[j] = memindex.ErrLost
+				}
+			}
+			var cur boltBlock
+			raw := tx.Bucket(bucket).Get(d.p.key(i))
+			if !applied || raw == nil || json.Unmarshal(raw, &cur) != nil || (index.Stamp{Seq: cur.Seq, Inc: cur.Inc}) != d.p.read[i].Stamp {
+				continue
+			}
+			ok[j] = errs[j] == nil
+			if err := tx.Bucket(bucket).Delete(d.p.key(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for j := range errs {
+		if err != nil {
+			errs[j] = err
+		}
+	}
+	return ok, errs
+}
+
+func (d *boltDeletes) Cleanup(context.Context, []int) [][]error { return nil }
+
+func (d *boltDeletes) Delete(ctx context.Context, i int) error {
+	d.singles = append(d.singles, i)
+	id := d.p.ts[i].ID
+	if stored(nil, d.p.db, id) == nil {
+		return runtime.Fail("Delete", "Doc", id, runtime.ErrNotFound, nil)
+	}
+	return d.p.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete(docDesc.Keys.Bytes(id)) })
+}
+
+func deleteMany(ctx context.Context, e *index.Engine[*doc], d *boltDeletes, ids ...string) []error {
+	d.p.ts, d.p.read = make([]*doc, len(ids)), make([]index.BlockState[*doc], len(ids))
+	names, blocks := make([]any, len(ids)), make([][]byte, len(ids))
+	for i, id := range ids {
+		d.p.ts[i], names[i], blocks[i] = &doc{ID: id}, id, docDesc.Keys.Bytes(id)
+	}
+	return index.DeleteMany(ctx, e, "Delete", names, blocks, d)
+}
+
+// TestDeleteManyRules: a block not found is ErrNotFound, a key given
+// again is deleted again by the single Delete (ErrNotFound), a block that
+// changed since it was read is deleted by the single Delete, a lost reply
+// is read back (deleted, or ErrUnknownOutcome), and a context done before
+// the deletes are sent deletes nothing (NotSent).
+func TestDeleteManyRules(t *testing.T) {
+	ctx := context.Background()
+	db, e := openPuts(t)
+	p := &boltPuts{db: db}
+	putMany(ctx, e, p, &doc{ID: "a"}, &doc{ID: "b"}, &doc{ID: "c"}, &doc{ID: "d"}, &doc{ID: "f"})
+	d := &boltDeletes{p: &boltPuts{db: db}}
+	d.beforeWrite = func() {
+		d.beforeWrite = nil
+		putMany(ctx, e, &boltPuts{db: db}, &doc{ID: "b", Name: "changed", Version: 1})
+	}
+	d.lose = func(i int) (bool, bool) { return i != 5, i >= 4 } // d lost but landed, f lost
+	errs := deleteMany(ctx, e, d, "a", "b", "x", "a", "d", "f")
+	if errs[0] != nil || errs[1] != nil || errs[4] != nil {
+		t.Errorf("deleted items failed: %v %v %v", errs[0], errs[1], errs[4])
+	}
+	wantErr(t, errs[2], runtime.ErrNotFound, "x")
+	wantErr(t, errs[3], runtime.ErrNotFound, "a")
+	wantErr(t, errs[5], runtime.ErrUnknownOutcome, "outcome unknown")
+	if fmt.Sprint(d.singles) != "[1 3]" {
+		t.Errorf("single Deletes of %v, want [1 3] (b changed, a again)", d.singles)
+	}
+	for id, want := range map[string]bool{"a": false, "b": false, "c": true, "d": false, "f": true} {
+		if got := stored(t, db, id) != nil; got != want {
+			t.Errorf("%s stored: %v, want %v", id, got, want)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	d = &boltDeletes{p: &boltPuts{db: db}, beforeWrite: func() { t.Error("a delete sent after the context ended") }}
+	errs = deleteMany(cctx, e, d, "c")
+	wantErr(t, errs[0], context.Canceled, "nothing written")
+	if stored(t, db, "c") == nil {
+		t.Error("c deleted")
 	}
 }
