@@ -260,252 +260,233 @@ func (s *Store[T, K]) createTables(ctx context.Context, op string, ts []*T, errs
 	}
 }
 
-// putTables is PutMany with index tables (no counter).
+// putTables is PutMany with index tables (no counter): index.PutMany
+// over one find of a pass's states and one bulkWrite of its inserts and
+// conditional replacements (tablePuts).
 func (s *Store[T, K]) putTables(ctx context.Context, ts []*T, errs []error) {
 	const op = "Put"
-	x := s.m().x
-	versioned := s.d.Version != nil
 	var ready error
 	checked := false
 	var at []int
-	var ids []K
-	var names []any
-	var blocks [][]byte
-	var want []int64
+	var send []*T
 	for i, t := range ts {
-		v := s.d.VersionOf(t)
-		if errs[i] = s.checkTables(ctx, op, t, v+1, &ready, &checked); errs[i] != nil {
-			continue
+		if errs[i] = s.checkTables(ctx, op, t, s.d.VersionOf(t)+1, &ready, &checked); errs[i] == nil {
+			at, send = append(at, i), append(send, t)
 		}
-		id := *s.d.ID(t)
-		at, ids, names = append(at, i), append(ids, id), append(names, id)
-		blocks, want = append(blocks, s.d.Keys.Bytes(id)), append(want, v)
 	}
-	if len(at) == 0 {
+	if len(send) == 0 {
 		return
 	}
-	read := make([]state[T], len(at))
-	perrs := x.e.RunMany(ctx, op, names, blocks, func(ctx context.Context, idx []int) ([]index.Attempt, []error) {
-		as, errs := make([]index.Attempt, len(idx)), make([]error, len(idx))
-		in := make([]K, len(idx))
-		for j, w := range idx {
-			in[j] = ids[w]
+	p := &tablePuts[T, K]{s: s, ts: send, read: make([]state[T], len(send))}
+	for w, err := range index.PutMany(ctx, s.m().x.e, s.d, op, send, p) {
+		errs[at[w]] = refused(err)
+	}
+}
+
+// tablePuts are the store commands of putTables (index.Puts).
+type tablePuts[T any, K comparable] struct {
+	s    *Store[T, K]
+	ts   []*T
+	read []state[T] // what the last read of each item saw
+}
+
+func (p *tablePuts[T, K]) id(w int) K { return *p.s.d.ID(p.ts[w]) }
+
+// ReadStates reads the states of the items idx in one find.
+func (p *tablePuts[T, K]) ReadStates(ctx context.Context, idx []int) ([]index.BlockState[*T], []error) {
+	sts, errs := make([]index.BlockState[*T], len(idx)), make([]error, len(idx))
+	in := make([]K, len(idx))
+	for j, w := range idx {
+		in[j] = p.id(w)
+	}
+	states, err := p.s.m().x.readStates(ctx, in)
+	for j, w := range idx {
+		if err != nil {
+			errs[j] = runtime.Fail("Put", p.s.d.Aggregate, in[j], nil, err)
+			continue
 		}
-		states, err := x.readStates(ctx, in)
-		for j, w := range idx {
-			id, t := ids[w], ts[at[w]]
-			if err != nil {
-				errs[j] = runtime.Fail(op, s.d.Aggregate, id, nil, err)
-				continue
-			}
-			st := states[id]
-			read[w] = st
-			if versioned {
-				errs[j] = runtime.CheckVersion(op, s.d.Aggregate, id, st.found, st.version, want[w])
-			}
-			if errs[j] == nil {
-				errs[j] = s.d.KeepCreated(op, id, t, s.created(st.raw))
-			}
-			as[j] = index.Attempt{Found: st.found, Stamp: st.stamp, Before: x.keys(id, st.value, st.found), After: x.e.Keys(blocks[w], t)}
+		st := states[in[j]]
+		p.read[w] = st
+		sts[j] = index.BlockState[*T]{Found: st.found, Stamp: st.stamp, Value: st.value,
+			HasVersion: p.s.d.Version != nil, Version: st.version, Created: p.s.created(st.raw)}
+	}
+	return sts, errs
+}
+
+// WriteBlocks sends the items' inserts (a block not found) and
+// replacements on condition of the stamp and version read in one
+// unordered bulkWrite (runs of filteredBulk); when the server matched
+// fewer replacements than it was sent, their blocks are read back: those
+// that carry the new stamp landed.
+func (p *tablePuts[T, K]) WriteBlocks(ctx context.Context, idx []int, sts []index.Stamp) ([]bool, []error) {
+	const op = "Put"
+	s, x := p.s, p.s.m().x
+	versioned := s.d.Version != nil
+	ok, errs := make([]bool, len(idx)), make([]error, len(idx))
+	models := make([]mongo.WriteModel, len(idx))
+	replaces := 0
+	for j, w := range idx {
+		t, st := p.ts[w], p.read[w]
+		d := s.doc(t, s.d.VersionOf(t)+1, Stamp(sts[j]))
+		if !st.found {
+			models[j] = mongo.NewInsertOneModel().SetDocument(d)
+			continue
 		}
-		return as, errs
-	}, func(ctx context.Context, idx []int, sts []index.Stamp) ([]bool, []error) {
-		ok, errs := make([]bool, len(idx)), make([]error, len(idx))
-		models := make([]mongo.WriteModel, len(idx))
-		replaces := 0
-		for j, w := range idx {
-			id, st := ids[w], read[w]
-			d := s.doc(ts[at[w]], want[w]+1, Stamp(sts[j]))
-			if !st.found {
-				models[j] = mongo.NewInsertOneModel().SetDocument(d)
-				continue
-			}
-			filter := stamped(id, st.stamp)
-			switch {
-			case versioned && st.versioned:
-				filter = append(filter, bson.E{Key: x.versionKey, Value: want[w]})
-			case versioned:
-				filter = append(filter, bson.E{Key: x.versionKey, Value: bson.D{{Key: "$exists", Value: false}}})
-			}
-			models[j] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d)
-			replaces++
+		filter := stamped(p.id(w), st.stamp)
+		switch {
+		case versioned && st.versioned:
+			filter = append(filter, bson.E{Key: x.versionKey, Value: s.d.VersionOf(t)})
+		case versioned:
+			filter = append(filter, bson.E{Key: x.versionKey, Value: bson.D{{Key: "$exists", Value: false}}})
 		}
-		res, each, err := bulkEach(ctx, s.coll, models, replaces > 0)
-		var check []int // replacements sent without a write error
-		for j, w := range idx {
-			id, t, insert := ids[w], ts[at[w]], !read[w].found
-			switch e := each[j]; {
-			case err != nil:
-				errs[j] = err
-			case e == nil && insert:
-				ok[j] = true
-			case e == nil:
-				check = append(check, j)
-			case insert && mongo.IsDuplicateKeyError(e):
-				// Created meanwhile (read again), unless a native
-				// unique value is taken.
-				errs[j] = s.duplicate(ctx, op, id, t, true, e)
-			case isDuplicate(e):
-				if rerr := s.duplicate(ctx, op, id, t, false, e); rerr != nil {
-					errs[j] = rerr
-				} else {
-					errs[j] = e
-				}
-			default:
+		models[j] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d)
+		replaces++
+	}
+	res, each, err := bulkEach(ctx, s.coll, models, replaces > 0)
+	var check []int // replacements sent without a write error
+	for j, w := range idx {
+		id, t, insert := p.id(w), p.ts[w], !p.read[w].found
+		switch e := each[j]; {
+		case err != nil:
+			errs[j] = err
+		case e == nil && insert:
+			ok[j] = true
+		case e == nil:
+			check = append(check, j)
+		case insert && mongo.IsDuplicateKeyError(e):
+			// Created meanwhile (read again), unless a native
+			// unique value is taken.
+			errs[j] = s.duplicate(ctx, op, id, t, true, e)
+		case isDuplicate(e):
+			if rerr := s.duplicate(ctx, op, id, t, false, e); rerr != nil {
+				errs[j] = rerr
+			} else {
 				errs[j] = e
 			}
+		default:
+			errs[j] = e
 		}
-		if err != nil || len(check) == 0 {
-			return ok, errs
-		}
-		if res != nil && int(res.MatchedCount) == len(check) {
-			for _, j := range check {
-				ok[j] = true
-			}
-			return ok, errs
-		}
-		// Some replacement matched nothing (the block changed since it
-		// was read): those whose block carries the new stamp landed.
-		in := make([]K, len(check))
-		for n, j := range check {
-			in[n] = ids[idx[j]]
-		}
-		states, rerr := x.readStates(ctx, in)
+	}
+	if err != nil || len(check) == 0 {
+		return ok, errs
+	}
+	if res != nil && int(res.MatchedCount) == len(check) {
 		for _, j := range check {
-			if rerr != nil {
-				errs[j] = rerr
-				continue
-			}
-			st, found := states[ids[idx[j]]]
-			ok[j] = found && st.stamp == sts[j]
+			ok[j] = true
 		}
 		return ok, errs
-	})
-	for w, i := range at {
-		err := perrs[w]
-		if err == nil {
-			s.d.SetVersion(ts[i], want[w]+1)
-		}
-		errs[i] = refused(err)
 	}
+	// Some replacement matched nothing (the block changed since it was
+	// read): those whose block carries the new stamp landed.
+	in := make([]K, len(check))
+	for n, j := range check {
+		in[n] = p.id(idx[j])
+	}
+	states, rerr := x.readStates(ctx, in)
+	for n, j := range check {
+		if rerr != nil {
+			errs[j] = rerr
+			continue
+		}
+		st, found := states[in[n]]
+		ok[j] = found && st.stamp == sts[j]
+	}
+	return ok, errs
 }
 
-// deleteTables is DeleteMany with index tables. A key given again is
-// deleted again after the batch, by the single Delete (runtime.ErrNotFound
-// when the first one removed it).
+// deleteTables is DeleteMany with index tables: index.DeleteMany over one
+// find of the blocks' states and one bulkWrite of their deletes on
+// condition of the stamps read (tableDeletes).
 func (s *Store[T, K]) deleteTables(ctx context.Context, ids []K, errs []error) {
-	const op = "Delete"
-	x := s.m().x
-	seen := make(map[K]bool, len(ids))
-	var first, again []int
-	var in []K
+	names := make([]any, len(ids))
+	blocks := make([][]byte, len(ids))
 	for i, id := range ids {
-		if seen[id] {
-			again = append(again, i)
-			continue
-		}
-		seen[id] = true
-		first, in = append(first, i), append(in, id)
+		names[i], blocks[i] = id, s.d.Keys.Bytes(id)
 	}
-	states, err := x.readStates(ctx, in)
-	if err != nil {
-		for _, i := range first {
-			errs[i] = s.fail(op, ids[i], err)
-		}
-	} else {
-		s.deleteRead(ctx, ids, first, states, errs)
-	}
-	for _, i := range again {
-		errs[i] = s.Delete(ctx, ids[i])
-	}
+	p := &tableDeletes[T, K]{s: s, ids: ids, read: make([]state[T], len(ids))}
+	copy(errs, index.DeleteMany(ctx, s.m().x.e, "Delete", names, blocks, p))
 }
 
-// deleteRead deletes the blocks ids[i] for i in first, whose states were
-// read: one bulkWrite of their deletes on condition of the stamps read,
-// then their entries (DeletedMany). A block that changed since it was
-// read is deleted by the single Delete.
-func (s *Store[T, K]) deleteRead(ctx context.Context, ids []K, first []int, states map[K]state[T], errs []error) {
-	const op = "Delete"
-	x := s.m().x
-	var sent []int
-	var models []mongo.WriteModel
-	for _, i := range first {
-		st, found := states[ids[i]]
-		if !found {
-			errs[i] = runtime.Fail(op, s.d.Aggregate, ids[i], runtime.ErrNotFound, nil)
+// tableDeletes are the store commands of deleteTables (index.Deletes).
+type tableDeletes[T any, K comparable] struct {
+	s    *Store[T, K]
+	ids  []K
+	read []state[T]
+}
+
+// ReadStates reads the states of the items idx in one find.
+func (p *tableDeletes[T, K]) ReadStates(ctx context.Context, idx []int) ([]index.BlockState[*T], []error) {
+	sts, errs := make([]index.BlockState[*T], len(idx)), make([]error, len(idx))
+	in := make([]K, len(idx))
+	for j, i := range idx {
+		in[j] = p.ids[i]
+	}
+	states, err := p.s.m().x.readStates(ctx, in)
+	for j, i := range idx {
+		if err != nil {
+			errs[j] = p.s.fail("Delete", in[j], err)
 			continue
 		}
-		sent = append(sent, i)
-		models = append(models, mongo.NewDeleteOneModel().SetFilter(stamped(ids[i], st.stamp)))
+		st := states[in[j]]
+		p.read[i] = st
+		sts[j] = index.BlockState[*T]{Found: st.found, Stamp: st.stamp, Value: st.value}
 	}
-	if len(sent) == 0 {
-		return
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		for _, i := range sent {
-			errs[i] = s.fail(op, ids[i], cerr) // not sent: nothing deleted
-		}
-		return
+	return sts, errs
+}
+
+// DeleteBlocks sends the items' deletes on condition of the stamps read
+// in unordered bulkWrites (runs of filteredBulk); when the server deleted
+// fewer than it was sent, the blocks are read again: those still there
+// changed since they were read.
+func (p *tableDeletes[T, K]) DeleteBlocks(ctx context.Context, idx []int) ([]bool, []error) {
+	const op = "Delete"
+	s := p.s
+	ok, errs := make([]bool, len(idx)), make([]error, len(idx))
+	models := make([]mongo.WriteModel, len(idx))
+	for j, i := range idx {
+		models[j] = mongo.NewDeleteOneModel().SetFilter(stamped(p.ids[i], p.read[i].stamp))
 	}
 	res, each, err := bulkEach(ctx, s.coll, models, true)
 	if err != nil {
-		for _, i := range sent {
-			if ambiguous(err) {
-				errs[i] = runtime.Fail(op, s.d.Aggregate, ids[i], runtime.ErrUnknownOutcome, err)
-			} else {
-				errs[i] = s.fail(op, ids[i], err)
+		for j, i := range idx {
+			if errs[j] = err; !ambiguous(err) {
+				errs[j] = s.fail(op, p.ids[i], err)
 			}
 		}
-		return
+		return ok, errs
 	}
-	deleted := make(map[K]bool, len(sent))
 	var check []K
-	for j, i := range sent {
+	for j, i := range idx {
 		if each[j] != nil {
-			errs[i] = s.fail(op, ids[i], each[j])
+			errs[j] = s.fail(op, p.ids[i], each[j])
 			continue
 		}
-		deleted[ids[i]] = true
-		check = append(check, ids[i])
+		ok[j] = true
+		check = append(check, p.ids[i])
 	}
-	var single []int
-	if int(res.DeletedCount) < len(check) {
-		// Some block changed since it was read: those still there are
-		// deleted one by one.
-		left, err := x.readStates(ctx, check)
-		if err != nil {
-			for _, id := range check {
-				deleted[id] = false
-			}
-			for _, i := range sent {
-				if errs[i] == nil {
-					errs[i] = runtime.Fail(op, s.d.Aggregate, ids[i], runtime.ErrUnknownOutcome, err)
-				}
-			}
+	if int(res.DeletedCount) == len(check) {
+		return ok, errs
+	}
+	left, rerr := s.m().x.readStates(ctx, check)
+	for j, i := range idx {
+		if !ok[j] {
+			continue
 		}
-		for id := range left {
-			deleted[id] = false
+		if rerr != nil {
+			ok[j], errs[j] = false, runtime.Fail(op, s.d.Aggregate, p.ids[i], runtime.ErrUnknownOutcome, rerr)
+			continue
 		}
-		for _, i := range sent {
-			if _, there := left[ids[i]]; there && errs[i] == nil {
-				single = append(single, i)
-			}
+		if st, there := left[p.ids[i]]; there && st.stamp.Inc == p.read[i].stamp.Inc {
+			ok[j] = false // changed since it was read: on its own
 		}
 	}
-	var ds []index.Deletion
-	var at []int
-	for _, i := range sent {
-		if deleted[ids[i]] && errs[i] == nil {
-			st := states[ids[i]]
-			blk := s.d.Keys.Bytes(ids[i])
-			ds = append(ds, index.Deletion{ID: ids[i], Block: blk, Inc: st.stamp.Inc, Keys: x.keys(ids[i], st.value, true)})
-			at = append(at, i)
-		}
-	}
-	for j, err := range x.e.DeletedMany(ctx, op, ds) {
-		errs[at[j]] = err
-	}
-	for _, i := range single {
-		errs[i] = s.Delete(ctx, ids[i])
-	}
+	return ok, errs
+}
+
+// Cleanup implements index.Deletes: nothing beyond the entries.
+func (p *tableDeletes[T, K]) Cleanup(context.Context, []int) [][]error { return nil }
+
+// Delete implements index.Deletes: the single Delete.
+func (p *tableDeletes[T, K]) Delete(ctx context.Context, i int) error {
+	return p.s.Delete(ctx, p.ids[i])
 }

@@ -258,130 +258,149 @@ func (s *Store[T, K]) blockRuns(ctx context.Context, wr []*write[K], idx []int, 
 	return ok, errs
 }
 
-// putCluster is PutMany on a cluster (batchedCluster), setting errs: the
-// engine's RunMany, per pass one pipeline of the blocks' reads (the
+// putCluster is PutMany on a cluster (batchedCluster), setting errs:
+// index.PutMany over, per pass, one pipeline of the blocks' reads (the
 // created timestamps, the states of an aggregate with lookups), the
-// claims, the block runs (blockRuns) and the old entries' deletes, then
-// one pipeline of the listing's ZADDs. An item whose block changed since
-// it was read is read and written again in a later pass, as Put does.
+// claims, the block runs (blockRuns) and the old entries' deletes
+// (clusterPuts), then one pipeline of the listing's ZADDs.
 func (s *Store[T, K]) putCluster(ctx context.Context, ts []*T, errs []error) {
 	const op = "Put"
-	lookups := len(s.d.Lookups) > 0
 	var at []int
-	var names []any
-	var blocks [][]byte
-	var want []int64
+	var send []*T
 	var fields [][]string
 	for i, t := range ts {
 		id := *s.d.ID(t)
 		if errs[i] = s.nameTooLarge(op, id); errs[i] != nil {
 			continue
 		}
-		v := s.d.VersionOf(t)
-		f, err := s.fields(op, id, t, v+1)
-		if errs[i] = err; err != nil {
-			continue
+		f, err := s.fields(op, id, t, s.d.VersionOf(t)+1)
+		if errs[i] = err; err == nil {
+			at, send, fields = append(at, i), append(send, t), append(fields, f)
 		}
-		at, names, blocks = append(at, i), append(names, id), append(blocks, s.d.Keys.Bytes(id))
-		want, fields = append(want, v), append(fields, f)
 	}
 	if len(at) == 0 {
 		return
 	}
-	// What the last read of each item saw, and its write.
-	created := make([]*string, len(at))
-	states := make([]*state[T], len(at))
-	wr := make([]*write[K], len(at))
-	short := make([]error, len(at))
-	var reads int64
-	read := func(ctx context.Context, idx []int) ([]index.Attempt, []error) {
-		as, rerrs := make([]index.Attempt, len(idx)), make([]error, len(idx))
-		reads++
-		hget := make([]*redis.StringCmd, len(idx))
-		hgetall := make([]*redis.MapStringStringCmd, len(idx))
-		_ = pipelines(ctx, s.c, len(idx), func(p redis.Pipeliner, j int) {
-			key := s.blockKey(blocks[idx[j]])
-			if s.d.Created != nil {
-				hget[j] = p.HGet(ctx, key, s.d.Created.Key)
-			}
-			if lookups {
-				hgetall[j] = p.HGetAll(ctx, key)
-			}
-		}, nil)
-		for j, k := range idx {
-			id, t := *s.d.ID(ts[at[k]]), ts[at[k]]
-			created[k], states[k], short[k] = nil, nil, nil
-			if hget[j] != nil {
-				if created[k], rerrs[j] = s.createdOf(op, id, t, hget[j]); rerrs[j] != nil {
-					continue
-				}
-			}
-			if hgetall[j] != nil {
-				st, err := s.stateOf(op, id, hgetall[j])
-				if rerrs[j] = err; err != nil {
-					continue
-				}
-				states[k] = &st
-			}
-			w, err := s.putWrite(op, t, want[k], fields[k], created[k], states[k])
-			if err == nil {
-				err = s.ready(w)
-			}
-			if rerrs[j] = err; err != nil {
-				continue
-			}
-			if st := states[k]; st != nil {
-				as[j] = index.Attempt{Found: st.found, Stamp: index.Stamp{Seq: parseSeq(st.seq), Inc: decInc(st.inc)},
-					Before: s.indexKeys(w.bk, w.before), After: s.indexKeys(w.bk, w.after)}
-			} else {
-				// Without lookups the block run checks only the created
-				// timestamp read: each read a stamp of its own, so that
-				// a run refused for one changed meanwhile is read and
-				// written again, up to the engine's attempts, as Put
-				// tries again.
-				as[j] = index.Attempt{Found: true, Stamp: index.Stamp{Seq: reads}}
-			}
-		}
-		return as, rerrs
+	n := len(at)
+	p := &clusterPuts[T, K]{s: s, ts: send, fields: fields, want: make([]int64, n),
+		created: make([]*string, n), states: make([]*state[T], n), wr: make([]*write[K], n), short: make([]error, n)}
+	for k, t := range send {
+		p.want[k] = s.d.VersionOf(t)
 	}
-	perrs := s.eng.RunMany(ctx, op, names, blocks, read, func(ctx context.Context, idx []int, sts []index.Stamp) ([]bool, []error) {
-		// The writes again, with the stamps the engine gave them (they
-		// passed their checks when they were read).
-		ok, werrs := make([]bool, len(idx)), make([]error, len(idx))
-		var run, pos []int
-		for j, k := range idx {
-			w, err := s.putWriteAt(op, ts[at[k]], want[k], fields[k], created[k], states[k], &sts[j])
-			if err == nil {
-				err = s.ready(w)
-			}
-			if werrs[j] = err; err == nil {
-				wr[k], run, pos = w, append(run, k), append(pos, j)
-			}
-		}
-		rok, rerrs := s.blockRuns(ctx, wr, run, short)
-		for n, j := range pos {
-			ok[j], werrs[j] = rok[n], rerrs[n]
-		}
-		return ok, werrs
-	})
 	var written []int
-	for k, i := range at {
-		err := perrs[k]
+	for k, err := range index.PutMany(ctx, s.eng, s.d, op, send, p) {
+		i := at[k]
 		var f *failure
 		if errors.As(err, &f) {
 			err = f
 		}
-		if err == nil && short[k] != nil {
-			err = short[k]
+		if err == nil && p.short[k] != nil {
+			err = p.short[k]
+			s.d.SetVersion(ts[i], p.want[k]) // not known written
 		}
 		if err != nil {
 			errs[i] = s.checkFailed(op, *s.d.ID(ts[i]), err)
 			continue
 		}
-		s.d.SetVersion(ts[i], want[k]+1)
 		written = append(written, k)
 	}
-	s.listMany(ctx, op, written, wr, errs, at)
+	s.listMany(ctx, op, written, p.wr, errs, at)
+}
+
+// clusterPuts are the store commands of putCluster (index.Puts).
+type clusterPuts[T any, K comparable] struct {
+	s      *Store[T, K]
+	ts     []*T
+	fields [][]string
+	want   []int64 // the versions expected, as given
+	// What the last read of each item saw, and its write.
+	created []*string
+	states  []*state[T]
+	wr      []*write[K]
+	// short: a run that failed after a first change, whose outcome
+	// stays unknown even if its block reads back with the new stamp.
+	short []error
+	reads int64
+}
+
+// ReadStates reads the items idx in one pipeline: the created entries
+// (HGET) and, with lookups, the blocks (HGETALL). Without lookups the
+// block run checks only the created entry read: each read is a stamp of
+// its own, so that a run refused for one changed meanwhile is read and
+// written again, as Put tries again; the run checks the version.
+func (p *clusterPuts[T, K]) ReadStates(ctx context.Context, idx []int) ([]index.BlockState[*T], []error) {
+	const op = "Put"
+	s := p.s
+	sts, errs := make([]index.BlockState[*T], len(idx)), make([]error, len(idx))
+	p.reads++
+	hget := make([]*redis.StringCmd, len(idx))
+	hgetall := make([]*redis.MapStringStringCmd, len(idx))
+	lookups := len(s.d.Lookups) > 0
+	_ = pipelines(ctx, s.c, len(idx), func(pipe redis.Pipeliner, j int) {
+		key := s.BlockKey(*s.d.ID(p.ts[idx[j]]))
+		if s.d.Created != nil {
+			hget[j] = pipe.HGet(ctx, key, s.d.Created.Key)
+		}
+		if lookups {
+			hgetall[j] = pipe.HGetAll(ctx, key)
+		}
+	}, nil)
+	for j, k := range idx {
+		id, t := *s.d.ID(p.ts[k]), p.ts[k]
+		p.created[k], p.states[k], p.short[k] = nil, nil, nil
+		if hget[j] != nil {
+			v, err := hget[j].Result()
+			if errors.Is(err, redis.Nil) {
+				v = ""
+			} else if err != nil {
+				errs[j] = s.fail(op, id, nil, err)
+				continue
+			}
+			p.created[k] = &v
+			if v != "" {
+				sts[j].Created = decoder(v)
+			}
+		}
+		sts[j].Found, sts[j].Stamp = true, index.Stamp{Seq: p.reads}
+		if hgetall[j] != nil {
+			st, err := s.stateOf(op, id, hgetall[j])
+			if errs[j] = err; err != nil {
+				continue
+			}
+			p.states[k] = &st
+			sts[j] = index.BlockState[*T]{Found: st.found, Stamp: index.Stamp{Seq: parseSeq(st.seq), Inc: decInc(st.inc)},
+				Value: st.t, Created: sts[j].Created}
+		}
+		w, err := s.putWrite(op, t, p.want[k], p.fields[k], p.created[k], p.states[k])
+		if err == nil {
+			err = s.ready(w)
+		}
+		errs[j] = err
+	}
+	return sts, errs
+}
+
+// WriteBlocks runs the items' block scripts, with the stamps the engine
+// gave them, in one pipeline (blockRuns).
+func (p *clusterPuts[T, K]) WriteBlocks(ctx context.Context, idx []int, sts []index.Stamp) ([]bool, []error) {
+	const op = "Put"
+	s := p.s
+	ok, werrs := make([]bool, len(idx)), make([]error, len(idx))
+	var run, pos []int
+	for j, k := range idx {
+		w, err := s.putWriteAt(op, p.ts[k], p.want[k], p.fields[k], p.created[k], p.states[k], &sts[j])
+		if err == nil {
+			err = s.ready(w)
+		}
+		if werrs[j] = err; err == nil {
+			p.wr[k], run, pos = w, append(run, k), append(pos, j)
+		}
+	}
+	rok, rerrs := s.blockRuns(ctx, p.wr, run, p.short)
+	for n, j := range pos {
+		ok[j], werrs[j] = rok[n], rerrs[n]
+	}
+	return ok, werrs
 }
 
 // listMany adds the blocks wr[k] for k in written to the listing and
