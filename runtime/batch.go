@@ -170,7 +170,7 @@ func (r Repo[T, K]) writeMany(ctx context.Context, op string, ts []*T, many func
 		err := errs[j]
 		if errors.Is(err, errFenceMoved) {
 			// Nothing written: once more under the record as it is.
-			err = r.fenced(ctx, single, func(ctx context.Context) error { return one(ctx, t) })
+			err = r.fenced(ctx, single, r.knownID(t), func(ctx context.Context) error { return one(ctx, t) })
 		}
 		if err != nil && r.purgeable(err) {
 			if removed, perr := r.purge(ctx, t); perr == nil && removed {
@@ -251,7 +251,7 @@ func (r Repo[T, K]) deleteMany(ctx context.Context, ids []K) error {
 	for j, err := range errs {
 		if errors.Is(err, errFenceMoved) {
 			// Nothing written: once more under the record as it is.
-			err = r.fenced(ctx, "Delete", func(ctx context.Context) error { return r.S.Delete(ctx, send[j]) })
+			err = r.fenced(ctx, "Delete", send[j], func(ctx context.Context) error { return r.S.Delete(ctx, send[j]) })
 		}
 		if err != nil {
 			b.errs[idx[j]] = r.ctxErr(ctx, "Delete", err)

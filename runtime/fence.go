@@ -175,13 +175,16 @@ func (r Repo[T, K]) fence(ctx context.Context, op string, fresh bool) (context.C
 }
 
 // fenced runs write with the fence of the recorded layout in its context
-// (fence), unless ctx is done already (the context's error: nothing is
-// sent). A write that found the fence moved wrote nothing: the record
+// (fence), unless ctx is done already (the context's error, naming block
+// id, nil when it is not known yet: nothing is sent). A write that found the fence moved wrote nothing: the record
 // is checked again and, while the layout fits, the write made again.
-func (r Repo[T, K]) fenced(ctx context.Context, op string, write func(context.Context) error) error {
+func (r Repo[T, K]) fenced(ctx context.Context, op string, id any, write func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		// Never sent: nothing was written, whatever the store.
-		return Fail(op, r.D.Aggregate, nil, nil, err)
+		if id != nil {
+			id = shortID(id)
+		}
+		return Fail(op, r.D.Aggregate, id, nil, err)
 	}
 	for attempt := 0; ; attempt++ {
 		fctx, err := r.fence(ctx, op, attempt > 0)

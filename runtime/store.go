@@ -336,7 +336,7 @@ func (r Repo[T, K]) create(ctx context.Context, t *T) error {
 		return err
 	}
 	undo := r.D.Stamp(t, r.Now(), true)
-	err := r.fenced(ctx, "Create", func(ctx context.Context) error {
+	err := r.fenced(ctx, "Create", r.knownID(t), func(ctx context.Context) error {
 		return r.retryExpired(ctx, t, func() error { return r.S.Create(ctx, t) })
 	})
 	if err != nil {
@@ -363,7 +363,7 @@ func (r Repo[T, K]) put(ctx context.Context, t *T) error {
 	// Created as for a new block: the store keeps the stored one of a
 	// block that exists, and sets t's to it.
 	undo := r.D.Stamp(t, now, true)
-	err := r.fenced(ctx, "Put", func(ctx context.Context) error {
+	err := r.fenced(ctx, "Put", r.knownID(t), func(ctx context.Context) error {
 		if _, err := r.clearExpired(ctx, *r.D.ID(t), now); err != nil {
 			return err
 		}
@@ -383,7 +383,7 @@ func (r Repo[T, K]) del(ctx context.Context, id K) error {
 	}
 	// An expired block is absent: removed with its lookup entries, and
 	// the Delete fails with ErrNotFound, as for a missing block.
-	return r.ctxErr(ctx, "Delete", r.fenced(ctx, "Delete", func(ctx context.Context) error {
+	return r.ctxErr(ctx, "Delete", r.fenced(ctx, "Delete", id, func(ctx context.Context) error {
 		return r.liveWrite(ctx, "Delete", id, nil, func() error { return r.S.Delete(ctx, id) })
 	}))
 }
@@ -408,9 +408,20 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 		// that writes nothing only checks).
 		u.Changes = append(u.Changes[:len(u.Changes):len(u.Changes)], r.touch())
 	}
-	return r.ctxErr(ctx, op, r.fenced(ctx, op, func(ctx context.Context) error {
+	return r.ctxErr(ctx, op, r.fenced(ctx, op, id, func(ctx context.Context) error {
 		return r.liveWrite(ctx, op, id, u.Changes, func() error { return r.S.Update(ctx, op, id, u) })
 	}))
+}
+
+// knownID is the id of t for an error, nil while a counter is still to
+// allocate it.
+func (r Repo[T, K]) knownID(t *T) any {
+	if r.D.Counter != nil {
+		if _, n := r.D.Counter.Split(*r.D.ID(t)); n == 0 {
+			return nil
+		}
+	}
+	return *r.D.ID(t)
 }
 
 // touch is the change that sets the updated timestamp to now.
@@ -431,7 +442,7 @@ func (r Repo[T, K]) appendElem(ctx context.Context, op string, id K, f *Field[T]
 		with = append(with, r.touch())
 	}
 	var i int
-	err := r.fenced(ctx, op, func(ctx context.Context) error {
+	err := r.fenced(ctx, op, id, func(ctx context.Context) error {
 		return r.liveWrite(ctx, op, id, nil, func() (err error) {
 			i, err = r.S.Append(ctx, op, id, f, elem, with...)
 			return err

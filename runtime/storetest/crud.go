@@ -515,6 +515,7 @@ func testCancelledContext(t *testing.T, e *env) {
 			return err
 		}},
 		{"ListByThread", func() error { _, err := e.Replies.ListByThread(ctx, "t", runtime.PageRequest{}); return err }},
+		{"CountByThread", func() error { _, err := e.Replies.CountByThread(ctx, "t"); return err }},
 		{"Repair", func() error { _, err := e.Matches.Repair(ctx); return err }},
 		{"EnsureIndexes", func() error { return e.Matches.EnsureIndexes(ctx) }},
 	}
@@ -522,6 +523,16 @@ func testCancelledContext(t *testing.T, e *env) {
 		var err error
 		noPanic(t, c.what, func() { err = c.call() })
 		checkErr(t, err, context.Canceled, fmt.Sprintf("%s with a cancelled context", c.what))
+	}
+	// The writes of a given block name it.
+	for _, c := range calls {
+		switch c.what {
+		case "Put", "Delete", "SetRegion", "SetCode", "AppendRounds", "SetRoundsAt", "Update":
+			var re *runtime.Error
+			if err := c.call(); !errors.As(err, &re) || re.ID != "m" {
+				t.Errorf("%s of block m with a cancelled context: %v, want an error naming the block", c.what, err)
+			}
+		}
 	}
 	e.unchanged(t, "calls with a cancelled context", before)
 }
