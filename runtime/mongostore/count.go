@@ -46,6 +46,12 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 		}
 		filter = f
 	}
+	return s.countLive(ctx, op, filter, now)
+}
+
+// countLive counts the documents filter matches that are not expired at
+// now, with one countDocuments.
+func (s *Store[T, K]) countLive(ctx context.Context, op string, filter bson.D, now time.Time) (int64, bool, error) {
 	if s.d.Expires != nil {
 		filter = s.liveFilter(filter, now)
 	}
@@ -66,15 +72,7 @@ func (s *Store[T, K]) CountScope(ctx context.Context, op string, scope K, now ti
 	if err != nil {
 		return 0, false, err
 	}
-	if s.d.Expires != nil {
-		filter = s.liveFilter(filter, now)
-	}
-	runtime.RoundTrip(ctx)
-	n, err := s.coll.CountDocuments(ctx, filter)
-	if err != nil {
-		return 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
-	}
-	return n, true, nil
+	return s.countLive(ctx, op, filter, now)
 }
 
 // liveFilter is filter narrowed to the documents not expired at now:
