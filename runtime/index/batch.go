@@ -369,29 +369,39 @@ func (e *Engine[T]) commitPass(ctx context.Context, op string, ws []Write, idx [
 // per position in live, whether the block carries stamp sts[j].
 func (e *Engine[T]) appliedMany(ctx context.Context, ws []Write, live []int, sts []Stamp, check []int) ([]bool, error) {
 	applied := make([]bool, len(live))
+	err := e.readBack(ctx, check, func(j int) []byte { return ws[live[j]].Block }, func(j int, b Block[T]) {
+		applied[j] = b.Stamp == sts[j]
+	})
+	return applied, err
+}
+
+// readBack reads the blocks key(j) for j in check, in batches, on a
+// context that ends runtime.CleanupTimeout after ctx, and calls found(j,
+// b) for each block read.
+func (e *Engine[T]) readBack(ctx context.Context, check []int, key func(j int) []byte, found func(j int, b Block[T])) error {
 	if len(check) == 0 {
-		return applied, nil
+		return nil
 	}
 	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
 	keys := make([][]byte, len(check))
 	at := make(map[string]int, len(check))
 	for n, j := range check {
-		keys[n] = ws[live[j]].Block
+		keys[n] = key(j)
 		at[string(keys[n])] = j
 	}
 	for _, run := range batches(keys, e.Batch) {
 		bs, err := e.P.ReadBlocks(ctx, run)
 		if err != nil {
-			return applied, err
+			return err
 		}
 		for _, b := range bs {
 			if j, ok := at[string(b.Key)]; ok {
-				applied[j] = b.Stamp == sts[j]
+				found(j, b)
 			}
 		}
 	}
-	return applied, nil
+	return nil
 }
 
 // spans splits keys into runs within lim: the [from, to) of each.

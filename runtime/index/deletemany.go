@@ -163,28 +163,11 @@ func (e *Engine[V]) deleteRead(ctx context.Context, op string, ids []any, blocks
 // another incarnation.
 func (e *Engine[V]) goneMany(ctx context.Context, blocks [][]byte, send []int, read []BlockState[V], check []int) ([]bool, error) {
 	gone := make([]bool, len(send))
-	if len(check) == 0 {
-		return gone, nil
-	}
-	ctx, cancel := runtime.Detach(ctx)
-	defer cancel()
-	keys := make([][]byte, len(check))
-	at := make(map[string]int, len(check))
-	for n, j := range check {
-		keys[n] = blocks[send[j]]
-		at[string(keys[n])] = j
+	for _, j := range check {
 		gone[j] = true
 	}
-	for _, run := range batches(keys, e.Batch) {
-		bs, err := e.P.ReadBlocks(ctx, run)
-		if err != nil {
-			return gone, err
-		}
-		for _, b := range bs {
-			if j, ok := at[string(b.Key)]; ok {
-				gone[j] = b.Stamp.Inc != read[j].Stamp.Inc
-			}
-		}
-	}
-	return gone, nil
+	err := e.readBack(ctx, check, func(j int) []byte { return blocks[send[j]] }, func(j int, b Block[V]) {
+		gone[j] = b.Stamp.Inc != read[j].Stamp.Inc
+	})
+	return gone, err
 }
