@@ -92,15 +92,7 @@ func (r Repo[T, K]) countScope(ctx context.Context, op string, scope K) (int64, 
 			return n, r.ctxErr(ctx, op, err)
 		}
 	}
-	var from int64
-	n, err := r.countRead(func(after []byte, n int) ([]*T, []byte, bool, error) {
-		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n)
-		if err != nil && last <= from {
-			return items, nil, more, err
-		}
-		from = last
-		return items, AppendInt(nil, last), more, err
-	})
+	n, err := r.countRead(r.scopeReads(ctx, op, scope))
 	return n, r.ctxErr(ctx, op, err)
 }
 

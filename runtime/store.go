@@ -594,7 +594,14 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 	}
 	s, _ := r.D.Counter.Split(scope)
 	query := r.D.Aggregate + "." + op + ":" + string(s)
-	return paginate(query, req, fill(r, func(after []byte, n int) ([]*T, []byte, bool, error) {
+	return paginate(query, req, fill(r, r.scopeReads(ctx, op, scope)), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+}
+
+// scopeReads reads the blocks of one counter scope after a position (the
+// number of the last block read, nil: from the first), as listings and
+// counts read them.
+func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K) func(after []byte, n int) ([]*T, []byte, bool, error) {
+	return func(after []byte, n int) ([]*T, []byte, bool, error) {
 		var from int64
 		if after != nil {
 			v, err := positionIn(after, 1, MaxPosition)
@@ -608,7 +615,7 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 			return items, nil, more, err // no position to resume after
 		}
 		return items, AppendInt(nil, last), more, err
-	}), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+	}
 }
 
 // MaxElemIndex bounds element positions in cursors: larger ones can only
