@@ -35,7 +35,7 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 		live := s.liveAt(tx, b, op, now)
 		var err error
 		if l == nil {
-			n, err = s.countBlocks(ctx, b, live)
+			n, err = s.countBlocks(ctx, b, nil, nil, live)
 		} else {
 			bl := s.boltLookup(l)
 			n, err = countRange(ctx, tx.Bucket([]byte(bl.Name)), rng, func(k, v []byte) (bool, error) {
@@ -79,7 +79,7 @@ func (s *Store[T, K]) CountScope(ctx context.Context, op string, scope K, now ti
 			return num >= 1 && bytes.Equal(sc, prefix)
 		}
 		var err error
-		n, err = s.countFrom(ctx, b, BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, 1))), in, s.liveAt(tx, b, op, now))
+		n, err = s.countBlocks(ctx, b, BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, 1))), in, s.liveAt(tx, b, op, now))
 		return err
 	})
 	if err != nil {
@@ -104,18 +104,12 @@ func (s *Store[T, K]) liveAt(tx *bbolt.Tx, b *bbolt.Bucket, op string, now time.
 	}
 }
 
-// countBlocks counts the block markers of bucket b: the first key of each
-// block is its marker (the block key and the separator), and the next
-// block starts past every key the marker prefixes. live, when set, says
-// which blocks are counted.
-func (s *Store[T, K]) countBlocks(ctx context.Context, b *bbolt.Bucket, live func(K) bool) (int64, error) {
-	return s.countFrom(ctx, b, nil, nil, live)
-}
-
-// countFrom counts as countBlocks does the block markers from key first
-// on (nil: the first of the bucket) while in reports true (nil: to the
-// last).
-func (s *Store[T, K]) countFrom(ctx context.Context, b *bbolt.Bucket, first []byte, in, live func(K) bool) (int64, error) {
+// countBlocks counts the block markers of bucket b from key first on
+// (nil: the first of the bucket) while in reports true (nil: to the
+// last): the first key of each block is its marker (the block key and
+// the separator), and the next block starts past every key the marker
+// prefixes. live, when set, says which blocks are counted.
+func (s *Store[T, K]) countBlocks(ctx context.Context, b *bbolt.Bucket, first []byte, in, live func(K) bool) (int64, error) {
 	var n, seen int64
 	cur := b.Cursor()
 	k, _ := cur.First()
