@@ -227,11 +227,10 @@ func (e *Engine[T]) stillOwned(ctx context.Context, op string, id any, block []b
 }
 
 // undo removes the items attempt a created and puts back those it
-// changed, unless a later write has touched them since. An item of block
-// goes back with the block's current incarnation: the one it had may
-// belong to another failed attempt. It returns the first command error
-// (what it could not undo stays for Repair). It runs on runtime.Detach:
-// not cancelled with the caller, but bounded.
+// changed (undoTouched), unless a later write has touched them since. It
+// returns the first command error (what it could not undo stays for
+// Repair). It runs on runtime.Detach: not cancelled with the caller, but
+// bounded.
 func (e *Engine[T]) undo(ctx context.Context, block []byte, a *attempt) error {
 	ctx, cancel := runtime.Detach(ctx)
 	defer cancel()
@@ -245,23 +244,95 @@ func (e *Engine[T]) undo(ctx context.Context, block []byte, a *attempt) error {
 		keep(e.deleteItems(ctx, i, keys, Cond{Kind: Marked, W: a.w}))
 	}
 	keep(e.undoUnsure(ctx, block, a))
-	cur, known := int64(0), false
-	for i, items := range a.touched {
+	keep(e.undoTouched(ctx, block, a))
+	return first
+}
+
+// touchedItem is an item an attempt changed, as it was, of lookup l.
+type touchedItem struct {
+	l  int
+	it Item
+}
+
+// undoTouched puts back the items a changed, each on condition that it
+// still bears a's mark. An item of another block (a stale unique claim a
+// took over) goes back as it was. An item of block itself belonged to
+// another write of the block, landed, failed or in flight, and is decided
+// on the block as it is now:
+//   - the block holds the value: the item goes back as the current
+//     state's (its incarnation and sequence, no attempt's mark, so that
+//     no undo of another attempt removes it);
+//   - the block, of the item's incarnation, does not hold it: the item is
+//     needed only by a write in flight over the current state, so the
+//     block is fenced (its stamp moved on: that write can no longer land,
+//     and starts again) and the item goes. Putting it back instead would
+//     leave it stale for good when its write has already undone itself
+//     (its undo found a's mark and left the item alone);
+//   - the block is gone, or of another incarnation: an insert in flight
+//     may need the item, which goes back as it was (stale, for reads and
+//     Repair to remove, if no such insert lands).
+func (e *Engine[T]) undoTouched(ctx context.Context, block []byte, a *attempt) error {
+	mine := Cond{Kind: Marked, W: a.w}
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	var own []touchedItem
+	for l, items := range a.touched {
 		for _, it := range items {
 			if string(it.Block) == string(block) {
-				if !known {
-					known = true
-					if b, found, err := e.readBlock(ctx, block); err == nil && found {
-						cur = b.Stamp.Inc
-					}
-				}
-				if cur != 0 {
-					it.Inc = cur
-				}
+				own = append(own, touchedItem{l, it})
+				continue
 			}
-			_, _, err := e.P.PutItem(ctx, i, it, Cond{Kind: Marked, W: a.w})
+			_, _, err := e.P.PutItem(ctx, l, it, mine)
 			keep(err)
 		}
+	}
+	for range runtime.MaxAttempts {
+		if len(own) == 0 {
+			return first
+		}
+		b, found, err := e.readBlock(ctx, block)
+		if err != nil {
+			keep(err)
+			break
+		}
+		var drop []touchedItem
+		for _, t := range own {
+			switch {
+			case found && b.Err == nil && Holds(LookupKeys(e.Lookups[t.l].Unique, e.Lookups[t.l].Values(b.Value), block), t.it.Key):
+				_, _, err := e.P.PutItem(ctx, t.l, Item{Key: t.it.Key, Block: block, Inc: b.Stamp.Inc, Seq: b.Stamp.Seq}, mine)
+				keep(err)
+			case found && b.Err == nil && t.it.Inc == b.Stamp.Inc:
+				drop = append(drop, t)
+			default:
+				_, _, err := e.P.PutItem(ctx, t.l, t.it, mine)
+				keep(err)
+			}
+		}
+		own = drop
+		if len(own) == 0 {
+			return first
+		}
+		fenced, err := e.P.FenceBlock(ctx, block, b.Stamp, NextSeq(b.Stamp.Seq))
+		if err != nil {
+			keep(err)
+			break
+		}
+		if fenced {
+			for _, t := range own {
+				keep(e.deleteItems(ctx, t.l, [][]byte{t.it.Key}, mine))
+			}
+			return first
+		}
+		// The block changed meanwhile: decide again.
+	}
+	// Undecided: the items go back as they were (stale at worst).
+	for _, t := range own {
+		_, _, err := e.P.PutItem(ctx, t.l, t.it, mine)
+		keep(err)
 	}
 	return first
 }
