@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -69,60 +68,42 @@ func (s *Store[T, K]) putCounted(ctx context.Context, ts []*T) []error {
 }
 
 // counted is a batch op (CreateMany, PutMany) of ts with a counter: the
-// counters move once per scope, write writes the blocks, copies of the
-// items with their keys (their numbers allocated or given), without
-// moving a counter, and single is the item's single call, for the items
-// the batch leaves to it.
+// items are checked as the single calls check them before their counters
+// move, then runtime.CountedMany moves the counters once per scope and
+// write writes the blocks, copies of the items with their keys, without
+// moving a counter; single is the item's single call, for the items the
+// batch leaves to it.
 func (s *Store[T, K]) counted(ctx context.Context, op string, ts []*T, write func([]*T) []error, single func(*T) error) []error {
 	errs := make([]error, len(ts))
-	refused := make([]bool, len(ts))
-	ids := make([]K, len(ts))
 	for i, t := range ts {
 		if errs[i] = bsonval.CheckBlock(op, s.d, t, MaxDepth); errs[i] == nil {
 			errs[i] = s.fitsBeforeCounter(op, t)
 		}
-		if refused[i] = errs[i] != nil; !refused[i] {
-			ids[i] = *s.d.ID(t)
-		}
 	}
-	keys := make([]*K, len(ts))
-	var alone []int
-	for _, cs := range runtime.CounterScopes(s.d.Counter, ids, refused) {
-		if len(cs.Alloc) > 0 {
-			if last, err := s.allocateMany(ctx, op, cs.Key, len(cs.Alloc)); err != nil {
-				alone = append(alone, cs.Alloc...)
-			} else {
-				alone = append(alone, cs.Place(s.d.Counter, ids, last, keys)...)
-			}
-		}
-		if cs.Raise > 0 {
-			if err := s.raise(ctx, op, s.d.Counter.With(cs.Key, cs.Raise)); err != nil {
-				alone = append(alone, cs.Given...) // raised by its single call
-			} else {
-				for _, i := range cs.Given {
-					keys[i] = &ids[i]
-				}
-			}
-		}
-	}
-	// The blocks, on copies with their keys: a failed item keeps its key
-	// as given.
-	at, cs := s.d.Keyed(ts, keys)
-	cerrs := write(cs)
-	for j, i := range at {
-		err := cerrs[j]
-		if _, n := s.d.Counter.Split(ids[i]); n == 0 && errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, *s.d.ID(cs[j])) {
-			alone = append(alone, i) // a number given explicitly: the next one
-			continue
-		}
-		if errs[i] = err; err == nil {
-			*ts[i] = *cs[j]
-		}
-	}
-	// In slice order, as the single calls would take their numbers.
-	slices.Sort(alone)
-	for _, i := range alone {
-		errs[i] = single(ts[i])
+	runtime.CountedMany(ctx, s.d, op, ts, errs, batchCounters[T, K]{s},
+		func(_ context.Context, cs []*T, _ []bool) []error { return write(cs) },
+		func(ctx context.Context, t *T, err error) bool {
+			return errors.Is(err, runtime.ErrDuplicate) && s.exists(ctx, *s.d.ID(t))
+		},
+		func(_ context.Context, t *T) error { return single(t) })
+	return errs
+}
+
+// batchCounters are the store's counters as runtime.CountedMany moves
+// them: one UpdateItem ADD per scope to allocate, one conditional
+// UpdateItem per scope to raise.
+type batchCounters[T any, K comparable] struct{ s *Store[T, K] }
+
+// AllocateMany is allocateMany.
+func (b batchCounters[T, K]) AllocateMany(ctx context.Context, op string, key K, n int) (int64, error) {
+	return b.s.allocateMany(ctx, op, key, n)
+}
+
+// RaiseMany raises each scope's counter with its own UpdateItem.
+func (b batchCounters[T, K]) RaiseMany(ctx context.Context, op string, keys []K) []error {
+	errs := make([]error, len(keys))
+	for r, key := range keys {
+		errs[r] = b.s.raise(ctx, op, key)
 	}
 	return errs
 }

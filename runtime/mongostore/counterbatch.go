@@ -3,7 +3,6 @@ package mongostore
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -32,13 +31,13 @@ import (
 // items to the single call, which says why.
 
 // countedMany is a batch write with a counter (op "Create" or "Put"),
-// setting errs: write writes the blocks whose keys are set, the items of
-// alloc with numbers allocated by the batch, and one is the single
-// call of an item the batch leaves to it.
+// setting errs: the items are checked as the single call checks them
+// before its counter moves, then runtime.CountedMany moves the counters
+// and write writes the blocks whose keys are set (alloc: the numbers
+// allocated by the batch); one is the single call of an item the batch
+// leaves to it.
 func (s *Store[T, K]) countedMany(ctx context.Context, op string, ts []*T, errs []error,
 	write func(ctx context.Context, ts []*T, alloc []bool, errs []error), one func(context.Context, *T) error) {
-	refused := make([]bool, len(ts))
-	ids := make([]K, len(ts))
 	var ready error
 	checked := false
 	for i, t := range ts {
@@ -53,86 +52,56 @@ func (s *Store[T, K]) countedMany(ctx context.Context, op string, ts []*T, errs 
 				errs[i] = s.newExpected(op, t)
 			}
 		}
-		refused[i] = errs[i] != nil
-		if !refused[i] {
-			ids[i] = *s.d.ID(t)
-		}
 	}
-	// keys are the items' block keys, allocated or given; single the
-	// items left to the single Create.
-	keys := make([]*K, len(ts))
-	var single []int
-	scopes := runtime.CounterScopes(s.d.Counter, ids, refused)
-	var raises []mongo.WriteModel
-	var raised [][]int // per raise, its scope's items with explicit numbers
-	for _, cs := range scopes {
-		counter, _ := s.counterID(cs.Key)
-		if len(cs.Alloc) > 0 {
-			last, err := s.allocateMany(ctx, counter, len(cs.Alloc))
-			if err != nil {
-				single = append(single, cs.Alloc...)
-			} else {
-				single = append(single, cs.Place(s.d.Counter, ids, last, keys)...)
-			}
-		}
-		if cs.Raise > 0 {
-			raises = append(raises, mongo.NewUpdateOneModel().SetFilter(ByID(counter)).
-				SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: cs.Raise}}}}).SetUpsert(true))
-			raised = append(raised, cs.Given)
-		}
-	}
-	if len(raises) > 0 {
-		runtime.RoundTrip(ctx)
-		_, err := s.counters.BulkWrite(ctx, raises, options.BulkWrite().SetOrdered(false))
-		failed := map[int]bool{}
-		var bwe mongo.BulkWriteException
-		switch {
-		case errors.As(err, &bwe) && len(bwe.WriteErrors) > 0 && bwe.WriteConcernError == nil:
-			for _, we := range bwe.WriteErrors {
-				failed[we.Index] = true
-			}
-		case err != nil:
-			for r := range raises {
-				failed[r] = true
-			}
-		}
-		for r, given := range raised {
-			for _, i := range given {
-				if failed[r] {
-					single = append(single, i) // raised by its single call
-				} else {
-					keys[i] = &ids[i]
-				}
-			}
-		}
-	}
-	// The blocks, on copies with their keys: a failed item keeps its key
-	// as given.
-	at, cs := s.d.Keyed(ts, keys)
-	cerrs := make([]error, len(cs))
-	alloc := make([]bool, len(cs))
-	for j, i := range at {
-		_, n := s.d.Counter.Split(ids[i])
-		alloc[j] = n == 0
-	}
-	if len(cs) > 0 {
+	runtime.CountedMany(ctx, s.d, op, ts, errs, s.batchCounters(), func(ctx context.Context, cs []*T, alloc []bool) []error {
+		cerrs := make([]error, len(cs))
 		write(ctx, cs, alloc, cerrs)
+		return cerrs
+	}, func(_ context.Context, _ *T, err error) bool { return errors.Is(err, errKeyInUse) }, one)
+}
+
+// batchCounters are the store's counters as runtime.CountedMany moves
+// them: a findOneAndUpdate $inc per scope to allocate, one unordered
+// bulkWrite of $max upserts to raise.
+type batchCounters[T any, K comparable] struct{ s *Store[T, K] }
+
+func (s *Store[T, K]) batchCounters() batchCounters[T, K] { return batchCounters[T, K]{s} }
+
+// AllocateMany increments the counter of key's scope by n and returns its
+// new value, the last of the n numbers allocated, in one findAndModify.
+func (b batchCounters[T, K]) AllocateMany(ctx context.Context, _ string, key K, n int) (int64, error) {
+	counter, _ := b.s.counterID(key)
+	var c counterDoc
+	runtime.RoundTrip(ctx)
+	err := b.s.counters.FindOneAndUpdate(ctx, ByID(counter), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(n)}}}},
+		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&c)
+	return c.N, err
+}
+
+// RaiseMany raises the counters of keys' scopes to their numbers in one
+// unordered bulkWrite of $max upserts.
+func (b batchCounters[T, K]) RaiseMany(ctx context.Context, _ string, keys []K) []error {
+	raises := make([]mongo.WriteModel, len(keys))
+	for r, key := range keys {
+		counter, n := b.s.counterID(key)
+		raises[r] = mongo.NewUpdateOneModel().SetFilter(ByID(counter)).
+			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: n}}}}).SetUpsert(true)
 	}
-	for j, i := range at {
-		err := cerrs[j]
-		if alloc[j] && errors.Is(err, errKeyInUse) {
-			single = append(single, i) // a number given explicitly: the next one
-			continue
+	runtime.RoundTrip(ctx)
+	_, err := b.s.counters.BulkWrite(ctx, raises, options.BulkWrite().SetOrdered(false))
+	errs := make([]error, len(keys))
+	var bwe mongo.BulkWriteException
+	switch {
+	case errors.As(err, &bwe) && len(bwe.WriteErrors) > 0 && bwe.WriteConcernError == nil:
+		for _, we := range bwe.WriteErrors {
+			errs[we.Index] = we
 		}
-		if errs[i] = err; err == nil {
-			*ts[i] = *cs[j]
+	case err != nil:
+		for r := range errs {
+			errs[r] = err
 		}
 	}
-	// In slice order, as the single calls would take their numbers.
-	slices.Sort(single)
-	for _, i := range single {
-		errs[i] = one(ctx, ts[i])
-	}
+	return errs
 }
 
 // fitsBeforeCounter refuses a document too large before its counter
@@ -147,12 +116,3 @@ func (s *Store[T, K]) fitsBeforeCounter(op string, t *T) error {
 	return s.checkDoc(op, id, s.doc(&c, 1, Stamp{}))
 }
 
-// allocateMany increments counter id by n and returns its new value, the
-// last of the n numbers allocated, in one findAndModify.
-func (s *Store[T, K]) allocateMany(ctx context.Context, id string, n int) (int64, error) {
-	var c counterDoc
-	runtime.RoundTrip(ctx)
-	err := s.counters.FindOneAndUpdate(ctx, ByID(id), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(n)}}}},
-		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&c)
-	return c.N, err
-}
