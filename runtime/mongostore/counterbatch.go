@@ -115,4 +115,3 @@ func (s *Store[T, K]) fitsBeforeCounter(op string, t *T) error {
 	}
 	return s.checkDoc(op, id, s.doc(&c, 1, Stamp{}))
 }
-
