@@ -63,7 +63,9 @@ func HasUpdate(a *model.Aggregate) bool {
 }
 
 // Methods lists the repository methods of an aggregate, in interface order.
-func Methods(a *model.Aggregate) []Method {
+// stores are those the package is generated for: the docs name only them
+// (none given: every store with a layout declaration).
+func Methods(a *model.Aggregate, stores ...string) []Method {
 	id := func() jen.Code { return jen.Id("id").Add(IDType(a)) }
 	ptr := func() jen.Code { return jen.Op("*").Id(a.Name) }
 	v := Var(a)
@@ -116,7 +118,7 @@ func Methods(a *model.Aggregate) []Method {
 			Doc:    fmt.Sprintf("Update applies every change set in u to block id in one atomic write; entries u leaves nil are not written.%s It fails with runtime.ErrNotFound if the block (or an element u sets) does not exist.%s", versionNote, gone),
 			Params: []jen.Code{Ctx(), id(), jen.Id("u").Id(Update(a))}, Results: []jen.Code{jen.Error()}})
 	}
-	ms = append(ms, moreMethods(a)...)
+	ms = append(ms, moreMethods(a, stores)...)
 	ms = append(ms,
 		Method{Kind: MList, Name: "List",
 			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming it) ends a page early: the page holds the blocks before it and Next resumes after it, so that a caller can go on. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
@@ -130,7 +132,7 @@ func Methods(a *model.Aggregate) []Method {
 
 // moreMethods are the methods for index tables, enumerable keys, batch
 // reads and set-up.
-func moreMethods(a *model.Aggregate) []Method {
+func moreMethods(a *model.Aggregate, stores []string) []Method {
 	id := IDType(a)
 	ptr := func() jen.Code { return jen.Op("*").Id(a.Name) }
 	ms := []Method{
@@ -140,7 +142,7 @@ func moreMethods(a *model.Aggregate) []Method {
 	}
 	for _, l := range a.Lookups {
 		order := partPaths(l) + ", block key"
-		via := lookupVia(a, l)
+		via := lookupVia(a, l, stores)
 		if len(l.Parts) == 1 {
 			p := l.Parts[0]
 			what := "whose " + p.Path + " is v"
@@ -196,7 +198,7 @@ func moreMethods(a *model.Aggregate) []Method {
 	}
 	if len(a.Lookups) > 0 {
 		ms = append(ms, Method{Kind: MRepair, Name: "Repair",
-			Doc:    fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository. Native indexes are kept by the server with every write and need no repair after a crash: MongoDB lookups without the table option (the report lists them under Native) and DynamoDB lookups in global secondary indexes, whose attributes every write of the block carries (Repair writes them only on blocks written outside the repository or before the lookup existed).", a.Name),
+			Doc:    repairDoc(a, stores),
 			Params: []jen.Code{Ctx()}, Results: []jen.Code{RT("RepairReport"), jen.Error()}})
 	}
 	ms = append(ms, Method{Kind: MEnsure, Name: "EnsureIndexes", Doc: ensureDoc(a),
@@ -213,14 +215,13 @@ func moreMethods(a *model.Aggregate) []Method {
 // others; and, where the native index is eventually consistent
 // (DynamoDB's GSIs), what that means and that the table option keeps a
 // strongly consistent index table.
-func lookupVia(a *model.Aggregate, l *model.Lookup) string {
+func lookupVia(a *model.Aggregate, l *model.Lookup, stores []string) string {
 	if l.Table {
 		return "the index table " + LookupName(a, l)
 	}
-	al := access.Lookup{Name: l.Name, Unique: l.Unique, Table: l.Table, Multi: l.Multi(), Zeros: l.IndexZero}
+	al := accessLookup(l)
 	var native, tables, eventual []string
-	for _, n := range LayoutStores() {
-		d, _ := LayoutOf(n)
+	for _, d := range declared(stores) {
 		switch {
 		case d.IsTable(al):
 			tables = append(tables, d.Title)
@@ -247,6 +248,50 @@ func lookupVia(a *model.Aggregate, l *model.Lookup) string {
 		s += ". On " + andList(eventual) + " the index is eventually consistent: a page may miss an aggregate written just before, or hold it as it was before that write (tag " + tag + " for a strongly consistent index table there)"
 	}
 	return s
+}
+
+// accessLookup is l as the layout declarations take it.
+func accessLookup(l *model.Lookup) access.Lookup {
+	return access.Lookup{Name: l.Name, Unique: l.Unique, Table: l.Table, Multi: l.Multi(), Zeros: l.IndexZero}
+}
+
+// declared returns the layout declarations of stores (none given: of
+// every store that has one), in the order given.
+func declared(stores []string) []*access.Store {
+	if len(stores) == 0 {
+		stores = LayoutStores()
+	}
+	var out []*access.Store
+	for _, n := range stores {
+		if d, ok := LayoutOf(n); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// repairDoc is Repair's doc, naming the stores (of stores) that keep a
+// lookup of a in a native index, from their layout declarations.
+func repairDoc(a *model.Aggregate, stores []string) string {
+	doc := fmt.Sprintf("Repair rebuilds the index tables of %s from the aggregates: it writes missing lookup entries and removes stale ones, and reports what it fixed. Run it after a crash on a store without transactions, or after writes that bypassed the repository.", a.Name)
+	var native []string
+	for _, d := range declared(stores) {
+		var names []string
+		for _, l := range a.Lookups {
+			if !d.IsTable(accessLookup(l)) {
+				names = append(names, l.Name)
+			}
+		}
+		if len(names) == len(a.Lookups) {
+			native = append(native, "every lookup on "+d.Title)
+		} else if len(names) > 0 {
+			native = append(native, andList(names)+" on "+d.Title)
+		}
+	}
+	if len(native) > 0 {
+		doc += " Lookups kept in a native secondary index (" + strings.Join(native, "; ") + ") are kept by the server with every write and need no repair after a crash."
+	}
+	return doc
 }
 
 // andList joins words as English does: "a", "a and b", "a, b and c".
@@ -424,7 +469,7 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 	doc := Doc("%s reads and writes %s aggregates: collection %q, strategy %s, block key %s, entries %s. Implementations: %s.",
 		Repo(a), a.Name, a.Collection, a.Strategy, a.ID.GoName, EntryList(a), implList(a, stores))
 	var methods []jen.Code
-	for i, m := range Methods(a) {
+	for i, m := range Methods(a, stores...) {
 		if i > 0 {
 			methods = append(methods, jen.Line())
 		}

@@ -298,7 +298,7 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 	f.Var().Id("_").Id(Repo(a)).Op("=").Id(impl).Values()
 	f.Line()
 	r := jen.Id("r").Dot("r")
-	for _, m := range Methods(a) {
+	for _, m := range Methods(a, stores...) {
 		var call jen.Code
 		switch m.Kind {
 		case MGet:

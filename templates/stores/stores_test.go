@@ -4,9 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/noamgen/noamgen/generator"
+	"github.com/noamgen/noamgen/parser"
 	"github.com/noamgen/noamgen/templates"
 	_ "github.com/noamgen/noamgen/templates/stores"
 )
@@ -97,5 +100,52 @@ func TestGeneratedPackages(t *testing.T) {
 	cmd.Dir = filepath.Join("..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+}
+
+// The store-independent file of a package generated for some stores
+// names only those: the docs of its lookups and of Repair come from their
+// layout declarations.
+func TestCommonFileNamesItsStoresOnly(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "golden", "testdata", "lookups"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := parser.Load(parser.Config{Dir: dir, Pattern: ".", BaseDir: dir})
+	if err != nil || len(schema.Aggregates) == 0 {
+		t.Fatalf("loading %s: %v (%d aggregates)", dir, err, len(schema.Aggregates))
+	}
+	titles := map[string]string{"bolt": "bbolt", "dynamo": "DynamoDB", "mongo": "MongoDB", "redis": "Redis"}
+	for _, stores := range [][]string{{"bolt"}, {"bolt", "redis"}, {"mongo"}, {"dynamo"}, {"bolt", "dynamo", "mongo", "redis"}} {
+		files, err := generator.Generate(schema, generator.Config{Stores: stores})
+		if err != nil {
+			t.Fatal(err)
+		}
+		common := 0
+		for _, f := range files {
+			if !strings.HasSuffix(f.Name, "_noam.gen.go") {
+				continue
+			}
+			common++
+			text := string(f.Content)
+			for store, title := range titles {
+				if !slices.Contains(stores, store) && strings.Contains(text, title) {
+					t.Errorf("generated for %v, %s names %s", stores, f.Name, title)
+				}
+			}
+		}
+		if common == 0 {
+			t.Fatalf("generated for %v: no store-independent file", stores)
+		}
+	}
+	// The native indexes are named where the package has them.
+	files, err := generator.Generate(schema, generator.Config{Stores: []string{"mongo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, "_noam.gen.go") && strings.Contains(string(f.Content), "Repair(ctx") && !strings.Contains(string(f.Content), "native secondary index") {
+			t.Errorf("generated for MongoDB, %s does not say its lookups are native indexes", f.Name)
+		}
 	}
 }

@@ -135,12 +135,9 @@ type TicketRepository interface {
 	// Repair rebuilds the index tables of Ticket from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository. Native indexes are kept by the server with every
-	// write and need no repair after a crash: MongoDB lookups without the table
-	// option (the report lists them under Native) and DynamoDB lookups in global
-	// secondary indexes, whose attributes every write of the block carries (Repair
-	// writes them only on blocks written outside the repository or before the
-	// lookup existed).
+	// bypassed the repository. Lookups kept in a native secondary index (owner on
+	// DynamoDB; every lookup on MongoDB) are kept by the server with every write
+	// and need no repair after a crash.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Ticket repository stores into (collections or
