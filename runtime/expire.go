@@ -41,6 +41,22 @@ func (d *Desc[T, K]) ExpiresAt(t *T) time.Time {
 	return exp
 }
 
+// NotExpired fails with ErrNotFound when dec, the stored entry f of block
+// id that holds the expires field (Expires, or the root entry of an EAO
+// block), holds a time that has passed at now, and with ErrUnreadable
+// when it does not decode: what a store's read of the block with its
+// expires entry says.
+func (d *Desc[T, K]) NotExpired(op string, id any, f *Field[T], dec Decoder, now time.Time) error {
+	t := new(T)
+	if err := f.Decode(t, dec); err != nil {
+		return Unreadable(op, d.Aggregate, id, err)
+	}
+	if d.Expired(t, now) {
+		return FailAt(op, d.Aggregate, id, "(expired)", ErrNotFound, nil)
+	}
+	return nil
+}
+
 // live reports whether t is a block the repository shows at now.
 func (r Repo[T, K]) live(t *T, now time.Time) bool {
 	return t != nil && !r.D.Expired(t, now)

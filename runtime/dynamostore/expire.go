@@ -159,12 +159,5 @@ func (s *Store[T, K]) notExpired(op string, id K, item map[string]types.Attribut
 	if av == nil {
 		return nil
 	}
-	t := new(T)
-	if err := s.d.Expires.Decode(t, &decoder{av: av}); err != nil {
-		return runtime.Unreadable(op, s.d.Aggregate, id, err)
-	}
-	if s.d.Expired(t, s.now()) {
-		return runtime.FailAt(op, s.d.Aggregate, id, "(expired)", runtime.ErrNotFound, nil)
-	}
-	return nil
+	return s.d.NotExpired(op, id, s.d.Expires, &decoder{av: av}, s.now())
 }

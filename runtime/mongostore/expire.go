@@ -92,12 +92,5 @@ func (s *Store[T, K]) notExpired(op string, id K, raw bson.Raw) error {
 	if err != nil {
 		return nil
 	}
-	t := new(T)
-	if err := s.d.Expires.Decode(t, &rawDecoder{v: v}); err != nil {
-		return runtime.Unreadable(op, s.d.Aggregate, id, err)
-	}
-	if s.d.Expired(t, s.now()) {
-		return runtime.FailAt(op, s.d.Aggregate, id, "(expired)", runtime.ErrNotFound, nil)
-	}
-	return nil
+	return s.d.NotExpired(op, id, s.d.Expires, &rawDecoder{v: v}, s.now())
 }

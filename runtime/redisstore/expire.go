@@ -35,12 +35,20 @@ type deleteCond[T any] struct {
 }
 
 // expiresField is the hash field holding the expires time: its entry,
-// or the root entry of an EAO block.
+// or the root entry of an EAO block (expiresEntry).
 func (s *Store[T, K]) expiresField() string {
 	if s.d.EAO {
 		return ""
 	}
 	return s.d.Expires.Key
+}
+
+// expiresEntry is the entry expiresField holds.
+func (s *Store[T, K]) expiresEntry() *runtime.Field[T] {
+	if s.d.EAO {
+		return s.d.Root
+	}
+	return s.d.Expires
 }
 
 // DeleteExpired removes block id, its index entries and its listing
@@ -63,7 +71,7 @@ func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (b
 	case err != nil:
 		return false, s.fail("DeleteExpired", id, nil, err)
 	}
-	if expired, err := s.expiredAt(v, now); err == nil && !expired {
+	if s.d.NotExpired("DeleteExpired", id, s.expiresEntry(), decoder(v), now) == nil {
 		return false, nil
 	}
 	// Expired, or unreadable: the conditional delete reads the block whole
@@ -82,22 +90,6 @@ func (s *Store[T, K]) DeleteExpired(ctx context.Context, id K, now time.Time) (b
 	return false, err
 }
 
-// expiredAt reports whether v, the stored expires field (the root entry of
-// an EAO block), has passed at now.
-func (s *Store[T, K]) expiredAt(v string, now time.Time) (bool, error) {
-	t := new(T)
-	var err error
-	if s.d.EAO {
-		err = s.d.Root.Decode(t, decoder(v))
-	} else {
-		err = s.d.Expires.Decode(t, decoder(v))
-	}
-	if err != nil {
-		return false, err
-	}
-	return s.d.Expired(t, now), nil
-}
-
 // notExpired fails with runtime.ErrNotFound when v, the stored expires
 // field of block id (nil: none), has passed by the store's clock.
 func (s *Store[T, K]) notExpired(op string, id K, v any) error {
@@ -105,14 +97,7 @@ func (s *Store[T, K]) notExpired(op string, id K, v any) error {
 	if !ok {
 		return nil
 	}
-	expired, err := s.expiredAt(str, s.now())
-	if err != nil {
-		return runtime.Unreadable(op, s.d.Aggregate, id, err)
-	}
-	if expired {
-		return s.failAt(op, id, "(expired)", runtime.ErrNotFound)
-	}
-	return nil
+	return s.d.NotExpired(op, id, s.expiresEntry(), decoder(str), s.now())
 }
 
 // expire adds to p the native expiry of block bk at exp (none when exp is
