@@ -429,120 +429,111 @@ func (s *Store[T, K]) listMany(ctx context.Context, op string, written []int, wr
 }
 
 // deleteManyCluster is DeleteMany on a cluster (batchedCluster), setting
-// errs: one pipeline of the blocks' reads (an aggregate with lookups),
-// one of the block runs (blockRuns), the listing's ZREMs and then its
-// check that no block was created again meanwhile, then the entries'
-// deletes (the engine's DeletedMany). A block that changed since it was
-// read, and a key given again (runtime.ErrNotFound when the first one
-// removed it), are deleted after the batch by the single Delete.
+// errs: index.DeleteMany over one pipeline of the blocks' reads (an
+// aggregate with lookups; without, the delete run checks the block
+// itself), one of the block runs (blockRuns), the listing's cleanup
+// (unlistMany) and then the entries' deletes (the engine's DeletedMany).
 func (s *Store[T, K]) deleteManyCluster(ctx context.Context, ids []K, errs []error) {
-	const op = "Delete"
-	seen := make(map[string]bool, len(ids))
-	var first, again []int
+	names := make([]any, len(ids))
+	blocks := make([][]byte, len(ids))
 	for i, id := range ids {
-		if errs[i] = s.nameTooLarge(op, id); errs[i] != nil {
-			continue
-		}
-		if bk := string(s.d.Keys.Bytes(id)); seen[bk] {
-			again = append(again, i)
-		} else {
-			seen[bk] = true
-			first = append(first, i)
-		}
+		names[i], blocks[i] = id, s.d.Keys.Bytes(id)
 	}
-	hgetall := make([]*redis.MapStringStringCmd, len(ids))
-	if len(s.d.Lookups) > 0 && len(first) > 0 {
-		_ = pipelines(ctx, s.c, len(first), func(p redis.Pipeliner, n int) {
-			hgetall[first[n]] = p.HGetAll(ctx, s.BlockKey(ids[first[n]]))
+	p := &clusterDeletes[T, K]{s: s, ids: ids, wr: make([]*write[K], len(ids))}
+	copy(errs, index.DeleteMany(ctx, s.eng, "Delete", names, blocks, p))
+}
+
+// clusterDeletes are the store commands of deleteManyCluster
+// (index.Deletes).
+type clusterDeletes[T any, K comparable] struct {
+	s   *Store[T, K]
+	ids []K
+	wr  []*write[K] // each item's delete run, as its read made it
+}
+
+// ReadStates reads the blocks of the items idx in one pipeline (HGETALL)
+// when the aggregate has lookups, and makes each item's delete run.
+func (p *clusterDeletes[T, K]) ReadStates(ctx context.Context, idx []int) ([]index.BlockState[*T], []error) {
+	const op = "Delete"
+	s := p.s
+	sts, errs := make([]index.BlockState[*T], len(idx)), make([]error, len(idx))
+	for j, i := range idx {
+		errs[j] = s.nameTooLarge(op, p.ids[i])
+	}
+	hgetall := make([]*redis.MapStringStringCmd, len(idx))
+	if len(s.d.Lookups) > 0 {
+		_ = pipelines(ctx, s.c, len(idx), func(pipe redis.Pipeliner, j int) {
+			if errs[j] == nil {
+				hgetall[j] = pipe.HGetAll(ctx, s.BlockKey(p.ids[idx[j]]))
+			}
 		}, nil)
 	}
-	var wr []*write[K]
-	var at []int
-	for _, i := range first {
+	for j, i := range idx {
+		id := p.ids[i]
+		if errs[j] != nil {
+			continue
+		}
 		var st *state[T]
-		if hgetall[i] != nil {
-			read, err := s.stateOf(op, ids[i], hgetall[i])
-			if errs[i] = err; err != nil {
+		if hgetall[j] != nil {
+			read, err := s.stateOf(op, id, hgetall[j])
+			if errs[j] = err; err != nil {
 				continue
 			}
+			if !read.found {
+				continue // not found: the engine says so
+			}
 			st = &read
+			sts[j] = index.BlockState[*T]{Found: true, Stamp: index.Stamp{Seq: parseSeq(st.seq), Inc: decInc(st.inc)}, Value: st.t}
+		} else {
+			sts[j].Found = true // the delete run checks that the block exists
 		}
-		w, err := s.deleteWrite(op, ids[i], st, nil)
+		w, err := s.deleteWrite(op, id, st, nil)
 		if err == nil {
 			err = s.ready(w)
 		}
-		if errs[i] = err; err == nil {
-			wr, at = append(wr, w), append(at, i)
-		}
+		errs[j], p.wr[i] = err, w
 	}
-	if len(wr) == 0 {
-		s.deleteAgain(ctx, ids, again, errs)
-		return
-	}
-	if err := ctx.Err(); err != nil {
-		for k, i := range at {
-			errs[i] = runtime.NotSent(op, s.d.Aggregate, wr[k].id, err, nil)
-		}
-		s.deleteAgain(ctx, ids, again, errs)
-		return
-	}
-	idx := make([]int, len(wr))
-	for k := range idx {
-		idx[k] = k
-	}
-	short := make([]error, len(wr))
-	ok, rerrs := s.blockRuns(ctx, wr, idx, short)
-	var gone, single []int
-	for k, i := range at {
-		w, err := wr[k], rerrs[k]
-		switch {
-		case err == nil && !ok[k]:
-			single = append(single, i) // changed since it was read
-			continue
-		case err == nil:
-		case isFailure(err):
-			errs[i] = s.checkFailed(op, w.id, err)
-			continue
-		case short[k] != nil:
-			errs[i] = short[k]
-			continue
-		default:
-			var re *runtime.Error
-			if errors.As(err, &re) {
-				errs[i] = err // refused before any change
-				continue
-			}
-			if errs[i] = s.unclear(ctx, w, err, "(outcome unknown: the block delete may have been applied; its lookup entries are kept for reads to verify)"); errs[i] != nil {
-				continue
-			}
-		}
-		gone = append(gone, k)
-	}
-	left := s.unlistMany(ctx, wr, gone)
-	ds := make([]index.Deletion, len(gone))
-	for n, k := range gone {
-		w := wr[k]
-		ds[n] = index.Deletion{ID: w.id, Block: w.bk, Inc: decInc(w.inc), Keys: s.indexKeys(w.bk, w.before)}
-	}
-	for n, err := range s.eng.DeletedMany(ctx, op, ds) {
-		k := gone[n]
-		if err == nil {
-			err = runtime.LeftToRepair(ctx, op, s.d.Aggregate, wr[k].id, left[n]...)
-		}
-		errs[at[k]] = err
-	}
-	for _, i := range single {
-		errs[i] = s.Delete(ctx, ids[i])
-	}
-	s.deleteAgain(ctx, ids, again, errs)
+	return sts, errs
 }
 
-// deleteAgain deletes the keys ids[i] for i in again (given again in a
-// batch) one by one, after the batch.
-func (s *Store[T, K]) deleteAgain(ctx context.Context, ids []K, again []int, errs []error) {
-	for _, i := range again {
-		errs[i] = s.Delete(ctx, ids[i])
+// DeleteBlocks runs the items' delete runs in one pipeline (blockRuns).
+// A run whose reply is lost is read back by the engine, except where
+// writes wait for replicas: a delete no WAIT confirmed is
+// runtime.ErrUnknownOutcome whatever the block reads back as.
+func (p *clusterDeletes[T, K]) DeleteBlocks(ctx context.Context, idx []int) ([]bool, []error) {
+	const op = "Delete"
+	s := p.s
+	short := make([]error, len(p.wr))
+	ok, errs := s.blockRuns(ctx, p.wr, idx, short)
+	for j, i := range idx {
+		err := errs[j]
+		switch {
+		case err == nil:
+		case isFailure(err):
+			errs[j] = s.checkFailed(op, p.ids[i], err) // the block is missing
+		case short[i] != nil:
+			errs[j] = short[i]
+		case s.waits():
+			var re *runtime.Error
+			if !errors.As(err, &re) {
+				errs[j] = runtime.FailAt(op, s.d.Aggregate, p.ids[i], "(outcome unknown: the reply was lost, and no WAIT confirmed the replicas: the delete may be applied on the master only)", runtime.ErrUnknownOutcome, err)
+			}
+		}
 	}
+	return ok, errs
+}
+
+// Cleanup removes the deleted blocks of the items idx from the listing
+// (unlistMany).
+func (p *clusterDeletes[T, K]) Cleanup(ctx context.Context, idx []int) [][]error {
+	gone := make([]int, len(idx))
+	copy(gone, idx)
+	return p.s.unlistMany(ctx, p.wr, gone)
+}
+
+// Delete is the single Delete of item i.
+func (p *clusterDeletes[T, K]) Delete(ctx context.Context, i int) error {
+	return p.s.Delete(ctx, p.ids[i])
 }
 
 // unlistMany removes the deleted blocks wr[k] for k in gone from the

@@ -754,19 +754,21 @@ func (p *prims[V]) scanReply(ctx context.Context, c redis.UniversalClient, pos s
 // Ambiguous implements index.Primitives: an error without a reply (the
 // network, a timeout, a cancelled context), a script run that failed
 // after a first change, or a run applied but not acknowledged by enough
-// replicas. A failed check, a refusal before any change or another
-// error reply of Redis is definite.
+// replicas. A failed check, a refusal before any change, another error
+// reply of Redis, or an error the adapter classified already (a
+// *runtime.Error, as index.Deletes returns them) is definite.
 func (p *prims[V]) Ambiguous(err error) bool {
 	if _, ok := isUnreplicated(err); ok {
 		return true // (a notAcked, although a runtime.ErrUnavailable)
 	}
-	if err == nil || isFailure(err) || errors.Is(err, runtime.ErrUnavailable) {
+	var re *runtime.Error
+	if err == nil || isFailure(err) || errors.Is(err, runtime.ErrUnavailable) || errors.As(err, &re) {
 		return false
 	}
 	var se *scriptError
 	if errors.As(err, &se) {
 		return se.wrote
 	}
-	var re redis.Error
-	return !errors.As(err, &re)
+	var rerr redis.Error
+	return !errors.As(err, &rerr)
 }
