@@ -17,6 +17,13 @@ type PageRequest struct {
 	Limit int
 	// Cursor is the Next of the previous page; empty for the first page.
 	Cursor string
+	// Desc asks for descending order, the last item first (newest
+	// first where keys grow with time: counters, uuid v7 ids, appended
+	// elements). A cursor is bound to its direction: one from a page of
+	// the other direction fails with ErrBadCursor. A store that keeps no
+	// key order for a listing (Caps.OrderedScan false: DynamoDB's List
+	// and All) refuses it with ErrUnsupported.
+	Desc bool
 }
 
 // Size is the effective page size.

@@ -58,17 +58,21 @@ type Store[T any, K comparable] interface {
 	// before it, the position of the unreadable block as last, more true,
 	// and an *Error of kind ErrUnreadable naming it (see Unreadable), so
 	// that a listing can report it and resume after it. ReadLookup and
-	// ReadScope do the same.
-	ReadBlocks(ctx context.Context, op string, after []byte, n int) (items []*T, last []byte, more bool, err error)
+	// ReadScope do the same. With desc the order is reversed: the blocks
+	// before after (nil: from the last), in descending key order; a store
+	// without OrderedScan is never asked for it.
+	ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) (items []*T, last []byte, more bool, err error)
 	// ReadLookup reads up to n aggregates found by lookup l in key range
 	// rng, in (value, block key) order, after position after (nil: from
-	// the start of rng).
-	ReadLookup(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, after []byte, n int) (items []*T, last []byte, more bool, err error)
+	// the start of rng); with desc, in the reverse order, before after
+	// (nil: from the end of rng).
+	ReadLookup(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, after []byte, n int, desc bool) (items []*T, last []byte, more bool, err error)
 	// GetBy reads the aggregate holding value (encoded) of unique lookup l.
 	GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error)
 	// ReadScope reads up to n blocks of one counter scope (the scope of
-	// key scope) in number order, after number after.
-	ReadScope(ctx context.Context, op string, scope K, after int64, n int) (items []*T, last int64, more bool, err error)
+	// key scope) in number order, after number after; with desc, in
+	// descending number order, below number after (0: from the highest).
+	ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) (items []*T, last int64, more bool, err error)
 
 	Repair(ctx context.Context) (RepairReport, error)
 	Ensure(ctx context.Context) error
@@ -122,7 +126,9 @@ type Caps struct {
 	// System is the store's name in OpenTelemetry's db.system.name
 	// ("bbolt", "mongodb", "redis", "aws.dynamodb"); Name when empty.
 	System string
-	// OrderedScan: List and All return blocks in block-key order.
+	// OrderedScan: List and All return blocks in block-key order, and
+	// List pages in descending order (PageRequest.Desc); without it a
+	// descending List fails with ErrUnsupported.
 	OrderedScan bool
 	// AtomicLookups: a block and its index entries change in one atomic
 	// write (otherwise the index-table protocol with verified reads and
@@ -502,8 +508,11 @@ func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
 // kind ErrUnreadable naming it: following Next lists every readable block.
 func (r Repo[T, K]) list(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, "List", &err)
+	if req.Desc && !r.S.Caps().OrderedScan {
+		return Page[*T]{}, FailAt("List", r.D.Aggregate, nil, fmt.Sprintf("in descending order (%s lists blocks in no key order: Caps.OrderedScan)", r.S.Caps().Name), ErrUnsupported, nil)
+	}
 	return paginate(r.listQuery(), req, fill(r, func(after []byte, n int) ([]*T, []byte, bool, error) {
-		return r.S.ReadBlocks(ctx, "List", after, n)
+		return r.S.ReadBlocks(ctx, "List", after, n, req.Desc)
 	}), func(err error) error { return Fail("List", r.D.Aggregate, nil, nil, err) })
 }
 
@@ -535,7 +544,7 @@ func (r Repo[T, K]) all(ctx context.Context) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {
 		var after []byte
 		for {
-			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage)
+			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage, false)
 			items = r.dropExpired(items)
 			for _, it := range items {
 				if !yield(it, nil) {
@@ -581,7 +590,7 @@ func (r Repo[T, K]) listBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 		if after != nil && !rng.Contains(after) {
 			return nil, nil, false, fmt.Errorf("%w: position outside the query's range", ErrBadCursor)
 		}
-		return r.S.ReadLookup(ctx, op, l, in, after, n)
+		return r.S.ReadLookup(ctx, op, l, in, after, n, req.Desc)
 	}), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
@@ -594,13 +603,13 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 	}
 	s, _ := r.D.Counter.Split(scope)
 	query := r.D.Aggregate + "." + op + ":" + string(s)
-	return paginate(query, req, fill(r, r.scopeReads(ctx, op, scope)), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+	return paginate(query, req, fill(r, r.scopeReads(ctx, op, scope, req.Desc)), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
 // scopeReads reads the blocks of one counter scope after a position (the
-// number of the last block read, nil: from the first), as listings and
-// counts read them.
-func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K) func(after []byte, n int) ([]*T, []byte, bool, error) {
+// number of the last block read, nil: from the first, or with desc from
+// the last), as listings and counts read them.
+func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K, desc bool) func(after []byte, n int) ([]*T, []byte, bool, error) {
 	return func(after []byte, n int) ([]*T, []byte, bool, error) {
 		var from int64
 		if after != nil {
@@ -610,8 +619,8 @@ func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K) func(aft
 			}
 			from = v
 		}
-		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n)
-		if err != nil && last <= from {
+		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n, desc)
+		if err != nil && (last == 0 || !desc && last <= from || desc && from > 0 && last >= from) {
 			return items, nil, more, err // no position to resume after
 		}
 		return items, AppendInt(nil, last), more, err
@@ -665,11 +674,13 @@ func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 }
 
 // paginate is keyset pagination, written once for every listing of every
-// store: it decodes req.Cursor (bound to query) into a position, reads a
+// store, in either direction: it decodes req.Cursor (bound to query and
+// the direction, DescQuery) into a position, reads a
 // page after it, and makes the cursor of the next page from the position
 // of the page's last item. Errors from the cursor go through wrap; errors
 // from read are returned as they are (adapters return *Error values).
 func paginate[T any](query string, req PageRequest, read func(after []byte, n int) ([]T, []byte, bool, error), wrap func(error) error) (Page[T], error) {
+	query = DescQuery(query, req.Desc)
 	var after []byte
 	if req.Cursor != "" {
 		p, err := DecodeCursor(query, req.Cursor)

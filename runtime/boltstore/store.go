@@ -590,8 +590,9 @@ func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], st
 }
 
 // ReadBlocks reads up to n blocks in block-key order after the block whose
-// encoded key is after, in one read transaction.
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// encoded key is after (desc: before it, with a reverse cursor), in one
+// read transaction.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	var from []byte
 	if after != nil {
 		r := runtime.NewKeyReader(after)
@@ -599,13 +600,16 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
 		from = runtime.PrefixEnd(BlockPrefix(after))
+		if desc {
+			from = BlockPrefix(after)
+		}
 	}
 	var items []*T
 	var last K
 	var more bool
 	err := s.c.view(ctx, op, nil, func(b *bbolt.Bucket) error {
 		var err error
-		items, last, more, err = readBlocks(s.c, b, op, from, n, s.read)
+		items, last, more, err = readBlocks(s.c, b, op, from, n, desc, s.read)
 		return err
 	})
 	if err != nil {
@@ -618,8 +622,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 }
 
 // ReadLookup reads aggregates through lookup l in key range rng after the
-// index key after, in one read transaction; stale entries are skipped.
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+// index key after (desc: before it, with a reverse cursor), in one read
+// transaction; stale entries are skipped.
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	bl := s.boltLookup(l)
 	var items []*T
 	var last []byte
@@ -629,12 +634,25 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 		if ib == nil || b == nil {
 			return nil
 		}
-		start := rng.From
-		if after != nil {
-			start = append(bytes.Clone(after), 0)
-		}
 		cur := ib.Cursor()
-		for k, v := cur.Seek(start); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+		first, next := func() ([]byte, []byte) {
+			if after != nil {
+				return cur.Seek(append(bytes.Clone(after), 0))
+			}
+			return cur.Seek(rng.From)
+		}, cur.Next
+		in := func(k []byte) bool { return bytes.Compare(k, rng.To) < 0 }
+		if desc {
+			first = func() ([]byte, []byte) {
+				end := rng.To
+				if after != nil {
+					end = after
+				}
+				return lastBefore(cur, end)
+			}
+			next, in = cur.Prev, func(k []byte) bool { return bytes.Compare(k, rng.From) >= 0 }
+		}
+		for k, v := first(); k != nil && in(k); k, v = next() {
 			if len(items) == n {
 				more = true
 				break
@@ -679,8 +697,9 @@ func (s *Store[T, K]) boltLookup(l *runtime.Lookup[T]) indexTable[T] {
 }
 
 // ReadScope reads blocks of the counter scope of key scope, in number
-// order after number after.
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+// order after number after (desc: in descending order below number
+// after, 0: from the highest, with a reverse cursor).
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	prefix, _ := s.c.Counter.Split(scope)
 	var items []*T
 	var last int64
@@ -691,15 +710,29 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 		}
 		// The blocks of one scope are one key range, in number order: seek
 		// past the gaps instead of probing number by number.
-		from := BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, after+1)))
 		cur := b.Cursor()
-		for k, _ := cur.Seek(from); k != nil; k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, last))))) {
+		marker := func(num int64) []byte { return BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, num))) }
+		first := func() []byte { k, _ := cur.Seek(marker(after + 1)); return k }
+		next := func() []byte { k, _ := cur.Seek(runtime.PrefixEnd(marker(last))); return k }
+		if desc {
+			// From the scope's last key down; k is then a block's last key.
+			first = func() []byte {
+				end := runtime.TupleEnd(prefix)
+				if after > 0 {
+					end = marker(after)
+				}
+				k, _ := lastBefore(cur, end)
+				return k
+			}
+			next = func() []byte { k, _ := lastBefore(cur, marker(last)); return k }
+		}
+		for k := first(); k != nil; k = next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			r := runtime.NewKeyReader(k)
 			id, err := s.d.Keys.Read(r)
-			if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+			if rest := r.Rest(); err != nil || len(rest) == 0 || rest[0] != Separator || !desc && len(rest) != 1 {
 				return fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, s.c.Name)
 			}
 			sc, num := s.c.Counter.Split(id)

@@ -118,8 +118,12 @@ func (s *Store[T, K]) position(after []byte) (K, error) {
 
 // ReadBlocks reads up to n blocks in the table's scan order after the
 // block whose encoded key is after: Scan pages, resumed from the block's
-// key (DynamoDB's ExclusiveStartKey).
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// key (DynamoDB's ExclusiveStartKey). A Scan has no key order to reverse
+// (Caps.OrderedScan is false): desc fails with runtime.ErrUnsupported.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
+	if desc {
+		return nil, nil, false, runtime.FailAt(op, s.d.Aggregate, nil, "in descending order (a Scan is in hash order)", runtime.ErrUnsupported, nil)
+	}
 	var start map[string]types.AttributeValue
 	if after != nil {
 		k, err := s.position(after)
@@ -174,14 +178,15 @@ func (s *Store[T, K]) lookupIndex(l *runtime.Lookup[T]) int {
 // Range): a Query of the lookup's partition of the index table in sort
 // key order, (value, block key), from the start of rng (or after position
 // after); the blocks in one BatchGetItem, each verified against its index
-// item (stale items are skipped).
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+// item (stale items are skipped). With desc the Query reads backwards
+// (ScanIndexForward false).
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	if s.gsiOf(l) != nil {
-		return s.gsiRange(ctx, op, s.gsiOf(l), rng, after, n)
+		return s.gsiRange(ctx, op, s.gsiOf(l), rng, after, n, desc)
 	}
 	r := *rng
 	r.After = after
-	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n)
+	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n, desc)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l (the
@@ -191,18 +196,26 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 }
 
 // ReadScope reads the blocks of one counter scope in number order after
-// number after: a Query of the scope index (ScopeLookup), whose sort keys
+// number after (desc: backwards below number after, 0: from the highest):
+// a Query of the scope index (ScopeLookup), whose sort keys
 // are the block keys, from the scope's number after+1 to the scope's end,
 // whatever the gaps; in the single table, a Query of the scope's own
 // partition (readScope).
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	if s.one != nil {
-		return s.readScope(ctx, op, scope, after, n)
+		return s.readScope(ctx, op, scope, after, n, desc)
 	}
 	prefix, _ := s.d.Counter.Split(scope)
 	from := s.d.Keys.Bytes(s.d.Counter.With(scope, max(after+1, 1)))
 	rng := &runtime.KeyRange{From: from, To: runtime.TupleEnd(prefix)}
-	items, _, more, err := s.ReadLookup(ctx, op, s.lookups[len(s.lookups)-1], rng, nil, n)
+	if desc {
+		// Below number after (0: from the highest), backwards.
+		rng.From = s.d.Keys.Bytes(s.d.Counter.With(scope, 1))
+		if after > 0 {
+			rng.To = s.d.Keys.Bytes(s.d.Counter.With(scope, after))
+		}
+	}
+	items, _, more, err := s.ReadLookup(ctx, op, s.lookups[len(s.lookups)-1], rng, nil, n, desc)
 	if err != nil {
 		return nil, 0, false, err
 	}

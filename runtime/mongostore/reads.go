@@ -75,18 +75,22 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 }
 
 // ReadBlocks reads up to n documents in _id order after the block whose
-// encoded key is after, with one find.
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// encoded key is after (desc: before it, sorted -1), with one find.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	filter := bson.D{}
+	cmp, dir := "$gt", 1
+	if desc {
+		cmp, dir = "$lt", -1
+	}
 	if after != nil {
 		r := runtime.NewKeyReader(after)
 		k, err := s.d.Keys.Read(r)
 		if err != nil || !r.Done() {
 			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
-		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: cmp, Value: k}}}}
 	}
-	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: dir}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts)
 	if err != nil {
@@ -121,16 +125,16 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 
 // ReadLookup reads aggregates through lookup l: one find on its native
 // index, or through its index table.
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	if err := s.settle(ctx, op); err != nil {
 		return nil, nil, false, err
 	}
 	if !s.m().tables[l.Name] {
-		return s.readNative(ctx, op, l, rng, after, n)
+		return s.readNative(ctx, op, l, rng, after, n, desc)
 	}
 	r := *rng
 	r.After = after
-	return s.m().x.readLookup(ctx, op, l.Name, &r, n)
+	return s.m().x.readLookup(ctx, op, l.Name, &r, n, desc)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l.
@@ -146,14 +150,19 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 }
 
 // ReadScope reads the blocks of one counter scope in number order after
-// number after: one find on the scope's key parts, sorted by the counted
-// part, whatever the gaps.
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
-	filter, counted, err := s.scopeFilter(op, scope, after)
+// number after (desc: in descending order below number after, 0: from the
+// highest): one find on the scope's key parts, sorted by the counted part
+// (desc: -1), whatever the gaps.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
+	filter, counted, err := s.scopeFilter(op, scope, after, desc)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	opts := options.Find().SetSort(bson.D{{Key: counted, Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	dir := 1
+	if desc {
+		dir = -1
+	}
+	opts := options.Find().SetSort(bson.D{{Key: counted, Value: dir}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	items, err := s.find(ctx, filter, opts)
 	if err != nil {
 		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -168,9 +177,9 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 }
 
 // scopeFilter is the filter of the documents of one counter scope (the
-// scope of key scope) numbered after after, and the path of the counted
-// part.
-func (s *Store[T, K]) scopeFilter(op string, scope K, after int64) (bson.D, string, error) {
+// scope of key scope) numbered after after (desc: numbered from 1 to
+// below after, 0: any), and the path of the counted part.
+func (s *Store[T, K]) scopeFilter(op string, scope K, after int64, desc bool) (bson.D, string, error) {
 	raw, err := bson.Marshal(bson.D{{Key: "k", Value: scope}})
 	if err != nil {
 		return nil, "", runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -184,7 +193,14 @@ func (s *Store[T, K]) scopeFilter(op string, scope K, after int64) (bson.D, stri
 		filter = append(filter, bson.E{Key: "_id." + p.Key(), Value: p.Value()})
 	}
 	counted := "_id." + parts[len(parts)-1].Key()
-	return append(filter, bson.E{Key: counted, Value: bson.D{{Key: "$gt", Value: after}}}), counted, nil
+	cond := bson.D{{Key: "$gt", Value: after}}
+	if desc {
+		cond = bson.D{{Key: "$gt", Value: 0}}
+		if after > 0 {
+			cond = append(cond, bson.E{Key: "$lt", Value: after})
+		}
+	}
+	return append(filter, bson.E{Key: counted, Value: cond}), counted, nil
 }
 
 // Repair rebuilds the index tables from the aggregates. Native lookups

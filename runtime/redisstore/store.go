@@ -780,18 +780,24 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 // after (lexicographic, score 0), resolving each with resolve (which
 // skips stale members by returning nil): it reads in batches until it has
 // n items or the range ends. It returns the items, the member of the last
-// one and whether more follow.
-func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte, after []byte, n int, resolve func([]string) ([]*T, error)) ([]*T, []byte, bool, error) {
+// one and whether more follow. With desc it reads the members before
+// after (nil: from the end of the range) in descending order (ZRANGE
+// BYLEX REV).
+func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte, after []byte, n int, desc bool, resolve func([]string) ([]*T, error)) ([]*T, []byte, bool, error) {
 	lo := "[" + string(from)
 	if from == nil {
 		lo = "-"
 	}
-	if after != nil {
-		lo = "(" + string(after)
-	}
 	hi := "+"
 	if to != nil {
 		hi = "(" + string(to)
+	}
+	if after != nil {
+		if desc {
+			hi = "(" + string(after)
+		} else {
+			lo = "(" + string(after)
+		}
 	}
 	var items []*T
 	var members []string
@@ -800,7 +806,7 @@ func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte
 			return nil, nil, false, err
 		}
 		want := n + 1 - len(items)
-		batch, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: lo, Stop: hi, ByLex: true, Count: int64(want)}).Result()
+		batch, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: lo, Stop: hi, ByLex: true, Rev: desc, Count: int64(want)}).Result()
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -822,7 +828,11 @@ func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte
 		if len(batch) < want || len(items) > n {
 			break
 		}
-		lo = "(" + batch[len(batch)-1]
+		if desc {
+			hi = "(" + batch[len(batch)-1]
+		} else {
+			lo = "(" + batch[len(batch)-1]
+		}
 	}
 	more := len(items) > n
 	items = items[:min(len(items), n)]
@@ -849,16 +859,17 @@ func (s *Store[T, K]) blocks(ctx context.Context, op string, members []string) (
 }
 
 // ReadBlocks reads up to n blocks in block-key order after position after
-// (an encoded block key): one ZRANGE BYLEX of the listing and one pipeline
-// of HGETALLs per batch.
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// (an encoded block key; desc: before it, in descending order): one
+// ZRANGE BYLEX (REV) of the listing and one pipeline of HGETALLs per
+// batch.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	if after != nil {
 		r := runtime.NewKeyReader(after)
 		if _, err := s.d.Keys.Read(r); err != nil || !r.Done() {
 			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
 	}
-	items, last, more, err := s.readRange(ctx, s.listKey(), nil, nil, after, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	items, last, more, err := s.readRange(ctx, s.listKey(), nil, nil, after, n, desc, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
 	if err != nil {
 		if errors.Is(err, runtime.ErrUnreadable) {
 			return items, last, more, err // last: the unreadable block
@@ -869,11 +880,18 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 }
 
 // ReadScope reads blocks of the counter scope of key scope in number
-// order after number after: one key range of the listing.
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+// order after number after (desc: in descending order below number
+// after, 0: from the highest): one key range of the listing.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	prefix, _ := s.d.Counter.Split(scope)
-	from := s.d.Keys.Bytes(s.d.Counter.With(scope, after+1))
-	items, at, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), nil, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	from := s.d.Keys.Bytes(s.d.Counter.With(scope, 1))
+	var pos []byte
+	if !desc {
+		from = s.d.Keys.Bytes(s.d.Counter.With(scope, after+1))
+	} else if after > 0 {
+		pos = s.d.Keys.Bytes(s.d.Counter.With(scope, after))
+	}
+	items, at, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), pos, n, desc, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
 	if err != nil {
 		if errors.Is(err, runtime.ErrUnreadable) {
 			// Resume after the unreadable block's number.
@@ -931,10 +949,10 @@ func split(parts int, m []byte) (value, bk []byte, err error) {
 // position after (an index key), verified against their blocks (the
 // engine's Range): a script run per batch of index items and one pipeline
 // of HGETALLs.
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	r := *rng
 	r.After = after
-	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n)
+	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n, desc)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l: the claim,
