@@ -642,6 +642,9 @@ func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 		}
 		return Page[E]{}, err
 	}
+	if req.Desc {
+		return Page[E]{}, FailAt(op, r.D.Aggregate, shortID(id), "in descending order (element listings page in index order only)", ErrUnsupported, nil)
+	}
 	query := ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id))
 	return paginate(query, req, func(after []byte, n int) ([]E, []byte, bool, error) {
 		// The position of an element listing is the index of the next

@@ -289,6 +289,9 @@ type Cost struct {
 	Steps   []Step
 	// Atomic says what happens all-or-nothing (a template).
 	Atomic string
+	// Desc says how a descending page (runtime.PageRequest.Desc) differs
+	// (a template): it sends as many requests as an ascending one.
+	Desc string
 }
 
 // Container is a collection, bucket, table or key family of the layout.

@@ -59,9 +59,10 @@ type ReplyRepository interface {
 	SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error
 
 	// ListEdits reads one page of the elements of edits in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// reading the rest of the block (req.Desc is refused with
+	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
+	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
+	// method for this block.
 	ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -75,12 +76,13 @@ type ReplyRepository interface {
 	GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error)
 
 	// ListByAuthor reads one page of the Reply aggregates whose author is v, in
-	// block-key order, through the lookup Reply.author (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Reply.author (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByAuthor returns the number of Reply aggregates that ListByAuthor
@@ -89,9 +91,9 @@ type ReplyRepository interface {
 	CountByAuthor(ctx context.Context, v string) (int64, error)
 
 	// ListByThread reads one page of the Reply aggregates with the given thread,
-	// in seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-	// counter, so a page is read by computed keys in one batch; numbers of deleted
-	// aggregates are skipped.
+	// in seq order (req.Desc: descending, the newest first). Their seq values are
+	// allocated 1, 2, 3, ... from the scope's counter, so a page is read by
+	// computed keys in one batch; numbers of deleted aggregates are skipped.
 	ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByThread returns the number of Reply aggregates with the given thread:
@@ -179,11 +181,14 @@ type ReplyRepository interface {
 
 	// List reads one page of Reply aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
@@ -367,7 +372,8 @@ func (r _replyRepo) SetEditsAt(ctx context.Context, id ReplyKey, i int, e string
 }
 
 // ListEdits reads one page of the elements of edits in index order, without
-// reading the rest of the block.
+// reading the rest of the block (req.Desc is refused with
+// runtime.ErrUnsupported).
 func (r _replyRepo) ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, _replyEntryEdits, req)
 }
@@ -385,9 +391,9 @@ func (r _replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
-// block-key order, through the lookup Reply.author (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Reply.author (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -399,7 +405,7 @@ func (r _replyRepo) CountByAuthor(ctx context.Context, v string) (int64, error) 
 }
 
 // ListByThread reads one page of the Reply aggregates with the given thread,
-// in seq order.
+// in seq order (req.Desc: descending, the newest first).
 func (r _replyRepo) ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByThread", ReplyKey{Thread: thread}, req)
 }
