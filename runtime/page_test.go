@@ -142,3 +142,27 @@ func TestPaginateDirection(t *testing.T) {
 		t.Fatal("DescQuery: an ascending query keeps its name, a descending one gets another")
 	}
 }
+
+func TestElemWindow(t *testing.T) {
+	for _, c := range []struct {
+		count, start, n int
+		desc            bool
+		want            []int
+		more            bool
+	}{
+		{5, 0, 2, false, []int{0, 1}, true},
+		{5, 3, 2, false, []int{3, 4}, false},
+		{5, 5, 2, false, nil, false},
+		{5, -1, 2, true, []int{4, 3}, true},
+		{5, 2, 2, true, []int{2, 1}, true},
+		{5, 1, 2, true, []int{1, 0}, false},
+		{5, 9, 3, true, []int{4, 3, 2}, true},
+		{0, -1, 3, true, nil, false},
+		{3, 0, 3, true, []int{0}, false},
+	} {
+		got, more := ElemWindow(c.count, c.start, c.n, c.desc)
+		if !slices.Equal(got, c.want) || more != c.more {
+			t.Errorf("ElemWindow(%d, %d, %d, %v) = %v %v, want %v %v", c.count, c.start, c.n, c.desc, got, more, c.want, c.more)
+		}
+	}
+}

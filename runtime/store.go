@@ -47,9 +47,12 @@ type Store[T any, K comparable] interface {
 	Append(ctx context.Context, op string, id K, f *Field[T], elem any, with ...Change[T]) (int, error)
 
 	// ReadElems reads up to n elements of partition f of block id from
-	// index start on, calling fn with each in index order, and reports
-	// whether more follow. It fails with ErrNotFound if there is no block.
-	ReadElems(ctx context.Context, op string, id K, f *Field[T], start, n int, fn func(Decoder) error) (more bool, err error)
+	// index start on, calling fn with each (and its index) in index
+	// order, and reports whether more follow. With desc it reads down
+	// from index start (start < 0, or past the last element: from the
+	// last) to index 0, and more reports whether elements below the last
+	// one read follow. It fails with ErrNotFound if there is no block.
+	ReadElems(ctx context.Context, op string, id K, f *Field[T], start, n int, desc bool, fn func(i int, d Decoder) error) (more bool, err error)
 	// ReadBlocks reads up to n blocks in the store's listing order (block
 	// key order where Caps().OrderedScan), after the position after (nil:
 	// from the first), and returns the position of the last one and
@@ -632,7 +635,7 @@ func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K, desc boo
 const MaxElemIndex = 1<<31 - 1
 
 // listElems reads one page of the elements of partition f of block id in
-// index order (op is the method, e.g. "ListRounds"), adding the entries
+// index order, or descending with req.Desc (op is the method, e.g. "ListRounds"), adding the entries
 // it reads to c when c is not nil.
 func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest, c *Call) (_ Page[E], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
@@ -642,37 +645,42 @@ func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 		}
 		return Page[E]{}, err
 	}
-	if req.Desc {
-		return Page[E]{}, FailAt(op, r.D.Aggregate, shortID(id), "in descending order (element listings page in index order only)", ErrUnsupported, nil)
-	}
 	query := ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id))
 	return paginate(query, req, func(after []byte, n int) ([]E, []byte, bool, error) {
 		// The position of an element listing is the index of the next
-		// element (IndexCursor's).
-		start := 0
+		// element (IndexCursor's): above the last one read, or below it
+		// in descending order (-1: from the last element).
+		start, lo := 0, int64(1)
+		if req.Desc {
+			start, lo = -1, 0
+		}
 		if after != nil {
-			v, err := positionIn(after, 1, MaxElemIndex)
+			v, err := positionIn(after, lo, MaxElemIndex)
 			if err != nil {
 				return nil, nil, false, err
 			}
 			start = int(v)
 		}
 		items := make([]E, 0, min(n, 64))
-		more, err := r.S.ReadElems(ctx, op, id, f, start, n, func(d Decoder) error {
+		last := -1
+		more, err := r.S.ReadElems(ctx, op, id, f, start, n, req.Desc, func(i int, d Decoder) error {
 			var e E
 			if err := d.Decode(&e); err != nil {
-				return fmt.Errorf("%s: %w", f.ElemKey(start+len(items)), err)
+				return fmt.Errorf("%s: %w", f.ElemKey(i), err)
 			}
 			if c != nil {
-				c.Entries = append(c.Entries, f.ElemKey(start+len(items)))
+				c.Entries = append(c.Entries, f.ElemKey(i))
 			}
-			items = append(items, e)
+			items, last = append(items, e), i
 			return nil
 		})
-		if err != nil {
+		if err != nil || len(items) == 0 {
 			return items, nil, more, err
 		}
-		return items, AppendInt(nil, int64(start+len(items))), more, err
+		if req.Desc {
+			return items, AppendInt(nil, int64(last-1)), more && last > 0, nil
+		}
+		return items, AppendInt(nil, int64(last+1)), more, nil
 	}, func(err error) error { return Fail(op, r.D.Aggregate, id, nil, err) })
 }
 

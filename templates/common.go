@@ -107,7 +107,7 @@ func Methods(a *model.Aggregate) []Method {
 				Doc:    fmt.Sprintf("%s replaces the entry %s[i] and nothing else.%s It fails with runtime.ErrNotFound if the block or the element does not exist.%s", SetAt(f), f.Key, versionNote, gone),
 				Params: []jen.Code{Ctx(), id(), jen.Id("i").Int(), jen.Id("e").Add(Type(f.Elem))}, Results: []jen.Code{jen.Error()}},
 			Method{Kind: MListElems, Name: ListElems(f), Field: f,
-				Doc:    fmt.Sprintf("%s reads one page of the elements of %s in index order, without reading the rest of the block (req.Desc is refused with runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does not exist and with runtime.ErrBadCursor if req.Cursor was not made by this method for this block.", ListElems(f), f.Key),
+				Doc:    fmt.Sprintf("%s reads one page of the elements of %s in index order (req.Desc: descending, the last appended first), without reading the rest of the block. It fails with runtime.ErrNotFound if the block does not exist and with runtime.ErrBadCursor if req.Cursor was not made by this method for this block in the same direction.", ListElems(f), f.Key),
 				Params: []jen.Code{Ctx(), id(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(Type(f.Elem)), jen.Error()}},
 		)
 	}

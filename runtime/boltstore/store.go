@@ -509,8 +509,10 @@ func (s *Store[T, K]) elemCount(blk *block, countKey []byte) int {
 }
 
 // ReadElems reads elements of partition f of block id from index start
-// on, seeking to the first one: the other entries are not read.
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// on, seeking to the first one: the other entries are not read. With
+// desc it reads the count, then down from index start with a reverse
+// cursor.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	var more bool
 	err := s.c.View(ctx, op, id, func(b *block) error {
 		marker, ok := b.marker()
@@ -524,7 +526,23 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		cur := b.bucket.Cursor()
 		var dec valueDecoder
 		read := 0
-		for k, v := cur.Seek(b.key(f.Key, start)); k != nil && bytes.HasPrefix(k, fieldKey); k, v = cur.Next() {
+		// i is the index of the next element, step where the one after is.
+		i, step := start, 1
+		k, v := cur.Seek(b.key(f.Key, start))
+		if desc {
+			if c := b.bucket.Get(fieldKey); c == nil || !isCount(c) {
+				k = nil // no count: the partition is stored whole, or absent
+			} else if count := s.elemCount(b, fieldKey); count == 0 {
+				return b.err
+			} else {
+				i, step = count-1, -1
+				if start >= 0 && start < count {
+					i = start
+				}
+				k, v = cur.Seek(b.key(f.Key, i))
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, fieldKey) && i >= 0; k, v = next(cur, step) {
 			if read == n {
 				more = true
 				break
@@ -533,20 +551,21 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 				return err
 			}
 			r := runtime.NewKeyReader(k[len(fieldKey):])
-			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+read) {
-				return fmt.Errorf("element key %x: want %s: the block is corrupt", k, f.ElemKey(start+read))
+			if x, err := r.Int(); err != nil || !r.Done() || x != int64(i) {
+				return fmt.Errorf("element key %x: want %s: the block is corrupt", k, f.ElemKey(i))
 			}
 			dec.b = v
-			if err := fn(&dec); err != nil {
+			if err := fn(i, &dec); err != nil {
 				return err
 			}
 			read++
+			i += step
 		}
 		if read == 0 {
 			// None: the block may hold the partition whole, as a layout
 			// without it wrote it.
 			var err error
-			more, err = s.readWhole(b, marker, f, start, n, fn)
+			more, err = s.readWhole(b, marker, f, start, n, desc, fn)
 			return err
 		}
 		return nil
@@ -554,10 +573,19 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 	return more, err
 }
 
+// next moves cur one key forward (step 1) or back (-1).
+func next(cur *bbolt.Cursor, step int) ([]byte, []byte) {
+	if step < 0 {
+		return cur.Prev()
+	}
+	return cur.Next()
+}
+
 // readWhole is ReadElems of a block that holds partition f whole (its
 // entry, or under EAO a member of its root entry): the slice is decoded
-// and its elements from start on are passed to fn one by one.
-func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// and its elements from start on (desc: down from start) are passed to fn
+// one by one.
+func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	t := new(T)
 	var dec valueDecoder
 	switch v := b.bucket.Get(b.key(f.Key, -1)); {
@@ -573,20 +601,18 @@ func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], st
 	default:
 		return false, nil
 	}
-	for i := start; i < f.Len(t); i++ {
-		if i == start+n {
-			return true, nil
-		}
+	idx, more := runtime.ElemWindow(f.Len(t), start, n, desc)
+	for _, i := range idx {
 		v, err := Encode(f.Elem(t, i))
 		if err != nil {
 			return false, err
 		}
 		dec.b = v
-		if err := fn(&dec); err != nil {
+		if err := fn(i, &dec); err != nil {
 			return false, err
 		}
 	}
-	return false, nil
+	return more, nil
 }
 
 // ReadBlocks reads up to n blocks in block-key order after the block whose

@@ -19,19 +19,40 @@ const elemChunk = 100
 
 // ReadElems reads elements of partition f of block id from index start
 // on: GetItem calls projecting f[start], f[start+1], ... (and the count),
-// so that the other elements are not read.
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// so that the other elements are not read. With desc they project the
+// elements down from index start; a first page (start < 0) reads the
+// count with a GetItem of its own first.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
+	if desc && start < 0 {
+		e := newExpr()
+		item, err := s.getItem(ctx, id, e.name(s.keyName())+", "+e.name(LenAttr)+"."+e.name(f.Key), e)
+		if err != nil {
+			return false, wrap(op, s.d.Aggregate, id, err)
+		}
+		if item != nil && hasLen(item, f.Key) {
+			start = int(lenOf(item, f.Key)) - 1
+			if start < 0 {
+				return false, nil
+			}
+		}
+	}
 	read := 0
 	for {
+		// The next chunk of indexes, assuming the count allows them; the
+		// count read with them trims them.
 		want := min(n-read, elemChunk)
+		idx, _ := runtime.ElemWindow(start+read+want, start+read, want, false)
+		if desc {
+			idx, _ = runtime.ElemWindow(start-read+1, start-read, want, true)
+		}
 		e := newExpr()
 		fk := e.name(f.Key)
 		proj := []string{e.name(s.keyName()), e.name(LenAttr) + "." + fk}
 		if s.d.Expires != nil {
 			proj = append(proj, s.expiresPath(e))
 		}
-		for i := range want {
-			proj = append(proj, fmt.Sprintf("%s[%d]", fk, start+read+i))
+		for _, i := range idx {
+			proj = append(proj, fmt.Sprintf("%s[%d]", fk, i))
 		}
 		item, err := s.getItem(ctx, id, strings.Join(proj, ", "), e)
 		if err != nil {
@@ -48,23 +69,48 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		if !hasLen(item, f.Key) {
 			// No count: the block holds f whole (another layout), or
 			// not at all.
-			return s.readWholeElems(ctx, op, id, f, start+read, n-read, fn)
+			next := start + read
+			if desc {
+				next = start - read
+				if start < 0 {
+					next = -1
+				}
+			}
+			return s.readWholeElems(ctx, op, id, f, next, n-read, desc, fn)
 		}
 		count := int(lenOf(item, f.Key))
 		var elems []types.AttributeValue
 		if l, ok := item[f.Key].(*types.AttributeValueMemberL); ok {
 			elems = l.Value
 		}
+		// The projected list holds the elements that exist (below the
+		// count), in index order: reversed, in the page's order.
+		var mine []int
+		for _, i := range idx {
+			if i < count {
+				mine = append(mine, i)
+			}
+		}
+		if desc {
+			elems = slices.Clone(elems)
+			slices.Reverse(elems)
+		}
 		var dec decoder
-		for _, av := range elems {
-			if start+read >= count || read == n {
+		for j, av := range elems[:min(len(elems), len(mine))] {
+			if read == n {
 				break
 			}
 			dec.av = av
-			if err := fn(&dec); err != nil {
+			if err := fn(mine[j], &dec); err != nil {
 				return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 			}
 			read++
+		}
+		if desc {
+			if read == n || start-read < 0 || len(elems) < len(idx) {
+				return read > 0 && start-read >= 0, nil
+			}
+			continue
 		}
 		if read == n || start+read >= count || len(elems) < want {
 			return start+read < count, nil
@@ -75,7 +121,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 // readWholeElems is ReadElems of a block that holds partition f whole (a
 // list without a count, on its own or inside the root entry of an EAO
 // block), or not at all: one GetItem of the list.
-func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	e := newExpr()
 	fk := e.name(f.Key)
 	item, err := s.getItem(ctx, id, strings.Join([]string{e.name(s.keyName()), fk, e.name(RootAttr) + "." + fk}, ", "), e)
@@ -97,14 +143,15 @@ func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *ru
 	default:
 		return false, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("entry %s: want a list, have %T", f.Key, av))
 	}
+	idx, more := runtime.ElemWindow(len(elems), start, n, desc)
 	var dec decoder
-	for i := start; i < len(elems) && i < start+n; i++ {
+	for _, i := range idx {
 		dec.av = elems[i]
-		if err := fn(&dec); err != nil {
+		if err := fn(i, &dec); err != nil {
 			return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 	}
-	return start+n < len(elems), nil
+	return more, nil
 }
 
 // position decodes a listing position (an encoded block key).

@@ -12,17 +12,29 @@ import (
 )
 
 // ReadElems reads elements of partition f of block id with a $slice
-// projection (on servers without one, the array alone, sliced here).
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// projection (on servers without one, the array alone, sliced here). With
+// desc the slice ends at index start, or is the array's last n+1 elements
+// ({$slice: -(n+1)}) for a first page.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	field := f.Key
 	client := s.coll.Database().Client()
 	_, noSlice := noSliceProjection.Load(client)
+	// first is the index of the first element the slice holds (-1: the
+	// last elements, counted from the end).
+	var slice any = bson.A{start, n + 1}
+	first := start
+	if desc && start < 0 {
+		slice, first = -(n + 1), -1
+	} else if desc {
+		first = max(0, start-n)
+		slice = bson.A{first, start - first + 1}
+	}
 	var raw bson.Raw
 	var err error
 	if !noSlice {
 		proj := bson.D{
 			{Key: LenKey + "." + field, Value: 1},
-			{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
+			{Key: field, Value: bson.D{{Key: "$slice", Value: slice}}},
 		}
 		if s.d.Expires != nil {
 			proj = append(proj, bson.E{Key: s.d.Expires.Key, Value: 1})
@@ -32,6 +44,11 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		if notImplemented(err) {
 			noSliceProjection.Store(client, true)
 			noSlice = true
+		}
+	}
+	if err == nil && !noSlice && first < 0 {
+		if _, counted := raw.Lookup(LenKey, field).AsInt64OK(); !counted {
+			noSlice = true // stored whole: the indexes need the whole array
 		}
 	}
 	if noSlice {
@@ -58,20 +75,25 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 	if err != nil {
 		return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 	}
-	if noSlice {
-		vals = vals[min(start, len(vals)):min(start+n+1, len(vals))]
+	switch {
+	case noSlice:
+		first = 0
+	case first < 0:
+		count, _ := raw.Lookup(LenKey, field).AsInt64OK()
+		first = max(0, int(count)-len(vals))
 	}
+	idx, more := runtime.ElemWindow(first+len(vals), start, n, desc)
 	var dec rawDecoder
-	for i, v := range vals {
-		if i == n {
-			return true, nil
+	for _, i := range idx {
+		if i < first {
+			continue // not in the slice (the array changed meanwhile)
 		}
-		dec.v = v
-		if err := fn(&dec); err != nil {
+		dec.v = vals[i-first]
+		if err := fn(i, &dec); err != nil {
 			return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 	}
-	return false, nil
+	return more, nil
 }
 
 // ReadBlocks reads up to n documents in _id order after the block whose

@@ -717,15 +717,33 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 }
 
 // ReadElems reads elements of partition f of block id from index start
-// on with one HMGET of their fields (and the count).
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// on with one HMGET of their fields (and the count). With desc it reads
+// down from index start; a first page (start < 0) reads the count with an
+// HMGET of its own first.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	fields := make([]string, 0, n+3)
 	fields = append(fields, seqField, f.Key)
 	if s.d.Expires != nil {
 		fields = append(fields, s.expiresField())
 	}
 	first := len(fields)
-	for i := start; i < start+n; i++ {
+	// The window assuming the count allows it; the count read with the
+	// elements trims it.
+	idx, _ := runtime.ElemWindow(start+n, start, n, false)
+	if desc {
+		if start < 0 {
+			vals, err := s.c.HMGet(ctx, s.BlockKey(id), fields...).Result()
+			if err != nil {
+				return false, s.fail(op, id, nil, err)
+			}
+			if c, ok := vals[1].(string); vals[0] != nil && ok && isCount(c) {
+				start, _ = strconv.Atoi(c)
+				start--
+			}
+		}
+		idx, _ = runtime.ElemWindow(start+1, start, n, true)
+	}
+	for _, i := range idx {
 		fields = append(fields, elemField(f.Key, i))
 	}
 	vals, err := s.c.HMGet(ctx, s.BlockKey(id), fields...).Result()
@@ -749,7 +767,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		}
 	case ok:
 		// Stored whole (an earlier layout of the model).
-		return s.readWhole(op, id, f, c, start, n, fn)
+		return s.readWhole(op, id, f, c, start, n, desc, fn)
 	default:
 		// No count: a partition added since the block was written, or
 		// stored whole in an EAO block's root entry (evolve.go).
@@ -757,21 +775,27 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			if err != nil {
 				return false, err
 			}
-			return s.readWhole(op, id, f, v, start, n, fn)
+			return s.readWhole(op, id, f, v, start, n, desc, fn)
 		}
 	}
 	for j, v := range vals[first:] {
-		i := start + j
+		i := idx[j]
 		if i >= count {
+			if desc {
+				continue // the partition was rewritten shorter meanwhile
+			}
 			return false, nil
 		}
 		str, ok := v.(string)
 		if !ok {
 			return false, s.fail(op, id, nil, fmt.Errorf("entry %s is missing: the block is corrupt", elemField(f.Key, i)))
 		}
-		if err := fn(decoder(str)); err != nil {
+		if err := fn(i, decoder(str)); err != nil {
 			return false, s.fail(op, id, nil, err)
 		}
+	}
+	if desc {
+		return len(idx) > 0 && idx[len(idx)-1] > 0, nil
 	}
 	return start+n < count, nil
 }

@@ -16,6 +16,7 @@ var descTests = []subtest{
 	{name: "DescendingList", fn: testDescList},
 	{name: "DescendingLookups", fn: testDescLookups},
 	{name: "DescendingScopes", fn: testDescScopes},
+	{name: "DescendingElements", fn: testDescElements},
 }
 
 // listing is one listing of the descending tests: a page of it, its items
@@ -283,4 +284,73 @@ func testDescScopes(t *testing.T, e *env) {
 	if want := []string{"a/8", "a/7", "a/5", "a/4", "a/3", "a/2", "a/1"}; !slices.Equal(got, want) {
 		t.Fatalf("ListByThread a, descending pages after the changes: %v, want %v", got, want)
 	}
+}
+
+// testDescElements: List<Partition> in descending order is the elements
+// in reverse index order, also across appends and element writes between
+// pages (an element appended after the first page is above the cursor:
+// not listed).
+func testDescElements(t *testing.T, e *env) {
+	e.createMatch(t, "r7", 7)
+	e.createMatch(t, "r0", 0)
+	j := &model.Journal{Owner: "ann", Lines: []model.Line{{Kind: "a", Text: "0"}, {Kind: "b", Text: "1"}, {Kind: "c", Text: "2"}}, Notes: []string{"n0", "n1"}}
+	must(t, e.Journals.Create(bg, j))
+	r := &model.Reply{Key: model.ReplyKey{Thread: "t"}, Edits: []string{"e0", "e1", "e2", "e3"}}
+	must(t, e.Replies.Create(bg, r))
+	serial := func(x model.Round) string { return x.Serial }
+	rounds := func(id string, least int) listing {
+		return listing{"ListRounds " + id, least, pageOf(serial, func(req runtime.PageRequest) (runtime.Page[model.Round], error) {
+			return e.Matches.ListRounds(bg, id, req)
+		})}
+	}
+	str := func(x string) string { return x }
+	for _, l := range []listing{
+		rounds("r7", 7), rounds("r0", 0),
+		{"ListLines", 3, pageOf(func(x model.Line) string { return x.Text }, func(req runtime.PageRequest) (runtime.Page[model.Line], error) {
+			return e.Journals.ListLines(bg, j.ID, req)
+		})},
+		{"ListNotes", 2, pageOf(str, func(req runtime.PageRequest) (runtime.Page[string], error) {
+			return e.Journals.ListNotes(bg, j.ID, req)
+		})},
+		{"ListEdits", 4, pageOf(str, func(req runtime.PageRequest) (runtime.Page[string], error) {
+			return e.Replies.ListEdits(bg, r.Key, req)
+		})},
+	} {
+		checkDesc(t, l)
+	}
+	_, err := e.Matches.ListRounds(bg, "none", runtime.PageRequest{Desc: true})
+	checkErr(t, err, runtime.ErrNotFound, "ListRounds of a missing block, descending")
+
+	// Changes between pages.
+	list := func(req runtime.PageRequest) (runtime.Page[model.Round], error) {
+		req.Desc = true
+		return e.Matches.ListRounds(bg, "r7", req)
+	}
+	first, err := list(runtime.PageRequest{Limit: 3})
+	must(t, err)
+	if got := keysOfElems(first.Items, serial); !slices.Equal(got, []string{"r7/r6", "r7/r5", "r7/r4"}) {
+		t.Fatalf("the first descending page of ListRounds: %v", got)
+	}
+	for i := range 2 {
+		_, err := e.Matches.AppendRounds(bg, "r7", newRound("r7", 7+i))
+		must(t, err)
+	}
+	must(t, e.Matches.SetRoundsAt(bg, "r7", 2, newRound("r7", 20)))
+	rest := collect(t, 2, func(req runtime.PageRequest) (runtime.Page[model.Round], error) {
+		if req.Cursor == "" {
+			req.Cursor = first.Next
+		}
+		return list(req)
+	})
+	if got := keysOfElems(rest, serial); !slices.Equal(got, []string{"r7/r3", "r7/r20", "r7/r1", "r7/r0"}) {
+		t.Fatalf("the descending pages of ListRounds after the changes: %v", got)
+	}
+}
+
+func keysOfElems[E any](items []E, key func(E) string) []string {
+	out := make([]string, 0, len(items))
+	for _, x := range items {
+		out = append(out, key(x))
+	}
+	return out
 }

@@ -53,11 +53,11 @@ type TicketRepository interface {
 	// block or the element does not exist.
 	SetEventsAt(ctx context.Context, id TicketID, i int, e Event) error
 
-	// ListEvents reads one page of the elements of events in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListEvents reads one page of the elements of events in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEvents(ctx context.Context, id TicketID, req runtime.PageRequest) (runtime.Page[Event], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -357,9 +357,9 @@ func (r _ticketRepo) SetEventsAt(ctx context.Context, id TicketID, i int, e Even
 	return r.r.Set(ctx, "SetEventsAt", id, runtime.SetAt(_ticketEntryEvents, i, e))
 }
 
-// ListEvents reads one page of the elements of events in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListEvents reads one page of the elements of events in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _ticketRepo) ListEvents(ctx context.Context, id TicketID, req runtime.PageRequest) (runtime.Page[Event], error) {
 	return runtime.ListElems[Event](ctx, r.r, "ListEvents", id, _ticketEntryEvents, req)
 }

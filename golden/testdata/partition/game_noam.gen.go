@@ -49,11 +49,11 @@ type GameRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetRoundsAt(ctx context.Context, id string, i int, e Round) error
 
-	// ListRounds reads one page of the elements of rounds in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListRounds reads one page of the elements of rounds in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -255,9 +255,9 @@ func (r _gameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) e
 	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_gameEntryRounds, i, e))
 }
 
-// ListRounds reads one page of the elements of rounds in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListRounds reads one page of the elements of rounds in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _gameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
 	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _gameEntryRounds, req)
 }

@@ -65,11 +65,11 @@ type ArticleRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetCommentsAt(ctx context.Context, id string, i int, e Comment) error
 
-	// ListComments reads one page of the elements of comments in index order,
-	// without reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListComments reads one page of the elements of comments in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListComments(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Comment], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -330,9 +330,9 @@ func (r _articleRepo) SetCommentsAt(ctx context.Context, id string, i int, e Com
 	return r.r.Set(ctx, "SetCommentsAt", id, runtime.SetAt(_articleEntryComments, i, e))
 }
 
-// ListComments reads one page of the elements of comments in index order,
-// without reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListComments reads one page of the elements of comments in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _articleRepo) ListComments(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Comment], error) {
 	return runtime.ListElems[Comment](ctx, r.r, "ListComments", id, _articleEntryComments, req)
 }

@@ -51,11 +51,11 @@ type LedgerRepository interface {
 	// block or the element does not exist.
 	SetLinesAt(ctx context.Context, id string, i int, e Line) error
 
-	// ListLines reads one page of the elements of lines in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListLines reads one page of the elements of lines in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Line], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -274,9 +274,8 @@ func (r _ledgerRepo) SetLinesAt(ctx context.Context, id string, i int, e Line) e
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_ledgerEntryLines, i, e))
 }
 
-// ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListLines reads one page of the elements of lines in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _ledgerRepo) ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Line], error) {
 	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, _ledgerEntryLines, req)
 }

@@ -70,7 +70,7 @@ var Store = &access.Store{
 			Steps: []access.Step{readTx, {Op: "count the keys of $index in the query's key range (no block read)"}}},
 		{Methods: []access.Method{access.CountScope}, Atomic: "one read transaction (a consistent snapshot); with an expires field, each block's expires entry is read too (that entry alone), in the same transaction, to leave the expired ones out",
 			Steps: []access.Step{readTx, {Op: "seek bucket $coll in the scope's key range from block marker to block marker (no block read)"}}},
-		{Methods: []access.Method{access.ListElems}, Desc: "refused with runtime.ErrUnsupported (elements page in index order only)", Atomic: "all of it: one bbolt transaction",
+		{Methods: []access.Method{access.ListElems}, Desc: "get the count, then seek /$coll/$key/-/$field/i and read n elements backwards (a reverse bbolt cursor; a first page from the last)", Atomic: "all of it: one bbolt transaction",
 			Steps: []access.Step{readTx, {Op: "get " + block + "/$field"}, {Op: "seek " + block + "/$field/i and read n elements"}}},
 		{Methods: []access.Method{access.Ensure}, Atomic: "all of it: one bbolt transaction",
 			Steps: []access.Step{writeTx, {Op: "create the buckets of the blocks, index tables and counters if missing"}}},

@@ -85,7 +85,7 @@ var Store = &access.Store{
 		{Methods: []access.Method{access.CountScope}, Atomic: "one command; the filter leaves out the documents whose expires time is set and not after the repository's clock",
 			Steps: []access.Step{{N: 1, Op: "countDocuments $coll {$and: [{_id.<scope parts>: ..., _id.<counted part>: {$gt: 0}}, {$or: [{$expires: {$not: {$lte: now}}}, {$expires: zero time}]}]}"}}},
 		{Methods: []access.Method{access.ListScope}, Desc: "{_id.<counted part>: {$lt: cursor}}, sorted by the counted part -1", Atomic: each, Steps: []access.Step{{N: 1, Op: "find $coll {_id.<scope parts>: ..., _id.<counted part>: {$gt: cursor}} sort by the counted part"}}},
-		{Methods: []access.Method{access.ListElems}, Desc: "refused with runtime.ErrUnsupported (elements page in index order only)", Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
+		{Methods: []access.Method{access.ListElems}, Desc: "the same find with {$slice: [i-n, n+1]}, or {$slice: -(n+1)} on a first page", Atomic: "the page is read from one document version", Steps: []access.Step{{N: 1, Op: "find $coll {_id} projection {" + Len + ".$field, $field: {$slice: [i, n+1]}}"},
 			{N: 1, Per: access.IfSliceRefused, Op: "on a server without $slice projections (FerretDB v1): find $coll {_id} projection {$field}, sliced by the adapter"}}},
 
 		{Methods: []access.Method{access.CreateMany}, When: access.NoTables, Atomic: "each insert is atomic (native index entries included); the items are not atomic together (the failed ones are reported, the others written)" + countedMany,

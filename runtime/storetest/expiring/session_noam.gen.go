@@ -84,11 +84,11 @@ type SessionRepository interface {
 	// with runtime.ErrNotFound, writing nothing.
 	SetEventsAt(ctx context.Context, id string, i int, e string) error
 
-	// ListEvents reads one page of the elements of events in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListEvents reads one page of the elements of events in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEvents(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -414,9 +414,9 @@ func (r _sessionRepo) SetEventsAt(ctx context.Context, id string, i int, e strin
 	return r.r.Set(ctx, "SetEventsAt", id, runtime.SetAt(_sessionEntryEvents, i, e))
 }
 
-// ListEvents reads one page of the elements of events in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListEvents reads one page of the elements of events in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _sessionRepo) ListEvents(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEvents", id, _sessionEntryEvents, req)
 }

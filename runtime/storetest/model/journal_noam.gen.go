@@ -54,11 +54,11 @@ type JournalRepository interface {
 	// block or the element does not exist.
 	SetLinesAt(ctx context.Context, id JournalID, i int, e Line) error
 
-	// ListLines reads one page of the elements of lines in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListLines reads one page of the elements of lines in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error)
 
 	// AppendNotes adds e as the last element of notes and returns its index: one
@@ -74,11 +74,11 @@ type JournalRepository interface {
 	// block or the element does not exist.
 	SetNotesAt(ctx context.Context, id JournalID, i int, e string) error
 
-	// ListNotes reads one page of the elements of notes in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListNotes reads one page of the elements of notes in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -403,9 +403,8 @@ func (r _journalRepo) SetLinesAt(ctx context.Context, id JournalID, i int, e Lin
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_journalEntryLines, i, e))
 }
 
-// ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListLines reads one page of the elements of lines in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _journalRepo) ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error) {
 	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, _journalEntryLines, req)
 }
@@ -421,9 +420,8 @@ func (r _journalRepo) SetNotesAt(ctx context.Context, id JournalID, i int, e str
 	return r.r.Set(ctx, "SetNotesAt", id, runtime.SetAt(_journalEntryNotes, i, e))
 }
 
-// ListNotes reads one page of the elements of notes in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListNotes reads one page of the elements of notes in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _journalRepo) ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListNotes", id, _journalEntryNotes, req)
 }

@@ -58,11 +58,11 @@ type ReplyRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error
 
-	// ListEdits reads one page of the elements of edits in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListEdits reads one page of the elements of edits in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -371,9 +371,8 @@ func (r _replyRepo) SetEditsAt(ctx context.Context, id ReplyKey, i int, e string
 	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(_replyEntryEdits, i, e))
 }
 
-// ListEdits reads one page of the elements of edits in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListEdits reads one page of the elements of edits in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _replyRepo) ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, _replyEntryEdits, req)
 }

@@ -53,11 +53,11 @@ type NoteRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetLinesAt(ctx context.Context, id string, i int, e string) error
 
-	// ListLines reads one page of the elements of lines in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListLines reads one page of the elements of lines in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -304,9 +304,8 @@ func (r _noteRepo) SetLinesAt(ctx context.Context, id string, i int, e string) e
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_noteEntryLines, i, e))
 }
 
-// ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListLines reads one page of the elements of lines in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _noteRepo) ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListLines", id, _noteEntryLines, req)
 }

@@ -65,11 +65,11 @@ type PostRepository interface {
 	// block or the element does not exist.
 	SetEditsAt(ctx context.Context, id string, i int, e string) error
 
-	// ListEdits reads one page of the elements of edits in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListEdits reads one page of the elements of edits in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEdits(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -283,9 +283,8 @@ func (r _postRepo) SetEditsAt(ctx context.Context, id string, i int, e string) e
 	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(_postEntryEdits, i, e))
 }
 
-// ListEdits reads one page of the elements of edits in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListEdits reads one page of the elements of edits in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _postRepo) ListEdits(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, _postEntryEdits, req)
 }

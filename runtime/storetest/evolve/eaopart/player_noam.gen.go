@@ -41,11 +41,11 @@ type PlayerRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetScoresAt(ctx context.Context, id string, i int, e Score) error
 
-	// ListScores reads one page of the elements of scores in index order, without
-	// reading the rest of the block (req.Desc is refused with
-	// runtime.ErrUnsupported). It fails with runtime.ErrNotFound if the block does
-	// not exist and with runtime.ErrBadCursor if req.Cursor was not made by this
-	// method for this block.
+	// ListScores reads one page of the elements of scores in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListScores(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Score], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -264,9 +264,9 @@ func (r _playerRepo) SetScoresAt(ctx context.Context, id string, i int, e Score)
 	return r.r.Set(ctx, "SetScoresAt", id, runtime.SetAt(_playerEntryScores, i, e))
 }
 
-// ListScores reads one page of the elements of scores in index order, without
-// reading the rest of the block (req.Desc is refused with
-// runtime.ErrUnsupported).
+// ListScores reads one page of the elements of scores in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _playerRepo) ListScores(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Score], error) {
 	return runtime.ListElems[Score](ctx, r.r, "ListScores", id, _playerEntryScores, req)
 }
