@@ -290,7 +290,9 @@ type Cost struct {
 	// Atomic says what happens all-or-nothing (a template).
 	Atomic string
 	// Desc says how a descending page (runtime.PageRequest.Desc) differs
-	// (a template): it sends as many requests as an ascending one.
+	// (a template). Requests counts ascending pages: a descending one
+	// sends as many unless Desc says otherwise (the conformance suite's
+	// DeclaredRequests checks ascending pages only).
 	Desc string
 }
 
