@@ -46,7 +46,7 @@ func (r Repo[T, K]) count(ctx context.Context) (int64, error) {
 		}
 	}
 	n, err := r.countRead(func(after []byte, n int) ([]*T, []byte, bool, error) {
-		return r.S.ReadBlocks(ctx, "Count", after, n)
+		return r.S.ReadBlocks(ctx, "Count", after, n, false)
 	})
 	return n, r.ctxErr(ctx, "Count", err)
 }
@@ -76,7 +76,7 @@ func (r Repo[T, K]) countBy(ctx context.Context, op string, l *Lookup[T], rng *K
 		}
 	}
 	n, err := r.countRead(func(after []byte, n int) ([]*T, []byte, bool, error) {
-		return r.S.ReadLookup(ctx, op, l, in, after, n)
+		return r.S.ReadLookup(ctx, op, l, in, after, n, false)
 	})
 	return n, r.ctxErr(ctx, op, err)
 }
@@ -92,7 +92,7 @@ func (r Repo[T, K]) countScope(ctx context.Context, op string, scope K) (int64, 
 			return n, r.ctxErr(ctx, op, err)
 		}
 	}
-	n, err := r.countRead(r.scopeReads(ctx, op, scope))
+	n, err := r.countRead(r.scopeReads(ctx, op, scope, false))
 	return n, r.ctxErr(ctx, op, err)
 }
 

@@ -14,7 +14,9 @@ import (
 // payload is the position (an encoded key) and mac is a truncated
 // HMAC-SHA256 over the query name and the payload. A cursor that was
 // truncated, altered, or made by another query fails the check and is
-// rejected with ErrBadCursor.
+// rejected with ErrBadCursor. A cursor of a descending page is bound to
+// the query's name followed by DescQuery's mark, so that a cursor is
+// rejected by a page of the other direction too.
 //
 // # The cursor key
 //
@@ -65,6 +67,20 @@ func mac(query string, payload []byte) []byte {
 
 var cursorEncoding = base64.RawURLEncoding.Strict()
 
+// descMark ends the name of a descending query (DescQuery): no query name
+// holds a 0x00 byte.
+const descMark = "\x00desc"
+
+// DescQuery is the name cursors of query are bound to when its pages come
+// in descending order (PageRequest.Desc): a cursor made for one direction
+// fails DecodeCursor in the other with ErrBadCursor.
+func DescQuery(query string, desc bool) string {
+	if desc {
+		return query + descMark
+	}
+	return query
+}
+
 // EncodeCursor makes the cursor for position payload in the named query.
 func EncodeCursor(query string, payload []byte) string {
 	b := make([]byte, 0, 1+len(payload)+macLen)
@@ -101,7 +117,7 @@ func DecodeCursor(query, cursor string) ([]byte, error) {
 	}
 	payload, sum := b[1:len(b)-macLen], b[len(b)-macLen:]
 	if !hmac.Equal(sum, mac(query, payload)) {
-		return nil, fmt.Errorf("%w: checksum mismatch (damaged, made for another query, or signed with another cursor key)", ErrBadCursor)
+		return nil, fmt.Errorf("%w: checksum mismatch (damaged, made for another query or the other direction, or signed with another cursor key)", ErrBadCursor)
 	}
 	return payload, nil
 }

@@ -87,6 +87,11 @@ var (
 	// names what this build's model lacks; serve the write from the newer
 	// build (or, to roll back, run this build's EnsureIndexes).
 	ErrLayout = errors.New("stored in another layout")
+	// ErrUnsupported: the store cannot answer the call as asked (a
+	// descending List on a store whose listing has no key order,
+	// Caps.OrderedScan false). Nothing was read or written. It is
+	// errors.ErrUnsupported, so errors.Is matches either.
+	ErrUnsupported = errors.ErrUnsupported
 )
 
 // Error is the error type of generated repositories.

@@ -543,7 +543,7 @@ func (r Repo[T, K]) reconcile(ctx context.Context) error {
 		if rec == nil {
 			// No record: a new collection, or blocks written before
 			// records existed, whose lookups nothing vouches for.
-			items, _, _, err := r.S.ReadBlocks(ctx, op, nil, 1)
+			items, _, _, err := r.S.ReadBlocks(ctx, op, nil, 1, false)
 			if len(items) > 0 || errors.Is(err, ErrUnreadable) {
 				for i := range next.Layout.Lookups {
 					next.Layout.Lookups[i].Building = true

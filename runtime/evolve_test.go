@@ -248,7 +248,7 @@ func (s *schemaStore) DropLookup(_ context.Context, l LookupLayout) error {
 	return nil
 }
 
-func (s *schemaStore) ReadBlocks(_ context.Context, _ string, after []byte, n int) ([]*evoPlayer, []byte, bool, error) {
+func (s *schemaStore) ReadBlocks(_ context.Context, _ string, after []byte, n int, _ bool) ([]*evoPlayer, []byte, bool, error) {
 	var out []*evoPlayer
 	var last []byte
 	for _, id := range s.blocks {
@@ -268,7 +268,7 @@ func (s *schemaStore) Repair(ctx context.Context) (RepairReport, error) {
 	var rep RepairReport
 	after := o.After
 	for {
-		items, last, more, err := s.ReadBlocks(ctx, "Repair", after, 2)
+		items, last, more, err := s.ReadBlocks(ctx, "Repair", after, 2, false)
 		if err != nil {
 			return rep, err
 		}

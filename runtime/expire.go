@@ -223,7 +223,7 @@ func (r Repo[T, K]) sweep(ctx context.Context, o SweepOptions) (SweepReport, err
 		if o.Limit > 0 {
 			n = min(n, o.Limit-rep.Scanned)
 		}
-		items, last, more, err := r.S.ReadBlocks(ctx, "Sweep", after, n)
+		items, last, more, err := r.S.ReadBlocks(ctx, "Sweep", after, n, false)
 		rep.Scanned += len(items)
 		if err != nil {
 			if !resumable(err, last) {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"iter"
+	"slices"
 )
 
 // DefaultPageLimit is the page size used when a PageRequest has no Limit.
@@ -17,6 +18,13 @@ type PageRequest struct {
 	Limit int
 	// Cursor is the Next of the previous page; empty for the first page.
 	Cursor string
+	// Desc asks for descending order, the last item first (newest
+	// first where keys grow with time: counters, uuid v7 ids, appended
+	// elements). A cursor is bound to its direction: one from a page of
+	// the other direction fails with ErrBadCursor. A store that keeps no
+	// key order for a listing (Caps.OrderedScan false: DynamoDB's List
+	// and All) refuses it with ErrUnsupported.
+	Desc bool
 }
 
 // Size is the effective page size.
@@ -65,4 +73,32 @@ func Pages[T any](ctx context.Context, limit int, list func(context.Context, Pag
 			req.Cursor = page.Next
 		}
 	}
+}
+
+// ElemWindow returns the indexes that a page of up to n elements of a
+// partition of count elements reads (Store.ReadElems), in the page's
+// order: from index start on, or with desc down from index start (start
+// < 0, or past the last element: from the last) to 0; and whether
+// elements follow them.
+func ElemWindow(count, start, n int, desc bool) ([]int, bool) {
+	lo, hi := max(start, 0), min(count, max(start, 0)+n)
+	if desc {
+		top := count - 1
+		if start >= 0 && start < top {
+			top = start
+		}
+		lo, hi = max(0, top-n+1), top+1
+	}
+	if hi <= lo {
+		return nil, false
+	}
+	idx := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		idx = append(idx, i)
+	}
+	if desc {
+		slices.Reverse(idx)
+		return idx, lo > 0
+	}
+	return idx, hi < count
 }

@@ -47,9 +47,12 @@ type Store[T any, K comparable] interface {
 	Append(ctx context.Context, op string, id K, f *Field[T], elem any, with ...Change[T]) (int, error)
 
 	// ReadElems reads up to n elements of partition f of block id from
-	// index start on, calling fn with each in index order, and reports
-	// whether more follow. It fails with ErrNotFound if there is no block.
-	ReadElems(ctx context.Context, op string, id K, f *Field[T], start, n int, fn func(Decoder) error) (more bool, err error)
+	// index start on, calling fn with each (and its index) in index
+	// order, and reports whether more follow. With desc it reads down
+	// from index start (start < 0, or past the last element: from the
+	// last) to index 0, and more reports whether elements below the last
+	// one read follow. It fails with ErrNotFound if there is no block.
+	ReadElems(ctx context.Context, op string, id K, f *Field[T], start, n int, desc bool, fn func(i int, d Decoder) error) (more bool, err error)
 	// ReadBlocks reads up to n blocks in the store's listing order (block
 	// key order where Caps().OrderedScan), after the position after (nil:
 	// from the first), and returns the position of the last one and
@@ -58,17 +61,21 @@ type Store[T any, K comparable] interface {
 	// before it, the position of the unreadable block as last, more true,
 	// and an *Error of kind ErrUnreadable naming it (see Unreadable), so
 	// that a listing can report it and resume after it. ReadLookup and
-	// ReadScope do the same.
-	ReadBlocks(ctx context.Context, op string, after []byte, n int) (items []*T, last []byte, more bool, err error)
+	// ReadScope do the same. With desc the order is reversed: the blocks
+	// before after (nil: from the last), in descending key order; a store
+	// without OrderedScan is never asked for it.
+	ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) (items []*T, last []byte, more bool, err error)
 	// ReadLookup reads up to n aggregates found by lookup l in key range
 	// rng, in (value, block key) order, after position after (nil: from
-	// the start of rng).
-	ReadLookup(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, after []byte, n int) (items []*T, last []byte, more bool, err error)
+	// the start of rng); with desc, in the reverse order, before after
+	// (nil: from the end of rng).
+	ReadLookup(ctx context.Context, op string, l *Lookup[T], rng *KeyRange, after []byte, n int, desc bool) (items []*T, last []byte, more bool, err error)
 	// GetBy reads the aggregate holding value (encoded) of unique lookup l.
 	GetBy(ctx context.Context, op string, l *Lookup[T], value []byte) (*T, error)
 	// ReadScope reads up to n blocks of one counter scope (the scope of
-	// key scope) in number order, after number after.
-	ReadScope(ctx context.Context, op string, scope K, after int64, n int) (items []*T, last int64, more bool, err error)
+	// key scope) in number order, after number after; with desc, in
+	// descending number order, below number after (0: from the highest).
+	ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) (items []*T, last int64, more bool, err error)
 
 	Repair(ctx context.Context) (RepairReport, error)
 	Ensure(ctx context.Context) error
@@ -122,7 +129,9 @@ type Caps struct {
 	// System is the store's name in OpenTelemetry's db.system.name
 	// ("bbolt", "mongodb", "redis", "aws.dynamodb"); Name when empty.
 	System string
-	// OrderedScan: List and All return blocks in block-key order.
+	// OrderedScan: List and All return blocks in block-key order, and
+	// List pages in descending order (PageRequest.Desc); without it a
+	// descending List fails with ErrUnsupported.
 	OrderedScan bool
 	// AtomicLookups: a block and its index entries change in one atomic
 	// write (otherwise the index-table protocol with verified reads and
@@ -502,8 +511,11 @@ func (r Repo[T, K]) listQuery() string { return r.D.Aggregate + ".List" }
 // kind ErrUnreadable naming it: following Next lists every readable block.
 func (r Repo[T, K]) list(ctx context.Context, req PageRequest) (_ Page[*T], err error) {
 	defer r.ctxErrAt(ctx, "List", &err)
+	if req.Desc && !r.S.Caps().OrderedScan {
+		return Page[*T]{}, FailAt("List", r.D.Aggregate, nil, fmt.Sprintf("in descending order (%s lists blocks in no key order: Caps.OrderedScan)", r.S.Caps().Name), ErrUnsupported, nil)
+	}
 	return paginate(r.listQuery(), req, fill(r, func(after []byte, n int) ([]*T, []byte, bool, error) {
-		return r.S.ReadBlocks(ctx, "List", after, n)
+		return r.S.ReadBlocks(ctx, "List", after, n, req.Desc)
 	}), func(err error) error { return Fail("List", r.D.Aggregate, nil, nil, err) })
 }
 
@@ -535,7 +547,7 @@ func (r Repo[T, K]) all(ctx context.Context) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {
 		var after []byte
 		for {
-			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage)
+			items, last, more, err := r.S.ReadBlocks(ctx, "All", after, allPage, false)
 			items = r.dropExpired(items)
 			for _, it := range items {
 				if !yield(it, nil) {
@@ -581,7 +593,7 @@ func (r Repo[T, K]) listBy(ctx context.Context, op string, l *Lookup[T], rng *Ke
 		if after != nil && !rng.Contains(after) {
 			return nil, nil, false, fmt.Errorf("%w: position outside the query's range", ErrBadCursor)
 		}
-		return r.S.ReadLookup(ctx, op, l, in, after, n)
+		return r.S.ReadLookup(ctx, op, l, in, after, n, req.Desc)
 	}), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
@@ -594,13 +606,13 @@ func (r Repo[T, K]) listScope(ctx context.Context, op string, scope K, req PageR
 	}
 	s, _ := r.D.Counter.Split(scope)
 	query := r.D.Aggregate + "." + op + ":" + string(s)
-	return paginate(query, req, fill(r, r.scopeReads(ctx, op, scope)), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
+	return paginate(query, req, fill(r, r.scopeReads(ctx, op, scope, req.Desc)), func(err error) error { return Fail(op, r.D.Aggregate, nil, nil, err) })
 }
 
 // scopeReads reads the blocks of one counter scope after a position (the
-// number of the last block read, nil: from the first), as listings and
-// counts read them.
-func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K) func(after []byte, n int) ([]*T, []byte, bool, error) {
+// number of the last block read, nil: from the first, or with desc from
+// the last), as listings and counts read them.
+func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K, desc bool) func(after []byte, n int) ([]*T, []byte, bool, error) {
 	return func(after []byte, n int) ([]*T, []byte, bool, error) {
 		var from int64
 		if after != nil {
@@ -610,8 +622,8 @@ func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K) func(aft
 			}
 			from = v
 		}
-		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n)
-		if err != nil && last <= from {
+		items, last, more, err := r.S.ReadScope(ctx, op, scope, from, n, desc)
+		if err != nil && (last == 0 || !desc && last <= from || desc && from > 0 && last >= from) {
 			return items, nil, more, err // no position to resume after
 		}
 		return items, AppendInt(nil, last), more, err
@@ -623,7 +635,7 @@ func (r Repo[T, K]) scopeReads(ctx context.Context, op string, scope K) func(aft
 const MaxElemIndex = 1<<31 - 1
 
 // listElems reads one page of the elements of partition f of block id in
-// index order (op is the method, e.g. "ListRounds"), adding the entries
+// index order, or descending with req.Desc (op is the method, e.g. "ListRounds"), adding the entries
 // it reads to c when c is not nil.
 func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op string, id K, f *Field[T], req PageRequest, c *Call) (_ Page[E], err error) {
 	defer r.ctxErrAt(ctx, op, &err)
@@ -636,40 +648,50 @@ func listElems[E, T any, K comparable](ctx context.Context, r Repo[T, K], op str
 	query := ElemQuery(r.D.Aggregate, f.Key, r.D.Keys.Bytes(id))
 	return paginate(query, req, func(after []byte, n int) ([]E, []byte, bool, error) {
 		// The position of an element listing is the index of the next
-		// element (IndexCursor's).
-		start := 0
+		// element (IndexCursor's): above the last one read, or below it
+		// in descending order (-1: from the last element).
+		start, lo := 0, int64(1)
+		if req.Desc {
+			start, lo = -1, 0
+		}
 		if after != nil {
-			v, err := positionIn(after, 1, MaxElemIndex)
+			v, err := positionIn(after, lo, MaxElemIndex)
 			if err != nil {
 				return nil, nil, false, err
 			}
 			start = int(v)
 		}
 		items := make([]E, 0, min(n, 64))
-		more, err := r.S.ReadElems(ctx, op, id, f, start, n, func(d Decoder) error {
+		last := -1
+		more, err := r.S.ReadElems(ctx, op, id, f, start, n, req.Desc, func(i int, d Decoder) error {
 			var e E
 			if err := d.Decode(&e); err != nil {
-				return fmt.Errorf("%s: %w", f.ElemKey(start+len(items)), err)
+				return fmt.Errorf("%s: %w", f.ElemKey(i), err)
 			}
 			if c != nil {
-				c.Entries = append(c.Entries, f.ElemKey(start+len(items)))
+				c.Entries = append(c.Entries, f.ElemKey(i))
 			}
-			items = append(items, e)
+			items, last = append(items, e), i
 			return nil
 		})
-		if err != nil {
+		if err != nil || len(items) == 0 {
 			return items, nil, more, err
 		}
-		return items, AppendInt(nil, int64(start+len(items))), more, err
+		if req.Desc {
+			return items, AppendInt(nil, int64(last-1)), more && last > 0, nil
+		}
+		return items, AppendInt(nil, int64(last+1)), more, nil
 	}, func(err error) error { return Fail(op, r.D.Aggregate, id, nil, err) })
 }
 
 // paginate is keyset pagination, written once for every listing of every
-// store: it decodes req.Cursor (bound to query) into a position, reads a
+// store, in either direction: it decodes req.Cursor (bound to query and
+// the direction, DescQuery) into a position, reads a
 // page after it, and makes the cursor of the next page from the position
 // of the page's last item. Errors from the cursor go through wrap; errors
 // from read are returned as they are (adapters return *Error values).
 func paginate[T any](query string, req PageRequest, read func(after []byte, n int) ([]T, []byte, bool, error), wrap func(error) error) (Page[T], error) {
+	query = DescQuery(query, req.Desc)
 	var after []byte
 	if req.Cursor != "" {
 		p, err := DecodeCursor(query, req.Cursor)

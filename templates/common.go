@@ -109,7 +109,7 @@ func Methods(a *model.Aggregate, stores ...string) []Method {
 				Doc:    fmt.Sprintf("%s replaces the entry %s[i] and nothing else.%s It fails with runtime.ErrNotFound if the block or the element does not exist.%s", SetAt(f), f.Key, versionNote, gone),
 				Params: []jen.Code{Ctx(), id(), jen.Id("i").Int(), jen.Id("e").Add(Type(f.Elem))}, Results: []jen.Code{jen.Error()}},
 			Method{Kind: MListElems, Name: ListElems(f), Field: f,
-				Doc:    fmt.Sprintf("%s reads one page of the elements of %s in index order, without reading the rest of the block. It fails with runtime.ErrNotFound if the block does not exist and with runtime.ErrBadCursor if req.Cursor was not made by this method for this block.", ListElems(f), f.Key),
+				Doc:    fmt.Sprintf("%s reads one page of the elements of %s in index order (req.Desc: descending, the last appended first), without reading the rest of the block. It fails with runtime.ErrNotFound if the block does not exist and with runtime.ErrBadCursor if req.Cursor was not made by this method for this block in the same direction.", ListElems(f), f.Key),
 				Params: []jen.Code{Ctx(), id(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(Type(f.Elem)), jen.Error()}},
 		)
 	}
@@ -121,7 +121,7 @@ func Methods(a *model.Aggregate, stores ...string) []Method {
 	ms = append(ms, moreMethods(a, stores)...)
 	ms = append(ms,
 		Method{Kind: MList, Name: "List",
-			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the returned Next as req.Cursor to read the following page; Next is empty after the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming it) ends a page early: the page holds the blocks before it and Next resumes after it, so that a caller can go on. A cursor not made by List fails with runtime.ErrBadCursor.", a.Name),
+			Doc:    fmt.Sprintf("List reads one page of %s aggregates, in the store's listing order (block-key order on stores whose scans are ordered, runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc lists in descending block-key order (the last first) on stores whose scans are ordered, and fails with runtime.ErrUnsupported on the others. Pass the returned Next as req.Cursor to read the following page, in the same direction; Next is empty after the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming it) ends a page early: the page holds the blocks before it and Next resumes after it, so that a caller can go on. A cursor not made by List in the same direction fails with runtime.ErrBadCursor.", a.Name),
 			Params: []jen.Code{Ctx(), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}},
 		Method{Kind: MAll, Name: "All",
 			Doc:    fmt.Sprintf("All iterates over every %s aggregate, in the order of List. An error is yielded with a nil aggregate: a block that cannot be decoded as runtime.ErrUnreadable naming it, after which the iteration goes on with the next block; any other error ends it.", a.Name),
@@ -154,11 +154,11 @@ func moreMethods(a *model.Aggregate, stores []string) []Method {
 				unique = fmt.Sprintf(" %s is unique, so the page holds at most one aggregate: %s reads the same in one call, failing with runtime.ErrNotFound where this returns an empty page; %s is there so that every lookup can be listed alike.", p.Path, GetBy(l), ListBy(l))
 			}
 			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
-				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order, through %s.%s A cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, via, unique),
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates %s, in block-key order (req.Desc: descending), through %s.%s A cursor not made by this query in the same direction fails with runtime.ErrBadCursor.", ListBy(l), a.Name, what, via, unique),
 				Params: []jen.Code{Ctx(), jen.Id("v").Add(Type(p.Type)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		} else {
 			ms = append(ms, Method{Kind: MListBy, Name: ListBy(l), Lookup: l,
-				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates selected by q, in (%s) order, through %s. Conditions that do not select one key range fail with runtime.ErrBadQuery; a cursor not made by this query fails with runtime.ErrBadCursor.", ListBy(l), a.Name, order, via),
+				Doc:    fmt.Sprintf("%s reads one page of the %s aggregates selected by q, in (%s) order (req.Desc: descending), through %s. Conditions that do not select one key range fail with runtime.ErrBadQuery; a cursor not made by this query in the same direction fails with runtime.ErrBadCursor.", ListBy(l), a.Name, order, via),
 				Params: []jen.Code{Ctx(), jen.Id("q").Id(LookupQuery(a, l)), jen.Id("req").Add(RT("PageRequest"))}, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		}
 		ms = append(ms, countBy(a, l))
@@ -183,7 +183,7 @@ func moreMethods(a *model.Aggregate, stores []string) []Method {
 		params = append(params, jen.Id("req").Add(RT("PageRequest")))
 		last := a.IDParts[len(a.IDParts)-1]
 		ms = append(ms, Method{Kind: MListScope, Name: ListScope(a),
-			Doc:    fmt.Sprintf("%s reads one page of the %s aggregates with the given %s, in %s order. Their %s values are allocated 1, 2, 3, ... from the scope's counter, so a page is read by computed keys in one batch; numbers of deleted aggregates are skipped.", ListScope(a), a.Name, strings.Join(names, ", "), last.Key, last.Key),
+			Doc:    fmt.Sprintf("%s reads one page of the %s aggregates with the given %s, in %s order (req.Desc: descending, the newest first). Their %s values are allocated 1, 2, 3, ... from the scope's counter, so a page is read by computed keys in one batch; numbers of deleted aggregates are skipped.", ListScope(a), a.Name, strings.Join(names, ", "), last.Key, last.Key),
 			Params: params, Results: []jen.Code{Page(ptr()), jen.Error()}})
 		ms = append(ms, Method{Kind: MCountScope, Name: CountScope(a),
 			Doc:    fmt.Sprintf("%s returns the number of %s aggregates with the given %s: as many as %s returns over all its pages.%s %s", CountScope(a), a.Name, strings.Join(names, ", "), ListScope(a), expiryNote(a), storeCostNote),

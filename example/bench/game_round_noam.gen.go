@@ -40,9 +40,9 @@ type GameRoundRepository interface {
 	GetMany(ctx context.Context, ids []GameRoundKey) (map[GameRoundKey]*GameRound, error)
 
 	// ListByGame reads one page of the GameRound aggregates with the given game,
-	// in seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-	// counter, so a page is read by computed keys in one batch; numbers of deleted
-	// aggregates are skipped.
+	// in seq order (req.Desc: descending, the newest first). Their seq values are
+	// allocated 1, 2, 3, ... from the scope's counter, so a page is read by
+	// computed keys in one batch; numbers of deleted aggregates are skipped.
 	ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error)
 
 	// CountByGame returns the number of GameRound aggregates with the given game:
@@ -112,11 +112,14 @@ type GameRoundRepository interface {
 
 	// List reads one page of GameRound aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*GameRound], error)
 
@@ -237,7 +240,7 @@ func (r _gameRoundRepo) GetMany(ctx context.Context, ids []GameRoundKey) (map[Ga
 }
 
 // ListByGame reads one page of the GameRound aggregates with the given game,
-// in seq order.
+// in seq order (req.Desc: descending, the newest first).
 func (r _gameRoundRepo) ListByGame(ctx context.Context, game string, req runtime.PageRequest) (runtime.Page[*GameRound], error) {
 	return r.r.ListScope(ctx, "ListByGame", GameRoundKey{Game: game}, req)
 }

@@ -57,9 +57,10 @@ type PlayerRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
 
 	// ListByGame reads one page of the Player aggregates that hold v in
-	// games[].game, in block-key order, through the lookup Player.game (a native
-	// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis). A
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// games[].game, in block-key order (req.Desc: descending), through the lookup
+	// Player.game (a native secondary index on MongoDB, an index table on bbolt,
+	// DynamoDB and Redis). A cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
 
 	// CountByGame returns the number of Player aggregates that ListByGame returns
@@ -143,11 +144,14 @@ type PlayerRepository interface {
 
 	// List reads one page of Player aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error)
 
@@ -350,8 +354,9 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 }
 
 // ListByGame reads one page of the Player aggregates that hold v in
-// games[].game, in block-key order, through the lookup Player.game (a native
-// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// games[].game, in block-key order (req.Desc: descending), through the lookup
+// Player.game (a native secondary index on MongoDB, an index table on bbolt,
+// DynamoDB and Redis).
 func (r _playerRepo) ListByGame(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByGame", _playerLookupGame, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

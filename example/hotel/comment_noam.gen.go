@@ -53,12 +53,13 @@ type CommentRepository interface {
 	GetMany(ctx context.Context, ids []CommentKey) (map[CommentKey]*Comment, error)
 
 	// ListByAuthor reads one page of the Comment aggregates whose author is v, in
-	// block-key order, through the lookup Comment.author (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Comment.author (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
 	// CountByAuthor returns the number of Comment aggregates that ListByAuthor
@@ -67,9 +68,9 @@ type CommentRepository interface {
 	CountByAuthor(ctx context.Context, v string) (int64, error)
 
 	// ListByPost reads one page of the Comment aggregates with the given post, in
-	// seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-	// counter, so a page is read by computed keys in one batch; numbers of deleted
-	// aggregates are skipped.
+	// seq order (req.Desc: descending, the newest first). Their seq values are
+	// allocated 1, 2, 3, ... from the scope's counter, so a page is read by
+	// computed keys in one batch; numbers of deleted aggregates are skipped.
 	ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
 	// CountByPost returns the number of Comment aggregates with the given post: as
@@ -153,11 +154,14 @@ type CommentRepository interface {
 
 	// List reads one page of Comment aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Comment], error)
 
@@ -318,9 +322,9 @@ func (r _commentRepo) GetMany(ctx context.Context, ids []CommentKey) (map[Commen
 }
 
 // ListByAuthor reads one page of the Comment aggregates whose author is v, in
-// block-key order, through the lookup Comment.author (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Comment.author (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _commentRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _commentLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -332,7 +336,7 @@ func (r _commentRepo) CountByAuthor(ctx context.Context, v string) (int64, error
 }
 
 // ListByPost reads one page of the Comment aggregates with the given post, in
-// seq order.
+// seq order (req.Desc: descending, the newest first).
 func (r _commentRepo) ListByPost(ctx context.Context, post int64, req runtime.PageRequest) (runtime.Page[*Comment], error) {
 	return r.r.ListScope(ctx, "ListByPost", CommentKey{Post: post}, req)
 }

@@ -65,12 +65,13 @@ type HotelRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Hotel, error)
 
 	// ListByName reads one page of the Hotel aggregates whose name is v, in
-	// block-key order, through the lookup Hotel.name (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). name is unique, so
-	// the page holds at most one aggregate: GetByName reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByName is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Hotel.name (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). name is unique, so the page holds at most one aggregate: GetByName
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByName is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// CountByName returns the number of Hotel aggregates that ListByName returns
@@ -85,14 +86,15 @@ type HotelRepository interface {
 	GetByName(ctx context.Context, name string) (*Hotel, error)
 
 	// ListByCityStars reads one page of the Hotel aggregates selected by q, in
-	// (city, stars, block key) order, through the lookup Hotel.cityStars (a global
-	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
-	// page may miss an aggregate written just before, or hold it as it was before
-	// that write (tag every part `noam:"lookup=cityStars,table"` for a strongly
-	// consistent index table there). Conditions that do not select one key range
-	// fail with runtime.ErrBadQuery; a cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// (city, stars, block key) order (req.Desc: descending), through the lookup
+	// Hotel.cityStars (a global secondary index on DynamoDB, a native secondary
+	// index on MongoDB, an index table on bbolt and Redis). On DynamoDB the index
+	// is eventually consistent: a page may miss an aggregate written just before,
+	// or hold it as it was before that write (tag every part
+	// `noam:"lookup=cityStars,table"` for a strongly consistent index table
+	// there). Conditions that do not select one key range fail with
+	// runtime.ErrBadQuery; a cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// CountByCityStars returns the number of Hotel aggregates selected by q: as
@@ -103,9 +105,10 @@ type HotelRepository interface {
 	CountByCityStars(ctx context.Context, q HotelCityStarsQuery) (int64, error)
 
 	// ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
-	// block-key order, through the lookup Hotel.tags (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Hotel.tags (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// CountByTags returns the number of Hotel aggregates that ListByTags returns
@@ -114,13 +117,13 @@ type HotelRepository interface {
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
-	// v, in block-key order, through the lookup Hotel.addressZip (a global
-	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
-	// page may miss an aggregate written just before, or hold it as it was before
-	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
-	// index table there). A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// v, in block-key order (req.Desc: descending), through the lookup
+	// Hotel.addressZip (a global secondary index on DynamoDB, a native secondary
+	// index on MongoDB, an index table on bbolt and Redis). On DynamoDB the index
+	// is eventually consistent: a page may miss an aggregate written just before,
+	// or hold it as it was before that write (tag the field `noam:"lookup,table"`
+	// for a strongly consistent index table there). A cursor not made by this
+	// query in the same direction fails with runtime.ErrBadCursor.
 	ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
 	// CountByAddressZip returns the number of Hotel aggregates that
@@ -205,11 +208,14 @@ type HotelRepository interface {
 
 	// List reads one page of Hotel aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Hotel], error)
 
@@ -517,8 +523,9 @@ func (r _hotelRepo) GetMany(ctx context.Context, ids []string) (map[string]*Hote
 }
 
 // ListByName reads one page of the Hotel aggregates whose name is v, in
-// block-key order, through the lookup Hotel.name (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Hotel.name (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _hotelRepo) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByName", _hotelLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -537,9 +544,9 @@ func (r _hotelRepo) GetByName(ctx context.Context, name string) (*Hotel, error) 
 }
 
 // ListByCityStars reads one page of the Hotel aggregates selected by q, in
-// (city, stars, block key) order, through the lookup Hotel.cityStars (a global
-// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-// table on bbolt and Redis).
+// (city, stars, block key) order (req.Desc: descending), through the lookup
+// Hotel.cityStars (a global secondary index on DynamoDB, a native secondary
+// index on MongoDB, an index table on bbolt and Redis).
 func (r _hotelRepo) ListByCityStars(ctx context.Context, q HotelCityStarsQuery, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByCityStars", _hotelLookupCityStars, _hotelCityStarsRange(q), req)
 }
@@ -553,8 +560,9 @@ func (r _hotelRepo) CountByCityStars(ctx context.Context, q HotelCityStarsQuery)
 }
 
 // ListByTags reads one page of the Hotel aggregates that hold v in tags[], in
-// block-key order, through the lookup Hotel.tags (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Hotel.tags (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _hotelRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByTags", _hotelLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -566,9 +574,9 @@ func (r _hotelRepo) CountByTags(ctx context.Context, v string) (int64, error) {
 }
 
 // ListByAddressZip reads one page of the Hotel aggregates whose address.zip is
-// v, in block-key order, through the lookup Hotel.addressZip (a global
-// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-// table on bbolt and Redis).
+// v, in block-key order (req.Desc: descending), through the lookup
+// Hotel.addressZip (a global secondary index on DynamoDB, a native secondary
+// index on MongoDB, an index table on bbolt and Redis).
 func (r _hotelRepo) ListByAddressZip(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Hotel], error) {
 	return r.r.ListBy(ctx, "ListByAddressZip", _hotelLookupAddressZip, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -52,12 +52,13 @@ type PostRepository interface {
 	GetMany(ctx context.Context, ids []int64) (map[int64]*Post, error)
 
 	// ListByAuthor reads one page of the Post aggregates whose author is v, in
-	// block-key order, through the lookup Post.author (a global secondary index on
-	// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
-	// Redis). On DynamoDB the index is eventually consistent: a page may miss an
-	// aggregate written just before, or hold it as it was before that write (tag
-	// the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Post.author (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error)
 
 	// CountByAuthor returns the number of Post aggregates that ListByAuthor
@@ -141,11 +142,14 @@ type PostRepository interface {
 
 	// List reads one page of Post aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Post], error)
 
@@ -279,9 +283,9 @@ func (r _postRepo) GetMany(ctx context.Context, ids []int64) (map[int64]*Post, e
 }
 
 // ListByAuthor reads one page of the Post aggregates whose author is v, in
-// block-key order, through the lookup Post.author (a global secondary index on
-// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
-// Redis).
+// block-key order (req.Desc: descending), through the lookup Post.author (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _postRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Post], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _postLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -289,6 +289,11 @@ type Cost struct {
 	Steps   []Step
 	// Atomic says what happens all-or-nothing (a template).
 	Atomic string
+	// Desc says how a descending page (runtime.PageRequest.Desc) differs
+	// (a template). Requests counts ascending pages: a descending one
+	// sends as many unless Desc says otherwise (the conformance suite's
+	// DeclaredRequests checks ascending pages only).
+	Desc string
 }
 
 // Container is a collection, bucket, table or key family of the layout.

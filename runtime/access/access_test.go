@@ -70,7 +70,7 @@ var methods = []access.Method{access.Get, access.GetMany, access.Create, access.
 // mongoOps are MongoDB operators, which templates write with a $ too.
 var leftover = regexp.MustCompile(`\$[a-zA-Z]+|\[\?`)
 
-var mongoOps = map[string]bool{"$inc": true, "$set": true, "$push": true, "$max": true, "$in": true, "$gt": true, "$slice": true, "$exists": true}
+var mongoOps = map[string]bool{"$inc": true, "$set": true, "$push": true, "$max": true, "$in": true, "$gt": true, "$lt": true, "$slice": true, "$exists": true}
 
 // TestDeclarations renders every declaration for every shape and
 // operation: each has a cost, and no template variable is left.

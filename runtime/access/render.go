@@ -432,6 +432,9 @@ func (st *Store) Render(s *Shape, op Op) Rendered {
 			r.Ops = append(r.Ops, p.op)
 		}
 	}
+	if c.Desc != "" {
+		r.Ops = append(r.Ops, "descending (PageRequest.Desc): "+v.Expand(c.Desc))
+	}
 	if st.Embedded {
 		r.RoundTrips = "0 (embedded)"
 		return r

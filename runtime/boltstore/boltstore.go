@@ -572,27 +572,32 @@ func entryName(prefix, k []byte) string {
 
 // readBlocks reads up to n blocks of bucket b from key from on (nil: the
 // first), returning them, the block key of the last one, and whether more
-// blocks follow.
-func readBlocks[K, T any](c collection[K], b *bbolt.Bucket, op string, from []byte, n int, read func(*block, K) (T, error)) (items []T, last K, more bool, err error) {
+// blocks follow. With desc it reads the blocks before key from (nil: from
+// the last), in descending key order, with a reverse cursor.
+func readBlocks[K, T any](c collection[K], b *bbolt.Bucket, op string, from []byte, n int, desc bool, read func(*block, K) (T, error)) (items []T, last K, more bool, err error) {
 	if b == nil {
 		return nil, last, false, nil
 	}
 	cur := b.Cursor()
 	var k []byte
-	if from == nil {
+	switch {
+	case desc:
+		k, _ = lastBefore(cur, from)
+	case from == nil:
 		k, _ = cur.First()
-	} else {
+	default:
 		k, _ = cur.Seek(from)
 	}
 	items = make([]T, 0, min(n, 64))
-	for ; k != nil; k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(last)))) {
+	for k != nil {
 		if len(items) == n {
 			return items, last, true, nil
 		}
-		// The first key of a block is its marker: the block key and the separator.
+		// The first key of a block is its marker: the block key and the
+		// separator (in descending order, k is the block's last key).
 		r := runtime.NewKeyReader(k)
 		id, err := c.Keys.Read(r)
-		if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+		if rest := r.Rest(); err != nil || len(rest) == 0 || rest[0] != Separator || !desc && len(rest) != 1 {
 			return items, last, false, fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, c.Name)
 		}
 		item, err := read(c.block(b.Tx(), b, op, id), id)
@@ -605,6 +610,22 @@ func readBlocks[K, T any](c collection[K], b *bbolt.Bucket, op string, from []by
 		}
 		items = append(items, item)
 		last = id
+		if desc {
+			k, _ = lastBefore(cur, BlockPrefix(c.Keys.Bytes(last)))
+		} else {
+			k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(c.Keys.Bytes(last))))
+		}
 	}
 	return items, last, false, nil
+}
+
+// lastBefore moves cur to the last key before key from (nil: the last key
+// of the bucket) and returns it with its value, nil when there is none.
+func lastBefore(cur *bbolt.Cursor, from []byte) ([]byte, []byte) {
+	if from != nil {
+		if k, _ := cur.Seek(from); k != nil {
+			return cur.Prev()
+		}
+	}
+	return cur.Last()
 }

@@ -97,7 +97,7 @@ func listThings(ctx context.Context, c collection[string]) ([]*thing, error) {
 	var out []*thing
 	err := c.view(ctx, "List", nil, func(b *bbolt.Bucket) error {
 		var err error
-		out, _, _, err = readBlocks(c, b, "List", nil, 100, readThing)
+		out, _, _, err = readBlocks(c, b, "List", nil, 100, false, readThing)
 		return err
 	})
 	return out, err

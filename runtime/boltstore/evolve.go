@@ -165,7 +165,7 @@ func (m migrator[T, K]) ScanBlocks(_ context.Context, after *K, n int) ([]runtim
 	if after != nil {
 		from = runtime.PrefixEnd(BlockPrefix(m.s.d.Keys.Bytes(*after)))
 	}
-	blocks, _, more, err := readBlocks(m.s.c, m.tx.Bucket([]byte(m.s.c.Name)), "Migrate", from, n, func(blk *block, id K) (runtime.ScannedBlock[K, *block], error) {
+	blocks, _, more, err := readBlocks(m.s.c, m.tx.Bucket([]byte(m.s.c.Name)), "Migrate", from, n, false, func(blk *block, id K) (runtime.ScannedBlock[K, *block], error) {
 		return runtime.ScannedBlock[K, *block]{ID: id, Raw: blk, Read: true}, nil
 	})
 	return blocks, more, err

@@ -173,14 +173,21 @@ func (p primitives[T, K]) DeleteItems(ctx context.Context, l int, keys [][]byte,
 	return n, err
 }
 
-// ScanItems reads up to limit items of lookup l in key order.
-func (p primitives[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+// ScanItems reads up to limit items of lookup l in key order (desc: in
+// descending key order, with a reverse cursor).
+func (p primitives[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	var out []index.Item
 	err := p.viewItems(ctx, l, func(lt indexTable[T], ib *bbolt.Bucket) error {
 		if ib == nil {
 			return nil
 		}
 		cur := ib.Cursor()
+		if desc {
+			for k, v := lastBefore(cur, to); k != nil && len(out) < limit && bytes.Compare(k, from) >= 0; k, v = cur.Prev() {
+				out = append(out, *itemOf(lt, k, v))
+			}
+			return nil
+		}
 		k, v := cur.First()
 		if from != nil {
 			k, v = cur.Seek(from)
@@ -249,7 +256,7 @@ func (p primitives[T, K]) ScanBlocks(ctx context.Context, after []byte, limit in
 	var out []index.Block[*T]
 	err := view(ctx, p.s.c.DB, func(tx *bbolt.Tx) error {
 		var err error
-		out, _, _, err = readBlocks(p.s.c, tx.Bucket([]byte(p.s.c.Name)), "Repair", from, limit, func(blk *block, _ K) (index.Block[*T], error) {
+		out, _, _, err = readBlocks(p.s.c, tx.Bucket([]byte(p.s.c.Name)), "Repair", from, limit, false, func(blk *block, _ K) (index.Block[*T], error) {
 			t, err := p.s.readIndexed(blk)
 			return index.Block[*T]{Key: bytes.Clone(blk.blockKey), Value: t, Err: err}, nil
 		})

@@ -509,8 +509,10 @@ func (s *Store[T, K]) elemCount(blk *block, countKey []byte) int {
 }
 
 // ReadElems reads elements of partition f of block id from index start
-// on, seeking to the first one: the other entries are not read.
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// on, seeking to the first one: the other entries are not read. With
+// desc it reads the count, then down from index start with a reverse
+// cursor.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	var more bool
 	err := s.c.View(ctx, op, id, func(b *block) error {
 		marker, ok := b.marker()
@@ -524,7 +526,23 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		cur := b.bucket.Cursor()
 		var dec valueDecoder
 		read := 0
-		for k, v := cur.Seek(b.key(f.Key, start)); k != nil && bytes.HasPrefix(k, fieldKey); k, v = cur.Next() {
+		// i is the index of the next element, step where the one after is.
+		i, step := start, 1
+		k, v := cur.Seek(b.key(f.Key, start))
+		if desc {
+			if c := b.bucket.Get(fieldKey); c == nil || !isCount(c) {
+				k = nil // no count: the partition is stored whole, or absent
+			} else if count := s.elemCount(b, fieldKey); count == 0 {
+				return b.err
+			} else {
+				i, step = count-1, -1
+				if start >= 0 && start < count {
+					i = start
+				}
+				k, v = cur.Seek(b.key(f.Key, i))
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, fieldKey) && i >= 0; k, v = next(cur, step) {
 			if read == n {
 				more = true
 				break
@@ -533,20 +551,21 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 				return err
 			}
 			r := runtime.NewKeyReader(k[len(fieldKey):])
-			if i, err := r.Int(); err != nil || !r.Done() || i != int64(start+read) {
-				return fmt.Errorf("element key %x: want %s: the block is corrupt", k, f.ElemKey(start+read))
+			if x, err := r.Int(); err != nil || !r.Done() || x != int64(i) {
+				return fmt.Errorf("element key %x: want %s: the block is corrupt", k, f.ElemKey(i))
 			}
 			dec.b = v
-			if err := fn(&dec); err != nil {
+			if err := fn(i, &dec); err != nil {
 				return err
 			}
 			read++
+			i += step
 		}
 		if read == 0 {
 			// None: the block may hold the partition whole, as a layout
 			// without it wrote it.
 			var err error
-			more, err = s.readWhole(b, marker, f, start, n, fn)
+			more, err = s.readWhole(b, marker, f, start, n, desc, fn)
 			return err
 		}
 		return nil
@@ -554,10 +573,19 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 	return more, err
 }
 
+// next moves cur one key forward (step 1) or back (-1).
+func next(cur *bbolt.Cursor, step int) ([]byte, []byte) {
+	if step < 0 {
+		return cur.Prev()
+	}
+	return cur.Next()
+}
+
 // readWhole is ReadElems of a block that holds partition f whole (its
 // entry, or under EAO a member of its root entry): the slice is decoded
-// and its elements from start on are passed to fn one by one.
-func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// and its elements from start on (desc: down from start) are passed to fn
+// one by one.
+func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	t := new(T)
 	var dec valueDecoder
 	switch v := b.bucket.Get(b.key(f.Key, -1)); {
@@ -573,25 +601,24 @@ func (s *Store[T, K]) readWhole(b *block, marker []byte, f *runtime.Field[T], st
 	default:
 		return false, nil
 	}
-	for i := start; i < f.Len(t); i++ {
-		if i == start+n {
-			return true, nil
-		}
+	idx, more := runtime.ElemWindow(f.Len(t), start, n, desc)
+	for _, i := range idx {
 		v, err := Encode(f.Elem(t, i))
 		if err != nil {
 			return false, err
 		}
 		dec.b = v
-		if err := fn(&dec); err != nil {
+		if err := fn(i, &dec); err != nil {
 			return false, err
 		}
 	}
-	return false, nil
+	return more, nil
 }
 
 // ReadBlocks reads up to n blocks in block-key order after the block whose
-// encoded key is after, in one read transaction.
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// encoded key is after (desc: before it, with a reverse cursor), in one
+// read transaction.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	var from []byte
 	if after != nil {
 		r := runtime.NewKeyReader(after)
@@ -599,13 +626,16 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
 		from = runtime.PrefixEnd(BlockPrefix(after))
+		if desc {
+			from = BlockPrefix(after)
+		}
 	}
 	var items []*T
 	var last K
 	var more bool
 	err := s.c.view(ctx, op, nil, func(b *bbolt.Bucket) error {
 		var err error
-		items, last, more, err = readBlocks(s.c, b, op, from, n, s.read)
+		items, last, more, err = readBlocks(s.c, b, op, from, n, desc, s.read)
 		return err
 	})
 	if err != nil {
@@ -618,8 +648,9 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 }
 
 // ReadLookup reads aggregates through lookup l in key range rng after the
-// index key after, in one read transaction; stale entries are skipped.
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+// index key after (desc: before it, with a reverse cursor), in one read
+// transaction; stale entries are skipped.
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	bl := s.boltLookup(l)
 	var items []*T
 	var last []byte
@@ -629,12 +660,25 @@ func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Look
 		if ib == nil || b == nil {
 			return nil
 		}
-		start := rng.From
-		if after != nil {
-			start = append(bytes.Clone(after), 0)
-		}
 		cur := ib.Cursor()
-		for k, v := cur.Seek(start); k != nil && bytes.Compare(k, rng.To) < 0; k, v = cur.Next() {
+		first, next := func() ([]byte, []byte) {
+			if after != nil {
+				return cur.Seek(append(bytes.Clone(after), 0))
+			}
+			return cur.Seek(rng.From)
+		}, cur.Next
+		in := func(k []byte) bool { return bytes.Compare(k, rng.To) < 0 }
+		if desc {
+			first = func() ([]byte, []byte) {
+				end := rng.To
+				if after != nil {
+					end = after
+				}
+				return lastBefore(cur, end)
+			}
+			next, in = cur.Prev, func(k []byte) bool { return bytes.Compare(k, rng.From) >= 0 }
+		}
+		for k, v := first(); k != nil && in(k); k, v = next() {
 			if len(items) == n {
 				more = true
 				break
@@ -679,8 +723,9 @@ func (s *Store[T, K]) boltLookup(l *runtime.Lookup[T]) indexTable[T] {
 }
 
 // ReadScope reads blocks of the counter scope of key scope, in number
-// order after number after.
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+// order after number after (desc: in descending order below number
+// after, 0: from the highest, with a reverse cursor).
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	prefix, _ := s.c.Counter.Split(scope)
 	var items []*T
 	var last int64
@@ -691,15 +736,29 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 		}
 		// The blocks of one scope are one key range, in number order: seek
 		// past the gaps instead of probing number by number.
-		from := BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, after+1)))
 		cur := b.Cursor()
-		for k, _ := cur.Seek(from); k != nil; k, _ = cur.Seek(runtime.PrefixEnd(BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, last))))) {
+		marker := func(num int64) []byte { return BlockPrefix(s.d.Keys.Bytes(s.c.Counter.With(scope, num))) }
+		first := func() []byte { k, _ := cur.Seek(marker(after + 1)); return k }
+		next := func() []byte { k, _ := cur.Seek(runtime.PrefixEnd(marker(last))); return k }
+		if desc {
+			// From the scope's last key down; k is then a block's last key.
+			first = func() []byte {
+				end := runtime.TupleEnd(prefix)
+				if after > 0 {
+					end = marker(after)
+				}
+				k, _ := lastBefore(cur, end)
+				return k
+			}
+			next = func() []byte { k, _ := lastBefore(cur, marker(last)); return k }
+		}
+		for k := first(); k != nil; k = next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			r := runtime.NewKeyReader(k)
 			id, err := s.d.Keys.Read(r)
-			if err != nil || !bytes.Equal(r.Rest(), []byte{Separator}) {
+			if rest := r.Rest(); err != nil || len(rest) == 0 || rest[0] != Separator || !desc && len(rest) != 1 {
 				return fmt.Errorf("key %x of bucket %s is no block marker: the collection is corrupt", k, s.c.Name)
 			}
 			sc, num := s.c.Counter.Split(id)

@@ -317,10 +317,19 @@ func (s *Store[T, K]) gsiUpdate(ctx context.Context, op string, id K, u runtime.
 // write just made may be missing from it or not yet seen; every item is
 // checked to hold the index key it is listed under (an item whose stored
 // key is stale, written before the lookup changed, is skipped).
-func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	r := *rng
 	r.After = after
 	start, end := r.Start(), r.To
+	// Descending, the condition stays and the Query pages backwards from
+	// its end (ScanIndexForward false, ExclusiveStartKey).
+	var from map[string]types.AttributeValue
+	if desc {
+		start = r.From
+		if after != nil {
+			end = after
+		}
+	}
 	attr := s.gsiSort(l)
 	pa, pv := s.gsiPart(l)
 	out := make([]*T, 0, min(n+1, 64))
@@ -337,7 +346,7 @@ func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup
 		page, err := s.c.Query(ctx, &dynamodb.QueryInput{
 			TableName: aws.String(s.table), IndexName: aws.String(s.gsiIndex(l)),
 			KeyConditionExpression: aws.String(cond), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
-			Limit: aws.Int32(int32(min(n+1-len(out), 1000))),
+			Limit: aws.Int32(int32(min(n+1-len(out), 1000))), ScanIndexForward: aws.Bool(!desc), ExclusiveStartKey: from,
 		})
 		if err != nil {
 			return nil, nil, false, wrap(op, s.d.Aggregate, nil, err)
@@ -347,7 +356,9 @@ func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup
 			if k == nil || bytes.Equal(k.Value, end) {
 				continue // the range's end is not in it
 			}
-			start = append(append(start[:0:0], k.Value...), 0)
+			if !desc {
+				start = append(append(start[:0:0], k.Value...), 0)
+			}
 			t, err := s.decode(item)
 			if err != nil {
 				id, _ := s.keyOf(s.idAttr(item))
@@ -363,6 +374,9 @@ func (s *Store[T, K]) gsiRange(ctx context.Context, op string, l *runtime.Lookup
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			break
+		}
+		if desc {
+			from = page.LastEvaluatedKey
 		}
 	}
 	more := len(out) > n

@@ -244,8 +244,9 @@ func (p prims[T, K]) DeleteItems(ctx context.Context, l int, keys [][]byte, c in
 }
 
 // ScanItems implements index.Primitives: a Query of the lookup's
-// partition of the index table, in sort key order.
-func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+// partition of the index table, in sort key order (desc: backwards,
+// ScanIndexForward false).
+func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	if len(from) > MaxIndexKeyBytes {
 		// Just after a key of the limit's length: the next key that can
 		// be stored, so that the condition stays within the sort key limit.
@@ -278,7 +279,7 @@ func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limi
 		}
 		res, err := p.s.c.Query(ctx, &dynamodb.QueryInput{
 			TableName: aws.String(p.s.index), ConsistentRead: aws.Bool(true), Limit: aws.Int32(int32(limit - len(out))),
-			ExclusiveStartKey: start, KeyConditionExpression: aws.String(cond),
+			ExclusiveStartKey: start, KeyConditionExpression: aws.String(cond), ScanIndexForward: aws.Bool(!desc),
 			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 		})
 		if err != nil {
@@ -290,6 +291,9 @@ func (p prims[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limi
 				return nil, err
 			}
 			if to != nil && bytes.Compare(it.Key, to) >= 0 {
+				if desc {
+					continue // BETWEEN's inclusive end, met first
+				}
 				return out, nil
 			}
 			out = append(out, it)

@@ -19,19 +19,40 @@ const elemChunk = 100
 
 // ReadElems reads elements of partition f of block id from index start
 // on: GetItem calls projecting f[start], f[start+1], ... (and the count),
-// so that the other elements are not read.
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// so that the other elements are not read. With desc they project the
+// elements down from index start; a first page (start < 0) reads the
+// count with a GetItem of its own first.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
+	if desc && start < 0 {
+		e := newExpr()
+		item, err := s.getItem(ctx, id, e.name(s.keyName())+", "+e.name(LenAttr)+"."+e.name(f.Key), e)
+		if err != nil {
+			return false, wrap(op, s.d.Aggregate, id, err)
+		}
+		if item != nil && hasLen(item, f.Key) {
+			start = int(lenOf(item, f.Key)) - 1
+			if start < 0 {
+				return false, nil
+			}
+		}
+	}
 	read := 0
 	for {
+		// The next chunk of indexes, assuming the count allows them; the
+		// count read with them trims them.
 		want := min(n-read, elemChunk)
+		idx, _ := runtime.ElemWindow(start+read+want, start+read, want, false)
+		if desc {
+			idx, _ = runtime.ElemWindow(start-read+1, start-read, want, true)
+		}
 		e := newExpr()
 		fk := e.name(f.Key)
 		proj := []string{e.name(s.keyName()), e.name(LenAttr) + "." + fk}
 		if s.d.Expires != nil {
 			proj = append(proj, s.expiresPath(e))
 		}
-		for i := range want {
-			proj = append(proj, fmt.Sprintf("%s[%d]", fk, start+read+i))
+		for _, i := range idx {
+			proj = append(proj, fmt.Sprintf("%s[%d]", fk, i))
 		}
 		item, err := s.getItem(ctx, id, strings.Join(proj, ", "), e)
 		if err != nil {
@@ -48,23 +69,48 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		if !hasLen(item, f.Key) {
 			// No count: the block holds f whole (another layout), or
 			// not at all.
-			return s.readWholeElems(ctx, op, id, f, start+read, n-read, fn)
+			next := start + read
+			if desc {
+				next = start - read
+				if start < 0 {
+					next = -1
+				}
+			}
+			return s.readWholeElems(ctx, op, id, f, next, n-read, desc, fn)
 		}
 		count := int(lenOf(item, f.Key))
 		var elems []types.AttributeValue
 		if l, ok := item[f.Key].(*types.AttributeValueMemberL); ok {
 			elems = l.Value
 		}
+		// The projected list holds the elements that exist (below the
+		// count), in index order: reversed, in the page's order.
+		var mine []int
+		for _, i := range idx {
+			if i < count {
+				mine = append(mine, i)
+			}
+		}
+		if desc {
+			elems = slices.Clone(elems)
+			slices.Reverse(elems)
+		}
 		var dec decoder
-		for _, av := range elems {
-			if start+read >= count || read == n {
+		for j, av := range elems[:min(len(elems), len(mine))] {
+			if read == n {
 				break
 			}
 			dec.av = av
-			if err := fn(&dec); err != nil {
+			if err := fn(mine[j], &dec); err != nil {
 				return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 			}
 			read++
+		}
+		if desc {
+			if read == n || start-read < 0 || len(elems) < len(idx) {
+				return read > 0 && start-read >= 0, nil
+			}
+			continue
 		}
 		if read == n || start+read >= count || len(elems) < want {
 			return start+read < count, nil
@@ -75,7 +121,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 // readWholeElems is ReadElems of a block that holds partition f whole (a
 // list without a count, on its own or inside the root entry of an EAO
 // block), or not at all: one GetItem of the list.
-func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	e := newExpr()
 	fk := e.name(f.Key)
 	item, err := s.getItem(ctx, id, strings.Join([]string{e.name(s.keyName()), fk, e.name(RootAttr) + "." + fk}, ", "), e)
@@ -97,14 +143,15 @@ func (s *Store[T, K]) readWholeElems(ctx context.Context, op string, id K, f *ru
 	default:
 		return false, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("entry %s: want a list, have %T", f.Key, av))
 	}
+	idx, more := runtime.ElemWindow(len(elems), start, n, desc)
 	var dec decoder
-	for i := start; i < len(elems) && i < start+n; i++ {
+	for _, i := range idx {
 		dec.av = elems[i]
-		if err := fn(&dec); err != nil {
+		if err := fn(i, &dec); err != nil {
 			return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 	}
-	return start+n < len(elems), nil
+	return more, nil
 }
 
 // position decodes a listing position (an encoded block key).
@@ -118,8 +165,12 @@ func (s *Store[T, K]) position(after []byte) (K, error) {
 
 // ReadBlocks reads up to n blocks in the table's scan order after the
 // block whose encoded key is after: Scan pages, resumed from the block's
-// key (DynamoDB's ExclusiveStartKey).
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// key (DynamoDB's ExclusiveStartKey). A Scan has no key order to reverse
+// (Caps.OrderedScan is false): desc fails with runtime.ErrUnsupported.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
+	if desc {
+		return nil, nil, false, runtime.FailAt(op, s.d.Aggregate, nil, "in descending order (a Scan is in hash order)", runtime.ErrUnsupported, nil)
+	}
 	var start map[string]types.AttributeValue
 	if after != nil {
 		k, err := s.position(after)
@@ -174,14 +225,15 @@ func (s *Store[T, K]) lookupIndex(l *runtime.Lookup[T]) int {
 // Range): a Query of the lookup's partition of the index table in sort
 // key order, (value, block key), from the start of rng (or after position
 // after); the blocks in one BatchGetItem, each verified against its index
-// item (stale items are skipped).
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+// item (stale items are skipped). With desc the Query reads backwards
+// (ScanIndexForward false).
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	if s.gsiOf(l) != nil {
-		return s.gsiRange(ctx, op, s.gsiOf(l), rng, after, n)
+		return s.gsiRange(ctx, op, s.gsiOf(l), rng, after, n, desc)
 	}
 	r := *rng
 	r.After = after
-	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n)
+	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n, desc)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l (the
@@ -191,18 +243,26 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 }
 
 // ReadScope reads the blocks of one counter scope in number order after
-// number after: a Query of the scope index (ScopeLookup), whose sort keys
+// number after (desc: backwards below number after, 0: from the highest):
+// a Query of the scope index (ScopeLookup), whose sort keys
 // are the block keys, from the scope's number after+1 to the scope's end,
 // whatever the gaps; in the single table, a Query of the scope's own
 // partition (readScope).
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	if s.one != nil {
-		return s.readScope(ctx, op, scope, after, n)
+		return s.readScope(ctx, op, scope, after, n, desc)
 	}
 	prefix, _ := s.d.Counter.Split(scope)
 	from := s.d.Keys.Bytes(s.d.Counter.With(scope, max(after+1, 1)))
 	rng := &runtime.KeyRange{From: from, To: runtime.TupleEnd(prefix)}
-	items, _, more, err := s.ReadLookup(ctx, op, s.lookups[len(s.lookups)-1], rng, nil, n)
+	if desc {
+		// Below number after (0: from the highest), backwards.
+		rng.From = s.d.Keys.Bytes(s.d.Counter.With(scope, 1))
+		if after > 0 {
+			rng.To = s.d.Keys.Bytes(s.d.Counter.With(scope, after))
+		}
+	}
+	items, _, more, err := s.ReadLookup(ctx, op, s.lookups[len(s.lookups)-1], rng, nil, n, desc)
 	if err != nil {
 		return nil, 0, false, err
 	}

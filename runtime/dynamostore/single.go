@@ -401,10 +401,22 @@ func (s *Store[T, K]) singleKeyAttr(id K) types.AttributeValue {
 // end, whose items are the blocks themselves. No scope items are written
 // in the single table (Open), so nothing can be stale and there is no
 // second read.
-func (s *Store[T, K]) readScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+func (s *Store[T, K]) readScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	prefix, _ := s.d.Counter.Split(scope)
 	from := s.d.Keys.Bytes(s.d.Counter.With(scope, max(after+1, 1)))
 	p := firstLen(prefix)
+	to := runtime.TupleEnd(prefix)[p:]
+	if desc {
+		// From the highest number, or the one below after: BETWEEN is
+		// inclusive, and numbers are whole.
+		from = s.d.Keys.Bytes(s.d.Counter.With(scope, 1))
+		if after == 1 {
+			return nil, 0, false, nil
+		}
+		if after > 1 {
+			to = s.d.Keys.Bytes(s.d.Counter.With(scope, after-1))[p:]
+		}
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
@@ -412,9 +424,9 @@ func (s *Store[T, K]) readScope(ctx context.Context, op string, scope K, after i
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberB{Value: prefix[:p:p]},
 			":lo": &types.AttributeValueMemberB{Value: append(slices.Clip(s.one.coll), from[p:]...)},
-			":hi": &types.AttributeValueMemberB{Value: append(slices.Clip(s.one.coll), runtime.TupleEnd(prefix)[p:]...)},
+			":hi": &types.AttributeValueMemberB{Value: append(slices.Clip(s.one.coll), to...)},
 		},
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(!desc),
 	}
 	var items []*T
 	number := func(t *T) int64 {

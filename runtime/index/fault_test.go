@@ -214,7 +214,7 @@ func checkReads(ctx context.Context, f *fixture, found bool) []string {
 	}
 	for _, tag := range tags {
 		r := &runtime.KeyRange{From: key(tag), To: runtime.TupleEnd(key(tag))}
-		ds, _, _, err := f.e.Range(ctx, "ListBy", 1, r, 100)
+		ds, _, _, err := f.e.Range(ctx, "ListBy", 1, r, 100, false)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("Range %s: %v", tag, err))
 			continue
@@ -238,7 +238,7 @@ func checkReads(ctx context.Context, f *fixture, found bool) []string {
 		}
 		for _, tag := range d.Tags {
 			r := &runtime.KeyRange{From: key(tag), To: runtime.TupleEnd(key(tag))}
-			ds, _, _, err := f.e.Range(ctx, "ListBy", 1, r, 100)
+			ds, _, _, err := f.e.Range(ctx, "ListBy", 1, r, 100, false)
 			if err != nil || !slices.ContainsFunc(ds, func(x Doc) bool { return x.ID == d.ID }) {
 				bad = append(bad, fmt.Sprintf("%s is not found by tag %s: %v", d.ID, tag, err))
 			}

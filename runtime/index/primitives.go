@@ -103,8 +103,9 @@ type Primitives[T any] interface {
 	// returns how many it deleted.
 	DeleteItems(ctx context.Context, l int, keys [][]byte, c Cond) (int, error)
 	// ScanItems reads up to limit items of lookup l with from <= Key < to
-	// (to nil: no upper bound), in key order (bytes.Compare).
-	ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]Item, error)
+	// (to nil: no upper bound), in key order (bytes.Compare); with desc,
+	// the last limit of them, in descending key order.
+	ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]Item, error)
 
 	// ReadBlocks reads the blocks with the given encoded keys (at most
 	// MaxBatch, distinct), with their stamps and values: the ones that

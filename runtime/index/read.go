@@ -15,7 +15,7 @@ import (
 // need not read the protocol's fields (Inc, Seq, W) for a read.
 type ItemReader interface {
 	ReadItems(ctx context.Context, l int, keys [][]byte) ([]Item, error)
-	RangeItems(ctx context.Context, l int, from, to []byte, limit int) ([]Item, error)
+	RangeItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]Item, error)
 }
 
 // getItems is GetItems for the reads (ReadItems when Atomic allows it).
@@ -27,11 +27,11 @@ func (e *Engine[T]) getItems(ctx context.Context, l int, keys [][]byte) ([]Item,
 }
 
 // scanItems is ScanItems for the reads (RangeItems when Atomic allows it).
-func (e *Engine[T]) scanItems(ctx context.Context, l int, from, to []byte, limit int) ([]Item, error) {
+func (e *Engine[T]) scanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]Item, error) {
 	if r, ok := e.P.(ItemReader); ok && e.Atomic {
-		return r.RangeItems(ctx, l, from, to, limit)
+		return r.RangeItems(ctx, l, from, to, limit, desc)
 	}
-	return e.P.ScanItems(ctx, l, from, to, limit)
+	return e.P.ScanItems(ctx, l, from, to, limit, desc)
 }
 
 // holds reports whether block value v holds item key of lookup l with
@@ -95,24 +95,30 @@ func (e *Engine[T]) notFound(op string, value []byte) error {
 }
 
 // Range reads up to n blocks found by lookup l in key range rng after
-// position rng.After, in index key order: items are read n+1 at a time,
-// their blocks in one batch, and every item is verified against its block;
-// stale items are skipped (and dropped once older than StaleAfter). It
-// returns the index key of the last block returned and whether more
-// follow.
-func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.KeyRange, n int) ([]T, []byte, bool, error) {
+// position rng.After, in index key order (with desc: before it, in
+// descending index key order): items are read n+1 at a time, their blocks
+// in one batch, and every item is verified against its block; stale items
+// are skipped (and dropped once older than StaleAfter). It returns the
+// index key of the last block returned and whether more follow.
+func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.KeyRange, n int, desc bool) ([]T, []byte, bool, error) {
 	fail := func(err error) ([]T, []byte, bool, error) {
 		return nil, nil, false, runtime.Fail(op, e.Agg, nil, nil, err)
 	}
 	out := make([]T, 0, min(n+1, 64))
 	keys := make([][]byte, 0, cap(out))
 	start, end := rng.Start(), rng.To
+	if desc {
+		start, end = rng.From, rng.To
+		if rng.After != nil {
+			end = rng.After
+		}
+	}
 	for len(out) <= n && bytes.Compare(start, end) < 0 {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
 		want := n + 1 - len(out)
-		items, err := e.scanItems(ctx, l, start, end, want)
+		items, err := e.scanItems(ctx, l, start, end, want, desc)
 		if err != nil {
 			return fail(err)
 		}
@@ -135,7 +141,11 @@ func (e *Engine[T]) Range(ctx context.Context, op string, l int, rng *runtime.Ke
 			}
 			e.drop(ctx, l, it)
 		}
-		start = append(append([]byte(nil), items[len(items)-1].Key...), 0)
+		if desc {
+			end = bytes.Clone(items[len(items)-1].Key)
+		} else {
+			start = append(append([]byte(nil), items[len(items)-1].Key...), 0)
+		}
 		if len(items) < want {
 			break
 		}

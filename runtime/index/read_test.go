@@ -35,9 +35,9 @@ func (a atomicReader) GetItems(ctx context.Context, l int, keys [][]byte) ([]ind
 	return a.Store.GetItems(ctx, l, keys)
 }
 
-func (a atomicReader) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+func (a atomicReader) ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	a.calls["ScanItems"]++
-	return a.Store.ScanItems(ctx, l, from, to, limit)
+	return a.Store.ScanItems(ctx, l, from, to, limit, desc)
 }
 
 func (a atomicReader) ReadItems(ctx context.Context, l int, keys [][]byte) ([]index.Item, error) {
@@ -46,9 +46,9 @@ func (a atomicReader) ReadItems(ctx context.Context, l int, keys [][]byte) ([]in
 	return bare(items), err
 }
 
-func (a atomicReader) RangeItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+func (a atomicReader) RangeItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	a.calls["RangeItems"]++
-	items, err := a.Store.ScanItems(ctx, l, from, to, limit)
+	items, err := a.Store.ScanItems(ctx, l, from, to, limit, desc)
 	return bare(items), err
 }
 
@@ -107,32 +107,37 @@ func TestAtomicReads(t *testing.T) {
 				t.Fatalf("Get(c0), held by nobody: %v, want ErrNotFound", err)
 			}
 			for _, tag := range []string{"red", "green"} {
-				want := map[string]string{"red": "[d1 d2 d3]", "green": "[]"}[tag]
-				r := &runtime.KeyRange{From: key(tag), To: runtime.TupleEnd(key(tag))}
-				for _, n := range []int{100, 1} {
-					var ids []string
-					r.After = nil
-					for {
-						ds, last, more, err := f.e.Range(ctx, "ListBy", 1, r, n)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, d := range ds {
-							ids = append(ids, d.ID)
-						}
-						if !more {
-							break
-						}
-						r.After = last
+				for _, desc := range []bool{false, true} {
+					want := map[string]string{"red": "[d1 d2 d3]", "green": "[]"}[tag]
+					if desc && tag == "red" {
+						want = "[d3 d2 d1]"
 					}
-					if s := "[" + strings.Join(ids, " ") + "]"; s != want {
-						t.Fatalf("Range(%s) in pages of %d: %s, want %s", tag, n, s, want)
+					r := &runtime.KeyRange{From: key(tag), To: runtime.TupleEnd(key(tag))}
+					for _, n := range []int{100, 1} {
+						var ids []string
+						r.After = nil
+						for {
+							ds, last, more, err := f.e.Range(ctx, "ListBy", 1, r, n, desc)
+							if err != nil {
+								t.Fatal(err)
+							}
+							for _, d := range ds {
+								ids = append(ids, d.ID)
+							}
+							if !more {
+								break
+							}
+							r.After = last
+						}
+						if s := "[" + strings.Join(ids, " ") + "]"; s != want {
+							t.Fatalf("Range(%s, desc %v) in pages of %d: %s, want %s", tag, desc, n, s, want)
+						}
 					}
 				}
 			}
 			// Range over every tag: d1 is found twice (red and blue).
 			all := &runtime.KeyRange{To: []byte{0xff}}
-			ds, _, _, err := f.e.Range(ctx, "ListBy", 1, all, 100)
+			ds, _, _, err := f.e.Range(ctx, "ListBy", 1, all, 100, false)
 			if err != nil {
 				t.Fatal(err)
 			}

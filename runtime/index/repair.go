@@ -298,7 +298,7 @@ func (e *Engine[T]) repairItems(ctx context.Context, l int, rep *runtime.RepairR
 	lk := e.Lookups[l]
 	var from []byte
 	for {
-		items, err := e.P.ScanItems(ctx, l, from, nil, e.repairBatch())
+		items, err := e.P.ScanItems(ctx, l, from, nil, e.repairBatch(), false)
 		if err != nil {
 			return err
 		}

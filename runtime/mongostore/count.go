@@ -37,7 +37,7 @@ func (s *Store[T, K]) Count(ctx context.Context, op string, l *runtime.Lookup[T]
 	}
 	filter := bson.D{}
 	if l != nil {
-		f, _, empty, err := s.nativeQuery(l, rng, nil)
+		f, _, empty, err := s.nativeQuery(l, rng, nil, false)
 		if err != nil {
 			return 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
 		}
@@ -68,7 +68,7 @@ var _ runtime.ScopeCountStore[struct{}, string] = (*Store[struct{}, string])(nil
 // CountScope implements runtime.ScopeCountStore with one countDocuments
 // of the filter ListScope's find has.
 func (s *Store[T, K]) CountScope(ctx context.Context, op string, scope K, now time.Time) (int64, bool, error) {
-	filter, _, err := s.scopeFilter(op, scope, 0)
+	filter, _, err := s.scopeFilter(op, scope, 0, false)
 	if err != nil {
 		return 0, false, err
 	}

@@ -304,13 +304,18 @@ func (x *indexed[T, K]) DeleteItems(ctx context.Context, l int, keys [][]byte, c
 	return int(res.DeletedCount), nil
 }
 
-// ScanItems implements index.Primitives.
-func (x *indexed[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+// ScanItems implements index.Primitives: one find on the index table's
+// _id, sorted 1 (desc: -1).
+func (x *indexed[T, K]) ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	rng := bson.D{{Key: "$gte", Value: IndexKey(from)}}
 	if to != nil {
 		rng = append(rng, bson.E{Key: "$lt", Value: IndexKey(to)})
 	}
-	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)).SetBatchSize(oneBatch(limit))
+	dir := 1
+	if desc {
+		dir = -1
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: dir}}).SetLimit(int64(limit)).SetBatchSize(oneBatch(limit))
 	return x.findItems(ctx, l, bson.D{{Key: "_id", Value: rng}}, opts)
 }
 

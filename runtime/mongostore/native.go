@@ -256,35 +256,44 @@ func mongoValue(v any) any {
 // nativeQuery turns a key range (and a cursor position after it) into the
 // filter and sort of one find on lookup l's index; empty reports a range
 // that selects nothing.
-func (s *Store[T, K]) nativeQuery(l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte) (filter, sort bson.D, empty bool, err error) {
+func (s *Store[T, K]) nativeQuery(l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, desc bool) (filter, sort bson.D, empty bool, err error) {
 	parts := len(l.Paths)
 	fields := make([]string, 0, parts+1)
 	for _, p := range l.Paths {
 		fields = append(fields, p.Path)
 	}
 	fields = append(fields, "_id")
-	var lo bound
+	// The position of a page is a bound of the next: strictly after it,
+	// or (desc) strictly before it.
+	var pos bound
 	if after != nil {
-		lo, err = decodeBound(after, parts, &s.d.Keys)
-		if err == nil && len(lo.vals) != parts+1 {
+		pos, err = decodeBound(after, parts, &s.d.Keys)
+		if err == nil && len(pos.vals) != parts+1 {
 			err = fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
-		lo.end = true // strictly after the position
-	} else {
-		lo, err = decodeBound[K](rng.From, parts, nil)
+		pos.end = !desc
+		if err != nil {
+			return nil, nil, false, err
+		}
 	}
-	if err != nil {
-		return nil, nil, false, err
+	lo, hi := pos, pos
+	if after == nil || desc {
+		if lo, err = decodeBound[K](rng.From, parts, nil); err != nil {
+			return nil, nil, false, err
+		}
 	}
-	hi, err := decodeBound[K](rng.To, parts, nil)
-	if err != nil {
-		return nil, nil, false, err
+	if after == nil || !desc {
+		if hi, err = decodeBound[K](rng.To, parts, nil); err != nil {
+			return nil, nil, false, err
+		}
 	}
-	start := rng.From
-	if after != nil {
+	start, end := rng.From, rng.To
+	if after != nil && desc {
+		end = after
+	} else if after != nil {
 		start = after
 	}
-	if bytes.Compare(start, rng.To) >= 0 {
+	if bytes.Compare(start, end) >= 0 {
 		return nil, nil, true, nil
 	}
 	// The leading values both bounds share are fixed: equality conditions
@@ -322,8 +331,12 @@ func (s *Store[T, K]) nativeQuery(l *runtime.Lookup[T], rng *runtime.KeyRange, a
 			conds = append(conds, bson.E{Key: p.Path, Value: bson.D{{Key: "$gte", Value: min}}})
 		}
 	}
+	dir := 1
+	if desc {
+		dir = -1
+	}
 	for _, f := range fields[min(j, parts):] {
-		sort = append(sort, bson.E{Key: f, Value: 1})
+		sort = append(sort, bson.E{Key: f, Value: dir})
 	}
 	return andOf(conds), sort, false, nil
 }
@@ -394,9 +407,9 @@ func operators(d bson.D) bool {
 }
 
 // readNative reads up to n aggregates of lookup l in range rng after
-// position after with one find.
-func (s *Store[T, K]) readNative(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
-	filter, sort, empty, err := s.nativeQuery(l, rng, after)
+// position after (desc: before it, sorted -1) with one find.
+func (s *Store[T, K]) readNative(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
+	filter, sort, empty, err := s.nativeQuery(l, rng, after, desc)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -423,7 +436,7 @@ func (s *Store[T, K]) readNative(ctx context.Context, op string, l *runtime.Look
 			// Not resumable: its position is made from its values.
 			return nil, nil, false, runtime.Unreadable(op, s.d.Aggregate, s.idOf(cur.Current), err)
 		}
-		pos := s.position(l, t, rng, after)
+		pos := s.position(l, t, rng, after, desc)
 		if pos == nil {
 			continue // the document does not hold a value in range as Go sees it
 		}
@@ -436,16 +449,26 @@ func (s *Store[T, K]) readNative(ctx context.Context, op string, l *runtime.Look
 }
 
 // position is the cursor position of t in a listing of lookup l: its
-// smallest value in range (after after) followed by its block key.
-func (s *Store[T, K]) position(l *runtime.Lookup[T], t *T, rng *runtime.KeyRange, after []byte) []byte {
+// smallest value in range (after after) followed by its block key; with
+// desc, its largest (before after).
+func (s *Store[T, K]) position(l *runtime.Lookup[T], t *T, rng *runtime.KeyRange, after []byte, desc bool) []byte {
 	blk := s.d.Keys.Bytes(*s.d.ID(t))
+	var best []byte
 	for _, v := range l.Keys(t) {
 		pos := append(append(make([]byte, 0, len(v)+len(blk)), v...), blk...)
-		if rng.Contains(pos) && (after == nil || bytes.Compare(pos, after) > 0) {
-			return pos
+		if !rng.Contains(pos) {
+			continue
+		}
+		if after != nil {
+			if c := bytes.Compare(pos, after); !desc && c <= 0 || desc && c >= 0 {
+				continue
+			}
+		}
+		if c := bytes.Compare(pos, best); best == nil || !desc && c < 0 || desc && c > 0 {
+			best = pos
 		}
 	}
-	return nil
+	return best
 }
 
 // valueFilter is the equality filter on the parts of l for an encoded value.

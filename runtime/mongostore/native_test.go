@@ -32,26 +32,32 @@ func TestNativeQuery(t *testing.T) {
 		after        []byte
 		filter, sort string
 		empty        bool
+		desc         bool
 	}{
 		{"Eq, Gte", rng(runtime.Eq("Dortmund"), runtime.Gte(3)), nil,
-			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"3"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
+			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"3"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
 		{"Eq, Gt", rng(runtime.Eq("Dortmund"), runtime.Gt(3)), nil,
-			`{"city": "Dortmund","stars": {"$gt": {"$numberLong":"3"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
+			`{"city": "Dortmund","stars": {"$gt": {"$numberLong":"3"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
 		{"Eq, Between", rng(runtime.Eq("Dortmund"), runtime.Between(2, 4)), nil,
-			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"2"},"$lt": {"$numberLong":"4"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
+			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"2"},"$lt": {"$numberLong":"4"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
 		{"Eq, Eq", rng(runtime.Eq("Dortmund"), runtime.Eq(4)), nil,
-			`{"city": "Dortmund","stars": {"$numberLong":"4"}}`, `{"_id": {"$numberInt":"1"}}`, false},
+			`{"city": "Dortmund","stars": {"$numberLong":"4"}}`, `{"_id": {"$numberInt":"1"}}`, false, false},
 		{"Eq", rng(runtime.Eq("Dortmund"), runtime.Cond[int]{}), nil,
-			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"-9223372036854775808"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
+			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"-9223372036854775808"}}}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
 		{"everything", rng(runtime.Cond[string]{}, runtime.Cond[int]{}), nil,
-			`{"city": {"$gte": ""},"stars": {"$gte": {"$numberLong":"-9223372036854775808"}}}`, `{"city": {"$numberInt":"1"},"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
+			`{"city": {"$gte": ""},"stars": {"$gte": {"$numberLong":"-9223372036854775808"}}}`, `{"city": {"$numberInt":"1"},"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
 		{"Lt on the first part", rng(runtime.Lt("D"), runtime.Cond[int]{}), nil,
-			`{"city": {"$lt": "D"},"stars": {"$gte": {"$numberLong":"-9223372036854775808"}}}`, `{"city": {"$numberInt":"1"},"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
+			`{"city": {"$lt": "D"},"stars": {"$gte": {"$numberLong":"-9223372036854775808"}}}`, `{"city": {"$numberInt":"1"},"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
 		{"Eq, Gte after a position", rng(runtime.Eq("Dortmund"), runtime.Gte(3)), after,
-			`{"city": "Dortmund","$or": [{"stars": {"$gt": {"$numberLong":"4"}}},{"stars": {"$numberLong":"4"},"_id": {"$gt": "h1"}}]}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false},
-		{"an empty range", rng(runtime.Eq("Dortmund"), runtime.Between(4, 2)), nil, "", "", true},
+			`{"city": "Dortmund","$or": [{"stars": {"$gt": {"$numberLong":"4"}}},{"stars": {"$numberLong":"4"},"_id": {"$gt": "h1"}}]}`, `{"stars": {"$numberInt":"1"},"_id": {"$numberInt":"1"}}`, false, false},
+		{"an empty range", rng(runtime.Eq("Dortmund"), runtime.Between(4, 2)), nil, "", "", true, false},
+		{"Eq, Gte, descending", rng(runtime.Eq("Dortmund"), runtime.Gte(3)), nil,
+			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"3"}}}`, `{"stars": {"$numberInt":"-1"},"_id": {"$numberInt":"-1"}}`, false, true},
+		{"Eq, Gte before a position, descending", rng(runtime.Eq("Dortmund"), runtime.Gte(3)), after,
+			`{"city": "Dortmund","stars": {"$gte": {"$numberLong":"3"}},"$or": [{"stars": {"$lt": {"$numberLong":"4"}}},{"stars": {"$numberLong":"4"},"_id": {"$lt": "h1"}}]}`, `{"stars": {"$numberInt":"-1"},"_id": {"$numberInt":"-1"}}`, false, true},
+		{"Eq, Gt 4 before a position at 4, descending", rng(runtime.Eq("Dortmund"), runtime.Gt(4)), after, "", "", true, true},
 	} {
-		filter, sort, empty, err := s.nativeQuery(l, c.rng, c.after)
+		filter, sort, empty, err := s.nativeQuery(l, c.rng, c.after, c.desc)
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}

@@ -343,9 +343,10 @@ func (x *indexed[T, K]) GetBy(ctx context.Context, op, lookup string, key []byte
 }
 
 // readLookup reads up to n aggregates found by the named lookup in key
-// range rng after position rng.After, in index key order (index.Engine.Range).
-func (x *indexed[T, K]) readLookup(ctx context.Context, op, lookup string, rng *runtime.KeyRange, n int) ([]*T, []byte, bool, error) {
-	return x.e.Range(ctx, op, x.lookup(lookup), rng, n)
+// range rng after position rng.After, in index key order (desc: before
+// it, in descending order; index.Engine.Range).
+func (x *indexed[T, K]) readLookup(ctx context.Context, op, lookup string, rng *runtime.KeyRange, n int, desc bool) ([]*T, []byte, bool, error) {
+	return x.e.Range(ctx, op, x.lookup(lookup), rng, n, desc)
 }
 
 // Repair rebuilds the index tables from the aggregates (index.Engine.Repair).

@@ -12,17 +12,29 @@ import (
 )
 
 // ReadElems reads elements of partition f of block id with a $slice
-// projection (on servers without one, the array alone, sliced here).
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// projection (on servers without one, the array alone, sliced here). With
+// desc the slice ends at index start, or is the array's last n+1 elements
+// ({$slice: -(n+1)}) for a first page.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	field := f.Key
 	client := s.coll.Database().Client()
 	_, noSlice := noSliceProjection.Load(client)
+	// first is the index of the first element the slice holds (-1: the
+	// last elements, counted from the end).
+	var slice any = bson.A{start, n + 1}
+	first := start
+	if desc && start < 0 {
+		slice, first = -(n + 1), -1
+	} else if desc {
+		first = max(0, start-n)
+		slice = bson.A{first, start - first + 1}
+	}
 	var raw bson.Raw
 	var err error
 	if !noSlice {
 		proj := bson.D{
 			{Key: LenKey + "." + field, Value: 1},
-			{Key: field, Value: bson.D{{Key: "$slice", Value: bson.A{start, n + 1}}}},
+			{Key: field, Value: bson.D{{Key: "$slice", Value: slice}}},
 		}
 		if s.d.Expires != nil {
 			proj = append(proj, bson.E{Key: s.d.Expires.Key, Value: 1})
@@ -32,6 +44,11 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		if notImplemented(err) {
 			noSliceProjection.Store(client, true)
 			noSlice = true
+		}
+	}
+	if err == nil && !noSlice && first < 0 {
+		if _, counted := raw.Lookup(LenKey, field).AsInt64OK(); !counted {
+			noSlice = true // stored whole: the indexes need the whole array
 		}
 	}
 	if noSlice {
@@ -58,35 +75,44 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 	if err != nil {
 		return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 	}
-	if noSlice {
-		vals = vals[min(start, len(vals)):min(start+n+1, len(vals))]
+	switch {
+	case noSlice:
+		first = 0
+	case first < 0:
+		count, _ := raw.Lookup(LenKey, field).AsInt64OK()
+		first = max(0, int(count)-len(vals))
 	}
+	idx, more := runtime.ElemWindow(first+len(vals), start, n, desc)
 	var dec rawDecoder
-	for i, v := range vals {
-		if i == n {
-			return true, nil
+	for _, i := range idx {
+		if i < first {
+			continue // not in the slice (the array changed meanwhile)
 		}
-		dec.v = v
-		if err := fn(&dec); err != nil {
+		dec.v = vals[i-first]
+		if err := fn(i, &dec); err != nil {
 			return false, runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 	}
-	return false, nil
+	return more, nil
 }
 
 // ReadBlocks reads up to n documents in _id order after the block whose
-// encoded key is after, with one find.
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// encoded key is after (desc: before it, sorted -1), with one find.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	filter := bson.D{}
+	cmp, dir := "$gt", 1
+	if desc {
+		cmp, dir = "$lt", -1
+	}
 	if after != nil {
 		r := runtime.NewKeyReader(after)
 		k, err := s.d.Keys.Read(r)
 		if err != nil || !r.Done() {
 			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
-		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: k}}}}
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: cmp, Value: k}}}}
 	}
-	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: dir}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	runtime.RoundTrip(ctx)
 	cur, err := s.coll.Find(ctx, filter, opts)
 	if err != nil {
@@ -121,16 +147,16 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 
 // ReadLookup reads aggregates through lookup l: one find on its native
 // index, or through its index table.
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	if err := s.settle(ctx, op); err != nil {
 		return nil, nil, false, err
 	}
 	if !s.m().tables[l.Name] {
-		return s.readNative(ctx, op, l, rng, after, n)
+		return s.readNative(ctx, op, l, rng, after, n, desc)
 	}
 	r := *rng
 	r.After = after
-	return s.m().x.readLookup(ctx, op, l.Name, &r, n)
+	return s.m().x.readLookup(ctx, op, l.Name, &r, n, desc)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l.
@@ -146,14 +172,19 @@ func (s *Store[T, K]) GetBy(ctx context.Context, op string, l *runtime.Lookup[T]
 }
 
 // ReadScope reads the blocks of one counter scope in number order after
-// number after: one find on the scope's key parts, sorted by the counted
-// part, whatever the gaps.
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
-	filter, counted, err := s.scopeFilter(op, scope, after)
+// number after (desc: in descending order below number after, 0: from the
+// highest): one find on the scope's key parts, sorted by the counted part
+// (desc: -1), whatever the gaps.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
+	filter, counted, err := s.scopeFilter(op, scope, after, desc)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	opts := options.Find().SetSort(bson.D{{Key: counted, Value: 1}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
+	dir := 1
+	if desc {
+		dir = -1
+	}
+	opts := options.Find().SetSort(bson.D{{Key: counted, Value: dir}}).SetLimit(int64(n) + 1).SetBatchSize(oneBatch(n + 1))
 	items, err := s.find(ctx, filter, opts)
 	if err != nil {
 		return nil, 0, false, runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -168,9 +199,9 @@ func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after i
 }
 
 // scopeFilter is the filter of the documents of one counter scope (the
-// scope of key scope) numbered after after, and the path of the counted
-// part.
-func (s *Store[T, K]) scopeFilter(op string, scope K, after int64) (bson.D, string, error) {
+// scope of key scope) numbered after after (desc: numbered from 1 to
+// below after, 0: any), and the path of the counted part.
+func (s *Store[T, K]) scopeFilter(op string, scope K, after int64, desc bool) (bson.D, string, error) {
 	raw, err := bson.Marshal(bson.D{{Key: "k", Value: scope}})
 	if err != nil {
 		return nil, "", runtime.Fail(op, s.d.Aggregate, nil, nil, err)
@@ -184,7 +215,14 @@ func (s *Store[T, K]) scopeFilter(op string, scope K, after int64) (bson.D, stri
 		filter = append(filter, bson.E{Key: "_id." + p.Key(), Value: p.Value()})
 	}
 	counted := "_id." + parts[len(parts)-1].Key()
-	return append(filter, bson.E{Key: counted, Value: bson.D{{Key: "$gt", Value: after}}}), counted, nil
+	cond := bson.D{{Key: "$gt", Value: after}}
+	if desc {
+		cond = bson.D{{Key: "$gt", Value: 0}}
+		if after > 0 {
+			cond = append(cond, bson.E{Key: "$lt", Value: after})
+		}
+	}
+	return append(filter, bson.E{Key: counted, Value: cond}), counted, nil
 }
 
 // Repair rebuilds the index tables from the aggregates. Native lookups

@@ -542,15 +542,16 @@ func (s *Store[T, K]) rootMember(ctx context.Context, op string, id K, key strin
 
 // readWhole is ReadElems of partition f stored whole as value v: the
 // elements of the slice from index start on.
-func (s *Store[T, K]) readWhole(op string, id K, f *runtime.Field[T], v string, start, n int, fn func(runtime.Decoder) error) (bool, error) {
+func (s *Store[T, K]) readWhole(op string, id K, f *runtime.Field[T], v string, start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	elems, err := elemsOf(v)
 	if err != nil {
 		return false, runtime.Unreadable(op, s.d.Aggregate, id, fmt.Errorf("entry %s: %w", f.Key, err))
 	}
-	for i := start; i < min(start+n, len(elems)); i++ {
-		if err := fn(decoder(elems[i])); err != nil {
+	idx, more := runtime.ElemWindow(len(elems), start, n, desc)
+	for _, i := range idx {
+		if err := fn(i, decoder(elems[i])); err != nil {
 			return false, s.fail(op, id, nil, err)
 		}
 	}
-	return start+n < len(elems), nil
+	return more, nil
 }

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/redis/go-redis/v9"
@@ -73,27 +72,21 @@ func args(keys [][]byte) []any {
 	return out
 }
 
-// RangeItems implements index.ItemReader: ZRANGE BYLEX of the lookup's
-// zset, whose members are value + block key (a unique lookup's item key
-// is the value: its range starts at from and stops at the first value at
-// or after to).
-func (p *prims[V]) RangeItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+// RangeItems implements index.ItemReader: ZRANGE BYLEX (desc: BYLEX REV)
+// of the lookup's zset, whose members are value + block key (a unique
+// lookup's item key is the value: its members are sorted out as
+// ScanItems's).
+func (p *prims[V]) RangeItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	lk := p.lookups[l]
 	unique := lk.claims != ""
-	lo, hi := "-", "+"
-	if from != nil {
-		lo = "[" + string(from)
-	}
-	if to != nil && !unique {
-		hi = "(" + string(to)
-	}
+	lo, hi := lexBounds(from, to, unique, desc)
 	out := make([]index.Item, 0, min(limit, 256))
 	for len(out) < limit {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		want := limit - len(out)
-		ms, err := p.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: lk.z, Start: lo, Stop: hi, ByLex: true, Count: int64(want)}).Result()
+		ms, err := p.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: lk.z, Start: lo, Stop: hi, ByLex: true, Rev: desc, Count: int64(want)}).Result()
 		if err != nil {
 			return nil, readErr(err)
 		}
@@ -108,10 +101,10 @@ func (p *prims[V]) RangeItems(ctx context.Context, l int, from, to []byte, limit
 				continue
 			}
 			switch {
-			case bytes.Compare(v, from) < 0:
-				// A member of the value before from (the position a
-				// page resumes after).
-			case to != nil && bytes.Compare(v, to) >= 0:
+			case outside(v, from, to, desc):
+				// A member of a value on the side the scan starts from
+				// (the position a page resumes after).
+			case beyond(v, from, to, desc):
 				return out, nil
 			default:
 				out = append(out, index.Item{Key: v, Block: bk})
@@ -120,7 +113,11 @@ func (p *prims[V]) RangeItems(ctx context.Context, l int, from, to []byte, limit
 		if len(ms) < want {
 			break
 		}
-		lo = "(" + ms[len(ms)-1]
+		if desc {
+			hi = "(" + ms[len(ms)-1]
+		} else {
+			lo = "(" + ms[len(ms)-1]
+		}
 	}
 	return out, nil
 }

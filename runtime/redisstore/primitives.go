@@ -160,11 +160,18 @@ local function body()
     end
     return {'ok', n}
   elseif op == 'scan' then
-    -- from, to (range bounds of ZRANGEBYLEX), count: members, metas and,
-    -- for a unique lookup, the holders of their values (when the meta
-    -- names the block).
+    -- from, to (range bounds of ZRANGEBYLEX), count, and '1' for
+    -- descending order (ZREVRANGEBYLEX): members, metas and, for a
+    -- unique lookup, the holders of their values (when the meta names
+    -- the block).
     local out = {}
-    for _, mem in ipairs(redis.call('ZRANGEBYLEX', z, ARGV[2], ARGV[3], 'LIMIT', 0, tonumber(ARGV[4]))) do
+    local mems
+    if ARGV[5] == '1' then
+      mems = redis.call('ZREVRANGEBYLEX', z, ARGV[3], ARGV[2], 'LIMIT', 0, tonumber(ARGV[4]))
+    else
+      mems = redis.call('ZRANGEBYLEX', z, ARGV[2], ARGV[3], 'LIMIT', 0, tonumber(ARGV[4]))
+    end
+    for _, mem in ipairs(mems) do
       local m = redis.call('HGET', meta, mem)
       local owner = false
       if claims and m then
@@ -430,22 +437,21 @@ func (p *prims[V]) DeleteItems(ctx context.Context, l int, keys [][]byte, c inde
 }
 
 // ScanItems implements index.Primitives: one script run per batch of
-// members (ZRANGEBYLEX); a unique lookup's members are its values
-// followed by their blocks, so its scan starts at from and stops at the
-// first value at or after to.
-func (p *prims[V]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+// members (ZRANGEBYLEX; desc: ZREVRANGEBYLEX); a unique lookup's members
+// are its values followed by their blocks, so its scan starts at from and
+// stops at the first value at or after to (desc: it starts below to's
+// members and stops at the first value before from).
+func (p *prims[V]) ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	unique := p.lookups[l].claims != ""
-	lo, hi := "-", "+"
-	if from != nil {
-		lo = "[" + string(from)
-	}
-	if to != nil && !unique {
-		hi = "(" + string(to)
+	lo, hi := lexBounds(from, to, unique, desc)
+	rev := "0"
+	if desc {
+		rev = "1"
 	}
 	var out []index.Item
 	for len(out) < limit {
 		want := limit - len(out)
-		r, err := p.run(ctx, p.c, p.keys(l), "scan", lo, hi, want)
+		r, err := p.run(ctx, p.c, p.keys(l), "scan", lo, hi, want, rev)
 		if err != nil {
 			return nil, err
 		}
@@ -470,8 +476,8 @@ func (p *prims[V]) ScanItems(ctx context.Context, l int, from, to []byte, limit 
 					continue // no member of this lookup
 				}
 				switch owner, ok := flat[i+2].(string); {
-				case bytes.Compare(it.Key, from) < 0:
-				case to != nil && bytes.Compare(it.Key, to) >= 0:
+				case outside(it.Key, from, to, desc):
+				case beyond(it.Key, from, to, desc):
 					end = true
 				case !ok:
 					check = append(check, len(batch))
@@ -493,9 +499,54 @@ func (p *prims[V]) ScanItems(ctx context.Context, l int, from, to []byte, limit 
 			break
 		}
 		last, _ := flat[len(flat)-3].(string)
-		lo = "(" + last
+		if desc {
+			hi = "(" + last
+		} else {
+			lo = "(" + last
+		}
 	}
 	return out[:min(len(out), limit)], nil
+}
+
+// lexBounds are the ZRANGEBYLEX bounds of the members of index keys in
+// [from, to) (nil: unbounded). A unique lookup's member is its value
+// followed by the block key, so its bounds are wider than the values'
+// (outside and beyond sort its members out): its members start at the
+// value from, and those of values before to end before to followed by
+// 0xFF (a block key starts with a component tag, never 0xFF), which only
+// a descending scan, which starts there, needs.
+func lexBounds(from, to []byte, unique, desc bool) (lo, hi string) {
+	lo, hi = "-", "+"
+	if from != nil {
+		lo = "[" + string(from)
+	}
+	switch {
+	case to == nil:
+	case !unique:
+		hi = "(" + string(to)
+	case desc:
+		hi = "(" + string(to) + "\xff"
+	}
+	return lo, hi
+}
+
+// outside reports whether a unique lookup's value v, met by a scan of
+// [from, to) within its wider member bounds (lexBounds), lies on the
+// side the scan starts from: skipped.
+func outside(v, from, to []byte, desc bool) bool {
+	if desc {
+		return to != nil && bytes.Compare(v, to) >= 0
+	}
+	return bytes.Compare(v, from) < 0
+}
+
+// beyond reports whether such a value lies past the end of the scan:
+// the scan stops.
+func beyond(v, from, to []byte, desc bool) bool {
+	if desc {
+		return bytes.Compare(v, from) < 0
+	}
+	return to != nil && bytes.Compare(v, to) >= 0
 }
 
 // claimed drops the items batch[i] (i in check: unique items whose meta

@@ -717,15 +717,33 @@ func (s *Store[T, K]) Append(ctx context.Context, op string, id K, f *runtime.Fi
 }
 
 // ReadElems reads elements of partition f of block id from index start
-// on with one HMGET of their fields (and the count).
-func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, fn func(runtime.Decoder) error) (bool, error) {
+// on with one HMGET of their fields (and the count). With desc it reads
+// down from index start; a first page (start < 0) reads the count with an
+// HMGET of its own first.
+func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime.Field[T], start, n int, desc bool, fn func(int, runtime.Decoder) error) (bool, error) {
 	fields := make([]string, 0, n+3)
 	fields = append(fields, seqField, f.Key)
 	if s.d.Expires != nil {
 		fields = append(fields, s.expiresField())
 	}
 	first := len(fields)
-	for i := start; i < start+n; i++ {
+	// The window assuming the count allows it; the count read with the
+	// elements trims it.
+	idx, _ := runtime.ElemWindow(start+n, start, n, false)
+	if desc {
+		if start < 0 {
+			vals, err := s.c.HMGet(ctx, s.BlockKey(id), fields...).Result()
+			if err != nil {
+				return false, s.fail(op, id, nil, err)
+			}
+			if c, ok := vals[1].(string); vals[0] != nil && ok && isCount(c) {
+				start, _ = strconv.Atoi(c)
+				start--
+			}
+		}
+		idx, _ = runtime.ElemWindow(start+1, start, n, true)
+	}
+	for _, i := range idx {
 		fields = append(fields, elemField(f.Key, i))
 	}
 	vals, err := s.c.HMGet(ctx, s.BlockKey(id), fields...).Result()
@@ -749,7 +767,7 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 		}
 	case ok:
 		// Stored whole (an earlier layout of the model).
-		return s.readWhole(op, id, f, c, start, n, fn)
+		return s.readWhole(op, id, f, c, start, n, desc, fn)
 	default:
 		// No count: a partition added since the block was written, or
 		// stored whole in an EAO block's root entry (evolve.go).
@@ -757,21 +775,27 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 			if err != nil {
 				return false, err
 			}
-			return s.readWhole(op, id, f, v, start, n, fn)
+			return s.readWhole(op, id, f, v, start, n, desc, fn)
 		}
 	}
 	for j, v := range vals[first:] {
-		i := start + j
+		i := idx[j]
 		if i >= count {
+			if desc {
+				continue // the partition was rewritten shorter meanwhile
+			}
 			return false, nil
 		}
 		str, ok := v.(string)
 		if !ok {
 			return false, s.fail(op, id, nil, fmt.Errorf("entry %s is missing: the block is corrupt", elemField(f.Key, i)))
 		}
-		if err := fn(decoder(str)); err != nil {
+		if err := fn(i, decoder(str)); err != nil {
 			return false, s.fail(op, id, nil, err)
 		}
+	}
+	if desc {
+		return len(idx) > 0 && idx[len(idx)-1] > 0, nil
 	}
 	return start+n < count, nil
 }
@@ -780,18 +804,24 @@ func (s *Store[T, K]) ReadElems(ctx context.Context, op string, id K, f *runtime
 // after (lexicographic, score 0), resolving each with resolve (which
 // skips stale members by returning nil): it reads in batches until it has
 // n items or the range ends. It returns the items, the member of the last
-// one and whether more follow.
-func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte, after []byte, n int, resolve func([]string) ([]*T, error)) ([]*T, []byte, bool, error) {
+// one and whether more follow. With desc it reads the members before
+// after (nil: from the end of the range) in descending order (ZRANGE
+// BYLEX REV).
+func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte, after []byte, n int, desc bool, resolve func([]string) ([]*T, error)) ([]*T, []byte, bool, error) {
 	lo := "[" + string(from)
 	if from == nil {
 		lo = "-"
 	}
-	if after != nil {
-		lo = "(" + string(after)
-	}
 	hi := "+"
 	if to != nil {
 		hi = "(" + string(to)
+	}
+	if after != nil {
+		if desc {
+			hi = "(" + string(after)
+		} else {
+			lo = "(" + string(after)
+		}
 	}
 	var items []*T
 	var members []string
@@ -800,7 +830,7 @@ func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte
 			return nil, nil, false, err
 		}
 		want := n + 1 - len(items)
-		batch, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: lo, Stop: hi, ByLex: true, Count: int64(want)}).Result()
+		batch, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: lo, Stop: hi, ByLex: true, Rev: desc, Count: int64(want)}).Result()
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -822,7 +852,11 @@ func (s *Store[T, K]) readRange(ctx context.Context, key string, from, to []byte
 		if len(batch) < want || len(items) > n {
 			break
 		}
-		lo = "(" + batch[len(batch)-1]
+		if desc {
+			hi = "(" + batch[len(batch)-1]
+		} else {
+			lo = "(" + batch[len(batch)-1]
+		}
 	}
 	more := len(items) > n
 	items = items[:min(len(items), n)]
@@ -849,16 +883,17 @@ func (s *Store[T, K]) blocks(ctx context.Context, op string, members []string) (
 }
 
 // ReadBlocks reads up to n blocks in block-key order after position after
-// (an encoded block key): one ZRANGE BYLEX of the listing and one pipeline
-// of HGETALLs per batch.
-func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int) ([]*T, []byte, bool, error) {
+// (an encoded block key; desc: before it, in descending order): one
+// ZRANGE BYLEX (REV) of the listing and one pipeline of HGETALLs per
+// batch.
+func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	if after != nil {
 		r := runtime.NewKeyReader(after)
 		if _, err := s.d.Keys.Read(r); err != nil || !r.Done() {
 			return nil, nil, false, fmt.Errorf("%w: bad position", runtime.ErrBadCursor)
 		}
 	}
-	items, last, more, err := s.readRange(ctx, s.listKey(), nil, nil, after, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	items, last, more, err := s.readRange(ctx, s.listKey(), nil, nil, after, n, desc, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
 	if err != nil {
 		if errors.Is(err, runtime.ErrUnreadable) {
 			return items, last, more, err // last: the unreadable block
@@ -869,11 +904,18 @@ func (s *Store[T, K]) ReadBlocks(ctx context.Context, op string, after []byte, n
 }
 
 // ReadScope reads blocks of the counter scope of key scope in number
-// order after number after: one key range of the listing.
-func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int) ([]*T, int64, bool, error) {
+// order after number after (desc: in descending order below number
+// after, 0: from the highest): one key range of the listing.
+func (s *Store[T, K]) ReadScope(ctx context.Context, op string, scope K, after int64, n int, desc bool) ([]*T, int64, bool, error) {
 	prefix, _ := s.d.Counter.Split(scope)
-	from := s.d.Keys.Bytes(s.d.Counter.With(scope, after+1))
-	items, at, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), nil, n, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
+	from := s.d.Keys.Bytes(s.d.Counter.With(scope, 1))
+	var pos []byte
+	if !desc {
+		from = s.d.Keys.Bytes(s.d.Counter.With(scope, after+1))
+	} else if after > 0 {
+		pos = s.d.Keys.Bytes(s.d.Counter.With(scope, after))
+	}
+	items, at, more, err := s.readRange(ctx, s.listKey(), from, runtime.TupleEnd(prefix), pos, n, desc, func(ms []string) ([]*T, error) { return s.blocks(ctx, op, ms) })
 	if err != nil {
 		if errors.Is(err, runtime.ErrUnreadable) {
 			// Resume after the unreadable block's number.
@@ -931,10 +973,10 @@ func split(parts int, m []byte) (value, bk []byte, err error) {
 // position after (an index key), verified against their blocks (the
 // engine's Range): a script run per batch of index items and one pipeline
 // of HGETALLs.
-func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int) ([]*T, []byte, bool, error) {
+func (s *Store[T, K]) ReadLookup(ctx context.Context, op string, l *runtime.Lookup[T], rng *runtime.KeyRange, after []byte, n int, desc bool) ([]*T, []byte, bool, error) {
 	r := *rng
 	r.After = after
-	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n)
+	return s.eng.Range(ctx, op, s.lookupIndex(l), &r, n, desc)
 }
 
 // GetBy reads the aggregate holding value of unique lookup l: the claim,

@@ -228,6 +228,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, crudTests...)
 	all = append(all, entryTests...)
 	all = append(all, listTests...)
+	all = append(all, descTests...)
 	all = append(all, lookupTests...)
 	all = append(all, counterTests...)
 	all = append(all, miscTests...)
@@ -289,7 +290,7 @@ func onlySubtests() (*regexp.Regexp, error) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests, batchTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, descTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests, batchTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

@@ -61,12 +61,13 @@ type ProductRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Product, error)
 
 	// ListBySKU reads one page of the Product aggregates whose sku is v, in
-	// block-key order, through the lookup Product.sku (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). sku is unique, so the
-	// page holds at most one aggregate: GetBySKU reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page; ListBySKU
-	// is there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Product.sku (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). sku is unique, so the page holds at most one aggregate: GetBySKU
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListBySKU is there so that every lookup can be listed
+	// alike. A cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListBySKU(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
 	// CountBySKU returns the number of Product aggregates that ListBySKU returns
@@ -81,12 +82,13 @@ type ProductRepository interface {
 	GetBySKU(ctx context.Context, sku string) (*Product, error)
 
 	// ListByURL reads one page of the Product aggregates whose url is v, in
-	// block-key order, through the lookup Product.url (a global secondary index on
-	// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
-	// Redis). On DynamoDB the index is eventually consistent: a page may miss an
-	// aggregate written just before, or hold it as it was before that write (tag
-	// the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Product.url (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByURL(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
 	// CountByURL returns the number of Product aggregates that ListByURL returns
@@ -95,13 +97,13 @@ type ProductRepository interface {
 	CountByURL(ctx context.Context, v string) (int64, error)
 
 	// ListByVendorID reads one page of the Product aggregates whose vendor.id is
-	// v, in block-key order, through the lookup Product.vendorId (a global
-	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
-	// page may miss an aggregate written just before, or hold it as it was before
-	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
-	// index table there). A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// v, in block-key order (req.Desc: descending), through the lookup
+	// Product.vendorId (a global secondary index on DynamoDB, a native secondary
+	// index on MongoDB, an index table on bbolt and Redis). On DynamoDB the index
+	// is eventually consistent: a page may miss an aggregate written just before,
+	// or hold it as it was before that write (tag the field `noam:"lookup,table"`
+	// for a strongly consistent index table there). A cursor not made by this
+	// query in the same direction fails with runtime.ErrBadCursor.
 	ListByVendorID(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error)
 
 	// CountByVendorID returns the number of Product aggregates that ListByVendorID
@@ -110,15 +112,15 @@ type ProductRepository interface {
 	CountByVendorID(ctx context.Context, v string) (int64, error)
 
 	// ListByCategoryPrice reads one page of the Product aggregates selected by q,
-	// in (category, price, block key) order, through the lookup
-	// Product.categoryPrice (a global secondary index on DynamoDB, a native
+	// in (category, price, block key) order (req.Desc: descending), through the
+	// lookup Product.categoryPrice (a global secondary index on DynamoDB, a native
 	// secondary index on MongoDB, an index table on bbolt and Redis). On DynamoDB
 	// the index is eventually consistent: a page may miss an aggregate written
 	// just before, or hold it as it was before that write (tag every part
 	// `noam:"lookup=categoryPrice,table"` for a strongly consistent index table
 	// there). Conditions that do not select one key range fail with
-	// runtime.ErrBadQuery; a cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// runtime.ErrBadQuery; a cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery, req runtime.PageRequest) (runtime.Page[*Product], error)
 
 	// CountByCategoryPrice returns the number of Product aggregates selected by q:
@@ -204,11 +206,14 @@ type ProductRepository interface {
 
 	// List reads one page of Product aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Product], error)
 
@@ -502,8 +507,9 @@ func (r _productRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pr
 }
 
 // ListBySKU reads one page of the Product aggregates whose sku is v, in
-// block-key order, through the lookup Product.sku (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Product.sku (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _productRepo) ListBySKU(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListBySKU", _productLookupSKU, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -522,9 +528,9 @@ func (r _productRepo) GetBySKU(ctx context.Context, sku string) (*Product, error
 }
 
 // ListByURL reads one page of the Product aggregates whose url is v, in
-// block-key order, through the lookup Product.url (a global secondary index on
-// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
-// Redis).
+// block-key order (req.Desc: descending), through the lookup Product.url (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _productRepo) ListByURL(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByURL", _productLookupURL, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -536,9 +542,9 @@ func (r _productRepo) CountByURL(ctx context.Context, v string) (int64, error) {
 }
 
 // ListByVendorID reads one page of the Product aggregates whose vendor.id is
-// v, in block-key order, through the lookup Product.vendorId (a global
-// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-// table on bbolt and Redis).
+// v, in block-key order (req.Desc: descending), through the lookup
+// Product.vendorId (a global secondary index on DynamoDB, a native secondary
+// index on MongoDB, an index table on bbolt and Redis).
 func (r _productRepo) ListByVendorID(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByVendorID", _productLookupVendorID, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -550,8 +556,8 @@ func (r _productRepo) CountByVendorID(ctx context.Context, v string) (int64, err
 }
 
 // ListByCategoryPrice reads one page of the Product aggregates selected by q,
-// in (category, price, block key) order, through the lookup
-// Product.categoryPrice (a global secondary index on DynamoDB, a native
+// in (category, price, block key) order (req.Desc: descending), through the
+// lookup Product.categoryPrice (a global secondary index on DynamoDB, a native
 // secondary index on MongoDB, an index table on bbolt and Redis).
 func (r _productRepo) ListByCategoryPrice(ctx context.Context, q ProductCategoryPriceQuery, req runtime.PageRequest) (runtime.Page[*Product], error) {
 	return r.r.ListBy(ctx, "ListByCategoryPrice", _productLookupCategoryPrice, _productCategoryPriceRange(q), req)

@@ -39,9 +39,9 @@ type EntryRepository interface {
 	GetMany(ctx context.Context, ids []EntryKey) (map[EntryKey]*Entry, error)
 
 	// ListByFunc reads one page of the Entry aggregates with the given func, in n
-	// order. Their n values are allocated 1, 2, 3, ... from the scope's counter,
-	// so a page is read by computed keys in one batch; numbers of deleted
-	// aggregates are skipped.
+	// order (req.Desc: descending, the newest first). Their n values are allocated
+	// 1, 2, 3, ... from the scope's counter, so a page is read by computed keys in
+	// one batch; numbers of deleted aggregates are skipped.
 	ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error)
 
 	// CountByFunc returns the number of Entry aggregates with the given func: as
@@ -110,11 +110,14 @@ type EntryRepository interface {
 
 	// List reads one page of Entry aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Entry], error)
 
@@ -209,7 +212,7 @@ func (r _entryRepo) GetMany(ctx context.Context, ids []EntryKey) (map[EntryKey]*
 }
 
 // ListByFunc reads one page of the Entry aggregates with the given func, in n
-// order.
+// order (req.Desc: descending, the newest first).
 func (r _entryRepo) ListByFunc(ctx context.Context, funcValue int64, req runtime.PageRequest) (runtime.Page[*Entry], error) {
 	return r.r.ListScope(ctx, "ListByFunc", EntryKey{Func: funcValue}, req)
 }

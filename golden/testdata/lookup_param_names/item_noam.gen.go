@@ -57,10 +57,11 @@ type ItemRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Item, error)
 
 	// ListByKind reads one page of the Item aggregates selected by q, in (type, r,
-	// block key) order, through the lookup Item.kind (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). Conditions that do
-	// not select one key range fail with runtime.ErrBadQuery; a cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block key) order (req.Desc: descending), through the lookup Item.kind (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). Conditions that do not select one key range fail with
+	// runtime.ErrBadQuery; a cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// CountByKind returns the number of Item aggregates selected by q: as many as
@@ -77,12 +78,13 @@ type ItemRepository interface {
 	GetByKind(ctx context.Context, typeValue string, rValue int) (*Item, error)
 
 	// ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
-	// order, through the lookup Item.ctx (a native secondary index on MongoDB, an
-	// index table on bbolt, DynamoDB and Redis). ctx is unique, so the page holds
-	// at most one aggregate: GetByCtx reads the same in one call, failing with
-	// runtime.ErrNotFound where this returns an empty page; ListByCtx is there so
-	// that every lookup can be listed alike. A cursor not made by this query fails
-	// with runtime.ErrBadCursor.
+	// order (req.Desc: descending), through the lookup Item.ctx (a native
+	// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis).
+	// ctx is unique, so the page holds at most one aggregate: GetByCtx reads the
+	// same in one call, failing with runtime.ErrNotFound where this returns an
+	// empty page; ListByCtx is there so that every lookup can be listed alike. A
+	// cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// CountByCtx returns the number of Item aggregates that ListByCtx returns over
@@ -97,12 +99,13 @@ type ItemRepository interface {
 	GetByCtx(ctx context.Context, ctxValue string) (*Item, error)
 
 	// ListByLen reads one page of the Item aggregates whose len is v, in block-key
-	// order, through the lookup Item.len (a native secondary index on MongoDB, an
-	// index table on bbolt, DynamoDB and Redis). len is unique, so the page holds
-	// at most one aggregate: GetByLen reads the same in one call, failing with
-	// runtime.ErrNotFound where this returns an empty page; ListByLen is there so
-	// that every lookup can be listed alike. A cursor not made by this query fails
-	// with runtime.ErrBadCursor.
+	// order (req.Desc: descending), through the lookup Item.len (a native
+	// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis).
+	// len is unique, so the page holds at most one aggregate: GetByLen reads the
+	// same in one call, failing with runtime.ErrNotFound where this returns an
+	// empty page; ListByLen is there so that every lookup can be listed alike. A
+	// cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error)
 
 	// CountByLen returns the number of Item aggregates that ListByLen returns over
@@ -192,11 +195,14 @@ type ItemRepository interface {
 
 	// List reads one page of Item aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Item], error)
 
@@ -463,8 +469,9 @@ func (r _itemRepo) GetMany(ctx context.Context, ids []string) (map[string]*Item,
 }
 
 // ListByKind reads one page of the Item aggregates selected by q, in (type, r,
-// block key) order, through the lookup Item.kind (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block key) order (req.Desc: descending), through the lookup Item.kind (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _itemRepo) ListByKind(ctx context.Context, q ItemKindQuery, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByKind", _itemLookupKind, _itemKindRange(q), req)
 }
@@ -484,8 +491,8 @@ func (r _itemRepo) GetByKind(ctx context.Context, typeValue string, rValue int) 
 }
 
 // ListByCtx reads one page of the Item aggregates whose ctx is v, in block-key
-// order, through the lookup Item.ctx (a native secondary index on MongoDB, an
-// index table on bbolt, DynamoDB and Redis).
+// order (req.Desc: descending), through the lookup Item.ctx (a native
+// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _itemRepo) ListByCtx(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByCtx", _itemLookupCtx, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -504,8 +511,8 @@ func (r _itemRepo) GetByCtx(ctx context.Context, ctxValue string) (*Item, error)
 }
 
 // ListByLen reads one page of the Item aggregates whose len is v, in block-key
-// order, through the lookup Item.len (a native secondary index on MongoDB, an
-// index table on bbolt, DynamoDB and Redis).
+// order (req.Desc: descending), through the lookup Item.len (a native
+// secondary index on MongoDB, an index table on bbolt, DynamoDB and Redis).
 func (r _itemRepo) ListByLen(ctx context.Context, v int64, req runtime.PageRequest) (runtime.Page[*Item], error) {
 	return r.r.ListBy(ctx, "ListByLen", _itemLookupLen, runtime.NewKeyRange(runtime.AppendInt(nil, v)), req)
 }

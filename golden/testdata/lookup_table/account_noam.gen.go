@@ -65,11 +65,12 @@ type AccountRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Account, error)
 
 	// ListByEmail reads one page of the Account aggregates whose email is v, in
-	// block-key order, through the index table Account.email. email is unique, so
-	// the page holds at most one aggregate: GetByEmail reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByEmail is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the index table
+	// Account.email. email is unique, so the page holds at most one aggregate:
+	// GetByEmail reads the same in one call, failing with runtime.ErrNotFound
+	// where this returns an empty page; ListByEmail is there so that every lookup
+	// can be listed alike. A cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByEmail returns the number of Account aggregates that ListByEmail
@@ -84,12 +85,13 @@ type AccountRepository interface {
 	GetByEmail(ctx context.Context, email string) (*Account, error)
 
 	// ListByNick reads one page of the Account aggregates whose nick is v, in
-	// block-key order, through the lookup Account.nick (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). nick is unique, so
-	// the page holds at most one aggregate: GetByNick reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByNick is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Account.nick (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). nick is unique, so the page holds at most one aggregate: GetByNick
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByNick is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByNick returns the number of Account aggregates that ListByNick returns
@@ -104,9 +106,10 @@ type AccountRepository interface {
 	GetByNick(ctx context.Context, nick string) (*Account, error)
 
 	// ListByRegionTier reads one page of the Account aggregates selected by q, in
-	// (region, tier, block key) order, through the index table Account.regionTier.
-	// Conditions that do not select one key range fail with runtime.ErrBadQuery; a
-	// cursor not made by this query fails with runtime.ErrBadCursor.
+	// (region, tier, block key) order (req.Desc: descending), through the index
+	// table Account.regionTier. Conditions that do not select one key range fail
+	// with runtime.ErrBadQuery; a cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByRegionTier(ctx context.Context, q AccountRegionTierQuery, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByRegionTier returns the number of Account aggregates selected by q: as
@@ -117,9 +120,10 @@ type AccountRepository interface {
 	CountByRegionTier(ctx context.Context, q AccountRegionTierQuery) (int64, error)
 
 	// ListByTags reads one page of the Account aggregates that hold v in tags[],
-	// in block-key order, through the lookup Account.tags (a native secondary
-	// index on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// in block-key order (req.Desc: descending), through the lookup Account.tags
+	// (a native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByTags returns the number of Account aggregates that ListByTags returns
@@ -128,8 +132,9 @@ type AccountRepository interface {
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByZone reads one page of the Account aggregates whose zone is v, in
-	// block-key order, through the index table Account.zone. A cursor not made by
-	// this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the index table
+	// Account.zone. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error)
 
 	// CountByZone returns the number of Account aggregates that ListByZone returns
@@ -213,11 +218,14 @@ type AccountRepository interface {
 
 	// List reads one page of Account aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Account], error)
 
@@ -536,7 +544,8 @@ func (r _accountRepo) GetMany(ctx context.Context, ids []string) (map[string]*Ac
 }
 
 // ListByEmail reads one page of the Account aggregates whose email is v, in
-// block-key order, through the index table Account.email.
+// block-key order (req.Desc: descending), through the index table
+// Account.email.
 func (r _accountRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByEmail", _accountLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -555,8 +564,9 @@ func (r _accountRepo) GetByEmail(ctx context.Context, email string) (*Account, e
 }
 
 // ListByNick reads one page of the Account aggregates whose nick is v, in
-// block-key order, through the lookup Account.nick (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Account.nick (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _accountRepo) ListByNick(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByNick", _accountLookupNick, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -575,7 +585,8 @@ func (r _accountRepo) GetByNick(ctx context.Context, nick string) (*Account, err
 }
 
 // ListByRegionTier reads one page of the Account aggregates selected by q, in
-// (region, tier, block key) order, through the index table Account.regionTier.
+// (region, tier, block key) order (req.Desc: descending), through the index
+// table Account.regionTier.
 func (r _accountRepo) ListByRegionTier(ctx context.Context, q AccountRegionTierQuery, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByRegionTier", _accountLookupRegionTier, _accountRegionTierRange(q), req)
 }
@@ -589,8 +600,9 @@ func (r _accountRepo) CountByRegionTier(ctx context.Context, q AccountRegionTier
 }
 
 // ListByTags reads one page of the Account aggregates that hold v in tags[],
-// in block-key order, through the lookup Account.tags (a native secondary
-// index on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// in block-key order (req.Desc: descending), through the lookup Account.tags
+// (a native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _accountRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByTags", _accountLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -602,7 +614,8 @@ func (r _accountRepo) CountByTags(ctx context.Context, v string) (int64, error) 
 }
 
 // ListByZone reads one page of the Account aggregates whose zone is v, in
-// block-key order, through the index table Account.zone.
+// block-key order (req.Desc: descending), through the index table
+// Account.zone.
 func (r _accountRepo) ListByZone(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Account], error) {
 	return r.r.ListBy(ctx, "ListByZone", _accountLookupZone, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -45,12 +45,13 @@ type BadgeRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Badge, error)
 
 	// ListByCode reads one page of the Badge aggregates whose code is v, in
-	// block-key order, through the lookup Badge.code (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). code is unique, so
-	// the page holds at most one aggregate: GetByCode reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByCode is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Badge.code (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). code is unique, so the page holds at most one aggregate: GetByCode
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByCode is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
 	// CountByCode returns the number of Badge aggregates that ListByCode returns
@@ -140,11 +141,14 @@ type BadgeRepository interface {
 
 	// List reads one page of Badge aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Badge], error)
 
@@ -256,8 +260,9 @@ func (r _badgeRepo) GetMany(ctx context.Context, ids []string) (map[string]*Badg
 }
 
 // ListByCode reads one page of the Badge aggregates whose code is v, in
-// block-key order, through the lookup Badge.code (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Badge.code (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _badgeRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Badge], error) {
 	return r.r.ListBy(ctx, "ListByCode", _badgeLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -53,12 +53,13 @@ type ReplyRepository interface {
 	GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error)
 
 	// ListByAuthor reads one page of the Reply aggregates whose author is v, in
-	// block-key order, through the lookup Reply.author (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Reply.author (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByAuthor returns the number of Reply aggregates that ListByAuthor
@@ -67,9 +68,9 @@ type ReplyRepository interface {
 	CountByAuthor(ctx context.Context, v string) (int64, error)
 
 	// ListByTicket reads one page of the Reply aggregates with the given ticket,
-	// in seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-	// counter, so a page is read by computed keys in one batch; numbers of deleted
-	// aggregates are skipped.
+	// in seq order (req.Desc: descending, the newest first). Their seq values are
+	// allocated 1, 2, 3, ... from the scope's counter, so a page is read by
+	// computed keys in one batch; numbers of deleted aggregates are skipped.
 	ListByTicket(ctx context.Context, ticket TicketID, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByTicket returns the number of Reply aggregates with the given ticket:
@@ -154,11 +155,14 @@ type ReplyRepository interface {
 
 	// List reads one page of Reply aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
@@ -318,9 +322,9 @@ func (r _replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
-// block-key order, through the lookup Reply.author (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Reply.author (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -332,7 +336,7 @@ func (r _replyRepo) CountByAuthor(ctx context.Context, v string) (int64, error) 
 }
 
 // ListByTicket reads one page of the Reply aggregates with the given ticket,
-// in seq order.
+// in seq order (req.Desc: descending, the newest first).
 func (r _replyRepo) ListByTicket(ctx context.Context, ticket TicketID, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByTicket", ReplyKey{Ticket: ticket}, req)
 }

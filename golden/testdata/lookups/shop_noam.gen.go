@@ -69,12 +69,13 @@ type ShopRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Shop, error)
 
 	// ListByEmail reads one page of the Shop aggregates whose email is v, in
-	// block-key order, through the lookup Shop.email (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). email is unique, so
-	// the page holds at most one aggregate: GetByEmail reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByEmail is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Shop.email (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). email is unique, so the page holds at most one aggregate: GetByEmail
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByEmail is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByEmail returns the number of Shop aggregates that ListByEmail returns
@@ -89,13 +90,14 @@ type ShopRepository interface {
 	GetByEmail(ctx context.Context, email string) (*Shop, error)
 
 	// ListByRegionRank reads one page of the Shop aggregates selected by q, in
-	// (region, rank, block key) order, through the lookup Shop.regionRank (a
-	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
-	// index table on bbolt and Redis). On DynamoDB the index is eventually
-	// consistent: a page may miss an aggregate written just before, or hold it as
-	// it was before that write (tag every part `noam:"lookup=regionRank,table"`
-	// for a strongly consistent index table there). Conditions that do not select
-	// one key range fail with runtime.ErrBadQuery; a cursor not made by this query
+	// (region, rank, block key) order (req.Desc: descending), through the lookup
+	// Shop.regionRank (a global secondary index on DynamoDB, a native secondary
+	// index on MongoDB, an index table on bbolt and Redis). On DynamoDB the index
+	// is eventually consistent: a page may miss an aggregate written just before,
+	// or hold it as it was before that write (tag every part
+	// `noam:"lookup=regionRank,table"` for a strongly consistent index table
+	// there). Conditions that do not select one key range fail with
+	// runtime.ErrBadQuery; a cursor not made by this query in the same direction
 	// fails with runtime.ErrBadCursor.
 	ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
@@ -107,9 +109,10 @@ type ShopRepository interface {
 	CountByRegionRank(ctx context.Context, q ShopRegionRankQuery) (int64, error)
 
 	// ListByLabels reads one page of the Shop aggregates that hold v in labels[],
-	// in block-key order, through the lookup Shop.labels (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// in block-key order (req.Desc: descending), through the lookup Shop.labels (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByLabels returns the number of Shop aggregates that ListByLabels
@@ -118,12 +121,13 @@ type ShopRepository interface {
 	CountByLabels(ctx context.Context, v string) (int64, error)
 
 	// ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
-	// block-key order, through the lookup Shop.codes (a native secondary index on
-	// MongoDB, an index table on bbolt, DynamoDB and Redis). codes[] is unique, so
-	// the page holds at most one aggregate: GetByCodes reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByCodes is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Shop.codes (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). codes[] is unique, so the page holds at most one aggregate:
+	// GetByCodes reads the same in one call, failing with runtime.ErrNotFound
+	// where this returns an empty page; ListByCodes is there so that every lookup
+	// can be listed alike. A cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByCodes returns the number of Shop aggregates that ListByCodes returns
@@ -138,13 +142,13 @@ type ShopRepository interface {
 	GetByCodes(ctx context.Context, codes int32) (*Shop, error)
 
 	// ListByAddressCity reads one page of the Shop aggregates whose address.city
-	// is v, in block-key order, through the lookup Shop.addressCity (a global
-	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
-	// page may miss an aggregate written just before, or hold it as it was before
-	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
-	// index table there). A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// is v, in block-key order (req.Desc: descending), through the lookup
+	// Shop.addressCity (a global secondary index on DynamoDB, a native secondary
+	// index on MongoDB, an index table on bbolt and Redis). On DynamoDB the index
+	// is eventually consistent: a page may miss an aggregate written just before,
+	// or hold it as it was before that write (tag the field `noam:"lookup,table"`
+	// for a strongly consistent index table there). A cursor not made by this
+	// query in the same direction fails with runtime.ErrBadCursor.
 	ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
 	// CountByAddressCity returns the number of Shop aggregates that
@@ -229,11 +233,14 @@ type ShopRepository interface {
 
 	// List reads one page of Shop aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Shop], error)
 
@@ -566,8 +573,9 @@ func (r _shopRepo) GetMany(ctx context.Context, ids []string) (map[string]*Shop,
 }
 
 // ListByEmail reads one page of the Shop aggregates whose email is v, in
-// block-key order, through the lookup Shop.email (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Shop.email (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _shopRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByEmail", _shopLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -586,9 +594,9 @@ func (r _shopRepo) GetByEmail(ctx context.Context, email string) (*Shop, error) 
 }
 
 // ListByRegionRank reads one page of the Shop aggregates selected by q, in
-// (region, rank, block key) order, through the lookup Shop.regionRank (a
-// global secondary index on DynamoDB, a native secondary index on MongoDB, an
-// index table on bbolt and Redis).
+// (region, rank, block key) order (req.Desc: descending), through the lookup
+// Shop.regionRank (a global secondary index on DynamoDB, a native secondary
+// index on MongoDB, an index table on bbolt and Redis).
 func (r _shopRepo) ListByRegionRank(ctx context.Context, q ShopRegionRankQuery, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByRegionRank", _shopLookupRegionRank, _shopRegionRankRange(q), req)
 }
@@ -602,8 +610,9 @@ func (r _shopRepo) CountByRegionRank(ctx context.Context, q ShopRegionRankQuery)
 }
 
 // ListByLabels reads one page of the Shop aggregates that hold v in labels[],
-// in block-key order, through the lookup Shop.labels (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// in block-key order (req.Desc: descending), through the lookup Shop.labels (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _shopRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByLabels", _shopLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -615,8 +624,9 @@ func (r _shopRepo) CountByLabels(ctx context.Context, v string) (int64, error) {
 }
 
 // ListByCodes reads one page of the Shop aggregates that hold v in codes[], in
-// block-key order, through the lookup Shop.codes (a native secondary index on
-// MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup Shop.codes (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _shopRepo) ListByCodes(ctx context.Context, v int32, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByCodes", _shopLookupCodes, runtime.NewKeyRange(runtime.AppendInt(nil, int64(v))), req)
 }
@@ -635,9 +645,9 @@ func (r _shopRepo) GetByCodes(ctx context.Context, codes int32) (*Shop, error) {
 }
 
 // ListByAddressCity reads one page of the Shop aggregates whose address.city
-// is v, in block-key order, through the lookup Shop.addressCity (a global
-// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-// table on bbolt and Redis).
+// is v, in block-key order (req.Desc: descending), through the lookup
+// Shop.addressCity (a global secondary index on DynamoDB, a native secondary
+// index on MongoDB, an index table on bbolt and Redis).
 func (r _shopRepo) ListByAddressCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Shop], error) {
 	return r.r.ListBy(ctx, "ListByAddressCity", _shopLookupAddressCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -53,10 +53,11 @@ type TicketRepository interface {
 	// block or the element does not exist.
 	SetEventsAt(ctx context.Context, id TicketID, i int, e Event) error
 
-	// ListEvents reads one page of the elements of events in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListEvents reads one page of the elements of events in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEvents(ctx context.Context, id TicketID, req runtime.PageRequest) (runtime.Page[Event], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -72,12 +73,13 @@ type TicketRepository interface {
 	GetMany(ctx context.Context, ids []TicketID) (map[TicketID]*Ticket, error)
 
 	// ListByOwner reads one page of the Ticket aggregates whose owner is v, in
-	// block-key order, through the lookup Ticket.owner (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Ticket.owner (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
 	// CountByOwner returns the number of Ticket aggregates that ListByOwner
@@ -86,9 +88,10 @@ type TicketRepository interface {
 	CountByOwner(ctx context.Context, v string) (int64, error)
 
 	// ListByEventsKind reads one page of the Ticket aggregates that hold v in
-	// events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
-	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
-	// Redis). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// events[].kind, in block-key order (req.Desc: descending), through the lookup
+	// Ticket.eventsKind (a native secondary index on MongoDB, an index table on
+	// bbolt, DynamoDB and Redis). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
 	// CountByEventsKind returns the number of Ticket aggregates that
@@ -173,11 +176,14 @@ type TicketRepository interface {
 
 	// List reads one page of Ticket aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ticket], error)
 
@@ -348,8 +354,9 @@ func (r _ticketRepo) SetEventsAt(ctx context.Context, id TicketID, i int, e Even
 	return r.r.Set(ctx, "SetEventsAt", id, runtime.SetAt(_ticketEntryEvents, i, e))
 }
 
-// ListEvents reads one page of the elements of events in index order, without
-// reading the rest of the block.
+// ListEvents reads one page of the elements of events in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _ticketRepo) ListEvents(ctx context.Context, id TicketID, req runtime.PageRequest) (runtime.Page[Event], error) {
 	return runtime.ListElems[Event](ctx, r.r, "ListEvents", id, _ticketEntryEvents, req)
 }
@@ -367,9 +374,9 @@ func (r _ticketRepo) GetMany(ctx context.Context, ids []TicketID) (map[TicketID]
 }
 
 // ListByOwner reads one page of the Ticket aggregates whose owner is v, in
-// block-key order, through the lookup Ticket.owner (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Ticket.owner (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _ticketRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByOwner", _ticketLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -381,9 +388,9 @@ func (r _ticketRepo) CountByOwner(ctx context.Context, v string) (int64, error) 
 }
 
 // ListByEventsKind reads one page of the Ticket aggregates that hold v in
-// events[].kind, in block-key order, through the lookup Ticket.eventsKind (a
-// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
-// Redis).
+// events[].kind, in block-key order (req.Desc: descending), through the lookup
+// Ticket.eventsKind (a native secondary index on MongoDB, an index table on
+// bbolt, DynamoDB and Redis).
 func (r _ticketRepo) ListByEventsKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Ticket], error) {
 	return r.r.ListBy(ctx, "ListByEventsKind", _ticketLookupEventsKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

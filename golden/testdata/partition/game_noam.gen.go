@@ -49,10 +49,11 @@ type GameRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetRoundsAt(ctx context.Context, id string, i int, e Round) error
 
-	// ListRounds reads one page of the elements of rounds in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListRounds reads one page of the elements of rounds in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -126,11 +127,14 @@ type GameRepository interface {
 
 	// List reads one page of Game aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Game], error)
 
@@ -251,8 +255,9 @@ func (r _gameRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) e
 	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_gameEntryRounds, i, e))
 }
 
-// ListRounds reads one page of the elements of rounds in index order, without
-// reading the rest of the block.
+// ListRounds reads one page of the elements of rounds in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _gameRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
 	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _gameEntryRounds, req)
 }

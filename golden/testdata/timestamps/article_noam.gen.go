@@ -65,10 +65,11 @@ type ArticleRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetCommentsAt(ctx context.Context, id string, i int, e Comment) error
 
-	// ListComments reads one page of the elements of comments in index order,
-	// without reading the rest of the block. It fails with runtime.ErrNotFound if
-	// the block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListComments reads one page of the elements of comments in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListComments(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Comment], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -85,12 +86,13 @@ type ArticleRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Article, error)
 
 	// ListByTitle reads one page of the Article aggregates whose title is v, in
-	// block-key order, through the lookup Article.title (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Article.title (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByTitle(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Article], error)
 
 	// CountByTitle returns the number of Article aggregates that ListByTitle
@@ -174,11 +176,14 @@ type ArticleRepository interface {
 
 	// List reads one page of Article aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Article], error)
 
@@ -322,8 +327,9 @@ func (r _articleRepo) SetCommentsAt(ctx context.Context, id string, i int, e Com
 	return r.r.Set(ctx, "SetCommentsAt", id, runtime.SetAt(_articleEntryComments, i, e))
 }
 
-// ListComments reads one page of the elements of comments in index order,
-// without reading the rest of the block.
+// ListComments reads one page of the elements of comments in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _articleRepo) ListComments(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Comment], error) {
 	return runtime.ListElems[Comment](ctx, r.r, "ListComments", id, _articleEntryComments, req)
 }
@@ -341,9 +347,9 @@ func (r _articleRepo) GetMany(ctx context.Context, ids []string) (map[string]*Ar
 }
 
 // ListByTitle reads one page of the Article aggregates whose title is v, in
-// block-key order, through the lookup Article.title (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Article.title (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _articleRepo) ListByTitle(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Article], error) {
 	return r.r.ListBy(ctx, "ListByTitle", _articleLookupTitle, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

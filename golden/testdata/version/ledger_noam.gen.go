@@ -51,10 +51,11 @@ type LedgerRepository interface {
 	// block or the element does not exist.
 	SetLinesAt(ctx context.Context, id string, i int, e Line) error
 
-	// ListLines reads one page of the elements of lines in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListLines reads one page of the elements of lines in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Line], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -130,11 +131,14 @@ type LedgerRepository interface {
 
 	// List reads one page of Ledger aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Ledger], error)
 
@@ -270,8 +274,8 @@ func (r _ledgerRepo) SetLinesAt(ctx context.Context, id string, i int, e Line) e
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_ledgerEntryLines, i, e))
 }
 
-// ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block.
+// ListLines reads one page of the elements of lines in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _ledgerRepo) ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Line], error) {
 	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, _ledgerEntryLines, req)
 }

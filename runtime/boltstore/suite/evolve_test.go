@@ -212,6 +212,9 @@ var versions = map[string]func(t *testing.T, db *bbolt.DB) version{
 			eff:   func(p *player) { p.Scores = append(slices.Clone(p.Scores), newScore) },
 			list: func(id string) ([]score, error) {
 				s, err := page(r.ListScores(bg, id, runtime.PageRequest{Limit: 100}))
+				if err == nil {
+					err = reversed(s, func(req runtime.PageRequest) (runtime.Page[part.Score], error) { return r.ListScores(bg, id, req) })
+				}
 				return conv(s, func(s part.Score) score { return score(s) }), err
 			},
 		}
@@ -229,6 +232,9 @@ var versions = map[string]func(t *testing.T, db *bbolt.DB) version{
 			eff:   func(p *player) { p.Scores = append(slices.Clone(p.Scores), newScore) },
 			list: func(id string) ([]score, error) {
 				s, err := page(r.ListScores(bg, id, runtime.PageRequest{Limit: 100}))
+				if err == nil {
+					err = reversed(s, func(req runtime.PageRequest) (runtime.Page[eaopart.Score], error) { return r.ListScores(bg, id, req) })
+				}
 				return conv(s, func(s eaopart.Score) score { return score(s) }), err
 			},
 		}
@@ -764,4 +770,29 @@ func TestLookupChanged(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// reversed checks that the descending pages of list, 2 elements a page,
+// are the elements asc in reverse order, whatever layout the block is
+// stored in (whole or partitioned).
+func reversed[E any](asc []E, list func(runtime.PageRequest) (runtime.Page[E], error)) error {
+	var got []E
+	req := runtime.PageRequest{Limit: 2, Desc: true}
+	for range 1000 {
+		p, err := list(req)
+		if err != nil {
+			return err
+		}
+		got = append(got, p.Items...)
+		if p.Next == "" {
+			break
+		}
+		req.Cursor = p.Next
+	}
+	want := slices.Clone(asc)
+	slices.Reverse(want)
+	if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+		return fmt.Errorf("descending pages %v, want %v", got, want)
+	}
+	return nil
 }

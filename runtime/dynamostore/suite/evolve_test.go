@@ -420,6 +420,17 @@ func TestEvolveEAOWholeToPartition(t *testing.T) {
 	if len(page.Items) != 2 || page.Items[1].Points != 5 {
 		t.Fatalf("eaopart ListScores of a list inside the root entry: %+v", page)
 	}
+	// Backwards, a page of one, from the list inside the root entry.
+	desc, err := v2.ListScores(ctx, "p1", runtime.PageRequest{Limit: 1, Desc: true})
+	must(t, err)
+	if len(desc.Items) != 1 || desc.Items[0].Points != 5 || desc.Next == "" {
+		t.Fatalf("eaopart ListScores of a list inside the root entry, descending: %+v", desc)
+	}
+	desc, err = v2.ListScores(ctx, "p1", runtime.PageRequest{Limit: 1, Desc: true, Cursor: desc.Next})
+	must(t, err)
+	if len(desc.Items) != 1 || desc.Items[0].Points != 3 || desc.Next != "" {
+		t.Fatalf("eaopart ListScores of a list inside the root entry, descending, second page: %+v", desc)
+	}
 	e.use(v2)
 	before := e.raw("p1")
 	_, err = v2.AppendScores(ctx, "p1", eaopart.Score{Points: 7})

@@ -354,7 +354,7 @@ func TestEvolutionElements(t *testing.T) {
 					r2, m2 := v2.ensure(t, c)
 					var got []score
 					for start := 0; ; start += 2 {
-						more, err := r2.S.ReadElems(bg, "ListScores", p.ID, m2.scores, start, 2, func(d runtime.Decoder) error {
+						more, err := r2.S.ReadElems(bg, "ListScores", p.ID, m2.scores, start, 2, false, func(_ int, d runtime.Decoder) error {
 							var s score
 							err := d.Decode(&s)
 							got = append(got, s)
@@ -367,6 +367,27 @@ func TestEvolutionElements(t *testing.T) {
 					}
 					if !slices.Equal(got, p.Scores) {
 						t.Fatalf("the elements read %v, want %v", got, p.Scores)
+					}
+					// Backwards, from the last.
+					var back []score
+					for start := -1; ; {
+						last := -1
+						more, err := r2.S.ReadElems(bg, "ListScores", p.ID, m2.scores, start, 2, true, func(i int, d runtime.Decoder) error {
+							var s score
+							err := d.Decode(&s)
+							back, last = append(back, s), i
+							return err
+						})
+						must(t, err)
+						if !more {
+							break
+						}
+						start = last - 1
+					}
+					want := slices.Clone(p.Scores)
+					slices.Reverse(want)
+					if !slices.Equal(back, want) {
+						t.Fatalf("the elements read backwards %v, want %v", back, want)
 					}
 				})
 			}

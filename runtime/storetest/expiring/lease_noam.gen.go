@@ -39,12 +39,13 @@ type LeaseRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Lease, error)
 
 	// ListByHolder reads one page of the Lease aggregates whose holder is v, in
-	// block-key order, through the lookup leases.holder (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). holder is unique,
-	// so the page holds at most one aggregate: GetByHolder reads the same in one
-	// call, failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByHolder is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup leases.holder (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). holder is unique, so the page holds at most one aggregate:
+	// GetByHolder reads the same in one call, failing with runtime.ErrNotFound
+	// where this returns an empty page; ListByHolder is there so that every lookup
+	// can be listed alike. A cursor not made by this query in the same direction
+	// fails with runtime.ErrBadCursor.
 	ListByHolder(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Lease], error)
 
 	// CountByHolder returns the number of Lease aggregates that ListByHolder
@@ -146,11 +147,14 @@ type LeaseRepository interface {
 
 	// List reads one page of Lease aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Lease], error)
 
@@ -260,8 +264,9 @@ func (r _leaseRepo) GetMany(ctx context.Context, ids []string) (map[string]*Leas
 }
 
 // ListByHolder reads one page of the Lease aggregates whose holder is v, in
-// block-key order, through the lookup leases.holder (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup leases.holder (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _leaseRepo) ListByHolder(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Lease], error) {
 	return r.r.ListBy(ctx, "ListByHolder", _leaseLookupHolder, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

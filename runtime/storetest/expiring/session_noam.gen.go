@@ -84,10 +84,11 @@ type SessionRepository interface {
 	// with runtime.ErrNotFound, writing nothing.
 	SetEventsAt(ctx context.Context, id string, i int, e string) error
 
-	// ListEvents reads one page of the elements of events in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListEvents reads one page of the elements of events in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEvents(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -105,12 +106,13 @@ type SessionRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Session, error)
 
 	// ListByToken reads one page of the Session aggregates whose token is v, in
-	// block-key order, through the lookup sessions.token (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). token is unique,
-	// so the page holds at most one aggregate: GetByToken reads the same in one
-	// call, failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByToken is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup sessions.token (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). token is unique, so the page holds at most one aggregate: GetByToken
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByToken is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByToken(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error)
 
 	// CountByToken returns the number of Session aggregates that ListByToken
@@ -126,12 +128,13 @@ type SessionRepository interface {
 	GetByToken(ctx context.Context, token string) (*Session, error)
 
 	// ListByUser reads one page of the Session aggregates whose user is v, in
-	// block-key order, through the lookup sessions.user (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup sessions.user (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByUser(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error)
 
 	// CountByUser returns the number of Session aggregates that ListByUser returns
@@ -227,11 +230,14 @@ type SessionRepository interface {
 
 	// List reads one page of Session aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Session], error)
 
@@ -405,8 +411,9 @@ func (r _sessionRepo) SetEventsAt(ctx context.Context, id string, i int, e strin
 	return r.r.Set(ctx, "SetEventsAt", id, runtime.SetAt(_sessionEntryEvents, i, e))
 }
 
-// ListEvents reads one page of the elements of events in index order, without
-// reading the rest of the block.
+// ListEvents reads one page of the elements of events in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _sessionRepo) ListEvents(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEvents", id, _sessionEntryEvents, req)
 }
@@ -424,8 +431,9 @@ func (r _sessionRepo) GetMany(ctx context.Context, ids []string) (map[string]*Se
 }
 
 // ListByToken reads one page of the Session aggregates whose token is v, in
-// block-key order, through the lookup sessions.token (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup sessions.token (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _sessionRepo) ListByToken(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error) {
 	return r.r.ListBy(ctx, "ListByToken", _sessionLookupToken, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -444,9 +452,9 @@ func (r _sessionRepo) GetByToken(ctx context.Context, token string) (*Session, e
 }
 
 // ListByUser reads one page of the Session aggregates whose user is v, in
-// block-key order, through the lookup sessions.user (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup sessions.user (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _sessionRepo) ListByUser(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Session], error) {
 	return r.r.ListBy(ctx, "ListByUser", _sessionLookupUser, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

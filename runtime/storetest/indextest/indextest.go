@@ -255,7 +255,7 @@ func testDeleteItems[T any](t *testing.T, ctx context.Context, h Harness[T]) {
 
 func scanAll[T any](t *testing.T, ctx context.Context, h Harness[T], l int) []index.Item {
 	t.Helper()
-	items, err := h.P.ScanItems(ctx, l, nil, nil, 1000)
+	items, err := h.P.ScanItems(ctx, l, nil, nil, 1000, false)
 	must(t, err)
 	return items
 }
@@ -283,19 +283,24 @@ func testScanItems[T any](t *testing.T, ctx context.Context, h Harness[T]) {
 				end = keys[to]
 			}
 			for _, limit := range []int{1, 2, 100} {
-				items, err := h.P.ScanItems(ctx, 1, keys[from], end, limit)
-				must(t, err)
-				want := keys[from:to]
-				if to == len(keys) {
-					want = keys[from:]
-				}
-				want = want[:min(len(want), limit)]
-				if len(items) != len(want) {
-					t.Fatalf("ScanItems [%x, %x) limit %d: %d items, want %d", keys[from], end, limit, len(items), len(want))
-				}
-				for i := range want {
-					if !bytes.Equal(items[i].Key, want[i]) {
-						t.Fatalf("ScanItems [%x, %x) limit %d: item %d is %x, want %x", keys[from], end, limit, i, items[i].Key, want[i])
+				for _, desc := range []bool{false, true} {
+					items, err := h.P.ScanItems(ctx, 1, keys[from], end, limit, desc)
+					must(t, err)
+					want := slices.Clone(keys[from:to])
+					if to == len(keys) {
+						want = slices.Clone(keys[from:])
+					}
+					if desc {
+						slices.Reverse(want)
+					}
+					want = want[:min(len(want), limit)]
+					if len(items) != len(want) {
+						t.Fatalf("ScanItems [%x, %x) limit %d desc %v: %d items, want %d", keys[from], end, limit, desc, len(items), len(want))
+					}
+					for i := range want {
+						if !bytes.Equal(items[i].Key, want[i]) {
+							t.Fatalf("ScanItems [%x, %x) limit %d desc %v: item %d is %x, want %x", keys[from], end, limit, desc, i, items[i].Key, want[i])
+						}
 					}
 				}
 			}
@@ -309,14 +314,19 @@ func testScanItems[T any](t *testing.T, ctx context.Context, h Harness[T]) {
 			want = append(want, fmt.Sprintf("%x", k))
 		}
 	}
-	items, err := h.P.ScanItems(ctx, 1, from, key("b"), 100)
-	must(t, err)
-	var got2 []string
-	for _, it := range items {
-		got2 = append(got2, fmt.Sprintf("%x", it.Key))
-	}
-	if !slices.Equal(got2, want) {
-		t.Fatalf("ScanItems between keys: %v, want %v", got2, want)
+	for _, desc := range []bool{false, true} {
+		items, err := h.P.ScanItems(ctx, 1, from, key("b"), 100, desc)
+		must(t, err)
+		var got2 []string
+		for _, it := range items {
+			got2 = append(got2, fmt.Sprintf("%x", it.Key))
+		}
+		if desc {
+			slices.Reverse(got2)
+		}
+		if !slices.Equal(got2, want) {
+			t.Fatalf("ScanItems between keys (desc %v): %v, want %v", desc, got2, want)
+		}
 	}
 }
 

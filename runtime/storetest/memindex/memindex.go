@@ -247,7 +247,7 @@ func (s *Store[T]) DeleteEach(ctx context.Context, l int, keys [][]byte, conds [
 }
 
 // ScanItems implements index.Primitives.
-func (s *Store[T]) ScanItems(ctx context.Context, l int, from, to []byte, limit int) ([]index.Item, error) {
+func (s *Store[T]) ScanItems(ctx context.Context, l int, from, to []byte, limit int, desc bool) ([]index.Item, error) {
 	lost, err := s.enter(ctx, "ScanItems")
 	defer s.exit()
 	if err != nil || lost {
@@ -260,6 +260,9 @@ func (s *Store[T]) ScanItems(ctx context.Context, l int, from, to []byte, limit 
 		}
 	}
 	slices.Sort(keys)
+	if desc {
+		slices.Reverse(keys)
+	}
 	var out []index.Item
 	for _, k := range keys[:min(len(keys), limit)] {
 		out = append(out, clone(s.items[l][k]))

@@ -36,9 +36,10 @@ type CardRepository interface {
 	GetMany(ctx context.Context, ids []int32) (map[int32]*Card, error)
 
 	// ListByLabels reads one page of the Card aggregates that hold v in labels[],
-	// in block-key order, through the lookup Card.labels (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// in block-key order (req.Desc: descending), through the lookup Card.labels (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error)
 
 	// CountByLabels returns the number of Card aggregates that ListByLabels
@@ -122,11 +123,14 @@ type CardRepository interface {
 
 	// List reads one page of Card aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Card], error)
 
@@ -248,8 +252,9 @@ func (r _cardRepo) GetMany(ctx context.Context, ids []int32) (map[int32]*Card, e
 }
 
 // ListByLabels reads one page of the Card aggregates that hold v in labels[],
-// in block-key order, through the lookup Card.labels (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// in block-key order (req.Desc: descending), through the lookup Card.labels (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _cardRepo) ListByLabels(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Card], error) {
 	return r.r.ListBy(ctx, "ListByLabels", _cardLookupLabels, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -54,10 +54,11 @@ type JournalRepository interface {
 	// block or the element does not exist.
 	SetLinesAt(ctx context.Context, id JournalID, i int, e Line) error
 
-	// ListLines reads one page of the elements of lines in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListLines reads one page of the elements of lines in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error)
 
 	// AppendNotes adds e as the last element of notes and returns its index: one
@@ -73,10 +74,11 @@ type JournalRepository interface {
 	// block or the element does not exist.
 	SetNotesAt(ctx context.Context, id JournalID, i int, e string) error
 
-	// ListNotes reads one page of the elements of notes in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListNotes reads one page of the elements of notes in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -92,12 +94,13 @@ type JournalRepository interface {
 	GetMany(ctx context.Context, ids []JournalID) (map[JournalID]*Journal, error)
 
 	// ListByOwner reads one page of the Journal aggregates whose owner is v, in
-	// block-key order, through the lookup Journal.owner (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Journal.owner (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
 	// CountByOwner returns the number of Journal aggregates that ListByOwner
@@ -106,9 +109,10 @@ type JournalRepository interface {
 	CountByOwner(ctx context.Context, v string) (int64, error)
 
 	// ListByLinesKind reads one page of the Journal aggregates that hold v in
-	// lines[].kind, in block-key order, through the lookup Journal.linesKind (a
-	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
-	// Redis). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// lines[].kind, in block-key order (req.Desc: descending), through the lookup
+	// Journal.linesKind (a native secondary index on MongoDB, an index table on
+	// bbolt, DynamoDB and Redis). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
 	// CountByLinesKind returns the number of Journal aggregates that
@@ -193,11 +197,14 @@ type JournalRepository interface {
 
 	// List reads one page of Journal aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Journal], error)
 
@@ -393,8 +400,8 @@ func (r _journalRepo) SetLinesAt(ctx context.Context, id JournalID, i int, e Lin
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_journalEntryLines, i, e))
 }
 
-// ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block.
+// ListLines reads one page of the elements of lines in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _journalRepo) ListLines(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[Line], error) {
 	return runtime.ListElems[Line](ctx, r.r, "ListLines", id, _journalEntryLines, req)
 }
@@ -410,8 +417,8 @@ func (r _journalRepo) SetNotesAt(ctx context.Context, id JournalID, i int, e str
 	return r.r.Set(ctx, "SetNotesAt", id, runtime.SetAt(_journalEntryNotes, i, e))
 }
 
-// ListNotes reads one page of the elements of notes in index order, without
-// reading the rest of the block.
+// ListNotes reads one page of the elements of notes in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _journalRepo) ListNotes(ctx context.Context, id JournalID, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListNotes", id, _journalEntryNotes, req)
 }
@@ -429,9 +436,9 @@ func (r _journalRepo) GetMany(ctx context.Context, ids []JournalID) (map[Journal
 }
 
 // ListByOwner reads one page of the Journal aggregates whose owner is v, in
-// block-key order, through the lookup Journal.owner (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Journal.owner (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _journalRepo) ListByOwner(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByOwner", _journalLookupOwner, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -443,9 +450,9 @@ func (r _journalRepo) CountByOwner(ctx context.Context, v string) (int64, error)
 }
 
 // ListByLinesKind reads one page of the Journal aggregates that hold v in
-// lines[].kind, in block-key order, through the lookup Journal.linesKind (a
-// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
-// Redis).
+// lines[].kind, in block-key order (req.Desc: descending), through the lookup
+// Journal.linesKind (a native secondary index on MongoDB, an index table on
+// bbolt, DynamoDB and Redis).
 func (r _journalRepo) ListByLinesKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Journal], error) {
 	return r.r.ListBy(ctx, "ListByLinesKind", _journalLookupLinesKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -100,10 +100,11 @@ type MatchRepository interface {
 	// block or the element does not exist.
 	SetRoundsAt(ctx context.Context, id string, i int, e Round) error
 
-	// ListRounds reads one page of the elements of rounds in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListRounds reads one page of the elements of rounds in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -119,12 +120,13 @@ type MatchRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Match, error)
 
 	// ListByCode reads one page of the Match aggregates whose code is v, in
-	// block-key order, through the lookup matches.code (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). code is unique, so
-	// the page holds at most one aggregate: GetByCode reads the same in one call,
-	// failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByCode is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup matches.code (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). code is unique, so the page holds at most one aggregate: GetByCode
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByCode is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByCode returns the number of Match aggregates that ListByCode returns
@@ -139,13 +141,14 @@ type MatchRepository interface {
 	GetByCode(ctx context.Context, code string) (*Match, error)
 
 	// ListByRegionLevel reads one page of the Match aggregates selected by q, in
-	// (region, level, block key) order, through the lookup matches.regionLevel (a
-	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
-	// index table on bbolt and Redis). On DynamoDB the index is eventually
-	// consistent: a page may miss an aggregate written just before, or hold it as
-	// it was before that write (tag every part `noam:"lookup=regionLevel,table"`
-	// for a strongly consistent index table there). Conditions that do not select
-	// one key range fail with runtime.ErrBadQuery; a cursor not made by this query
+	// (region, level, block key) order (req.Desc: descending), through the lookup
+	// matches.regionLevel (a global secondary index on DynamoDB, a native
+	// secondary index on MongoDB, an index table on bbolt and Redis). On DynamoDB
+	// the index is eventually consistent: a page may miss an aggregate written
+	// just before, or hold it as it was before that write (tag every part
+	// `noam:"lookup=regionLevel,table"` for a strongly consistent index table
+	// there). Conditions that do not select one key range fail with
+	// runtime.ErrBadQuery; a cursor not made by this query in the same direction
 	// fails with runtime.ErrBadCursor.
 	ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error)
 
@@ -157,9 +160,10 @@ type MatchRepository interface {
 	CountByRegionLevel(ctx context.Context, q MatchRegionLevelQuery) (int64, error)
 
 	// ListByTags reads one page of the Match aggregates that hold v in tags[], in
-	// block-key order, through the lookup matches.tags (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). A cursor not made
-	// by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup matches.tags (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). A cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByTags returns the number of Match aggregates that ListByTags returns
@@ -168,13 +172,13 @@ type MatchRepository interface {
 	CountByTags(ctx context.Context, v string) (int64, error)
 
 	// ListByVenueCity reads one page of the Match aggregates whose venue.city is
-	// v, in block-key order, through the lookup matches.venueCity (a global
-	// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-	// table on bbolt and Redis). On DynamoDB the index is eventually consistent: a
-	// page may miss an aggregate written just before, or hold it as it was before
-	// that write (tag the field `noam:"lookup,table"` for a strongly consistent
-	// index table there). A cursor not made by this query fails with
-	// runtime.ErrBadCursor.
+	// v, in block-key order (req.Desc: descending), through the lookup
+	// matches.venueCity (a global secondary index on DynamoDB, a native secondary
+	// index on MongoDB, an index table on bbolt and Redis). On DynamoDB the index
+	// is eventually consistent: a page may miss an aggregate written just before,
+	// or hold it as it was before that write (tag the field `noam:"lookup,table"`
+	// for a strongly consistent index table there). A cursor not made by this
+	// query in the same direction fails with runtime.ErrBadCursor.
 	ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByVenueCity returns the number of Match aggregates that ListByVenueCity
@@ -183,13 +187,14 @@ type MatchRepository interface {
 	CountByVenueCity(ctx context.Context, v string) (int64, error)
 
 	// ListByRoundsSerial reads one page of the Match aggregates that hold v in
-	// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
-	// (a native secondary index on MongoDB, an index table on bbolt, DynamoDB and
-	// Redis). rounds[].serial is unique, so the page holds at most one aggregate:
-	// GetByRoundsSerial reads the same in one call, failing with
-	// runtime.ErrNotFound where this returns an empty page; ListByRoundsSerial is
-	// there so that every lookup can be listed alike. A cursor not made by this
-	// query fails with runtime.ErrBadCursor.
+	// rounds[].serial, in block-key order (req.Desc: descending), through the
+	// lookup matches.roundsSerial (a native secondary index on MongoDB, an index
+	// table on bbolt, DynamoDB and Redis). rounds[].serial is unique, so the page
+	// holds at most one aggregate: GetByRoundsSerial reads the same in one call,
+	// failing with runtime.ErrNotFound where this returns an empty page;
+	// ListByRoundsSerial is there so that every lookup can be listed alike. A
+	// cursor not made by this query in the same direction fails with
+	// runtime.ErrBadCursor.
 	ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error)
 
 	// CountByRoundsSerial returns the number of Match aggregates that
@@ -280,11 +285,14 @@ type MatchRepository interface {
 
 	// List reads one page of Match aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Match], error)
 
@@ -654,8 +662,9 @@ func (r _matchRepo) SetRoundsAt(ctx context.Context, id string, i int, e Round) 
 	return r.r.Set(ctx, "SetRoundsAt", id, runtime.SetAt(_matchEntryRounds, i, e))
 }
 
-// ListRounds reads one page of the elements of rounds in index order, without
-// reading the rest of the block.
+// ListRounds reads one page of the elements of rounds in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _matchRepo) ListRounds(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Round], error) {
 	return runtime.ListElems[Round](ctx, r.r, "ListRounds", id, _matchEntryRounds, req)
 }
@@ -673,8 +682,9 @@ func (r _matchRepo) GetMany(ctx context.Context, ids []string) (map[string]*Matc
 }
 
 // ListByCode reads one page of the Match aggregates whose code is v, in
-// block-key order, through the lookup matches.code (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup matches.code (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _matchRepo) ListByCode(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByCode", _matchLookupCode, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -693,9 +703,9 @@ func (r _matchRepo) GetByCode(ctx context.Context, code string) (*Match, error) 
 }
 
 // ListByRegionLevel reads one page of the Match aggregates selected by q, in
-// (region, level, block key) order, through the lookup matches.regionLevel (a
-// global secondary index on DynamoDB, a native secondary index on MongoDB, an
-// index table on bbolt and Redis).
+// (region, level, block key) order (req.Desc: descending), through the lookup
+// matches.regionLevel (a global secondary index on DynamoDB, a native
+// secondary index on MongoDB, an index table on bbolt and Redis).
 func (r _matchRepo) ListByRegionLevel(ctx context.Context, q MatchRegionLevelQuery, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRegionLevel", _matchLookupRegionLevel, _matchRegionLevelRange(q), req)
 }
@@ -709,8 +719,9 @@ func (r _matchRepo) CountByRegionLevel(ctx context.Context, q MatchRegionLevelQu
 }
 
 // ListByTags reads one page of the Match aggregates that hold v in tags[], in
-// block-key order, through the lookup matches.tags (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup matches.tags (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _matchRepo) ListByTags(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByTags", _matchLookupTags, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -722,9 +733,9 @@ func (r _matchRepo) CountByTags(ctx context.Context, v string) (int64, error) {
 }
 
 // ListByVenueCity reads one page of the Match aggregates whose venue.city is
-// v, in block-key order, through the lookup matches.venueCity (a global
-// secondary index on DynamoDB, a native secondary index on MongoDB, an index
-// table on bbolt and Redis).
+// v, in block-key order (req.Desc: descending), through the lookup
+// matches.venueCity (a global secondary index on DynamoDB, a native secondary
+// index on MongoDB, an index table on bbolt and Redis).
 func (r _matchRepo) ListByVenueCity(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByVenueCity", _matchLookupVenueCity, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -736,9 +747,9 @@ func (r _matchRepo) CountByVenueCity(ctx context.Context, v string) (int64, erro
 }
 
 // ListByRoundsSerial reads one page of the Match aggregates that hold v in
-// rounds[].serial, in block-key order, through the lookup matches.roundsSerial
-// (a native secondary index on MongoDB, an index table on bbolt, DynamoDB and
-// Redis).
+// rounds[].serial, in block-key order (req.Desc: descending), through the
+// lookup matches.roundsSerial (a native secondary index on MongoDB, an index
+// table on bbolt, DynamoDB and Redis).
 func (r _matchRepo) ListByRoundsSerial(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Match], error) {
 	return r.r.ListBy(ctx, "ListByRoundsSerial", _matchLookupRoundsSerial, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

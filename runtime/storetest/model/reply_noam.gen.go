@@ -58,10 +58,11 @@ type ReplyRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetEditsAt(ctx context.Context, id ReplyKey, i int, e string) error
 
-	// ListEdits reads one page of the elements of edits in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListEdits reads one page of the elements of edits in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -75,12 +76,13 @@ type ReplyRepository interface {
 	GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*Reply, error)
 
 	// ListByAuthor reads one page of the Reply aggregates whose author is v, in
-	// block-key order, through the lookup Reply.author (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup Reply.author (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByAuthor returns the number of Reply aggregates that ListByAuthor
@@ -89,9 +91,9 @@ type ReplyRepository interface {
 	CountByAuthor(ctx context.Context, v string) (int64, error)
 
 	// ListByThread reads one page of the Reply aggregates with the given thread,
-	// in seq order. Their seq values are allocated 1, 2, 3, ... from the scope's
-	// counter, so a page is read by computed keys in one batch; numbers of deleted
-	// aggregates are skipped.
+	// in seq order (req.Desc: descending, the newest first). Their seq values are
+	// allocated 1, 2, 3, ... from the scope's counter, so a page is read by
+	// computed keys in one batch; numbers of deleted aggregates are skipped.
 	ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
 	// CountByThread returns the number of Reply aggregates with the given thread:
@@ -176,11 +178,14 @@ type ReplyRepository interface {
 
 	// List reads one page of Reply aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Reply], error)
 
@@ -363,8 +368,8 @@ func (r _replyRepo) SetEditsAt(ctx context.Context, id ReplyKey, i int, e string
 	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(_replyEntryEdits, i, e))
 }
 
-// ListEdits reads one page of the elements of edits in index order, without
-// reading the rest of the block.
+// ListEdits reads one page of the elements of edits in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _replyRepo) ListEdits(ctx context.Context, id ReplyKey, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, _replyEntryEdits, req)
 }
@@ -382,9 +387,9 @@ func (r _replyRepo) GetMany(ctx context.Context, ids []ReplyKey) (map[ReplyKey]*
 }
 
 // ListByAuthor reads one page of the Reply aggregates whose author is v, in
-// block-key order, through the lookup Reply.author (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup Reply.author (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _replyRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _replyLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
@@ -396,7 +401,7 @@ func (r _replyRepo) CountByAuthor(ctx context.Context, v string) (int64, error) 
 }
 
 // ListByThread reads one page of the Reply aggregates with the given thread,
-// in seq order.
+// in seq order (req.Desc: descending, the newest first).
 func (r _replyRepo) ListByThread(ctx context.Context, thread string, req runtime.PageRequest) (runtime.Page[*Reply], error) {
 	return r.r.ListScope(ctx, "ListByThread", ReplyKey{Thread: thread}, req)
 }

@@ -52,12 +52,13 @@ type EventRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Event, error)
 
 	// ListByKind reads one page of the Event aggregates whose kind is v, in
-	// block-key order, through the lookup events.kind (a global secondary index on
-	// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
-	// Redis). On DynamoDB the index is eventually consistent: a page may miss an
-	// aggregate written just before, or hold it as it was before that write (tag
-	// the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup events.kind (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Event], error)
 
 	// CountByKind returns the number of Event aggregates that ListByKind returns
@@ -141,11 +142,14 @@ type EventRepository interface {
 
 	// List reads one page of Event aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Event], error)
 
@@ -265,9 +269,9 @@ func (r _eventRepo) GetMany(ctx context.Context, ids []string) (map[string]*Even
 }
 
 // ListByKind reads one page of the Event aggregates whose kind is v, in
-// block-key order, through the lookup events.kind (a global secondary index on
-// DynamoDB, a native secondary index on MongoDB, an index table on bbolt and
-// Redis).
+// block-key order (req.Desc: descending), through the lookup events.kind (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _eventRepo) ListByKind(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Event], error) {
 	return r.r.ListBy(ctx, "ListByKind", _eventLookupKind, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

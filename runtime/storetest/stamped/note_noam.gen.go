@@ -53,10 +53,11 @@ type NoteRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetLinesAt(ctx context.Context, id string, i int, e string) error
 
-	// ListLines reads one page of the elements of lines in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListLines reads one page of the elements of lines in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -71,12 +72,13 @@ type NoteRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Note, error)
 
 	// ListByAuthor reads one page of the Note aggregates whose author is v, in
-	// block-key order, through the lookup notes.author (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup notes.author (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Note], error)
 
 	// CountByAuthor returns the number of Note aggregates that ListByAuthor
@@ -160,11 +162,14 @@ type NoteRepository interface {
 
 	// List reads one page of Note aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Note], error)
 
@@ -296,8 +301,8 @@ func (r _noteRepo) SetLinesAt(ctx context.Context, id string, i int, e string) e
 	return r.r.Set(ctx, "SetLinesAt", id, runtime.SetAt(_noteEntryLines, i, e))
 }
 
-// ListLines reads one page of the elements of lines in index order, without
-// reading the rest of the block.
+// ListLines reads one page of the elements of lines in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _noteRepo) ListLines(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListLines", id, _noteEntryLines, req)
 }
@@ -315,9 +320,9 @@ func (r _noteRepo) GetMany(ctx context.Context, ids []string) (map[string]*Note,
 }
 
 // ListByAuthor reads one page of the Note aggregates whose author is v, in
-// block-key order, through the lookup notes.author (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup notes.author (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _noteRepo) ListByAuthor(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Note], error) {
 	return r.r.ListBy(ctx, "ListByAuthor", _noteLookupAuthor, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

@@ -65,10 +65,11 @@ type PostRepository interface {
 	// block or the element does not exist.
 	SetEditsAt(ctx context.Context, id string, i int, e string) error
 
-	// ListEdits reads one page of the elements of edits in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListEdits reads one page of the elements of edits in index order (req.Desc:
+	// descending, the last appended first), without reading the rest of the block.
+	// It fails with runtime.ErrNotFound if the block does not exist and with
+	// runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListEdits(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -145,11 +146,14 @@ type PostRepository interface {
 
 	// List reads one page of Post aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Post], error)
 
@@ -279,8 +283,8 @@ func (r _postRepo) SetEditsAt(ctx context.Context, id string, i int, e string) e
 	return r.r.Set(ctx, "SetEditsAt", id, runtime.SetAt(_postEntryEdits, i, e))
 }
 
-// ListEdits reads one page of the elements of edits in index order, without
-// reading the rest of the block.
+// ListEdits reads one page of the elements of edits in index order (req.Desc:
+// descending, the last appended first), without reading the rest of the block.
 func (r _postRepo) ListEdits(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[string], error) {
 	return runtime.ListElems[string](ctx, r.r, "ListEdits", id, _postEntryEdits, req)
 }

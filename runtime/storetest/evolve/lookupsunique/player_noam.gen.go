@@ -57,12 +57,13 @@ type PlayerRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Player, error)
 
 	// ListByEmail reads one page of the Player aggregates whose email is v, in
-	// block-key order, through the lookup players.email (a native secondary index
-	// on MongoDB, an index table on bbolt, DynamoDB and Redis). email is unique,
-	// so the page holds at most one aggregate: GetByEmail reads the same in one
-	// call, failing with runtime.ErrNotFound where this returns an empty page;
-	// ListByEmail is there so that every lookup can be listed alike. A cursor not
-	// made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup players.email (a
+	// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+	// Redis). email is unique, so the page holds at most one aggregate: GetByEmail
+	// reads the same in one call, failing with runtime.ErrNotFound where this
+	// returns an empty page; ListByEmail is there so that every lookup can be
+	// listed alike. A cursor not made by this query in the same direction fails
+	// with runtime.ErrBadCursor.
 	ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error)
 
 	// CountByEmail returns the number of Player aggregates that ListByEmail
@@ -152,11 +153,14 @@ type PlayerRepository interface {
 
 	// List reads one page of Player aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error)
 
@@ -310,8 +314,9 @@ func (r _playerRepo) GetMany(ctx context.Context, ids []string) (map[string]*Pla
 }
 
 // ListByEmail reads one page of the Player aggregates whose email is v, in
-// block-key order, through the lookup players.email (a native secondary index
-// on MongoDB, an index table on bbolt, DynamoDB and Redis).
+// block-key order (req.Desc: descending), through the lookup players.email (a
+// native secondary index on MongoDB, an index table on bbolt, DynamoDB and
+// Redis).
 func (r _playerRepo) ListByEmail(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Player], error) {
 	return r.r.ListBy(ctx, "ListByEmail", _playerLookupEmail, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }

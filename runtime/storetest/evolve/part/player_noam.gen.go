@@ -53,10 +53,11 @@ type PlayerRepository interface {
 	// runtime.ErrNotFound if the block or the element does not exist.
 	SetScoresAt(ctx context.Context, id string, i int, e Score) error
 
-	// ListScores reads one page of the elements of scores in index order, without
-	// reading the rest of the block. It fails with runtime.ErrNotFound if the
-	// block does not exist and with runtime.ErrBadCursor if req.Cursor was not
-	// made by this method for this block.
+	// ListScores reads one page of the elements of scores in index order
+	// (req.Desc: descending, the last appended first), without reading the rest of
+	// the block. It fails with runtime.ErrNotFound if the block does not exist and
+	// with runtime.ErrBadCursor if req.Cursor was not made by this method for this
+	// block in the same direction.
 	ListScores(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Score], error)
 
 	// Update applies every change set in u to block id in one atomic write;
@@ -130,11 +131,14 @@ type PlayerRepository interface {
 
 	// List reads one page of Player aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Player], error)
 
@@ -269,8 +273,9 @@ func (r _playerRepo) SetScoresAt(ctx context.Context, id string, i int, e Score)
 	return r.r.Set(ctx, "SetScoresAt", id, runtime.SetAt(_playerEntryScores, i, e))
 }
 
-// ListScores reads one page of the elements of scores in index order, without
-// reading the rest of the block.
+// ListScores reads one page of the elements of scores in index order
+// (req.Desc: descending, the last appended first), without reading the rest of
+// the block.
 func (r _playerRepo) ListScores(ctx context.Context, id string, req runtime.PageRequest) (runtime.Page[Score], error) {
 	return runtime.ListElems[Score](ctx, r.r, "ListScores", id, _playerEntryScores, req)
 }
