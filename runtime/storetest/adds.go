@@ -297,4 +297,3 @@ func testConcurrentAdds(t *testing.T, e *env) {
 		t.Errorf("after %d concurrent additions: hits %d, version %d; want %d, %d", writers*each, got.Hits, got.Version, want, 1+writers*each)
 	}
 }
-
