@@ -26,7 +26,13 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 
 func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
 	if s.m().x == nil || !s.tableReads(u.Keys()...) {
+		if hasAdd(u) {
+			return s.updateAdds(ctx, op, id, u)
+		}
 		return s.updateOne(ctx, op, id, u)
+	}
+	if hasAdd(u) {
+		return runtime.FailAt(op, s.d.Aggregate, id, "(an addition cannot go in one Update with a write of a field kept in an index table on MongoDB: make it a call of its own)", runtime.ErrInvalid, nil)
 	}
 	// Through the lookup protocol: the filter and $set as bson.D.
 	filter := ByID(id)
