@@ -326,8 +326,8 @@ type update struct {
 	// write token.
 	indexItem bool
 	// result: the update adds to a number, whose new value it returns
-	// (ReturnValues UPDATED_NEW).
-	result bool
+	// (ReturnValues UPDATED_NEW, or ALL_NEW when all is set).
+	result, all bool
 }
 
 // stamp makes the update record write token tok in WriteAttr.
@@ -359,7 +359,10 @@ func (u *update) input(table string, key map[string]types.AttributeValue) *dynam
 		in.ConditionExpression = aws.String(strings.Join(u.cond, " AND "))
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.e.namesOrNil(), u.e.valuesOrNil()
-	if u.result {
+	switch {
+	case u.all:
+		in.ReturnValues = types.ReturnValueAllNew
+	case u.result:
 		in.ReturnValues = types.ReturnValueUpdatedNew
 	}
 	return in
@@ -439,6 +442,9 @@ func (s *Store[T, K]) add(w *update, c runtime.Change[T]) {
 	}
 	w.cond = append(w.cond, in)
 	w.result = true
+	// An attribute set to the value it had may be left out of
+	// UPDATED_NEW (minidyn does): an addition of 0 gets ALL_NEW.
+	w.all = w.all || c.Delta == 0
 }
 
 // addResult sets the Result of the add change of u from the attributes

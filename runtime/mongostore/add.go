@@ -22,6 +22,17 @@ func hasAdd[T any](u runtime.Update[T]) bool {
 	return false
 }
 
+// addBounds is the filter on the stored value of add change c: it lies
+// in the change's bounds, or is missing ($inc takes it as 0) where 0 does.
+func addBounds[T any](c runtime.Change[T]) bson.D {
+	lo, hi, _ := c.AddBounds()
+	in := bson.D{{Key: c.Field.Key, Value: bson.D{{Key: "$gte", Value: lo}, {Key: "$lte", Value: hi}}}}
+	if lo <= 0 && hi >= 0 {
+		return bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: c.Field.Key, Value: bson.D{{Key: "$exists", Value: false}}}}, in}}}
+	}
+	return in
+}
+
 // updateAdds is Update of changes that add to numbers: one findAndModify
 // whose filter holds each add change's bounds (runtime.Change.AddBounds;
 // a missing field, which $inc takes as 0, passes where 0 does), whose
@@ -37,13 +48,7 @@ func (s *Store[T, K]) updateAdds(ctx context.Context, op string, id K, u runtime
 	for _, c := range u.Changes {
 		switch {
 		case c.Add:
-			lo, hi, _ := c.AddBounds()
-			in := bson.D{{Key: c.Field.Key, Value: bson.D{{Key: "$gte", Value: lo}, {Key: "$lte", Value: hi}}}}
-			if lo <= 0 && hi >= 0 {
-				conds = append(conds, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: c.Field.Key, Value: bson.D{{Key: "$exists", Value: false}}}}, in}}})
-			} else {
-				conds = append(conds, in)
-			}
+			conds = append(conds, addBounds(c))
 			inc = append(inc, bson.E{Key: c.Field.Key, Value: c.Delta})
 			proj = append(proj, bson.E{Key: c.Field.Key, Value: 1})
 		case c.Elem:
