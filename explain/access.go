@@ -56,6 +56,8 @@ func methodOf(k templates.MethodKind) access.Method {
 		return access.Delete
 	case templates.MSet:
 		return access.Set
+	case templates.MAdd:
+		return access.Add
 	case templates.MAppend:
 		return access.Append
 	case templates.MSetAt:
@@ -227,6 +229,10 @@ func AccessOf(a *model.Aggregate, m templates.Method) Access {
 		acc.Writes = []string{m.Field.Key}
 		bump()
 		acc.WritesIndex = lookupNames(ls)
+	case templates.MAdd:
+		acc.Reads = []string{m.Field.Key}
+		acc.Writes = []string{m.Field.Key}
+		bump()
 	case templates.MAppend:
 		k := m.Field.Key
 		acc.Reads = []string{k}
@@ -255,6 +261,9 @@ func AccessOf(a *model.Aggregate, m templates.Method) Access {
 		}
 		if ver != "" {
 			acc.Reads = []string{ver}
+		}
+		for _, f := range a.Addable() {
+			acc.Reads = appendNew(acc.Reads, f.Key)
 		}
 		for _, f := range a.Partitions() {
 			acc.Reads = appendNew(acc.Reads, f.Key)

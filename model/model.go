@@ -131,6 +131,10 @@ type Field struct {
 	// IsExpires marks the expiry field: an ordinary entry (it has a
 	// setter) that the repository reads to hide expired aggregates.
 	IsExpires bool
+	// IsAdd marks a signed integer field that writes may add to
+	// (`noam:"add"`, ETF only): it gets AddF and TUpdate.AddF besides
+	// its setter.
+	IsAdd bool
 
 	// Partition is set for `partition=FIELD` slice fields: each element is
 	// its own entry FIELD[i]. Elem is the element type.
@@ -361,6 +365,18 @@ func (a *Aggregate) Settable() []*Field {
 	var out []*Field
 	for _, f := range a.Fields {
 		if !f.IsID && !f.IsVersion && !f.Partition && f.Timestamp() == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Addable lists the fields writes may add to (noam:"add"): settable
+// signed integer fields of an ETF aggregate.
+func (a *Aggregate) Addable() []*Field {
+	var out []*Field
+	for _, f := range a.Settable() {
+		if f.IsAdd {
 			out = append(out, f)
 		}
 	}

@@ -236,6 +236,9 @@ func (p *loader) aggregate(d structDecl, marker int) *model.Aggregate {
 			if tag.expires {
 				p.expires(a, fld, tag, f.Tag.Pos())
 			}
+			if tag.add {
+				p.addable(a, fld, tag, f.Tag.Pos())
+			}
 			if tag.lookup {
 				if tag.expires {
 					p.errorf(f.Tag.Pos(), "field %s.%s: noam tag %s: the expiry field cannot have a lookup (lookups index strings and integers, not times)", name, id.Name, tag.text)
@@ -369,6 +372,35 @@ func (p *loader) expires(a *model.Aggregate, fld *model.Field, tag *tagSpec, pos
 	a.Expires = fld
 }
 
+// addable checks the number field fld that writes add to (noam:"add"),
+// tagged tag at pos.
+func (p *loader) addable(a *model.Aggregate, fld *model.Field, tag *tagSpec, pos token.Pos) {
+	fld.IsAdd = true
+	var other string
+	switch {
+	case fld.IsID:
+		other = "the id (the block key never changes)"
+	case fld.IsVersion:
+		other = "the version (every write bumps it)"
+	case tag.lookup:
+		other = "a lookup (an addition writes the field alone, without the index)"
+	case fld.IsCreated || fld.IsUpdated || fld.IsExpires:
+		other = "a time"
+	}
+	if other != "" {
+		p.errorf(pos, "field %s.%s (noam tag %s): an add field cannot be %s; tag a field of its own `noam:\"add\"`", a.Name, fld.GoName, tag.text, other)
+		return
+	}
+	b, ok := fld.Type.Underlying().(*types.Basic)
+	if !ok || b.Info()&types.IsInteger == 0 || b.Info()&types.IsUnsigned != 0 {
+		p.errorf(pos, "add field %s.%s has type %s; noam tag %s needs a signed integer field (int, int8, int16, int32, int64)", a.Name, fld.GoName, p.typeString(fld.Type), tag.text)
+		return
+	}
+	if a.Strategy == model.EAO {
+		p.errorf(pos, "add field %s.%s (noam tag %s): under strategy=eao the field is inside the root entry, which the store cannot add to alone; add fields need strategy=etf", a.Name, fld.GoName, tag.text)
+	}
+}
+
 // isTime reports whether t is time.Time.
 func isTime(t types.Type) bool {
 	n, ok := t.(*types.Named)
@@ -461,6 +493,8 @@ func (p *loader) plainStruct(d structDecl) {
 			switch o {
 			case "id", "version", "counter", "uuid":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s, but %s is not an aggregate; mark it with a field `_ struct{} `noam:\"aggregate\"``", tag.text, d.spec.Name.Name, fname, d.spec.Name.Name)
+			case "add":
+				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s: add belongs on a top-level integer field of an aggregate, not on a field of a plain struct (a nested value or a partition element)", tag.text, d.spec.Name.Name, fname)
 			case "created", "updated", "expires":
 				p.errorf(f.Tag.Pos(), "noam tag %s on %s.%s: %s belongs on a top-level time.Time field of an aggregate, not on a field of a plain struct (a nested value or a partition element)", tag.text, d.spec.Name.Name, fname, o)
 			case "collection", "strategy", "partition":

@@ -31,6 +31,7 @@ type tagSpec struct {
 	uuid                 string // uuid or uuid=v4|v7: "v7" for uuid alone
 	created, updated     bool   // timestamps kept by every write
 	expires              bool   // the expiry time
+	add                  bool   // a number writes add to (AddF)
 	lookup               bool   // lookup or lookup=NAME
 	lookupName           string // NAME of lookup=NAME, "" for the default name
 	unique               bool
@@ -43,7 +44,7 @@ type tagSpec struct {
 // of a field; knownOptions is both, for suggestions.
 var (
 	markerOptions = []string{"aggregate", "collection", "strategy", "partition"}
-	fieldOptions  = []string{"-", "id", "version", "counter", "uuid", "created", "updated", "expires", "lookup", "unique", "zeros", "table", "ref"}
+	fieldOptions  = []string{"-", "id", "version", "counter", "uuid", "created", "updated", "expires", "add", "lookup", "unique", "zeros", "table", "ref"}
 	knownOptions  = append(append([]string{}, markerOptions...), fieldOptions...)
 	strategies    = []string{"etf", "eao"}
 )
@@ -51,7 +52,7 @@ var (
 // optionValue says whether an option takes a value: "no", "yes" (required)
 // or "optional".
 var optionValue = map[string]string{
-	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "created": "no", "updated": "no", "expires": "no", "unique": "no", "zeros": "no", "table": "no",
+	"-": "no", "aggregate": "no", "id": "no", "version": "no", "counter": "no", "created": "no", "updated": "no", "expires": "no", "add": "no", "unique": "no", "zeros": "no", "table": "no",
 	"collection": "yes", "strategy": "yes", "partition": "yes", "ref": "yes",
 	"lookup": "optional", "uuid": "optional",
 }
@@ -164,6 +165,8 @@ func parseTag(value string) (tagSpec, []string) {
 			t.updated = true
 		case "expires":
 			t.expires = true
+		case "add":
+			t.add = true
 		case "lookup":
 			t.lookup, t.lookupName = true, v
 		case "unique":

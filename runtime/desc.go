@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // This file is the store-independent half of the store contract: the
@@ -50,11 +51,20 @@ type Field[T any] struct {
 	Kind FieldKind
 	// Fields, for the root entry, are the keys of the fields inside it.
 	Fields []string
+	// Number is set for a field a write may add to (noam:"add", made by
+	// NewNumber): a signed integer whose values lie in [Min, Max], the
+	// range of its Go type.
+	Number   bool
+	Min, Max int64
 
 	value  func(*T) any
 	addr   func(*T) any
 	decode func(*T, Decoder) error
 	assign func(*T, any) error
+
+	// Numbers only.
+	getInt func(*T) int64
+	setInt func(*T, int64)
 
 	// Partitions only.
 	length     func(*T) int
@@ -146,6 +156,31 @@ func NewField[T, V any](key, name string, ptr func(*T) *V) *Field[T] {
 		assign: func(t *T, v any) error { return assignTo(ptr(t), v, key) },
 	}
 }
+
+// Signed are the Go types of the fields a write may add to.
+type Signed interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64
+}
+
+// NewNumber is the accessor of a top-level signed integer field of type V
+// that writes may add to (noam:"add"): Add changes of it are compiled by
+// each store into its own atomic increment.
+func NewNumber[T any, V Signed](key, name string, ptr func(*T) *V) *Field[T] {
+	f := NewField(key, name, ptr)
+	f.Number = true
+	bits := unsafe.Sizeof(V(0)) * 8
+	f.Min, f.Max = -1<<(bits-1), 1<<(bits-1)-1
+	f.getInt = func(t *T) int64 { return int64(*ptr(t)) }
+	f.setInt = func(t *T, v int64) { *ptr(t) = V(v) }
+	return f
+}
+
+// Int is the value of a number field (NewNumber) in t.
+func (f *Field[T]) Int(t *T) int64 { return f.getInt(t) }
+
+// SetInt sets the number field (NewNumber) of t to v, which must lie in
+// [f.Min, f.Max].
+func (f *Field[T]) SetInt(t *T, v int64) { f.setInt(t, v) }
 
 // NewVersion is the accessor of the version entry.
 func NewVersion[T any](key, name string, ptr func(*T) *int64) *Field[T] {
@@ -518,14 +553,25 @@ func (d *Desc[T, K]) LookupsOf(keys ...string) []*Lookup[T] {
 	return out
 }
 
-// Change is one entry-level change of a block: a whole field (Set) or one
-// element of a partition (SetAt).
+// Change is one entry-level change of a block: a whole field (Set), one
+// element of a partition (SetAt), or an addition to a number field (Add).
 type Change[T any] struct {
 	Field *Field[T]
 	// Elem is set for element Index of a partition.
 	Elem  bool
 	Index int
 	Value any
+	// Add is set for the change that adds Delta to a number field
+	// (Field.Number): the store adds it in its atomic write, to the
+	// stored value (0 when the block has no entry for the field yet),
+	// and refuses the write (ErrOutOfRange, see OutOfRange) when the sum
+	// would leave [Field.Min, Field.Max]. Value is unused.
+	Add   bool
+	Delta int64
+	// Result, for an add change, receives the field's new value when
+	// the write succeeds. An Update holds at most one change with a
+	// Result.
+	Result *int64
 }
 
 // Set is the change that writes field f of a block with value v.
@@ -534,6 +580,48 @@ func Set[T any](f *Field[T], v any) Change[T] { return Change[T]{Field: f, Value
 // SetAt is the change that replaces element i of partition f with v.
 func SetAt[T any](f *Field[T], i int, v any) Change[T] {
 	return Change[T]{Field: f, Elem: true, Index: i, Value: v}
+}
+
+// AddTo is the change that adds delta to number field f; result, when not
+// nil, receives the new value.
+func AddTo[T any](f *Field[T], delta int64, result *int64) Change[T] {
+	return Change[T]{Field: f, Add: true, Delta: delta, Result: result}
+}
+
+// AddBounds is the rule of an add change, written once for every store:
+// the stored values (a missing entry is 0) from which adding Delta stays
+// within [Field.Min, Field.Max] are those in [lo, hi]; ok is false when
+// there are none (Delta is wider than the type's range). Stores check
+// that the stored value lies in [lo, hi] in the same atomic write as
+// the addition, and fail with OutOfRange otherwise.
+func (c Change[T]) AddBounds() (lo, hi int64, ok bool) {
+	// Neither bound wraps: Max >= 0 and Delta >= 0 give Max-Delta >=
+	// -MaxInt64; Min < 0 and Delta < 0 give Min-Delta <= MaxInt64.
+	lo, hi = c.Field.Min, c.Field.Max
+	if c.Delta >= 0 {
+		hi -= c.Delta
+	} else {
+		lo -= c.Delta
+	}
+	return lo, hi, lo <= hi
+}
+
+// Sum is the value of the field after the add change, from the stored
+// value old (0 for a missing entry); ok is false when the sum leaves the
+// field's range, and the store must then write nothing (OutOfRange).
+func (c Change[T]) Sum(old int64) (int64, bool) {
+	lo, hi, ok := c.AddBounds()
+	if !ok || old < lo || old > hi {
+		return 0, false
+	}
+	return old + c.Delta, true
+}
+
+// OutOfRange is the error of an add change that would leave the field's
+// range: an *Error of kind ErrOutOfRange of operation op on block id,
+// naming the field, the delta and the range. Nothing was written.
+func OutOfRange[T any](op, agg string, id any, c Change[T]) error {
+	return FailAt(op, agg, printableID(id), fmt.Sprintf("%s %+d (outside [%d, %d], the range of field %s)", c.Field.Key, c.Delta, c.Field.Min, c.Field.Max, c.Field.Name), ErrOutOfRange, nil)
 }
 
 // Entry is the entry key the change writes: "firstPlayer", "rounds[3]".
@@ -548,6 +636,14 @@ func (c Change[T]) Entry() string {
 // change's lookups read need to be there): it fails with ErrNotFound for
 // an element t does not have.
 func (c Change[T]) Apply(t *T) error {
+	if c.Add {
+		v, ok := c.Sum(c.Field.Int(t))
+		if !ok {
+			return ErrOutOfRange
+		}
+		c.Field.SetInt(t, v)
+		return nil
+	}
 	if c.Elem {
 		return c.Field.SetElem(t, c.Index, c.Value)
 	}

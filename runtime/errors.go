@@ -33,6 +33,11 @@ var (
 	// ErrOverflow: a counter of enumerable keys is at math.MaxInt64 and
 	// cannot allocate another number. Nothing is written.
 	ErrOverflow = errors.New("counter overflow")
+	// ErrOutOfRange: an Add<Field> (or a TUpdate's Add<Field>) would take
+	// the field past the range of its Go type (an int8 past 127). The
+	// store checks it in the same atomic write as the addition; nothing
+	// is written.
+	ErrOutOfRange = errors.New("out of range")
 	// ErrTooLarge: the write would make a block (or an entry) larger than
 	// the store accepts (Caps.MaxValueBytes: MongoDB's 16 MiB document,
 	// DynamoDB's 400 KB item). Nothing is written.

@@ -110,6 +110,20 @@ func (r Repo[T, K]) Update(ctx context.Context, op string, id K, u Update[T]) er
 	return r.run(ctx, c, func(ctx context.Context) error { return r.update(ctx, op, id, u) })
 }
 
+// Add adds delta to number field f (noam:"add") of block id in one
+// atomic write, as an Update with the one add change (hooks, version,
+// updated timestamp and errors alike), and returns the field's new value.
+// A sum outside the field's range fails with ErrOutOfRange and writes
+// nothing.
+func (r Repo[T, K]) Add(ctx context.Context, op string, id K, f *Field[T], delta int64) (int64, error) {
+	var v int64
+	err := r.Update(ctx, op, id, Update[T]{Changes: []Change[T]{AddTo(f, delta, &v)}})
+	if err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
 // Append adds elem as the last element of partition f of block id and
 // returns its index.
 func (r Repo[T, K]) Append(ctx context.Context, op string, id K, f *Field[T], elem any) (i int, err error) {

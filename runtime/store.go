@@ -407,6 +407,9 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 	if err := r.writeKey(op, id); err != nil {
 		return err
 	}
+	if err := r.checkAdds(op, id, u); err != nil {
+		return err
+	}
 	if len(r.D.LookupsOf(u.Keys()...)) > 0 {
 		if err := r.gate(ctx, op, nil); err != nil {
 			return err
@@ -420,6 +423,36 @@ func (r Repo[T, K]) update(ctx context.Context, op string, id K, u Update[T]) er
 	return r.ctxErr(ctx, op, r.fenced(ctx, op, id, func(ctx context.Context) error {
 		return r.liveWrite(ctx, op, id, u.Changes, func() error { return r.S.Update(ctx, op, id, u) })
 	}))
+}
+
+// checkAdds refuses, before anything is sent, the add changes of u that no
+// store could apply: to a field that is not a number (ErrInvalid), to a
+// field u also sets (ErrInvalid), a second Result (ErrInvalid), or a delta
+// wider than the field's range (ErrOutOfRange).
+func (r Repo[T, K]) checkAdds(op string, id K, u Update[T]) error {
+	results := 0
+	for i, c := range u.Changes {
+		if !c.Add {
+			continue
+		}
+		if c.Field == nil || !c.Field.Number || c.Field.Kind != KindField || c.Elem || r.D.EAO {
+			return r.fail(op, id, ErrInvalid, "(an add change of a field that is not a number field)")
+		}
+		if c.Result != nil {
+			if results++; results > 1 {
+				return r.fail(op, id, ErrInvalid, "(two add changes with a result)")
+			}
+		}
+		for j, o := range u.Changes {
+			if j != i && o.Field == c.Field {
+				return r.fail(op, id, ErrInvalid, fmt.Sprintf("(%s is both added to and written in one update)", c.Field.Key))
+			}
+		}
+		if _, _, ok := c.AddBounds(); !ok {
+			return OutOfRange(op, r.D.Aggregate, id, c)
+		}
+	}
+	return nil
 }
 
 // knownID is the id of t for an error, nil while a counter is still to

@@ -41,6 +41,7 @@ const (
 	MPutMany
 	MDeleteMany
 	MSweep // remove expired blocks
+	MAdd   // add to one number field (noam:"add")
 )
 
 // Method is one method of the repository interface: its signature and doc,
@@ -99,6 +100,11 @@ func Methods(a *model.Aggregate, stores ...string) []Method {
 		ms = append(ms, Method{Kind: MSet, Name: Setter(f), Field: f,
 			Doc:    fmt.Sprintf("%s writes the %s entry of block id and nothing else.%s %s", Setter(f), f.Key, versionNote, missing),
 			Params: []jen.Code{Ctx(), id(), jen.Id("v").Add(Type(f.Type))}, Results: []jen.Code{jen.Error()}})
+	}
+	for _, f := range a.Addable() {
+		ms = append(ms, Method{Kind: MAdd, Name: Adder(f), Field: f,
+			Doc:    fmt.Sprintf("%s adds delta (negative to subtract) to the %s entry of block id in one atomic write and returns its new value; a block written before the field existed holds 0. Concurrent additions all count.%s It fails with runtime.ErrOutOfRange if the sum would leave the range of %s, and with runtime.ErrNotFound if the block does not exist; then nothing is written.%s", Adder(f), f.Key, versionNote, TypeText(a, f.Type), gone),
+			Params: []jen.Code{Ctx(), id(), jen.Id("delta").Int64()}, Results: []jen.Code{jen.Int64(), jen.Error()}})
 	}
 	for _, f := range a.Partitions() {
 		ms = append(ms,
@@ -488,6 +494,9 @@ func Common(f *jen.File, s *model.Schema, a *model.Aggregate, stores []string) {
 		for _, fl := range a.Settable() {
 			fields = append(fields, Doc("%s, when set, writes the %s entry.", fl.GoName, fl.Key).Id(fl.GoName).Op("*").Add(Type(fl.Type)))
 		}
+		for _, fl := range a.Addable() {
+			fields = append(fields, Doc("%s, when not 0, adds it to the %s entry, as %s.%s does (runtime.ErrOutOfRange past the range of %s); it cannot go with %s.", Adder(fl), fl.Key, Repo(a), Adder(fl), TypeText(a, fl.Type), fl.GoName).Id(Adder(fl)).Int64())
+		}
 		for _, fl := range a.Partitions() {
 			fields = append(fields, Doc("%s replaces elements of %s by index (entries %s[i]); every index must exist.", AtField(fl), fl.Key, fl.Key).Id(AtField(fl)).Map(jen.Int()).Add(Type(fl.Elem)))
 		}
@@ -605,6 +614,12 @@ func CheckNames(a *model.Aggregate) error {
 			return fmt.Errorf("aggregate %s would get two %s fields in %s; rename field %s", a.Name, f.GoName, Update(a), f.GoName)
 		}
 		fields[f.GoName] = true
+	}
+	for _, f := range a.Addable() {
+		if fields[Adder(f)] {
+			return fmt.Errorf("aggregate %s would get two %s fields in %s; rename field %s", a.Name, Adder(f), Update(a), f.GoName)
+		}
+		fields[Adder(f)] = true
 	}
 	for _, f := range a.Partitions() {
 		if fields[AtField(f)] {

@@ -83,6 +83,8 @@ func accessor(a *model.Aggregate, f *model.Field) jen.Code {
 		return jen.Func().Params(jen.Id(v).Op("*").Id(a.Name)).Op("*").Add(t).Block(jen.Return(jen.Op("&").Id(v).Dot(f.GoName)))
 	}
 	switch {
+	case f.IsAdd:
+		return RT("NewNumber").Call(jen.Lit(f.Key), jen.Lit(f.GoName), ptrFn(Type(f.Type)))
 	case f.IsVersion:
 		return RT("NewVersion").Call(jen.Lit(f.Key), jen.Lit(f.GoName), ptrFn(jen.Int64()))
 	case f.Partition:
@@ -275,6 +277,11 @@ func changes(f *jen.File, a *model.Aggregate) {
 			ch.Clone().Op("=").Append(ch.Clone(), RT("Set").Call(jen.Id(EntryVar(a, fl)), jen.Op("*").Id("u").Dot(fl.GoName))),
 		))
 	}
+	for _, fl := range a.Addable() {
+		body = append(body, jen.If(jen.Id("u").Dot(Adder(fl)).Op("!=").Lit(0)).Block(
+			ch.Clone().Op("=").Append(ch.Clone(), RT("AddTo").Call(jen.Id(EntryVar(a, fl)), jen.Id("u").Dot(Adder(fl)), jen.Nil())),
+		))
+	}
 	for _, fl := range a.Partitions() {
 		at := jen.Id("u").Dot(AtField(fl))
 		body = append(body, jen.If(jen.Len(at.Clone()).Op(">").Lit(0)).Block(
@@ -309,6 +316,8 @@ func repoImpl(f *jen.File, a *model.Aggregate, stores []string) {
 			call = r.Clone().Dot("Delete").Call(jen.Id("ctx"), jen.Id("id"))
 		case MSet:
 			call = r.Clone().Dot("Set").Call(jen.Id("ctx"), jen.Lit(m.Name), jen.Id("id"), RT("Set").Call(jen.Id(EntryVar(a, m.Field)), jen.Id("v")))
+		case MAdd:
+			call = r.Clone().Dot("Add").Call(jen.Id("ctx"), jen.Lit(m.Name), jen.Id("id"), jen.Id(EntryVar(a, m.Field)), jen.Id("delta"))
 		case MAppend:
 			call = r.Clone().Dot("Append").Call(jen.Id("ctx"), jen.Lit(m.Name), jen.Id("id"), jen.Id(EntryVar(a, m.Field)), jen.Id("e"))
 		case MSetAt:

@@ -213,6 +213,10 @@ func Append(f *model.Field) string    { return "Append" + f.GoName }
 func SetAt(f *model.Field) string     { return "Set" + f.GoName + "At" }
 func ListElems(f *model.Field) string { return "List" + f.GoName }
 
+// Adder names the method, and the TUpdate field, that add to a number
+// field (noam:"add").
+func Adder(f *model.Field) string { return "Add" + f.GoName }
+
 // AtField is the GoUpdate field that sets partition elements by index.
 func AtField(f *model.Field) string { return f.GoName + "At" }
 

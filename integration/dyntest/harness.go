@@ -63,10 +63,12 @@ const (
 	restored    = "a cancelled transaction makes minidyn restore its tables from a copy that drops the type of every empty list and map; the harness retypes them as NULL right after, but concurrent writers meet them first (and a NULL partition refuses list_append)"
 	noLimit     = "minidyn has no 400 KB item limit"
 	noTTL       = "minidyn has no DescribeTimeToLive / UpdateTimeToLive"
+	floatNums   = "minidyn computes numbers as float64, so sums near the int64 limits come back rounded (DynamoDB keeps 38 digits)"
 )
 
 // minidynGaps are the subtests (storetest names) minidyn's gaps break.
 var minidynGaps = map[string]string{
+	"AddOutOfRange":   floatNums,
 	"CreateDuplicate": binaryQuery, "Delete": binaryQuery, "SettersWriteOnlyTheirEntry": binaryQuery,
 	"AppendIndexes": binaryQuery, "UpdateSeveralEntries": binaryQuery, "UpdateIfVersion": binaryQuery,
 	"LookupEq": binaryQuery, "LookupComposite": binaryQuery, "UniqueConflicts": binaryQuery,

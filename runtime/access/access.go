@@ -33,6 +33,7 @@ const (
 	Put       Method = "put"
 	Delete    Method = "delete"
 	Set       Method = "set"       // one top-level field (SetX)
+	Add       Method = "add"       // add to one number field (AddX)
 	SetAt     Method = "setAt"     // one element of a partition (SetXAt)
 	Append    Method = "append"    // one element at the end of a partition
 	Update    Method = "update"    // several entries at once
@@ -165,7 +166,7 @@ type KeyValue struct {
 // evaluate a declaration for.
 type Op struct {
 	Method Method
-	// Field is the entry key of the field Set, SetAt, Append and
+	// Field is the entry key of the field Set, Add, SetAt, Append and
 	// ListElems work on.
 	Field string
 	// Lookup is the lookup of GetBy and ListBy.
@@ -374,7 +375,7 @@ type Store struct {
 	Costs       []Cost
 	// ClearExpired is what the store's DeleteExpired sends for a block
 	// that has not expired: the repository's writes of a block by key
-	// (Put, Set, SetAt, Append, Update, Delete) of an aggregate with an expires
+	// (Put, Set, Add, SetAt, Append, Update, Delete) of an aggregate with an expires
 	// field take these steps first, to remove the block had it expired
 	// (runtime/expire.go, clearExpired), so that the write finds it
 	// absent.
@@ -386,7 +387,7 @@ type Store struct {
 // expires field.
 func clearsExpired(m Method) bool {
 	switch m {
-	case Put, Set, SetAt, Append, Update, Delete:
+	case Put, Set, Add, SetAt, Append, Update, Delete:
 		return true
 	}
 	return false

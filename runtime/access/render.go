@@ -14,7 +14,7 @@ import (
 //	$block    the example block key in the store's style (KeyStyle)
 //	$key      the example block key as the paper writes it: 2345, 2345/3
 //	$scope    the scope parts of a counter (thread, post)
-//	$field    the field of Set, SetAt, Append, ListElems
+//	$field    the field of Set, Add, SetAt, Append, ListElems
 //	$version  the version entry's key
 //	$created, $updated  the timestamp entries' keys; $expires the
 //	          expiry entry's key

@@ -360,6 +360,8 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		// block) rolls the whole transaction back: nothing of u is written.
 		for _, c := range u.Changes {
 			switch {
+			case c.Add:
+				s.add(blk, c)
 			case c.Elem:
 				blk.SetAt(c.Field.Key, c.Index, c.Value)
 			case c.Field.Kind == runtime.KindRoot:
@@ -376,6 +378,33 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 		}
 		return blk.Err()
 	})
+}
+
+// add applies add change c in the write transaction: it reads the stored
+// value (none: 0), checks the sum against the field's range and writes it
+// encoded as a Set of the field would be.
+func (s *Store[T, K]) add(blk *block, c runtime.Change[T]) {
+	if blk.err != nil {
+		return
+	}
+	k := blk.key(c.Field.Key, -1)
+	tmp := new(T)
+	if v := blk.bucket.Get(k); v != nil {
+		if err := Decode(v, c.Field.Addr(tmp)); err != nil {
+			blk.err = runtime.FailAt(blk.op, blk.agg, blk.id, "entry "+c.Field.Key, runtime.ErrUnreadable, err)
+			return
+		}
+	}
+	sum, ok := c.Sum(c.Field.Int(tmp))
+	if !ok {
+		blk.err = runtime.OutOfRange(blk.op, blk.agg, blk.id, c)
+		return
+	}
+	c.Field.SetInt(tmp, sum)
+	blk.putValue(k, c.Field.Value(tmp))
+	if c.Result != nil {
+		*c.Result = sum
+	}
 }
 
 func (s *Store[T, K]) changeErr(blk *block, c runtime.Change[T], err error) error {

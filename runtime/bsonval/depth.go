@@ -162,6 +162,9 @@ func CheckBlock[T any, K comparable](op string, d *runtime.Desc[T, K], t *T, max
 // whole partition's value is checked one level deeper (its array).
 func CheckUpdate[T any, K comparable](op string, d *runtime.Desc[T, K], id K, u runtime.Update[T], max int) error {
 	for _, c := range u.Changes {
+		if c.Add {
+			continue // an integer
+		}
 		limit, entry := max, c.Field.Key
 		switch {
 		case c.Elem:

@@ -325,6 +325,9 @@ type update struct {
 	// indexItem says the update is of an index item, which records no
 	// write token.
 	indexItem bool
+	// result: the update adds to a number, whose new value it returns
+	// (ReturnValues UPDATED_NEW, or ALL_NEW when all is set).
+	result, all bool
 }
 
 // stamp makes the update record write token tok in WriteAttr.
@@ -356,6 +359,12 @@ func (u *update) input(table string, key map[string]types.AttributeValue) *dynam
 		in.ConditionExpression = aws.String(strings.Join(u.cond, " AND "))
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.e.namesOrNil(), u.e.valuesOrNil()
+	switch {
+	case u.all:
+		in.ReturnValues = types.ReturnValueAllNew
+	case u.result:
+		in.ReturnValues = types.ReturnValueUpdatedNew
+	}
 	return in
 }
 
@@ -375,6 +384,10 @@ func (s *Store[T, K]) changes(u runtime.Update[T], newLen bool) (*update, error)
 		w.cond = append(w.cond, "attribute_not_exists("+e.name(LenAttr)+")")
 	}
 	for _, c := range u.Changes {
+		if c.Add {
+			s.add(w, c)
+			continue
+		}
 		v, err := Encode(c.Value)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Entry(), err)
@@ -412,6 +425,41 @@ func (s *Store[T, K]) changes(u runtime.Update[T], newLen bool) (*update, error)
 	s.layoutGuards(w, u.Changes, nil)
 	s.version(w, u.IfVersion, len(u.Changes) > 0)
 	return w, nil
+}
+
+// add compiles add change c into w: SET f = if_not_exists(f, 0) + delta,
+// on condition that the stored value (none: 0) lies in the change's
+// bounds (runtime.Change.AddBounds), so that a sum out of range writes
+// nothing.
+func (s *Store[T, K]) add(w *update, c runtime.Change[T]) {
+	e := w.e
+	f := e.name(c.Field.Key)
+	w.set = append(w.set, fmt.Sprintf("%s = if_not_exists(%s, %s) + %s", f, f, e.value(num(0)), e.value(num(c.Delta))))
+	lo, hi, _ := c.AddBounds()
+	in := fmt.Sprintf("%s BETWEEN %s AND %s", f, e.value(num(lo)), e.value(num(hi)))
+	if lo <= 0 && hi >= 0 {
+		in = fmt.Sprintf("(attribute_not_exists(%s) OR %s)", f, in)
+	}
+	w.cond = append(w.cond, in)
+	w.result = true
+	// An attribute set to the value it had may be left out of
+	// UPDATED_NEW (minidyn does): an addition of 0 gets ALL_NEW.
+	w.all = w.all || c.Delta == 0
+}
+
+// addResult sets the Result of the add change of u from the attributes
+// an UpdateItem returned (UPDATED_NEW).
+func addResult[T any](u runtime.Update[T], attrs map[string]types.AttributeValue) error {
+	for _, c := range u.Changes {
+		if c.Add && c.Result != nil {
+			n, err := intOf(attrs[c.Field.Key])
+			if err != nil {
+				return fmt.Errorf("the new value of %s: %w", c.Field.Key, err)
+			}
+			*c.Result = n
+		}
+	}
+	return nil
 }
 
 // setsPartition reports whether u writes a partition whole.
@@ -485,8 +533,11 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			return runtime.Fail(op, s.d.Aggregate, id, nil, err)
 		}
 		var sent sends
-		_, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)), sent.count)
+		out, err := s.c.UpdateItem(ctx, w.input(s.table, s.key(id)), sent.count)
 		if err == nil {
+			if err := addResult(u, out.Attributes); err != nil {
+				return runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			}
 			return nil
 		}
 		if invalidPath(err) && setsPartition(u) {
@@ -502,6 +553,10 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			return s.writeErr(op, id, &sent, err)
 		}
 		if sent.resent() && s.wrote(ctx, id, tok) {
+			if w.result {
+				// Applied, but the new value went with the lost reply.
+				return runtime.FailAt(op, s.d.Aggregate, id, "(the addition was applied, but its reply, with the new value, was lost)", runtime.ErrUnknownOutcome, nil)
+			}
 			return nil
 		}
 		if err := s.diagnose(ctx, op, id, u); err != nil {
@@ -548,6 +603,15 @@ func (s *Store[T, K]) check(op string, id K, item map[string]types.AttributeValu
 	for _, c := range u.Changes {
 		if c.Elem && int64(c.Index) >= lenOf(item, c.Field.Key) {
 			return runtime.FailAt(op, s.d.Aggregate, id, c.Entry(), runtime.ErrNotFound, nil)
+		}
+		if c.Add {
+			old, err := intOf(item[c.Field.Key])
+			if err != nil {
+				return runtime.FailAt(op, s.d.Aggregate, id, "entry "+c.Field.Key, runtime.ErrUnreadable, err)
+			}
+			if _, ok := c.Sum(old); !ok {
+				return runtime.OutOfRange(op, s.d.Aggregate, id, c)
+			}
 		}
 	}
 	return nil

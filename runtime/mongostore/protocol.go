@@ -51,6 +51,11 @@ func (x *indexed[T, K]) projection() bson.D {
 	for _, f := range x.fields {
 		p = append(p, bson.E{Key: f, Value: 1})
 	}
+	for _, f := range x.s.d.Fields {
+		if f.Number && !slices.Contains(x.fields, f.Key) {
+			p = append(p, bson.E{Key: f.Key, Value: 1}) // Change.Check reads it
+		}
+	}
 	if c := x.s.d.Created; c != nil {
 		p = append(p, bson.E{Key: c.Key, Value: 1}) // Put keeps it
 	}
@@ -200,6 +205,11 @@ type Change[T any] struct {
 	// Apply makes the change on the aggregate as read (only the lookup
 	// fields are set), to compute the new lookup values.
 	Apply func(T)
+	// Check, when set, refuses the change of the aggregate as read
+	// (whole), before anything is written: the write is conditional on
+	// the block being as read, so the check holds when it applies (the
+	// bounds of an add change).
+	Check func(T) error
 }
 
 // Change applies c to block id, keeping the index tables right. It fails
@@ -266,6 +276,11 @@ func (x *indexed[T, K]) change(ctx context.Context, op string, id K, c Change[*T
 		}
 		if err := x.check(op, id, st, c.IfVersion, c.Elems); err != nil {
 			return index.Attempt{}, err
+		}
+		if c.Check != nil && st.found {
+			if err := c.Check(st.value); err != nil {
+				return index.Attempt{}, err
+			}
 		}
 		before := x.e.Keys(blk, st.value)
 		if c.Apply != nil {

@@ -3,6 +3,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"slices"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,12 +27,23 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 
 func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
 	if s.m().x == nil || !s.tableReads(u.Keys()...) {
+		if hasAdd(u) {
+			return s.updateAdds(ctx, op, id, u)
+		}
 		return s.updateOne(ctx, op, id, u)
 	}
 	// Through the lookup protocol: the filter and $set as bson.D.
 	filter := ByID(id)
 	set := make(bson.D, 0, len(u.Changes))
+	inc := s.versionInc()
 	for _, c := range u.Changes {
+		if c.Add {
+			// Checked against the block as read (Change.Check) and, as
+			// an add that is not stamped may come between, in the filter.
+			inc = append(slices.Clip(inc), bson.E{Key: c.Field.Key, Value: c.Delta})
+			filter = append(filter, bson.E{Key: "$and", Value: bson.A{addBounds(c)}})
+			continue
+		}
 		if c.Elem {
 			e := Elem{Field: c.Field.Key, Index: c.Index}
 			// Only existing elements are replaced: $set would pad the array.
@@ -75,11 +87,22 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		unset = append(unset, bson.E{Key: LenKey + "." + k, Value: ""})
 	}
 	return s.m().x.Change(ctx, op, id, Change[*T]{
-		Filter: filter, Set: set, Unset: unset, Inc: s.versionInc(), IfVersion: u.IfVersion, Elems: elemsOf(u),
+		Filter: filter, Set: set, Unset: unset, Inc: inc, IfVersion: u.IfVersion, Elems: elemsOf(u),
 		Apply: func(t *T) {
 			for _, c := range u.Changes {
-				_ = c.Apply(t) // elements were checked to exist
+				_ = c.Apply(t) // elements were checked to exist, sums by Check
 			}
+		},
+		Check: func(t *T) error {
+			for _, c := range u.Changes {
+				if !c.Add {
+					continue
+				}
+				if _, ok := c.Sum(c.Field.Int(t)); !ok {
+					return runtime.OutOfRange(op, s.d.Aggregate, id, c)
+				}
+			}
+			return nil
 		},
 	})
 }

@@ -116,6 +116,7 @@ var kinds = []struct {
 	{runtime.ErrBadCursor, "bad_cursor"},
 	{runtime.ErrInvalid, "invalid"},
 	{runtime.ErrOverflow, "overflow"},
+	{runtime.ErrOutOfRange, "out_of_range"},
 	{runtime.ErrTooLarge, "too_large"},
 	{runtime.ErrUnknownOutcome, "unknown_outcome"},
 	{runtime.ErrUnavailable, "unavailable"},

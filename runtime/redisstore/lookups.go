@@ -44,8 +44,8 @@ type write[K any] struct {
 	list          int // 1: add to the listing, -1: remove, 0: leave
 	counter       string
 	raiseTo       int64
-	// appends is set for an Append, whose reply (the index) a read-back
-	// cannot recover.
+	// appends is set for an Append, or an Add, whose reply (the index,
+	// the new value) a read-back cannot recover.
 	appends bool
 	// insert is set for a write that creates the block.
 	insert bool

@@ -37,7 +37,8 @@ import (
 // whatever the others weigh; the adapter refuses a longer one before
 // sending anything.
 //
-// Returns {"ok", result} (result: the index an append wrote, else 0),
+// Returns {"ok", result} (result: the index an append wrote, the new
+// value of an add change as "high:low" (its 32-bit halves), else 0),
 // {"fail", reason, detail, op number}, or {"err", message, wrote} for an
 // error Redis raised inside the run (wrote: 1 if the run had changed
 // something before it, else 0).
@@ -52,8 +53,8 @@ import (
 // fields first and then removes the stale ones (prune); reads and
 // removals of a key the run may have emptied see it as missing.
 const vmSource = `
-local arity = {once=2, mark=2, fence=2, exists=1, absent=1, seq=2, ver=3, lay=3, elem=3, claim=3, heq=3,
-  del=1, hset=3, hdel=2, hincr=3, clear=2, append=3, zadd=2, zrem=2,
+local arity = {once=2, mark=2, fence=2, exists=1, absent=1, seq=2, ver=3, lay=3, elem=3, claim=3, heq=3, range=6,
+  del=1, hset=3, hdel=2, hincr=3, hadd=5, clear=2, append=3, zadd=2, zrem=2,
   hdelif=3, stamp=2, irem=8, iadd=8, raise=2, prune=1, pexpireat=2, persist=1}
 local function key(i) return KEYS[tonumber(i)] end
 -- dec increments a non-negative decimal string (numbers beyond 2^53 stay exact).
@@ -68,6 +69,23 @@ local function inc(s)
   local out = table.concat(digits)
   if i == 0 then out = '1' .. out end
   return out
+end
+-- num reads a stored integer entry (a BSON type byte, then the
+-- little-endian int32 or int64) as its high 32 bits (signed) and its low
+-- 32 bits (unsigned), each exact in a Lua number; a missing entry is 0,
+-- any other value nil.
+local function num(v)
+  if not v then return 0, 0 end
+  local t = string.byte(v, 1)
+  if t == 16 and #v == 5 then
+    local x = struct.unpack('<i4', v, 2)
+    if x < 0 then return -1, x + 4294967296 end
+    return 0, x
+  elseif t == 18 and #v == 9 then
+    local lo, hi = struct.unpack('<I4i4', v, 2)
+    return hi, lo
+  end
+  return nil
 end
 -- less compares decimal strings without leading zeros as numbers.
 local function less(a, b)
@@ -145,7 +163,7 @@ for n = 1, nchecks do
     local w = redis.call('HGET', key(a[1]), '_w')
     if w then
       local tok, res = w:match('^(%S+) (%S+)$')
-      if tok == a[2] then return {'ok', tonumber(res), {}} end
+      if tok == a[2] then return {'ok', tonumber(res) or res, {}} end
     end
   elseif name == 'fence' then
     -- the collection's layout fence is the one the write expects.
@@ -195,6 +213,13 @@ for n = 1, nchecks do
   elseif name == 'heq' then
     local v = redis.call('HGET', key(a[1]), a[2])
     if (v or '') ~= a[3] then return {'fail', 'changed', v or '', n} end
+  elseif name == 'range' then
+    -- an add change: the stored integer (none: 0) lies in [lo, hi],
+    -- given as their high and low halves (a[3], a[4]; a[5], a[6]).
+    local h, l = num(redis.call('HGET', key(a[1]), a[2]))
+    if not h then return {'fail', 'notnum', a[2], n} end
+    local lh, ll, hh, hl = tonumber(a[3]), tonumber(a[4]), tonumber(a[5]), tonumber(a[6])
+    if h < lh or (h == lh and l < ll) or h > hh or (h == hh and l > hl) then return {'fail', 'range', a[2], n} end
   end
 end
 local result, expiry = 0, {}
@@ -210,6 +235,24 @@ for n = nchecks + 1, nchecks + nchanges do
     remove('HDEL', k, a[2])
   elseif name == 'hincr' then
     set('HINCRBY', k, a[2], a[3])
+  elseif name == 'hadd' then
+    -- an add change (its range checked): field a[2] gets the delta whose
+    -- halves are a[3], a[4], stored as a BSON int32 (a[5] '4'), int64
+    -- ('8') or the smaller that holds it ('min', as Go's int encodes);
+    -- the result is the new value's halves, 'high:low'.
+    local h, l = num(call('HGET', k, a[2]))
+    h, l = h + tonumber(a[3]), l + tonumber(a[4])
+    if l >= 4294967296 then h, l = h + 1, l - 4294967296 end
+    local small = (h == 0 and l < 2147483648) or (h == -1 and l >= 2147483648)
+    local v
+    if a[5] == '4' or (a[5] == 'min' and small) then
+      v = string.char(16) .. struct.pack('<i4', h * 4294967296 + l)
+    else
+      v = string.char(18) .. struct.pack('<I4i4', l, h)
+    end
+    set('HSET', k, a[2], v)
+    note(k, a[2])
+    result = string.format('%d:%d', h, l)
   elseif name == 'clear' then
     -- (the block keeps its other fields and _seq: never emptied)
     local c = tonumber(call('HGET', k, a[2]) or '0')
@@ -407,8 +450,8 @@ func (p *prog) merge(q *prog) {
 func (p *prog) empty() bool { return p.nchecks+p.nchange == 0 }
 
 // arity mirrors the script's table.
-var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "lay": 3, "elem": 3, "claim": 3, "heq": 3,
-	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
+var arity = map[string]int{"once": 2, "mark": 2, "exists": 1, "absent": 1, "seq": 2, "ver": 3, "lay": 3, "elem": 3, "claim": 3, "heq": 3, "range": 6,
+	"del": 1, "hset": 3, "hdel": 2, "hincr": 3, "hadd": 5, "clear": 2, "append": 3, "zadd": 2, "zrem": 2,
 	"hdelif": 3, "stamp": 2, "irem": 8, "iadd": 8, "raise": 2, "prune": 1, "pexpireat": 2, "persist": 1}
 
 // keyArg reports whether argument j of op is a key index.
@@ -558,6 +601,9 @@ func reply(res []any, err error, notes []string) (int64, error) {
 	switch res[0] {
 	case "ok":
 		n, _ := res[1].(int64)
+		if s, ok := res[1].(string); ok {
+			n = halves(s)
+		}
 		return n, short
 	case "err":
 		e := &scriptError{}
@@ -581,6 +627,21 @@ func reply(res []any, err error, notes []string) (int64, error) {
 		f.note = notes[f.op-1]
 	}
 	return 0, f
+}
+
+// halves reads the new value of an add change as the script returns it,
+// "high:low": its high 32 bits (signed) and low 32 bits, in decimal.
+func halves(s string) int64 {
+	hi, lo, _ := strings.Cut(s, ":")
+	h, _ := strconv.ParseInt(hi, 10, 64)
+	l, _ := strconv.ParseUint(lo, 10, 64)
+	return h<<32 | int64(l)
+}
+
+// split64 is n as the script's halves: its high 32 bits (signed) and its
+// low 32 bits, in decimal.
+func split64(n int64) (hi, lo string) {
+	return strconv.FormatInt(n>>32, 10), strconv.FormatUint(uint64(n)&0xffffffff, 10)
 }
 
 // scriptError is an error Redis raised inside a run, which the script

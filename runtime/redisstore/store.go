@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/noamgen/noamgen/runtime"
+	"github.com/noamgen/noamgen/runtime/bsonval"
 	"github.com/noamgen/noamgen/runtime/index"
 )
 
@@ -532,6 +534,13 @@ func (s *Store[T, K]) deleteWrite(op string, id K, st *state[T], cond *deleteCon
 func (s *Store[T, K]) changes(op string, id K, p *prog, b string, u runtime.Update[T]) error {
 	for _, c := range u.Changes {
 		switch {
+		case c.Add:
+			lo, hi, _ := c.AddBounds()
+			loh, lol := split64(lo)
+			hih, hil := split64(hi)
+			p.check(c.Field.Key, "range", b, c.Field.Key, loh, lol, hih, hil)
+			dh, dl := split64(c.Delta)
+			p.change("hadd", b, c.Field.Key, dh, dl, s.intWidth(c.Field))
 		case c.Elem:
 			if c.Index < 0 {
 				return s.failAt(op, id, c.Entry(), runtime.ErrNotFound)
@@ -575,6 +584,36 @@ func (s *Store[T, K]) changes(op string, id K, p *prog, b string, u runtime.Upda
 	return nil
 }
 
+// addOf is the add change of u to the field with key key.
+func addOf[T any](u runtime.Update[T], key string) runtime.Change[T] {
+	for _, c := range u.Changes {
+		if c.Add && c.Field.Key == key {
+			return c
+		}
+	}
+	return runtime.Change[T]{}
+}
+
+// intWidth is how number field f is stored, for the script's hadd: "4"
+// (a BSON int32), "8" (an int64), or "min" (the smaller that holds the
+// value, as Go's int encodes).
+func (s *Store[T, K]) intWidth(f *runtime.Field[T]) string {
+	t := new(T)
+	f.SetInt(t, 0)
+	small, _ := bsonval.Encode(f.Value(t))
+	f.SetInt(t, f.Max)
+	large, _ := bsonval.Encode(f.Value(t))
+	switch {
+	case len(small) == 0 || len(large) == 0:
+		return "8"
+	case small[0] != large[0]:
+		return "min"
+	case small[0] == 0x10:
+		return "4"
+	}
+	return "8"
+}
+
 // Update writes the changes of u in one script run (with the lookup
 // protocol on a cluster when they change lookup values).
 func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Update[T]) error {
@@ -585,6 +624,7 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 	ls := s.lookupsOf(u.Keys()...)
 	for range runtime.MaxAttempts {
 		w := &write[K]{op: op, id: id, bk: bk, seq: nextSeq(0)}
+		w.appends = slices.ContainsFunc(u.Changes, func(c runtime.Change[T]) bool { return c.Result != nil })
 		p := &prog{}
 		b := p.k(s.blockKey(bk))
 		p.once = b
@@ -631,14 +671,26 @@ func (s *Store[T, K]) Update(ctx context.Context, op string, id K, u runtime.Upd
 			p.change("stamp", b, pad(w.seq))
 		}
 		w.block = p
-		if _, err := s.commit(ctx, w); err != nil {
+		n, err := s.commit(ctx, w)
+		if err != nil {
 			if _, changed := failed(err, "changed"); changed {
 				continue
 			}
 			if _, other := failed(err, "layout"); other {
 				return s.updateAcross(ctx, op, id, u)
 			}
+			if f, ok := failed(err, "range"); ok {
+				return runtime.OutOfRange(op, s.d.Aggregate, id, addOf(u, f.detail))
+			}
+			if f, ok := failed(err, "notnum"); ok {
+				return s.failAt(op, id, "entry "+f.detail+" (not an integer)", runtime.ErrUnreadable)
+			}
 			return s.checkFailed(op, id, err)
+		}
+		for _, c := range u.Changes {
+			if c.Result != nil {
+				*c.Result = n
+			}
 		}
 		return nil
 	}

@@ -244,6 +244,7 @@ func Run(t *testing.T, h Harness) {
 	all = append(all, expiryTests...)
 	all = append(all, countTests...)
 	all = append(all, batchTests...)
+	all = append(all, addTests...)
 	runTests(t, h, all)
 }
 
@@ -290,7 +291,7 @@ func onlySubtests() (*regexp.Regexp, error) {
 // Subtests lists the names of the suite's subtests, in order.
 func Subtests() []string {
 	var out []string
-	for _, g := range [][]subtest{crudTests, entryTests, listTests, descTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests, batchTests} {
+	for _, g := range [][]subtest{crudTests, entryTests, listTests, descTests, lookupTests, counterTests, miscTests, concurrentTests, regressionTests, sizeTests, depthTests, startUpTests, hookTests, stampTests, expiryTests, countTests, batchTests, addTests} {
 		for _, st := range g {
 			out = append(out, st.name)
 		}

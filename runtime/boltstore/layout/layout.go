@@ -104,6 +104,7 @@ var Store = &access.Store{
 			Steps: []access.Step{writeTx,
 				{Op: "per item, in order: what its single call (create, put, delete) reads and writes, its index entries checked before its first write"}}},
 		write(access.Set, "put "+block+"/$field"),
+		write(access.Add, "get "+block+"/$field (none: 0; the sum checked against the field's range)", "put "+block+"/$field"),
 		write(access.SetAt, "get "+block+"/$field (the element count)", "put "+block+"/$field/i"),
 		write(access.Append, "get "+block+"/$field (the element count)", "put "+block+"/$field/n", "put "+block+"/$field (the new count)"),
 		write(access.Update, "get "+block+"/<f> of each partition changed (the element count)", "put the entries given"),

@@ -134,6 +134,9 @@ var Store = &access.Store{
 			Steps: []access.Step{{N: 1, Op: "findOneAndDelete $coll {_id} projection {_inc}"}, refusedProjection, {Each: true, N: 1, Op: "deleteMany $index {id, inc}"}}},
 
 		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id} {$set $field" + bump + "}"}}},
+		{Methods: []access.Method{access.Add}, Atomic: one, Steps: []access.Step{
+			{N: 1, Op: "findAndModify $coll {_id, $field within the range the sum needs (or missing)} {$inc $field" + bump + "} returning the new $field"},
+			{N: 1, Per: access.IfProjectionRefused, Op: "findAndModify again, without the projection"}}},
 		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id, $field.i: {$exists}} {$set $field.i" + bump + "}"}}},
 		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "updateOne $coll {_id[?version:, $version][?parts:, f.i: {$exists} for each element given]} {$set of the entries given" + bump + "}"}}},
 		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: one, Steps: []access.Step{{N: 1, Op: "findAndModify $coll {_id, " + Len + ".$field: {$exists}} {$push $field, $inc " + Len + ".$field" + bump + "} returning " + Len + ".$field"},

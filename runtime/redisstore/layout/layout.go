@@ -178,6 +178,7 @@ var Store = &access.Store{
 			Steps: []access.Step{readHash, nodeRun("check " + Block + " unchanged since read (_seq); DEL " + Block + "; ZREM $indexes, HDEL their :meta[?uniques: and :claims] for its values; ZREM " + Listing), blockRun("check unchanged since read (_seq); DEL"), unlist, exists, relist, remove}},
 
 		{Methods: []access.Method{access.Set}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists; HSET $field" + bump + ", _seq]"}}},
+		{Methods: []access.Method{access.Add}, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists, $field (none: 0) within the range the sum needs; HSET $field to the sum (decoded and encoded in Lua)" + bump + ", _seq]"}}},
 		{Methods: []access.Method{access.SetAt}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists, i < $field; HSET $field[i]" + bump + ", _seq]"}}},
 		{Methods: []access.Method{access.Append}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists; HINCRBY $field 1, HSET $field[n]" + bump + ", _seq]"}}},
 		{Methods: []access.Method{access.Update}, When: access.NoWrites, Atomic: script, Steps: []access.Step{{N: 1, Op: "EVALSHA " + Block + " [check exists[?version:, $version = IfVersion when set][?parts:, i < count per element]; HSET of the entries given" + bump + ", _seq]"}}},
