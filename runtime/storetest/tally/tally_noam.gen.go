@@ -128,12 +128,13 @@ type TallyRepository interface {
 	GetMany(ctx context.Context, ids []string) (map[string]*Tally, error)
 
 	// ListByName reads one page of the Tally aggregates whose name is v, in
-	// block-key order, through the lookup tallies.name (a global secondary index
-	// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-	// and Redis). On DynamoDB the index is eventually consistent: a page may miss
-	// an aggregate written just before, or hold it as it was before that write
-	// (tag the field `noam:"lookup,table"` for a strongly consistent index table
-	// there). A cursor not made by this query fails with runtime.ErrBadCursor.
+	// block-key order (req.Desc: descending), through the lookup tallies.name (a
+	// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+	// index table on bbolt and Redis). On DynamoDB the index is eventually
+	// consistent: a page may miss an aggregate written just before, or hold it as
+	// it was before that write (tag the field `noam:"lookup,table"` for a strongly
+	// consistent index table there). A cursor not made by this query in the same
+	// direction fails with runtime.ErrBadCursor.
 	ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Tally], error)
 
 	// CountByName returns the number of Tally aggregates that ListByName returns
@@ -179,12 +180,9 @@ type TallyRepository interface {
 	// Repair rebuilds the index tables of Tally from the aggregates: it writes
 	// missing lookup entries and removes stale ones, and reports what it fixed.
 	// Run it after a crash on a store without transactions, or after writes that
-	// bypassed the repository. Native indexes are kept by the server with every
-	// write and need no repair after a crash: MongoDB lookups without the table
-	// option (the report lists them under Native) and DynamoDB lookups in global
-	// secondary indexes, whose attributes every write of the block carries (Repair
-	// writes them only on blocks written outside the repository or before the
-	// lookup existed).
+	// bypassed the repository. Lookups kept in a native secondary index (every
+	// lookup on DynamoDB; every lookup on MongoDB) are kept by the server with
+	// every write and need no repair after a crash.
 	Repair(ctx context.Context) (runtime.RepairReport, error)
 
 	// EnsureIndexes creates what the Tally repository stores into (collections or
@@ -220,11 +218,14 @@ type TallyRepository interface {
 
 	// List reads one page of Tally aggregates, in the store's listing order
 	// (block-key order on stores whose scans are ordered,
-	// runtime.Caps.OrderedScan; in any order, each once, on the others). Pass the
-	// returned Next as req.Cursor to read the following page; Next is empty after
-	// the last page. A block that cannot be decoded (runtime.ErrUnreadable, naming
-	// it) ends a page early: the page holds the blocks before it and Next resumes
-	// after it, so that a caller can go on. A cursor not made by List fails with
+	// runtime.Caps.OrderedScan; in any order, each once, on the others). req.Desc
+	// lists in descending block-key order (the last first) on stores whose scans
+	// are ordered, and fails with runtime.ErrUnsupported on the others. Pass the
+	// returned Next as req.Cursor to read the following page, in the same
+	// direction; Next is empty after the last page. A block that cannot be decoded
+	// (runtime.ErrUnreadable, naming it) ends a page early: the page holds the
+	// blocks before it and Next resumes after it, so that a caller can go on. A
+	// cursor not made by List in the same direction fails with
 	// runtime.ErrBadCursor.
 	List(ctx context.Context, req runtime.PageRequest) (runtime.Page[*Tally], error)
 
@@ -463,9 +464,9 @@ func (r _tallyRepo) GetMany(ctx context.Context, ids []string) (map[string]*Tall
 }
 
 // ListByName reads one page of the Tally aggregates whose name is v, in
-// block-key order, through the lookup tallies.name (a global secondary index
-// on DynamoDB, a native secondary index on MongoDB, an index table on bbolt
-// and Redis).
+// block-key order (req.Desc: descending), through the lookup tallies.name (a
+// global secondary index on DynamoDB, a native secondary index on MongoDB, an
+// index table on bbolt and Redis).
 func (r _tallyRepo) ListByName(ctx context.Context, v string, req runtime.PageRequest) (runtime.Page[*Tally], error) {
 	return r.r.ListBy(ctx, "ListByName", _tallyLookupName, runtime.NewKeyRange(runtime.AppendString(nil, v)), req)
 }
