@@ -42,61 +42,25 @@ func addBounds[T any](c runtime.Change[T]) bson.D {
 // nothing is diagnosed from the block read back: missing, at another
 // version, without an element, or out of range.
 func (s *Store[T, K]) updateAdds(ctx context.Context, op string, id K, u runtime.Update[T]) error {
-	filter := ByID(id)
-	var set, inc, proj bson.D
-	var conds bson.A
-	for _, c := range u.Changes {
-		switch {
-		case c.Add:
-			conds = append(conds, addBounds(c))
-			inc = append(inc, bson.E{Key: c.Field.Key, Value: c.Delta})
-			proj = append(proj, bson.E{Key: c.Field.Key, Value: 1})
-		case c.Elem:
-			e := Elem{Field: c.Field.Key, Index: c.Index}
-			filter = append(filter, bson.E{Key: e.Path(), Value: bson.D{{Key: "$exists", Value: true}}})
-			set = append(set, bson.E{Key: e.Path(), Value: c.Value})
-		case c.Field.Kind == runtime.KindRoot:
-			raw, err := bson.Marshal(c.Value)
-			if err != nil {
-				return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-			}
-			rels, _ := bson.Raw(raw).Elements()
-			for _, e := range rels {
-				set = append(set, bson.E{Key: e.Key(), Value: e.Value()})
-			}
-		default:
-			set = append(set, bson.E{Key: c.Field.Key, Value: c.Value})
-			if c.Field.Kind == runtime.KindPartition {
-				var t T
-				if err := c.Field.Assign(&t, c.Value); err != nil {
-					return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-				}
-				set = append(set, bson.E{Key: LenKey + "." + c.Field.Key, Value: c.Field.Len(&t)})
-			}
-		}
+	filter, set, inc, unset, err := s.updateOps(op, id, u)
+	if err != nil {
+		return err
 	}
-	versionKey := s.d.VersionKey()
-	if u.IfVersion != 0 && versionKey != "" {
-		filter = append(filter, bson.E{Key: versionKey, Value: u.IfVersion})
-	}
-	filter = append(filter, bson.E{Key: "$and", Value: conds})
-	inc = append(inc, s.versionInc()...)
 	update := bson.D{{Key: "$inc", Value: inc}}
 	if len(set) > 0 {
 		update = append(update, bson.E{Key: "$set", Value: set})
 	}
-	var unset bson.D
-	for _, k := range s.unsetLens(u) {
-		unset = append(unset, bson.E{Key: LenKey + "." + k, Value: ""})
-	}
 	if len(unset) > 0 {
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}
-	if err := s.checkChanges(op, id, u); err != nil {
-		return err
-	}
 	if err := checkSize(op, s.d.Aggregate, id, update); err != nil {
 		return err
+	}
+	var proj bson.D
+	for _, c := range u.Changes {
+		if c.Add {
+			proj = append(proj, bson.E{Key: c.Field.Key, Value: 1})
+		}
 	}
 	client := s.coll.Database().Client()
 	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)

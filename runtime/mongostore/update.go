@@ -3,7 +3,6 @@ package mongostore
 import (
 	"context"
 	"errors"
-	"slices"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -32,59 +31,13 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 		}
 		return s.updateOne(ctx, op, id, u)
 	}
-	// Through the lookup protocol: the filter and $set as bson.D.
-	filter := ByID(id)
-	set := make(bson.D, 0, len(u.Changes))
-	inc := s.versionInc()
-	for _, c := range u.Changes {
-		if c.Add {
-			// Checked against the block as read (Change.Check) and, as
-			// an add that is not stamped may come between, in the filter.
-			inc = append(slices.Clip(inc), bson.E{Key: c.Field.Key, Value: c.Delta})
-			filter = append(filter, bson.E{Key: "$and", Value: bson.A{addBounds(c)}})
-			continue
-		}
-		if c.Elem {
-			e := Elem{Field: c.Field.Key, Index: c.Index}
-			// Only existing elements are replaced: $set would pad the array.
-			filter = append(filter, bson.E{Key: e.Path(), Value: bson.D{{Key: "$exists", Value: true}}})
-			set = append(set, bson.E{Key: e.Path(), Value: c.Value})
-			continue
-		}
-		if c.Field.Kind == runtime.KindRoot {
-			// The root entry's fields are top-level fields of the document.
-			raw, err := bson.Marshal(c.Value)
-			if err != nil {
-				return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-			}
-			rels, _ := bson.Raw(raw).Elements()
-			for _, e := range rels {
-				set = append(set, bson.E{Key: e.Key(), Value: e.Value()})
-			}
-			continue
-		}
-		set = append(set, bson.E{Key: c.Field.Key, Value: c.Value})
-		if c.Field.Kind == runtime.KindPartition {
-			var t T
-			if err := c.Field.Assign(&t, c.Value); err != nil {
-				return runtime.Fail(op, s.d.Aggregate, id, nil, err)
-			}
-			set = append(set, bson.E{Key: LenKey + "." + c.Field.Key, Value: c.Field.Len(&t)})
-		}
-	}
-	versionKey := s.d.VersionKey()
-	if u.IfVersion != 0 && versionKey != "" {
-		filter = append(filter, bson.E{Key: versionKey, Value: u.IfVersion})
-	}
-	if err := s.checkChanges(op, id, u); err != nil {
+	// Through the lookup protocol.
+	filter, set, inc, unset, err := s.updateOps(op, id, u)
+	if err != nil {
 		return err
 	}
 	if err := checkSize(op, s.d.Aggregate, id, bson.D{{Key: "$set", Value: set}}); err != nil {
 		return err
-	}
-	var unset bson.D
-	for _, k := range s.unsetLens(u) {
-		unset = append(unset, bson.E{Key: LenKey + "." + k, Value: ""})
 	}
 	return s.m().x.Change(ctx, op, id, Change[*T]{
 		Filter: filter, Set: set, Unset: unset, Inc: inc, IfVersion: u.IfVersion, Elems: elemsOf(u),
@@ -105,6 +58,61 @@ func (s *Store[T, K]) update(ctx context.Context, op string, id K, u runtime.Upd
 			return nil
 		},
 	})
+}
+
+// updateOps builds the filter and the $set, $inc and $unset of update u of
+// block id as bson.D: elements must exist (an element's $set would pad
+// the array), the root entry's fields are top-level fields, a partition
+// set whole sets its length, an add change $inc's its number on condition
+// that it lies in its bounds (addBounds), and the version, when there is
+// one, is bumped (and checked: u.IfVersion).
+func (s *Store[T, K]) updateOps(op string, id K, u runtime.Update[T]) (filter, set, inc, unset bson.D, err error) {
+	filter = ByID(id)
+	set = make(bson.D, 0, len(u.Changes))
+	var bounds bson.A
+	for _, c := range u.Changes {
+		switch {
+		case c.Add:
+			bounds = append(bounds, addBounds(c))
+			inc = append(inc, bson.E{Key: c.Field.Key, Value: c.Delta})
+		case c.Elem:
+			e := Elem{Field: c.Field.Key, Index: c.Index}
+			filter = append(filter, bson.E{Key: e.Path(), Value: bson.D{{Key: "$exists", Value: true}}})
+			set = append(set, bson.E{Key: e.Path(), Value: c.Value})
+		case c.Field.Kind == runtime.KindRoot:
+			raw, err := bson.Marshal(c.Value)
+			if err != nil {
+				return nil, nil, nil, nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+			}
+			rels, _ := bson.Raw(raw).Elements()
+			for _, e := range rels {
+				set = append(set, bson.E{Key: e.Key(), Value: e.Value()})
+			}
+		default:
+			set = append(set, bson.E{Key: c.Field.Key, Value: c.Value})
+			if c.Field.Kind == runtime.KindPartition {
+				var t T
+				if err := c.Field.Assign(&t, c.Value); err != nil {
+					return nil, nil, nil, nil, runtime.Fail(op, s.d.Aggregate, id, nil, err)
+				}
+				set = append(set, bson.E{Key: LenKey + "." + c.Field.Key, Value: c.Field.Len(&t)})
+			}
+		}
+	}
+	if len(bounds) > 0 {
+		filter = append(filter, bson.E{Key: "$and", Value: bounds})
+	}
+	if k := s.d.VersionKey(); u.IfVersion != 0 && k != "" {
+		filter = append(filter, bson.E{Key: k, Value: u.IfVersion})
+	}
+	inc = append(inc, s.versionInc()...)
+	for _, k := range s.unsetLens(u) {
+		unset = append(unset, bson.E{Key: LenKey + "." + k, Value: ""})
+	}
+	if err := s.checkChanges(op, id, u); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return filter, set, inc, unset, nil
 }
 
 // elemsOf lists the elements u replaces.
