@@ -9,6 +9,7 @@ import (
 	"github.com/noamgen/noamgen/runtime/access"
 	"github.com/noamgen/noamgen/runtime/storetest/expiring"
 	"github.com/noamgen/noamgen/runtime/storetest/model"
+	"github.com/noamgen/noamgen/runtime/storetest/tally"
 )
 
 // The declaration check: a store's declaration (runtime/access, in
@@ -495,5 +496,20 @@ func testDeclaredRequests(t *testing.T, e *env) {
 				}
 				return got
 			}},
+	})
+	// Additions: one request each where the store adds natively.
+	tr := tallies(t, e, nil)
+	getTally := func() *tally.Tally {
+		got, err := tr.tallies.Get(bg, "d")
+		must(t, err)
+		return got
+	}
+	checkRequests[tally.Tally, string](t, e, once, tr.tallies, []accessCase[tally.Tally]{
+		{name: "Tally Create", op: access.Op{Method: access.Create},
+			run: func() error { return tr.tallies.Create(bg, &tally.Tally{ID: "d", Name: "n", Hits: 1}) }, after: getTally},
+		{name: "AddHits", op: access.Op{Method: access.Add, Field: "hits"}, before: getTally,
+			run: func() error { _, err := tr.tallies.AddHits(bg, "d", 2); return err }, after: getTally},
+		{name: "AddHits (a negative delta)", op: access.Op{Method: access.Add, Field: "hits"}, before: getTally,
+			run: func() error { _, err := tr.tallies.AddHits(bg, "d", -5); return err }, after: getTally},
 	})
 }
