@@ -27,11 +27,9 @@
 //     after fencing its holder (see I4);
 //  3. writes the block on condition that its stamp is the one read (the
 //     store's block command). If that matches nothing the attempt is
-//     undone (the items it created go, those it overwrote go back; one of
-//     its own block that the block, read then, does not hold goes after
-//     the block is fenced, so that the write it belonged to cannot land
-//     without it) and the write starts again, up to runtime.MaxAttempts
-//     times;
+//     undone (the items it created go, those it overwrote go back: as
+//     the block's current state's where the block, read then, holds the
+//     value) and the write starts again, up to runtime.MaxAttempts times;
 //  4. removes the items of the values the block no longer holds, on
 //     condition that they are of the same incarnation and older than S.
 //

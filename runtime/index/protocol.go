@@ -257,20 +257,17 @@ type touchedItem struct {
 // undoTouched puts back the items a changed, each on condition that it
 // still bears a's mark. An item of another block (a stale unique claim a
 // took over) goes back as it was. An item of block itself belonged to
-// another write of the block, landed, failed or in flight, and is decided
-// on the block as it is now:
-//   - the block holds the value: the item goes back as the current
-//     state's (its incarnation and sequence, no attempt's mark, so that
-//     no undo of another attempt removes it);
-//   - the block, of the item's incarnation, does not hold it: the item is
-//     needed only by a write in flight over the current state, so the
-//     block is fenced (its stamp moved on: that write can no longer land,
-//     and starts again) and the item goes. Putting it back instead would
-//     leave it stale for good when its write has already undone itself
-//     (its undo found a's mark and left the item alone);
-//   - the block is gone, or of another incarnation: an insert in flight
-//     may need the item, which goes back as it was (stale, for reads and
-//     Repair to remove, if no such insert lands).
+// another write of the block, landed, failed or in flight: where the
+// block, read now, holds the value, the item goes back as the current
+// state's (its incarnation and sequence, no attempt's mark, so that no
+// undo of another attempt removes it); elsewhere it goes back as it was,
+// for its write, which may still land. If that write has already undone
+// itself (its undo found a's mark and left the item), the item is left
+// stale: reads skip it, drop it once older than StaleAfter, and Repair
+// removes it. Fencing the block instead, so as to remove the item, makes
+// every write in flight over the block start again: on a contended
+// block each failed attempt fenced the others (16 writers of one block
+// on a Redis Cluster: 6 s became 227 s).
 func (e *Engine[T]) undoTouched(ctx context.Context, block []byte, a *attempt) error {
 	mine := Cond{Kind: Marked, W: a.w}
 	var first error
@@ -290,48 +287,17 @@ func (e *Engine[T]) undoTouched(ctx context.Context, block []byte, a *attempt) e
 			keep(err)
 		}
 	}
-	for range runtime.MaxAttempts {
-		if len(own) == 0 {
-			return first
-		}
-		b, found, err := e.readBlock(ctx, block)
-		if err != nil {
-			keep(err)
-			break
-		}
-		var drop []touchedItem
-		for _, t := range own {
-			switch {
-			case found && b.Err == nil && Holds(LookupKeys(e.Lookups[t.l].Unique, e.Lookups[t.l].Values(b.Value), block), t.it.Key):
-				_, _, err := e.P.PutItem(ctx, t.l, Item{Key: t.it.Key, Block: block, Inc: b.Stamp.Inc, Seq: b.Stamp.Seq}, mine)
-				keep(err)
-			case found && b.Err == nil && t.it.Inc == b.Stamp.Inc:
-				drop = append(drop, t)
-			default:
-				_, _, err := e.P.PutItem(ctx, t.l, t.it, mine)
-				keep(err)
-			}
-		}
-		own = drop
-		if len(own) == 0 {
-			return first
-		}
-		fenced, err := e.P.FenceBlock(ctx, block, b.Stamp, NextSeq(b.Stamp.Seq))
-		if err != nil {
-			keep(err)
-			break
-		}
-		if fenced {
-			for _, t := range own {
-				keep(e.deleteItems(ctx, t.l, [][]byte{t.it.Key}, mine))
-			}
-			return first
-		}
-		// The block changed meanwhile: decide again.
+	if len(own) == 0 {
+		return first
 	}
-	// Undecided: the items go back as they were (stale at worst).
+	b, found, err := e.readBlock(ctx, block)
+	keep(err)
 	for _, t := range own {
-		_, _, err := e.P.PutItem(ctx, t.l, t.it, mine)
+		it := t.it
+		if found && b.Err == nil && Holds(LookupKeys(e.Lookups[t.l].Unique, e.Lookups[t.l].Values(b.Value), block), it.Key) {
+			it = Item{Key: it.Key, Block: block, Inc: b.Stamp.Inc, Seq: b.Stamp.Seq}
+		}
+		_, _, err := e.P.PutItem(ctx, t.l, it, mine)
 		keep(err)
 	}
 	return first
