@@ -526,9 +526,7 @@ func (p *clusterDeletes[T, K]) DeleteBlocks(ctx context.Context, idx []int) ([]b
 // Cleanup removes the deleted blocks of the items idx from the listing
 // (unlistMany).
 func (p *clusterDeletes[T, K]) Cleanup(ctx context.Context, idx []int) [][]error {
-	gone := make([]int, len(idx))
-	copy(gone, idx)
-	return p.s.unlistMany(ctx, p.wr, gone)
+	return p.s.unlistMany(ctx, p.wr, idx)
 }
 
 // Delete is the single Delete of item i.
